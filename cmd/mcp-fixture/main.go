@@ -1,0 +1,90 @@
+// Command mcp-fixture is a configurable MCP server for tests, demos and
+// benchmarks.
+//
+// It serves a deterministic set of generated tools (tool_000, tool_001, ...)
+// over stdio, Streamable HTTP or the legacy HTTP+SSE transport, and can be
+// told to misbehave: hang before answering initialize, crash at start-up, or
+// change its tool list between runs. Every flag can also be set through an
+// environment variable named FIXTURE_<FLAG>, for example FIXTURE_PAGE_SIZE for
+// -page-size; a flag given on the command line wins over its variable.
+//
+// For the http and sse transports the server prints exactly one line to
+// stdout, "listening <URL>", where URL is the endpoint to connect to. For the
+// stdio transport stdout carries nothing but protocol messages.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode reports err on stderr and returns the matching exit status: 0 for
+// success and -help, 2 for bad flags, the requested status for an exitError
+// and 1 for anything else.
+func exitCode(err error, stderr io.Writer) int {
+	var usageErr *usageError
+	var exitErr *exitError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &usageErr):
+		fmt.Fprintf(stderr, "mcp-fixture: %v\nRun 'mcp-fixture -help' for usage.\n", err)
+		return 2
+	case errors.As(err, &exitErr):
+		if exitErr.err != nil {
+			fmt.Fprintf(stderr, "mcp-fixture: %v\n", exitErr.err)
+		}
+		return exitErr.code
+	default:
+		fmt.Fprintf(stderr, "mcp-fixture: %v\n", err)
+		return 1
+	}
+}
+
+// run is the whole program behind main. It parses args (falling back to
+// getenv for unset flags), then serves until ctx is cancelled, stdin is
+// closed (stdio) or a fatal error occurs.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+
+	tools := generateTools(cfg.tools)
+	if cfg.mode == modeChangeOnSecondRun {
+		runNumber, err := bumpRunCounter(cfg.stateFile)
+		if err != nil {
+			return err
+		}
+		tools = changedTools(tools, runNumber)
+	}
+
+	if !sleepContext(ctx, cfg.startupDelay) {
+		return nil
+	}
+
+	if cfg.mode == modeCrash {
+		return simulateCrash(stderr)
+	}
+
+	mcpServer := newMCPServer(cfg, tools)
+	switch cfg.transport {
+	case transportStdio:
+		return serveStdio(ctx, cfg, mcpServer, stdin, stdout, stderr)
+	default:
+		return serveHTTP(ctx, cfg, mcpServer, stdout, stderr)
+	}
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// shutdownTimeout bounds the graceful shutdown of the http and sse
+// transports once ctx has been cancelled.
+const shutdownTimeout = 3 * time.Second
+
+// newMCPServer builds the MCP server that serves tools. It declares the
+// tools capability with listChanged and, when cfg.pageSize is positive,
+// paginates tools/list.
+//
+// mcp-go's WithPaginationLimit returns a next cursor whenever a page is
+// full, so when the number of tools is a multiple of the page size a client
+// walking the cursors would get one extra, empty page. An after-list hook
+// clears the cursor of the page that ends with the last tool, so a client
+// always sees exactly ceil(tools/pageSize) pages.
+func newMCPServer(cfg config, tools []mcp.Tool) *server.MCPServer {
+	opts := []server.ServerOption{
+		server.WithToolCapabilities(true),
+		server.WithRecovery(),
+	}
+	if cfg.pageSize > 0 {
+		last := lastToolName(tools)
+		hooks := &server.Hooks{}
+		hooks.AddAfterListTools(func(_ context.Context, _ any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
+			if result == nil || result.NextCursor == "" || len(result.Tools) == 0 {
+				return
+			}
+			if result.Tools[len(result.Tools)-1].Name == last {
+				result.NextCursor = ""
+			}
+		})
+		opts = append(opts, server.WithPaginationLimit(cfg.pageSize), server.WithHooks(hooks))
+	}
+	s := server.NewMCPServer(cfg.name, cfg.version, opts...)
+	if len(tools) > 0 {
+		s.AddTools(serverTools(tools)...)
+	}
+	return s
+}
+
+// serveStdio serves newline-delimited JSON-RPC on stdin and stdout until
+// stdin is closed or ctx is cancelled. Diagnostics go to stderr only.
+func serveStdio(ctx context.Context, cfg config, s *server.MCPServer, stdin io.Reader, stdout, stderr io.Writer) error {
+	if cfg.mode == modeHangInit {
+		return hangStdio(ctx, stdin)
+	}
+	stdio := server.NewStdioServer(s)
+	stdio.SetErrorLogger(log.New(stderr, "mcp-fixture: ", log.LstdFlags))
+	err := stdio.Listen(ctx, stdin, stdout)
+	if ctx.Err() != nil {
+		// Cancellation by a signal is a normal way to stop.
+		return nil
+	}
+	return err
+}
+
+// serveHTTP serves the http (Streamable HTTP, endpoint /mcp) or sse (legacy
+// HTTP+SSE, endpoint /sse) transport. It opens the listener first, so that
+// an address with port 0 works, prints "listening <URL>" to stdout and then
+// serves until ctx is cancelled. mcp-go's default protection against DNS
+// rebinding (rejecting non-localhost Host headers on loopback connections)
+// stays enabled.
+func serveHTTP(ctx context.Context, cfg config, s *server.MCPServer, stdout, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	baseURL := "http://" + dialableAddr(ln.Addr())
+
+	httpServer := &http.Server{
+		// Request contexts derive from ctx, so cancelling ctx also ends
+		// long-lived SSE streams and hanging requests.
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(stderr, "mcp-fixture: http: ", log.LstdFlags),
+	}
+	shutdown := httpServer.Shutdown
+
+	var endpoint string
+	switch cfg.transport {
+	case transportHTTP:
+		endpoint = "/mcp"
+		mux := http.NewServeMux()
+		if cfg.mode == modeHangInit {
+			mux.Handle(endpoint, hangHandler())
+		} else {
+			streamable := server.NewStreamableHTTPServer(s,
+				server.WithEndpointPath(endpoint),
+				server.WithStreamableHTTPServer(httpServer),
+				server.WithStreamableHTTPLogger(slog.New(slog.NewTextHandler(stderr, nil))),
+			)
+			mux.Handle(endpoint, streamable)
+			shutdown = streamable.Shutdown
+		}
+		httpServer.Handler = mux
+	case transportSSE:
+		endpoint = "/sse"
+		if cfg.mode == modeHangInit {
+			mux := http.NewServeMux()
+			mux.Handle(endpoint, hangHandler())
+			mux.Handle("/message", hangHandler())
+			httpServer.Handler = mux
+		} else {
+			sse := server.NewSSEServer(s,
+				server.WithBaseURL(baseURL),
+				server.WithSSEEndpoint(endpoint),
+				server.WithMessageEndpoint("/message"),
+				server.WithHTTPServer(httpServer),
+			)
+			httpServer.Handler = sse
+			shutdown = sse.Shutdown
+		}
+	default:
+		ln.Close()
+		return fmt.Errorf("transport %q is not served over HTTP", cfg.transport)
+	}
+
+	if _, err := fmt.Fprintf(stdout, "listening %s%s\n", baseURL, endpoint); err != nil {
+		ln.Close()
+		return err
+	}
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpServer.Serve(ln) }()
+
+	select {
+	case err := <-serveErr:
+		return err
+	case <-ctx.Done():
+	}
+
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := shutdown(shutdownCtx); err != nil {
+		fmt.Fprintf(stderr, "mcp-fixture: graceful shutdown: %v\n", err)
+		httpServer.Close()
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// dialableAddr returns addr as host:port, replacing an unspecified listen
+// address such as 0.0.0.0 or [::] by the matching loopback address so that
+// the printed URL can be dialled and passes the localhost Host check.
+func dialableAddr(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return addr.String()
+	}
+	ip := tcp.IP
+	switch {
+	case ip == nil || ip.Equal(net.IPv4zero):
+		ip = net.IPv4(127, 0, 0, 1)
+	case ip.Equal(net.IPv6unspecified):
+		ip = net.IPv6loopback
+	}
+	return net.JoinHostPort(ip.String(), fmt.Sprint(tcp.Port))
+}

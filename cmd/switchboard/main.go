@@ -1,0 +1,71 @@
+// Command switchboard is a local control room for MCP servers: register
+// servers, verify them live, review their tools and set a policy per tool.
+//
+//	switchboard [serve] [flags]            run the dashboard (default)
+//	switchboard verify [--json] -- CMD ARGS  verify a stdio server once, without the store
+//	switchboard verify [--json] URL          verify a remote server once
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(os.Stderr, "switchboard:", msg)
+		}
+		os.Exit(code)
+	}
+}
+
+// exitError carries a specific exit code; an empty message prints nothing.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func usageError(format string, args ...any) error {
+	return &exitError{code: 2, msg: fmt.Sprintf(format, args...)}
+}
+
+// run is the whole program. It returns when ctx is cancelled (serve) or
+// the command is done.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, args, getenv, stdout, stderr)
+	case "verify":
+		return verify(ctx, args, getenv, stdout, stderr)
+	}
+	fmt.Fprint(stdout, usage)
+	return nil
+}
+
+const usage = `Switchboard: register MCP servers, verify them live, review their tools, set policies.
+
+Usage:
+  switchboard [serve] [flags]               run the dashboard (see: switchboard serve -h)
+  switchboard verify [--json] -- CMD ARGS   verify a stdio server once, without the store
+  switchboard verify [--json] URL           verify a Streamable HTTP (or --transport sse) server once
+`

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/web"
+)
+
+// DefaultPort is Switchboard's fixed default port.
+const DefaultPort = 7420
+
+// serveConfig is the configuration of `switchboard serve`, from flags
+// with environment fallbacks.
+type serveConfig struct {
+	Addr               string
+	DBPath             string
+	Token              string
+	Concurrency        int
+	AllowedHosts       []string
+	DangerouslyBindAll bool
+}
+
+func defaultDBPath(getenv func(string) string) string {
+	base := getenv("XDG_DATA_HOME")
+	if base == "" {
+		base = filepath.Join(getenv("HOME"), ".local", "share")
+	}
+	return filepath.Join(base, "switchboard", "switchboard.db")
+}
+
+func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
+	cfg := serveConfig{
+		Addr:        "127.0.0.1:" + strconv.Itoa(DefaultPort),
+		DBPath:      defaultDBPath(getenv),
+		Token:       getenv("SWITCHBOARD_TOKEN"),
+		Concurrency: 2,
+	}
+	if v := getenv("SWITCHBOARD_ADDR"); v != "" {
+		cfg.Addr = v
+	}
+	if v := getenv("SWITCHBOARD_DB"); v != "" {
+		cfg.DBPath = v
+	}
+	if v := getenv("SWITCHBOARD_CONCURRENCY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return cfg, usageError("SWITCHBOARD_CONCURRENCY=%q is not a number", v)
+		}
+		cfg.Concurrency = n
+	}
+	if v := getenv("SWITCHBOARD_ALLOWED_HOSTS"); v != "" {
+		cfg.AllowedHosts = strings.Split(v, ",")
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (env SWITCHBOARD_ADDR)")
+	fs.StringVar(&cfg.DBPath, "db", cfg.DBPath, "database file (env SWITCHBOARD_DB)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "verifications running at once (env SWITCHBOARD_CONCURRENCY)")
+	fs.Func("allowed-host", "extra Host header name to accept, repeatable (env SWITCHBOARD_ALLOWED_HOSTS, comma-separated)", func(v string) error {
+		cfg.AllowedHosts = append(cfg.AllowedHosts, v)
+		return nil
+	})
+	fs.BoolVar(&cfg.DangerouslyBindAll, "dangerously-bind-all", false, "allow listening on all interfaces (anyone who can reach the port can try to start commands)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, &exitError{code: 0}
+		}
+		return cfg, &exitError{code: 2}
+	}
+	if fs.NArg() > 0 {
+		return cfg, usageError("serve takes no arguments, got %q", fs.Args())
+	}
+	if cfg.Concurrency < 1 || cfg.Concurrency > 64 {
+		return cfg, usageError("-concurrency must be between 1 and 64, got %d", cfg.Concurrency)
+	}
+	if err := checkBind(cfg.Addr, cfg.DangerouslyBindAll); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// checkBind refuses wildcard addresses unless explicitly allowed.
+func checkBind(addr string, allowAll bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageError("-addr %q: %v", addr, err)
+	}
+	wildcard := host == "" || host == "0"
+	if ip, err := netip.ParseAddr(host); err == nil && ip.Unmap().IsUnspecified() {
+		wildcard = true
+	}
+	if wildcard && !allowAll {
+		return usageError("refusing to listen on all interfaces (%q): Switchboard starts commands; use 127.0.0.1, or pass --dangerously-bind-all if you really mean it", addr)
+	}
+	return nil
+}
+
+// serve runs the dashboard until ctx is cancelled.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseServeFlags(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	token := cfg.Token
+	generated := token == ""
+	if generated {
+		token = randomToken()
+	}
+	hub := web.NewHub()
+	db, err := store.Open(cfg.DBPath, store.Options{OnChange: hub.StoreChanged})
+	if err != nil {
+		hub.Close()
+		return err
+	}
+	defer db.Close()
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		hub.Close()
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	loginCode := randomToken()
+	app := web.New(web.Config{
+		Token:        token,
+		LoginCode:    loginCode,
+		AllowedHosts: cfg.AllowedHosts,
+		Concurrency:  cfg.Concurrency,
+		Logger:       log,
+	}, db, discovery.NewVerifier(discovery.Limits{}, getenv), hub)
+	srv := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	base := "http://" + displayAddr(ln.Addr())
+	fmt.Fprintf(stdout, "Switchboard is running with database %s\n", cfg.DBPath)
+	fmt.Fprintf(stdout, "Open %s/login?code=%s\n", base, loginCode)
+	if generated {
+		fmt.Fprintf(stdout, "API token (Authorization: Bearer ...; set SWITCHBOARD_TOKEN to choose one): %s\n", token)
+	}
+
+	select {
+	case err = <-served:
+		app.Close()
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	// Stop live streams and jobs first, so Shutdown has nothing open to
+	// wait for; then close whatever is left.
+	app.Close()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		srv.Close()
+	}
+	return nil
+}
+
+// displayAddr is the address to print: a wildcard shows as 127.0.0.1.
+func displayAddr(a net.Addr) string {
+	host, port, _ := net.SplitHostPort(a.String())
+	if ip, err := netip.ParseAddr(host); err == nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}

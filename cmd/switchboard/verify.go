@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+)
+
+// verifyOutput is what `switchboard verify --json` prints.
+type verifyOutput struct {
+	OK              bool              `json:"ok"`
+	Transport       string            `json:"transport"`
+	Target          string            `json:"target"`
+	ProtocolVersion string            `json:"protocol_version,omitempty"`
+	Server          *serverInfo       `json:"server,omitempty"`
+	Tools           []json.RawMessage `json:"tools"`
+	Pages           int               `json:"pages,omitempty"`
+	Timings         []timing          `json:"timings"`
+	TotalMS         float64           `json:"total_ms"`
+	Warnings        []string          `json:"warnings,omitempty"`
+	Error           *verifyError      `json:"error,omitempty"`
+}
+
+type serverInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+type timing struct {
+	Phase string  `json:"phase"`
+	MS    float64 `json:"ms"`
+}
+
+type verifyError struct {
+	Class      string `json:"class"`
+	Phase      string `json:"phase,omitempty"`
+	Message    string `json:"message"`
+	Suggestion string `json:"suggestion,omitempty"`
+	StderrTail string `json:"stderr_tail,omitempty"`
+	ExitCode   *int   `json:"exit_code,omitempty"`
+}
+
+// verify runs one verification without the store and prints the result.
+// It exits 0 on success, 1 on a failed verification, 2 on bad usage.
+func verify(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	transport := fs.String("transport", "", "for a URL: http (Streamable HTTP, default) or sse")
+	timeout := fs.Duration("timeout", 30*time.Second, "deadline for start + initialize, and again for listing tools")
+	env := map[string]string{}
+	fs.Func("env", "NAME=VALUE for a stdio server's environment, repeatable", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want NAME=VALUE, got %q", v)
+		}
+		env[k] = val
+		return nil
+	})
+	headers := map[string]string{}
+	fs.Func("header", "Name: value for a remote server, repeatable", func(v string) error {
+		k, val, ok := strings.Cut(v, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("want Name: value, got %q", v)
+		}
+		headers[strings.TrimSpace(k)] = strings.TrimSpace(val)
+		return nil
+	})
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: switchboard verify [--json] [--env K=V]... -- CMD ARGS...\n       switchboard verify [--json] [--transport sse] [--header 'K: V']... URL\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: 2}
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fs.Usage()
+		return usageError("verify needs a command (after --) or a URL")
+	}
+	t := discovery.Target{Transport: discovery.TransportStdio, Command: rest[0], Args: rest[1:], Env: env}
+	if len(rest) == 1 && (strings.HasPrefix(rest[0], "http://") || strings.HasPrefix(rest[0], "https://")) {
+		t = discovery.Target{Transport: discovery.TransportHTTP, URL: rest[0], Headers: headers}
+		if *transport == "sse" {
+			t.Transport = discovery.TransportSSE
+		} else if *transport != "" && *transport != "http" {
+			return usageError("--transport must be http or sse, got %q", *transport)
+		}
+	}
+
+	v := discovery.NewVerifier(discovery.Limits{InitTimeout: *timeout, ListTimeout: *timeout}, getenv)
+	start := time.Now()
+	res, err := v.Verify(ctx, t, 0, nil)
+	out := verifyOutput{OK: err == nil, Transport: t.Transport, Target: t.URL, Tools: []json.RawMessage{}, Timings: []timing{}}
+	if t.Transport == discovery.TransportStdio {
+		out.Target = strings.Join(rest, " ")
+	}
+	if res != nil {
+		out.ProtocolVersion = res.ProtocolVersion
+		out.Server = &serverInfo{Name: res.ServerName, Version: res.ServerVersion}
+		out.Pages = res.Pages
+		out.Warnings = res.Warnings
+		for _, tool := range res.Tools {
+			out.Tools = append(out.Tools, tool.Raw)
+		}
+		for _, tm := range res.Timings {
+			out.Timings = append(out.Timings, timing{Phase: tm.Phase, MS: float64(tm.Duration.Microseconds()) / 1000})
+		}
+	}
+	out.TotalMS = float64(time.Since(start).Microseconds()) / 1000
+	var verr *discovery.Error
+	if errors.As(err, &verr) {
+		out.Error = &verifyError{Class: verr.Class, Phase: verr.Phase, Message: verr.Message, Suggestion: verr.Suggestion, StderrTail: verr.StderrTail}
+		if verr.ExitCode >= 0 {
+			code := verr.ExitCode
+			out.Error.ExitCode = &code
+		}
+	}
+
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		printVerify(stdout, out, res)
+	}
+	if err != nil {
+		if verr != nil {
+			return &exitError{code: 1, msg: fmt.Sprintf("verification failed: %s in %s: %s", verr.Class, verr.Phase, verr.Message)}
+		}
+		return &exitError{code: 1, msg: "verification failed: " + err.Error()}
+	}
+	return nil
+}
+
+func printVerify(w io.Writer, out verifyOutput, res *discovery.Result) {
+	if out.Error != nil {
+		fmt.Fprintf(w, "FAILED %s in %s: %s\n", out.Error.Class, out.Error.Phase, out.Error.Message)
+		if out.Error.Suggestion != "" {
+			fmt.Fprintf(w, "  %s\n", out.Error.Suggestion)
+		}
+		if out.Error.StderrTail != "" {
+			fmt.Fprintf(w, "  stderr:\n%s\n", indent(out.Error.StderrTail))
+		}
+		return
+	}
+	fmt.Fprintf(w, "OK %s %s, protocol %s, %d tools in %.0f ms\n", out.Server.Name, out.Server.Version, out.ProtocolVersion, len(res.Tools), out.TotalMS)
+	for _, tm := range out.Timings {
+		fmt.Fprintf(w, "  %-13s %8.1f ms\n", tm.Phase, tm.MS)
+	}
+	for _, tool := range res.Tools {
+		fmt.Fprintf(w, "  - %s\n", tool.Name)
+	}
+	for _, warn := range out.Warnings {
+		fmt.Fprintf(w, "  warning: %s\n", warn)
+	}
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
+
+func randomToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,162 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Error classes. Each has one suggestion a person can act on.
+const (
+	ClassNotFound   = "not_found"
+	ClassPermission = "permission"
+	ClassExited     = "exited"
+	ClassTimeout    = "timeout"
+	ClassProtocol   = "protocol"
+	ClassTooLarge   = "too_large"
+	ClassHTTPStatus = "http_status"
+	ClassNetwork    = "network"
+	ClassCancelled  = "cancelled"
+	ClassInternal   = "internal"
+)
+
+// Error is why a verification failed. Message and StderrTail are redacted:
+// they never contain the values of the server's env or headers.
+type Error struct {
+	Class      string
+	Phase      string
+	Message    string
+	Suggestion string
+	StderrTail string
+	ExitCode   int // -1 unless Class is ClassExited
+	err        error
+}
+
+func (e *Error) Error() string {
+	if e.Phase != "" {
+		return fmt.Sprintf("%s in %s: %s", e.Class, e.Phase, e.Message)
+	}
+	return e.Class + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.err }
+
+// suggestions holds the one-line advice shown with each class.
+var suggestions = map[string]string{
+	ClassNotFound:   "Install the command or fix its path (it is looked up in the server's PATH).",
+	ClassPermission: "Make the command executable (chmod +x) and check that it is not a directory.",
+	ClassExited:     "The server exited on its own; read its stderr below and fix what it complains about.",
+	ClassTimeout:    "The server did not answer in time; check that it speaks MCP on this transport, or raise the timeout (first npx runs can be slow).",
+	ClassProtocol:   "The server did not speak MCP as expected; check the command or URL points at an MCP server.",
+	ClassTooLarge:   "The server sent more data than the limits allow; raise the limit only if you trust it.",
+	ClassHTTPStatus: "The server refused the request; check the URL and the credentials in the headers.",
+	ClassNetwork:    "The server could not be reached; check the URL, that it is running, and your network.",
+	ClassCancelled:  "The verification was cancelled; Verify again when ready.",
+	ClassInternal:   "Something went wrong inside Switchboard; the log has details.",
+}
+
+// Suggestion returns the advice for an error class.
+func Suggestion(class string) string { return suggestions[class] }
+
+func newError(class, phase, msg string, cause error) *Error {
+	return &Error{Class: class, Phase: phase, Message: msg, Suggestion: suggestions[class], ExitCode: -1, err: cause}
+}
+
+// errTooLarge is returned by bounded readers when a limit is exceeded.
+type errTooLarge struct{ what string }
+
+func (e errTooLarge) Error() string { return e.what }
+
+var errStdoutClosed = errors.New("server closed stdout before answering")
+
+var statusRe = regexp.MustCompile(`status (\d{3})`)
+
+// classify turns an error from a phase into an *Error. exited reports
+// whether the stdio child has already exited (with its code).
+func classify(err error, phase string, jobCtx context.Context, exited bool, code int) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Phase == "" {
+			e.Phase = phase
+		}
+		return e
+	}
+	var tooLarge errTooLarge
+	var unsupported mcp.UnsupportedProtocolVersionError
+	var netErr net.Error
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	switch {
+	case jobCtx.Err() != nil && errors.Is(jobCtx.Err(), context.Canceled):
+		return newError(ClassCancelled, phase, "cancelled while "+phase, err)
+	case errors.As(err, &tooLarge):
+		return newError(ClassTooLarge, phase, tooLarge.what, err)
+	case exited:
+		return exitError(phase, code, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return newError(ClassTimeout, phase, "no answer before the "+phase+" deadline", err)
+	case errors.Is(err, errStdoutClosed):
+		return newError(ClassExited, phase, errStdoutClosed.Error()+" (the process kept running)", err)
+	case errors.As(err, &unsupported):
+		return newError(ClassProtocol, phase, fmt.Sprintf("server speaks protocol version %q, supported: %s",
+			unsupported.Version, strings.Join(mcp.ValidProtocolVersions, ", ")), err)
+	case errors.Is(err, transport.ErrUnauthorized), errors.Is(err, transport.ErrAuthorizationRequired),
+		errors.Is(err, transport.ErrOAuthAuthorizationRequired):
+		return newError(ClassHTTPStatus, phase, "server answered 401 Unauthorized: check credentials", err)
+	case errors.As(err, &dnsErr), errors.As(err, &opErr), errors.Is(err, syscall.ECONNREFUSED):
+		return newError(ClassNetwork, phase, rootMessage(err), err)
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return newError(ClassTimeout, phase, "no answer before the "+phase+" deadline", err)
+	}
+	if m := statusRe.FindStringSubmatch(err.Error()); m != nil {
+		code, _ := strconv.Atoi(m[1])
+		msg := "server answered HTTP " + m[1]
+		if code == 401 || code == 403 {
+			msg += ": check credentials"
+		}
+		return newError(ClassHTTPStatus, phase, msg, err)
+	}
+	return newError(ClassProtocol, phase, rootMessage(err), err)
+}
+
+// spawnError classifies a failure to start a process.
+func spawnError(err error, command string) *Error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOENT), isNotFound(err):
+		return newError(ClassNotFound, PhaseStarting, rootMessage(err), err)
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EISDIR):
+		return newError(ClassPermission, PhaseStarting, rootMessage(err), err)
+	}
+	return newError(ClassInternal, PhaseStarting, "could not start "+command+": "+rootMessage(err), err)
+}
+
+func exitError(phase string, code int, err error) *Error {
+	msg := fmt.Sprintf("server exited with code %d during %s", code, phase)
+	if code < 0 {
+		msg = "server was killed by a signal during " + phase
+	}
+	e := newError(ClassExited, phase, msg, err)
+	e.ExitCode = code
+	return e
+}
+
+// rootMessage strips mcp-go's "transport error:" wrappers for display.
+func rootMessage(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"transport error: ", "failed to send request: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return msg
+}
+
+// NewError returns an *Error of the class with its suggestion.
+func NewError(class, phase, msg string) *Error { return newError(class, phase, msg, nil) }

@@ -1,0 +1,153 @@
+package discovery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+)
+
+// recorder keeps the raw result of the last tools/list response, so the
+// pipeline stores tools exactly as the server sent them rather than as
+// mcp-go's structs re-encode them.
+type recorder struct {
+	mu   sync.Mutex
+	last json.RawMessage
+}
+
+func (r *recorder) record(result json.RawMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last = append(json.RawMessage(nil), result...)
+}
+
+// take returns and forgets the last recorded result.
+func (r *recorder) take() json.RawMessage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last := r.last
+	r.last = nil
+	return last
+}
+
+// streamableTap is mcp-go's Streamable HTTP transport with tools/list
+// results recorded. Embedding keeps every optional interface the client
+// looks for (protocol version, request handler, legacy detection).
+type streamableTap struct {
+	*transport.StreamableHTTP
+	rec *recorder
+}
+
+func (t streamableTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
+	observe(t.rec, req, resp, err)
+	return resp, err
+}
+
+// sseTap is the same for mcp-go's legacy SSE transport.
+type sseTap struct {
+	*transport.SSE
+	rec *recorder
+}
+
+func (t sseTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.SSE.SendRequest(ctx, req)
+	observe(t.rec, req, resp, err)
+	return resp, err
+}
+
+func observe(rec *recorder, req transport.JSONRPCRequest, resp *transport.JSONRPCResponse, err error) {
+	if err == nil && resp != nil && resp.Error == nil && req.Method == "tools/list" {
+		rec.record(resp.Result)
+	}
+}
+
+// errForbiddenAddress is returned when a URL resolves to an address
+// Switchboard never connects to.
+var errForbiddenAddress = errors.New("address is link-local or a cloud metadata endpoint, which Switchboard never connects to")
+
+// forbidden reports whether ip is link-local (which includes the cloud
+// metadata address 169.254.169.254) or another metadata endpoint.
+func forbidden(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	return ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip == netip.MustParseAddr("fd00:ec2::254") || ip == netip.MustParseAddr("100.100.100.200")
+}
+
+// httpClient returns the client remote transports use: link-local and
+// metadata addresses are refused at connect time (so also after a
+// redirect or a DNS answer that changed), and every response body is
+// capped at limits.TotalBytes.
+func httpClient(limits Limits) *http.Client {
+	dialer := &net.Dialer{
+		Timeout: 10 * time.Second,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err == nil && forbidden(ap.Addr()) {
+				return fmt.Errorf("%s: %w", address, errForbiddenAddress)
+			}
+			return nil
+		},
+	}
+	tr := &http.Transport{
+		DialContext:           dialer.DialContext,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: limits.InitTimeout,
+		MaxIdleConnsPerHost:   2,
+		IdleConnTimeout:       30 * time.Second,
+	}
+	return &http.Client{Transport: cappedTransport{tr, limits.TotalBytes}}
+}
+
+// cappedTransport limits how many bytes one response body may deliver.
+type cappedTransport struct {
+	base http.RoundTripper
+	max  int64
+}
+
+func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &cappedBody{rc: resp.Body, left: c.max, max: c.max}
+	return resp, nil
+}
+
+type cappedBody struct {
+	rc   io.ReadCloser
+	left int64
+	max  int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errTooLarge{fmt.Sprintf("server sent a response body larger than %d bytes", b.max)}
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
+
+// closeIdle releases the connections a client kept open.
+func closeIdle(c *http.Client) {
+	if ct, ok := c.Transport.(cappedTransport); ok {
+		if tr, ok := ct.base.(*http.Transport); ok {
+			tr.CloseIdleConnections()
+		}
+	}
+}

@@ -1,0 +1,257 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Transports a server can use.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+	TransportSSE   = "sse"
+)
+
+// Policies a person can set on a tool.
+const (
+	PolicyAllow = "allow"
+	PolicyAsk   = "ask"
+	PolicyDeny  = "deny"
+)
+
+// Discovery statuses. Running is the only non-terminal one that is stored;
+// queued and the individual phases live only in the job runner and in events.
+const (
+	StatusNever       = "never"
+	StatusRunning     = "running"
+	StatusSuccess     = "success"
+	StatusFailed      = "failed"
+	StatusTimeout     = "timeout"
+	StatusCancelled   = "cancelled"
+	StatusInterrupted = "interrupted"
+)
+
+// Tool states.
+const (
+	ToolActive  = "active"
+	ToolChanged = "changed"
+	ToolMissing = "missing"
+)
+
+// Server is one registered MCP server: how to reach it and how to treat
+// what it offers. Env and Headers values are secrets; they are stored here
+// and masked by every reader that shows them to a person or a program.
+type Server struct {
+	ID            string            `json:"id"`
+	Name          string            `json:"name"`
+	Transport     string            `json:"transport"`
+	Command       string            `json:"command,omitempty"`
+	Args          []string          `json:"args,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+	Cwd           string            `json:"cwd,omitempty"`
+	URL           string            `json:"url,omitempty"`
+	Headers       map[string]string `json:"headers,omitempty"`
+	TimeoutMS     int               `json:"timeout_ms,omitempty"`
+	DefaultPolicy string            `json:"default_policy"`
+	Enabled       bool              `json:"enabled"`
+	CreatedAt     time.Time         `json:"created_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+}
+
+// ConfigHash returns the SHA-256 over everything that changes what the
+// server is: transport, command, args, cwd, env keys with hashed values, URL
+// and header keys with hashed values. Name, policy and timeout edits do not
+// change it.
+func (s Server) ConfigHash() string {
+	h := sha256.New()
+	field := func(v string) {
+		io.WriteString(h, strconv.Itoa(len(v)))
+		io.WriteString(h, ":")
+		io.WriteString(h, v)
+	}
+	secrets := func(m map[string]string) {
+		field(strconv.Itoa(len(m)))
+		for _, k := range sortedKeys(m) {
+			sum := sha256.Sum256([]byte(m[k]))
+			field(k)
+			field(hex.EncodeToString(sum[:]))
+		}
+	}
+	field(s.Transport)
+	field(s.Command)
+	field(strconv.Itoa(len(s.Args)))
+	for _, a := range s.Args {
+		field(a)
+	}
+	field(s.Cwd)
+	secrets(s.Env)
+	field(s.URL)
+	secrets(s.Headers)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// PhaseTiming is how long one verification phase took.
+type PhaseTiming struct {
+	Phase string `json:"phase"`
+	MS    int64  `json:"ms"`
+}
+
+// VerifyError describes why a verification did not succeed. Message and
+// StderrTail are already redacted by whoever produced them.
+type VerifyError struct {
+	Class      string `json:"class"`
+	Phase      string `json:"phase,omitempty"`
+	Message    string `json:"message"`
+	Suggestion string `json:"suggestion,omitempty"`
+	StderrTail string `json:"stderr_tail,omitempty"`
+}
+
+// Discovery is what Switchboard knows about a server's last verifications.
+// VerifiedAt is the time of the last successful one; a later failure keeps
+// it (and the tools) and sets Status and Error instead.
+type Discovery struct {
+	ServerID        string          `json:"server_id"`
+	Status          string          `json:"status"`
+	JobID           string          `json:"job_id,omitempty"`
+	LastAttemptAt   time.Time       `json:"last_attempt_at,omitzero"`
+	VerifiedAt      time.Time       `json:"verified_at,omitzero"`
+	DurationMS      int64           `json:"duration_ms,omitempty"`
+	Timings         []PhaseTiming   `json:"timings,omitempty"`
+	ProtocolVersion string          `json:"protocol_version,omitempty"`
+	ServerName      string          `json:"server_name,omitempty"`
+	ServerVersion   string          `json:"server_version,omitempty"`
+	Capabilities    json.RawMessage `json:"capabilities,omitempty"`
+	Instructions    string          `json:"instructions,omitempty"`
+	ConfigHash      string          `json:"config_hash,omitempty"`
+	ToolsHash       string          `json:"tools_hash,omitempty"`
+	ToolCount       int             `json:"tool_count"`
+	Error           *VerifyError    `json:"error,omitempty"`
+	Warnings        []string        `json:"warnings,omitempty"`
+}
+
+// Stale reports whether the stored tools may no longer describe the server:
+// they come from an earlier success and the latest attempt did not succeed.
+func (d Discovery) Stale() bool {
+	if d.VerifiedAt.IsZero() {
+		return false
+	}
+	switch d.Status {
+	case StatusFailed, StatusTimeout, StatusCancelled, StatusInterrupted:
+		return true
+	}
+	return false
+}
+
+// Summary is a server together with its discovery record, as one
+// consistent read.
+type Summary struct {
+	Server    Server
+	Discovery Discovery
+}
+
+// Tool is one tool as the server described it (Raw is the whole object as
+// received), plus what Switchboard tracks about it.
+type Tool struct {
+	ServerID     string          `json:"server_id"`
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Raw          json.RawMessage `json:"raw"`
+	Pin          string          `json:"pin"`
+	State        string          `json:"state"`
+	FirstSeen    time.Time       `json:"first_seen"`
+	LastSeen     time.Time       `json:"last_seen"`
+}
+
+// Policy is a person's decision about one tool, and the pin of the tool
+// definition it was made for. SetBy is "default" until a person sets it.
+type Policy struct {
+	Policy string    `json:"policy"`
+	Pin    string    `json:"pin"`
+	SetBy  string    `json:"set_by"`
+	SetAt  time.Time `json:"set_at"`
+}
+
+// PolicySetByDefault marks a policy that came from the server's default.
+const PolicySetByDefault = "default"
+
+// ToolEntry is a tool with its policy and the policy that actually applies.
+type ToolEntry struct {
+	Tool
+	Policy Policy
+	// Effective is Policy.Policy, except that a tool whose definition
+	// changed since it was approved is denied until a person approves it.
+	Effective string
+}
+
+func effectivePolicy(t Tool, p Policy) string {
+	if t.State == ToolChanged {
+		return PolicyDeny
+	}
+	return p.Policy
+}
+
+// Verification is the outcome of one successful verification, as the store
+// records it.
+type Verification struct {
+	JobID           string
+	ConfigHash      string
+	StartedAt       time.Time
+	FinishedAt      time.Time
+	Timings         []PhaseTiming
+	ProtocolVersion string
+	ServerName      string
+	ServerVersion   string
+	Capabilities    json.RawMessage
+	Instructions    string
+	Warnings        []string
+	Tools           []Tool
+}
+
+// Failure is the outcome of one verification that did not succeed.
+type Failure struct {
+	JobID      string
+	ConfigHash string
+	Status     string // StatusFailed, StatusTimeout or StatusCancelled
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Timings    []PhaseTiming
+	Error      VerifyError
+}
+
+// Change tells subscribers what a committed transaction touched.
+type Change struct {
+	ServerID string
+	// Created is set when the server is new.
+	Created bool
+	// Deleted is set when the server is gone.
+	Deleted bool
+	// Tools is set when the server's tools or policies changed.
+	Tools bool
+}
+
+// hashStrings returns the hex SHA-256 over the length-prefixed strings.
+func hashStrings(ss []string) string {
+	h := sha256.New()
+	for _, s := range ss {
+		io.WriteString(h, strconv.Itoa(len(s))+":"+s)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,582 @@
+// Package store keeps Switchboard's servers, discovery records, tools and
+// policies in one bbolt file. Every change is one transaction, and change
+// notifications are delivered only after the transaction has committed.
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the layout version this code reads and writes.
+const SchemaVersion = 1
+
+// Bucket names. Tools and policies hold one nested bucket per server id,
+// keyed by tool name, so that a re-verification rewriting tools never
+// touches the policies a person set.
+var (
+	bucketMeta      = []byte("meta")
+	bucketServers   = []byte("servers")
+	bucketDiscovery = []byte("discovery")
+	bucketTools     = []byte("tools")
+	bucketPolicies  = []byte("policies")
+
+	keySchemaVersion = []byte("schema_version")
+)
+
+// Errors returned by the store.
+var (
+	ErrNotFound      = errors.New("store: server not found")
+	ErrToolNotFound  = errors.New("store: tool not found")
+	ErrExists        = errors.New("store: a server with this id already exists")
+	ErrInUse         = errors.New("store: database is in use by another process")
+	ErrConfigChanged = errors.New("store: server configuration changed while verifying; result discarded")
+)
+
+// DefaultOpenTimeout is how long Open waits for the file lock.
+const DefaultOpenTimeout = time.Second
+
+// Options configure Open.
+type Options struct {
+	// Timeout bounds the wait for the file lock; DefaultOpenTimeout if zero.
+	Timeout time.Duration
+	// OnChange, if set, is called after every committed change, outside
+	// the transaction, on the goroutine that made the change.
+	OnChange func(Change)
+}
+
+// DB is an open Switchboard store. It is safe for concurrent use.
+type DB struct {
+	bolt     *bolt.DB
+	path     string
+	onChange func(Change)
+}
+
+// Open opens (creating if needed) the store at path, creates its buckets,
+// records the schema version and marks verifications left running by a
+// crash as interrupted. A file locked by another process yields ErrInUse
+// after opts.Timeout. A zero-length or unreadable file is refused, never
+// re-initialised.
+func Open(path string, opts Options) (*DB, error) {
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultOpenTimeout
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Size() == 0 {
+		return nil, fmt.Errorf("store: %s is empty (0 bytes), which is not a valid database; "+
+			"move it aside or restore a backup (it is never re-initialised automatically)", path)
+	}
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout})
+	if err != nil {
+		switch {
+		case errors.Is(err, berrors.ErrTimeout):
+			return nil, fmt.Errorf("%w: %s (is another switchboard running?)", ErrInUse, path)
+		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+			return nil, fmt.Errorf("store: %s is not a valid switchboard database (%v); move it aside or restore a backup", path, err)
+		}
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	db := &DB{bolt: bdb, path: path, onChange: opts.OnChange}
+	if err := db.init(); err != nil {
+		bdb.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// init creates buckets, checks the schema version and reconciles
+// verifications interrupted by a crash, in one transaction.
+func (db *DB) init() error {
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketMeta, bucketServers, bucketDiscovery, bucketTools, bucketPolicies} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(keySchemaVersion); v != nil {
+			var have int
+			if err := json.Unmarshal(v, &have); err != nil {
+				return fmt.Errorf("read schema version: %w", err)
+			}
+			if have > SchemaVersion {
+				return fmt.Errorf("schema version %d is newer than this switchboard understands (%d); upgrade switchboard", have, SchemaVersion)
+			}
+		}
+		if err := putJSON(meta, keySchemaVersion, SchemaVersion); err != nil {
+			return err
+		}
+		return reconcileInterrupted(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("store: initialise %s: %w", db.path, err)
+	}
+	return nil
+}
+
+// reconcileInterrupted marks every record left running as interrupted.
+func reconcileInterrupted(tx *bolt.Tx) error {
+	b := tx.Bucket(bucketDiscovery)
+	var updates []Discovery
+	err := b.ForEach(func(k, v []byte) error {
+		var d Discovery
+		if err := json.Unmarshal(v, &d); err != nil {
+			return fmt.Errorf("decode discovery %q: %w", k, err)
+		}
+		if d.Status == StatusRunning {
+			d.Status = StatusInterrupted
+			d.Error = &VerifyError{
+				Class:      "cancelled",
+				Message:    "switchboard stopped while this verification was running",
+				Suggestion: "Verify again.",
+			}
+			updates = append(updates, d)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, d := range updates {
+		if err := putJSON(b, []byte(d.ServerID), d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close closes the database file.
+func (db *DB) Close() error { return db.bolt.Close() }
+
+// Path returns the file the store was opened from.
+func (db *DB) Path() string { return db.path }
+
+// update runs fn in one read-write transaction and, only if it committed,
+// announces the change.
+func (db *DB) update(change Change, fn func(tx *bolt.Tx) error) error {
+	if err := db.bolt.Update(fn); err != nil {
+		return err
+	}
+	if db.onChange != nil {
+		db.onChange(change)
+	}
+	return nil
+}
+
+// CreateServer stores a new server. It returns ErrExists if the id is taken.
+func (db *DB) CreateServer(s Server) error {
+	now := time.Now().UTC()
+	s.CreatedAt, s.UpdatedAt = now, now
+	return db.update(Change{ServerID: s.ID, Created: true}, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketServers)
+		if b.Get([]byte(s.ID)) != nil {
+			return ErrExists
+		}
+		if err := putJSON(b, []byte(s.ID), s); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bucketDiscovery), []byte(s.ID), Discovery{ServerID: s.ID, Status: StatusNever})
+	})
+}
+
+// UpdateServer replaces a stored server, keeping its creation time. It
+// returns ErrNotFound if there is no server with s.ID. Tools, policies and
+// the discovery record are kept; a changed ConfigHash shows as stale via
+// the record's config hash.
+func (db *DB) UpdateServer(s Server) error {
+	return db.update(Change{ServerID: s.ID}, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketServers)
+		var old Server
+		if err := getJSON(b, []byte(s.ID), &old); err != nil {
+			return err
+		}
+		s.CreatedAt = old.CreatedAt
+		s.UpdatedAt = time.Now().UTC()
+		return putJSON(b, []byte(s.ID), s)
+	})
+}
+
+// DeleteServer removes a server with its discovery record, tools and
+// policies. It returns ErrNotFound if there is no such server.
+func (db *DB) DeleteServer(id string) error {
+	return db.update(Change{ServerID: id, Deleted: true}, func(tx *bolt.Tx) error {
+		key := []byte(id)
+		b := tx.Bucket(bucketServers)
+		if b.Get(key) == nil {
+			return ErrNotFound
+		}
+		if err := b.Delete(key); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketDiscovery).Delete(key); err != nil {
+			return err
+		}
+		for _, name := range [][]byte{bucketTools, bucketPolicies} {
+			if err := tx.Bucket(name).DeleteBucket(key); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Server returns the server with the given id, or ErrNotFound.
+func (db *DB) Server(id string) (Server, error) {
+	var s Server
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		return getJSON(tx.Bucket(bucketServers), []byte(id), &s)
+	})
+	return s, err
+}
+
+// Summary returns a server and its discovery record, or ErrNotFound.
+func (db *DB) Summary(id string) (Summary, error) {
+	var sum Summary
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		var err error
+		sum, err = readSummary(tx, []byte(id))
+		return err
+	})
+	return sum, err
+}
+
+// Summaries returns every server with its discovery record, ordered by id.
+// The result is empty, not nil, when there are no servers.
+func (db *DB) Summaries() ([]Summary, error) {
+	out := []Summary{}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketServers).ForEach(func(k, _ []byte) error {
+			sum, err := readSummary(tx, k)
+			if err != nil {
+				return err
+			}
+			out = append(out, sum)
+			return nil
+		})
+	})
+	return out, err
+}
+
+func readSummary(tx *bolt.Tx, key []byte) (Summary, error) {
+	var sum Summary
+	if err := getJSON(tx.Bucket(bucketServers), key, &sum.Server); err != nil {
+		return sum, err
+	}
+	sum.Discovery = Discovery{ServerID: string(key), Status: StatusNever}
+	if err := getJSON(tx.Bucket(bucketDiscovery), key, &sum.Discovery); err != nil && !errors.Is(err, ErrNotFound) {
+		return sum, err
+	}
+	return sum, nil
+}
+
+// MarkRunning records that a verification job started for the server.
+// It returns ErrNotFound if the server is gone.
+func (db *DB) MarkRunning(id, jobID string, at time.Time) error {
+	return db.updateDiscovery(id, Change{ServerID: id}, func(_ *bolt.Tx, _ Server, d *Discovery) error {
+		d.Status = StatusRunning
+		d.JobID = jobID
+		d.LastAttemptAt = at.UTC()
+		return nil
+	})
+}
+
+// RecordSuccess stores a successful verification: the discovery record,
+// the tools (merged with what was known) and a default policy for every
+// new tool. Policies already present are never changed. If the server's
+// configuration changed since v.ConfigHash, nothing but the record's
+// status changes and ErrConfigChanged is returned.
+func (db *DB) RecordSuccess(id string, v Verification) error {
+	var discarded bool
+	err := db.updateDiscovery(id, Change{ServerID: id, Tools: true}, func(tx *bolt.Tx, s Server, d *Discovery) error {
+		if s.ConfigHash() != v.ConfigHash {
+			discarded = true
+			markDiscarded(d, v.FinishedAt)
+			return nil
+		}
+		hash, count, err := mergeTools(tx, s, v.Tools, v.FinishedAt)
+		if err != nil {
+			return err
+		}
+		*d = Discovery{
+			ServerID:        id,
+			Status:          StatusSuccess,
+			JobID:           v.JobID,
+			LastAttemptAt:   v.StartedAt.UTC(),
+			VerifiedAt:      v.FinishedAt.UTC(),
+			DurationMS:      v.FinishedAt.Sub(v.StartedAt).Milliseconds(),
+			Timings:         v.Timings,
+			ProtocolVersion: v.ProtocolVersion,
+			ServerName:      v.ServerName,
+			ServerVersion:   v.ServerVersion,
+			Capabilities:    v.Capabilities,
+			Instructions:    v.Instructions,
+			ConfigHash:      v.ConfigHash,
+			ToolsHash:       hash,
+			ToolCount:       count,
+			Warnings:        v.Warnings,
+		}
+		return nil
+	})
+	if err == nil && discarded {
+		return ErrConfigChanged
+	}
+	return err
+}
+
+// RecordFailure stores a verification that did not succeed. The tools and
+// the time of the last success are kept, so readers keep serving them,
+// marked stale. A failure for an outdated configuration is discarded the
+// same way as in RecordSuccess.
+func (db *DB) RecordFailure(id string, f Failure) error {
+	var discarded bool
+	err := db.updateDiscovery(id, Change{ServerID: id}, func(_ *bolt.Tx, s Server, d *Discovery) error {
+		if s.ConfigHash() != f.ConfigHash {
+			discarded = true
+			markDiscarded(d, f.FinishedAt)
+			return nil
+		}
+		e := f.Error
+		d.Status = f.Status
+		d.JobID = f.JobID
+		d.LastAttemptAt = f.StartedAt.UTC()
+		d.DurationMS = f.FinishedAt.Sub(f.StartedAt).Milliseconds()
+		d.Timings = f.Timings
+		d.Error = &e
+		return nil
+	})
+	if err == nil && discarded {
+		return ErrConfigChanged
+	}
+	return err
+}
+
+func markDiscarded(d *Discovery, at time.Time) {
+	d.Status = StatusCancelled
+	d.Error = &VerifyError{
+		Class:      "cancelled",
+		Message:    "the server's configuration changed while it was being verified; the result was discarded",
+		Suggestion: "Verify again to check the new configuration.",
+	}
+	if d.LastAttemptAt.IsZero() {
+		d.LastAttemptAt = at.UTC()
+	}
+}
+
+// updateDiscovery reads the server and its record, lets fn change the
+// record, and writes it back, all in one transaction.
+func (db *DB) updateDiscovery(id string, change Change, fn func(tx *bolt.Tx, s Server, d *Discovery) error) error {
+	return db.update(change, func(tx *bolt.Tx) error {
+		sum, err := readSummary(tx, []byte(id))
+		if err != nil {
+			return err
+		}
+		d := sum.Discovery
+		if err := fn(tx, sum.Server, &d); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bucketDiscovery), []byte(id), d)
+	})
+}
+
+// mergeTools writes the tools of a successful verification for server s:
+// known tools keep first_seen, tools no longer offered become missing, a
+// tool whose pin differs from the one its policy was approved at becomes
+// changed, and every new tool gets s.DefaultPolicy. It returns the tools
+// hash (over the sorted pins) and the number of tools offered.
+func mergeTools(tx *bolt.Tx, s Server, tools []Tool, at time.Time) (string, int, error) {
+	at = at.UTC()
+	key := []byte(s.ID)
+	tb, err := tx.Bucket(bucketTools).CreateBucketIfNotExists(key)
+	if err != nil {
+		return "", 0, err
+	}
+	pb, err := tx.Bucket(bucketPolicies).CreateBucketIfNotExists(key)
+	if err != nil {
+		return "", 0, err
+	}
+	seen := make(map[string]bool, len(tools))
+	pins := make([]string, 0, len(tools))
+	for _, t := range tools {
+		name := []byte(t.Name)
+		seen[t.Name] = true
+		pins = append(pins, t.Pin)
+		t.ServerID = s.ID
+		t.FirstSeen, t.LastSeen = at, at
+		var old Tool
+		if err := getJSON(tb, name, &old); err == nil {
+			t.FirstSeen = old.FirstSeen
+		} else if !errors.Is(err, ErrNotFound) {
+			return "", 0, err
+		}
+		var p Policy
+		switch err := getJSON(pb, name, &p); {
+		case errors.Is(err, ErrNotFound):
+			p = Policy{Policy: s.DefaultPolicy, Pin: t.Pin, SetBy: PolicySetByDefault, SetAt: at}
+			if err := putJSON(pb, name, p); err != nil {
+				return "", 0, err
+			}
+		case err != nil:
+			return "", 0, err
+		}
+		t.State = ToolActive
+		if p.Pin != t.Pin {
+			t.State = ToolChanged
+		}
+		if err := putJSON(tb, name, t); err != nil {
+			return "", 0, err
+		}
+	}
+	var missing []Tool
+	err = tb.ForEach(func(k, v []byte) error {
+		if seen[string(k)] {
+			return nil
+		}
+		var t Tool
+		if err := json.Unmarshal(v, &t); err != nil {
+			return fmt.Errorf("decode tool %q: %w", k, err)
+		}
+		if t.State != ToolMissing {
+			t.State = ToolMissing
+			missing = append(missing, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", 0, err
+	}
+	for _, t := range missing {
+		if err := putJSON(tb, []byte(t.Name), t); err != nil {
+			return "", 0, err
+		}
+	}
+	sort.Strings(pins)
+	return hashStrings(pins), len(tools), nil
+}
+
+// Tools returns the server's tools (including missing ones) with their
+// policies, ordered by name. It returns ErrNotFound if the server does not
+// exist, and an empty slice if it was never verified.
+func (db *DB) Tools(id string) ([]ToolEntry, error) {
+	var out []ToolEntry
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketServers).Get([]byte(id)) == nil {
+			return ErrNotFound
+		}
+		var err error
+		out, err = readTools(tx, []byte(id))
+		return err
+	})
+	return out, err
+}
+
+// AllTools returns every server's tools with their policies, grouped by
+// server id in id order, tools ordered by name.
+func (db *DB) AllTools() ([]ToolEntry, error) {
+	out := []ToolEntry{}
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketServers).ForEach(func(k, _ []byte) error {
+			tools, err := readTools(tx, k)
+			out = append(out, tools...)
+			return err
+		})
+	})
+	return out, err
+}
+
+func readTools(tx *bolt.Tx, key []byte) ([]ToolEntry, error) {
+	out := []ToolEntry{}
+	tb := tx.Bucket(bucketTools).Bucket(key)
+	if tb == nil {
+		return out, nil
+	}
+	pb := tx.Bucket(bucketPolicies).Bucket(key)
+	err := tb.ForEach(func(k, v []byte) error {
+		var e ToolEntry
+		if err := json.Unmarshal(v, &e.Tool); err != nil {
+			return fmt.Errorf("decode tool %q: %w", k, err)
+		}
+		if pb != nil {
+			if err := getJSON(pb, k, &e.Policy); err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		e.Effective = effectivePolicy(e.Tool, e.Policy)
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// SetPolicy records a person's policy for one tool and approves the tool's
+// current definition (its pin), so a changed tool becomes active again.
+// It returns ErrNotFound or ErrToolNotFound, and the updated entry.
+func (db *DB) SetPolicy(id, tool, policy, by string) (ToolEntry, error) {
+	var e ToolEntry
+	err := db.update(Change{ServerID: id, Tools: true}, func(tx *bolt.Tx) error {
+		key := []byte(id)
+		if tx.Bucket(bucketServers).Get(key) == nil {
+			return ErrNotFound
+		}
+		tb := tx.Bucket(bucketTools).Bucket(key)
+		if tb == nil {
+			return ErrToolNotFound
+		}
+		if err := getJSON(tb, []byte(tool), &e.Tool); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return ErrToolNotFound
+			}
+			return err
+		}
+		pb, err := tx.Bucket(bucketPolicies).CreateBucketIfNotExists(key)
+		if err != nil {
+			return err
+		}
+		e.Policy = Policy{Policy: policy, Pin: e.Tool.Pin, SetBy: by, SetAt: time.Now().UTC()}
+		if err := putJSON(pb, []byte(tool), e.Policy); err != nil {
+			return err
+		}
+		if e.Tool.State == ToolChanged {
+			e.Tool.State = ToolActive
+			if err := putJSON(tb, []byte(tool), e.Tool); err != nil {
+				return err
+			}
+		}
+		e.Effective = effectivePolicy(e.Tool, e.Policy)
+		return nil
+	})
+	return e, err
+}
+
+// putJSON stores v as JSON under key.
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %q: %w", key, err)
+	}
+	return b.Put(key, data)
+}
+
+// getJSON decodes the value under key into v, or returns ErrNotFound. The
+// bytes are decoded inside the transaction, so nothing outlives it.
+func getJSON(b *bolt.Bucket, key []byte, v any) error {
+	data := b.Get(key)
+	if data == nil {
+		return ErrNotFound
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("decode %q: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,356 @@
+package web
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/views"
+)
+
+// commandLine renders the exact command as a shell would need it typed,
+// quoting every argument that needs it, never truncated.
+func commandLine(command string, args []string) string {
+	parts := make([]string, 0, 1+len(args))
+	for _, p := range append([]string{command}, args...) {
+		parts = append(parts, shellQuote(p))
+	}
+	return strings.Join(parts, " ")
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
+}
+
+func target(s store.Server) string {
+	if s.Transport == store.TransportStdio {
+		return commandLine(s.Command, s.Args)
+	}
+	return s.URL
+}
+
+// serverItem merges a stored summary with the server's job in flight.
+func (s *Server) serverItem(sum store.Summary) views.ServerItem {
+	srv, d := sum.Server, sum.Discovery
+	item := views.ServerItem{
+		ID:              srv.ID,
+		Name:            srv.Name,
+		Transport:       srv.Transport,
+		Target:          target(srv),
+		Enabled:         srv.Enabled,
+		Status:          d.Status,
+		ToolCount:       d.ToolCount,
+		VerifiedAt:      d.VerifiedAt,
+		LastAttemptAt:   d.LastAttemptAt,
+		Stale:           d.Stale(),
+		ProtocolVersion: d.ProtocolVersion,
+		ServerName:      d.ServerName,
+		ServerVersion:   d.ServerVersion,
+		Warnings:        d.Warnings,
+		Elapsed:         time.Duration(d.DurationMS) * time.Millisecond,
+	}
+	for _, t := range d.Timings {
+		item.Timings = append(item.Timings, views.Timing{Phase: t.Phase, MS: t.MS})
+	}
+	if e := d.Error; e != nil {
+		item.Error = &views.ErrorView{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail}
+	}
+	if j, ok := s.runner.Active(srv.ID); ok {
+		item.Status = j.Status
+		item.Phase = j.Phase
+		item.Page = j.Page
+		item.JobID = j.ID
+		item.RunningSince = j.QueuedAt
+		item.Elapsed = j.Elapsed(time.Now())
+	}
+	return item
+}
+
+func (s *Server) serverDetail(sum store.Summary, tools []store.ToolEntry) views.ServerDetail {
+	srv := sum.Server
+	d := views.ServerDetail{
+		Item:          s.serverItem(sum),
+		Command:       srv.Command,
+		Args:          srv.Args,
+		EnvKeys:       sortedKeys(srv.Env),
+		Cwd:           srv.Cwd,
+		URL:           srv.URL,
+		HeaderKeys:    sortedKeys(srv.Headers),
+		DefaultPolicy: srv.DefaultPolicy,
+		TimeoutMS:     srv.TimeoutMS,
+		Instructions:  sum.Discovery.Instructions,
+	}
+	for i, t := range tools {
+		d.Tools = append(d.Tools, toolItem(strconv.Itoa(i), t))
+	}
+	return d
+}
+
+// toolItem builds a tool row. key is an opaque id for the row's element;
+// the tool's name never becomes an id, selector or URL.
+func toolItem(key string, t store.ToolEntry) views.ToolItem {
+	item := views.ToolItem{
+		Key:         key,
+		ServerID:    t.ServerID,
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		State:       t.State,
+		Policy:      t.Policy.Policy,
+		Effective:   t.Effective,
+	}
+	if len(t.InputSchema) > 0 {
+		var buf bytes.Buffer
+		if json.Indent(&buf, t.InputSchema, "", "  ") == nil {
+			item.InputSchema = buf.String()
+		} else {
+			item.InputSchema = string(t.InputSchema)
+		}
+	}
+	var ann map[string]json.RawMessage
+	if json.Unmarshal(t.Annotations, &ann) == nil {
+		for _, k := range sortedRawKeys(ann) {
+			item.Annotations = append(item.Annotations, views.Annotation{Key: k, Value: string(ann[k])})
+		}
+	}
+	return item
+}
+
+func sortedRawKeys(m map[string]json.RawMessage) []string {
+	s := make(map[string]string, len(m))
+	for k := range m {
+		s[k] = ""
+	}
+	return sortedKeys(s)
+}
+
+// formFromServer fills the edit form from a stored server. Secret values
+// are not sent to the browser; rows only say they are set.
+func formFromServer(s store.Server) views.ServerForm {
+	f := views.ServerForm{
+		ID:            s.ID,
+		Name:          s.Name,
+		Transport:     s.Transport,
+		Command:       s.Command,
+		Args:          strings.Join(s.Args, "\n"),
+		Cwd:           s.Cwd,
+		URL:           s.URL,
+		DefaultPolicy: s.DefaultPolicy,
+		Enabled:       s.Enabled,
+	}
+	if s.TimeoutMS > 0 {
+		f.TimeoutMS = strconv.Itoa(s.TimeoutMS)
+	}
+	for _, k := range sortedKeys(s.Env) {
+		f.Env = append(f.Env, views.KV{Key: k, Set: true})
+	}
+	for _, k := range sortedKeys(s.Headers) {
+		f.Headers = append(f.Headers, views.KV{Key: k, Set: true})
+	}
+	return f
+}
+
+// discoveryTarget is what the verifier needs to reach a server.
+func discoveryTarget(s store.Server) discovery.Target {
+	return discovery.Target{
+		Transport: s.Transport,
+		Command:   s.Command,
+		Args:      s.Args,
+		Env:       s.Env,
+		Cwd:       s.Cwd,
+		URL:       s.URL,
+		Headers:   s.Headers,
+	}
+}
+
+// --- JSON shapes of the API (design.md "Web, API and CLI") ---
+
+type serverJSON struct {
+	ID            string            `json:"id"`
+	Name          string            `json:"name"`
+	Transport     string            `json:"transport"`
+	Command       string            `json:"command,omitempty"`
+	Args          []string          `json:"args,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
+	Cwd           string            `json:"cwd,omitempty"`
+	URL           string            `json:"url,omitempty"`
+	Headers       map[string]string `json:"headers,omitempty"`
+	TimeoutMS     int               `json:"timeout_ms,omitempty"`
+	DefaultPolicy string            `json:"default_policy"`
+	Enabled       *bool             `json:"enabled,omitempty"`
+	Discovery     *discoveryJSON    `json:"discovery,omitempty"`
+}
+
+type discoveryJSON struct {
+	Status          string     `json:"status"`
+	Phase           string     `json:"phase,omitempty"`
+	JobID           string     `json:"job_id,omitempty"`
+	VerifiedAt      *time.Time `json:"verified_at"`
+	LastAttemptAt   *time.Time `json:"last_attempt_at"`
+	ToolCount       int        `json:"tool_count"`
+	Stale           bool       `json:"stale"`
+	ProtocolVersion string     `json:"protocol_version,omitempty"`
+	ServerName      string     `json:"server_name,omitempty"`
+	ServerVersion   string     `json:"server_version,omitempty"`
+	Warnings        []string   `json:"warnings,omitempty"`
+	Error           *errorJSON `json:"error,omitempty"`
+}
+
+type errorJSON struct {
+	Class      string `json:"class"`
+	Phase      string `json:"phase,omitempty"`
+	Message    string `json:"message"`
+	Suggestion string `json:"suggestion,omitempty"`
+	StderrTail string `json:"stderr_tail,omitempty"`
+}
+
+func mask(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k := range m {
+		out[k] = secretMask
+	}
+	return out
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func (s *Server) serverToJSON(sum store.Summary) serverJSON {
+	srv, d := sum.Server, sum.Discovery
+	enabled := srv.Enabled
+	out := serverJSON{
+		ID: srv.ID, Name: srv.Name, Transport: srv.Transport, Command: srv.Command, Args: srv.Args,
+		Env: mask(srv.Env), Cwd: srv.Cwd, URL: srv.URL, Headers: mask(srv.Headers),
+		TimeoutMS: srv.TimeoutMS, DefaultPolicy: srv.DefaultPolicy, Enabled: &enabled,
+	}
+	dj := &discoveryJSON{
+		Status: d.Status, VerifiedAt: timePtr(d.VerifiedAt), LastAttemptAt: timePtr(d.LastAttemptAt),
+		ToolCount: d.ToolCount, Stale: d.Stale(), ProtocolVersion: d.ProtocolVersion,
+		ServerName: d.ServerName, ServerVersion: d.ServerVersion, Warnings: d.Warnings,
+	}
+	if e := d.Error; e != nil {
+		dj.Error = &errorJSON{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail}
+	}
+	if j, ok := s.runner.Active(srv.ID); ok {
+		dj.Status, dj.Phase, dj.JobID = j.Status, j.Phase, j.ID
+	}
+	out.Discovery = dj
+	return out
+}
+
+func inputFromJSON(j serverJSON) serverInput {
+	in := serverInput{
+		ID: j.ID, Name: j.Name, Transport: j.Transport, Command: j.Command, Args: j.Args,
+		Cwd: j.Cwd, URL: j.URL, DefaultPolicy: j.DefaultPolicy, Enabled: j.Enabled == nil || *j.Enabled,
+	}
+	if j.TimeoutMS != 0 {
+		in.TimeoutMS = strconv.Itoa(j.TimeoutMS)
+	}
+	for _, k := range sortedKeys(j.Env) {
+		in.Env = append(in.Env, kv{k, j.Env[k]})
+	}
+	for _, k := range sortedKeys(j.Headers) {
+		in.Headers = append(in.Headers, kv{k, j.Headers[k]})
+	}
+	return in
+}
+
+type toolJSON struct {
+	Server          string          `json:"server"`
+	Name            string          `json:"name"`
+	AgentName       string          `json:"agent_name"`
+	Title           string          `json:"title,omitempty"`
+	Description     string          `json:"description,omitempty"`
+	InputSchema     json.RawMessage `json:"input_schema,omitempty"`
+	Annotations     json.RawMessage `json:"annotations,omitempty"`
+	State           string          `json:"state"`
+	Policy          string          `json:"policy"`
+	EffectivePolicy string          `json:"effective_policy"`
+	Pin             string          `json:"pin"`
+}
+
+func toolToJSON(t store.ToolEntry) toolJSON {
+	return toolJSON{
+		Server: t.ServerID, Name: t.Name, AgentName: agentName(t.ServerID, t.Name),
+		Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations,
+		State: t.State, Policy: t.Policy.Policy, EffectivePolicy: t.Effective, Pin: t.Pin,
+	}
+}
+
+var agentUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+
+// agentName is the namespaced, client-safe name of a tool:
+// server__tool, limited to [a-zA-Z0-9_-] and 64 characters. A name that
+// had to be changed gets a short hash of the original, so two tools never
+// share one.
+func agentName(serverID, tool string) string {
+	name := serverID + "__" + tool
+	if !agentUnsafe.MatchString(tool) && len(name) <= 64 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(tool))
+	suffix := "_" + hex.EncodeToString(sum[:])[:8]
+	name = serverID + "__" + agentUnsafe.ReplaceAllString(tool, "_")
+	if len(name) > 64-len(suffix) {
+		name = name[:64-len(suffix)]
+	}
+	return name + suffix
+}
+
+type jobJSON struct {
+	ID         string       `json:"id"`
+	ServerID   string       `json:"server_id"`
+	Status     string       `json:"status"`
+	Phase      string       `json:"phase"`
+	Page       int          `json:"page,omitempty"`
+	QueuedAt   time.Time    `json:"queued_at"`
+	StartedAt  *time.Time   `json:"started_at"`
+	FinishedAt *time.Time   `json:"finished_at"`
+	Timings    []timingJSON `json:"timings"`
+	ToolCount  int          `json:"tool_count"`
+	Error      *errorJSON   `json:"error"`
+}
+
+type timingJSON struct {
+	Phase string `json:"phase"`
+	MS    int64  `json:"ms"`
+}
+
+func timingsJSON(ts []discovery.Timing) []timingJSON {
+	out := make([]timingJSON, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, timingJSON{Phase: t.Phase, MS: t.Duration.Milliseconds()})
+	}
+	return out
+}
+
+func jobToJSON(j discovery.Job) jobJSON {
+	out := jobJSON{
+		ID: j.ID, ServerID: j.ServerID, Status: j.Status, Phase: j.Phase, Page: j.Page,
+		QueuedAt: j.QueuedAt, StartedAt: timePtr(j.StartedAt), FinishedAt: timePtr(j.FinishedAt),
+		Timings: timingsJSON(j.Timings), ToolCount: j.ToolCount,
+	}
+	if e := j.Error; e != nil {
+		out.Error = &errorJSON{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail}
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard-dev/switchboard/views"
+)
+
+// apiError is an error with a status and a message fit to show, and
+// optionally one message per invalid field.
+type apiError struct {
+	Status  int
+	Message string
+	Fields  map[string]string
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+// internalMessage is all a person sees of an unexpected error; the cause
+// is logged.
+const internalMessage = "something went wrong inside Switchboard; the log has the details"
+
+// handleError turns any handler error into a response: JSON for the API,
+// an alert fragment for htmx, an error page otherwise.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, msg, fields := http.StatusInternalServerError, internalMessage, map[string]string(nil)
+	var ae *apiError
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &ae):
+		status, msg, fields = ae.Status, ae.Message, ae.Fields
+	case errors.As(err, &he):
+		status = he.Code
+		if m, ok := he.Message.(string); ok {
+			msg = m
+		} else {
+			msg = http.StatusText(he.Code)
+		}
+	}
+	if status >= 500 {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	}
+	r := c.Request()
+	var werr error
+	switch {
+	case r.Method == http.MethodHead:
+		werr = c.NoContent(status)
+	case strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/healthz":
+		body := map[string]any{"error": msg}
+		if len(fields) > 0 {
+			body["fields"] = fields
+		}
+		werr = c.JSON(status, body)
+	case r.Header.Get(headerHXRequest) != "":
+		werr = render(c, status, views.Alert(msg))
+	default:
+		werr = render(c, status, views.ErrorPage(views.Page{Title: http.StatusText(status), CSRF: csrfOf(c)}, status, msg))
+	}
+	if werr != nil {
+		s.log.Error("write error response", "err", werr)
+	}
+}

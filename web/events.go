@@ -1,0 +1,206 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/r3labs/sse/v2"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// Hub fans live updates out to every open browser tab.
+//
+// r3labs/sse is used the safe way design.md describes: one stream per
+// browser connection (so a stalled tab can only block its own stream),
+// AutoReplay off (nothing is kept), SplitData on (multi-line HTML), and
+// publishing with TryPublish so the publisher never waits. A connection
+// whose buffer was full when an event came is marked behind and gets a
+// fresh snapshot once it drains. Every connection gets a snapshot when it
+// opens, and a ping comment every PingInterval.
+type Hub struct {
+	sse          *sse.Server
+	snapshot     func() []*sse.Event // set by New before serving
+	onChange     func(store.Change)  // set by New before serving
+	pingInterval time.Duration
+
+	mu     sync.Mutex
+	conns  map[string]*conn
+	closed bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+type conn struct {
+	cancel context.CancelFunc
+	behind bool
+}
+
+// Hub defaults.
+const (
+	PingInterval   = 15 * time.Second
+	resyncInterval = 500 * time.Millisecond
+	// streamBuffer is how many events one tab may lag behind before it is
+	// marked behind and resynchronised with a snapshot.
+	streamBuffer = 256
+)
+
+// NewHub returns a running hub. Close it to end every connection and its
+// background goroutine.
+func NewHub() *Hub {
+	h := &Hub{
+		conns:        map[string]*conn{},
+		pingInterval: PingInterval,
+		stop:         make(chan struct{}),
+		done:         make(chan struct{}),
+	}
+	s := sse.New()
+	s.AutoReplay = false
+	s.AutoStream = false
+	s.SplitData = true
+	s.BufferSize = streamBuffer
+	s.Headers = map[string]string{"X-Accel-Buffering": "no"}
+	s.OnSubscribe = func(streamID string, _ *sse.Subscriber) { h.sendSnapshot(streamID) }
+	h.sse = s
+	go h.loop()
+	return h
+}
+
+// loop pings every connection and resynchronises the ones that fell
+// behind. It ends when the hub is closed.
+func (h *Hub) loop() {
+	defer close(h.done)
+	ping := time.NewTicker(h.pingInterval)
+	defer ping.Stop()
+	resync := time.NewTicker(resyncInterval)
+	defer resync.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-ping.C:
+			h.publish(&sse.Event{Comment: []byte("ping")})
+		case <-resync.C:
+			h.mu.Lock()
+			var behind []string
+			for id, c := range h.conns {
+				if c.behind {
+					behind = append(behind, id)
+				}
+			}
+			h.mu.Unlock()
+			for _, id := range behind {
+				h.sendSnapshot(id)
+			}
+		}
+	}
+}
+
+// sendSnapshot sends the whole current state to one connection; if it
+// does not fit, the connection stays behind and is retried.
+func (h *Hub) sendSnapshot(streamID string) {
+	if h.snapshot == nil {
+		return
+	}
+	ok := true
+	for _, ev := range h.snapshot() {
+		if !h.sse.TryPublish(streamID, ev) {
+			ok = false
+			break
+		}
+	}
+	h.mu.Lock()
+	if c, found := h.conns[streamID]; found {
+		c.behind = !ok
+	}
+	h.mu.Unlock()
+}
+
+// Publish sends events to every connection without waiting. Events must
+// have non-empty Data (r3labs ends a connection on empty data).
+func (h *Hub) Publish(events ...*sse.Event) {
+	for _, ev := range events {
+		if len(ev.Data) == 0 {
+			continue
+		}
+		h.publish(ev)
+	}
+}
+
+func (h *Hub) publish(ev *sse.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, c := range h.conns {
+		if c.behind {
+			continue // a snapshot is coming anyway
+		}
+		if !h.sse.TryPublish(id, ev) {
+			c.behind = true
+		}
+	}
+}
+
+// Connections returns how many tabs are connected.
+func (h *Hub) Connections() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.conns)
+}
+
+// ServeHTTP serves one browser connection until the client goes away or
+// the hub closes.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	id := newStreamID()
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	h.conns[id] = &conn{cancel: cancel}
+	h.sse.CreateStream(id)
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.conns, id)
+		h.mu.Unlock()
+		h.sse.RemoveStream(id)
+	}()
+
+	r = r.WithContext(ctx)
+	q := r.URL.Query()
+	q.Set("stream", id)
+	r.URL.RawQuery = q.Encode()
+	r.Header.Del("Last-Event-ID") // nothing is replayed; the snapshot covers it
+	h.sse.ServeHTTP(w, r)
+}
+
+// Close ends every connection and stops the hub's goroutine. Connections
+// end through their request context, so r3labs' own goroutines unwind.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	for _, c := range h.conns {
+		c.cancel()
+	}
+	h.mu.Unlock()
+	close(h.stop)
+	<-h.done
+}
+
+func newStreamID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

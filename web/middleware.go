@@ -1,0 +1,211 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// headerHXRequest marks requests made by htmx.
+const headerHXRequest = "HX-Request"
+
+const (
+	sessionCookie = "switchboard_session"
+	sessionTTL    = 7 * 24 * time.Hour
+	csrfHeader    = "X-CSRF-Token"
+	csrfField     = "_csrf"
+	ctxSession    = "session"
+)
+
+// contentSecurityPolicy allows only our own scripts, styles and
+// connections, and no framing.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// secureHeaders sets the security headers on every response.
+func secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		if !strings.HasPrefix(c.Request().URL.Path, "/static/") {
+			h.Set("Cache-Control", "no-store")
+		}
+		return next(c)
+	}
+}
+
+// hostCheck refuses any Host header that is not loopback or explicitly
+// allowed: the defence against DNS rebinding.
+func hostCheck(extra []string) echo.MiddlewareFunc {
+	allowed := map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}
+	for _, h := range extra {
+		allowed[strings.ToLower(h)] = true
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			host := c.Request().Host
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			host = strings.Trim(strings.ToLower(host), "[]")
+			if !allowed[host] {
+				return echo.NewHTTPError(http.StatusForbidden, "this host name is not allowed; open Switchboard via 127.0.0.1 or localhost")
+			}
+			return next(c)
+		}
+	}
+}
+
+// session is one logged-in browser.
+type session struct {
+	csrf    string
+	expires time.Time
+}
+
+// sessions holds browser sessions in memory and the one-time login code.
+type sessions struct {
+	token string
+	mu    sync.Mutex
+	code  string // one-time login code; "" once used
+	byID  map[string]session
+}
+
+func newSessions(token, code string) *sessions {
+	return &sessions{token: token, code: code, byID: map[string]session{}}
+}
+
+// redeemCode reports whether code is the unused one-time login code, and
+// uses it up.
+func (ss *sessions) redeemCode(code string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.code == "" || !equal(code, ss.code) {
+		return false
+	}
+	ss.code = ""
+	return true
+}
+
+func (ss *sessions) validToken(t string) bool { return t != "" && equal(t, ss.token) }
+
+func (ss *sessions) create() (id string, s session) {
+	id = randomHex(32)
+	s = session{csrf: randomHex(32), expires: time.Now().Add(sessionTTL)}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.byID[id] = s
+	return id, s
+}
+
+func (ss *sessions) get(id string) (session, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, ok := ss.byID[id]
+	if !ok || time.Now().After(s.expires) {
+		delete(ss.byID, id)
+		return session{}, false
+	}
+	return s, true
+}
+
+func (ss *sessions) delete(id string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	delete(ss.byID, id)
+}
+
+// equal compares secrets in constant time.
+func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// requireBearer guards the JSON API with the bearer token.
+func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		auth := c.Request().Header.Get(echo.HeaderAuthorization)
+		token, ok := strings.CutPrefix(auth, "Bearer ")
+		if !ok || !s.sessions.validToken(token) {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
+			return &apiError{Status: http.StatusUnauthorized, Message: "missing or invalid bearer token"}
+		}
+		return next(c)
+	}
+}
+
+// requireSession guards pages, fragments and SSE with the session cookie.
+// A page request without one is sent to the login page.
+func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if ck, err := c.Cookie(sessionCookie); err == nil {
+			if sess, ok := s.sessions.get(ck.Value); ok {
+				c.Set(ctxSession, sess)
+				return next(c)
+			}
+		}
+		r := c.Request()
+		if r.Method == http.MethodGet && r.Header.Get(headerHXRequest) == "" && r.URL.Path != "/events" {
+			return c.Redirect(http.StatusSeeOther, "/login")
+		}
+		return echo.NewHTTPError(http.StatusUnauthorized, "your session has ended; log in again")
+	}
+}
+
+// csrfProtect refuses state changes that come from another site or lack
+// the session's CSRF token (header for htmx, form field for forms).
+func csrfProtect(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+			return next(c)
+		}
+		if err := sameOrigin(r); err != nil {
+			return err
+		}
+		sess, _ := c.Get(ctxSession).(session)
+		token := r.Header.Get(csrfHeader)
+		if token == "" {
+			token = c.FormValue(csrfField)
+		}
+		if sess.csrf == "" || !equal(token, sess.csrf) {
+			return echo.NewHTTPError(http.StatusForbidden, "missing or invalid CSRF token; reload the page and try again")
+		}
+		return next(c)
+	}
+}
+
+// sameOrigin refuses requests a browser marks as cross-site, or whose
+// Origin is not this host.
+func sameOrigin(r *http.Request) error {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return echo.NewHTTPError(http.StatusForbidden, "cross-site request refused")
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return echo.NewHTTPError(http.StatusForbidden, "cross-origin request refused")
+		}
+	}
+	return nil
+}
+
+func csrfOf(c echo.Context) string {
+	sess, _ := c.Get(ctxSession).(session)
+	return sess.csrf
+}

@@ -1,0 +1,54 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard-dev/switchboard/static"
+)
+
+// routes is the whole route table. Every route passes the Host check and
+// gets the security headers; pages and SSE need a session (and a CSRF
+// token to change anything); the API needs the bearer token.
+func (s *Server) routes() {
+	e := s.echo
+	e.Use(hostCheck(s.cfg.AllowedHosts), secureHeaders)
+
+	// Public: health, login, static assets.
+	e.GET("/healthz", s.handleHealth)
+	e.GET("/login", s.handleLoginPage)
+	e.POST("/login", s.handleLogin)
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(static.FS)))))
+
+	// Browser: session cookie, CSRF on every state change.
+	ui := e.Group("", s.requireSession, csrfProtect)
+	ui.POST("/logout", s.handleLogout)
+	ui.GET("/events", echo.WrapHandler(s.hub))
+	ui.GET("/", s.handleServersPage)
+	ui.GET("/fragments/servers", s.handleServersFragment)
+	ui.GET("/servers/new", s.handleNewServerPage)
+	ui.POST("/servers", s.handleCreateServer)
+	ui.GET("/servers/:id", s.handleServerPage)
+	ui.GET("/servers/:id/edit", s.handleEditServerPage)
+	ui.POST("/servers/:id", s.handleUpdateServer)
+	ui.POST("/servers/:id/delete", s.handleDeleteServer)
+	ui.POST("/servers/:id/verify", s.handleVerify)
+	ui.GET("/servers/:id/tools", s.handleToolsFragment)
+	ui.POST("/servers/:id/policy", s.handleSetPolicyForm)
+	ui.POST("/jobs/:id/cancel", s.handleCancelJob)
+
+	// JSON API: bearer token.
+	api := e.Group("/api/v1", s.requireBearer)
+	api.GET("/servers", s.handleAPIListServers)
+	api.POST("/servers", s.handleAPICreateServer)
+	api.GET("/servers/:id", s.handleAPIGetServer)
+	api.PUT("/servers/:id", s.handleAPIUpdateServer)
+	api.DELETE("/servers/:id", s.handleAPIDeleteServer)
+	api.POST("/servers/:id/verify", s.handleAPIVerify)
+	api.GET("/servers/:id/tools", s.handleAPIServerTools)
+	api.PUT("/servers/:id/tools/:name/policy", s.handleAPISetPolicy)
+	api.GET("/jobs/:id", s.handleAPIJob)
+	api.POST("/jobs/:id/cancel", s.handleAPICancelJob)
+	api.GET("/tools", s.handleAPICatalog)
+}

@@ -1,0 +1,178 @@
+// Package web is Switchboard's HTTP face: the pages, the htmx fragments,
+// the SSE stream and the JSON API, with the middleware that guards them.
+package web
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+	"github.com/r3labs/sse/v2"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/views"
+)
+
+// Store is what the handlers need from the store.
+type Store interface {
+	CreateServer(s store.Server) error
+	UpdateServer(s store.Server) error
+	DeleteServer(id string) error
+	Server(id string) (store.Server, error)
+	Summary(id string) (store.Summary, error)
+	Summaries() ([]store.Summary, error)
+	Tools(id string) ([]store.ToolEntry, error)
+	AllTools() ([]store.ToolEntry, error)
+	SetPolicy(id, tool, policy, by string) (store.ToolEntry, error)
+	MarkRunning(id, jobID string, at time.Time) error
+	RecordSuccess(id string, v store.Verification) error
+	RecordFailure(id string, f store.Failure) error
+}
+
+// Config configures the web server.
+type Config struct {
+	// Token is the API bearer token; it also logs a browser in.
+	Token string
+	// LoginCode is the one-time code of the login URL printed at start.
+	LoginCode string
+	// AllowedHosts are extra Host header names accepted besides loopback.
+	AllowedHosts []string
+	// Concurrency is the global limit on running verifications.
+	Concurrency int
+	Logger      *slog.Logger
+}
+
+// Server is the Echo application with its dependencies.
+type Server struct {
+	echo     *echo.Echo
+	store    Store
+	runner   *discovery.Runner
+	hub      *Hub
+	sessions *sessions
+	cfg      Config
+	log      *slog.Logger
+}
+
+// New builds the application. hub must be the one the store reports its
+// changes to (see StoreChanged). Close the server to stop its jobs.
+func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{
+		echo:     echo.New(),
+		store:    st,
+		hub:      hub,
+		sessions: newSessions(cfg.Token, cfg.LoginCode),
+		cfg:      cfg,
+		log:      cfg.Logger,
+	}
+	s.runner = discovery.NewRunner(v, discovery.RunnerConfig{
+		Concurrency: cfg.Concurrency,
+		Started:     s.jobStarted,
+		Finish:      s.jobFinished,
+		Event:       func(j discovery.Job) { s.publishServer(j.ServerID) },
+	})
+	hub.snapshot = s.snapshot
+	hub.onChange = s.storeChanged
+	s.echo.HideBanner = true
+	s.echo.HidePort = true
+	s.echo.HTTPErrorHandler = s.handleError
+	s.routes()
+	return s
+}
+
+// ServeHTTP serves a request through the whole application.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Close cancels running verifications and waits for them (and their
+// processes) to end, then ends every SSE connection.
+func (s *Server) Close() {
+	s.runner.Close()
+	s.hub.Close()
+}
+
+// StoreChanged is the store's change hook: it pushes the changed server's
+// fragments to every tab. It runs after the transaction committed.
+func (h *Hub) StoreChanged(c store.Change) {
+	if h.onChange != nil {
+		h.onChange(c)
+	}
+}
+
+// render writes a templ component with a status, rendering into a buffer
+// first so a render error becomes an error response, not half a page.
+func render(c echo.Context, status int, comp templ.Component) error {
+	var buf bytes.Buffer
+	if err := comp.Render(c.Request().Context(), &buf); err != nil {
+		return err
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// renderString renders a component for an SSE event.
+func renderString(comp templ.Component) []byte {
+	var buf bytes.Buffer
+	if err := comp.Render(context.Background(), &buf); err != nil {
+		return nil
+	}
+	return buf.Bytes()
+}
+
+// publishServer pushes a server's row, status panel and a tools-changed
+// signal to every tab, or a list refresh if the server is gone.
+func (s *Server) publishServer(id string) {
+	sum, err := s.store.Summary(id)
+	if errors.Is(err, store.ErrNotFound) {
+		s.hub.Publish(&sse.Event{Event: []byte("servers"), Data: []byte("changed")})
+		return
+	}
+	if err != nil {
+		s.log.Error("read server for live update", "server", id, "err", err)
+		return
+	}
+	s.hub.Publish(s.serverEvents(sum)...)
+}
+
+func (s *Server) serverEvents(sum store.Summary) []*sse.Event {
+	item := s.serverItem(sum)
+	return []*sse.Event{
+		{Event: []byte("row-" + item.ID), Data: renderString(views.ServerRow(item))},
+		{Event: []byte("status-" + item.ID), Data: renderString(views.StatusPanel(item))},
+	}
+}
+
+// snapshot is every server's current fragments, sent to a tab when it
+// connects or after it fell behind.
+func (s *Server) snapshot() []*sse.Event {
+	sums, err := s.store.Summaries()
+	if err != nil {
+		s.log.Error("read servers for snapshot", "err", err)
+		return nil
+	}
+	events := make([]*sse.Event, 0, 2*len(sums))
+	for _, sum := range sums {
+		events = append(events, s.serverEvents(sum)...)
+	}
+	return events
+}
+
+// storeChanged reacts to a committed store change.
+func (s *Server) storeChanged(c store.Change) {
+	if c.Deleted || c.Created {
+		s.hub.Publish(&sse.Event{Event: []byte("servers"), Data: []byte("changed")})
+		if c.Deleted {
+			return
+		}
+	}
+	s.publishServer(c.ServerID)
+	if c.Tools {
+		s.hub.Publish(&sse.Event{Event: []byte("tools-" + c.ServerID), Data: []byte("changed")})
+	}
+}

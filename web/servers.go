@@ -1,0 +1,317 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/views"
+)
+
+func (s *Server) page(c echo.Context, title string) views.Page {
+	return views.Page{Title: title, CSRF: csrfOf(c), Flash: c.QueryParam("flash")}
+}
+
+func (s *Server) items() ([]views.ServerItem, error) {
+	sums, err := s.store.Summaries()
+	if err != nil {
+		return nil, err
+	}
+	items := make([]views.ServerItem, 0, len(sums))
+	for _, sum := range sums {
+		items = append(items, s.serverItem(sum))
+	}
+	return items, nil
+}
+
+// handleServersPage serves GET /: the list of servers.
+func (s *Server) handleServersPage(c echo.Context) error {
+	items, err := s.items()
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ServersPage(s.page(c, "Servers"), items))
+}
+
+// handleServersFragment serves GET /fragments/servers: the list's table,
+// reloaded by htmx when servers are added or removed.
+func (s *Server) handleServersFragment(c echo.Context) error {
+	items, err := s.items()
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ServerTable(items))
+}
+
+// handleServerPage serves GET /servers/:id: one server and its tools.
+func (s *Server) handleServerPage(c echo.Context) error {
+	sum, tools, err := s.summaryAndTools(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ServerPage(s.page(c, sum.Server.Name), s.serverDetail(sum, tools)))
+}
+
+func (s *Server) summaryAndTools(id string) (store.Summary, []store.ToolEntry, error) {
+	sum, err := s.store.Summary(id)
+	if err != nil {
+		return sum, nil, notFound(err)
+	}
+	tools, err := s.store.Tools(id)
+	return sum, tools, notFound(err)
+}
+
+// notFound maps the store's not-found errors to 404s.
+func notFound(err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return &apiError{Status: http.StatusNotFound, Message: "no server with this id"}
+	case errors.Is(err, store.ErrToolNotFound):
+		return &apiError{Status: http.StatusNotFound, Message: "this server has no tool with this name"}
+	}
+	return err
+}
+
+// handleNewServerPage serves GET /servers/new: the empty add form.
+func (s *Server) handleNewServerPage(c echo.Context) error {
+	f := views.FormView{Form: views.ServerForm{Transport: store.TransportStdio, DefaultPolicy: store.PolicyAsk, Enabled: true}}
+	return render(c, http.StatusOK, views.FormPage(s.page(c, "Add server"), f))
+}
+
+// handleEditServerPage serves GET /servers/:id/edit.
+func (s *Server) handleEditServerPage(c echo.Context) error {
+	srv, err := s.store.Server(c.Param("id"))
+	if err != nil {
+		return notFound(err)
+	}
+	f := views.FormView{Form: formFromServer(srv), Edit: true}
+	return render(c, http.StatusOK, views.FormPage(s.page(c, "Edit "+srv.Name), f))
+}
+
+// formInput reads the add/edit form, keeping what was typed for a
+// re-render.
+func formInput(c echo.Context) (serverInput, views.ServerForm, error) {
+	if _, err := c.FormParams(); err != nil {
+		return serverInput{}, views.ServerForm{}, &apiError{Status: http.StatusBadRequest, Message: "could not read the form"}
+	}
+	r := c.Request()
+	in := serverInput{
+		ID:            r.PostForm.Get("id"),
+		Name:          r.PostForm.Get("name"),
+		Transport:     r.PostForm.Get("transport"),
+		Command:       r.PostForm.Get("command"),
+		Cwd:           r.PostForm.Get("cwd"),
+		URL:           r.PostForm.Get("url"),
+		TimeoutMS:     r.PostForm.Get("timeout_ms"),
+		DefaultPolicy: r.PostForm.Get("default_policy"),
+		Enabled:       r.PostForm.Get("enabled") == "on",
+	}
+	argsText := strings.ReplaceAll(r.PostForm.Get("args"), "\r\n", "\n")
+	for _, a := range strings.Split(argsText, "\n") {
+		if a != "" {
+			in.Args = append(in.Args, a)
+		}
+	}
+	in.Env = formRows(r.PostForm["env_key"], r.PostForm["env_value"])
+	in.Headers = formRows(r.PostForm["header_key"], r.PostForm["header_value"])
+	f := views.ServerForm{
+		ID: in.ID, Name: in.Name, Transport: in.Transport, Command: in.Command, Args: argsText,
+		Cwd: in.Cwd, URL: in.URL, TimeoutMS: in.TimeoutMS, DefaultPolicy: in.DefaultPolicy, Enabled: in.Enabled,
+	}
+	for _, r := range in.Env {
+		f.Env = append(f.Env, views.KV{Key: r.Key, Value: r.Value})
+	}
+	for _, r := range in.Headers {
+		f.Headers = append(f.Headers, views.KV{Key: r.Key, Value: r.Value})
+	}
+	return in, f, nil
+}
+
+func formRows(keys, values []string) []kv {
+	var rows []kv
+	for i, k := range keys {
+		v := ""
+		if i < len(values) {
+			v = values[i]
+		}
+		if k == "" && v == "" {
+			continue
+		}
+		rows = append(rows, kv{k, v})
+	}
+	return rows
+}
+
+// handleCreateServer serves POST /servers: the add form's submit.
+func (s *Server) handleCreateServer(c echo.Context) error {
+	in, form, err := formInput(c)
+	if err != nil {
+		return err
+	}
+	srv, errs := validate(in, nil)
+	if len(errs) == 0 {
+		err = s.store.CreateServer(srv)
+		if errors.Is(err, store.ErrExists) {
+			errs["id"] = "A server with this id already exists."
+		} else if err != nil {
+			return err
+		}
+	}
+	if len(errs) > 0 {
+		return render(c, http.StatusUnprocessableEntity, views.FormPage(s.page(c, "Add server"), views.FormView{Form: form, Errors: errs}))
+	}
+	return c.Redirect(http.StatusSeeOther, "/servers/"+srv.ID)
+}
+
+// handleUpdateServer serves POST /servers/:id: the edit form's submit.
+func (s *Server) handleUpdateServer(c echo.Context) error {
+	old, err := s.store.Server(c.Param("id"))
+	if err != nil {
+		return notFound(err)
+	}
+	in, form, err := formInput(c)
+	if err != nil {
+		return err
+	}
+	in.ID = old.ID
+	form.ID = old.ID
+	srv, errs := validate(in, &old)
+	if len(errs) > 0 {
+		// Rows whose value was kept from the store are shown as "set".
+		for i, r := range form.Env {
+			_, form.Env[i].Set = old.Env[r.Key]
+		}
+		for i, r := range form.Headers {
+			_, form.Headers[i].Set = old.Headers[r.Key]
+		}
+		return render(c, http.StatusUnprocessableEntity, views.FormPage(s.page(c, "Edit "+old.Name), views.FormView{Form: form, Errors: errs, Edit: true}))
+	}
+	if err := s.store.UpdateServer(srv); err != nil {
+		return notFound(err)
+	}
+	return c.Redirect(http.StatusSeeOther, "/servers/"+srv.ID)
+}
+
+// handleDeleteServer serves POST /servers/:id/delete.
+func (s *Server) handleDeleteServer(c echo.Context) error {
+	id := c.Param("id")
+	s.cancelServerJob(id)
+	if err := s.store.DeleteServer(id); err != nil {
+		return notFound(err)
+	}
+	return c.Redirect(http.StatusSeeOther, "/?flash=Deleted+"+id)
+}
+
+func (s *Server) cancelServerJob(id string) {
+	if j, ok := s.runner.Active(id); ok {
+		s.runner.Cancel(j.ID)
+	}
+}
+
+// --- JSON API ---
+
+// handleAPIListServers serves GET /api/v1/servers.
+func (s *Server) handleAPIListServers(c echo.Context) error {
+	sums, err := s.store.Summaries()
+	if err != nil {
+		return err
+	}
+	out := make([]serverJSON, 0, len(sums))
+	for _, sum := range sums {
+		out = append(out, s.serverToJSON(sum))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"servers": out})
+}
+
+// handleAPIGetServer serves GET /api/v1/servers/:id.
+func (s *Server) handleAPIGetServer(c echo.Context) error {
+	sum, err := s.store.Summary(c.Param("id"))
+	if err != nil {
+		return notFound(err)
+	}
+	return c.JSON(http.StatusOK, s.serverToJSON(sum))
+}
+
+// decodeServerJSON reads a Server JSON body strictly: unknown fields and
+// trailing data are errors.
+func decodeServerJSON(c echo.Context) (serverJSON, error) {
+	var j serverJSON
+	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return j, &apiError{Status: http.StatusBadRequest, Message: "invalid JSON body: " + err.Error()}
+	}
+	if dec.More() {
+		return j, &apiError{Status: http.StatusBadRequest, Message: "invalid JSON body: more than one value"}
+	}
+	return j, nil
+}
+
+func validationError(errs map[string]string) error {
+	return &apiError{Status: http.StatusUnprocessableEntity, Message: "validation failed", Fields: errs}
+}
+
+// handleAPICreateServer serves POST /api/v1/servers.
+func (s *Server) handleAPICreateServer(c echo.Context) error {
+	j, err := decodeServerJSON(c)
+	if err != nil {
+		return err
+	}
+	srv, errs := validate(inputFromJSON(j), nil)
+	if len(errs) > 0 {
+		return validationError(errs)
+	}
+	if err := s.store.CreateServer(srv); errors.Is(err, store.ErrExists) {
+		return &apiError{Status: http.StatusConflict, Message: "a server with this id already exists", Fields: map[string]string{"id": "already exists"}}
+	} else if err != nil {
+		return err
+	}
+	sum, err := s.store.Summary(srv.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, s.serverToJSON(sum))
+}
+
+// handleAPIUpdateServer serves PUT /api/v1/servers/:id. Secret values
+// sent as "********" (or empty) keep the stored value.
+func (s *Server) handleAPIUpdateServer(c echo.Context) error {
+	old, err := s.store.Server(c.Param("id"))
+	if err != nil {
+		return notFound(err)
+	}
+	j, err := decodeServerJSON(c)
+	if err != nil {
+		return err
+	}
+	if j.ID != "" && j.ID != old.ID {
+		return validationError(map[string]string{"id": "the id of a server cannot change"})
+	}
+	j.ID = old.ID
+	srv, errs := validate(inputFromJSON(j), &old)
+	if len(errs) > 0 {
+		return validationError(errs)
+	}
+	if err := s.store.UpdateServer(srv); err != nil {
+		return notFound(err)
+	}
+	sum, err := s.store.Summary(srv.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.serverToJSON(sum))
+}
+
+// handleAPIDeleteServer serves DELETE /api/v1/servers/:id.
+func (s *Server) handleAPIDeleteServer(c echo.Context) error {
+	id := c.Param("id")
+	s.cancelServerJob(id)
+	if err := s.store.DeleteServer(id); err != nil {
+		return notFound(err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,101 @@
+package web
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard-dev/switchboard/views"
+)
+
+// handleToolsFragment serves GET /servers/:id/tools: the detail page's
+// tools section, reloaded when the server's tools or policies change.
+func (s *Server) handleToolsFragment(c echo.Context) error {
+	sum, tools, err := s.summaryAndTools(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	d := s.serverDetail(sum, tools)
+	return render(c, http.StatusOK, views.ToolsSection(d.Item.ID, d.Tools, d.Item.Stale))
+}
+
+// handleSetPolicyForm serves POST /servers/:id/policy (htmx, from the
+// policy select): the tool name travels in the body, never in the URL.
+// It answers with the updated row.
+func (s *Server) handleSetPolicyForm(c echo.Context) error {
+	policy := c.FormValue("policy")
+	if !validPolicy(policy) {
+		return &apiError{Status: http.StatusUnprocessableEntity, Message: "policy must be allow, ask or deny"}
+	}
+	e, err := s.store.SetPolicy(c.Param("id"), c.FormValue("tool"), policy, "dashboard")
+	if err != nil {
+		return notFound(err)
+	}
+	return render(c, http.StatusOK, views.ToolRow(toolItem(c.FormValue("key"), e)))
+}
+
+// handleAPIServerTools serves GET /api/v1/servers/:id/tools.
+func (s *Server) handleAPIServerTools(c echo.Context) error {
+	tools, err := s.store.Tools(c.Param("id"))
+	if err != nil {
+		return notFound(err)
+	}
+	out := make([]toolJSON, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, toolToJSON(t))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"tools": out})
+}
+
+// handleAPISetPolicy serves PUT /api/v1/servers/:id/tools/:name/policy
+// with {"policy":"allow"|"ask"|"deny"}.
+func (s *Server) handleAPISetPolicy(c echo.Context) error {
+	name, err := url.PathUnescape(c.Param("name"))
+	if err != nil {
+		return &apiError{Status: http.StatusBadRequest, Message: "invalid tool name in path"}
+	}
+	var body struct {
+		Policy string `json:"policy"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		return &apiError{Status: http.StatusBadRequest, Message: "invalid JSON body: " + err.Error()}
+	}
+	if !validPolicy(body.Policy) {
+		return validationError(map[string]string{"policy": "must be allow, ask or deny"})
+	}
+	e, err := s.store.SetPolicy(c.Param("id"), name, body.Policy, "api")
+	if err != nil {
+		return notFound(err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"tool": toolToJSON(e)})
+}
+
+// handleAPICatalog serves GET /api/v1/tools: every server's tools, with an
+// ETag so an unchanged catalog costs a 304.
+func (s *Server) handleAPICatalog(c echo.Context) error {
+	tools, err := s.store.AllTools()
+	if err != nil {
+		return err
+	}
+	out := make([]toolJSON, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, toolToJSON(t))
+	}
+	body, err := json.Marshal(map[string]any{"tools": out})
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	c.Response().Header().Set("ETag", etag)
+	if c.Request().Header.Get("If-None-Match") == etag {
+		return c.NoContent(http.StatusNotModified)
+	}
+	return c.JSONBlob(http.StatusOK, body)
+}

@@ -1,0 +1,187 @@
+package web
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+var (
+	idPattern     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+	envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// headerKeyPattern is an HTTP token (RFC 9110).
+	headerKeyPattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+// secretMask stands for a stored secret value in API answers; sending it
+// back in a PUT keeps the stored value.
+const secretMask = "********"
+
+// serverInput is a server as a person or program submitted it, before
+// validation. Form and API both fill it.
+type serverInput struct {
+	ID            string
+	Name          string
+	Transport     string
+	Command       string
+	Args          []string
+	Env           []kv
+	Cwd           string
+	URL           string
+	Headers       []kv
+	TimeoutMS     string
+	DefaultPolicy string
+	Enabled       bool
+}
+
+type kv struct{ Key, Value string }
+
+// validate checks in and builds the server. old is the stored server when
+// editing (nil when adding): secret values left empty or masked keep the
+// stored value. The returned map has one message per invalid field.
+func validate(in serverInput, old *store.Server) (store.Server, map[string]string) {
+	errs := map[string]string{}
+	s := store.Server{
+		ID:            strings.TrimSpace(in.ID),
+		Name:          strings.TrimSpace(in.Name),
+		Transport:     in.Transport,
+		DefaultPolicy: in.DefaultPolicy,
+		Enabled:       in.Enabled,
+	}
+	switch {
+	case s.ID == "":
+		errs["id"] = "Id is required."
+	case !idPattern.MatchString(s.ID):
+		errs["id"] = "Id must be 1–32 characters: lower-case letters, digits and dashes, starting with a letter or digit."
+	}
+	if s.Name == "" {
+		s.Name = s.ID
+	}
+	if len(s.Name) > 100 {
+		errs["name"] = "Display name must be at most 100 characters."
+	}
+	if s.DefaultPolicy == "" {
+		s.DefaultPolicy = store.PolicyAsk
+	}
+	if !validPolicy(s.DefaultPolicy) {
+		errs["default_policy"] = "Default policy must be allow, ask or deny."
+	}
+	if t := strings.TrimSpace(in.TimeoutMS); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 1000 || n > 120000 {
+			errs["timeout_ms"] = "Timeout must be a whole number of milliseconds from 1000 to 120000."
+		}
+		s.TimeoutMS = n
+	}
+	var oldEnv, oldHeaders map[string]string
+	if old != nil {
+		oldEnv, oldHeaders = old.Env, old.Headers
+	}
+	switch s.Transport {
+	case store.TransportStdio:
+		s.Command = strings.TrimSpace(in.Command)
+		switch {
+		case s.Command == "":
+			errs["command"] = "Command is required for a stdio server."
+		case strings.ContainsAny(s.Command, "\n\r\x00"):
+			errs["command"] = "Command must be one line."
+		}
+		for _, a := range in.Args {
+			if strings.ContainsRune(a, 0) {
+				errs["args"] = "Arguments must not contain NUL characters."
+			}
+		}
+		s.Args = in.Args
+		s.Cwd = strings.TrimSpace(in.Cwd)
+		if s.Cwd != "" && !filepath.IsAbs(s.Cwd) {
+			errs["cwd"] = "Working directory must be an absolute path."
+		}
+		s.Env = secretMap(in.Env, oldEnv, envKeyPattern, "Environment variable names", "env", errs)
+	case store.TransportHTTP, store.TransportSSE:
+		s.URL = strings.TrimSpace(in.URL)
+		if msg := checkURL(s.URL); msg != "" {
+			errs["url"] = msg
+		}
+		s.Headers = secretMap(in.Headers, oldHeaders, headerKeyPattern, "Header names", "header", errs)
+	default:
+		errs["transport"] = "Transport must be stdio, http or sse."
+	}
+	return s, errs
+}
+
+// secretMap turns rows into a map. A row with a name and an empty (or
+// masked) value keeps the stored value of that name.
+func secretMap(rows []kv, old map[string]string, pattern *regexp.Regexp, what, field string, errs map[string]string) map[string]string {
+	out := map[string]string{}
+	for i, r := range rows {
+		key := strings.TrimSpace(r.Key)
+		if key == "" {
+			if r.Value != "" {
+				errs[field] = fmt.Sprintf("Row %d has a value but no name.", i+1)
+			}
+			continue
+		}
+		if !pattern.MatchString(key) {
+			errs[field] = fmt.Sprintf("%s must be letters, digits and _ (row %d: %q).", what, i+1, key)
+			continue
+		}
+		if _, dup := out[key]; dup {
+			errs[field] = fmt.Sprintf("%q appears twice.", key)
+		}
+		v := r.Value
+		if prev, ok := old[key]; ok && (v == "" || v == secretMask) {
+			v = prev
+		}
+		if strings.ContainsAny(v, "\r\n\x00") {
+			errs[field] = fmt.Sprintf("The value of %q must be one line.", key)
+		}
+		out[key] = v
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// checkURL returns a message if u is not an http(s) URL Switchboard may
+// connect to. Link-local and metadata addresses are always refused.
+func checkURL(u string) string {
+	if u == "" {
+		return "URL is required for a remote server."
+	}
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return "URL must start with http:// or https:// and name a host."
+	}
+	if ip, err := netip.ParseAddr(strings.Trim(p.Hostname(), "[]")); err == nil {
+		ip = ip.Unmap()
+		if ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() {
+			return "Link-local and cloud metadata addresses (169.254.x.x, fe80::) are never contacted."
+		}
+	}
+	if p.User != nil {
+		return "Put credentials in a header, not in the URL."
+	}
+	return ""
+}
+
+func validPolicy(p string) bool {
+	return p == store.PolicyAllow || p == store.PolicyAsk || p == store.PolicyDeny
+}
+
+// sortedKeys returns the map's keys in order.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
