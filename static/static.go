@@ -6,5 +6,5 @@ import "embed"
 
 // FS holds the files served under /static/.
 //
-//go:embed *.js *.css
+//go:embed *.js *.css *.svg
 var FS embed.FS

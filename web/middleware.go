@@ -188,11 +188,15 @@ func csrfProtect(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// sameOrigin refuses requests a browser marks as cross-site, or whose
-// Origin is not this host.
+// sameOrigin refuses requests a browser marks as cross-site. Browsers
+// that send Sec-Fetch-Site are trusted on it (with Referrer-Policy
+// no-referrer they send "Origin: null" even for same-origin forms);
+// otherwise an Origin header must name this host.
 func sameOrigin(r *http.Request) error {
 	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
+	case "same-origin", "none":
+		return nil
+	case "":
 	default:
 		return echo.NewHTTPError(http.StatusForbidden, "cross-site request refused")
 	}

@@ -143,8 +143,8 @@ func (s *Server) publishServer(id string) {
 func (s *Server) serverEvents(sum store.Summary) []*sse.Event {
 	item := s.serverItem(sum)
 	return []*sse.Event{
-		{Event: []byte("row-" + item.ID), Data: renderString(views.ServerRow(item))},
-		{Event: []byte("status-" + item.ID), Data: renderString(views.StatusPanel(item))},
+		{Event: []byte("row-" + item.ID), Data: renderString(views.ServerCells(item))},
+		{Event: []byte("status-" + item.ID), Data: renderString(views.StatusBody(item))},
 	}
 }
 
