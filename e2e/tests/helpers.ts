@@ -1,0 +1,55 @@
+import { expect, type Page } from '@playwright/test';
+import * as path from 'node:path';
+import { TOKEN } from '../playwright.config';
+
+// The real server-everything from npm, installed by `npm ci` in e2e/.
+export const EVERYTHING = path.resolve(__dirname, '../node_modules/@modelcontextprotocol/server-everything/dist/index.js');
+
+// login signs the browser context in with the access token.
+export async function login(page: Page) {
+  await page.goto('/login');
+  await page.fill('#token', TOKEN);
+  await page.click('button[type=submit]');
+  await expect(page).toHaveURL(/\/$/);
+}
+
+// waitLive waits until the page's SSE connection is open, so no click
+// races the stream.
+export async function waitLive(page: Page) {
+  await expect(page.locator('body')).toHaveAttribute('data-sse', 'open');
+}
+
+// addStdioServer fills the add form and saves; it returns on the detail page.
+export async function addStdioServer(page: Page, id: string, command: string, args: string[], env: Record<string, string> = {}) {
+  await page.goto('/servers/new');
+  await page.fill('#id', id);
+  await page.fill('#name', id);
+  await page.selectOption('#transport', 'stdio');
+  await page.fill('#command', command);
+  await page.fill('#args', args.join('\n'));
+  for (const [k, v] of Object.entries(env)) {
+    await page.click('[data-testid=add-env]');
+    await page.locator('#env-rows .row-pair input[name=env_key]').last().fill(k);
+    await page.locator('#env-rows .row-pair input[name=env_value]').last().fill(v);
+  }
+  await page.click('[data-testid=save-button]');
+  await expect(page).toHaveURL(new RegExp(`/servers/${id}$`));
+}
+
+// recordPhases starts recording every status label the status panel shows.
+export async function recordPhases(page: Page) {
+  await page.evaluate(() => {
+    const w = window as any;
+    w.__phases = [];
+    const panel = document.querySelector('[data-testid=status-panel]')!;
+    const note = () => {
+      const s = panel.querySelector('[data-testid=status]');
+      if (s && w.__phases[w.__phases.length - 1] !== s.textContent) w.__phases.push(s.textContent);
+    };
+    new MutationObserver(note).observe(panel, { childList: true, subtree: true, characterData: true });
+  });
+}
+
+export async function phases(page: Page): Promise<string[]> {
+  return page.evaluate(() => (window as any).__phases);
+}
