@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+var fixture string // path of the built mcp-fixture binary
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "switchboard-cmd-test")
+	if err != nil {
+		panic(err)
+	}
+	fixture = filepath.Join(dir, "mcp-fixture")
+	if out, err := exec.Command("go", "build", "-o", fixture, "github.com/switchboard-dev/switchboard/cmd/mcp-fixture").CombinedOutput(); err != nil {
+		panic("build fixture: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			os.Stderr.WriteString("goroutine leak: " + err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+var openURL = regexp.MustCompile(`Open (http://127\.0\.0\.1:\d+)/login\?code=([0-9a-f]{64})`)
+
+// startServe runs `switchboard serve` in the background on a random port
+// and returns its base URL, the login code and a stop function that waits
+// for run to return.
+func startServe(t *testing.T, vars map[string]string) (base, code string, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0"}, env(vars), nil, &stdout, &stderr) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := openURL.FindStringSubmatch(stdout.String()); m != nil {
+			return m[1], m[2], func() error { cancel(); return <-done }
+		}
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("run returned early: %v\nstderr: %s", err, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
+	t.Fatalf("no login URL printed; stdout: %q stderr: %q", stdout.String(), stderr.String())
+	return "", "", nil
+}
+
+func TestServeStartsPrintsLoginURLAndStops(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "data", "sb.db")
+	base, _, stop := startServe(t, map[string]string{"SWITCHBOARD_DB": db, "SWITCHBOARD_TOKEN": "tok-123"})
+
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"ok"`) {
+		t.Fatalf("GET /healthz = %d %s; want 200 ok", resp.StatusCode, body)
+	}
+	req, _ := http.NewRequest("GET", base+"/api/v1/servers", nil)
+	req.Header.Set("Authorization", "Bearer tok-123")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /api/v1/servers with SWITCHBOARD_TOKEN = %d; want 200", resp.StatusCode)
+	}
+	fi, err := os.Stat(filepath.Dir(db))
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("data dir mode = %v, %v; want 0700", fi.Mode().Perm(), err)
+	}
+
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("run after cancel = %v; want nil", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("shutdown took %v; want well under 3s", d)
+	}
+}
+
+func TestGeneratedTokenIsPrintedAndWorks(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, env(map[string]string{"SWITCHBOARD_DB": filepath.Join(t.TempDir(), "sb.db")}), nil, &stdout, &stderr)
+	}()
+	defer func() { cancel(); <-done }()
+	tokenLine := regexp.MustCompile(`API token .*: ([0-9a-f]{64})`)
+	var token, base string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && (token == "" || base == ""); time.Sleep(10 * time.Millisecond) {
+		if m := tokenLine.FindStringSubmatch(stdout.String()); m != nil {
+			token = m[1]
+		}
+		if m := openURL.FindStringSubmatch(stdout.String()); m != nil {
+			base = m[1]
+		}
+	}
+	if token == "" || base == "" {
+		t.Fatalf("stdout = %q; want the login URL and a generated token", stdout.String())
+	}
+	req, _ := http.NewRequest("GET", base+"/api/v1/servers", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("API with the printed token = %d; want 200", resp.StatusCode)
+	}
+}
+
+func TestSecondInstanceOnSameDatabaseFailsFast(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "sb.db")
+	_, _, stop := startServe(t, map[string]string{"SWITCHBOARD_DB": db})
+	defer stop()
+
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	err := run(context.Background(), []string{"serve", "-addr", "127.0.0.1:0"}, env(map[string]string{"SWITCHBOARD_DB": db}), nil, &stdout, &stderr)
+	elapsed := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), db) {
+		t.Fatalf("second run = %v; want an 'in use' error naming %s", err, db)
+	}
+	if elapsed > 3*time.Second {
+		t.Errorf("second run took %v; want about 1s", elapsed)
+	}
+}
+
+func TestServeRefusesWildcardBind(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:7420", ":7420", "[::]:7420", "0:7420", "[::ffff:0.0.0.0]:7420"} {
+		t.Run(addr, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), []string{"serve", "-addr", addr}, env(map[string]string{"SWITCHBOARD_DB": filepath.Join(t.TempDir(), "x.db")}), nil, &stdout, &stderr)
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "dangerously-bind-all") {
+				t.Fatalf("run(-addr %s) = %v; want exit 2 mentioning --dangerously-bind-all", addr, err)
+			}
+		})
+	}
+}
+
+func TestVerifyJSONFixture(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"verify", "--json", "--", fixture, "-tools", "25", "-page-size", "10"}, os.Getenv, nil, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("verify = %v; stderr %s", err, stderr.String())
+	}
+	var out verifyOutput
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout.String())
+	}
+	if !out.OK || len(out.Tools) != 25 || out.Pages != 3 || out.ProtocolVersion == "" || out.Server == nil || out.Server.Name != "mcp-fixture" {
+		t.Fatalf("verify --json = ok %v, %d tools, %d pages, version %q, server %+v; want ok, 25 tools, 3 pages, a version, mcp-fixture",
+			out.OK, len(out.Tools), out.Pages, out.ProtocolVersion, out.Server)
+	}
+	var phases []string
+	for _, tm := range out.Timings {
+		phases = append(phases, tm.Phase)
+	}
+	if got := strings.Join(phases, ","); got != "starting,initializing,listing" {
+		t.Errorf("timings phases = %s; want starting,initializing,listing", got)
+	}
+	var first struct {
+		Name string `json:"name"`
+	}
+	json.Unmarshal(out.Tools[0], &first)
+	if first.Name != "tool_000" {
+		t.Errorf("first tool = %q; want tool_000", first.Name)
+	}
+}
+
+func TestVerifyServerEverything(t *testing.T) {
+	entry, _ := filepath.Abs("../../e2e/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if _, err := os.Stat(entry); err != nil {
+		t.Fatalf("server-everything is not installed (%v): run `npm ci --prefix e2e` (make test does)", err)
+	}
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	if err := run(context.Background(), []string{"verify", "--json", "--", "node", entry, "stdio"}, os.Getenv, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("verify = %v; stderr %s", err, stderr.String())
+	}
+	t.Logf("switchboard verify of server-everything: %v", time.Since(start))
+	var out verifyOutput
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Tools) != 13 || out.Server.Name != "mcp-servers/everything" {
+		t.Fatalf("verify = %d tools, server %q; want 13, mcp-servers/everything", len(out.Tools), out.Server.Name)
+	}
+}
+
+func TestVerifyFailureExitsOneWithClass(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"verify", "--json", "--", fixture, "-mode", "crash"}, os.Getenv, nil, &stdout, &stderr)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 1 {
+		t.Fatalf("verify of a crashing server = %v; want exit code 1", err)
+	}
+	var out verifyOutput
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.OK || out.Error == nil || out.Error.Class != "exited" || out.Error.ExitCode == nil || *out.Error.ExitCode != 3 ||
+		!strings.Contains(out.Error.StderrTail, "simulated crash") || out.Error.Suggestion == "" {
+		t.Fatalf("error = %+v; want class exited, exit code 3, stderr tail and a suggestion", out.Error)
+	}
+}
+
+func TestVerifyUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"no target", []string{"verify"}},
+		{"bad flag", []string{"verify", "--nope"}},
+		{"bad transport", []string{"verify", "--transport", "ftp", "http://127.0.0.1:1/mcp"}},
+		{"bad env", []string{"verify", "--env", "NOEQUALS", "--", "true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), tc.args, os.Getenv, nil, &stdout, &stderr)
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != 2 {
+				t.Fatalf("run(%q) = %v; want exit code 2", tc.args, err)
+			}
+		})
+	}
+}
