@@ -78,7 +78,10 @@ func (e errTooLarge) Error() string { return e.what }
 
 var errStdoutClosed = errors.New("server closed stdout before answering")
 
-var statusRe = regexp.MustCompile(`status (\d{3})`)
+// statusRe finds the HTTP status in mcp-go's errors: "request failed with
+// status 403: ..." (Streamable HTTP, SSE POST) and "unexpected status code:
+// 403" (SSE stream).
+var statusRe = regexp.MustCompile(`status(?: code)?:? (\d{3})`)
 
 // classify turns an error from a phase into an *Error. exited reports
 // whether the stdio child has already exited (with its code).

@@ -1,20 +1,20 @@
 package discovery
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // fixture is the path of the mcp-fixture binary built by TestMain.
@@ -25,145 +25,24 @@ var fixture string
 const everythingEntry = "../e2e/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "discovery-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "discovery tests:", err)
-		return 1
+		os.Exit(1)
 	}
-	defer os.RemoveAll(dir)
 	fixture = filepath.Join(dir, "mcp-fixture")
 	build := exec.Command("go", "build", "-o", fixture, "github.com/switchboard-dev/switchboard/cmd/mcp-fixture")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "discovery tests: building mcp-fixture: %v\n%s", err, out)
-		return 1
+		os.RemoveAll(dir)
+		os.Exit(1)
 	}
-	code := m.Run()
-	if code != 0 {
-		return code
-	}
-	// The same check as goleak.VerifyTestMain, with no ignores beyond
-	// goleak's defaults (testing, os/signal and cgo goroutines).
-	if leaks := waitForLeaks(nil, 5*time.Second); len(leaks) > 0 {
-		fmt.Fprintf(os.Stderr, "discovery tests: found unexpected goroutines after all tests:\n\n%s\n", strings.Join(leaks, "\n\n"))
-		return 1
-	}
-	return 0
-}
-
-// goroutine is one entry of runtime.Stack(all=true).
-type goroutine struct {
-	id    int
-	state string
-	funcs []string // innermost first
-	text  string
-}
-
-func allGoroutines() []goroutine {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var out []goroutine
-	for _, block := range strings.Split(strings.TrimSpace(string(buf)), "\n\n") {
-		lines := strings.Split(block, "\n")
-		// goroutine 12 [chan receive, 2 minutes]:
-		header, ok := strings.CutPrefix(lines[0], "goroutine ")
-		if !ok {
-			continue
-		}
-		idStr, rest, _ := strings.Cut(header, " ")
-		id, _ := strconv.Atoi(idStr)
-		state := strings.TrimSuffix(strings.TrimPrefix(rest, "["), "]:")
-		g := goroutine{id: id, state: state, text: block}
-		for _, l := range lines[1:] {
-			if strings.HasPrefix(l, "\t") || strings.HasPrefix(l, "created by ") {
-				continue
-			}
-			if i := strings.LastIndex(l, "("); i > 0 {
-				l = l[:i]
-			}
-			g.funcs = append(g.funcs, l)
-		}
-		out = append(out, g)
-	}
-	return out
-}
-
-func currentGoroutineID() int {
-	buf := make([]byte, 64)
-	buf = buf[:runtime.Stack(buf, false)]
-	f := bytes.Fields(buf)
-	id, _ := strconv.Atoi(string(f[1]))
-	return id
-}
-
-// benign mirrors goleak's default filters.
-func benign(g goroutine) bool {
-	if len(g.funcs) == 0 {
-		return true
-	}
-	switch g.funcs[0] {
-	case "testing.RunTests", "testing.(*T).Run", "testing.(*T).Parallel", "testing.runFuzzing", "testing.runFuzzTests":
-		return strings.HasPrefix(g.state, "chan receive")
-	case "os/signal.signal_recv", "os/signal.loop":
-		return true
-	}
-	if slices.Contains(g.funcs, "runtime.ensureSigM") {
-		return true
-	}
-	return strings.HasPrefix(g.state, "syscall") && slices.Contains(g.funcs, "runtime.goexit")
-}
-
-// leaks returns the goroutines that are neither benign, the caller, nor in
-// ignore.
-func leaks(ignore map[int]bool) []string {
-	self := currentGoroutineID()
-	var out []string
-	for _, g := range allGoroutines() {
-		if g.id == self || ignore[g.id] || benign(g) {
-			continue
-		}
-		out = append(out, g.text)
-	}
-	return out
-}
-
-// waitForLeaks retries for up to d, since goroutines that are ending need a
-// moment to be gone.
-func waitForLeaks(ignore map[int]bool, d time.Duration) []string {
-	deadline := time.Now().Add(d)
-	for sleep := time.Millisecond; ; sleep = min(2*sleep, 100*time.Millisecond) {
-		l := leaks(ignore)
-		if len(l) == 0 || time.Now().After(deadline) {
-			return l
-		}
-		time.Sleep(sleep)
-	}
-}
-
-// noLeaksSince records the goroutines alive now and returns a check that
-// fails t if any other goroutine is still alive when it runs.
-func noLeaksSince(t *testing.T) func() {
-	t.Helper()
-	ignore := map[int]bool{}
-	for _, g := range allGoroutines() {
-		ignore[g.id] = true
-	}
-	return func() {
-		t.Helper()
-		if l := waitForLeaks(ignore, 5*time.Second); len(l) > 0 {
-			t.Errorf("goroutines leaked:\n\n%s", strings.Join(l, "\n\n"))
-		}
-	}
+	// No ignores: every goroutine a verification or a runner starts must
+	// be gone once it returns.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 // ---- processes ----
@@ -249,7 +128,7 @@ func pidWrapped(t *testing.T, argv ...string) (Target, string) {
 	return Target{
 		Transport: TransportStdio,
 		Command:   "sh",
-		Args:      append([]string{"-c", `echo $$ > "$0"; exec "$@"`, pidfile}, argv...),
+		Args:      append([]string{"-c", pidPrefix + `exec "$@"`, pidfile}, argv...),
 	}, pidfile
 }
 
@@ -261,12 +140,46 @@ func shTarget(t *testing.T, script string, args ...string) (Target, string) {
 	return Target{
 		Transport: TransportStdio,
 		Command:   "sh",
-		Args:      append([]string{"-c", `echo $$ > "$0"; ` + script, pidfile}, args...),
+		Args:      append([]string{"-c", pidPrefix + script, pidfile}, args...),
 	}, pidfile
 }
 
+// pidPrefix starts every wrapper script: it writes sh's pid, which is the
+// child's and so its process group id, to the file named by $0.
+const pidPrefix = `echo $$ > "$0"; `
+
+// withPidfile returns target run through a wrapper that records the
+// child's pid, and the pid file. Targets already wrapped are kept.
+func withPidfile(t *testing.T, target Target) (Target, string) {
+	t.Helper()
+	if target.Command == "sh" && len(target.Args) >= 3 && target.Args[0] == "-c" && strings.HasPrefix(target.Args[1], pidPrefix) {
+		return target, target.Args[2]
+	}
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	wrapped := target
+	wrapped.Command = "sh"
+	wrapped.Args = append([]string{"-c", pidPrefix + `exec "$@"`, pidfile, target.Command}, target.Args...)
+	return wrapped, pidfile
+}
+
 // verify runs one verification with the limits and a background context.
+// A stdio target runs through withPidfile, and once Verify has returned
+// no process of the child's group may be left.
 func verify(t *testing.T, limits Limits, target Target, progress func(Progress)) (*Result, *Error, time.Duration) {
+	t.Helper()
+	pidfile := ""
+	if target.Transport == TransportStdio {
+		target, pidfile = withPidfile(t, target)
+	}
+	res, e, d := verifyRaw(t, limits, target, progress)
+	if pidfile != "" {
+		assertGroupGone(t, readPid(t, pidfile))
+	}
+	return res, e, d
+}
+
+// verifyRaw runs one verification of the target as is.
+func verifyRaw(t *testing.T, limits Limits, target Target, progress func(Progress)) (*Result, *Error, time.Duration) {
 	t.Helper()
 	v := NewVerifier(limits, nil)
 	start := time.Now()
@@ -283,6 +196,26 @@ func verify(t *testing.T, limits Limits, target Target, progress func(Progress))
 		t.Errorf("Verify returned both a result and an error")
 	}
 	return nil, e, d
+}
+
+// children returns the live child processes of this test process.
+func children() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	self := strconv.Itoa(os.Getpid())
+	for _, e := range entries {
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		if f := strings.Fields(s[i+1:]); len(f) >= 2 && f[1] == self && f[0] != "Z" {
+			pid, _ := strconv.Atoi(e.Name())
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 func wantClass(t *testing.T, e *Error, class, phase string) {
@@ -310,4 +243,13 @@ func TestGroupMembersSeesOwnGroup(t *testing.T) {
 	if !alive(os.Getpid()) {
 		t.Fatal("alive(self) = false")
 	}
+}
+
+// readPidNoWait reads a pid file that may not exist.
+func readPidNoWait(file string) (int, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(data)))
 }

@@ -150,6 +150,10 @@ func startProcess(pc processConfig) (*process, error) {
 	}
 	go func() {
 		p.waitErr = cmd.Wait()
+		// The server is gone. Whatever is left of its group (e.g. a
+		// grandchild that holds its stdout) would keep the read loop,
+		// and so the verification, waiting until a deadline: end it.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		close(p.waitDone)
 	}()
 	return p, nil

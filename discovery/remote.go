@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,12 +45,20 @@ func (r *recorder) take() json.RawMessage {
 // looks for (protocol version, request handler, legacy detection).
 type streamableTap struct {
 	*transport.StreamableHTTP
-	rec *recorder
+	rec    *recorder
+	status *atomic.Int32 // the last HTTP error status, from httpClient
 }
 
 func (t streamableTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
 	observe(t.rec, req, resp, err)
+	if errors.Is(err, transport.ErrLegacySSEServer) {
+		// mcp-go turns any 4xx to initialize into this error, losing the
+		// status (a 403 is about credentials, not a legacy server).
+		if s := t.status.Load(); s != 0 {
+			err = fmt.Errorf("initialize answered with status %d (%w)", s, err)
+		}
+	}
 	return resp, err
 }
 
@@ -86,8 +95,8 @@ func forbidden(ip netip.Addr) bool {
 // httpClient returns the client remote transports use: link-local and
 // metadata addresses are refused at connect time (so also after a
 // redirect or a DNS answer that changed), and every response body is
-// capped at limits.TotalBytes.
-func httpClient(limits Limits) *http.Client {
+// capped at limits.TotalBytes. status receives the last HTTP status >= 400.
+func httpClient(limits Limits, status *atomic.Int32) *http.Client {
 	dialer := &net.Dialer{
 		Timeout: 10 * time.Second,
 		Control: func(_, address string, _ syscall.RawConn) error {
@@ -105,13 +114,18 @@ func httpClient(limits Limits) *http.Client {
 		MaxIdleConnsPerHost:   2,
 		IdleConnTimeout:       30 * time.Second,
 	}
-	return &http.Client{Transport: cappedTransport{tr, limits.TotalBytes}}
+	left := &atomic.Int64{}
+	left.Store(limits.TotalBytes)
+	return &http.Client{Transport: cappedTransport{tr, limits.TotalBytes, left, status}}
 }
 
-// cappedTransport limits how many bytes one response body may deliver.
+// cappedTransport limits how many bytes all response bodies together may
+// deliver (the client serves one verification).
 type cappedTransport struct {
-	base http.RoundTripper
-	max  int64
+	base   http.RoundTripper
+	max    int64
+	left   *atomic.Int64
+	status *atomic.Int32
 }
 
 func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -119,25 +133,29 @@ func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = &cappedBody{rc: resp.Body, left: c.max, max: c.max}
+	if resp.StatusCode >= 400 && c.status != nil {
+		c.status.Store(int32(resp.StatusCode))
+	}
+	resp.Body = &cappedBody{rc: resp.Body, left: c.left, max: c.max}
 	return resp, nil
 }
 
 type cappedBody struct {
 	rc   io.ReadCloser
-	left int64
+	left *atomic.Int64 // shared by all bodies of one verification
 	max  int64
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, errTooLarge{fmt.Sprintf("server sent a response body larger than %d bytes", b.max)}
+	left := b.left.Load()
+	if left <= 0 {
+		return 0, errTooLarge{fmt.Sprintf("server sent more than %d bytes in one verification", b.max)}
 	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
+	if int64(len(p)) > left {
+		p = p[:left]
 	}
 	n, err := b.rc.Read(p)
-	b.left -= int64(n)
+	b.left.Add(-int64(n))
 	return n, err
 }
 

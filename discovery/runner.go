@@ -170,6 +170,11 @@ func (r *Runner) run(jb *job) {
 		return
 	}
 	defer func() { <-r.sem }()
+	if jb.ctx.Err() != nil {
+		// Cancelled just as a slot freed: do not start the server.
+		r.finish(jb, nil, newError(ClassCancelled, PhaseQueued, "cancelled while queued", nil))
+		return
+	}
 
 	snap := r.update(jb, func(j *Job) {
 		j.Status = JobRunning

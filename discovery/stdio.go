@@ -253,12 +253,15 @@ func (t *stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCR
 		}
 		return nil, err
 	}
-	select {
-	case resp := <-ch:
+	got := func(resp *transport.JSONRPCResponse) (*transport.JSONRPCResponse, error) {
 		if req.Method == string(mcp.MethodToolsList) && resp.Error == nil {
 			t.rec.record(resp.Result)
 		}
 		return resp, nil
+	}
+	select {
+	case resp := <-ch:
+		return got(resp)
 	case <-ctx.Done():
 		t.mu.Lock()
 		if len(t.abandoned) < 100 {
@@ -270,7 +273,7 @@ func (t *stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCR
 		// A response may have raced with the end of stdout.
 		select {
 		case resp := <-ch:
-			return resp, nil
+			return got(resp)
 		default:
 		}
 		return nil, t.readErr

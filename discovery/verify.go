@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gowebpki/jcs"
@@ -218,6 +219,12 @@ type verification struct {
 	timings    []Timing
 	proc       *process
 	stdio      *stdioTransport
+
+	// Whether the child exited on its own, decided once, before cleanup
+	// stops it (after which every child has exited).
+	exitChecked bool
+	exitedSelf  bool
+	exitCode    int
 }
 
 func (r *verification) enter(phase string, page int) {
@@ -244,10 +251,14 @@ func (r *verification) exited() (bool, int) {
 	if r.proc == nil {
 		return false, 0
 	}
-	// A process that is about to exit (it closed stdout) gets a moment, so
-	// "exited with code 1" wins over "closed stdout".
-	r.proc.waitExit(50 * time.Millisecond)
-	return r.proc.exited()
+	if !r.exitChecked {
+		r.exitChecked = true
+		// A process that is about to exit (it closed stdout) gets a moment, so
+		// "exited with code 1" wins over "closed stdout".
+		r.proc.waitExit(50 * time.Millisecond)
+		r.exitedSelf, r.exitCode = r.proc.exited()
+	}
+	return r.exitedSelf, r.exitCode
 }
 
 func (r *verification) stderr() string {
@@ -257,7 +268,7 @@ func (r *verification) stderr() string {
 	return r.proc.stderr.String()
 }
 
-func (r *verification) do(ctx context.Context) (*Result, error) {
+func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 	r.enter(PhaseStarting, 0)
 	initCtx, cancelInit := context.WithTimeout(ctx, r.limits.InitTimeout)
 	defer cancelInit()
@@ -266,9 +277,25 @@ func (r *verification) do(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
+	defer func() {
+		if err != nil {
+			r.exited() // before cleanup stops the child
+		}
+		cleanup()
+	}()
 	c := client.NewClient(tr, client.WithDiscoverTimeout(r.limits.DiscoverTimeout))
-	if err := c.Start(initCtx); err != nil {
+	// The context given to Start owns the connection (the SSE stream), so
+	// it must last the whole verification; the init deadline still bounds
+	// Start itself.
+	connCtx, cancelConn := context.WithCancel(ctx)
+	defer cancelConn()
+	stopInitBound := context.AfterFunc(initCtx, cancelConn)
+	err = c.Start(connCtx)
+	stopInitBound()
+	if err != nil {
+		if initErr := initCtx.Err(); initErr != nil {
+			return nil, fmt.Errorf("%w: %v", initErr, err)
+		}
 		return nil, err
 	}
 
@@ -300,6 +327,9 @@ func (r *verification) do(ctx context.Context) (*Result, error) {
 	if r.stdio != nil {
 		res.Warnings = append(res.Warnings, r.stdio.Warnings()...)
 	}
+	for i, w := range res.Warnings {
+		res.Warnings[i] = redact(w, r.target.secrets())
+	}
 	res.StderrTail = redact(r.stderr(), r.target.secrets())
 	return res, nil
 }
@@ -325,7 +355,8 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 		r.stdio = newStdioTransport(p, r.limits, r.rec)
 		return r.stdio, func() { r.stdio.Close() }, nil
 	case TransportHTTP:
-		hc := httpClient(r.limits)
+		status := &atomic.Int32{}
+		hc := httpClient(r.limits, status)
 		tr, err := transport.NewStreamableHTTP(t.URL,
 			transport.WithHTTPBasicClient(hc),
 			transport.WithHTTPHeaders(t.Headers),
@@ -333,9 +364,9 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 		if err != nil {
 			return nil, nil, newError(ClassProtocol, PhaseStarting, "invalid URL: "+err.Error(), err)
 		}
-		return streamableTap{tr, r.rec}, func() { tr.Close(); closeIdle(hc) }, nil
+		return streamableTap{tr, r.rec, status}, func() { tr.Close(); closeIdle(hc) }, nil
 	case TransportSSE:
-		hc := httpClient(r.limits)
+		hc := httpClient(r.limits, nil)
 		tr, err := transport.NewSSE(t.URL,
 			transport.WithHTTPClient(hc),
 			transport.WithHeaders(t.Headers),

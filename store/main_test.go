@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // Helper-process mode: the test binary re-executes itself with these
@@ -22,7 +24,7 @@ func TestMain(m *testing.M) {
 		// the leak check belongs to the parent.
 		os.Exit(m.Run())
 	}
-	verifyTestMain(m)
+	goleak.VerifyTestMain(m)
 }
 
 // TestHelperProcess is not a test: it is the body of the child process

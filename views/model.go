@@ -144,10 +144,14 @@ type ServerForm struct {
 
 // KV is one env or header row. Secret values are never rendered back:
 // Set says a value is stored, and an empty value keeps it.
+// KV is one env or header row of the form. Values are secrets and
+// write-only: a form never carries one back. Set means the saved server
+// has a value for Key (an empty input keeps it); Retype means the person
+// typed a value that this re-rendered form could not send back.
 type KV struct {
-	Key   string
-	Value string
-	Set   bool
+	Key    string
+	Set    bool
+	Retype bool
 }
 
 // FormErrors maps a field name to its message.
@@ -195,7 +199,12 @@ func invalid(f FormView, name string) string {
 }
 
 func valuePlaceholder(r KV) string {
-	if r.Set {
+	switch {
+	case r.Retype && r.Set:
+		return "enter the new value again, or leave empty to keep the saved one"
+	case r.Retype:
+		return "enter the value again (not sent back)"
+	case r.Set:
 		return "set; leave empty to keep"
 	}
 	return "value"

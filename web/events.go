@@ -22,6 +22,12 @@ import (
 // whose buffer was full when an event came is marked behind and gets a
 // fresh snapshot once it drains. Every connection gets a snapshot when it
 // opens, and a ping comment every PingInterval.
+//
+// A snapshot is sent by its own goroutine (one per connection at most),
+// which may wait for the connection's buffer, so a snapshot larger than
+// the buffer still arrives whole; it ends when the connection does. If a
+// live event was published while a snapshot was due or being sent,
+// another snapshot follows, so an older state never arrives last.
 type Hub struct {
 	sse          *sse.Server
 	snapshot     func() []*sse.Event // set by New before serving
@@ -38,7 +44,12 @@ type Hub struct {
 
 type conn struct {
 	cancel context.CancelFunc
+	// behind: a snapshot is due or being sent.
 	behind bool
+	// syncing: a goroutine is sending this connection a snapshot.
+	syncing bool
+	// missed: a live event was published since the snapshot was read.
+	missed bool
 }
 
 // Hub defaults.
@@ -65,7 +76,8 @@ func NewHub() *Hub {
 	s.SplitData = true
 	s.BufferSize = streamBuffer
 	s.Headers = map[string]string{"X-Accel-Buffering": "no"}
-	s.OnSubscribe = func(streamID string, _ *sse.Subscriber) { h.sendSnapshot(streamID) }
+	// r3labs calls OnSubscribe on a goroutine of its own.
+	s.OnSubscribe = func(streamID string, _ *sse.Subscriber) { h.sync(streamID) }
 	h.sse = s
 	go h.loop()
 	return h
@@ -87,38 +99,54 @@ func (h *Hub) loop() {
 			h.publish(&sse.Event{Comment: []byte("ping")})
 		case <-resync.C:
 			h.mu.Lock()
-			var behind []string
 			for id, c := range h.conns {
-				if c.behind {
-					behind = append(behind, id)
+				if c.behind && !c.syncing {
+					c.syncing = true
+					go h.sync(id)
 				}
 			}
 			h.mu.Unlock()
-			for _, id := range behind {
-				h.sendSnapshot(id)
-			}
 		}
 	}
 }
 
-// sendSnapshot sends the whole current state to one connection; if it
-// does not fit, the connection stays behind and is retried.
-func (h *Hub) sendSnapshot(streamID string) {
-	if h.snapshot == nil {
-		return
-	}
-	ok := true
-	for _, ev := range h.snapshot() {
-		if !h.sse.TryPublish(streamID, ev) {
-			ok = false
-			break
+// sync sends the whole current state to one connection, waiting for room
+// in its buffer (only this goroutine waits; it ends with the connection),
+// and repeats while live events were published meanwhile.
+func (h *Hub) sync(streamID string) {
+	for {
+		h.mu.Lock()
+		c, ok := h.conns[streamID]
+		if !ok {
+			h.mu.Unlock()
+			return
 		}
+		c.missed = false
+		h.mu.Unlock()
+
+		var events []*sse.Event
+		if h.snapshot != nil {
+			events = h.snapshot()
+		}
+		for _, ev := range events {
+			if len(ev.Data) == 0 {
+				continue // r3labs would end the connection
+			}
+			// Returns once queued, or at once when the stream is gone.
+			h.sse.Publish(streamID, ev)
+		}
+
+		h.mu.Lock()
+		c, ok = h.conns[streamID]
+		if !ok || !c.missed {
+			if ok {
+				c.behind, c.syncing = false, false
+			}
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
 	}
-	h.mu.Lock()
-	if c, found := h.conns[streamID]; found {
-		c.behind = !ok
-	}
-	h.mu.Unlock()
 }
 
 // Publish sends events to every connection without waiting. Events must
@@ -136,8 +164,11 @@ func (h *Hub) publish(ev *sse.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for id, c := range h.conns {
-		if c.behind {
-			continue // a snapshot is coming anyway
+		if c.behind && len(ev.Data) > 0 {
+			// A snapshot is due or being sent, and may predate ev: ev is
+			// still sent (it may be a signal no snapshot carries), and
+			// another snapshot follows, so the newest state comes last.
+			c.missed = true
 		}
 		if !h.sse.TryPublish(id, ev) {
 			c.behind = true
@@ -164,7 +195,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	h.conns[id] = &conn{cancel: cancel}
+	// The first snapshot is sent on subscribe.
+	h.conns[id] = &conn{cancel: cancel, behind: true, syncing: true}
 	h.sse.CreateStream(id)
 	h.mu.Unlock()
 	defer func() {

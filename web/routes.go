@@ -13,7 +13,8 @@ import (
 // token to change anything); the API needs the bearer token.
 func (s *Server) routes() {
 	e := s.echo
-	e.Use(hostCheck(s.cfg.AllowedHosts), secureHeaders)
+	// Headers first, so responses the host check refuses carry them too.
+	e.Use(secureHeaders, hostCheck(s.cfg.AllowedHosts))
 
 	// Public: health, login, static assets.
 	e.GET("/healthz", s.handleHealth)

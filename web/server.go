@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -57,6 +58,10 @@ type Server struct {
 	sessions *sessions
 	cfg      Config
 	log      *slog.Logger
+
+	// pubMu orders reading a server's state with publishing it, so the
+	// last fragment a tab gets is never older than one before it.
+	pubMu sync.Mutex
 }
 
 // New builds the application. hub must be the one the store reports its
@@ -128,6 +133,8 @@ func renderString(comp templ.Component) []byte {
 // publishServer pushes a server's row, status panel and a tools-changed
 // signal to every tab, or a list refresh if the server is gone.
 func (s *Server) publishServer(id string) {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
 	sum, err := s.store.Summary(id)
 	if errors.Is(err, store.ErrNotFound) {
 		s.hub.Publish(&sse.Event{Event: []byte("servers"), Data: []byte("changed")})
@@ -151,6 +158,8 @@ func (s *Server) serverEvents(sum store.Summary) []*sse.Event {
 // snapshot is every server's current fragments, sent to a tab when it
 // connects or after it fell behind.
 func (s *Server) snapshot() []*sse.Event {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
 	sums, err := s.store.Summaries()
 	if err != nil {
 		s.log.Error("read servers for snapshot", "err", err)

@@ -122,11 +122,13 @@ func formInput(c echo.Context) (serverInput, views.ServerForm, error) {
 		ID: in.ID, Name: in.Name, Transport: in.Transport, Command: in.Command, Args: argsText,
 		Cwd: in.Cwd, URL: in.URL, TimeoutMS: in.TimeoutMS, DefaultPolicy: in.DefaultPolicy, Enabled: in.Enabled,
 	}
+	// Secret values are write-only: a re-rendered form never carries them,
+	// and asks for the ones that were typed.
 	for _, r := range in.Env {
-		f.Env = append(f.Env, views.KV{Key: r.Key, Value: r.Value})
+		f.Env = append(f.Env, views.KV{Key: r.Key, Retype: r.Value != ""})
 	}
 	for _, r := range in.Headers {
-		f.Headers = append(f.Headers, views.KV{Key: r.Key, Value: r.Value})
+		f.Headers = append(f.Headers, views.KV{Key: r.Key, Retype: r.Value != ""})
 	}
 	return in, f, nil
 }

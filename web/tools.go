@@ -54,9 +54,15 @@ func (s *Server) handleAPIServerTools(c echo.Context) error {
 // handleAPISetPolicy serves PUT /api/v1/servers/:id/tools/:name/policy
 // with {"policy":"allow"|"ask"|"deny"}.
 func (s *Server) handleAPISetPolicy(c echo.Context) error {
-	name, err := url.PathUnescape(c.Param("name"))
-	if err != nil {
-		return &apiError{Status: http.StatusBadRequest, Message: "invalid tool name in path"}
+	// Echo matches on the escaped path only when the request has one that
+	// differs from the default encoding (e.g. %2F); otherwise the param is
+	// already unescaped and must not be unescaped twice ("50%25off").
+	name := c.Param("name")
+	if c.Request().URL.RawPath != "" {
+		var err error
+		if name, err = url.PathUnescape(name); err != nil {
+			return &apiError{Status: http.StatusBadRequest, Message: "invalid tool name in path"}
+		}
 	}
 	var body struct {
 		Policy string `json:"policy"`

@@ -60,6 +60,9 @@ func validate(in serverInput, old *store.Server) (store.Server, map[string]strin
 		errs["id"] = "Id is required."
 	case !idPattern.MatchString(s.ID):
 		errs["id"] = "Id must be 1–32 characters: lower-case letters, digits and dashes, starting with a letter or digit."
+	case s.ID == "new":
+		// /servers/new is the add form: a server "new" could not be shown.
+		errs["id"] = `Id "new" is reserved; choose another.`
 	}
 	if s.Name == "" {
 		s.Name = s.ID

@@ -1,0 +1,290 @@
+package discovery
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// grandchildTarget runs script in sh after starting a background
+// grandchild (sleep 300) that holds stdin, stdout and stderr, the way
+// npx's child or a daemonising server does. (sh gives a background job
+// /dev/null as stdin unless told otherwise, hence fd 3.) It returns the target and the
+// files holding the child's and the grandchild's pids.
+func grandchildTarget(t *testing.T, script string, args ...string) (Target, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "pid")
+	return Target{
+		Transport: TransportStdio,
+		Command:   "sh",
+		Args: append([]string{"-c",
+			pidPrefix + `exec 3<&0; sleep 300 <&3 3<&- & echo $! > "$0.gc"; exec 3<&-; ` + script, pidfile}, args...),
+	}, pidfile, pidfile + ".gc"
+}
+
+func TestProcessGroupGrandchildren(t *testing.T) {
+	// Default limits: returning promptly must not depend on a short init
+	// timeout.
+	t.Run("server works", func(t *testing.T) {
+		target, _, gcfile := grandchildTarget(t, `exec "$@"`, fixture, "-tools", "3")
+		res, e, d := verify(t, Limits{}, target, nil)
+		if e != nil {
+			t.Fatal(e)
+		}
+		if len(res.Tools) != 3 {
+			t.Errorf("%d tools", len(res.Tools))
+		}
+		assertDead(t, readPid(t, gcfile), "grandchild")
+		if d > 5*time.Second {
+			t.Errorf("Verify took %v", d)
+		}
+		t.Logf("with a grandchild holding the pipes: %v", d)
+	})
+	t.Run("server crashes", func(t *testing.T) {
+		target, _, gcfile := grandchildTarget(t, `exec "$@"`, fixture, "-mode", "crash")
+		_, e, d := verify(t, Limits{}, target, nil)
+		wantClass(t, e, ClassExited, "")
+		assertDead(t, readPid(t, gcfile), "grandchild")
+		if e.ExitCode != 3 || !strings.Contains(e.StderrTail, "simulated crash") {
+			t.Errorf("ExitCode %d, StderrTail %q", e.ExitCode, e.StderrTail)
+		}
+		if d > 5*time.Second {
+			t.Errorf("Verify took %v: the exit of the server went unnoticed while a grandchild held stdout", d)
+		}
+		t.Logf("crash with a grandchild holding the pipes: %v", d)
+	})
+	t.Run("server exits before reading", func(t *testing.T) {
+		target, _, gcfile := grandchildTarget(t, `echo "cannot start" >&2; exit 4`)
+		_, e, d := verify(t, Limits{}, target, nil)
+		wantClass(t, e, ClassExited, "")
+		assertDead(t, readPid(t, gcfile), "grandchild")
+		if e.ExitCode != 4 || !strings.Contains(e.StderrTail, "cannot start") {
+			t.Errorf("ExitCode %d, StderrTail %q", e.ExitCode, e.StderrTail)
+		}
+		if d > 5*time.Second {
+			t.Errorf("Verify took %v", d)
+		}
+	})
+	t.Run("grandchild ignores SIGTERM", func(t *testing.T) {
+		dir := t.TempDir()
+		pidfile, gcfile := filepath.Join(dir, "pid"), filepath.Join(dir, "gc")
+		target := Target{Transport: TransportStdio, Command: "sh", Args: []string{"-c",
+			pidPrefix + `(trap '' TERM; exec sleep 300) & echo $! > "$1"; shift; exec "$@"`,
+			pidfile, gcfile, fixture, "-tools", "1"}}
+		_, e, d := verify(t, Limits{Grace: 200 * time.Millisecond}, target, nil)
+		if e != nil {
+			t.Fatal(e)
+		}
+		assertDead(t, readPid(t, gcfile), "grandchild")
+		if d > 5*time.Second {
+			t.Errorf("Verify took %v", d)
+		}
+	})
+}
+
+func TestProcessIgnoresSIGTERM(t *testing.T) {
+	grace := 200 * time.Millisecond
+	t.Run("hung server", func(t *testing.T) {
+		// Never answers, never exits on stdin close, ignores SIGTERM: only
+		// SIGKILL after two grace periods ends it.
+		target, _ := shTarget(t, `trap '' TERM; exec sleep 300`)
+		limits := Limits{InitTimeout: 300 * time.Millisecond, Grace: grace}
+		_, e, d := verify(t, limits, target, nil)
+		wantClass(t, e, ClassTimeout, PhaseInitializing)
+		if min := limits.InitTimeout + 2*grace; d < min {
+			t.Errorf("Verify took %v, less than init timeout + 2 graces (%v): was it killed before the grace periods?", d, min)
+		}
+		if d > 3*time.Second {
+			t.Errorf("Verify took %v", d)
+		}
+		t.Logf("SIGTERM-ignoring hung server: %v", d)
+	})
+	t.Run("working server that lingers", func(t *testing.T) {
+		// Answers, then ignores both stdin close and SIGTERM.
+		target, _ := shTarget(t, `trap '' TERM; "$@"; exec sleep 300`, fixture, "-tools", "2")
+		res, e, d := verify(t, Limits{Grace: grace}, target, nil)
+		if e != nil {
+			t.Fatal(e)
+		}
+		if len(res.Tools) != 2 {
+			t.Errorf("%d tools", len(res.Tools))
+		}
+		if d < 2*grace || d > 3*time.Second {
+			t.Errorf("Verify took %v, want between %v and 3s", d, 2*grace)
+		}
+	})
+	t.Run("server exits on SIGTERM", func(t *testing.T) {
+		// Ignores stdin close only: one grace period, then SIGTERM ends it.
+		target, _ := shTarget(t, `"$@"; exec sleep 300`, fixture, "-tools", "2")
+		_, e, d := verify(t, Limits{Grace: grace}, target, nil)
+		if e != nil {
+			t.Fatal(e)
+		}
+		if d < grace || d > 3*time.Second {
+			t.Errorf("Verify took %v", d)
+		}
+	})
+}
+
+func TestStartProcessStop(t *testing.T) {
+	// The process layer alone: a child that exits on stdin close is
+	// reaped within the first grace period and its stdout reaches EOF.
+	p, err := startProcess(processConfig{Command: "cat", Env: childEnv(os.Getenv, nil), StderrCap: 1024, Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgid := p.pgid()
+	if m := GroupMembers(pgid); !slices.Contains(m, pgid) {
+		t.Fatalf("GroupMembers(%d) = %v while cat runs", pgid, m)
+	}
+	if ok, _ := p.exited(); ok {
+		t.Fatal("exited before stop")
+	}
+	if _, err := io.WriteString(p.stdin, "hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(p.stdout).ReadString('\n')
+	if err != nil || line != "hello\n" {
+		t.Fatalf("read %q, %v", line, err)
+	}
+	start := time.Now()
+	p.stop(time.Second)
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("stop took %v for a child that exits on stdin close", d)
+	}
+	if ok, code := p.exited(); !ok || code != 0 {
+		t.Errorf("exited() = %v, %d after stop", ok, code)
+	}
+	assertGroupGone(t, pgid)
+	p.stop(time.Second) // idempotent
+}
+
+func TestStartProcessArgv0AndDir(t *testing.T) {
+	dir := t.TempDir()
+	p, err := startProcess(processConfig{Command: "sh", Args: []string{"-c", `echo "$0 $(pwd)" >&2`}, Env: childEnv(os.Getenv, nil), Dir: dir, StderrCap: 1024, Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.waitExit(5 * time.Second)
+	p.stop(time.Second)
+	assertGroupGone(t, p.pgid())
+	want := "sh " + dir + "\n"
+	if got := p.stderr.String(); got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+}
+
+func TestTail(t *testing.T) {
+	tl := newTail(10)
+	fmt.Fprint(tl, "abc\n")
+	if got := tl.String(); got != "abc\n" {
+		t.Errorf("%q", got)
+	}
+	fmt.Fprint(tl, "defgh\nij")
+	// 12 bytes written, 10 kept: "c\ndefgh\nij" → from the first line break.
+	if got := tl.String(); got != "defgh\nij" {
+		t.Errorf("after overflow: %q", got)
+	}
+	n, err := tl.Write([]byte("0123456789ABCDEF\nxyz"))
+	if n != 20 || err != nil {
+		t.Errorf("Write = %d, %v", n, err)
+	}
+	if got := tl.String(); got != "xyz" {
+		t.Errorf("after a big write: %q", got)
+	}
+	// A kept part without a line break is shown as is.
+	tl = newTail(4)
+	fmt.Fprint(tl, "abcdefgh")
+	if got := tl.String(); got != "efgh" {
+		t.Errorf("no newline: %q", got)
+	}
+}
+
+func TestChildEnv(t *testing.T) {
+	env := childEnv(func(k string) string {
+		return map[string]string{"PATH": "/bin", "HOME": "/h", "SWITCHBOARD_TOKEN": "x"}[k]
+	}, map[string]string{"A": "1", "HOME": "/own"})
+	want := []string{"A=1", "HOME=/own", "PATH=/bin"}
+	if !slices.Equal(env, want) {
+		t.Errorf("childEnv = %q, want %q", env, want)
+	}
+}
+
+func TestLookPath(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "srv")
+	os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, "plain"), []byte(""), 0o644)
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	env := []string{"PATH=" + dir}
+	if p, err := lookPath("srv", env); err != nil || p != exe {
+		t.Errorf("lookPath(srv) = %q, %v", p, err)
+	}
+	for _, name := range []string{"plain", "sub", "sh"} {
+		if _, err := lookPath(name, env); !errors.Is(err, exec.ErrNotFound) {
+			t.Errorf("lookPath(%s) in %s: %v, want not found", name, dir, err)
+		}
+	}
+	// Resolved against the child's PATH, not Switchboard's.
+	if _, err := lookPath("sh", []string{"PATH=/nonexistent"}); err == nil {
+		t.Error("sh found in /nonexistent")
+	}
+}
+
+func TestReadLine(t *testing.T) {
+	r := bufio.NewReaderSize(strings.NewReader("0123456789\n01234567890\nlast"), 16)
+	if l, err := readLine(r, 10); err != nil || string(l) != "0123456789" {
+		t.Errorf("line at the limit: %q, %v", l, err)
+	}
+	var tooLarge errTooLarge
+	if _, err := readLine(r, 10); !errors.As(err, &tooLarge) {
+		t.Errorf("line over the limit: %v", err)
+	}
+	// Lines longer than the reader's buffer are assembled.
+	r = bufio.NewReaderSize(strings.NewReader(strings.Repeat("x", 100)+"\nend"), 16)
+	if l, err := readLine(r, 100); err != nil || len(l) != 100 {
+		t.Errorf("long line: %d bytes, %v", len(l), err)
+	}
+	if l, err := readLine(r, 100); err != nil || string(l) != "end" {
+		t.Errorf("last line without newline: %q, %v", l, err)
+	}
+	if _, err := readLine(r, 100); !errors.Is(err, io.EOF) {
+		t.Errorf("at EOF: %v", err)
+	}
+}
+
+func TestForbiddenAddresses(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"169.254.169.254":        true,
+		"::ffff:169.254.169.254": true,
+		"fe80::1":                true,
+		"fd00:ec2::254":          true,
+		"100.100.100.200":        true,
+		"127.0.0.1":              false,
+		"10.0.0.1":               false,
+		"::1":                    false,
+		"93.184.216.34":          false,
+	} {
+		if got := forbidden(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("forbidden(%s) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	target := Target{Env: map[string]string{"K": "hunter22", "SHORT": "ab"}, Headers: map[string]string{"Authorization": "Bearer tok-1234"}}
+	got := redact("pw hunter22, auth Bearer tok-1234, ab", target.secrets())
+	if got != "pw [redacted], auth [redacted], ab" {
+		t.Errorf("redact = %q", got)
+	}
+}

@@ -1,0 +1,970 @@
+package discovery
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gowebpki/jcs"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// startRemoteFixture runs the fixture with -transport http|sse and returns
+// the URL it prints. The process is killed and reaped in t.Cleanup.
+func startRemoteFixture(t *testing.T, transport string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(fixture, append([]string{"-transport", transport}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- s
+	}()
+	select {
+	case s := <-line:
+		u, ok := strings.CutPrefix(strings.TrimSpace(s), "listening ")
+		if !ok {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("fixture printed %q, want \"listening <URL>\"; stderr: %s", s, stderr.String())
+		}
+		return u
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		<-line
+		t.Fatalf("fixture did not print its URL; stderr: %s", stderr.String())
+	}
+	return ""
+}
+
+// checkTools checks the tools of a fixture with n tools: names in order,
+// Raw exactly the tool's JSON with a matching name, and Pin its canonical
+// hash.
+func checkTools(t *testing.T, tools []Tool, n int) {
+	t.Helper()
+	if len(tools) != n {
+		t.Fatalf("got %d tools, want %d", len(tools), n)
+	}
+	for i, tool := range tools {
+		want := fmt.Sprintf("tool_%03d", i)
+		if tool.Name != want {
+			t.Errorf("tool %d is %q, want %q", i, tool.Name, want)
+		}
+		var raw map[string]any
+		if err := json.Unmarshal(tool.Raw, &raw); err != nil {
+			t.Fatalf("tool %s: Raw is not valid JSON: %v: %s", tool.Name, err, tool.Raw)
+		}
+		if raw["name"] != tool.Name {
+			t.Errorf("tool %s: Raw name is %v", tool.Name, raw["name"])
+		}
+		if raw["description"] != tool.Description || tool.Description == "" {
+			t.Errorf("tool %s: Description %q, Raw has %v", tool.Name, tool.Description, raw["description"])
+		}
+		if len(tool.InputSchema) == 0 || !json.Valid(tool.InputSchema) {
+			t.Errorf("tool %s: InputSchema %q", tool.Name, tool.InputSchema)
+		}
+		canon, err := jcs.Transform(tool.Raw)
+		if err != nil {
+			t.Fatalf("tool %s: jcs: %v", tool.Name, err)
+		}
+		sum := sha256.Sum256(canon)
+		if got := hex.EncodeToString(sum[:]); tool.Pin != got {
+			t.Errorf("tool %s: Pin %s, want %s", tool.Name, tool.Pin, got)
+		}
+	}
+	// Same definition => same pin; different definition => different pin.
+	if n >= 2 && tools[0].Pin == tools[1].Pin {
+		t.Errorf("two different tools share the pin %s", tools[0].Pin)
+	}
+}
+
+func checkFixtureResult(t *testing.T, res *Result, tools, pages int) {
+	t.Helper()
+	if res.Pages != pages {
+		t.Errorf("Pages = %d, want %d", res.Pages, pages)
+	}
+	checkTools(t, res.Tools, tools)
+	if res.ProtocolVersion == "" {
+		t.Error("ProtocolVersion is empty")
+	}
+	if res.ServerName != "mcp-fixture" || res.ServerVersion != "1.0.0" {
+		t.Errorf("server %q %q, want mcp-fixture 1.0.0", res.ServerName, res.ServerVersion)
+	}
+	var caps map[string]any
+	if err := json.Unmarshal(res.Capabilities, &caps); err != nil || caps["tools"] == nil {
+		t.Errorf("Capabilities %s do not declare tools (%v)", res.Capabilities, err)
+	}
+	var phases []string
+	for _, tm := range res.Timings {
+		phases = append(phases, tm.Phase)
+		if tm.Duration < 0 {
+			t.Errorf("timing %s is negative: %v", tm.Phase, tm.Duration)
+		}
+	}
+	if want := []string{PhaseStarting, PhaseInitializing, PhaseListing}; !slices.Equal(phases, want) {
+		t.Errorf("timings for %v, want %v", phases, want)
+	}
+	if len(res.Warnings) != 0 {
+		t.Errorf("unexpected warnings: %q", res.Warnings)
+	}
+}
+
+func TestVerifyFixtureStdio(t *testing.T) {
+	target, _ := pidWrapped(t, fixture, "-tools", "25", "-page-size", "10")
+	res, e, d := verify(t, Limits{}, target, nil)
+	if e != nil {
+		t.Fatalf("Verify: %v (stderr %q)", e, e.StderrTail)
+	}
+	checkFixtureResult(t, res, 25, 3)
+	t.Logf("stdio fixture verified in %v (protocol %s)", d, res.ProtocolVersion)
+}
+
+func TestVerifyFixtureRemote(t *testing.T) {
+	for _, tr := range []string{TransportHTTP, TransportSSE} {
+		t.Run(tr, func(t *testing.T) {
+			u := startRemoteFixture(t, tr, "-tools", "25", "-page-size", "10")
+			res, e, d := verify(t, Limits{}, Target{Transport: tr, URL: u}, nil)
+			if e != nil {
+				t.Fatalf("Verify %s: %v", u, e)
+			}
+			checkFixtureResult(t, res, 25, 3)
+			if res.StderrTail != "" {
+				t.Errorf("remote StderrTail = %q", res.StderrTail)
+			}
+			t.Logf("%s fixture verified in %v (protocol %s)", tr, d, res.ProtocolVersion)
+		})
+	}
+}
+
+func TestVerifyPinsStableAcrossTransports(t *testing.T) {
+	// The same tools served over stdio and http pin to the same values:
+	// Raw is the server's JSON, not a transport-specific re-encoding.
+	resStdio, e, _ := verify(t, Limits{}, Target{Transport: TransportStdio, Command: fixture, Args: []string{"-tools", "3"}}, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	u := startRemoteFixture(t, TransportHTTP, "-tools", "3")
+	resHTTP, e, _ := verify(t, Limits{}, Target{Transport: TransportHTTP, URL: u}, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	for i := range 3 {
+		if resStdio.Tools[i].Pin != resHTTP.Tools[i].Pin {
+			t.Errorf("tool %s: stdio pin %s, http pin %s", resStdio.Tools[i].Name, resStdio.Tools[i].Pin, resHTTP.Tools[i].Pin)
+		}
+	}
+}
+
+func TestVerifyProgress(t *testing.T) {
+	var got []Progress
+	_, e, _ := verify(t, Limits{}, Target{Transport: TransportStdio, Command: fixture, Args: []string{"-tools", "25", "-page-size", "10"}},
+		func(p Progress) { got = append(got, p) })
+	if e != nil {
+		t.Fatal(e)
+	}
+	want := []Progress{{Phase: PhaseStarting}, {Phase: PhaseInitializing}, {Phase: PhaseListing, Page: 1}, {Phase: PhaseListing, Page: 2}, {Phase: PhaseListing, Page: 3}}
+	if len(got) != len(want) {
+		t.Fatalf("progress %+v, want phases %+v", got, want)
+	}
+	var last time.Duration
+	for i := range want {
+		if got[i].Phase != want[i].Phase || got[i].Page != want[i].Page {
+			t.Errorf("progress %d = %s page %d, want %s page %d", i, got[i].Phase, got[i].Page, want[i].Phase, want[i].Page)
+		}
+		if got[i].Elapsed < last {
+			t.Errorf("progress %d: Elapsed went back from %v to %v", i, last, got[i].Elapsed)
+		}
+		last = got[i].Elapsed
+	}
+}
+
+func TestVerifyHangInit(t *testing.T) {
+	limits := Limits{InitTimeout: 500 * time.Millisecond, Grace: 200 * time.Millisecond}
+	t.Run("stdio", func(t *testing.T) {
+		target, _ := pidWrapped(t, fixture, "-mode", "hang-init")
+		_, e, d := verify(t, limits, target, nil)
+		wantClass(t, e, ClassTimeout, PhaseInitializing)
+		if d < limits.InitTimeout || d > 3*time.Second {
+			t.Errorf("Verify took %v, want between %v and 3s", d, limits.InitTimeout)
+		}
+		t.Logf("stdio hang-init: %v after %v", e, d)
+	})
+	t.Run("stdio initTimeout argument", func(t *testing.T) {
+		// Verify's initTimeout argument overrides the limit.
+		v := NewVerifier(Limits{Grace: 200 * time.Millisecond}, nil)
+		target, pidfile := pidWrapped(t, fixture, "-mode", "hang-init")
+		start := time.Now()
+		_, err := v.Verify(context.Background(), target, 300*time.Millisecond, nil)
+		d := time.Since(start)
+		assertGroupGone(t, readPid(t, pidfile))
+		var e *Error
+		if !errors.As(err, &e) || e.Class != ClassTimeout {
+			t.Fatalf("err = %v, want timeout", err)
+		}
+		if d < 300*time.Millisecond || d > 3*time.Second {
+			t.Errorf("Verify took %v with a 300ms init timeout", d)
+		}
+	})
+	for _, tr := range []string{TransportHTTP, TransportSSE} {
+		t.Run(tr, func(t *testing.T) {
+			u := startRemoteFixture(t, tr, "-mode", "hang-init")
+			_, e, d := verify(t, limits, Target{Transport: tr, URL: u}, nil)
+			wantClass(t, e, ClassTimeout, "")
+			if e.Phase != PhaseStarting && e.Phase != PhaseInitializing {
+				t.Errorf("phase %q", e.Phase)
+			}
+			if d > 3*time.Second {
+				t.Errorf("Verify took %v", d)
+			}
+			t.Logf("%s hang-init: %v after %v", tr, e, d)
+		})
+	}
+}
+
+func TestVerifyCancel(t *testing.T) {
+	target, pidfile := pidWrapped(t, fixture, "-mode", "hang-init")
+	v := NewVerifier(Limits{Grace: 200 * time.Millisecond}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	start := time.Now()
+	_, err := v.Verify(ctx, target, 0, func(p Progress) {
+		if p.Phase == PhaseInitializing {
+			time.AfterFunc(200*time.Millisecond, cancel)
+		}
+	})
+	cancel()
+	var e *Error
+	if !errors.As(err, &e) || e.Class != ClassCancelled || e.Phase != PhaseInitializing {
+		t.Fatalf("err = %v, want cancelled in initializing", err)
+	}
+	assertGroupGone(t, readPid(t, pidfile))
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("cancelled Verify took %v", d)
+	}
+}
+
+func TestVerifyCrash(t *testing.T) {
+	target, _ := pidWrapped(t, fixture, "-mode", "crash")
+	_, e, d := verify(t, Limits{}, target, nil)
+	wantClass(t, e, ClassExited, "")
+	if e.ExitCode != 3 {
+		t.Errorf("ExitCode = %d, want 3", e.ExitCode)
+	}
+	if !strings.Contains(e.StderrTail, "mcp-fixture: simulated crash: database unreachable") {
+		t.Errorf("StderrTail = %q, want the crash line", e.StderrTail)
+	}
+	if !strings.Contains(e.Message, "code 3") {
+		t.Errorf("Message = %q", e.Message)
+	}
+	if d > 3*time.Second {
+		t.Errorf("Verify of a crashing server took %v", d)
+	}
+}
+
+func TestVerifyStderrTailCapped(t *testing.T) {
+	// 200 lines of 100 bytes on stderr, then a last line and exit 1: the
+	// tail keeps the end, within StderrBytes, from a line boundary.
+	target, _ := shTarget(t, `i=0; while [ $i -lt 200 ]; do printf '%099d\n' $i >&2; i=$((i+1)); done; echo "the last words" >&2; exit 1`)
+	_, e, _ := verify(t, Limits{StderrBytes: 1024}, target, nil)
+	wantClass(t, e, ClassExited, "")
+	if len(e.StderrTail) > 1024 || !strings.HasSuffix(e.StderrTail, "the last words\n") || !strings.HasPrefix(e.StderrTail, "0000") {
+		t.Errorf("StderrTail (%d bytes) = %q", len(e.StderrTail), e.StderrTail)
+	}
+}
+
+func TestVerifyExitDuringHandshake(t *testing.T) {
+	// A server that reads the first request, then exits with a status:
+	// the exit code wins over "closed stdout".
+	target, _ := shTarget(t, `read line; echo "fatal: config missing" >&2; exit 7`)
+	_, e, _ := verify(t, Limits{}, target, nil)
+	wantClass(t, e, ClassExited, PhaseInitializing)
+	if e.ExitCode != 7 || !strings.Contains(e.StderrTail, "fatal: config missing") {
+		t.Errorf("ExitCode %d, StderrTail %q", e.ExitCode, e.StderrTail)
+	}
+}
+
+func TestVerifySpawnErrors(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain.sh")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\nexit 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		target Target
+		class  string
+	}{
+		{"missing command", Target{Transport: TransportStdio, Command: "switchboard-no-such-command-xyz"}, ClassNotFound},
+		{"missing path", Target{Transport: TransportStdio, Command: filepath.Join(dir, "nope")}, ClassNotFound},
+		{"not executable", Target{Transport: TransportStdio, Command: plain}, ClassPermission},
+		{"directory", Target{Transport: TransportStdio, Command: dir}, ClassPermission},
+		{"missing cwd", Target{Transport: TransportStdio, Command: fixture, Cwd: filepath.Join(dir, "no-such-dir")}, ClassNotFound},
+		{"cwd is a file", Target{Transport: TransportStdio, Command: fixture, Cwd: plain}, ClassNotFound},
+		{"command missing from the server's PATH", Target{Transport: TransportStdio, Command: "sh", Env: map[string]string{"PATH": dir}}, ClassNotFound},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// Run as is: a wrapper would turn these into sh's errors.
+			_, e, d := verifyRaw(t, Limits{}, c.target, nil)
+			wantClass(t, e, c.class, PhaseStarting)
+			if d > time.Second {
+				t.Errorf("took %v, want < 1s", d)
+			}
+			if c := children(); len(c) > 0 {
+				t.Errorf("child processes %v left", c)
+			}
+		})
+	}
+}
+
+func TestVerifyChildEnvironment(t *testing.T) {
+	t.Setenv("SWITCHBOARD_TOKEN", "process-env-token")
+	t.Setenv("SOME_OTHER_VAR", "process-env-other")
+	fake := map[string]string{
+		"SWITCHBOARD_TOKEN":     "fake-token-0123",
+		"AWS_SECRET_ACCESS_KEY": "fake-aws-secret",
+		"LANG":                  "C.UTF-8",
+		"PATH":                  os.Getenv("PATH"),
+		"HOME":                  "/home/switchboard",
+		"USER":                  "switchboard",
+		"LOGNAME":               "switchboard",
+		"SHELL":                 "/bin/sh",
+		"TERM":                  "dumb",
+		// TMPDIR unset: an empty value must not be passed on.
+	}
+	var asked []string
+	getenv := func(k string) string { asked = append(asked, k); return fake[k] }
+	envFile := filepath.Join(t.TempDir(), "env")
+	target := Target{
+		Transport: TransportStdio,
+		Command:   "sh",
+		// /proc/$$/environ is exactly what Switchboard passed to execve,
+		// without anything sh adds for its children.
+		Args: []string{"-c", `echo $$ > "$0.pid"; tr '\0' '\n' < /proc/$$/environ > "$0"; exec "$@"`, envFile, fixture, "-tools", "1"},
+		Env:  map[string]string{"MY_SERVER_VAR": "server-value", "HOME": "/srv/home"},
+	}
+	v := NewVerifier(Limits{}, getenv)
+	if _, err := v.Verify(context.Background(), target, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	assertGroupGone(t, readPid(t, envFile+".pid"))
+	data, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		k, val, _ := strings.Cut(kv, "=")
+		env[k] = val
+	}
+	allowed := append([]string{"MY_SERVER_VAR"}, AllowedEnv...)
+	for k := range env {
+		if !slices.Contains(allowed, k) {
+			t.Errorf("child got %s=%q, which is neither allowed nor the server's", k, env[k])
+		}
+	}
+	want := map[string]string{
+		"MY_SERVER_VAR": "server-value",
+		"HOME":          "/srv/home", // the server's own wins
+		"PATH":          fake["PATH"],
+		"USER":          "switchboard",
+		"TERM":          "dumb",
+	}
+	for k, val := range want {
+		if env[k] != val {
+			t.Errorf("child %s = %q, want %q", k, env[k], val)
+		}
+	}
+	if _, ok := env["TMPDIR"]; ok {
+		t.Error("child got an empty TMPDIR")
+	}
+	for _, k := range asked {
+		if !slices.Contains(AllowedEnv, k) {
+			t.Errorf("Verifier read %s from its environment", k)
+		}
+	}
+}
+
+func TestVerifyRedactsSecrets(t *testing.T) {
+	const secret = "s3cr3t-value-xyz"
+	noSecret := func(t *testing.T, e *Error) {
+		t.Helper()
+		for what, s := range map[string]string{"Message": e.Message, "StderrTail": e.StderrTail, "Error()": e.Error(), "Suggestion": e.Suggestion} {
+			if strings.Contains(s, secret) {
+				t.Errorf("%s contains the secret: %q", what, s)
+			}
+		}
+	}
+	t.Run("stderr", func(t *testing.T) {
+		target, _ := shTarget(t, `echo "connecting with key $API_KEY" >&2; echo "key=$API_KEY failed" >&2; exit 1`)
+		target.Env = map[string]string{"API_KEY": secret}
+		_, e, _ := verify(t, Limits{}, target, nil)
+		wantClass(t, e, ClassExited, "")
+		if e.ExitCode != 1 {
+			t.Errorf("ExitCode = %d", e.ExitCode)
+		}
+		if !strings.Contains(e.StderrTail, "connecting with key [redacted]") || !strings.Contains(e.StderrTail, "key=[redacted] failed") {
+			t.Errorf("StderrTail = %q, want the lines with [redacted]", e.StderrTail)
+		}
+		noSecret(t, e)
+	})
+	t.Run("message", func(t *testing.T) {
+		// The secret printed on stdout ends up in the protocol error's
+		// message, which must be redacted too.
+		target, _ := shTarget(t, `i=0; while [ $i -lt 30 ]; do echo "using token $API_KEY"; i=$((i+1)); done; exec cat >/dev/null`)
+		target.Env = map[string]string{"API_KEY": secret}
+		_, e, _ := verify(t, Limits{Grace: 200 * time.Millisecond}, target, nil)
+		wantClass(t, e, ClassProtocol, "")
+		if !strings.Contains(e.Message, "[redacted]") {
+			t.Errorf("Message = %q, want [redacted]", e.Message)
+		}
+		noSecret(t, e)
+	})
+	t.Run("success warnings", func(t *testing.T) {
+		// A server that prints a banner with its key on stdout and then
+		// works: the warning about the banner must not show the key.
+		target, _ := shTarget(t, `echo "started with token $API_KEY"; echo "token $API_KEY" >&2; exec "$@"`, fixture, "-tools", "2")
+		target.Env = map[string]string{"API_KEY": secret}
+		res, e, _ := verify(t, Limits{}, target, nil)
+		if e != nil {
+			t.Fatal(e)
+		}
+		if len(res.Warnings) == 0 {
+			t.Fatal("no warning about the banner line")
+		}
+		for _, w := range res.Warnings {
+			if strings.Contains(w, secret) {
+				t.Errorf("warning contains the secret: %q", w)
+			}
+		}
+		if strings.Contains(res.StderrTail, secret) || !strings.Contains(res.StderrTail, "[redacted]") {
+			t.Errorf("StderrTail = %q", res.StderrTail)
+		}
+	})
+	t.Run("header", func(t *testing.T) {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// Echo the credential back, as some servers do in errors.
+			http.Error(w, "bad token "+r.Header.Get("Authorization"), http.StatusForbidden)
+		}))
+		defer ts.Close()
+		_, e, _ := verify(t, Limits{InitTimeout: 2 * time.Second}, Target{Transport: TransportHTTP, URL: ts.URL, Headers: map[string]string{"Authorization": "Bearer " + secret}}, nil)
+		wantClass(t, e, ClassHTTPStatus, "")
+		noSecret(t, e)
+	})
+}
+
+// ---- in-process mcp-go servers ----
+
+func newToolServer(n int, opts ...server.ServerOption) *server.MCPServer {
+	s := server.NewMCPServer("inproc", "0.1.0", append([]server.ServerOption{server.WithToolCapabilities(false)}, opts...)...)
+	for i := range n {
+		s.AddTool(mcp.NewTool(fmt.Sprintf("tool_%03d", i), mcp.WithDescription(fmt.Sprintf("Tool number %d.", i)), mcp.WithString("q")),
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText("ok"), nil
+			})
+	}
+	return s
+}
+
+func serveStreamable(t *testing.T, s *server.MCPServer) string {
+	t.Helper()
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp"
+}
+
+func serveSSE(t *testing.T, s *server.MCPServer) string {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(nil)
+	sse := server.NewSSEServer(s, server.WithBaseURL("http://"+ts.Listener.Addr().String()))
+	ts.Config.Handler = sse
+	ts.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		sse.Shutdown(ctx)
+		ts.Close()
+	})
+	return ts.URL + "/sse"
+}
+
+// listHook returns a server option that rewrites every tools/list result.
+func listHook(fn func(*mcp.ListToolsResult)) server.ServerOption {
+	hooks := &server.Hooks{}
+	hooks.AddAfterListTools(func(_ context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) { fn(res) })
+	return server.WithHooks(hooks)
+}
+
+func TestVerifyInProcessStreamable(t *testing.T) {
+	u := serveStreamable(t, newToolServer(5, server.WithInstructions("Use the tools wisely.")))
+	res, e, _ := verify(t, Limits{}, Target{Transport: TransportHTTP, URL: u}, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	checkTools(t, res.Tools, 5)
+	if res.ServerName != "inproc" || res.Pages != 1 || res.Instructions != "Use the tools wisely." {
+		t.Errorf("server %q pages %d instructions %q", res.ServerName, res.Pages, res.Instructions)
+	}
+}
+
+func TestVerifyNoToolsCapability(t *testing.T) {
+	s := server.NewMCPServer("bare", "1") // no tools capability
+	res, e, _ := verify(t, Limits{}, Target{Transport: TransportHTTP, URL: serveStreamable(t, s)}, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if len(res.Tools) != 0 || res.Pages != 0 || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "no tools capability") {
+		t.Errorf("tools %d pages %d warnings %q", len(res.Tools), res.Pages, res.Warnings)
+	}
+}
+
+func TestVerifyPaginationGuards(t *testing.T) {
+	t.Run("repeated cursor", func(t *testing.T) {
+		var calls atomic.Int32
+		// Always the same cursor (base64 "A", which sorts before every
+		// name, so each page is the whole list again).
+		s := newToolServer(4, listHook(func(r *mcp.ListToolsResult) { calls.Add(1); r.NextCursor = "QQ==" }))
+		done := make(chan struct{})
+		var res *Result
+		var e *Error
+		go func() {
+			defer close(done)
+			res, e, _ = verify(t, Limits{ListTimeout: 5 * time.Second}, Target{Transport: TransportHTTP, URL: serveStreamable(t, s)}, nil)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the walk did not stop")
+		}
+		if e != nil {
+			t.Fatal(e)
+		}
+		if res.Pages != 2 || calls.Load() != 2 {
+			t.Errorf("Pages = %d after %d calls, want 2", res.Pages, calls.Load())
+		}
+		checkTools(t, res.Tools, 4)
+		if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "repeated cursor") }) {
+			t.Errorf("no repeated-cursor warning in %q", res.Warnings)
+		}
+		if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "more than once") }) {
+			t.Errorf("no duplicate-tool warning in %q", res.Warnings)
+		}
+	})
+	t.Run("cursor back to the first page", func(t *testing.T) {
+		// Page 2 points back at page 1's cursor: a cycle of two.
+		var calls atomic.Int32
+		s := newToolServer(4, listHook(func(r *mcp.ListToolsResult) {
+			if calls.Add(1)%2 == 1 {
+				r.NextCursor = "QQ==" // "A"
+			} else {
+				r.NextCursor = "Qg==" // "B"
+			}
+		}))
+		res, e, _ := verify(t, Limits{}, Target{Transport: TransportHTTP, URL: serveStreamable(t, s)}, nil)
+		if e != nil {
+			t.Fatal(e)
+		}
+		if res.Pages != 3 || !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "repeated cursor") }) {
+			t.Errorf("Pages %d warnings %q", res.Pages, res.Warnings)
+		}
+	})
+	t.Run("page cap", func(t *testing.T) {
+		s := newToolServer(10, server.WithPaginationLimit(1))
+		res, e, _ := verify(t, Limits{MaxPages: 3}, Target{Transport: TransportHTTP, URL: serveStreamable(t, s)}, nil)
+		if e != nil {
+			t.Fatal(e)
+		}
+		if res.Pages != 3 || len(res.Tools) != 3 {
+			t.Errorf("Pages %d, tools %d, want 3 and 3", res.Pages, len(res.Tools))
+		}
+		if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "page limit") }) {
+			t.Errorf("no page-limit warning in %q", res.Warnings)
+		}
+	})
+	t.Run("tool cap", func(t *testing.T) {
+		s := newToolServer(25, server.WithPaginationLimit(10))
+		_, e, _ := verify(t, Limits{MaxTools: 12}, Target{Transport: TransportHTTP, URL: serveStreamable(t, s)}, nil)
+		wantClass(t, e, ClassTooLarge, PhaseListing)
+		if !strings.Contains(e.Message, "12 tools") {
+			t.Errorf("Message = %q", e.Message)
+		}
+	})
+	t.Run("tool cap reached exactly", func(t *testing.T) {
+		s := newToolServer(25, server.WithPaginationLimit(10))
+		res, e, _ := verify(t, Limits{MaxTools: 25}, Target{Transport: TransportHTTP, URL: serveStreamable(t, s)}, nil)
+		if e != nil {
+			t.Fatal(e)
+		}
+		if len(res.Tools) != 25 || res.Pages != 3 {
+			t.Errorf("tools %d pages %d", len(res.Tools), res.Pages)
+		}
+	})
+	t.Run("tool without a name", func(t *testing.T) {
+		s := newToolServer(3, listHook(func(r *mcp.ListToolsResult) { r.Tools[1].Name = "" }))
+		res, e, _ := verify(t, Limits{}, Target{Transport: TransportHTTP, URL: serveStreamable(t, s)}, nil)
+		if e != nil {
+			t.Fatal(e)
+		}
+		if len(res.Tools) != 2 || !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "without a name") }) {
+			t.Errorf("tools %d warnings %q", len(res.Tools), res.Warnings)
+		}
+	})
+}
+
+func TestVerifySSEListingOutlivesInitTimeout(t *testing.T) {
+	// The init deadline bounds start + initialize only. Listing that goes
+	// on past it must still work over SSE, whose stream belongs to the
+	// context given to Start.
+	s := newToolServer(3, server.WithPaginationLimit(1), listHook(func(*mcp.ListToolsResult) { time.Sleep(400 * time.Millisecond) }))
+	res, e, d := verify(t, Limits{InitTimeout: time.Second, ListTimeout: 5 * time.Second}, Target{Transport: TransportSSE, URL: serveSSE(t, s)}, nil)
+	if e != nil {
+		t.Fatalf("after %v: %v", d, e)
+	}
+	// mcp-go's pagination ends with an empty fourth page.
+	if len(res.Tools) != 3 || res.Pages != 4 {
+		t.Errorf("tools %d pages %d", len(res.Tools), res.Pages)
+	}
+	if d < time.Second {
+		t.Errorf("took only %v: the test did not outlive the init timeout", d)
+	}
+}
+
+func TestVerifyInProcessSSE(t *testing.T) {
+	res, e, _ := verify(t, Limits{}, Target{Transport: TransportSSE, URL: serveSSE(t, newToolServer(12, server.WithPaginationLimit(5)))}, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	checkTools(t, res.Tools, 12)
+	if res.Pages != 3 {
+		t.Errorf("Pages = %d", res.Pages)
+	}
+}
+
+func TestVerifyByteLimits(t *testing.T) {
+	t.Run("message", func(t *testing.T) {
+		// One line of 70 000 bytes, more than the 64 KiB limit; the
+		// server stays alive, so the limit and not the exit is reported.
+		target, _ := shTarget(t, `printf '{"jsonrpc":"2.0","method":"x","params":{"pad":"'; head -c 70000 /dev/zero | tr '\0' a; echo '"}}'; exec cat >/dev/null`)
+		_, e, d := verify(t, Limits{MessageBytes: 64 << 10, InitTimeout: 5 * time.Second}, target, nil)
+		wantClass(t, e, ClassTooLarge, "")
+		if !strings.Contains(e.Message, "65536") {
+			t.Errorf("Message = %q", e.Message)
+		}
+		if d > 3*time.Second {
+			t.Errorf("took %v", d)
+		}
+	})
+	t.Run("total stdio", func(t *testing.T) {
+		_, e, _ := verify(t, Limits{TotalBytes: 4 << 10}, Target{Transport: TransportStdio, Command: fixture, Args: []string{"-tools", "25"}}, nil)
+		wantClass(t, e, ClassTooLarge, PhaseListing)
+	})
+	t.Run("total http across pages", func(t *testing.T) {
+		// Every page is small; together they exceed the budget of one
+		// verification.
+		s := newToolServer(40, server.WithPaginationLimit(4))
+		u := serveStreamable(t, s)
+		res, e, _ := verify(t, Limits{}, Target{Transport: TransportHTTP, URL: u}, nil)
+		if e != nil || res.Pages != 11 {
+			t.Fatalf("without a tight limit: %v, %+v", e, res)
+		}
+		_, e, _ = verify(t, Limits{TotalBytes: 4 << 10}, Target{Transport: TransportHTTP, URL: u}, nil)
+		wantClass(t, e, ClassTooLarge, "")
+	})
+	t.Run("total http", func(t *testing.T) {
+		u := startRemoteFixture(t, TransportHTTP, "-tools", "25", "-page-size", "0")
+		_, e, _ := verify(t, Limits{TotalBytes: 4 << 10}, Target{Transport: TransportHTTP, URL: u}, nil)
+		wantClass(t, e, ClassTooLarge, PhaseListing)
+	})
+}
+
+func TestVerifyBannerLines(t *testing.T) {
+	// A few non-JSON lines on stdout are tolerated with a warning.
+	target, _ := shTarget(t, `echo "Server starting..."; exec "$@"`, fixture, "-tools", "2")
+	res, e, _ := verify(t, Limits{}, target, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if len(res.Tools) != 2 || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "Server starting...") {
+		t.Errorf("tools %d warnings %q", len(res.Tools), res.Warnings)
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestVerifyRemoteErrors(t *testing.T) {
+	t.Run("connection refused", func(t *testing.T) {
+		addr := freePort(t)
+		for _, tr := range []string{TransportHTTP, TransportSSE} {
+			path := map[string]string{TransportHTTP: "/mcp", TransportSSE: "/sse"}[tr]
+			_, e, d := verify(t, Limits{}, Target{Transport: tr, URL: "http://" + addr + path}, nil)
+			wantClass(t, e, ClassNetwork, "")
+			if d > 2*time.Second {
+				t.Errorf("%s: took %v, want < 2s", tr, d)
+			}
+			if !strings.Contains(e.Message, "refused") {
+				t.Errorf("%s: Message = %q", tr, e.Message)
+			}
+		}
+	})
+	t.Run("status", func(t *testing.T) {
+		for _, c := range []struct {
+			status      int
+			credentials bool
+		}{{401, true}, {403, true}, {404, false}, {500, false}} {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "no", c.status)
+			}))
+			for _, tr := range []string{TransportHTTP, TransportSSE} {
+				_, e, d := verify(t, Limits{InitTimeout: 3 * time.Second}, Target{Transport: tr, URL: ts.URL}, nil)
+				if e == nil || e.Class != ClassHTTPStatus {
+					t.Errorf("%s %d: got %v, want http_status", tr, c.status, e)
+					continue
+				}
+				if got := strings.Contains(e.Message, "credentials"); got != c.credentials {
+					t.Errorf("%s %d: Message %q, mentions credentials: %v", tr, c.status, e.Message, got)
+				}
+				if d > 2*time.Second {
+					t.Errorf("%s %d: took %v", tr, c.status, d)
+				}
+			}
+			ts.Close()
+		}
+	})
+	forbiddenTarget := func(t *testing.T, e *Error) {
+		t.Helper()
+		wantClass(t, e, ClassNetwork, "")
+		if !strings.Contains(e.Message, "link-local") || !strings.Contains(e.Message, "metadata") {
+			t.Errorf("Message = %q, want it to say link-local/metadata", e.Message)
+		}
+	}
+	t.Run("metadata address", func(t *testing.T) {
+		for _, tr := range []string{TransportHTTP, TransportSSE} {
+			for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "http://[fe80::1]:8080/mcp", "http://[::ffff:169.254.169.254]/"} {
+				_, e, d := verify(t, Limits{InitTimeout: 2 * time.Second}, Target{Transport: tr, URL: u}, nil)
+				forbiddenTarget(t, e)
+				if d > 2*time.Second {
+					t.Errorf("%s %s: took %v", tr, u, d)
+				}
+			}
+		}
+	})
+	t.Run("redirect to metadata address", func(t *testing.T) {
+		ts := httptest.NewServer(http.RedirectHandler("http://169.254.169.254/latest/meta-data/", http.StatusTemporaryRedirect))
+		defer ts.Close()
+		for _, tr := range []string{TransportHTTP, TransportSSE} {
+			_, e, _ := verify(t, Limits{InitTimeout: 2 * time.Second}, Target{Transport: tr, URL: ts.URL + "/mcp"}, nil)
+			forbiddenTarget(t, e)
+		}
+	})
+	t.Run("not MCP", func(t *testing.T) {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<html>hello</html>")
+		}))
+		defer ts.Close()
+		_, e, _ := verify(t, Limits{InitTimeout: 2 * time.Second}, Target{Transport: TransportHTTP, URL: ts.URL}, nil)
+		if e == nil || (e.Class != ClassProtocol && e.Class != ClassHTTPStatus) {
+			t.Errorf("got %v, want protocol", e)
+		}
+	})
+	t.Run("unknown transport", func(t *testing.T) {
+		_, e, _ := verify(t, Limits{}, Target{Transport: "carrier-pigeon"}, nil)
+		wantClass(t, e, ClassInternal, PhaseStarting)
+	})
+}
+
+func TestVerifyServerEverything(t *testing.T) {
+	entry, err := filepath.Abs(everythingEntry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(entry); err != nil {
+		t.Fatalf("@modelcontextprotocol/server-everything is not installed (%v): run `npm ci --prefix e2e` in the repository root", err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node is not installed: %v", err)
+	}
+	target, _ := pidWrapped(t, "node", entry, "stdio")
+	var phases []string
+	res, e, d := verify(t, Limits{}, target, func(p Progress) { phases = append(phases, p.Phase) })
+	if e != nil {
+		t.Fatalf("Verify: %v\nstderr: %s", e, e.StderrTail)
+	}
+	if res.ServerName != "mcp-servers/everything" {
+		t.Errorf("ServerName = %q", res.ServerName)
+	}
+	if len(res.Tools) != 13 {
+		t.Errorf("got %d tools, want 13", len(res.Tools))
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		if tool.Pin == "" || !json.Valid(tool.Raw) {
+			t.Errorf("tool %s: pin %q raw valid %v", tool.Name, tool.Pin, json.Valid(tool.Raw))
+		}
+	}
+	if !slices.Contains(names, "echo") {
+		t.Errorf("tools %v do not include echo", names)
+	}
+	if res.ProtocolVersion == "" {
+		t.Error("no protocol version")
+	}
+	t.Logf("server-everything: %d tools, protocol %s, %v (phases %v, timings %v)", len(res.Tools), res.ProtocolVersion, d, phases, res.Timings)
+	if d > 15*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+// shServer is a legacy (2025-06-18) MCP server written in sh: it answers
+// initialize and tools/list from canned JSON. Env: ANSWER_UNKNOWN=1 answers
+// other requests (the server/discover probe) with "method not found"
+// instead of ignoring them; EXIT_AFTER_LIST=1 exits right after answering
+// tools/list; LIST_ERROR=1 answers tools/list with a JSON-RPC error. Its
+// first argument, if any, is the protocol version (not in env, whose
+// values are redacted).
+const shServer = `
+while IFS= read -r line; do
+  id=$(printf '%s\n' "$line" | sed -n 's/^{"jsonrpc":"2.0","id":\([0-9]*\),.*/\1/p')
+  case "$line" in
+  *'"method":"initialize"'*)
+    printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","capabilities":{"tools":{}},"serverInfo":{"name":"sh-server","version":"0.1"}}}\n' "$id" "${1:-2025-06-18}" ;;
+  *'"method":"tools/list"'*)
+    if [ "$LIST_ERROR" = 1 ]; then
+      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"backend down"}}\n' "$id"
+    else
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"only","description":"The only tool.","inputSchema":{"type":"object"}}]}}\n' "$id"
+    fi
+    [ "$EXIT_AFTER_LIST" = 1 ] && exit 0 ;;
+  *'"id":'*)
+    [ "$ANSWER_UNKNOWN" = 1 ] && printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}\n' "$id" ;;
+  esac
+done
+`
+
+func shServerTarget(env map[string]string, args ...string) Target {
+	return Target{Transport: TransportStdio, Command: "sh", Args: append([]string{"-c", shServer, "sh-server"}, args...), Env: env}
+}
+
+func TestVerifyLegacyStdioServer(t *testing.T) {
+	checkLegacy := func(t *testing.T, res *Result) {
+		t.Helper()
+		if res.ProtocolVersion != "2025-06-18" || res.ServerName != "sh-server" || len(res.Tools) != 1 || res.Tools[0].Name != "only" || res.Pages != 1 {
+			t.Errorf("result %+v", res)
+		}
+	}
+	t.Run("ignores server/discover", func(t *testing.T) {
+		// The probe costs DiscoverTimeout, not mcp-go's 5 s default.
+		res, e, d := verify(t, Limits{DiscoverTimeout: 200 * time.Millisecond}, shServerTarget(nil), nil)
+		if e != nil {
+			t.Fatal(e)
+		}
+		checkLegacy(t, res)
+		if d < 200*time.Millisecond || d > 2*time.Second {
+			t.Errorf("took %v, want about the 200ms discover timeout", d)
+		}
+	})
+	t.Run("answers server/discover with an error", func(t *testing.T) {
+		res, e, _ := verify(t, Limits{}, shServerTarget(map[string]string{"ANSWER_UNKNOWN": "1"}), nil)
+		if e != nil {
+			t.Fatal(e)
+		}
+		checkLegacy(t, res)
+	})
+	t.Run("exits after answering", func(t *testing.T) {
+		for range 5 {
+			res, e, _ := verify(t, Limits{}, shServerTarget(map[string]string{"ANSWER_UNKNOWN": "1", "EXIT_AFTER_LIST": "1"}), nil)
+			if e != nil {
+				t.Fatal(e)
+			}
+			checkLegacy(t, res)
+		}
+	})
+	t.Run("unsupported protocol version", func(t *testing.T) {
+		_, e, _ := verify(t, Limits{}, shServerTarget(map[string]string{"ANSWER_UNKNOWN": "1"}, "1999-01-01"), nil)
+		wantClass(t, e, ClassProtocol, PhaseInitializing)
+		if !strings.Contains(e.Message, "1999-01-01") || !strings.Contains(e.Message, "supported") {
+			t.Errorf("Message = %q", e.Message)
+		}
+	})
+	t.Run("tools/list error", func(t *testing.T) {
+		_, e, _ := verify(t, Limits{}, shServerTarget(map[string]string{"ANSWER_UNKNOWN": "1", "LIST_ERROR": "1"}), nil)
+		wantClass(t, e, ClassProtocol, PhaseListing)
+		if !strings.Contains(e.Message, "backend down") {
+			t.Errorf("Message = %q", e.Message)
+		}
+	})
+}
+
+func TestVerifyPinsAcrossRuns(t *testing.T) {
+	// change-on-second-run: tool_000's description changes, the last tool
+	// goes, extra_tool appears. Pins of unchanged tools stay the same.
+	state := filepath.Join(t.TempDir(), "state")
+	target := Target{Transport: TransportStdio, Command: fixture, Args: []string{"-tools", "5", "-mode", "change-on-second-run", "-state-file", state}}
+	first, e, _ := verify(t, Limits{}, target, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	second, e, _ := verify(t, Limits{}, target, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	pins := func(r *Result) map[string]string {
+		m := map[string]string{}
+		for _, tool := range r.Tools {
+			m[tool.Name] = tool.Pin
+		}
+		return m
+	}
+	a, b := pins(first), pins(second)
+	if a["tool_000"] == b["tool_000"] || a["tool_000"] == "" {
+		t.Error("tool_000 changed but kept its pin")
+	}
+	for _, name := range []string{"tool_001", "tool_002", "tool_003"} {
+		if a[name] != b[name] || a[name] == "" {
+			t.Errorf("%s: pin %s then %s", name, a[name], b[name])
+		}
+	}
+	if _, ok := b["tool_004"]; ok {
+		t.Error("tool_004 still listed")
+	}
+	if _, ok := b["extra_tool"]; !ok {
+		t.Error("extra_tool missing")
+	}
+}

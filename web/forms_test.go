@@ -1,0 +1,526 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+func TestFormValidationKeepsInput(t *testing.T) {
+	e := newEnv(t)
+	b := e.login()
+	const typedSecret = "typed-secret-value-987"
+	e.secrets = append(e.secrets, typedSecret)
+	rec := b.post("/servers", url.Values{
+		"id":         {"Bad Id!"},
+		"name":       {"My <b>nice</b> server"},
+		"transport":  {"stdio"},
+		"command":    {""},
+		"args":       {"--flag\nvalue with space"},
+		"env_key":    {"1X", "GOOD_KEY"},
+		"env_value":  {typedSecret, ""},
+		"timeout_ms": {"5"},
+		"enabled":    {"on"},
+	})
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	doc := parseHTML(t, rec.Body.String())
+	for field, want := range map[string]string{
+		"id":         "lower-case letters",
+		"command":    "Command is required",
+		"env":        `"1X"`,
+		"timeout_ms": "1000 to 120000",
+	} {
+		if got := testIDText(t, doc, "error-"+field); !strings.Contains(got, want) {
+			t.Errorf("error-%s = %q, want it to contain %q", field, got, want)
+		}
+	}
+	for _, field := range []string{"name", "url", "transport", "default_policy", "header"} {
+		if n := len(findAll(doc, byTestID("error-"+field))); n != 0 {
+			t.Errorf("unexpected error-%s", field)
+		}
+	}
+	if len(findAll(doc, byTestID("form-errors"))) != 1 {
+		t.Error("no form-errors summary")
+	}
+	for name, want := range map[string]string{
+		"id":         "Bad Id!",
+		"name":       "My <b>nice</b> server",
+		"timeout_ms": "5",
+		"command":    "",
+		"args":       "--flag\nvalue with space",
+		"env_key":    "1X",
+	} {
+		if got := inputValue(t, doc, name); got != want {
+			t.Errorf("input %s = %q, want %q", name, got, want)
+		}
+	}
+	if !strings.Contains(rec.Body.String(), "My &lt;b&gt;nice&lt;/b&gt; server") {
+		t.Error("the typed name is not escaped in the page")
+	}
+	// The typed secret is not echoed back (checked by e.serve); its row
+	// asks for it again, the empty one does not.
+	var placeholders []string
+	for _, n := range findAll(doc, func(n *html.Node) bool { return byTag("input")(n) && attrOf(n, "name") == "env_value" }) {
+		placeholders = append(placeholders, attrOf(n, "placeholder"))
+	}
+	// The last env_value input is the add-row template's.
+	if len(placeholders) < 2 || !strings.Contains(placeholders[0], "enter the value again") || strings.Contains(placeholders[1], "again") {
+		t.Errorf("env value placeholders = %q, want the first to ask for the value again", placeholders)
+	}
+	// The stdio option stays selected.
+	sel := findAll(doc, func(n *html.Node) bool { return byTag("option")(n) && attrOf(n, "value") == "stdio" })
+	if len(sel) != 1 || !hasAttr(sel[0], "selected") {
+		t.Error("transport stdio not kept")
+	}
+	if _, err := e.db.Server("Bad Id!"); err == nil {
+		t.Error("invalid server was stored")
+	}
+
+	// Remote server at a metadata address.
+	rec = b.post("/servers", url.Values{"id": {"meta"}, "transport": {"http"}, "url": {"http://169.254.169.254/latest/meta-data"}})
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	doc = parseHTML(t, rec.Body.String())
+	if got := testIDText(t, doc, "error-url"); !strings.Contains(got, "169.254") {
+		t.Errorf("error-url = %q", got)
+	}
+	if got := inputValue(t, doc, "url"); got != "http://169.254.169.254/latest/meta-data" {
+		t.Errorf("url input = %q", got)
+	}
+	for _, u := range []string{"http://[fe80::1]:8080/", "ftp://example.com/", "http://user:pw@example.com/", "", "http:///x", "http://[::ffff:169.254.169.254]/"} {
+		rec = b.post("/servers", url.Values{"id": {"remote"}, "transport": {"http"}, "url": {u}})
+		wantStatus(t, rec, http.StatusUnprocessableEntity)
+		testIDText(t, parseHTML(t, rec.Body.String()), "error-url")
+	}
+
+	// A valid form, then the same id again.
+	valid := url.Values{
+		"id": {"good-1"}, "name": {"Good"}, "transport": {"stdio"}, "command": {fixtureBin},
+		"args": {"-tools\r\n5\r\n"}, "env_key": {"API_KEY"}, "env_value": {"form-secret-1"},
+		"timeout_ms": {"5000"}, "default_policy": {"deny"}, "enabled": {"on"},
+	}
+	e.secrets = append(e.secrets, "form-secret-1")
+	rec = b.post("/servers", valid)
+	wantStatus(t, rec, http.StatusSeeOther)
+	if loc := rec.Header().Get("Location"); loc != "/servers/good-1" {
+		t.Errorf("Location = %q", loc)
+	}
+	srv, err := e.db.Server("good-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.Name != "Good" || srv.Command != fixtureBin || strings.Join(srv.Args, "|") != "-tools|5" ||
+		srv.Env["API_KEY"] != "form-secret-1" || srv.TimeoutMS != 5000 || srv.DefaultPolicy != "deny" || !srv.Enabled {
+		t.Errorf("stored server = %+v", srv)
+	}
+	rec = b.post("/servers", valid)
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	if got := testIDText(t, parseHTML(t, rec.Body.String()), "error-id"); !strings.Contains(got, "already exists") {
+		t.Errorf("duplicate id error = %q", got)
+	}
+	wantStatus(t, b.get("/servers/good-1"), http.StatusOK)
+}
+
+func TestReservedServerID(t *testing.T) {
+	// /servers/new is the add form, so a server with id "new" could never
+	// be shown.
+	e := newEnv(t)
+	b := e.login()
+	rec := b.post("/servers", url.Values{"id": {"new"}, "transport": {"stdio"}, "command": {"true"}})
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	testIDText(t, parseHTML(t, rec.Body.String()), "error-id")
+	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{"id": "new", "transport": "stdio", "command": "true"})
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+}
+
+func TestEditKeepsSecrets(t *testing.T) {
+	e := newEnv(t)
+	b := e.login()
+	const secret = "s3cret-value-123"
+	e.secrets = append(e.secrets, secret, "new-secret-456")
+	body := fixtureServer("sec")
+	body["env"] = map[string]string{"API_KEY": secret, "OTHER": "other-secret-789"}
+	e.secrets = append(e.secrets, "other-secret-789")
+	e.createServer(body)
+
+	rec := b.get("/servers/sec/edit")
+	wantStatus(t, rec, http.StatusOK)
+	if strings.Contains(rec.Body.String(), secret) {
+		t.Fatal("the edit form contains the secret value")
+	}
+	doc := parseHTML(t, rec.Body.String())
+	keys := findAll(doc, byAttr("name", "env_key"))
+	var rows []string
+	for _, k := range keys {
+		if v := attrOf(k, "value"); v != "" {
+			rows = append(rows, v)
+		}
+	}
+	if strings.Join(rows, ",") != "API_KEY,OTHER" {
+		t.Errorf("env rows = %v", rows)
+	}
+	for _, v := range findAll(doc, byAttr("name", "env_value")) {
+		if attrOf(v, "value") != "" || attrOf(v, "type") != "password" {
+			t.Errorf("env value input %v", v.Attr)
+		}
+	}
+	if inputValue(t, doc, "id") != "sec" || inputValue(t, doc, "name") != "Fixture sec" || inputValue(t, doc, "command") != fixtureBin {
+		t.Error("edit form not filled from the server")
+	}
+	// The detail page shows the names only.
+	rec = b.get("/servers/sec")
+	wantStatus(t, rec, http.StatusOK)
+	if !strings.Contains(rec.Body.String(), "API_KEY") {
+		t.Error("detail page does not list the env key")
+	}
+
+	form := url.Values{
+		"name": {"Renamed"}, "transport": {"stdio"}, "command": {fixtureBin},
+		"args":    {"-tools\n5\n-page-size\n2"},
+		"env_key": {"API_KEY", "OTHER"}, "env_value": {"", "********"},
+		"default_policy": {"ask"}, "enabled": {"on"},
+	}
+	rec = b.post("/servers/sec", form)
+	wantStatus(t, rec, http.StatusSeeOther)
+	srv, err := e.db.Server("sec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.Name != "Renamed" || srv.Env["API_KEY"] != secret || srv.Env["OTHER"] != "other-secret-789" {
+		t.Errorf("after edit with empty values: name %q env %v", srv.Name, srv.Env)
+	}
+
+	// A failed edit does not echo the stored or typed values either, and
+	// marks stored rows as set.
+	bad := url.Values{"name": {"Renamed"}, "transport": {"stdio"}, "command": {""}, "env_key": {"API_KEY"}, "env_value": {"new-secret-456"}}
+	rec = b.post("/servers/sec", bad)
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	doc = parseHTML(t, rec.Body.String())
+	testIDText(t, doc, "error-command")
+	if got := inputValue(t, doc, "id"); got != "sec" {
+		t.Errorf("id input in failed edit = %q", got)
+	}
+	if srv, _ := e.db.Server("sec"); srv.Env["API_KEY"] != secret {
+		t.Error("a failed edit changed the secret")
+	}
+
+	// A new value replaces it; a removed row removes the variable.
+	form.Set("env_value", "new-secret-456")
+	form["env_key"] = []string{"API_KEY"}
+	rec = b.post("/servers/sec", form)
+	wantStatus(t, rec, http.StatusSeeOther)
+	srv, _ = e.db.Server("sec")
+	if srv.Env["API_KEY"] != "new-secret-456" || len(srv.Env) != 1 {
+		t.Errorf("after edit with a new value: %v", srv.Env)
+	}
+	// The id in the form cannot move the server.
+	form.Set("id", "moved")
+	wantStatus(t, b.post("/servers/sec", form), http.StatusSeeOther)
+	if _, err := e.db.Server("moved"); err == nil {
+		t.Error("edit created a server under another id")
+	}
+	wantStatus(t, b.post("/servers/nope", form), http.StatusNotFound)
+
+	// Delete.
+	rec = b.post("/servers/sec/delete", nil)
+	wantStatus(t, rec, http.StatusSeeOther)
+	if loc := rec.Header().Get("Location"); !strings.HasPrefix(loc, "/") {
+		t.Errorf("Location = %q", loc)
+	}
+	if _, err := e.db.Server("sec"); err == nil {
+		t.Error("server still there after delete")
+	}
+	wantStatus(t, b.get("/servers/sec"), http.StatusNotFound)
+	wantStatus(t, b.post("/servers/sec/delete", nil), http.StatusNotFound)
+	page := b.get("/")
+	wantStatus(t, page, http.StatusOK)
+	if len(findAll(parseHTML(t, page.Body.String()), byTestID("server-row"))) != 0 {
+		t.Error("deleted server still listed")
+	}
+}
+
+func TestServerPageAfterVerify(t *testing.T) {
+	e := newEnv(t)
+	b := e.login()
+	e.createServer(fixtureServer("fx"))
+	rec := b.get("/servers/fx")
+	wantStatus(t, rec, http.StatusOK)
+	doc := parseHTML(t, rec.Body.String())
+	if len(findAll(doc, byTestID("no-tools"))) != 1 || len(findAll(doc, byTestID("tool-row"))) != 0 {
+		t.Error("unverified server page should say no tools")
+	}
+	if got := testIDText(t, doc, "status"); got != "not verified" {
+		t.Errorf("status = %q", got)
+	}
+	if got := testIDText(t, doc, "command-line"); got != fixtureBin+" -tools 5 -page-size 2" {
+		t.Errorf("command line = %q", got)
+	}
+
+	job := e.verify("fx")
+	if job["status"] != "success" {
+		t.Fatalf("job = %v", job)
+	}
+	rec = b.get("/servers/fx")
+	wantStatus(t, rec, http.StatusOK)
+	doc = parseHTML(t, rec.Body.String())
+	rows := findAll(doc, byTestID("tool-row"))
+	if len(rows) != 5 {
+		t.Fatalf("%d tool rows, want 5", len(rows))
+	}
+	if got := testIDText(t, doc, "tool-count"); got != "5" {
+		t.Errorf("tool-count = %q", got)
+	}
+	if got := testIDText(t, doc, "protocol-version"); len(got) != len("2025-06-18") || !strings.HasPrefix(got, "20") {
+		t.Errorf("protocol-version = %q", got)
+	}
+	if got := testIDText(t, doc, "server-info"); got != "mcp-fixture 1.0.0" {
+		t.Errorf("server-info = %q", got)
+	}
+	if got := attrOf(findOne(t, doc, byTestID("status")), "data-status"); got != "success" {
+		t.Errorf("status = %q", got)
+	}
+	if len(findAll(doc, byTestID("tools-stale"))) != 0 || len(findAll(doc, byTestID("verify-error"))) != 0 {
+		t.Error("a successful verification shows stale or an error")
+	}
+	for i, r := range rows {
+		name := testIDText(t, r, "tool-name")
+		if name != attrOf(r, "data-tool-name") || !strings.HasPrefix(name, "tool_00") {
+			t.Errorf("row %d: name %q", i, name)
+		}
+		if attrOf(r, "id") != "tool-"+string(rune('0'+i)) {
+			t.Errorf("row %d: id %q, want an opaque index", i, attrOf(r, "id"))
+		}
+		if got := testIDText(t, r, "tool-description"); !strings.Contains(got, "generated fixture tool") {
+			t.Errorf("row %d: description %q", i, got)
+		}
+		if got := testIDText(t, r, "input-schema"); !json.Valid([]byte(got)) {
+			t.Errorf("row %d: schema %q", i, got)
+		}
+		if got := testIDText(t, r, "tool-state"); got != "active" {
+			t.Errorf("row %d: state %q", i, got)
+		}
+		sel := findOne(t, r, byTestID("policy-select"))
+		var selected []string
+		for _, o := range findAll(sel, byTag("option")) {
+			if hasAttr(o, "selected") {
+				selected = append(selected, attrOf(o, "value"))
+			}
+		}
+		if strings.Join(selected, ",") != "ask" {
+			t.Errorf("row %d: selected policy %v", i, selected)
+		}
+	}
+	// The list page shows the count and status too.
+	rec = b.get("/")
+	doc = parseHTML(t, rec.Body.String())
+	row := findOne(t, doc, byTestID("server-row"))
+	if testIDText(t, row, "tool-count") != "5" || attrOf(findOne(t, row, byTestID("status")), "data-status") != "success" {
+		t.Error("list row does not show the verified state")
+	}
+
+	// The policy select (htmx) changes one tool and answers with its row.
+	rec = b.htmx(http.MethodPost, "/servers/fx/policy", url.Values{"tool": {"tool_001"}, "key": {"1"}, "policy": {"deny"}})
+	wantStatus(t, rec, http.StatusOK)
+	frag := parseFragment(t, rec.Body.String())
+	r := findOne(t, frag, byTestID("tool-row"))
+	if attrOf(r, "id") != "tool-1" || testIDText(t, r, "tool-name") != "tool_001" {
+		t.Errorf("policy answer row: %v", r.Attr)
+	}
+	tools, _ := e.db.Tools("fx")
+	if tools[1].Policy.Policy != "deny" || tools[1].Policy.SetBy != "dashboard" || tools[0].Policy.Policy != "ask" {
+		t.Errorf("policies after set: %+v / %+v", tools[0].Policy, tools[1].Policy)
+	}
+	wantStatus(t, b.htmx(http.MethodPost, "/servers/fx/policy", url.Values{"tool": {"tool_001"}, "policy": {"maybe"}}), http.StatusUnprocessableEntity)
+	wantStatus(t, b.htmx(http.MethodPost, "/servers/fx/policy", url.Values{"tool": {"nope"}, "policy": {"deny"}}), http.StatusNotFound)
+	// The tools fragment reflects it.
+	rec = b.htmx(http.MethodGet, "/servers/fx/tools", nil)
+	wantStatus(t, rec, http.StatusOK)
+	frag = parseHTML(t, rec.Body.String())
+	if n := len(findAll(frag, byTestID("tool-row"))); n != 5 {
+		t.Errorf("tools fragment has %d rows", n)
+	}
+	// The htmx verify button answers 202 and starts a job.
+	wantStatus(t, b.htmx(http.MethodPost, "/servers/fx/verify", nil), http.StatusAccepted)
+	waitFor(t, 20*time.Second, "verify from the button to finish", func() bool {
+		s, _ := e.db.Summary("fx")
+		return s.Discovery.Status == store.StatusSuccess && s.Discovery.JobID != job["id"]
+	})
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestHostileToolIsEscaped(t *testing.T) {
+	e := newEnv(t)
+	b := e.login()
+	e.createServer(fixtureServer("evil"))
+	srv, err := e.db.Server("evil")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		name  = `x"><script>alert(1)</script>`
+		desc  = `<img src=x onerror=alert(1)> and more`
+		title = `<svg onload=alert(2)>`
+		ann   = `{"title":"<iframe src=javascript:alert(3)>"}`
+	)
+	now := time.Now()
+	err = e.db.RecordSuccess("evil", store.Verification{
+		JobID: "job_x", ConfigHash: srv.ConfigHash(), StartedAt: now, FinishedAt: now,
+		ProtocolVersion: `<b>2025</b>`, ServerName: `<script>srv</script>`, ServerVersion: "1",
+		Instructions: `<script>instr</script>`,
+		Warnings:     []string{`<marquee>warn</marquee>`},
+		Tools: []store.Tool{
+			{Name: name, Title: title, Description: desc, InputSchema: json.RawMessage(`{"type":"object","description":"</pre><script>alert(4)</script>"}`),
+				Annotations: json.RawMessage(ann), Raw: json.RawMessage(`{}`), Pin: strings.Repeat("a", 64)},
+			{Name: "normal", Raw: json.RawMessage(`{}`), Pin: strings.Repeat("b", 64)},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what, body string, doc *html.Node) {
+		t.Helper()
+		for _, raw := range []string{"<script>alert", "<img", "<svg", "<iframe", "<marquee", "<script>srv", "<b>2025"} {
+			if strings.Contains(body, raw) {
+				t.Errorf("%s: raw %q in the body", what, raw)
+			}
+		}
+		for _, tag := range []string{"img", "svg", "iframe", "marquee", "b"} {
+			if n := len(findAll(doc, byTag(tag))); n != 0 {
+				t.Errorf("%s: %d <%s> elements", what, n, tag)
+			}
+		}
+		for _, s := range findAll(doc, byTag("script")) {
+			if !strings.HasPrefix(attrOf(s, "src"), "/static/") || textOf(s) != "" {
+				t.Errorf("%s: unexpected script %v", what, s.Attr)
+			}
+		}
+		// The tool's name is data only: never in an id, a URL, an htmx
+		// or SSE attribute.
+		for _, n := range findAll(doc, func(n *html.Node) bool { return n.Type == html.ElementNode }) {
+			for _, a := range n.Attr {
+				risky := a.Key == "id" || a.Key == "href" || a.Key == "action" || a.Key == "src" ||
+					strings.HasPrefix(a.Key, "hx-") || strings.HasPrefix(a.Key, "sse-")
+				if risky && (strings.Contains(a.Val, "script") || strings.Contains(a.Val, "x\"")) {
+					t.Errorf("%s: <%s %s=%q> carries the tool name", what, n.Data, a.Key, a.Val)
+				}
+				if strings.HasPrefix(a.Key, "on") {
+					t.Errorf("%s: event handler attribute %s on <%s>", what, a.Key, n.Data)
+				}
+			}
+		}
+	}
+	rec := b.get("/servers/evil")
+	wantStatus(t, rec, http.StatusOK)
+	body := rec.Body.String()
+	doc := parseHTML(t, body)
+	check("page", body, doc)
+	rows := findAll(doc, byTestID("tool-row"))
+	if len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	// The hostile text is shown in full, as text.
+	if got := testIDText(t, rows[1], "tool-name"); got != name {
+		t.Errorf("name shown as %q", got)
+	}
+	if got := attrOf(rows[1], "data-tool-name"); got != name {
+		t.Errorf("data-tool-name = %q", got)
+	}
+	if got := testIDText(t, rows[1], "tool-description"); got != desc {
+		t.Errorf("description shown as %q", got)
+	}
+	if got := testIDText(t, rows[1], "tool-title"); got != title {
+		t.Errorf("title shown as %q", got)
+	}
+	if got := testIDText(t, doc, "server-info"); got != "<script>srv</script> 1" {
+		t.Errorf("server info shown as %q", got)
+	}
+	// The fragment and the policy answer escape too.
+	rec = b.htmx(http.MethodGet, "/servers/evil/tools", nil)
+	check("tools fragment", rec.Body.String(), parseHTML(t, rec.Body.String()))
+	rec = b.htmx(http.MethodPost, "/servers/evil/policy", url.Values{"tool": {name}, "key": {"1"}, "policy": {"allow"}})
+	wantStatus(t, rec, http.StatusOK)
+	check("policy answer", rec.Body.String(), parseFragment(t, rec.Body.String()))
+	tools, _ := e.db.Tools("evil")
+	if tools[1].Name != name || tools[1].Policy.Policy != "allow" {
+		t.Errorf("policy of the hostile tool: %+v", tools[1])
+	}
+	// The list page too.
+	rec = b.get("/")
+	check("list", rec.Body.String(), parseHTML(t, rec.Body.String()))
+}
+
+func TestFailedVerifyKeepsToolsStale(t *testing.T) {
+	e := newEnv(t)
+	b := e.login()
+	e.createServer(fixtureServer("brk"))
+	if job := e.verify("brk"); job["status"] != "success" {
+		t.Fatalf("first verify: %v", job)
+	}
+	// Break the command (a config change), then verify again.
+	body := fixtureServer("brk")
+	body["command"] = "/nonexistent/bin"
+	rec := e.api(http.MethodPut, "/api/v1/servers/brk", body)
+	wantStatus(t, rec, http.StatusOK)
+	job := e.verify("brk")
+	if job["status"] != "failed" {
+		t.Fatalf("second verify: %v", job)
+	}
+	jerr, _ := job["error"].(map[string]any)
+	if jerr["class"] != "not_found" || jerr["suggestion"] == "" || jerr["message"] == "" {
+		t.Errorf("job error = %v", jerr)
+	}
+
+	rec = b.get("/servers/brk")
+	wantStatus(t, rec, http.StatusOK)
+	doc := parseHTML(t, rec.Body.String())
+	panel := findOne(t, doc, byTestID("status-panel"))
+	if got := testIDText(t, findOne(t, panel, byTestID("verify-error")), "error-class"); got != "not_found" {
+		t.Errorf("error class = %q", got)
+	}
+	if got := testIDText(t, panel, "error-suggestion"); !strings.Contains(got, "Install") {
+		t.Errorf("suggestion = %q", got)
+	}
+	if got := attrOf(findOne(t, panel, byTestID("status")), "data-status"); got != "failed" {
+		t.Errorf("status = %q", got)
+	}
+	if len(findAll(doc, byTestID("tools-stale"))) != 1 {
+		t.Error("tools not marked stale")
+	}
+	if n := len(findAll(doc, byTestID("tool-row"))); n != 5 {
+		t.Errorf("%d tool rows after a failure, want the 5 old ones", n)
+	}
+	if len(findAll(panel, byTestID("stale"))) != 1 {
+		t.Error("status badge not marked stale")
+	}
+
+	rec = e.api(http.MethodGet, "/api/v1/servers/brk", nil)
+	wantStatus(t, rec, http.StatusOK)
+	d := decode(t, rec)["discovery"].(map[string]any)
+	if d["stale"] != true || d["status"] != "failed" || d["verified_at"] == nil || d["tool_count"] != float64(5) {
+		t.Errorf("discovery = %v", d)
+	}
+	if derr, _ := d["error"].(map[string]any); derr["class"] != "not_found" {
+		t.Errorf("discovery error = %v", d["error"])
+	}
+	rec = e.api(http.MethodGet, "/api/v1/servers/brk/tools", nil)
+	if n := len(decode(t, rec)["tools"].([]any)); n != 5 {
+		t.Errorf("API serves %d tools after the failure, want 5", n)
+	}
+}

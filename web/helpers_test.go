@@ -1,0 +1,498 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/web"
+)
+
+const (
+	testToken = "test-token"
+	loginCode = "code123"
+	testHost  = "127.0.0.1:7420"
+)
+
+// fixtureBin is the mcp-fixture binary built once by TestMain.
+var fixtureBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "web-test-fixture-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	fixtureBin = filepath.Join(dir, "mcp-fixture")
+	build := exec.Command("go", "build", "-o", fixtureBin, "github.com/switchboard-dev/switchboard/cmd/mcp-fixture")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build mcp-fixture:", err)
+		return 1
+	}
+	code := m.Run()
+	if code == 0 {
+		if leaked := leakedGoroutines(5 * time.Second); leaked != "" {
+			fmt.Fprintf(os.Stderr, "goroutines still running after all tests:\n%s\n", leaked)
+			return 1
+		}
+	}
+	return code
+}
+
+// leakedGoroutines is a small goleak: it waits up to d for every
+// goroutine other than the test runner's own to end, and returns the
+// stacks of those that did not. (go.uber.org/goleak is not in go.mod.)
+func leakedGoroutines(d time.Duration) string {
+	deadline := time.Now().Add(d)
+	for {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		var leaked []string
+		for i, g := range strings.Split(string(buf), "\n\n") {
+			if i == 0 || benignGoroutine(g) {
+				continue // the first one is this goroutine
+			}
+			leaked = append(leaked, g)
+		}
+		if len(leaked) == 0 {
+			return ""
+		}
+		if time.Now().After(deadline) {
+			return strings.Join(leaked, "\n\n")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func benignGoroutine(stack string) bool {
+	for _, s := range []string{
+		"testing.(*M).",
+		"testing.tRunner",
+		"os/signal.signal_recv",
+		"runtime.ensureSigM",
+		"runtime/trace",
+	} {
+		if strings.Contains(stack, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// env is one application with its store and hub.
+type env struct {
+	t   *testing.T
+	app *web.Server
+	db  *store.DB
+	hub *web.Hub
+	// secrets are values that must never appear in any response body.
+	secrets []string
+	logs    *logRecorder
+}
+
+type (
+	webConfig = web.Config
+	appOption func(*webConfig)
+)
+
+func newEnv(t *testing.T, opts ...appOption) *env {
+	t.Helper()
+	hub := web.NewHub()
+	db, err := store.Open(filepath.Join(t.TempDir(), "sb.db"), store.Options{OnChange: hub.StoreChanged})
+	if err != nil {
+		hub.Close()
+		t.Fatal(err)
+	}
+	logs := &logRecorder{}
+	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	app := web.New(cfg, db, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil), hub)
+	e := &env{t: t, app: app, db: db, hub: hub, secrets: []string{testToken}, logs: logs}
+	t.Cleanup(func() {
+		app.Close()
+		if errs := logs.errors(); len(errs) > 0 {
+			t.Errorf("the application logged errors:\n%s", strings.Join(errs, "\n"))
+		}
+		db.Close()
+	})
+	return e
+}
+
+// logRecorder is a slog.Handler that keeps error records, so a test
+// fails on a 500 or any other logged error.
+type logRecorder struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (l *logRecorder) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelError }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	l.mu.Lock()
+	l.errs = append(l.errs, b.String())
+	l.mu.Unlock()
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+func (l *logRecorder) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = nil
+}
+func (l *logRecorder) errors() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.errs)
+}
+
+// newRequest is an httptest request with an allowed Host.
+func newRequest(method, target string, body io.Reader) *http.Request {
+	r := httptest.NewRequest(method, target, body)
+	r.Host = testHost
+	return r
+}
+
+// serve runs a request through the app and checks that no secret is in
+// the answer.
+func (e *env) serve(r *http.Request) *httptest.ResponseRecorder {
+	e.t.Helper()
+	rec := httptest.NewRecorder()
+	e.app.ServeHTTP(rec, r)
+	e.checkNoSecrets(r.Method+" "+r.URL.String(), rec.Body.String())
+	return rec
+}
+
+func (e *env) checkNoSecrets(what, body string) {
+	e.t.Helper()
+	for _, s := range e.secrets {
+		if strings.Contains(body, s) {
+			e.t.Errorf("%s: response body contains the secret %q", what, s)
+		}
+	}
+}
+
+// api sends a JSON API request with the bearer token. body may be nil, a
+// string (sent as is) or a value to encode.
+func (e *env) api(method, path string, body any) *httptest.ResponseRecorder {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	r := newRequest(method, path, rd)
+	r.Header.Set("Authorization", "Bearer "+testToken)
+	if rd != nil {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	return e.serve(r)
+}
+
+// decode parses a JSON answer into a generic map.
+func decode(t *testing.T, rec *httptest.ResponseRecorder) map[string]any {
+	t.Helper()
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("Content-Type = %q, want JSON; body: %s", ct, rec.Body.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
+		t.Fatalf("decode %q: %v", rec.Body.String(), err)
+	}
+	return m
+}
+
+func wantStatus(t *testing.T, rec *httptest.ResponseRecorder, want int) {
+	t.Helper()
+	if rec.Code != want {
+		t.Fatalf("status = %d, want %d; body: %s", rec.Code, want, truncate(rec.Body.String()))
+	}
+}
+
+func truncate(s string) string {
+	if len(s) > 2000 {
+		return s[:2000] + "…"
+	}
+	return s
+}
+
+// fixtureServer is the API body of a stdio server running the fixture.
+func fixtureServer(id string) map[string]any {
+	return map[string]any{
+		"id":        id,
+		"name":      "Fixture " + id,
+		"transport": "stdio",
+		"command":   fixtureBin,
+		"args":      []string{"-tools", "5", "-page-size", "2"},
+	}
+}
+
+func (e *env) createServer(body map[string]any) map[string]any {
+	e.t.Helper()
+	rec := e.api(http.MethodPost, "/api/v1/servers", body)
+	wantStatus(e.t, rec, http.StatusCreated)
+	return decode(e.t, rec)
+}
+
+// verify starts a verification through the API and waits until its job
+// is done; it returns the finished job.
+func (e *env) verify(id string) map[string]any {
+	e.t.Helper()
+	rec := e.api(http.MethodPost, "/api/v1/servers/"+id+"/verify", nil)
+	wantStatus(e.t, rec, http.StatusAccepted)
+	job := decode(e.t, rec)["job"].(map[string]any)
+	return e.waitJob(job["id"].(string))
+}
+
+func (e *env) waitJob(jobID string) map[string]any {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rec := e.api(http.MethodGet, "/api/v1/jobs/"+jobID, nil)
+		wantStatus(e.t, rec, http.StatusOK)
+		job := decode(e.t, rec)["job"].(map[string]any)
+		if job["finished_at"] != nil {
+			return job
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("job %s not done in time: %v", jobID, job)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// browser is a logged-in browser session.
+type browser struct {
+	e      *env
+	cookie *http.Cookie
+	csrf   string
+}
+
+// login redeems the one-time login code and reads the CSRF token from the
+// servers page.
+func (e *env) login() *browser {
+	e.t.Helper()
+	rec := e.serve(newRequest(http.MethodGet, "/login?code="+loginCode, nil))
+	wantStatus(e.t, rec, http.StatusSeeOther)
+	return e.browserFrom(rec)
+}
+
+// loginWithToken logs in through the token form.
+func (e *env) loginWithToken() *browser {
+	e.t.Helper()
+	r := newRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"token": {testToken}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	rec := e.serve(r)
+	wantStatus(e.t, rec, http.StatusSeeOther)
+	return e.browserFrom(rec)
+}
+
+func (e *env) browserFrom(rec *httptest.ResponseRecorder) *browser {
+	e.t.Helper()
+	b := &browser{e: e}
+	for _, c := range rec.Result().Cookies() {
+		if c.Name == "switchboard_session" {
+			b.cookie = c
+		}
+	}
+	if b.cookie == nil || b.cookie.Value == "" {
+		e.t.Fatalf("login set no session cookie; headers: %v", rec.Header())
+	}
+	page := b.get("/")
+	wantStatus(e.t, page, http.StatusOK)
+	b.csrf = attrOf(findOne(e.t, parseHTML(e.t, page.Body.String()), byAttr("name", "csrf-token")), "content")
+	if b.csrf == "" {
+		e.t.Fatal("no CSRF token in the page")
+	}
+	return b
+}
+
+func (b *browser) request(method, path string, body io.Reader) *http.Request {
+	r := newRequest(method, path, body)
+	r.AddCookie(b.cookie)
+	return r
+}
+
+func (b *browser) get(path string) *httptest.ResponseRecorder {
+	b.e.t.Helper()
+	return b.e.serve(b.request(http.MethodGet, path, nil))
+}
+
+// htmx sends a GET as htmx would.
+func (b *browser) htmx(method, path string, form url.Values) *httptest.ResponseRecorder {
+	b.e.t.Helper()
+	r := b.request(method, path, strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("HX-Request", "true")
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	r.Header.Set("X-CSRF-Token", b.csrf)
+	return b.e.serve(r)
+}
+
+// post submits a form the way a same-origin browser does, with the
+// session's CSRF token in the _csrf field.
+func (b *browser) post(path string, form url.Values) *httptest.ResponseRecorder {
+	b.e.t.Helper()
+	f := url.Values{}
+	for k, v := range form {
+		f[k] = v
+	}
+	f.Set("_csrf", b.csrf)
+	r := b.request(http.MethodPost, path, strings.NewReader(f.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	r.Header.Set("Origin", "http://"+testHost)
+	return b.e.serve(r)
+}
+
+// --- HTML helpers (golang.org/x/net/html; goquery is not in go.mod) ---
+
+func parseHTML(t *testing.T, s string) *html.Node {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(s))
+	if err != nil {
+		t.Fatalf("parse HTML: %v", err)
+	}
+	return doc
+}
+
+// parseFragment parses an htmx fragment in a body context (or a table
+// row context for rows).
+func parseFragment(t *testing.T, s string) *html.Node {
+	t.Helper()
+	return parseHTML(t, "<!DOCTYPE html><html><body><table><tbody>"+s+"</tbody></table></body></html>")
+}
+
+type matcher func(*html.Node) bool
+
+func byAttr(key, val string) matcher {
+	return func(n *html.Node) bool { return n.Type == html.ElementNode && attrOf(n, key) == val && hasAttr(n, key) }
+}
+
+func byTestID(id string) matcher { return byAttr("data-testid", id) }
+
+func byTag(tag string) matcher {
+	return func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == tag }
+}
+
+func findAll(root *html.Node, m matcher) []*html.Node {
+	var out []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if m(n) {
+			out = append(out, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(root)
+	return out
+}
+
+func findOne(t *testing.T, root *html.Node, m matcher) *html.Node {
+	t.Helper()
+	all := findAll(root, m)
+	if len(all) != 1 {
+		t.Fatalf("found %d matching elements, want 1", len(all))
+	}
+	return all[0]
+}
+
+func hasAttr(n *html.Node, key string) bool {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func attrOf(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func textOf(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return strings.TrimSpace(b.String())
+}
+
+// testIDText is the text of the one element with the data-testid.
+func testIDText(t *testing.T, root *html.Node, id string) string {
+	t.Helper()
+	all := findAll(root, byTestID(id))
+	if len(all) != 1 {
+		t.Fatalf("found %d [data-testid=%s], want 1", len(all), id)
+	}
+	return textOf(all[0])
+}
+
+// inputValue is the value of the form control with the name.
+func inputValue(t *testing.T, root *html.Node, name string) string {
+	t.Helper()
+	all := findAll(root, func(n *html.Node) bool {
+		return n.Type == html.ElementNode && (n.Data == "input" || n.Data == "textarea") && attrOf(n, "name") == name
+	})
+	if len(all) == 0 {
+		t.Fatalf("no input named %q", name)
+	}
+	if all[0].Data == "textarea" {
+		return textOf(all[0])
+	}
+	return attrOf(all[0], "value")
+}

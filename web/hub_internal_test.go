@@ -1,0 +1,142 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/r3labs/sse/v2"
+)
+
+// bodyWriter is a flushable ResponseWriter that can be read while the
+// handler writes.
+type bodyWriter struct {
+	mu     sync.Mutex
+	header http.Header
+	buf    bytes.Buffer
+}
+
+func (w *bodyWriter) Header() http.Header { return w.header }
+func (w *bodyWriter) WriteHeader(int)     {}
+func (w *bodyWriter) Flush()              {}
+func (w *bodyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+func (w *bodyWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestHubSnapshotNeverOverwritesNewerState: a change published while a
+// snapshot is being read must not be followed by the older snapshot; and
+// a snapshot event with empty data must not end the connection.
+func TestHubSnapshotNeverOverwritesNewerState(t *testing.T) {
+	h := NewHub()
+	defer h.Close()
+	var (
+		mu    sync.Mutex
+		state = "old"
+		calls int
+	)
+	h.snapshot = func() []*sse.Event {
+		mu.Lock()
+		calls++
+		v := state
+		first := calls == 1
+		if first {
+			state = "new"
+		}
+		mu.Unlock()
+		if first {
+			// The state changed after it was read; the change is
+			// published before the snapshot is sent.
+			h.Publish(&sse.Event{Event: []byte("k"), Data: []byte("new")})
+		}
+		return []*sse.Event{
+			{Event: []byte("broken")}, // e.g. a failed render
+			{Event: []byte("k"), Data: []byte(v)},
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := httptest.NewRequest(http.MethodGet, "/events", nil).WithContext(ctx)
+	w := &bodyWriter{header: http.Header{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(w, r)
+	}()
+
+	// Wait until no snapshot is due, then flush the stream with a marker.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h.mu.Lock()
+		settled := len(h.conns) == 1
+		for _, c := range h.conns {
+			settled = settled && !c.behind && !c.syncing
+		}
+		h.mu.Unlock()
+		if settled {
+			break
+		}
+		select {
+		case <-done:
+			t.Fatalf("the connection ended; body %q", w.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("snapshot never completed; body %q", w.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.Publish(&sse.Event{Event: []byte("end"), Data: []byte("x")})
+	for !strings.Contains(w.String(), "event: end\n\n") {
+		select {
+		case <-done:
+			t.Fatalf("the connection ended; body %q", w.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("marker not received; body %q", w.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	body := w.String()
+	if strings.Contains(body, "event: broken") {
+		t.Error("an event without data was sent")
+	}
+	// The last value of k is the newest.
+	var last string
+	for _, block := range strings.Split(body, "\n\n") {
+		var name, data string
+		for _, line := range strings.Split(block, "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				data = d
+			}
+			if n, ok := strings.CutPrefix(line, "event: "); ok {
+				name = n
+			}
+		}
+		if name == "k" {
+			last = data
+		}
+	}
+	if last != "new" {
+		t.Errorf("the tab ends with k = %q, want new; body:\n%s", last, body)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("connection did not end")
+	}
+}
