@@ -5,12 +5,17 @@ package store
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -31,6 +36,8 @@ var (
 	bucketPolicies  = []byte("policies")
 
 	keySchemaVersion = []byte("schema_version")
+	keyInstance      = []byte("instance") // random, set when the file is created
+	keyRevision      = []byte("revision") // uint64, big-endian; +1 per change
 )
 
 // Errors returned by the store.
@@ -59,6 +66,9 @@ type DB struct {
 	bolt     *bolt.DB
 	path     string
 	onChange func(Change)
+
+	instance string        // keyInstance, hex
+	rev      atomic.Uint64 // the newest committed revision
 }
 
 // Open opens (creating if needed) the store at path, creates its buckets,
@@ -117,12 +127,63 @@ func (db *DB) init() error {
 		if err := putJSON(meta, keySchemaVersion, SchemaVersion); err != nil {
 			return err
 		}
-		return reconcileInterrupted(tx)
+		if meta.Get(keyInstance) == nil {
+			id := make([]byte, 8)
+			rand.Read(id)
+			if err := meta.Put(keyInstance, []byte(hex.EncodeToString(id))); err != nil {
+				return err
+			}
+		}
+		db.instance = string(meta.Get(keyInstance))
+		if err := reconcileInterrupted(tx); err != nil {
+			return err
+		}
+		rev, err := bumpRevision(tx)
+		db.rev.Store(rev)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("store: initialise %s: %w", db.path, err)
 	}
 	return nil
+}
+
+// bumpRevision advances the revision inside a write transaction.
+func bumpRevision(tx *bolt.Tx) (uint64, error) {
+	meta := tx.Bucket(bucketMeta)
+	rev := readRevision(tx) + 1
+	var buf [8]byte
+	binary.BigEndian.PutUint64(buf[:], rev)
+	return rev, meta.Put(keyRevision, buf[:])
+}
+
+func readRevision(tx *bolt.Tx) uint64 {
+	if v := tx.Bucket(bucketMeta).Get(keyRevision); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+// Revision identifies the committed state of the store: it changes with
+// every committed change, and differs between database files. Anything
+// computed from the store at one revision (a rendered catalog, an ETag)
+// stays valid until the revision changes. Once a change method returned,
+// Revision reflects it.
+func (db *DB) Revision() string { return db.revisionString(db.rev.Load()) }
+
+func (db *DB) revisionString(rev uint64) string {
+	return db.instance + "-" + strconv.FormatUint(rev, 10)
+}
+
+// noteRevision records a committed revision; commits may report out of
+// order, so the newest wins.
+func (db *DB) noteRevision(rev uint64) {
+	for {
+		cur := db.rev.Load()
+		if rev <= cur || db.rev.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
 }
 
 // reconcileInterrupted marks every record left running as interrupted.
@@ -165,9 +226,19 @@ func (db *DB) Path() string { return db.path }
 // update runs fn in one read-write transaction and, only if it committed,
 // announces the change.
 func (db *DB) update(change Change, fn func(tx *bolt.Tx) error) error {
-	if err := db.bolt.Update(fn); err != nil {
+	var rev uint64
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		var err error
+		rev, err = bumpRevision(tx)
+		return err
+	})
+	if err != nil {
 		return err
 	}
+	db.noteRevision(rev)
 	if db.onChange != nil {
 		db.onChange(change)
 	}
@@ -483,15 +554,24 @@ func (db *DB) Tools(id string) ([]ToolEntry, error) {
 // AllTools returns every server's tools with their policies, grouped by
 // server id in id order, tools ordered by name.
 func (db *DB) AllTools() ([]ToolEntry, error) {
+	tools, _, err := db.AllToolsAt()
+	return tools, err
+}
+
+// AllToolsAt is AllTools and the revision (see Revision) those tools were
+// read at.
+func (db *DB) AllToolsAt() ([]ToolEntry, string, error) {
 	out := []ToolEntry{}
+	var rev string
 	err := db.bolt.View(func(tx *bolt.Tx) error {
+		rev = db.revisionString(readRevision(tx))
 		return tx.Bucket(bucketServers).ForEach(func(k, _ []byte) error {
 			tools, err := readTools(tx, k)
 			out = append(out, tools...)
 			return err
 		})
 	})
-	return out, err
+	return out, rev, err
 }
 
 func readTools(tx *bolt.Tx, key []byte) ([]ToolEntry, error) {

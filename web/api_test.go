@@ -289,6 +289,9 @@ func TestAPIVerifyAndTools(t *testing.T) {
 	if code, _, _ := catalog(`"stale"`); code != http.StatusOK {
 		t.Errorf("If-None-Match with another ETag: %d, want 200", code)
 	}
+	if code, _, _ := catalog(`"stale", W/` + etag); code != http.StatusNotModified {
+		t.Errorf("If-None-Match with a list holding the weak ETag: %d, want 304", code)
+	}
 
 	// Policy.
 	setPolicy := func(tool string, body any) *httptest.ResponseRecorder {
@@ -305,9 +308,15 @@ func TestAPIVerifyAndTools(t *testing.T) {
 	wantStatus(t, setPolicy("no_such_tool", map[string]string{"policy": "deny"}), http.StatusNotFound)
 	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/nope/tools/tool_002/policy", map[string]string{"policy": "deny"}), http.StatusNotFound)
 
-	code, etag2, _ := catalog(etag)
+	// The cached catalog follows the change.
+	code, etag2, all := catalog(etag)
 	if code != http.StatusOK || etag2 == etag {
 		t.Errorf("after a policy change: %d, ETag %q (was %q)", code, etag2, etag)
+	}
+	for _, tl := range all {
+		if tl := tl.(map[string]any); tl["name"] == "tool_002" && tl["effective_policy"] != "deny" {
+			t.Errorf("catalog after the policy change: %v", tl)
+		}
 	}
 
 	// The policy survives a second verify; nothing else changes.

@@ -29,7 +29,8 @@ type Store interface {
 	Summary(id string) (store.Summary, error)
 	Summaries() ([]store.Summary, error)
 	Tools(id string) ([]store.ToolEntry, error)
-	AllTools() ([]store.ToolEntry, error)
+	AllToolsAt() ([]store.ToolEntry, string, error)
+	Revision() string
 	SetPolicy(id, tool, policy, by string) (store.ToolEntry, error)
 	MarkRunning(id, jobID string, at time.Time) error
 	RecordSuccess(id string, v store.Verification) error
@@ -62,6 +63,8 @@ type Server struct {
 	// pubMu orders reading a server's state with publishing it, so the
 	// last fragment a tab gets is never older than one before it.
 	pubMu sync.Mutex
+
+	catalog catalogCache
 }
 
 // New builds the application. hub must be the one the store reports its

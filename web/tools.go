@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -82,26 +84,65 @@ func (s *Server) handleAPISetPolicy(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"tool": toolToJSON(e)})
 }
 
-// handleAPICatalog serves GET /api/v1/tools: every server's tools, with an
-// ETag so an unchanged catalog costs a 304.
+// handleAPICatalog serves GET /api/v1/tools: every server's tools. The
+// body is rendered once per store revision and served from memory until
+// the store changes. Its ETag is a hash of the body, so a change that
+// leaves the catalog as it was (a re-verify that found the same tools)
+// still answers a client's If-None-Match with a 304.
 func (s *Server) handleAPICatalog(c echo.Context) error {
-	tools, err := s.store.AllTools()
+	body, etag, err := s.catalog.get(s.store)
 	if err != nil {
 		return err
+	}
+	c.Response().Header().Set("ETag", etag)
+	if etagMatch(c.Request().Header.Get("If-None-Match"), etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	return c.JSONBlob(http.StatusOK, body)
+}
+
+// catalogCache holds the catalog JSON of one store revision.
+type catalogCache struct {
+	mu   sync.Mutex
+	rev  string
+	body []byte
+	etag string
+}
+
+// get returns the catalog at the store's current revision (or a newer
+// one), rendering it only when the store changed since the last call.
+// Concurrent callers of a stale cache wait for one rendering.
+func (cc *catalogCache) get(st Store) (body []byte, etag string, err error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.body != nil && cc.rev == st.Revision() {
+		return cc.body, cc.etag, nil
+	}
+	tools, rev, err := st.AllToolsAt()
+	if err != nil {
+		return nil, "", err
 	}
 	out := make([]toolJSON, 0, len(tools))
 	for _, t := range tools {
 		out = append(out, toolToJSON(t))
 	}
-	body, err := json.Marshal(map[string]any{"tools": out})
+	body, err = json.Marshal(map[string]any{"tools": out})
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	sum := sha256.Sum256(body)
-	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
-	c.Response().Header().Set("ETag", etag)
-	if c.Request().Header.Get("If-None-Match") == etag {
-		return c.NoContent(http.StatusNotModified)
+	cc.rev, cc.body, cc.etag = rev, body, `"`+hex.EncodeToString(sum[:16])+`"`
+	return cc.body, cc.etag, nil
+}
+
+// etagMatch reports whether an If-None-Match header names etag (weak
+// comparison, as RFC 9110 asks for If-None-Match).
+func etagMatch(header, etag string) bool {
+	for _, candidate := range strings.Split(header, ",") {
+		candidate = strings.TrimPrefix(strings.TrimSpace(candidate), "W/")
+		if candidate == "*" || candidate == etag {
+			return true
+		}
 	}
-	return c.JSONBlob(http.StatusOK, body)
+	return false
 }
