@@ -203,10 +203,21 @@ func (p *process) stop(grace time.Duration) {
 		syscall.Kill(-p.pgid(), syscall.SIGKILL)
 		p.stdout.Close()
 		deadline := time.Now().Add(time.Second)
-		for len(GroupMembers(p.pgid())) > 0 && time.Now().Before(deadline) {
+		for !groupGone(p.pgid()) && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
+}
+
+// groupGone reports whether no live process is left in the group. The
+// cheap check comes first: once the group is empty (the usual case, the
+// child reaped), kill(-pgid, 0) fails with ESRCH; only when something is
+// left, zombies included, is /proc read to tell the living from zombies.
+func groupGone(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	return len(GroupMembers(pgid)) == 0
 }
 
 // GroupMembers returns the pids of live processes (not zombies) in the

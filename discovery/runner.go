@@ -159,7 +159,10 @@ func (r *Runner) Submit(req Request) (j Job, joined bool, err error) {
 }
 
 // run executes one job. It returns when the job has finished, its
-// process is gone and its outcome is recorded.
+// process is gone and its outcome is recorded. A success is recorded
+// (and the job done) as soon as the tools are listed, while the server
+// is still being stopped; the job's concurrency slot, and Close, wait for
+// the stop.
 func (r *Runner) run(jb *job) {
 	defer r.wg.Done()
 	defer jb.cancel()
@@ -184,9 +187,18 @@ func (r *Runner) run(jb *job) {
 	if r.cfg.Started != nil {
 		r.cfg.Started(snap)
 	}
-	res, err := r.verifier.Verify(jb.ctx, jb.req.Target, jb.req.InitTimeout, func(p Progress) {
+	// A success is recorded as soon as the tools are listed; the slot is
+	// held until the server's process is gone.
+	delivered := false
+	res, err := r.verifier.VerifyEarly(jb.ctx, jb.req.Target, jb.req.InitTimeout, func(p Progress) {
 		r.update(jb, func(j *Job) { j.Phase = p.Phase; j.Page = p.Page })
+	}, func(res *Result) {
+		delivered = true
+		r.finish(jb, res, nil)
 	})
+	if delivered {
+		return
+	}
 	var verr *Error
 	if err != nil && !errors.As(err, &verr) {
 		verr = newError(ClassInternal, "", err.Error(), err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -140,12 +141,19 @@ func submit(t *testing.T, r *Runner, req Request) Job {
 
 // fixtureReq asks to verify the fixture through a pid-recording wrapper;
 // at the end of the test (when every job has finished), no process of its
-// group may be left.
+// group may be left. A success is reported before the server is stopped,
+// so the check allows the stop (a few milliseconds for the fixture) a
+// bounded time.
 func fixtureReq(t *testing.T, server, hash string, args ...string) Request {
 	t.Helper()
 	target, pidfile := pidWrapped(t, append([]string{fixture}, args...)...)
 	t.Cleanup(func() {
 		if pid, err := readPidNoWait(pidfile); err == nil {
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+					break
+				}
+			}
 			assertGroupGone(t, pid)
 		}
 	})
@@ -521,5 +529,30 @@ func TestRunnerRetain(t *testing.T) {
 		if j, ok := r.Job(id); !ok || j.Status != JobFailed || j.Error.Class != ClassNotFound {
 			t.Errorf("Job(%s) = %+v, %v", id, j, ok)
 		}
+	}
+}
+
+// TestRunnerReportsBeforeStop: a success is recorded once the tools are
+// listed, without waiting for the server to exit (here a wrapper lingers
+// for a second after its server ends); the runner still holds the job
+// until the process group is gone.
+func TestRunnerReportsBeforeStop(t *testing.T) {
+	l := newRunLog()
+	r := NewRunner(NewVerifier(Limits{Grace: 5 * time.Second}, nil), l.config(1))
+	const linger = time.Second
+	target := Target{Transport: TransportStdio, Command: "sh",
+		Args: []string{"-c", `"$@"; sleep 1`, "sh", fixture, "-tools", "3"}}
+	j := submit(t, r, Request{ServerID: "slow-exit", ConfigHash: "h", Target: target})
+	done := l.waitDone(t, j.ID)
+	finished := time.Now()
+	if done.Status != JobSuccess || done.ToolCount != 3 {
+		t.Fatalf("job %+v", done)
+	}
+	if took := done.FinishedAt.Sub(done.QueuedAt); took >= linger {
+		t.Errorf("the success was recorded %v after the job was queued: it waited for the server to exit", took)
+	}
+	r.Close() // waits for the job's process to be gone
+	if waited := time.Since(finished); waited < linger/2 {
+		t.Errorf("Close returned %v after the success: the server cannot have exited yet", waited)
 	}
 }
