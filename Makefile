@@ -1,6 +1,6 @@
 # Switchboard. `make run` starts the dashboard; `make test` runs every test
 # (installing what the tests need: npm packages, and Debian chromium when
-# missing).
+# missing); `make bench` measures it.
 
 GO      ?= go
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -27,6 +27,7 @@ check:
 
 test-go: deps-e2e
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./store
 
 test-e2e: deps-e2e chromium build
 	cd e2e && npx playwright test
@@ -43,5 +44,13 @@ chromium:
 generate:
 	$(GO) tool templ generate
 
+# Benchmarks (not part of `make test`): prints a table of figures against
+# baselines measured in the same run; results also go to bench-results/
+# (one JSON file per commit) for comparison across commits.
+bench: deps-e2e
+	@mkdir -p bench-results
+	$(GO) test -run '^$$' -bench . -benchmem ./store
+	$(GO) run ./cmd/bench -out bench-results/$$(git describe --always --dirty=+dirty).json
+
 clean:
-	rm -rf bin e2e/test-results e2e/playwright-report
+	rm -rf bin e2e/test-results e2e/playwright-report bench-results

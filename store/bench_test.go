@@ -1,0 +1,95 @@
+package store
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// Go benchmarks of the store's hot paths; `make bench` runs them, and
+// `make test` runs each once so they keep compiling and working. The
+// whole-product figures are in cmd/bench.
+
+// benchTools returns n tools with a realistic size (a few properties of
+// schema, a sentence of description).
+func benchTools(n int) []Tool {
+	tools := make([]Tool, n)
+	for i := range tools {
+		tools[i] = mkTool(fmt.Sprintf("tool_%03d", i), "searches the record catalogue for entries matching a free-text query")
+	}
+	return tools
+}
+
+func benchDB(b *testing.B, servers, toolsPerServer int) *DB {
+	b.Helper()
+	db, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	tools := benchTools(toolsPerServer)
+	for i := range servers {
+		s := stdioServer(fmt.Sprintf("srv-%03d", i))
+		if err := db.CreateServer(s); err != nil {
+			b.Fatal(err)
+		}
+		if err := db.RecordSuccess(s.ID, verification(s, "j", at(i), tools...)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return db
+}
+
+// BenchmarkRecordSuccess: saving a re-verification of a 50-tool server
+// (one transaction, fsync included).
+func BenchmarkRecordSuccess(b *testing.B) {
+	db := benchDB(b, 1, 0)
+	s, err := db.Server("srv-000")
+	if err != nil {
+		b.Fatal(err)
+	}
+	tools := benchTools(50)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := db.RecordSuccess(s.ID, verification(s, "j", at(i), tools...)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAllTools: reading the whole catalog (200 servers × 50 tools),
+// what the catalog cache renders from once per change.
+func BenchmarkAllTools(b *testing.B) {
+	db := benchDB(b, 200, 50)
+	b.ReportAllocs()
+	for b.Loop() {
+		tools, err := db.AllTools()
+		if err != nil || len(tools) != 10000 {
+			b.Fatalf("%d tools, %v", len(tools), err)
+		}
+	}
+}
+
+// BenchmarkTools: one server's 50 tools, as GET /api/v1/servers/:id/tools
+// reads them.
+func BenchmarkTools(b *testing.B) {
+	db := benchDB(b, 200, 50)
+	b.ReportAllocs()
+	for b.Loop() {
+		if tools, err := db.Tools("srv-100"); err != nil || len(tools) != 50 {
+			b.Fatalf("%d tools, %v", len(tools), err)
+		}
+	}
+}
+
+// BenchmarkSummaries: every server's summary, as the servers page and an
+// SSE snapshot read them (200 servers).
+func BenchmarkSummaries(b *testing.B) {
+	db := benchDB(b, 200, 5)
+	b.ReportAllocs()
+	for b.Loop() {
+		if sums, err := db.Summaries(); err != nil || len(sums) != 200 {
+			b.Fatalf("%d summaries, %v", len(sums), err)
+		}
+	}
+}
