@@ -7,7 +7,7 @@ import (
 )
 
 // TestRevision checks that the revision changes with every committed
-// change, and only then, that it survives a reopen, and that AllToolsAt
+// change, and only then, that it survives a reopen, and that ForEachTool
 // reports the revision its tools were read at.
 func TestRevision(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "switchboard.db")
@@ -23,9 +23,9 @@ func TestRevision(t *testing.T) {
 			t.Fatalf("after %s the revision is %q, as after %s", what, rev, prev)
 		}
 		seen[rev] = what
-		_, at, err := db.AllToolsAt()
+		at, err := db.ForEachTool(func(ToolEntry) error { return nil })
 		if err != nil || at != rev {
-			t.Fatalf("after %s: AllToolsAt revision %q, %v; Revision %q", what, at, err, rev)
+			t.Fatalf("after %s: ForEachTool revision %q, %v; Revision %q", what, at, err, rev)
 		}
 	}
 	unchanged := func(what string) {

@@ -554,34 +554,47 @@ func (db *DB) Tools(id string) ([]ToolEntry, error) {
 // AllTools returns every server's tools with their policies, grouped by
 // server id in id order, tools ordered by name.
 func (db *DB) AllTools() ([]ToolEntry, error) {
-	tools, _, err := db.AllToolsAt()
-	return tools, err
+	out := []ToolEntry{}
+	_, err := db.ForEachTool(func(e ToolEntry) error {
+		out = append(out, e)
+		return nil
+	})
+	return out, err
 }
 
-// AllToolsAt is AllTools and the revision (see Revision) those tools were
-// read at.
-func (db *DB) AllToolsAt() ([]ToolEntry, string, error) {
-	out := []ToolEntry{}
+// ForEachTool calls fn with every server's tools and their policies, in
+// AllTools' order, in one read transaction, and returns the revision (see
+// Revision) they were read at. Unlike AllTools it holds one tool at a
+// time, so a whole catalog can be rendered without decoding all of it
+// into memory at once. An error from fn stops the walk and is returned.
+func (db *DB) ForEachTool(fn func(ToolEntry) error) (string, error) {
 	var rev string
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		rev = db.revisionString(readRevision(tx))
 		return tx.Bucket(bucketServers).ForEach(func(k, _ []byte) error {
-			tools, err := readTools(tx, k)
-			out = append(out, tools...)
-			return err
+			return eachTool(tx, k, fn)
 		})
 	})
-	return out, rev, err
+	return rev, err
 }
 
 func readTools(tx *bolt.Tx, key []byte) ([]ToolEntry, error) {
 	out := []ToolEntry{}
+	err := eachTool(tx, key, func(e ToolEntry) error {
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// eachTool decodes one server's tools, with their policies, one at a time.
+func eachTool(tx *bolt.Tx, key []byte, fn func(ToolEntry) error) error {
 	tb := tx.Bucket(bucketTools).Bucket(key)
 	if tb == nil {
-		return out, nil
+		return nil
 	}
 	pb := tx.Bucket(bucketPolicies).Bucket(key)
-	err := tb.ForEach(func(k, v []byte) error {
+	return tb.ForEach(func(k, v []byte) error {
 		var e ToolEntry
 		if err := json.Unmarshal(v, &e.Tool); err != nil {
 			return fmt.Errorf("decode tool %q: %w", k, err)
@@ -592,10 +605,8 @@ func readTools(tx *bolt.Tx, key []byte) ([]ToolEntry, error) {
 			}
 		}
 		e.Effective = effectivePolicy(e.Tool, e.Policy)
-		out = append(out, e)
-		return nil
+		return fn(e)
 	})
-	return out, err
 }
 
 // SetPolicy records a person's policy for one tool and approves the tool's

@@ -29,7 +29,7 @@ type Store interface {
 	Summary(id string) (store.Summary, error)
 	Summaries() ([]store.Summary, error)
 	Tools(id string) ([]store.ToolEntry, error)
-	AllToolsAt() ([]store.ToolEntry, string, error)
+	ForEachTool(fn func(store.ToolEntry) error) (revision string, err error)
 	Revision() string
 	SetPolicy(id, tool, policy, by string) (store.ToolEntry, error)
 	MarkRunning(id, jobID string, at time.Time) error

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 )
 
@@ -111,27 +113,38 @@ type catalogCache struct {
 
 // get returns the catalog at the store's current revision (or a newer
 // one), rendering it only when the store changed since the last call.
-// Concurrent callers of a stale cache wait for one rendering.
+// Concurrent callers of a stale cache wait for one rendering, which
+// streams tool by tool into a buffer sized like the last body, so that
+// neither the decoded catalog nor growing copies of it are ever held at
+// once (they would stay in the process as heap long after).
 func (cc *catalogCache) get(st Store) (body []byte, etag string, err error) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	if cc.body != nil && cc.rev == st.Revision() {
 		return cc.body, cc.etag, nil
 	}
-	tools, rev, err := st.AllToolsAt()
+	var buf bytes.Buffer
+	buf.Grow(len(cc.body) + len(cc.body)/8 + 64)
+	buf.WriteString(`{"tools":[`)
+	n := 0
+	rev, err := st.ForEachTool(func(e store.ToolEntry) error {
+		data, err := json.Marshal(toolToJSON(e))
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		n++
+		buf.Write(data)
+		return nil
+	})
 	if err != nil {
 		return nil, "", err
 	}
-	out := make([]toolJSON, 0, len(tools))
-	for _, t := range tools {
-		out = append(out, toolToJSON(t))
-	}
-	body, err = json.Marshal(map[string]any{"tools": out})
-	if err != nil {
-		return nil, "", err
-	}
-	sum := sha256.Sum256(body)
-	cc.rev, cc.body, cc.etag = rev, body, `"`+hex.EncodeToString(sum[:16])+`"`
+	buf.WriteString("]}")
+	sum := sha256.Sum256(buf.Bytes())
+	cc.rev, cc.body, cc.etag = rev, buf.Bytes(), `"`+hex.EncodeToString(sum[:16])+`"`
 	return cc.body, cc.etag, nil
 }
 
