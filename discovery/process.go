@@ -223,6 +223,12 @@ func groupGone(pgid int) bool {
 // GroupMembers returns the pids of live processes (not zombies) in the
 // process group, read from /proc.
 func GroupMembers(pgid int) []int {
+	return LiveProcesses(func(_, pgrp int) bool { return pgrp == pgid })
+}
+
+// LiveProcesses returns the pids of live processes (not zombies) whose
+// parent pid and process group match, read from /proc.
+func LiveProcesses(match func(ppid, pgrp int) bool) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -248,7 +254,9 @@ func GroupMembers(pgid int) []int {
 		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
 			continue
 		}
-		if g, _ := strconv.Atoi(f[2]); g == pgid {
+		ppid, _ := strconv.Atoi(f[1])
+		pgrp, _ := strconv.Atoi(f[2])
+		if match(ppid, pgrp) {
 			pids = append(pids, pid)
 		}
 	}

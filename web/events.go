@@ -33,6 +33,7 @@ type Hub struct {
 	snapshot     func() []*sse.Event // set by New before serving
 	onChange     func(store.Change)  // set by New before serving
 	pingInterval time.Duration
+	writeTimeout time.Duration
 
 	mu     sync.Mutex
 	conns  map[string]*conn
@@ -59,6 +60,10 @@ const (
 	// streamBuffer is how many events one tab may lag behind before it is
 	// marked behind and resynchronised with a snapshot.
 	streamBuffer = 256
+	// StreamWriteTimeout bounds one write to a tab: a client that stopped
+	// reading (its connection alive, its buffers full) is disconnected
+	// then, rather than holding a goroutine until the connection dies.
+	StreamWriteTimeout = 10 * time.Second
 )
 
 // NewHub returns a running hub. Close it to end every connection and its
@@ -67,6 +72,7 @@ func NewHub() *Hub {
 	h := &Hub{
 		conns:        map[string]*conn{},
 		pingInterval: PingInterval,
+		writeTimeout: StreamWriteTimeout,
 		stop:         make(chan struct{}),
 		done:         make(chan struct{}),
 	}
@@ -211,7 +217,35 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q.Set("stream", id)
 	r.URL.RawQuery = q.Encode()
 	r.Header.Del("Last-Event-ID") // nothing is replayed; the snapshot covers it
-	h.sse.ServeHTTP(w, r)
+	h.sse.ServeHTTP(&streamWriter{ResponseWriter: w, rc: http.NewResponseController(w), cancel: cancel, timeout: h.writeTimeout}, r)
+}
+
+// streamWriter gives every write to a stream a deadline and ends the
+// stream (cancels its context) at the first failed write. r3labs ignores
+// write errors and would otherwise block in a write to a client that
+// stopped reading, with its stream's goroutine blocked behind it, for as
+// long as the connection lives.
+type streamWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	cancel  context.CancelFunc
+	timeout time.Duration
+}
+
+func (s *streamWriter) Write(p []byte) (int, error) {
+	s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	n, err := s.ResponseWriter.Write(p)
+	if err != nil {
+		s.cancel()
+	}
+	return n, err
+}
+
+func (s *streamWriter) Flush() {
+	s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if err := s.rc.Flush(); err != nil {
+		s.cancel()
+	}
 }
 
 // Close ends every connection and stops the hub's goroutine. Connections

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -138,5 +139,58 @@ func TestHubSnapshotNeverOverwritesNewerState(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("connection did not end")
+	}
+}
+
+// TestHubEndsStalledClient: a client that keeps its connection open but
+// stops reading is disconnected once a write to it has waited
+// writeTimeout, so its goroutines end (without the deadline they would
+// block for as long as the connection lives).
+func TestHubEndsStalledClient(t *testing.T) {
+	h := NewHub()
+	h.writeTimeout = 300 * time.Millisecond
+	// A snapshot far larger than any socket buffer.
+	big := bytes.Repeat([]byte("x"), 4096)
+	h.snapshot = func() []*sse.Event {
+		evs := make([]*sse.Event, 4000)
+		for i := range evs {
+			evs[i] = &sse.Event{Event: []byte("fill"), Data: big}
+		}
+		return evs
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(4096)
+	if _, err := conn.Write([]byte("GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Never read. The hub must give up on the connection.
+	conns := func() int {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.conns)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 10 s: %s", what)
+			}
+		}
+	}
+	waitFor("the client never connected", func() bool { return conns() == 1 })
+	waitFor("a client that stopped reading is still connected", func() bool { return conns() == 0 })
+	closed := make(chan struct{})
+	go func() { h.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Hub.Close hangs")
 	}
 }

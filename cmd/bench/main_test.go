@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestQuickRun runs every figure with tiny sizes, so the benchmark code
+// is compiled and exercised by the tests and never rots. The numbers of a
+// quick run mean nothing; what is checked is that every figure was
+// measured (a positive value, a target) and reported in both forms.
+func TestQuickRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts real servers")
+	}
+	out := filepath.Join(t.TempDir(), "bench.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, []string{"-quick", "-out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report reportJSON
+	if err := json.Unmarshal(data, &report); err != nil {
+		t.Fatalf("bench.json: %v", err)
+	}
+	if !report.Quick || report.CPUs == 0 {
+		t.Errorf("report header: %+v", report)
+	}
+	names := map[string]bool{}
+	for _, f := range report.Figures {
+		names[f.Name] = true
+		// A memory growth of a tiny catalog may be anything near zero.
+		if strings.HasPrefix(f.Note, "error:") || (f.Value <= 0 && f.Unit != "MiB") || f.Target == "" {
+			t.Errorf("figure not measured: %+v", f)
+		}
+		if f.Baseline != "" && (f.BaseVal <= 0 || f.Ratio <= 0) {
+			t.Errorf("figure without its baseline: %+v", f)
+		}
+		if !strings.Contains(stdout.String(), f.Name) {
+			t.Errorf("figure %q is not in the table", f.Name)
+		}
+	}
+	for _, want := range []string{
+		"Verify, in process: fixture",
+		"Verify, in process: server-everything",
+		"`switchboard verify` process: server-everything",
+		"Verify via dashboard (POST → SSE success): server-everything",
+		"Bulk verify: 4 fixture servers (100 ms start-up), concurrency 2",
+		"GET /api/v1/tools, 3 servers × 5 tools",
+		"GET /api/v1/tools with If-None-Match → 304, server time p50",
+		"Servers page, 3 servers, server time p50",
+		"Detail page, 12 tools, server time p50",
+		"Start-up to serving (exec → GET /healthz 200), 15 tools stored",
+		"RSS growth with 15 tools stored (warmed)",
+		"SSE fan-out: status event to 5 clients, p99",
+		"SSE fan-out: one stalled client's cost to the others (median of each event's p99)",
+	} {
+		if !names[want] {
+			t.Errorf("no figure %q", want)
+		}
+	}
+	if len(report.Figures) < 16 {
+		t.Errorf("%d figures, want every group's (at least 16)", len(report.Figures))
+	}
+	t.Logf("quick run:\n%s", stdout.String())
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{"-only", "("}, {"extra"}, {"-nope"}} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code != 2 || stderr.Len() == 0 {
+			t.Errorf("run(%q) = %d, stderr %q; want 2 and a message", args, code, stderr.String())
+		}
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	var s samples
+	for i := 100; i >= 1; i-- {
+		s = append(s, time.Duration(i)*time.Millisecond)
+	}
+	for q, want := range map[float64]time.Duration{0.5: 50 * time.Millisecond, 0.99: 99 * time.Millisecond, 1: 100 * time.Millisecond, 0: time.Millisecond} {
+		if got := s.quantile(q); got != want {
+			t.Errorf("quantile(%v) = %v, want %v", q, got, want)
+		}
+	}
+	if (samples{}).median() != 0 {
+		t.Error("median of nothing")
+	}
+}
+
+// TestMain lets the test binary play the bare client, as the bench
+// program does (see roleEnv).
+func TestMain(m *testing.M) {
+	if os.Getenv(roleEnv) == roleBareClient {
+		os.Exit(runBareClient(context.Background(), os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,464 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+const (
+	startupTarget = 300 * time.Millisecond
+	memorySlack   = 30 << 20 // the memory target's allowance over 2× the stored bytes
+
+	startTimeout = 10 * time.Second // exec to serving, before giving up
+	stopTimeout  = 5 * time.Second  // SIGTERM to exit, before SIGKILL
+	settleTime   = time.Second      // after warming, before reading RSS
+	warmRounds   = 3
+)
+
+// processFigures measures the switchboard binary as a person runs it: how
+// long it takes to serve with the seeded catalog stored, and how much
+// more memory it holds for that catalog once warmed, each against an
+// empty database in the same run. Every process gets a private copy of
+// its database (serve writes to the file it opens) and a minimal
+// environment, and is stopped with SIGTERM and checked gone.
+func processFigures(ctx context.Context, cfg *config) ([]figure, error) {
+	cat, err := cfg.seededCatalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(cfg.dir, "process-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	empty := filepath.Join(dir, "empty.db")
+	if err := createEmptyDB(empty); err != nil {
+		return nil, err
+	}
+	start, err := startupFigure(ctx, cfg, dir, cat, empty)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := memoryFigure(ctx, cfg, dir, cat, empty)
+	if err != nil {
+		return []figure{start}, err
+	}
+	return []figure{start, mem}, nil
+}
+
+// createEmptyDB makes the baseline database as switchboard itself makes
+// it on first start, so both sides open an existing file.
+func createEmptyDB(path string) error {
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		return err
+	}
+	return db.Close()
+}
+
+// startupFigure times StartupRuns starts on each database, alternating
+// the two so that drift on a shared machine hits both alike.
+func startupFigure(ctx context.Context, cfg *config, dir string, cat *seeded, empty string) (figure, error) {
+	var full, bare samples
+	for range cfg.StartupRuns {
+		for _, side := range []struct {
+			src  string
+			into *samples
+		}{{cat.path, &full}, {empty, &bare}} {
+			d, err := timeStart(ctx, cfg, dir, side.src)
+			if err != nil {
+				return figure{}, err
+			}
+			*side.into = append(*side.into, d)
+		}
+	}
+	f := figure{
+		Name: fmt.Sprintf("Start-up to serving (exec → GET /healthz 200), %d tools stored", cat.tools),
+		Unit: "ms", Value: ms(full.median()),
+		Baseline: "empty database", BaseVal: ms(bare.median()),
+		Target: fmt.Sprintf("≤ %d ms", startupTarget.Milliseconds()),
+	}
+	f.Ratio = f.Value / f.BaseVal
+	f.Pass = full.median() <= startupTarget
+	f.Note = fmt.Sprintf("median of %d; max %.1f ms; database file %.1f MiB",
+		len(full), ms(full.quantile(1)), mib(fileSize(cat.path)))
+	return f, nil
+}
+
+// timeStart starts switchboard once on a copy of src, and stops it.
+func timeStart(ctx context.Context, cfg *config, dir, src string) (time.Duration, error) {
+	p, d, err := launch(ctx, cfg, dir, src)
+	if err != nil {
+		return 0, err
+	}
+	return d, p.stop()
+}
+
+// memoryFigure runs switchboard on both databases at once, warms them
+// identically — the catalog (which the server renders and keeps), the
+// server list, the servers page and a detail page, as an agent and a
+// person first use it — lets them settle and compares their resident
+// memory. A process's garbage cannot be collected from outside, so the
+// figure includes whatever the Go runtime holds at that moment, as a
+// person's `ps` would show it. An idle server does not collect again
+// until the runtime's forced GC two minutes on, so waiting longer than
+// settleTime changes nothing short of that.
+func memoryFigure(ctx context.Context, cfg *config, dir string, cat *seeded, empty string) (figure, error) {
+	bare, _, err := launch(ctx, cfg, dir, empty)
+	if err != nil {
+		return figure{}, err
+	}
+	defer bare.stop()
+	full, _, err := launch(ctx, cfg, dir, cat.path)
+	if err != nil {
+		return figure{}, err
+	}
+	defer full.stop()
+	if err := bare.warm(ctx, http.StatusNotFound); err != nil {
+		return figure{}, fmt.Errorf("warm the empty server: %w", err)
+	}
+	if err := full.warm(ctx, http.StatusOK); err != nil {
+		return figure{}, fmt.Errorf("warm the seeded server: %w", err)
+	}
+	select {
+	case <-time.After(settleTime):
+	case <-ctx.Done():
+		return figure{}, ctx.Err()
+	}
+	memBare, err := readMemory(bare.pid())
+	if err != nil {
+		return figure{}, err
+	}
+	memFull, err := readMemory(full.pid())
+	if err != nil {
+		return figure{}, err
+	}
+	if err := errors.Join(bare.stop(), full.stop()); err != nil {
+		return figure{}, err
+	}
+
+	growth := memFull.rss - memBare.rss
+	f := figure{
+		Name: fmt.Sprintf("RSS growth with %d tools stored (warmed)", cat.tools),
+		Unit: "MiB", Value: mib(growth),
+		Baseline: "stored bytes", BaseVal: mib(cat.storedBytes),
+		Target: fmt.Sprintf("≤ 2× stored + %.0f MiB", mib(memorySlack)),
+	}
+	f.Ratio = float64(growth) / float64(cat.storedBytes)
+	f.Pass = growth <= 2*cat.storedBytes+memorySlack
+	f.Note = fmt.Sprintf("RSS seeded %s, empty %s", memFull, memBare)
+	return f, nil
+}
+
+// procMemory is a process's memory from /proc/PID/status, in bytes.
+type procMemory struct {
+	rss, hwm, anon, file int64 // VmRSS, VmHWM, RssAnon, RssFile
+}
+
+// String shows the resident size with its split: the file-backed part
+// is mostly the database's memory map, the anonymous part Go's heap.
+func (m procMemory) String() string {
+	return fmt.Sprintf("%.1f MiB (anon %.1f, file %.1f; peak %.1f)", mib(m.rss), mib(m.anon), mib(m.file), mib(m.hwm))
+}
+
+// readMemory reads a process's resident sizes. Linux only, as is the
+// figure.
+func readMemory(pid int) (procMemory, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return procMemory{}, err
+	}
+	var m procMemory
+	fields := map[string]*int64{"VmRSS:": &m.rss, "VmHWM:": &m.hwm, "RssAnon:": &m.anon, "RssFile:": &m.file}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[2] != "kB" || fields[f[0]] == nil {
+			continue
+		}
+		kb, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return procMemory{}, fmt.Errorf("/proc/%d/status: %s: %w", pid, f[0], err)
+		}
+		*fields[f[0]] = kb << 10
+		delete(fields, f[0])
+	}
+	if len(fields) > 0 {
+		return procMemory{}, fmt.Errorf("/proc/%d/status lacks the memory fields", pid)
+	}
+	return m, nil
+}
+
+// serverProc is a running `switchboard serve`, in a process group of its
+// own so that nothing it starts can outlive it unnoticed.
+type serverProc struct {
+	cmd    *exec.Cmd
+	dir    string // its database copy and home, removed when it stops
+	base   string // http://127.0.0.1:PORT
+	client *http.Client
+	stderr bytes.Buffer // read only once it exited
+
+	exited  chan struct{} // closed when Wait returned
+	waitErr error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// launch starts `switchboard serve` on a private copy of src and returns
+// once it answers GET /healthz with 200, with the time from just before
+// exec to that answer. The copy is made before the clock starts, so it
+// is in the page cache, as a database used daily is.
+func launch(ctx context.Context, cfg *config, dir, src string) (*serverProc, time.Duration, error) {
+	pdir, err := os.MkdirTemp(dir, "run-")
+	if err != nil {
+		return nil, 0, err
+	}
+	db, home := filepath.Join(pdir, "switchboard.db"), filepath.Join(pdir, "home")
+	if err := errors.Join(copyFile(db, src), os.Mkdir(home, 0o700)); err != nil {
+		os.RemoveAll(pdir)
+		return nil, 0, err
+	}
+	cmd := exec.CommandContext(ctx, cfg.bins.switchboard, "serve", "-addr", "127.0.0.1:0", "-db", db)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "SWITCHBOARD_TOKEN=" + benchToken}
+	cmd.Dir = home
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	found := make(chan string, 1)
+	cmd.Stdout = &openLineWriter{found: found}
+	jar, _ := cookiejar.New(nil)
+	p := &serverProc{
+		cmd: cmd, dir: pdir, exited: make(chan struct{}),
+		client: &http.Client{
+			Jar:           jar,
+			Transport:     &http.Transport{},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	cmd.Stderr = &p.stderr
+
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(pdir)
+		return nil, 0, fmt.Errorf("start switchboard: %w", err)
+	}
+	go func() { p.waitErr = cmd.Wait(); close(p.exited) }()
+	err = p.awaitServing(ctx, found)
+	d := time.Since(t0)
+	if err != nil {
+		// stop ends it (and its group) whatever state it is in; what it
+		// would report is this failure again.
+		p.stop()
+		return nil, 0, fmt.Errorf("switchboard did not start: %w; stderr: %s", err, p.stderr.String())
+	}
+	return p, d, nil
+}
+
+// awaitServing waits for the "Open http://..." line, then requests
+// /healthz until it answers 200. serve prints the line once its listener
+// is bound and being served, so the first request is normally the one
+// answered (connections wait in the listen backlog); a failed one is
+// retried every millisecond until startTimeout.
+func (p *serverProc) awaitServing(ctx context.Context, found <-chan string) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	select {
+	case p.base = <-found:
+	case <-p.exited:
+		return fmt.Errorf("it exited: %v", p.waitErr)
+	case <-ctx.Done():
+		return fmt.Errorf("no %q line on its output: %w", "Open http://", ctx.Err())
+	}
+	for {
+		err := p.get(ctx, "/healthz", false, http.StatusOK)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-time.After(time.Millisecond):
+		case <-p.exited:
+			return fmt.Errorf("it exited: %v", p.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("GET /healthz: %w", err)
+		}
+	}
+}
+
+// openLineWriter is the server's standard output: it sends, once, the
+// base URL of the "Open http://HOST:PORT/login?code=..." line.
+type openLineWriter struct {
+	partial []byte
+	found   chan<- string
+}
+
+func (w *openLineWriter) Write(b []byte) (int, error) {
+	w.partial = append(w.partial, b...)
+	for {
+		line, rest, ok := bytes.Cut(w.partial, []byte("\n"))
+		if !ok {
+			return len(b), nil
+		}
+		w.partial = rest
+		link, isOpen := strings.CutPrefix(string(line), "Open ")
+		if !isOpen || w.found == nil {
+			continue
+		}
+		if u, err := url.Parse(link); err == nil {
+			w.found <- u.Scheme + "://" + u.Host
+			w.found = nil
+		}
+	}
+}
+
+// warm makes the server do what an agent and a person first do, a few
+// times: read the catalog and the server list through the API, log in,
+// open the servers page and srv-0's detail page (detail answers 200 on
+// the seeded database, 404 on the empty one).
+func (p *serverProc) warm(ctx context.Context, detail int) error {
+	if err := p.login(ctx); err != nil {
+		return err
+	}
+	for range warmRounds {
+		for _, r := range []struct {
+			path string
+			api  bool
+			want int
+		}{
+			{"/api/v1/tools", true, http.StatusOK},
+			{"/api/v1/servers", true, http.StatusOK},
+			{"/", false, http.StatusOK},
+			{"/servers/srv-0", false, detail},
+		} {
+			if err := p.get(ctx, r.path, r.api, r.want); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// get requests path (with the bearer token for the API, the session
+// cookie otherwise), reads the whole body and checks the status.
+func (p *serverProc) get(ctx context.Context, path string, api bool, want int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+path, nil)
+	if err != nil {
+		return err
+	}
+	if api {
+		req.Header.Set("Authorization", "Bearer "+benchToken)
+	}
+	return p.do(req, want)
+}
+
+// login starts a browser session, as the login form does.
+func (p *serverProc) login(ctx context.Context) error {
+	form := url.Values{"token": {benchToken}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/login", strings.NewReader(form.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	return p.do(req, http.StatusSeeOther)
+}
+
+func (p *serverProc) do(req *http.Request, want int) error {
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: %d, want %d", req.Method, req.URL.Path, resp.StatusCode, want)
+	}
+	return nil
+}
+
+func (p *serverProc) pid() int { return p.cmd.Process.Pid }
+
+// stop ends the server as a service manager would — SIGTERM, then after
+// stopTimeout SIGKILL to its whole group — and removes its files. It
+// reports an unclean exit and anything of its group still running.
+// Later calls return the first one's result, so a deferred stop covers
+// every failure path.
+func (p *serverProc) stop() error {
+	p.stopOnce.Do(func() {
+		p.stopErr = p.terminate()
+		p.client.CloseIdleConnections()
+		os.RemoveAll(p.dir)
+	})
+	return p.stopErr
+}
+
+func (p *serverProc) terminate() error {
+	var err error
+	select {
+	case <-p.exited:
+		err = fmt.Errorf("switchboard exited before it was stopped: %v", p.waitErr)
+	default:
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+			if p.waitErr != nil {
+				err = fmt.Errorf("switchboard did not exit cleanly on SIGTERM: %v: %s", p.waitErr, p.stderr.String())
+			}
+		case <-time.After(stopTimeout):
+			syscall.Kill(-p.pid(), syscall.SIGKILL)
+			<-p.exited
+			err = fmt.Errorf("switchboard did not exit within %v of SIGTERM", stopTimeout)
+		}
+	}
+	// The group (its id is the server's pid) must be empty now.
+	if gone := syscall.Kill(-p.pid(), 0); !errors.Is(gone, syscall.ESRCH) {
+		syscall.Kill(-p.pid(), syscall.SIGKILL)
+		err = errors.Join(err, fmt.Errorf("processes of switchboard's group %d outlived it", p.pid()))
+	}
+	return err
+}
+
+// copyFile copies src to a new file dst, synced so that the copy's
+// write-back does not land inside a timed start.
+func copyFile(dst, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	return errors.Join(err, out.Sync(), out.Close())
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
