@@ -201,6 +201,9 @@ func TestVerifyJSONFixture(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout.String())
 	}
+	if n := strings.Count(stdout.String(), "\n"); n != 1 {
+		t.Errorf("JSON for a program (not a terminal) spans %d lines, want 1 (compact)", n)
+	}
 	if !out.OK || len(out.Tools) != 25 || out.Pages != 3 || out.ProtocolVersion == "" || out.Server == nil || out.Server.Name != "mcp-fixture" {
 		t.Fatalf("verify --json = ok %v, %d tools, %d pages, version %q, server %+v; want ok, 25 tools, 3 pages, a version, mcp-fixture",
 			out.OK, len(out.Tools), out.Pages, out.ProtocolVersion, out.Server)

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -131,7 +132,11 @@ func verify(ctx context.Context, args []string, getenv func(string) string, stdo
 
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
+		if isTerminal(stdout) {
+			// Indented for a person; a program (or jq) gets it compact,
+			// without the cost of indenting (≈ 1–2 ms for 25 tools).
+			enc.SetIndent("", "  ")
+		}
 		if err := enc.Encode(out); err != nil {
 			return err
 		}
@@ -178,4 +183,14 @@ func randomToken() string {
 	b := make([]byte, 32)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
