@@ -44,6 +44,10 @@ func TestAPIRequiresBearerToken(t *testing.T) {
 	// Nothing changed.
 	rec := e.api(http.MethodGet, "/api/v1/servers/s1", nil)
 	wantStatus(t, rec, http.StatusOK)
+	// The scheme is case-insensitive.
+	r := newRequest(http.MethodGet, "/api/v1/servers/s1", nil)
+	r.Header.Set("Authorization", "bearer "+testToken)
+	wantStatus(t, e.serve(r), http.StatusOK)
 }
 
 func TestHealthzIsOpen(t *testing.T) {

@@ -337,7 +337,11 @@ func TestServerPageAfterVerify(t *testing.T) {
 		t.Errorf("policies after set: %+v / %+v", tools[0].Policy, tools[1].Policy)
 	}
 	wantStatus(t, b.htmx(http.MethodPost, "/servers/fx/policy", url.Values{"tool": {"tool_001"}, "policy": {"maybe"}}), http.StatusUnprocessableEntity)
-	wantStatus(t, b.htmx(http.MethodPost, "/servers/fx/policy", url.Values{"tool": {"nope"}, "policy": {"deny"}}), http.StatusNotFound)
+	// The row key becomes an element id and an hx-target selector.
+	for _, key := range []string{"", "1, body", "1 x", "-1", "1234567"} {
+		wantStatus(t, b.htmx(http.MethodPost, "/servers/fx/policy", url.Values{"tool": {"tool_001"}, "key": {key}, "policy": {"deny"}}), http.StatusUnprocessableEntity)
+	}
+	wantStatus(t, b.htmx(http.MethodPost, "/servers/fx/policy", url.Values{"tool": {"nope"}, "key": {"1"}, "policy": {"deny"}}), http.StatusNotFound)
 	// The tools fragment reflects it.
 	rec = b.htmx(http.MethodGet, "/servers/fx/tools", nil)
 	wantStatus(t, rec, http.StatusOK)

@@ -137,9 +137,9 @@ func randomHex(n int) string {
 // requireBearer guards the JSON API with the bearer token.
 func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		auth := c.Request().Header.Get(echo.HeaderAuthorization)
-		token, ok := strings.CutPrefix(auth, "Bearer ")
-		if !ok || !s.sessions.validToken(token) {
+		// The scheme is case-insensitive (RFC 9110 §11.1).
+		scheme, token, _ := strings.Cut(c.Request().Header.Get(echo.HeaderAuthorization), " ")
+		if !strings.EqualFold(scheme, "Bearer") || !s.sessions.validToken(strings.TrimSpace(token)) {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 			return &apiError{Status: http.StatusUnauthorized, Message: "missing or invalid bearer token"}
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -35,12 +36,20 @@ func (s *Server) handleSetPolicyForm(c echo.Context) error {
 	if !validPolicy(policy) {
 		return &apiError{Status: http.StatusUnprocessableEntity, Message: "policy must be allow, ask or deny"}
 	}
+	// The key becomes the row's element id and its hx-target selector, so
+	// only the row numbers the page itself rendered are accepted.
+	key := c.FormValue("key")
+	if !rowKeyPattern.MatchString(key) {
+		return &apiError{Status: http.StatusUnprocessableEntity, Message: "key must be the row number"}
+	}
 	e, err := s.store.SetPolicy(c.Param("id"), c.FormValue("tool"), policy, "dashboard")
 	if err != nil {
 		return notFound(err)
 	}
-	return render(c, http.StatusOK, views.ToolRow(toolItem(c.FormValue("key"), e)))
+	return render(c, http.StatusOK, views.ToolRow(toolItem(key, e)))
 }
+
+var rowKeyPattern = regexp.MustCompile(`^[0-9]{1,6}$`)
 
 // handleAPIServerTools serves GET /api/v1/servers/:id/tools.
 func (s *Server) handleAPIServerTools(c echo.Context) error {
