@@ -343,6 +343,12 @@ func bulkFigure(ctx context.Context, cfg *config, conc int) (figure, error) {
 
 	children := childProcesses()
 	leaked, err := settleGoroutines(goroutines)
+	// What this machine allows: the same servers verified by bare
+	// clients at the same concurrency, outside the dashboard.
+	bare, berr := bareBulk(ctx, sc, len(ids), conc)
+	if berr != nil {
+		return figure{}, berr
+	}
 	ideal := time.Duration(int64(single.median()) * int64(len(ids)) / int64(conc))
 	f := figure{
 		Name: fmt.Sprintf("Bulk verify: %d fixture servers (100 ms start-up), concurrency %d", len(ids), conc), Unit: "ms",
@@ -355,9 +361,36 @@ func bulkFigure(ctx context.Context, cfg *config, conc int) (figure, error) {
 	// ideal below it cannot be reached on this machine.
 	n := time.Duration(len(ids))
 	floor := (selfCPU + childCPU) / time.Duration(runtime.NumCPU())
-	f.Note = fmt.Sprintf("single %.1f ms; CPU per verify: dashboard %.1f ms, server %.1f ms (CPU floor on %d cores %.0f ms); %d processes, %d goroutines left",
-		ms(single.median()), ms(selfCPU/n), ms(childCPU/n), runtime.NumCPU(), ms(floor), len(children), leaked)
+	f.Note = fmt.Sprintf("single %.1f ms; bare clients at this concurrency %.0f ms; CPU per verify: dashboard %.1f ms, server %.1f ms (CPU floor on %d cores %.0f ms); %d processes, %d goroutines left",
+		ms(single.median()), ms(bare), ms(selfCPU/n), ms(childCPU/n), runtime.NumCPU(), ms(floor), len(children), leaked)
 	return f, nil
+}
+
+// bareBulk verifies n copies of sc with bare clients, conc at a time, and
+// returns the wall time.
+func bareBulk(ctx context.Context, sc serverCmd, n, conc int) (time.Duration, error) {
+	sem := make(chan struct{}, conc)
+	errs := make(chan error, n)
+	start := time.Now()
+	for range n {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			_, err := bareVerify(ctx, sc)
+			errs <- err
+		}()
+	}
+	for range conc {
+		sem <- struct{}{}
+	}
+	took := time.Since(start)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return 0, fmt.Errorf("bare client: %w", err)
+		}
+	}
+	return took, nil
 }
 
 // cpuTime is the user + system CPU time of this process (RUSAGE_SELF) or
