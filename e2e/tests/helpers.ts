@@ -36,15 +36,21 @@ export async function addStdioServer(page: Page, id: string, command: string, ar
   await expect(page).toHaveURL(new RegExp(`/servers/${id}$`));
 }
 
-// recordPhases starts recording every status label the status panel shows.
+// recordPhases starts recording every status label the status panel shows,
+// with the time it appeared, and the time of the last click.
 export async function recordPhases(page: Page) {
   await page.evaluate(() => {
     const w = window as any;
     w.__phases = [];
+    w.__phaseAt = [];
+    document.addEventListener('click', () => { w.__clickAt = performance.now(); }, true);
     const panel = document.querySelector('[data-testid=status-panel]')!;
     const note = () => {
       const s = panel.querySelector('[data-testid=status]');
-      if (s && w.__phases[w.__phases.length - 1] !== s.textContent) w.__phases.push(s.textContent);
+      if (s && w.__phases[w.__phases.length - 1] !== s.textContent) {
+        w.__phases.push(s.textContent);
+        w.__phaseAt.push(performance.now());
+      }
     };
     new MutationObserver(note).observe(panel, { childList: true, subtree: true, characterData: true });
   });
@@ -52,4 +58,13 @@ export async function recordPhases(page: Page) {
 
 export async function phases(page: Page): Promise<string[]> {
   return page.evaluate(() => (window as any).__phases);
+}
+
+// clickToLastPhaseMS is the time, measured in the page, from the last
+// click to the last status label shown (no polling in between).
+export async function clickToLastPhaseMS(page: Page): Promise<number> {
+  return page.evaluate(() => {
+    const w = window as any;
+    return Math.round(w.__phaseAt[w.__phaseAt.length - 1] - w.__clickAt);
+  });
 }

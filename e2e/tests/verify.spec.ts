@@ -1,5 +1,5 @@
 import { test, expect } from '@playwright/test';
-import { EVERYTHING, addStdioServer, login, phases, recordPhases, waitLive } from './helpers';
+import { EVERYTHING, addStdioServer, clickToLastPhaseMS, login, phases, recordPhases, waitLive } from './helpers';
 
 test('add server-everything, verify live in two tabs, set a policy that survives reload and re-verify', async ({ context }) => {
   const page = await context.newPage();
@@ -16,12 +16,10 @@ test('add server-everything, verify live in two tabs, set a policy that survives
   await waitLive(page);
   await recordPhases(page);
 
-  const started = Date.now();
   await page.click('[data-testid=status-panel] [data-testid=verify-button]');
   const status = page.locator('[data-testid=status-panel] [data-testid=status]');
   await expect(status).toHaveAttribute('data-status', 'success', { timeout: 30_000 });
-  const uiMS = Date.now() - started;
-  console.log(`verify of server-everything through the UI: ${uiMS} ms (click to success badge)`);
+  console.log(`verify of server-everything through the UI: ${await clickToLastPhaseMS(page)} ms (click to success badge, timed in the page)`);
 
   // The phases arrived one by one, without a reload.
   const seen = await phases(page);
