@@ -2,8 +2,11 @@ package store
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Go benchmarks of the store's hot paths; `make bench` runs them, and
@@ -92,4 +95,91 @@ func BenchmarkSummaries(b *testing.B) {
 			b.Fatalf("%d summaries, %v", len(sums), err)
 		}
 	}
+}
+
+// seedFile makes a closed store of servers × 50 tools for the open and
+// check benchmarks (without fsync, to build it quickly) and returns its
+// path.
+func seedFile(b *testing.B, servers int) string {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "bench.db")
+	db, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tools := benchTools(50)
+	for i := range servers {
+		s := stdioServer(fmt.Sprintf("srv-%03d", i))
+		if err := db.CreateServer(s); err != nil {
+			b.Fatal(err)
+		}
+		if err := db.RecordSuccess(s.ID, verification(s, "j", at(i), tools...)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkOpen: opening and closing a store of 10 000 tools, as
+// switchboard starts and stops: after a clean shutdown, and after a crash,
+// when the whole file is first checked in a child process.
+func BenchmarkOpen(b *testing.B) {
+	path := seedFile(b, 200)
+	b.Run("clean", func(b *testing.B) {
+		for b.Loop() {
+			db, err := Open(path, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			db.Close()
+		}
+		b.ReportMetric(float64(fileBytes(b, path))/(1<<20), "MiB")
+	})
+	b.Run("after-crash", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			crash(b, path)
+			b.StartTimer()
+			db, err := Open(path, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			db.Close()
+		}
+	})
+}
+
+// BenchmarkCheckInChild: the whole-file check of a ~32 MiB store (about
+// 60 000 tools), child process included.
+func BenchmarkCheckInChild(b *testing.B) {
+	path := seedFile(b, 400)
+	for b.Loop() {
+		if err := CheckInChild(b.Context(), path); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(fileBytes(b, path))/(1<<20), "MiB")
+}
+
+// crash leaves the file as a killed switchboard would: marked open.
+func crash(b *testing.B, path string) {
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err == nil {
+		err = bdb.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyOpen, []byte("killed")) })
+		bdb.Close()
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+func fileBytes(b *testing.B, path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fi.Size()
 }

@@ -2,9 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,9 +21,15 @@ import (
 const (
 	helperModeEnv = "SWITCHBOARD_STORE_TEST_HELPER"
 	helperDBEnv   = "SWITCHBOARD_STORE_TEST_DB"
+	// helperFileSizeEnv is the file size limit of the "fill" helper.
+	helperFileSizeEnv = "SWITCHBOARD_STORE_TEST_FSIZE"
 )
 
 func TestMain(m *testing.M) {
+	RunChildCheckIfAsked()
+	// A program built with -race sleeps 1 s before exiting, by default;
+	// the child processes (helpers, checks) need not.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	if os.Getenv(helperModeEnv) != "" {
 		// The child runs only TestHelperProcess, which exits by itself;
 		// the leak check belongs to the parent.
@@ -38,6 +49,12 @@ func TestHelperProcess(t *testing.T) {
 }
 
 func runHelper(mode, path string) int {
+	if mode == "fill" {
+		if err := limitFileSize(os.Getenv(helperFileSizeEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+	}
 	db, err := Open(path, Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -62,20 +79,100 @@ func runHelper(mode, path string) int {
 			}
 		}
 		return 0
+	case "count":
+		return count(db)
+	case "fill":
+		return fill(db)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 		return 2
 	}
 }
 
+// counterID is the server whose TimeoutMS the "count" helper increments.
+const counterID = "counter"
+
+// count increments the counter by one UpdateServer per value, from what
+// is stored, until killed. It prints "ready N" with the stored value once
+// open, then each value after UpdateServer returned nil for it.
+func count(db *DB) int {
+	s, err := db.Server(counterID)
+	if errors.Is(err, ErrNotFound) {
+		s = Server{ID: counterID, Name: counterID, Transport: TransportStdio, Command: "true", DefaultPolicy: PolicyAsk}
+		err = db.CreateServer(s)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	fmt.Printf("ready %d\n", s.TimeoutMS)
+	for {
+		s.TimeoutMS++
+		if err := db.UpdateServer(s); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 3
+		}
+		if _, err := fmt.Println(s.TimeoutMS); err != nil {
+			return 4
+		}
+	}
+}
+
+// exitFull is the "fill" helper's exit code once writes failed cleanly.
+const exitFull = 5
+
+// fill creates servers with a 4 KiB argument, printing each id after
+// CreateServer returned nil, until a write fails under the file size
+// limit. It prints that error on stderr, tries a few more writes (they
+// may fail too, but must not panic), and exits with exitFull.
+func fill(db *DB) int {
+	arg := strings.Repeat("x", 4096)
+	create := func(i int) error {
+		id := fmt.Sprintf("f%05d", i)
+		err := db.CreateServer(Server{ID: id, Name: id, Transport: TransportStdio, Command: "true", Args: []string{arg}, DefaultPolicy: PolicyAsk})
+		if err == nil {
+			fmt.Println(id)
+		}
+		return err
+	}
+	i := 0
+	for ; i < 100000; i++ {
+		if err := create(i); err != nil {
+			fmt.Fprintln(os.Stderr, "write failed:", err)
+			break
+		}
+	}
+	for j := 1; j <= 3; j++ {
+		create(i + j)
+	}
+	if err := db.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "close:", err)
+	}
+	return exitFull
+}
+
+// limitFileSize sets RLIMIT_FSIZE to the given number of bytes, the way a
+// full disk looks without root: writes past it fail with EFBIG. SIGXFSZ,
+// which would kill the process instead, is ignored.
+func limitFileSize(v string) error {
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s=%q: %w", helperFileSizeEnv, v, err)
+	}
+	signal.Ignore(syscall.SIGXFSZ)
+	return syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: n, Max: n})
+}
+
 // helperCommand returns a command that runs this test binary as a helper
-// process in mode against the database at path. The context only guards
-// against a hung child; nothing is timed with it.
-func helperCommand(t *testing.T, mode, path string) *exec.Cmd {
+// process in mode against the database at path, with env (NAME=value)
+// added to its environment. The context only guards against a hung
+// child; nothing is timed with it.
+func helperCommand(t *testing.T, mode, path string, env ...string) *exec.Cmd {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperProcess$")
 	cmd.Env = append(os.Environ(), helperModeEnv+"="+mode, helperDBEnv+"="+path)
+	cmd.Env = append(cmd.Env, env...)
 	return cmd
 }

@@ -5,6 +5,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +40,10 @@ var (
 	keySchemaVersion = []byte("schema_version")
 	keyInstance      = []byte("instance") // random, set when the file is created
 	keyRevision      = []byte("revision") // uint64, big-endian; +1 per change
+	// keyOpen is set (to the time) by Open and deleted by Close, in
+	// transactions they make anyway: found set at Open, it means the last
+	// run ended without Close — a crash, a kill, a power cut.
+	keyOpen = []byte("open_since")
 )
 
 // Errors returned by the store.
@@ -45,7 +51,8 @@ var (
 	ErrNotFound      = errors.New("store: server not found")
 	ErrToolNotFound  = errors.New("store: tool not found")
 	ErrExists        = errors.New("store: a server with this id already exists")
-	ErrInUse         = errors.New("store: database is in use by another process")
+	ErrInUse         = errors.New("store: database is in use")
+	ErrDamaged       = errors.New("store: database file is damaged or not a switchboard database")
 	ErrConfigChanged = errors.New("store: server configuration changed while verifying; result discarded")
 )
 
@@ -59,13 +66,20 @@ type Options struct {
 	// OnChange, if set, is called after every committed change, outside
 	// the transaction, on the goroutine that made the change.
 	OnChange func(Change)
+	// NoSync skips the fsync after each commit. For tests and benchmarks
+	// only: a crash of the machine (not just of the process) can then
+	// lose acknowledged changes or damage the file.
+	NoSync bool
 }
 
 // DB is an open Switchboard store. It is safe for concurrent use.
 type DB struct {
-	bolt     *bolt.DB
-	path     string
-	onChange func(Change)
+	bolt      *bolt.DB
+	path      string
+	onChange  func(Change)
+	claim     *claim
+	closeOnce sync.Once
+	closeErr  error
 
 	instance string        // keyInstance, hex
 	rev      atomic.Uint64 // the newest committed revision
@@ -73,9 +87,13 @@ type DB struct {
 
 // Open opens (creating if needed) the store at path, creates its buckets,
 // records the schema version and marks verifications left running by a
-// crash as interrupted. A file locked by another process yields ErrInUse
-// after opts.Timeout. A zero-length or unreadable file is refused, never
-// re-initialised.
+// crash as interrupted. A file open elsewhere yields ErrInUse: at once if
+// it is open in this process, after opts.Timeout if another process holds
+// it. A file that is empty, not a database, or damaged yields ErrDamaged;
+// it is never repaired or re-initialised. After a run that ended without
+// Close, or when the file's size does not match its header, the whole
+// file is checked first, in a child process (see RunChildCheckIfAsked);
+// otherwise Open reads only what it needs, so start-up stays fast.
 func Open(path string, opts Options) (*DB, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultOpenTimeout
@@ -83,32 +101,91 @@ func Open(path string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Size() == 0 {
-		return nil, fmt.Errorf("store: %s is empty (0 bytes), which is not a valid database; "+
-			"move it aside or restore a backup (it is never re-initialised automatically)", path)
-	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout})
+	c, err := claimPath(path)
 	if err != nil {
-		switch {
-		case errors.Is(err, berrors.ErrTimeout):
-			return nil, fmt.Errorf("%w: %s (is another switchboard running?)", ErrInUse, path)
-		case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
-			return nil, fmt.Errorf("store: %s is not a valid switchboard database (%v); move it aside or restore a backup", path, err)
+		return nil, err
+	}
+	db, err := open(path, opts)
+	if err != nil {
+		c.release()
+		return nil, err
+	}
+	c.opened()
+	db.claim = c
+	return db, nil
+}
+
+// open opens a claimed path, checking it in a child first if it looks
+// damaged or was not closed cleanly.
+func open(path string, opts Options) (*DB, error) {
+	why, err := inspect(path)
+	if err != nil {
+		return nil, err
+	}
+	if why != "" {
+		if err := checkInChild(context.Background(), path, opts.Timeout, why); err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	db, err := start(path, opts, why != "")
+	if errors.Is(err, errUnclean) {
+		// start has closed the file again, so the child can open it.
+		if err := checkInChild(context.Background(), path, opts.Timeout, "its last run did not shut down cleanly"); err != nil {
+			return nil, err
+		}
+		db, err = start(path, opts, true)
+	}
+	return db, err
+}
+
+// errUnclean is start's answer for a file whose last run did not end with
+// Close, when the file has not been checked.
+var errUnclean = errors.New("store: last shutdown was not clean")
+
+// start opens the file with bbolt and initialises it. Damage that makes
+// bbolt panic or fault on the way becomes an ErrDamaged error. (inspect
+// has ruled out the damage bbolt's own Open would panic on; a panic there
+// would leave the file locked until this process exits.)
+func start(path string, opts Options, checked bool) (*DB, error) {
+	var bdb *bolt.DB
+	err := catchDamage(path, func() error {
+		var err error
+		bdb, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, NoSync: opts.NoSync})
+		return err
+	})
+	if err != nil {
+		return nil, openError(path, err)
 	}
 	db := &DB{bolt: bdb, path: path, onChange: opts.OnChange}
-	if err := db.init(); err != nil {
+	if err := catchDamage(path, func() error { return db.init(checked) }); err != nil {
 		bdb.Close()
 		return nil, err
 	}
 	return db, nil
 }
 
-// init creates buckets, checks the schema version and reconciles
-// verifications interrupted by a crash, in one transaction.
-func (db *DB) init() error {
+// openError explains why bbolt could not open path.
+func openError(path string, err error) error {
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return fmt.Errorf("%w: %s (is another switchboard running?)", ErrInUse, path)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+		return &damagedError{path: path, problem: fmt.Sprintf("is not a valid switchboard database (%v)", err)}
+	case errors.Is(err, ErrDamaged):
+		return err
+	}
+	return fmt.Errorf("store: open %s: %w", path, err)
+}
+
+// init creates buckets, checks the schema version, reconciles
+// verifications interrupted by a crash and marks the file open, in one
+// transaction. Unless checked, it returns errUnclean, and changes nothing,
+// if the last run did not close the file.
+func (db *DB) init(checked bool) error {
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		if meta := tx.Bucket(bucketMeta); !checked && meta != nil && meta.Get(keyOpen) != nil {
+			return errUnclean
+		}
 		for _, name := range [][]byte{bucketMeta, bucketServers, bucketDiscovery, bucketTools, bucketPolicies} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
@@ -135,6 +212,9 @@ func (db *DB) init() error {
 			}
 		}
 		db.instance = string(meta.Get(keyInstance))
+		if err := meta.Put(keyOpen, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+			return err
+		}
 		if err := reconcileInterrupted(tx); err != nil {
 			return err
 		}
@@ -142,10 +222,10 @@ func (db *DB) init() error {
 		db.rev.Store(rev)
 		return err
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errUnclean) {
 		return fmt.Errorf("store: initialise %s: %w", db.path, err)
 	}
-	return nil
+	return err
 }
 
 // bumpRevision advances the revision inside a write transaction.
@@ -217,8 +297,20 @@ func reconcileInterrupted(tx *bolt.Tx) error {
 	return nil
 }
 
-// Close closes the database file.
-func (db *DB) Close() error { return db.bolt.Close() }
+// Close marks the file as shut down cleanly and closes it. It must not
+// be called while other calls are running; calls after the first return
+// its result.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		mark := db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyOpen) })
+		if mark != nil {
+			mark = fmt.Errorf("store: mark %s closed (its next open will check it): %w", db.path, mark)
+		}
+		db.closeErr = errors.Join(mark, db.bolt.Close())
+		db.claim.release()
+	})
+	return db.closeErr
+}
 
 // Path returns the file the store was opened from.
 func (db *DB) Path() string { return db.path }

@@ -37,6 +37,7 @@ const (
 var fixtureBin string
 
 func TestMain(m *testing.M) {
+	store.RunChildCheckIfAsked() // the store checks a damaged file in a child: this binary
 	os.Exit(runMain(m))
 }
 

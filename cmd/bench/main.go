@@ -26,9 +26,12 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 func main() {
+	store.RunChildCheckIfAsked() // the store checks a damaged file in a child: this program
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
 	if os.Getenv(roleEnv) == roleBareClient {

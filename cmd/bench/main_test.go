@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // TestQuickRun runs every figure with tiny sizes, so the benchmark code
@@ -103,6 +105,7 @@ func TestQuantile(t *testing.T) {
 // TestMain lets the test binary play the bare client, as the bench
 // program does (see roleEnv).
 func TestMain(m *testing.M) {
+	store.RunChildCheckIfAsked()
 	if os.Getenv(roleEnv) == roleBareClient {
 		os.Exit(runBareClient(context.Background(), os.Args[1:]))
 	}

@@ -4,6 +4,7 @@
 //	switchboard [serve] [flags]            run the dashboard (default)
 //	switchboard verify [--json] -- CMD ARGS  verify a stdio server once, without the store
 //	switchboard verify [--json] URL          verify a remote server once
+//	switchboard backup [--db PATH] OUT       copy the database, checked, while no dashboard runs
 package main
 
 import (
@@ -14,9 +15,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 func main() {
+	store.RunChildCheckIfAsked()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
@@ -49,7 +53,7 @@ func usageError(format string, args ...any) error {
 // the command is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "backup" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -57,6 +61,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return serve(ctx, args, getenv, stdout, stderr)
 	case "verify":
 		return verify(ctx, args, getenv, stdout, stderr)
+	case "backup":
+		return backup(ctx, args, getenv, stdout, stderr)
 	}
 	fmt.Fprint(stdout, usage)
 	return nil
@@ -68,4 +74,5 @@ Usage:
   switchboard [serve] [flags]               run the dashboard (see: switchboard serve -h)
   switchboard verify [--json] -- CMD ARGS   verify a stdio server once, without the store
   switchboard verify [--json] URL           verify a Streamable HTTP (or --transport sse) server once
+  switchboard backup [--db PATH] OUT        write a checked copy of the database (dashboard stopped)
 `

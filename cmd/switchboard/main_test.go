@@ -16,12 +16,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/store"
 	"go.uber.org/goleak"
 )
 
 var fixture string // path of the built mcp-fixture binary
 
 func TestMain(m *testing.M) {
+	store.RunChildCheckIfAsked()
+	// A program built with -race sleeps 1 s before exiting, by default;
+	// the integrity-check children need not.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	dir, err := os.MkdirTemp("", "switchboard-cmd-test")
 	if err != nil {
 		panic(err)
