@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -377,5 +379,41 @@ func TestAPIPolicyToolNamesInPath(t *testing.T) {
 			t.Errorf("agent name %q", an)
 		}
 		seen[an] = true
+	}
+}
+
+// TestAPIBackup: the running dashboard hands out a consistent copy of its
+// database, which opens as a store with the same servers, tools and
+// policies.
+func TestAPIBackup(t *testing.T) {
+	e := newEnv(t)
+	e.createServer(fixtureServer("bk"))
+	if job := e.verify("bk"); job["status"] != "success" {
+		t.Fatalf("verify: %v", job)
+	}
+	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/bk/tools/tool_001/policy", map[string]string{"policy": "deny"}), http.StatusOK)
+
+	rec := e.api(http.MethodGet, "/api/v1/backup", nil)
+	wantStatus(t, rec, http.StatusOK)
+	if ct, cd := rec.Header().Get("Content-Type"), rec.Header().Get("Content-Disposition"); ct != "application/octet-stream" || !strings.HasPrefix(cd, `attachment; filename="switchboard-`) {
+		t.Errorf("Content-Type %q, Content-Disposition %q", ct, cd)
+	}
+	path := filepath.Join(t.TempDir(), "copy.db")
+	if err := os.WriteFile(path, rec.Body.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatalf("the backup does not open: %v", err)
+	}
+	defer db.Close()
+	tools, err := db.Tools("bk")
+	if err != nil || len(tools) != 5 {
+		t.Fatalf("backup has %d tools of bk, %v", len(tools), err)
+	}
+	for _, tl := range tools {
+		if tl.Name == "tool_001" && tl.Policy.Policy != store.PolicyDeny {
+			t.Errorf("backup lost the policy: %+v", tl.Policy)
+		}
 	}
 }

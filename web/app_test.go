@@ -20,6 +20,7 @@ var apiRoutes = []struct{ method, path string }{
 	{http.MethodGet, "/api/v1/jobs/job_1"},
 	{http.MethodPost, "/api/v1/jobs/job_1/cancel"},
 	{http.MethodGet, "/api/v1/tools"},
+	{http.MethodGet, "/api/v1/backup"},
 }
 
 func TestAPIRequiresBearerToken(t *testing.T) {

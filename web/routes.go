@@ -52,4 +52,5 @@ func (s *Server) routes() {
 	api.GET("/jobs/:id", s.handleAPIJob)
 	api.POST("/jobs/:id/cancel", s.handleAPICancelJob)
 	api.GET("/tools", s.handleAPICatalog)
+	api.GET("/backup", s.handleAPIBackup)
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -31,6 +32,7 @@ type Store interface {
 	Tools(id string) ([]store.ToolEntry, error)
 	ForEachTool(fn func(store.ToolEntry) error) (revision string, err error)
 	Revision() string
+	Backup(w io.Writer) (int64, error)
 	SetPolicy(id, tool, policy, by string) (store.ToolEntry, error)
 	MarkRunning(id, jobID string, at time.Time) error
 	RecordSuccess(id string, v store.Verification) error
