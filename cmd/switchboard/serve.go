@@ -128,7 +128,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		hub.Close()
 		return err
 	}
-	defer db.Close()
+	defer func() {
+		// Close records the clean shutdown; if it fails, the next start
+		// checks the file in full, so say why.
+		if err := db.Close(); err != nil {
+			log.Error("close database", "path", cfg.DBPath, "err", err)
+		}
+	}()
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
