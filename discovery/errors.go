@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -78,6 +80,15 @@ func (e errTooLarge) Error() string { return e.what }
 
 var errStdoutClosed = errors.New("server closed stdout before answering")
 
+// errStdinBlocked is returned when a message could not be written to the
+// server's stdin before its deadline: the pipe is full because the server
+// does not read.
+var errStdinBlocked = errors.New("the server stopped reading its stdin: a message to it could not be written before the deadline")
+
+// errTransportClosed is returned to whatever still used a stdio
+// transport after Close started.
+var errTransportClosed = errors.New("discovery: transport closed")
+
 // statusRe finds the HTTP status in mcp-go's errors: "request failed with
 // status 403: ..." (Streamable HTTP, SSE POST) and "unexpected status code:
 // 403" (SSE stream).
@@ -105,6 +116,8 @@ func classify(err error, phase string, jobCtx context.Context, exited bool, code
 		return newError(ClassTooLarge, phase, tooLarge.what, err)
 	case exited:
 		return exitError(phase, code, err)
+	case errors.Is(err, errStdinBlocked):
+		return newError(ClassTimeout, phase, errStdinBlocked.Error()+" ("+phase+")", err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return newError(ClassTimeout, phase, "no answer before the "+phase+" deadline", err)
 	case errors.Is(err, errStdoutClosed):
@@ -150,6 +163,37 @@ func exitError(phase string, code int, err error) *Error {
 	e := newError(ClassExited, phase, msg, err)
 	e.ExitCode = code
 	return e
+}
+
+// maxMessageBytes bounds an error message, most of which may come from
+// the server.
+const maxMessageBytes = 2048
+
+// displayable makes text that may come from a server safe to show and
+// store as one line: control and format characters (ANSI escapes, line
+// breaks, bidi overrides, zero-width and tag characters) and invalid
+// UTF-8 become visible escapes, and text beyond maxMessageBytes is cut
+// with a note saying how much.
+func displayable(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		if b.Len() >= maxMessageBytes {
+			fmt.Fprintf(&b, "… (%d more bytes)", len(s)-i)
+			break
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsGraphic(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // rootMessage strips mcp-go's "transport error:" wrappers for display.

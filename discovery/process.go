@@ -1,11 +1,15 @@
 package discovery
 
 import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -79,6 +83,12 @@ func lookPath(command string, env []string) (string, error) {
 
 func isNotFound(err error) bool { return errors.Is(err, exec.ErrNotFound) }
 
+// RunMarkerVar names the environment variable that marks every process of
+// one verification with a random value. Children inherit it, also those
+// that leave the process group (setsid, setpgid) and are then orphaned,
+// which is how stop still finds them.
+const RunMarkerVar = "SWITCHBOARD_RUN"
+
 // process is a stdio server running in its own process group. Its stdin
 // and stdout are pipes we own; stderr goes to a bounded tail.
 type process struct {
@@ -86,10 +96,20 @@ type process struct {
 	stdin  *os.File // write end of the child's stdin
 	stdout *os.File // read end of the child's stdout
 	stderr *tail
+	// marker is RunMarkerVar=value as /proc/<pid>/environ holds it.
+	marker []byte
+	// startTicks is the child's start time in clock ticks after boot;
+	// only processes started since can carry its marker.
+	startTicks uint64
 
 	waitDone chan struct{} // closed once cmd.Wait has returned
 	waitErr  error
 	stopOnce sync.Once
+
+	mu      sync.Mutex
+	escaped map[int]uint64 // pid → start time of processes seen outside the group
+	killed  []int          // escapees stop killed
+	left    []int          // escapees stop could not kill
 }
 
 // processConfig says how to start and stop a process.
@@ -128,13 +148,19 @@ func startProcess(pc processConfig) (*process, error) {
 		inW.Close()
 		return nil, err
 	}
+	mark := make([]byte, 8)
+	rand.Read(mark)
+	marker := RunMarkerVar + "=" + hex.EncodeToString(mark)
 	cmd := exec.Command(path, pc.Args...)
 	cmd.Args[0] = pc.Command
-	cmd.Env = pc.Env
+	// Appended last: exec keeps the last of duplicate variables, so the
+	// server's own env cannot replace the marker.
+	cmd.Env = append(slices.Clip(pc.Env), marker)
 	cmd.Dir = pc.Dir
 	cmd.Stdin = inR
 	cmd.Stdout = outW
-	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: newTail(pc.StderrCap), waitDone: make(chan struct{})}
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: newTail(pc.StderrCap), marker: append([]byte(marker), 0),
+		waitDone: make(chan struct{}), escaped: map[int]uint64{}}
 	cmd.Stderr = p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// WaitDelay bounds how long Wait waits for the stderr copy after the
@@ -147,6 +173,11 @@ func startProcess(pc processConfig) (*process, error) {
 		inW.Close()
 		outR.Close()
 		return nil, err
+	}
+	// The child exists (at worst as a zombie, not yet reaped) until Wait
+	// below returns, so its start time can be read.
+	if ps, ok := readProcStat(cmd.Process.Pid); ok {
+		p.startTicks = ps.start
 	}
 	go func() {
 		p.waitErr = cmd.Wait()
@@ -185,14 +216,20 @@ func (p *process) waitExit(d time.Duration) bool {
 	}
 }
 
-// stop ends the process and everything in its group: close stdin, wait
-// up to grace; SIGTERM the group, wait up to grace; SIGKILL the group.
-// Whatever the child did, the group is SIGKILLed at the end (catching
-// grandchildren that outlived it), the child is reaped, and stop returns
-// once no process of the group is left or a second has passed.
+// stop ends the process and everything in its group: close stdin (and
+// stdout, so a server blocked writing to us fails instead of waiting for
+// a signal), wait up to grace; SIGTERM the group, wait up to grace;
+// SIGKILL the group. Whatever the child did, the group is SIGKILLed at
+// the end (catching grandchildren that outlived it), the child is reaped,
+// and stop returns once no process of the group is left or a second has
+// passed. Processes that left the group are looked for before anything
+// exits (while their parents still lead back to the child) and killed
+// once the group is gone; see escapees.
 func (p *process) stop(grace time.Duration) {
 	p.stopOnce.Do(func() {
+		p.escapees()
 		p.stdin.Close()
+		p.stdout.Close()
 		if !p.waitExit(grace) {
 			syscall.Kill(-p.pgid(), syscall.SIGTERM)
 			if !p.waitExit(grace) {
@@ -201,12 +238,106 @@ func (p *process) stop(grace time.Duration) {
 			}
 		}
 		syscall.Kill(-p.pgid(), syscall.SIGKILL)
-		p.stdout.Close()
 		deadline := time.Now().Add(time.Second)
 		for !groupGone(p.pgid()) && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
+		p.killEscapees()
 	})
+}
+
+// escapees returns the live processes that belong to the server but are
+// outside its process group, where a signal to the group misses them:
+// descendants of the child or of its group (by parent pid), and processes
+// started since the child that carry its run marker (orphans whose parent
+// exited, e.g. after a double fork). They are remembered by pid and start
+// time, so one seen once is found again after it is reparented, and a
+// reused pid is never taken for it.
+func (p *process) escapees() []int {
+	procs := scanProcs()
+	pgid := p.pgid()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	byPid := make(map[int]procStat, len(procs))
+	kids := map[int][]int{}
+	var roots []int
+	for _, ps := range procs {
+		byPid[ps.pid] = ps
+		kids[ps.ppid] = append(kids[ps.ppid], ps.pid)
+		switch {
+		case ps.pgrp == pgid, p.escaped[ps.pid] == ps.start && ps.start != 0:
+			roots = append(roots, ps.pid)
+		case ps.start >= p.startTicks && hasMarker(ps.pid, p.marker):
+			roots = append(roots, ps.pid)
+		}
+	}
+	if ps, ok := byPid[pgid]; ok && ps.start == p.startTicks {
+		roots = append(roots, pgid)
+	}
+	family := map[int]bool{}
+	for len(roots) > 0 {
+		pid := roots[len(roots)-1]
+		roots = roots[:len(roots)-1]
+		if !family[pid] {
+			family[pid] = true
+			roots = append(roots, kids[pid]...)
+		}
+	}
+	var out []int
+	for pid := range family {
+		if ps := byPid[pid]; ps.pgrp != pgid {
+			out = append(out, pid)
+			p.escaped[pid] = ps.start
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// killEscapees SIGKILLs the escapees, and whatever they start meanwhile,
+// until none is left, only those it may not signal are left, or a second
+// has passed. It records which it killed and which are left.
+func (p *process) killEscapees() {
+	deadline := time.Now().Add(time.Second)
+	killed := map[int]bool{}
+	for {
+		esc := p.escapees()
+		refused := 0
+		for _, pid := range esc {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				refused++
+			} else {
+				killed[pid] = true
+			}
+		}
+		if len(esc) == 0 || refused == len(esc) || time.Now().After(deadline) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			for pid := range killed {
+				if !slices.Contains(esc, pid) {
+					p.killed = append(p.killed, pid)
+				}
+			}
+			sort.Ints(p.killed)
+			p.left = esc
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// escapeReport returns the escapees stop killed and those it could not.
+func (p *process) escapeReport() (killed, left []int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.killed), slices.Clone(p.left)
+}
+
+// hasMarker reports whether the environment pid started with holds marker
+// (NUL-terminated). Unreadable environments (another user's) do not.
+func hasMarker(pid int, marker []byte) bool {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	return err == nil && (bytes.HasPrefix(env, marker) || bytes.Contains(env, append([]byte{0}, marker...)))
 }
 
 // groupGone reports whether no live process is left in the group. The
@@ -229,38 +360,63 @@ func GroupMembers(pgid int) []int {
 // LiveProcesses returns the pids of live processes (not zombies) whose
 // parent pid and process group match, read from /proc.
 func LiveProcesses(match func(ppid, pgrp int) bool) []int {
+	var pids []int
+	for _, ps := range scanProcs() {
+		if match(ps.ppid, ps.pgrp) {
+			pids = append(pids, ps.pid)
+		}
+	}
+	return pids
+}
+
+// procStat is what stop needs of /proc/<pid>/stat.
+type procStat struct {
+	pid, ppid, pgrp int
+	start           uint64 // clock ticks after boot
+}
+
+// scanProcs returns every live process (not zombies), read from /proc.
+func scanProcs() []procStat {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	var pids []int
+	var out []procStat
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the command name, which is in parentheses and may
-		// contain spaces: state ppid pgrp ...
-		s := string(data)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		pgrp, _ := strconv.Atoi(f[2])
-		if match(ppid, pgrp) {
-			pids = append(pids, pid)
+		if ps, ok := readProcStat(pid); ok {
+			out = append(out, ps)
 		}
 	}
-	return pids
+	return out
+}
+
+// readProcStat reads one process's stat; ok is false if it is gone or a
+// zombie.
+func readProcStat(pid int) (procStat, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	// Fields after the command name, which is in parentheses and may
+	// contain spaces: state ppid pgrp ... with starttime the 20th.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return procStat{}, false
+	}
+	ps := procStat{pid: pid}
+	ps.ppid, _ = strconv.Atoi(f[1])
+	ps.pgrp, _ = strconv.Atoi(f[2])
+	ps.start, _ = strconv.ParseUint(f[19], 10, 64)
+	return ps, true
 }
 
 // tail keeps the last cap bytes written to it.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/netip"
@@ -45,8 +46,8 @@ func (r *recorder) take() json.RawMessage {
 // looks for (protocol version, request handler, legacy detection).
 type streamableTap struct {
 	*transport.StreamableHTTP
-	rec    *recorder
-	status *atomic.Int32 // the last HTTP error status, from httpClient
+	rec   *recorder
+	tally *httpTally
 }
 
 func (t streamableTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
@@ -55,7 +56,7 @@ func (t streamableTap) SendRequest(ctx context.Context, req transport.JSONRPCReq
 	if errors.Is(err, transport.ErrLegacySSEServer) {
 		// mcp-go turns any 4xx to initialize into this error, losing the
 		// status (a 403 is about credentials, not a legacy server).
-		if s := t.status.Load(); s != 0 {
+		if s := t.tally.status.Load(); s != 0 {
 			err = fmt.Errorf("initialize answered with status %d (%w)", s, err)
 		}
 	}
@@ -92,11 +93,23 @@ func forbidden(ip netip.Addr) bool {
 		ip == netip.MustParseAddr("fd00:ec2::254") || ip == netip.MustParseAddr("100.100.100.200")
 }
 
+// httpTally is what the HTTP client of one verification saw, beyond what
+// mcp-go's errors tell.
+type httpTally struct {
+	status   atomic.Int32 // the last HTTP status >= 400
+	overflow atomic.Bool  // a body was cut at the byte budget
+	// onOverflow is called once, when a body is first cut: nothing that
+	// waits for more from the server (an SSE endpoint event, say) should
+	// wait for its deadline then.
+	onOverflow func()
+}
+
 // httpClient returns the client remote transports use: link-local and
 // metadata addresses are refused at connect time (so also after a
-// redirect or a DNS answer that changed), and every response body is
-// capped at limits.TotalBytes. status receives the last HTTP status >= 400.
-func httpClient(limits Limits, status *atomic.Int32) *http.Client {
+// redirect or a DNS answer that changed), every response body is capped
+// at limits.TotalBytes, and an HTML page where MCP was expected is
+// refused with a sample of it. tally records what happened.
+func httpClient(limits Limits, tally *httpTally) *http.Client {
 	dialer := &net.Dialer{
 		Timeout: 10 * time.Second,
 		Control: func(_, address string, _ syscall.RawConn) error {
@@ -116,39 +129,55 @@ func httpClient(limits Limits, status *atomic.Int32) *http.Client {
 	}
 	left := &atomic.Int64{}
 	left.Store(limits.TotalBytes)
-	return &http.Client{Transport: cappedTransport{tr, limits.TotalBytes, left, status}}
+	return &http.Client{Transport: cappedTransport{tr, limits.TotalBytes, left, tally}}
 }
 
 // cappedTransport limits how many bytes all response bodies together may
 // deliver (the client serves one verification).
 type cappedTransport struct {
-	base   http.RoundTripper
-	max    int64
-	left   *atomic.Int64
-	status *atomic.Int32
+	base  http.RoundTripper
+	max   int64
+	left  *atomic.Int64
+	tally *httpTally
 }
+
+// htmlSampleBytes is how much of an HTML page an error quotes.
+const htmlSampleBytes = 120
 
 func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := c.base.RoundTrip(r)
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode >= 400 && c.status != nil {
-		c.status.Store(int32(resp.StatusCode))
+	if resp.StatusCode >= 400 {
+		c.tally.status.Store(int32(resp.StatusCode))
 	}
-	resp.Body = &cappedBody{rc: resp.Body, left: c.left, max: c.max}
+	resp.Body = &cappedBody{rc: resp.Body, left: c.left, max: c.max, tally: c.tally}
+	// No MCP answer is HTML; a sign-in page of a proxy or gateway is, and
+	// mcp-go would only name its content type, or wait for an SSE endpoint
+	// event that never comes.
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode == http.StatusOK && mt == "text/html" {
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, htmlSampleBytes))
+		resp.Body.Close()
+		return nil, newError(ClassProtocol, "", fmt.Sprintf("server answered with an HTML page instead of MCP (HTTP %d, %s): %q",
+			resp.StatusCode, mt, sample(head)), nil)
+	}
 	return resp, nil
 }
 
 type cappedBody struct {
-	rc   io.ReadCloser
-	left *atomic.Int64 // shared by all bodies of one verification
-	max  int64
+	rc    io.ReadCloser
+	left  *atomic.Int64 // shared by all bodies of one verification
+	max   int64
+	tally *httpTally
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
 	left := b.left.Load()
 	if left <= 0 {
+		if b.tally.overflow.CompareAndSwap(false, true) && b.tally.onOverflow != nil {
+			b.tally.onOverflow()
+		}
 		return 0, errTooLarge{fmt.Sprintf("server sent more than %d bytes in one verification", b.max)}
 	}
 	if int64(len(p)) > left {

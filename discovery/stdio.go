@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -24,38 +25,74 @@ type stdioTransport struct {
 	limits Limits
 	rec    *recorder
 
-	writeMu sync.Mutex
+	// wsem is the right to write to stdin (a channel, so that waiting for
+	// it can end with a deadline). A write holds it until its bytes are in
+	// the pipe, which takes forever for a server that does not read.
+	wsem chan struct{}
+
+	// life ends when Close starts: it stops the answerer, and whatever
+	// waits to write.
+	life     context.Context
+	endLife  context.CancelFunc
+	requests chan message // from the server, waiting for the answerer
 
 	mu        sync.Mutex
-	pending   map[string]chan *transport.JSONRPCResponse
+	pending   map[string]chan reply
 	abandoned map[string]bool // requests we stopped waiting for
 	onNotify  func(mcp.JSONRPCNotification)
 	onRequest transport.RequestHandler
 	warnings  []string
 
-	readDone chan struct{} // closed when the read loop ends
-	readErr  error         // why it ended; set before readDone closes
-	started  sync.Once
-	closed   sync.Once
+	readDone   chan struct{} // closed when the read loop ends
+	readErr    error         // why it ended; set before readDone closes
+	answerDone chan struct{} // closed when the answerer ends
+	started    sync.Once
+	closed     sync.Once
 }
+
+// reply is what a pending request gets: the server's response, or why
+// there will be none.
+type reply struct {
+	resp *transport.JSONRPCResponse
+	err  error
+}
+
+// maxQueuedRequests bounds the requests from the server waiting for an
+// answer. When they pile up (a server that sends requests faster than it
+// reads the answers), reading stops until the answerer catches up, so
+// neither goroutines nor memory grow with what the server sends.
+const maxQueuedRequests = 16
+
+// answerTimeout bounds the answer to one request from the server.
+const answerTimeout = 5 * time.Second
 
 var _ transport.BidirectionalInterface = (*stdioTransport)(nil)
 
 func newStdioTransport(p *process, limits Limits, rec *recorder) *stdioTransport {
+	life, endLife := context.WithCancel(context.Background())
 	return &stdioTransport{
-		proc:      p,
-		limits:    limits,
-		rec:       rec,
-		pending:   map[string]chan *transport.JSONRPCResponse{},
-		abandoned: map[string]bool{},
-		readDone:  make(chan struct{}),
+		proc:       p,
+		limits:     limits,
+		rec:        rec,
+		wsem:       make(chan struct{}, 1),
+		life:       life,
+		endLife:    endLife,
+		requests:   make(chan message, maxQueuedRequests),
+		pending:    map[string]chan reply{},
+		abandoned:  map[string]bool{},
+		readDone:   make(chan struct{}),
+		answerDone: make(chan struct{}),
 	}
 }
 
-// Start begins reading the process's stdout. The process itself was
-// started by the pipeline so that spawn errors are classified there.
+// Start begins reading the process's stdout and answering its requests.
+// The process itself was started by the pipeline so that spawn errors are
+// classified there.
 func (t *stdioTransport) Start(context.Context) error {
-	t.started.Do(func() { go t.readLoop() })
+	t.started.Do(func() {
+		go t.readLoop()
+		go t.answerLoop()
+	})
 	return nil
 }
 
@@ -63,8 +100,9 @@ func (t *stdioTransport) Start(context.Context) error {
 // a warning) before the server is declared not to speak MCP.
 const maxBannerLines = 20
 
-// readLoop reads messages until stdout closes or a limit is hit. It exits
-// when the process's stdout is closed, which stop guarantees.
+// readLoop reads messages until stdout closes, a limit is hit or Close
+// starts. It exits when the process's stdout is closed, which stop
+// guarantees, at the latest.
 func (t *stdioTransport) readLoop() {
 	defer close(t.readDone)
 	r := bufio.NewReaderSize(t.proc.stdout, 64*1024)
@@ -97,17 +135,28 @@ func (t *stdioTransport) readLoop() {
 			t.warn(fmt.Sprintf("ignored a line on stdout that is not JSON-RPC: %q", sample(line)))
 			continue
 		}
-		t.dispatch(line)
+		if !t.dispatch(line) {
+			t.readErr = errTransportClosed
+			return
+		}
 	}
 }
 
-// readLine reads one line of at most max bytes (without the newline).
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
+// readLine reads one line of at most limit bytes (without the newline).
+// A long line grows by doubling, up to limit+1 bytes, so what reading it
+// allocates stays near twice the limit, whatever the server sends.
+func readLine(r *bufio.Reader, limit int) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > max+1 {
-			return nil, errTooLarge{fmt.Sprintf("server sent a message larger than %d bytes", max)}
+		need := len(line) + len(chunk)
+		if need > limit+1 {
+			return nil, errTooLarge{fmt.Sprintf("server sent a message larger than %d bytes", limit)}
+		}
+		if need > cap(line) {
+			grown := make([]byte, len(line), min(max(2*cap(line), need), limit+1))
+			copy(grown, line)
+			line = grown
 		}
 		line = append(line, chunk...)
 		switch {
@@ -139,15 +188,28 @@ type message struct {
 	Error  *mcp.JSONRPCErrorDetails `json:"error"`
 }
 
-func (t *stdioTransport) dispatch(line []byte) {
+// dispatch hands one message to whoever waits for it. It returns false
+// only when Close started while a request from the server waited for a
+// place in the answerer's queue.
+func (t *stdioTransport) dispatch(line []byte) bool {
 	var m message
 	if err := json.Unmarshal(line, &m); err != nil {
+		// A response too deep or too odd for encoding/json still names
+		// the request it answers: fail that request now rather than let
+		// it wait for its deadline.
+		if id, ok := responseID(line); ok && t.deliver(id, reply{err: fmt.Errorf("the server's answer is not valid JSON: %w", err)}) {
+			return true
+		}
 		t.warn(fmt.Sprintf("ignored a message that is not valid JSON-RPC: %q", sample(line)))
-		return
+		return true
 	}
 	switch {
 	case m.Method != "" && m.ID != nil:
-		go t.answer(m)
+		select {
+		case t.requests <- m:
+		case <-t.life.Done():
+			return false
+		}
 	case m.Method != "":
 		t.mu.Lock()
 		h := t.onNotify
@@ -159,21 +221,88 @@ func (t *stdioTransport) dispatch(line []byte) {
 			}
 		}
 	case m.ID != nil:
-		t.mu.Lock()
-		key := m.ID.String()
-		ch, ok := t.pending[key]
-		delete(t.pending, key)
-		late := t.abandoned[key]
-		delete(t.abandoned, key)
-		t.mu.Unlock()
-		if late {
-			return // e.g. the server/discover probe that timed out
+		resp := &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: *m.ID, Result: m.Result, Error: m.Error}
+		if !t.deliver(*m.ID, reply{resp: resp}) {
+			t.warn(fmt.Sprintf("ignored a response to unknown request id %q", m.ID.String()))
 		}
-		if !ok {
-			t.warn(fmt.Sprintf("ignored a response to unknown request id %s", m.ID.String()))
+	}
+	return true
+}
+
+// responseID finds the top-level "id" of a JSON-RPC message without
+// decoding anything else. It counts brackets instead of recursing, so it
+// also reads messages that encoding/json refuses, e.g. for nesting deeper
+// than it allows, wherever in the object the id stands.
+func responseID(line []byte) (mcp.RequestId, bool) {
+	depth := 0
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		case '"':
+			end := stringEnd(line, i)
+			if end < 0 {
+				return mcp.RequestId{}, false
+			}
+			rest := bytes.TrimLeft(line[end+1:], " \t\r\n")
+			if depth == 1 && string(line[i:end+1]) == `"id"` && len(rest) > 0 && rest[0] == ':' {
+				var raw json.RawMessage
+				var id mcp.RequestId
+				if json.NewDecoder(bytes.NewReader(rest[1:])).Decode(&raw) != nil || json.Unmarshal(raw, &id) != nil || id.IsNil() {
+					return mcp.RequestId{}, false
+				}
+				return id, true
+			}
+			i = end
+		}
+	}
+	return mcp.RequestId{}, false
+}
+
+// stringEnd returns the index of the quote that ends the JSON string
+// starting at b[start], or -1.
+func stringEnd(b []byte, start int) int {
+	for j := start + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j
+		}
+	}
+	return -1
+}
+
+// deliver gives r to the request with the id. It reports false if no
+// request with that id was ever waiting; a request that stopped waiting
+// (e.g. the server/discover probe that timed out) takes it silently.
+func (t *stdioTransport) deliver(id mcp.RequestId, r reply) bool {
+	t.mu.Lock()
+	key := id.String()
+	ch, ok := t.pending[key]
+	delete(t.pending, key)
+	late := t.abandoned[key]
+	delete(t.abandoned, key)
+	t.mu.Unlock()
+	if ok {
+		ch <- r
+	}
+	return ok || late
+}
+
+// answerLoop answers the server's requests one at a time, in order, until
+// Close starts.
+func (t *stdioTransport) answerLoop() {
+	defer close(t.answerDone)
+	for {
+		select {
+		case m := <-t.requests:
+			t.answer(m)
+		case <-t.life.Done():
 			return
 		}
-		ch <- &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: *m.ID, Result: m.Result, Error: m.Error}
 	}
 }
 
@@ -183,18 +312,16 @@ func (t *stdioTransport) answer(m message) {
 	t.mu.Lock()
 	h := t.onRequest
 	t.mu.Unlock()
+	ctx, cancel := context.WithTimeout(t.life, answerTimeout)
+	defer cancel()
 	var resp *transport.JSONRPCResponse
 	if h != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		resp, _ = h(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: *m.ID, Method: m.Method, Params: m.Params})
-		cancel()
 	}
 	if resp == nil {
 		resp = &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: *m.ID,
 			Error: &mcp.JSONRPCErrorDetails{Code: mcp.METHOD_NOT_FOUND, Message: "not supported during discovery"}}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	_ = t.write(ctx, resp)
 }
 
@@ -213,8 +340,10 @@ func (t *stdioTransport) Warnings() []string {
 	return append([]string(nil), t.warnings...)
 }
 
-// write sends one message, bounded by ctx's deadline (or five seconds),
-// so a server that never reads stdin cannot block us.
+// write sends one message, bounded by ctx's deadline (or answerTimeout),
+// so a server that never reads stdin cannot block us: once the pipe is
+// full, the write in progress and every write waiting behind it end at
+// their deadlines with errStdinBlocked.
 func (t *stdioTransport) write(ctx context.Context, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -223,21 +352,58 @@ func (t *stdioTransport) write(ctx context.Context, v any) error {
 	data = append(data, '\n')
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		deadline = time.Now().Add(5 * time.Second)
+		deadline = time.Now().Add(answerTimeout)
 	}
-	t.writeMu.Lock()
-	defer t.writeMu.Unlock()
+	wait := time.NewTimer(time.Until(deadline))
+	defer wait.Stop()
+	select {
+	case t.wsem <- struct{}{}:
+	case <-wait.C:
+		return errStdinBlocked
+	case <-ctx.Done():
+		return blockedOr(ctx.Err())
+	case <-t.life.Done():
+		return errTransportClosed
+	}
+	defer func() { <-t.wsem }()
 	t.proc.stdin.SetWriteDeadline(deadline)
-	if _, err := t.proc.stdin.Write(data); err != nil {
-		return fmt.Errorf("write to server stdin: %w", err)
+	// A cancelled verification must not wait for the deadline of a
+	// write the server does not take: moving the deadline to the past
+	// ends the write at once. The next write sets its own deadline, so it
+	// must not start before that has happened.
+	moved := make(chan struct{})
+	stopMove := context.AfterFunc(ctx, func() {
+		t.proc.stdin.SetWriteDeadline(time.Unix(1, 0))
+		close(moved)
+	})
+	_, err = t.proc.stdin.Write(data)
+	if !stopMove() {
+		<-moved
 	}
-	return nil
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return blockedOr(ctx.Err())
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return errStdinBlocked
+	}
+	return fmt.Errorf("write to server stdin: %w", err)
+}
+
+// blockedOr reports a write that waited until its context's deadline as
+// blocked by the server; a cancelled one stays cancelled.
+func blockedOr(ctxErr error) error {
+	if errors.Is(ctxErr, context.DeadlineExceeded) {
+		return errStdinBlocked
+	}
+	return ctxErr
 }
 
 // SendRequest writes the request and waits for its response, the end of
 // ctx, or the end of the server's stdout.
 func (t *stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	ch := make(chan *transport.JSONRPCResponse, 1)
+	ch := make(chan reply, 1)
 	key := req.ID.String()
 	t.mu.Lock()
 	t.pending[key] = ch
@@ -248,20 +414,20 @@ func (t *stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCR
 		t.mu.Unlock()
 	}()
 	if err := t.write(ctx, req); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 		return nil, err
 	}
-	got := func(resp *transport.JSONRPCResponse) (*transport.JSONRPCResponse, error) {
-		if req.Method == string(mcp.MethodToolsList) && resp.Error == nil {
-			t.rec.record(resp.Result)
+	got := func(r reply) (*transport.JSONRPCResponse, error) {
+		if r.err != nil {
+			return nil, r.err
 		}
-		return resp, nil
+		if req.Method == string(mcp.MethodToolsList) && r.resp.Error == nil {
+			t.rec.record(r.resp.Result)
+		}
+		return r.resp, nil
 	}
 	select {
-	case resp := <-ch:
-		return got(resp)
+	case r := <-ch:
+		return got(r)
 	case <-ctx.Done():
 		t.mu.Lock()
 		if len(t.abandoned) < 100 {
@@ -272,8 +438,8 @@ func (t *stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCR
 	case <-t.readDone:
 		// A response may have raced with the end of stdout.
 		select {
-		case resp := <-ch:
-			return got(resp)
+		case r := <-ch:
+			return got(r)
 		default:
 		}
 		return nil, t.readErr
@@ -299,12 +465,18 @@ func (t *stdioTransport) SetRequestHandler(h transport.RequestHandler) {
 	t.onRequest = h
 }
 
-// Close stops the process group and waits for the read loop to end.
+// Close stops the process group and waits for the read loop and the
+// answerer to end.
 func (t *stdioTransport) Close() error {
 	t.closed.Do(func() {
+		t.endLife()
 		t.proc.stop(t.limits.Grace)
-		t.started.Do(func() { close(t.readDone) }) // never started: nothing to wait for
+		t.started.Do(func() { // never started: nothing to wait for
+			close(t.readDone)
+			close(t.answerDone)
+		})
 		<-t.readDone
+		<-t.answerDone
 	})
 	return nil
 }

@@ -12,8 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/gowebpki/jcs"
@@ -205,14 +206,54 @@ func (v *Verifier) VerifyEarly(ctx context.Context, t Target, initTimeout time.D
 	}
 	run := &verification{v: v, limits: limits, target: t, progress: progress, early: early, start: time.Now(), rec: &recorder{}}
 	res, err := run.do(ctx)
+	var killed, left []int
+	if run.proc != nil {
+		killed, left = run.proc.escapeReport()
+	}
 	if err != nil {
+		var tooLarge errTooLarge
+		if run.tally != nil && run.tally.overflow.Load() && !errors.As(err, &tooLarge) {
+			// The body cut at the budget may have surfaced as something
+			// else (an SSE stream that ended, then a missing endpoint).
+			err = errTooLarge{fmt.Sprintf("server sent more than %d bytes in one verification", limits.TotalBytes)}
+		}
 		exited, code := run.exited()
 		e := classify(err, run.phase, ctx, exited, code)
+		if len(left) > 0 {
+			e.Message += "; " + leftWarning(left)
+		}
 		e.StderrTail = redact(run.stderr(), t.secrets())
-		e.Message = redact(e.Message, t.secrets())
+		e.Message = displayable(redact(e.Message, t.secrets()))
 		return nil, e
 	}
+	if len(killed)+len(left) > 0 {
+		// A copy: early may have handed res to someone already.
+		out := *res
+		out.Warnings = slices.Clip(res.Warnings)
+		if len(killed) > 0 {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("the server started background processes that left its process group (pid %s); they were killed when it stopped", pidList(killed)))
+		}
+		if len(left) > 0 {
+			out.Warnings = append(out.Warnings, leftWarning(left))
+		}
+		res = &out
+	}
 	return res, nil
+}
+
+// leftWarning says which processes of the server outlived the
+// verification.
+func leftWarning(pids []int) string {
+	return fmt.Sprintf("left background processes: pid %s (outside the server's process group, and they could not be killed)", pidList(pids))
+}
+
+// pidList formats pids as "12, 34".
+func pidList(pids []int) string {
+	s := make([]string, len(pids))
+	for i, pid := range pids {
+		s[i] = strconv.Itoa(pid)
+	}
+	return strings.Join(s, ", ")
 }
 
 // verification is the state of one Verify call.
@@ -230,6 +271,8 @@ type verification struct {
 	timings    []Timing
 	proc       *process
 	stdio      *stdioTransport
+	tally      *httpTally // remote transports only
+	cutShort   context.CancelFunc
 
 	// Whether the child exited on its own, decided once, before cleanup
 	// stops it (after which every child has exited).
@@ -280,6 +323,11 @@ func (r *verification) stderr() string {
 }
 
 func (r *verification) do(ctx context.Context) (_ *Result, err error) {
+	// Cut short when an HTTP body hits the byte budget: then nothing more
+	// can arrive, and VerifyEarly reports the budget.
+	ctx, cutShort := context.WithCancel(ctx)
+	defer cutShort()
+	r.cutShort = cutShort
 	r.enter(PhaseStarting, 0)
 	initCtx, cancelInit := context.WithTimeout(ctx, r.limits.InitTimeout)
 	defer cancelInit()
@@ -339,11 +387,14 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 		res.Warnings = append(res.Warnings, r.stdio.Warnings()...)
 	}
 	for i, w := range res.Warnings {
-		res.Warnings[i] = redact(w, r.target.secrets())
+		res.Warnings[i] = displayable(redact(w, r.target.secrets()))
 	}
 	res.StderrTail = redact(r.stderr(), r.target.secrets())
-	if r.early != nil {
-		r.early(res) // before the deferred cleanup stops the server
+	// Before the deferred cleanup stops the server. A server with
+	// processes outside its group is reported after the stop instead,
+	// with what became of them.
+	if r.early != nil && (r.proc == nil || len(r.proc.escapees()) == 0) {
+		r.early(res)
 	}
 	return res, nil
 }
@@ -369,8 +420,8 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 		r.stdio = newStdioTransport(p, r.limits, r.rec)
 		return r.stdio, func() { r.stdio.Close() }, nil
 	case TransportHTTP:
-		status := &atomic.Int32{}
-		hc := httpClient(r.limits, status)
+		r.tally = &httpTally{onOverflow: r.cutShort}
+		hc := httpClient(r.limits, r.tally)
 		tr, err := transport.NewStreamableHTTP(t.URL,
 			transport.WithHTTPBasicClient(hc),
 			transport.WithHTTPHeaders(t.Headers),
@@ -378,9 +429,10 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 		if err != nil {
 			return nil, nil, newError(ClassProtocol, PhaseStarting, "invalid URL: "+err.Error(), err)
 		}
-		return streamableTap{tr, r.rec, status}, func() { tr.Close(); closeIdle(hc) }, nil
+		return streamableTap{tr, r.rec, r.tally}, func() { tr.Close(); closeIdle(hc) }, nil
 	case TransportSSE:
-		hc := httpClient(r.limits, nil)
+		r.tally = &httpTally{onOverflow: r.cutShort}
+		hc := httpClient(r.limits, r.tally)
 		tr, err := transport.NewSSE(t.URL,
 			transport.WithHTTPClient(hc),
 			transport.WithHeaders(t.Headers),

@@ -385,7 +385,12 @@ func TestVerifyChildEnvironment(t *testing.T) {
 		k, val, _ := strings.Cut(kv, "=")
 		env[k] = val
 	}
-	allowed := append([]string{"MY_SERVER_VAR"}, AllowedEnv...)
+	// The run marker is the one variable Switchboard adds: random, so it
+	// tells nothing about Switchboard's own environment.
+	if m := env[RunMarkerVar]; len(m) != 16 || strings.Trim(m, "0123456789abcdef") != "" {
+		t.Errorf("child %s = %q, want 16 hex digits", RunMarkerVar, m)
+	}
+	allowed := append([]string{"MY_SERVER_VAR", RunMarkerVar}, AllowedEnv...)
 	for k := range env {
 		if !slices.Contains(allowed, k) {
 			t.Errorf("child got %s=%q, which is neither allowed nor the server's", k, env[k])

@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -16,13 +19,118 @@ const (
 	transportSSE   = "sse"
 )
 
-// Mode names accepted by the -mode flag.
+// Mode names accepted by the -mode flag. Besides the well-behaved normal
+// mode, each one is a server from the catalogue of hostile and broken
+// servers (docs: hostile-servers.md, numbers in modeInfo.help), built so
+// that a client's handling of it can be tested.
 const (
 	modeNormal            = "normal"
 	modeHangInit          = "hang-init"
 	modeCrash             = "crash"
 	modeChangeOnSecondRun = "change-on-second-run"
+
+	// Process and lifecycle.
+	modeTrickle         = "trickle"
+	modeProgressForever = "progress-forever"
+	modeCloseStdout     = "close-stdout"
+	modeExitAfterInit   = "exit-after-init"
+	modeForkChild       = "fork-child"
+	modeSetsidChild     = "setsid-child"
+	modeDaemonize       = "daemonize"
+	modeIgnoreSIGTERM   = "ignore-sigterm"
+	modeFloodStderr     = "flood-stderr"
+	modeNoRead          = "no-read"
+	modeSleep           = "sleep"
+	modeDetach          = "detach"
+
+	// Framing and protocol.
+	modeBanner         = "banner"
+	modeHugeLine       = "huge-line"
+	modeEndlessLine    = "endless-line"
+	modeNotifyFlood    = "notify-flood"
+	modeInvalidUTF8    = "invalid-utf8"
+	modeDeepJSON       = "deep-json"
+	modeDuplicateKeys  = "duplicate-keys"
+	modeWrongIDs       = "wrong-ids"
+	modeClientRequests = "client-requests"
+	modeBadVersion     = "bad-version"
+	modeNoTools        = "no-tools"
+	modeListError      = "list-error"
+	modeLegacySilent   = "legacy-silent"
+
+	// Remote.
+	modeHTTPStatus    = "http-status"
+	modeHTML          = "html"
+	modeRedirect      = "redirect"
+	modeSSENoEndpoint = "sse-no-endpoint"
+	modeEndlessBody   = "endless-body"
 )
+
+// modeInfo describes a mode for validation and -help.
+type modeInfo struct {
+	// transports lists the transports the mode is implemented for.
+	transports []string
+	// help is one line for -help; hostile modes start with their number
+	// in hostile-servers.md.
+	help string
+}
+
+var (
+	anyTransport = []string{transportStdio, transportHTTP, transportSSE}
+	stdioOnly    = []string{transportStdio}
+	remoteOnly   = []string{transportHTTP, transportSSE}
+)
+
+// modes lists every mode. It is never modified.
+var modes = map[string]modeInfo{
+	modeNormal:            {anyTransport, "serve the generated tools"},
+	modeHangInit:          {anyTransport, "#3 read requests, never answer"},
+	modeCrash:             {anyTransport, "#2 write to stderr (and -secret), exit with -exit-code before reading"},
+	modeChangeOnSecondRun: {anyTransport, "#34 change the tool list from the second run on (needs -state-file)"},
+
+	modeTrickle:         {stdioOnly, "#4 write one byte per -interval, never completing a line"},
+	modeProgressForever: {stdioOnly, "#5 answer initialize with progress notifications every -interval, never the result"},
+	modeCloseStdout:     {stdioOnly, "#6 close stdout at once, keep running until SIGTERM"},
+	modeExitAfterInit:   {stdioOnly, "#7 answer initialize, exit with -exit-code once the client says initialized"},
+	modeForkChild:       {stdioOnly, "#8 start a child that holds stdin, stdout and stderr until killed, then serve"},
+	modeSetsidChild:     {stdioOnly, "#9 start a child in a new session (setsid), then serve"},
+	modeDaemonize:       {stdioOnly, "#9 start a child in a new session through a parent that exits (double fork), then serve"},
+	modeIgnoreSIGTERM:   {stdioOnly, "#10 ignore SIGTERM and the end of stdin, never answer"},
+	modeFloodStderr:     {stdioOnly, "#11 write -flood-bytes to stderr, then serve"},
+	modeNoRead:          {stdioOnly, "#12 never read stdin; send -requests ping requests, whose answers fill the pipe"},
+	modeSleep:           {anyTransport, "helper of fork-child and setsid-child: do nothing until killed"},
+	modeDetach:          {anyTransport, "helper of daemonize: start a sleep child in a new session and exit"},
+
+	modeBanner:         {stdioOnly, "#14 print -banner-lines lines of ANSI-coloured text (and -secret) on stdout, then serve"},
+	modeHugeLine:       {stdioOnly, "#15 send one notification line of -line-bytes bytes, then serve"},
+	modeEndlessLine:    {stdioOnly, "#15 send one line that never ends"},
+	modeNotifyFlood:    {stdioOnly, "#16 send valid notifications as fast as they are read, never answer"},
+	modeInvalidUTF8:    {stdioOnly, "#17 list a tool whose description holds invalid UTF-8"},
+	modeDeepJSON:       {stdioOnly, "#18 list a tool whose schema nests arrays 100 000 deep"},
+	modeDuplicateKeys:  {stdioOnly, "#19 list a tool object with a duplicate key"},
+	modeWrongIDs:       {stdioOnly, "#20 answer every request with wrong ids (results and errors), never the right one"},
+	modeClientRequests: {stdioOnly, "#21 send sampling, elicitation, roots and ping requests before answering; fail unless refused"},
+	modeBadVersion:     {stdioOnly, "#22 answer initialize with protocol version 1999-01-01"},
+	modeNoTools:        {anyTransport, "#23 declare no tools capability"},
+	modeListError:      {stdioOnly, "#24 answer tools/list with a JSON-RPC error holding control characters, markup and -secret"},
+	modeLegacySilent:   {stdioOnly, "#25 speak 2025-06-18 and ignore unknown methods (the server/discover probe) without a word"},
+
+	modeHTTPStatus:    {remoteOnly, "#36 answer every request with HTTP -status"},
+	modeHTML:          {remoteOnly, "#37 answer every request with an HTML sign-in page (200)"},
+	modeRedirect:      {remoteOnly, "#38 redirect every request to -redirect-to"},
+	modeSSENoEndpoint: {[]string{transportSSE}, "#39 open the event stream, send keep-alives every -interval, never the endpoint event"},
+	modeEndlessBody:   {remoteOnly, "#40 answer with a body that never ends, one byte per -interval (0: as fast as possible)"},
+}
+
+// modeNames returns the mode names in order.
+func modeNames() []string {
+	names := make([]string, 0, len(modes))
+	for name := range modes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
 
 // envPrefix is prepended to the upper-snake-case flag name to form the name
 // of the environment variable that provides a flag's fallback value.
@@ -50,19 +158,47 @@ type config struct {
 	mode string
 	// stateFile is where change-on-second-run keeps its run counter.
 	stateFile string
+	// interval paces trickle, progress-forever, sse-no-endpoint and
+	// endless-body.
+	interval time.Duration
+	// exitCode is the exit status of crash and exit-after-init.
+	exitCode int
+	// secret stands for a credential the server was given: crash, banner
+	// and list-error print it, so that a client's redaction can be tested.
+	secret string
+	// bannerLines is how many lines banner prints.
+	bannerLines int
+	// lineBytes is the length of huge-line's line.
+	lineBytes int
+	// floodBytes is how much flood-stderr writes.
+	floodBytes int64
+	// requests is how many ping requests no-read sends.
+	requests int
+	// status is the HTTP status of http-status.
+	status int
+	// redirectTo is where redirect sends every request.
+	redirectTo string
 }
 
 // defaultConfig returns the configuration used when no flag or environment
 // variable overrides a setting.
 func defaultConfig() config {
 	return config{
-		transport: transportStdio,
-		addr:      "127.0.0.1:0",
-		tools:     25,
-		pageSize:  10,
-		name:      "mcp-fixture",
-		version:   "1.0.0",
-		mode:      modeNormal,
+		transport:   transportStdio,
+		addr:        "127.0.0.1:0",
+		tools:       25,
+		pageSize:    10,
+		name:        "mcp-fixture",
+		version:     "1.0.0",
+		mode:        modeNormal,
+		interval:    time.Second,
+		exitCode:    crashExitCode,
+		bannerLines: 3,
+		lineBytes:   10 << 20,
+		floodBytes:  1 << 30,
+		requests:    5000,
+		status:      http.StatusUnauthorized,
+		redirectTo:  "http://169.254.169.254/latest/meta-data/",
 	}
 }
 
@@ -99,8 +235,17 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.name, "name", cfg.name, "server name reported in serverInfo")
 	fs.StringVar(&cfg.version, "version", cfg.version, "server version reported in serverInfo")
 	fs.DurationVar(&cfg.startupDelay, "startup-delay", cfg.startupDelay, "sleep this long before serving anything")
-	fs.StringVar(&cfg.mode, "mode", cfg.mode, "behaviour: normal, hang-init, crash or change-on-second-run")
+	fs.StringVar(&cfg.mode, "mode", cfg.mode, "behaviour, one of the modes listed below")
 	fs.StringVar(&cfg.stateFile, "state-file", cfg.stateFile, "run counter file, required by -mode change-on-second-run")
+	fs.DurationVar(&cfg.interval, "interval", cfg.interval, "pause between the bytes or messages of trickle, progress-forever, sse-no-endpoint and endless-body")
+	fs.IntVar(&cfg.exitCode, "exit-code", cfg.exitCode, "exit status of -mode crash and exit-after-init")
+	fs.StringVar(&cfg.secret, "secret", cfg.secret, "a credential that crash, banner and list-error leak into their output")
+	fs.IntVar(&cfg.bannerLines, "banner-lines", cfg.bannerLines, "lines printed by -mode banner")
+	fs.IntVar(&cfg.lineBytes, "line-bytes", cfg.lineBytes, "length of the line sent by -mode huge-line")
+	fs.Int64Var(&cfg.floodBytes, "flood-bytes", cfg.floodBytes, "bytes written to stderr by -mode flood-stderr")
+	fs.IntVar(&cfg.requests, "requests", cfg.requests, "ping requests sent by -mode no-read")
+	fs.IntVar(&cfg.status, "status", cfg.status, "HTTP status of -mode http-status")
+	fs.StringVar(&cfg.redirectTo, "redirect-to", cfg.redirectTo, "target of -mode redirect")
 
 	fs.VisitAll(func(f *flag.Flag) {
 		f.Usage += fmt.Sprintf(" (env %s)", envName(f.Name))
@@ -108,6 +253,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: mcp-fixture [flags]\n\nA configurable MCP server for tests, demos and benchmarks.\n\nFlags:\n")
 		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "\nModes (#N: the case in hostile-servers.md):\n")
+		for _, name := range modeNames() {
+			m := modes[name]
+			fmt.Fprintf(fs.Output(), "  %-21s %s [%s]\n", name, m.help, strings.Join(m.transports, ", "))
+		}
 	}
 
 	// Environment variables are applied first so that flags parsed
@@ -154,10 +304,12 @@ func (c config) validate() error {
 	default:
 		return fmt.Errorf("invalid -transport %q: want stdio, http or sse", c.transport)
 	}
-	switch c.mode {
-	case modeNormal, modeHangInit, modeCrash, modeChangeOnSecondRun:
-	default:
-		return fmt.Errorf("invalid -mode %q: want normal, hang-init, crash or change-on-second-run", c.mode)
+	m, ok := modes[c.mode]
+	if !ok {
+		return fmt.Errorf("invalid -mode %q: want one of %s", c.mode, strings.Join(modeNames(), ", "))
+	}
+	if !slices.Contains(m.transports, c.transport) {
+		return fmt.Errorf("-mode %s is not implemented for -transport %s (only %s)", c.mode, c.transport, strings.Join(m.transports, ", "))
 	}
 	if c.mode == modeChangeOnSecondRun && c.stateFile == "" {
 		return errors.New("-mode change-on-second-run requires -state-file")
@@ -167,6 +319,12 @@ func (c config) validate() error {
 	}
 	if c.pageSize < 0 {
 		return fmt.Errorf("invalid -page-size %d: must not be negative", c.pageSize)
+	}
+	if c.interval < 0 || c.bannerLines < 0 || c.lineBytes < 0 || c.floodBytes < 0 || c.requests < 0 {
+		return errors.New("-interval, -banner-lines, -line-bytes, -flood-bytes and -requests must not be negative")
+	}
+	if c.mode == modeHTTPStatus && (c.status < 400 || c.status > 599) {
+		return fmt.Errorf("invalid -status %d: want an error status (400-599)", c.status)
 	}
 	if c.startupDelay < 0 {
 		return fmt.Errorf("invalid -startup-delay %s: must not be negative", c.startupDelay)

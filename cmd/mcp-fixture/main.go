@@ -3,8 +3,12 @@
 //
 // It serves a deterministic set of generated tools (tool_000, tool_001, ...)
 // over stdio, Streamable HTTP or the legacy HTTP+SSE transport, and can be
-// told to misbehave: hang before answering initialize, crash at start-up, or
-// change its tool list between runs. Every flag can also be set through an
+// told to misbehave with -mode: hang before answering initialize, crash at
+// start-up, change its tool list between runs, or act out any of the
+// hostile and broken servers catalogued in hostile-servers.md (trickled
+// bytes, closed stdout, escaping children, floods, endless lines, wrong
+// ids, HTML instead of JSON, ...); -help lists the modes with their case
+// numbers. Every flag can also be set through an
 // environment variable named FIXTURE_<FLAG>, for example FIXTURE_PAGE_SIZE for
 // -page-size; a flag given on the command line wins over its variable.
 //
@@ -76,14 +80,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return nil
 	}
 
-	if cfg.mode == modeCrash {
-		return simulateCrash(stderr)
+	switch cfg.mode {
+	case modeCrash:
+		return simulateCrash(cfg, stderr)
+	case modeSleep:
+		<-ctx.Done()
+		return nil
+	case modeDetach:
+		return detach(stderr)
 	}
 
 	mcpServer := newMCPServer(cfg, tools)
 	switch cfg.transport {
 	case transportStdio:
-		return serveStdio(ctx, cfg, mcpServer, stdin, stdout, stderr)
+		return serveStdio(ctx, cfg, mcpServer, tools, stdin, stdout, stderr)
 	default:
 		return serveHTTP(ctx, cfg, mcpServer, stdout, stderr)
 	}

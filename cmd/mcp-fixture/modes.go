@@ -16,7 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// crashExitCode is the exit status of -mode crash.
+// crashExitCode is the default -exit-code.
 const crashExitCode = 3
 
 // exitError asks main to exit with a specific status. A nil err means that
@@ -37,13 +37,18 @@ func (e *exitError) Error() string {
 // Unwrap returns the underlying error, if any.
 func (e *exitError) Unwrap() error { return e.err }
 
-// simulateCrash implements -mode crash: it writes two recognizable lines to
-// stderr and returns an error that makes the process exit with status 3,
-// before a single protocol message has been read or written.
-func simulateCrash(stderr io.Writer) error {
+// simulateCrash implements -mode crash: it writes recognizable lines to
+// stderr, one of them with the -secret credential (as servers that log
+// their connection string do), and returns an error that makes the process
+// exit with -exit-code, before a single protocol message has been read or
+// written.
+func simulateCrash(cfg config, stderr io.Writer) error {
 	fmt.Fprintln(stderr, "mcp-fixture: simulated crash: database unreachable")
-	fmt.Fprintln(stderr, "mcp-fixture: exiting with status 3 (-mode crash)")
-	return &exitError{code: crashExitCode}
+	if cfg.secret != "" {
+		fmt.Fprintf(stderr, "mcp-fixture: connection string postgres://app:%s@db/app refused\n", cfg.secret)
+	}
+	fmt.Fprintf(stderr, "mcp-fixture: exiting with status %d (-mode crash)\n", cfg.exitCode)
+	return &exitError{code: cfg.exitCode}
 }
 
 // sleepContext waits for d or until ctx is cancelled, whichever comes first,

@@ -28,7 +28,13 @@ const shutdownTimeout = 3 * time.Second
 // walking the cursors would get one extra, empty page. An after-list hook
 // clears the cursor of the page that ends with the last tool, so a client
 // always sees exactly ceil(tools/pageSize) pages.
+//
+// In -mode no-tools the server declares no tools capability and has no
+// tools.
 func newMCPServer(cfg config, tools []mcp.Tool) *server.MCPServer {
+	if cfg.mode == modeNoTools {
+		return server.NewMCPServer(cfg.name, cfg.version, server.WithRecovery())
+	}
 	opts := []server.ServerOption{
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
@@ -54,10 +60,30 @@ func newMCPServer(cfg config, tools []mcp.Tool) *server.MCPServer {
 }
 
 // serveStdio serves newline-delimited JSON-RPC on stdin and stdout until
-// stdin is closed or ctx is cancelled. Diagnostics go to stderr only.
-func serveStdio(ctx context.Context, cfg config, s *server.MCPServer, stdin io.Reader, stdout, stderr io.Writer) error {
-	if cfg.mode == modeHangInit {
+// stdin is closed or ctx is cancelled. Diagnostics go to stderr only. The
+// misbehaving modes take over here: some never serve at all, some speak
+// through the hand-written peer in raw.go, and the rest misbehave once
+// before mcp-go serves normally.
+func serveStdio(ctx context.Context, cfg config, s *server.MCPServer, tools []mcp.Tool, stdin io.Reader, stdout, stderr io.Writer) error {
+	switch cfg.mode {
+	case modeHangInit:
 		return hangStdio(ctx, stdin)
+	case modeTrickle:
+		return trickle(ctx, cfg, stdin, stdout)
+	case modeCloseStdout:
+		return closeStdout(ctx, stdout)
+	case modeIgnoreSIGTERM:
+		return ignoreSIGTERM(ctx, stdin)
+	case modeNoRead:
+		return noRead(ctx, cfg, stdout)
+	case modeEndlessLine:
+		return endlessLine(stdout)
+	case modeProgressForever, modeExitAfterInit, modeNotifyFlood, modeInvalidUTF8, modeDeepJSON,
+		modeDuplicateKeys, modeWrongIDs, modeClientRequests, modeBadVersion, modeListError, modeLegacySilent:
+		return serveRaw(ctx, cfg, tools, stdin, stdout, stderr)
+	}
+	if err := beforeServing(cfg, stdin, stdout, stderr); err != nil {
+		return err
 	}
 	stdio := server.NewStdioServer(s)
 	stdio.SetErrorLogger(log.New(stderr, "mcp-fixture: ", log.LstdFlags))
@@ -92,8 +118,12 @@ func serveHTTP(ctx context.Context, cfg config, s *server.MCPServer, stdout, std
 	shutdown := httpServer.Shutdown
 
 	var endpoint string
-	switch cfg.transport {
-	case transportHTTP:
+	hostile := hostileHTTPHandler(cfg)
+	switch {
+	case hostile != nil:
+		endpoint = map[string]string{transportHTTP: "/mcp", transportSSE: "/sse"}[cfg.transport]
+		httpServer.Handler = hostile
+	case cfg.transport == transportHTTP:
 		endpoint = "/mcp"
 		mux := http.NewServeMux()
 		if cfg.mode == modeHangInit {
@@ -108,7 +138,7 @@ func serveHTTP(ctx context.Context, cfg config, s *server.MCPServer, stdout, std
 			shutdown = streamable.Shutdown
 		}
 		httpServer.Handler = mux
-	case transportSSE:
+	case cfg.transport == transportSSE:
 		endpoint = "/sse"
 		if cfg.mode == modeHangInit {
 			mux := http.NewServeMux()
