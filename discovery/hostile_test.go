@@ -2,8 +2,13 @@ package discovery
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -390,15 +396,26 @@ func TestHostileFraming(t *testing.T) {
 			class: ClassTooLarge, phase: PhaseInitializing, message: []string{"larger than 1048576 bytes"}, max: 2 * time.Second, maxAlloc: 4 << 20},
 		{num: 16, name: "notify-flood", limits: Limits{TotalBytes: int64(oneMiB), Grace: grace},
 			class: ClassTooLarge, phase: PhaseInitializing, message: []string{"more than 1048576 bytes in one verification"}, max: 2 * time.Second},
-		// What the tool-data work will flag is, for now, a tool left out
-		// with a warning; the others are kept.
-		{num: 17, name: "invalid-utf8", args: []string{"-tools", "2"}, message: []string{`"bad_utf8"`, "Invalid UTF-8"}, max: 2 * time.Second,
-			check: func(t *testing.T, res *Result, _ *Error) { checkTools(t, res.Tools, 2) }},
+		// Kept for review, flagged invalid, shown repaired, pinned as
+		// received; the others are sound.
+		{num: 17, name: "invalid-utf8", args: []string{"-tools", "2"}, max: 2 * time.Second,
+			check: func(t *testing.T, res *Result, _ *Error) {
+				bad := flagged(t, res, 2, "bad_utf8", ToolInvalid, "invalid UTF-8")
+				sent := "{\"name\":\"bad_utf8\",\"description\":\"Reads files \xff\xfe named in Latin-1 \xe9t\xe9.\",\"inputSchema\":{\"type\":\"object\"}}"
+				if sum := sha256.Sum256([]byte(sent)); bad.Pin != hex.EncodeToString(sum[:]) {
+					t.Errorf("Pin = %s, want the SHA-256 of the bytes received", bad.Pin)
+				}
+				if bad.Description != "Reads files \ufffd\ufffd named in Latin-1 \ufffdt\ufffd." || !utf8.Valid(bad.Raw) {
+					t.Errorf("Description %q, Raw %q: want U+FFFD for each invalid byte", bad.Description, bad.Raw)
+				}
+			}},
 		// Rejected at once, not after the listing deadline.
 		{num: 18, name: "deep-json", args: []string{"-tools", "2"}, limits: Limits{ListTimeout: 20 * time.Second},
 			class: ClassProtocol, phase: PhaseListing, message: []string{"not valid JSON", "exceeded max depth"}, max: 2 * time.Second},
-		{num: 19, name: "duplicate-keys", args: []string{"-tools", "2"}, message: []string{`"dup_keys"`, "Duplicate key"}, max: 2 * time.Second,
-			check: func(t *testing.T, res *Result, _ *Error) { checkTools(t, res.Tools, 2) }},
+		{num: 19, name: "duplicate-keys", args: []string{"-tools", "2"}, max: 2 * time.Second,
+			check: func(t *testing.T, res *Result, _ *Error) {
+				flagged(t, res, 2, "dup_keys", ToolInvalid, `duplicate key: "description"`)
+			}},
 		// The server/discover probe times out, then initialize does.
 		{num: 20, name: "wrong-ids", limits: Limits{InitTimeout: time.Second, Grace: grace},
 			class: ClassTimeout, phase: PhaseInitializing, min: time.Second, max: 2 * time.Second},
@@ -433,6 +450,172 @@ func TestHostileFraming(t *testing.T) {
 			}},
 	} {
 		t.Run(fmt.Sprintf("%02d %s", c.num, c.name), func(t *testing.T) { runHostile(t, c) })
+	}
+}
+
+// flagged checks a result of generated sound tools (tool_000, ...) plus
+// the tool named name, which must be in state with a problem containing
+// problem; it returns that tool.
+func flagged(t *testing.T, res *Result, generated int, name, state, problem string) Tool {
+	t.Helper()
+	var sound []Tool
+	var found *Tool
+	for i, tool := range res.Tools {
+		switch {
+		case tool.Name == name:
+			found = &res.Tools[i]
+		case tool.State == "":
+			sound = append(sound, tool)
+		}
+	}
+	checkTools(t, sound[:min(generated, len(sound))], generated)
+	if found == nil {
+		t.Fatalf("no tool %.40q in %d tools", name, len(res.Tools))
+	}
+	if found.State != state || !slices.ContainsFunc(found.Problems, func(p string) bool { return strings.Contains(p, problem) }) {
+		t.Errorf("tool %.40q: State %q, Problems %q; want %q with %q", name, found.State, found.Problems, state, problem)
+	}
+	for _, p := range found.Problems {
+		checkDisplayable(t, "problem", p)
+	}
+	return *found
+}
+
+func TestHostileToolData(t *testing.T) {
+	// #29: a schema's $ref to a URL is text; anything fetching it would
+	// show up here.
+	var fetched atomic.Int32
+	refServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fetched.Add(1)
+		w.Write([]byte(`{"type":"string"}`))
+	}))
+	defer refServer.Close()
+	refURL := refServer.URL + "/schema.json"
+	big := Limits{MessageBytes: 16 << 20, TotalBytes: 32 << 20}
+	for _, c := range []hostileCase{
+		{num: 26, name: "10 000 tools", target: func(*testing.T) Target {
+			return fixtureTarget("normal", "-tools", "10000", "-page-size", "100")
+		}, class: ClassTooLarge, phase: PhaseListing, message: []string{"more than 1000 tools"}, max: 5 * time.Second},
+		{num: 26, name: "endless-cursor", message: []string{"stopped after 100 pages of tools/list (page limit)"}, max: 5 * time.Second,
+			check: func(t *testing.T, res *Result, _ *Error) {
+				if len(res.Tools) != 100 || res.Pages != 100 {
+					t.Errorf("%d tools on %d pages, want 100 on 100", len(res.Tools), res.Pages)
+				}
+			}},
+		{num: 26, name: "repeat-cursor", message: []string{`tools/list repeated cursor "page-1" on page 2; stopped the walk`}, max: 2 * time.Second,
+			check: func(t *testing.T, res *Result, _ *Error) {
+				if len(res.Tools) != 2 || res.Pages != 2 {
+					t.Errorf("%d tools on %d pages, want 2 on 2", len(res.Tools), res.Pages)
+				}
+			}},
+		// A 10 MB schema needs larger message limits even to arrive;
+		// with the defaults the page itself is too large.
+		{num: 27, name: "huge-schema", args: []string{"-tools", "2"}, limits: big, max: 15 * time.Second, maxAlloc: 200 << 20,
+			check: func(t *testing.T, res *Result, _ *Error) {
+				huge := flagged(t, res, 2, "huge_schema", ToolOversized, "its input schema is 10485")
+				if huge.InputSchema != nil || huge.Raw != nil || huge.Description != "Its input schema is huge." {
+					t.Errorf("oversized tool keeps InputSchema %.40q, Raw %.40q; want neither", huge.InputSchema, huge.Raw)
+				}
+			}},
+		{num: 27, name: "huge-schema", args: []string{"-tools", "2", "-schema-bytes", "100000"}, max: 2 * time.Second,
+			check: func(t *testing.T, res *Result, _ *Error) {
+				flagged(t, res, 2, "huge_schema", ToolOversized, "(limit 65536); not kept")
+			}},
+		{num: 27, name: "huge-schema", args: []string{"-tools", "2"}, max: 2 * time.Second,
+			class: ClassTooLarge, phase: PhaseListing, message: []string{"larger than 4194304 bytes"}},
+		{num: 28, name: "deep-schema", args: []string{"-tools", "2"}, max: 2 * time.Second,
+			check: func(t *testing.T, res *Result, _ *Error) {
+				deep := flagged(t, res, 2, "deep_schema", ToolOversized, "its input schema nests 2001 levels (limit 32)")
+				if deep.InputSchema != nil {
+					t.Errorf("InputSchema kept: %.40q", deep.InputSchema)
+				}
+			}},
+		{num: 28, name: "deep-schema within the limit", target: func(*testing.T) Target {
+			return fixtureTarget("deep-schema", "-tools", "2", "-depth", "15")
+		}, max: 2 * time.Second,
+			check: func(t *testing.T, res *Result, _ *Error) {
+				if tool := res.Tools[2]; tool.Name != "deep_schema" || tool.State != "" || tool.InputSchema == nil {
+					t.Errorf("tool %q: State %q, Problems %q; want sound with its schema", tool.Name, tool.State, tool.Problems)
+				}
+			}},
+		{num: 29, name: "schema-refs", args: []string{"-tools", "2", "-ref-url", refURL}, max: 2 * time.Second,
+			check: func(t *testing.T, res *Result, _ *Error) {
+				checkTools(t, res.Tools[:2], 2)
+				if len(res.Tools) != 4 || res.Tools[2].State != "" || res.Tools[3].State != "" {
+					t.Fatalf("tools %+v: want 4, all sound", res.Tools)
+				}
+				if !strings.Contains(string(res.Tools[2].InputSchema), `"$ref":"`+refURL+`"`) {
+					t.Errorf("net_ref InputSchema %s does not hold the URL as text", res.Tools[2].InputSchema)
+				}
+				if n := fetched.Load(); n != 0 {
+					t.Errorf("the $ref URL was fetched %d times", n)
+				}
+			}},
+		{num: 31, name: "injection", args: []string{"-tools", "2"}, max: 2 * time.Second,
+			check: func(t *testing.T, res *Result, _ *Error) {
+				checkTools(t, res.Tools[:2], 2)
+				add := res.Tools[2]
+				for _, hidden := range []string{strings.Repeat(" ", 500), "<IMPORTANT>", "\U000E0069\U000E0067", "\u202e"} {
+					if !strings.Contains(add.Description, hidden) {
+						t.Errorf("description %q lost %q", add.Description, hidden)
+					}
+				}
+				if add.State != "" {
+					t.Errorf("State %q, Problems %q: a description within the limit is kept in full", add.State, add.Problems)
+				}
+			}},
+		{num: 31, name: "injection", args: []string{"-tools", "2", "-description-bytes", "20000"}, max: 2 * time.Second,
+			check: func(t *testing.T, res *Result, _ *Error) {
+				add := flagged(t, res, 2, "add", ToolOversized, "its description is 20000 bytes; the first 16384 are kept")
+				if len(add.Description) != 16384 || !strings.Contains(add.Description, "<IMPORTANT>") {
+					t.Errorf("Description of %d bytes, want the first 16384", len(add.Description))
+				}
+			}},
+		{num: 32, name: "duplicate-names", args: []string{"-tools", "2"}, max: 2 * time.Second,
+			check: func(t *testing.T, res *Result, _ *Error) {
+				files := flagged(t, res, 2, "files", ToolInvalid, "different definitions under this name")
+				if len(res.Tools) != 3 || files.Description != "Lists the files in a folder." {
+					t.Errorf("%d tools; files says %q: want 3, the first definition shown", len(res.Tools), files.Description)
+				}
+				for _, desc := range []string{"Lists the files in a folder.", "Deletes the files in a folder."} {
+					one, err := decodeTool(json.RawMessage(`{"description":"`+desc+`","inputSchema":{"type":"object"},"name":"files"}`), DefaultLimits)
+					if err != nil || one.Pin == files.Pin {
+						t.Errorf("Pin %s is that of one definition (%q, %v)", files.Pin, desc, err)
+					}
+				}
+			}},
+		{num: 33, name: "hostile-names", args: []string{"-tools", "2"}, message: []string{"tool without a name"}, max: 2 * time.Second,
+			check: func(t *testing.T, res *Result, _ *Error) {
+				checkTools(t, res.Tools[:2], 2)
+				want := map[string]string{
+					`<script>alert(1)</script>`: ToolInvalid, `say "hi" it's`: ToolInvalid, "two\nlines": ToolInvalid,
+					"../../etc/passwd": ToolInvalid, strings.Repeat("x", 10_000): ToolInvalid, "r\u0435ad_file": ToolInvalid,
+					"good.name_1-ok": "",
+				}
+				for _, tool := range res.Tools[2:] {
+					state, ok := want[tool.Name]
+					if !ok || tool.State != state {
+						t.Errorf("tool %.40q: State %q, Problems %q; want %q", tool.Name, tool.State, tool.Problems, state)
+					}
+					delete(want, tool.Name)
+				}
+				for name := range want {
+					t.Errorf("tool %.40q missing", name)
+				}
+			}},
+	} {
+		t.Run(fmt.Sprintf("%02d %s", c.num, c.name), func(t *testing.T) { runHostile(t, c) })
+	}
+}
+
+func TestJSONDepth(t *testing.T) {
+	for in, want := range map[string]int{
+		`1`: 0, `{}`: 1, `{"a":[1,{"b":2}]}`: 3, `["[[[", "{{"]`: 1, `{"a\"[":[]}`: 2,
+		strings.Repeat("[", 50_000) + strings.Repeat("]", 50_000): 50_000,
+	} {
+		if got := jsonDepth([]byte(in)); got != want {
+			t.Errorf("jsonDepth(%.30q) = %d; want %d", in, got, want)
+		}
 	}
 }
 

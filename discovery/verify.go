@@ -5,6 +5,7 @@
 package discovery
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,10 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
 	"github.com/mark3labs/mcp-go/client"
@@ -76,6 +79,12 @@ type Limits struct {
 	MaxPages        int
 	MaxTools        int
 	StderrBytes     int
+	// A tool over one of these is kept as ToolOversized, without the
+	// part that is too big.
+	SchemaBytes      int // one input or output schema
+	SchemaDepth      int // nesting of one schema
+	DescriptionBytes int // stored description (the rest is cut)
+	ToolBytes        int // the whole tool object
 }
 
 // DefaultLimits are the limits of design.md.
@@ -89,38 +98,41 @@ var DefaultLimits = Limits{
 	MaxPages:        100,
 	MaxTools:        1000,
 	StderrBytes:     8 << 10,
+
+	SchemaBytes:      64 << 10,
+	SchemaDepth:      32,
+	DescriptionBytes: 16 << 10,
+	ToolBytes:        256 << 10,
 }
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.InitTimeout > 0 {
-		d.InitTimeout = l.InitTimeout
-	}
-	if l.ListTimeout > 0 {
-		d.ListTimeout = l.ListTimeout
-	}
-	if l.DiscoverTimeout != 0 {
+	if l.DiscoverTimeout != 0 { // any set value goes to client.WithDiscoverTimeout as is
 		d.DiscoverTimeout = l.DiscoverTimeout
 	}
-	if l.Grace > 0 {
-		d.Grace = l.Grace
+	return Limits{
+		InitTimeout:      orDefault(l.InitTimeout, d.InitTimeout),
+		ListTimeout:      orDefault(l.ListTimeout, d.ListTimeout),
+		DiscoverTimeout:  d.DiscoverTimeout,
+		Grace:            orDefault(l.Grace, d.Grace),
+		MessageBytes:     orDefault(l.MessageBytes, d.MessageBytes),
+		TotalBytes:       orDefault(l.TotalBytes, d.TotalBytes),
+		MaxPages:         orDefault(l.MaxPages, d.MaxPages),
+		MaxTools:         orDefault(l.MaxTools, d.MaxTools),
+		StderrBytes:      orDefault(l.StderrBytes, d.StderrBytes),
+		SchemaBytes:      orDefault(l.SchemaBytes, d.SchemaBytes),
+		SchemaDepth:      orDefault(l.SchemaDepth, d.SchemaDepth),
+		DescriptionBytes: orDefault(l.DescriptionBytes, d.DescriptionBytes),
+		ToolBytes:        orDefault(l.ToolBytes, d.ToolBytes),
 	}
-	if l.MessageBytes > 0 {
-		d.MessageBytes = l.MessageBytes
+}
+
+// orDefault returns v if it is set (positive), else def.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
 	}
-	if l.TotalBytes > 0 {
-		d.TotalBytes = l.TotalBytes
-	}
-	if l.MaxPages > 0 {
-		d.MaxPages = l.MaxPages
-	}
-	if l.MaxTools > 0 {
-		d.MaxTools = l.MaxTools
-	}
-	if l.StderrBytes > 0 {
-		d.StderrBytes = l.StderrBytes
-	}
-	return d
+	return def
 }
 
 // Progress is one step of a running verification.
@@ -136,6 +148,19 @@ type Timing struct {
 	Duration time.Duration `json:"-"`
 }
 
+// States of a tool that cannot be offered to agents as the server sent
+// it. A sound tool's State is empty.
+const (
+	// ToolOversized: a part of the tool is over a limit (schema size or
+	// depth, description, the whole object). The part over the limit is
+	// not kept (a description is cut), nor is Raw.
+	ToolOversized = "oversized"
+	// ToolInvalid: the tool is ambiguous or outside the spec (invalid
+	// UTF-8, duplicate keys, a name outside the tool name charset, two
+	// definitions under one name). It is kept as decoded, for review.
+	ToolInvalid = "invalid"
+)
+
 // Tool is one tool exactly as the server sent it (Raw), with the fields
 // Switchboard shows decoded from it.
 type Tool struct {
@@ -146,8 +171,14 @@ type Tool struct {
 	OutputSchema json.RawMessage
 	Annotations  json.RawMessage
 	Raw          json.RawMessage
-	// Pin is the SHA-256 of the RFC 8785 canonical form of Raw.
+	// Pin is the SHA-256 of the RFC 8785 canonical form of Raw, or of
+	// the bytes as received when they have none (invalid UTF-8, duplicate
+	// keys) or the tool object is over Limits.ToolBytes.
 	Pin string
+	// State is empty, ToolOversized or ToolInvalid; Problems says why,
+	// one sentence each.
+	State    string
+	Problems []string
 }
 
 // Result is a successful verification.
@@ -451,7 +482,7 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 func (r *verification) listTools(ctx context.Context, c *client.Client, res *Result) error {
 	seen := map[string]bool{"": true}
 	cursor := ""
-	byName := map[string]bool{}
+	byName := map[string]int{} // index in res.Tools
 	for page := 1; ; page++ {
 		if page > r.limits.MaxPages {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("stopped after %d pages of tools/list (page limit); more tools may exist", r.limits.MaxPages))
@@ -472,16 +503,18 @@ func (r *verification) listTools(ctx context.Context, c *client.Client, res *Res
 			return fmt.Errorf("tools/list page %d is not a valid result: %w", page, err)
 		}
 		for _, rt := range raw.Tools {
-			tool, err := decodeTool(rt)
+			tool, err := decodeTool(rt, r.limits)
 			if err != nil {
 				res.Warnings = append(res.Warnings, fmt.Sprintf("skipped a tool on page %d: %v", page, err))
 				continue
 			}
-			if byName[tool.Name] {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("tool name %q appears more than once; kept the first definition", tool.Name))
+			if i, ok := byName[tool.Name]; ok {
+				if w := mergeDuplicate(&res.Tools[i], tool); w != "" {
+					res.Warnings = append(res.Warnings, w)
+				}
 				continue
 			}
-			byName[tool.Name] = true
+			byName[tool.Name] = len(res.Tools)
 			res.Tools = append(res.Tools, tool)
 		}
 		if len(res.Tools) > r.limits.MaxTools {
@@ -499,8 +532,20 @@ func (r *verification) listTools(ctx context.Context, c *client.Client, res *Res
 	}
 }
 
-// decodeTool reads the fields Switchboard shows and computes the pin.
-func decodeTool(raw json.RawMessage) (Tool, error) {
+// maxNameBytes bounds a tool name Switchboard keeps at all (it becomes a
+// store key); a longer one is skipped with a warning. Names over the
+// spec's 128 characters but within this are kept, flagged invalid.
+const maxNameBytes = 16 << 10
+
+// toolName is the tool name charset of the MCP specification
+// (2025-11-25): 1 to 128 ASCII letters, digits, '_', '-' and '.'.
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// decodeTool reads the fields Switchboard shows, computes the pin, and
+// flags what cannot be offered to agents as sent (see Tool.State). It
+// returns an error only for what cannot be kept at all: not an object, no
+// name, a name over maxNameBytes.
+func decodeTool(raw json.RawMessage, l Limits) (Tool, error) {
 	var f struct {
 		Name         string          `json:"name"`
 		Title        string          `json:"title"`
@@ -512,24 +557,123 @@ func decodeTool(raw json.RawMessage) (Tool, error) {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return Tool{}, fmt.Errorf("not a tool object: %w", err)
 	}
-	if f.Name == "" {
+	switch {
+	case f.Name == "":
 		return Tool{}, errors.New("tool without a name")
+	case len(f.Name) > maxNameBytes:
+		return Tool{}, fmt.Errorf("tool name of %d bytes (kept up to %d): %q", len(f.Name), maxNameBytes, sample([]byte(f.Name)))
 	}
-	canon, err := jcs.Transform(raw)
-	if err != nil {
-		return Tool{}, fmt.Errorf("tool %q cannot be canonicalised: %w", f.Name, err)
+	t := Tool{Name: f.Name, Title: f.Title, Description: f.Description, InputSchema: f.InputSchema,
+		OutputSchema: f.OutputSchema, Annotations: f.Annotations}
+	flag := func(state, problem string) {
+		if t.State != ToolOversized { // oversized wins: its parts are gone
+			t.State = state
+		}
+		t.Problems = append(t.Problems, problem)
+	}
+
+	// A tool too big to keep is never offered, so its pin only has to
+	// notice a change: the bytes received do, without canonicalising
+	// megabytes.
+	var canon []byte
+	var err error = errTooLarge{"tool object over the limit"}
+	if len(raw) <= l.ToolBytes {
+		canon, err = jcs.Transform(raw)
 	}
 	sum := sha256.Sum256(canon)
-	return Tool{
-		Name:         f.Name,
-		Title:        f.Title,
-		Description:  f.Description,
-		InputSchema:  f.InputSchema,
-		OutputSchema: f.OutputSchema,
-		Annotations:  f.Annotations,
-		Raw:          append(json.RawMessage(nil), raw...),
-		Pin:          hex.EncodeToString(sum[:]),
-	}, nil
+	if err != nil {
+		sum = sha256.Sum256(raw) // what was received
+	}
+	t.Pin = hex.EncodeToString(sum[:])
+	t.Raw = raw
+	switch {
+	case !utf8.Valid(raw):
+		flag(ToolInvalid, "holds invalid UTF-8 (shown as U+FFFD)")
+		// Stored and shown repaired; the pin is of what was received.
+		t.Raw = bytes.ToValidUTF8(raw, []byte("\uFFFD"))
+		t.InputSchema = bytes.ToValidUTF8(t.InputSchema, []byte("\uFFFD"))
+		t.OutputSchema = bytes.ToValidUTF8(t.OutputSchema, []byte("\uFFFD"))
+		t.Annotations = bytes.ToValidUTF8(t.Annotations, []byte("\uFFFD"))
+	case err != nil && len(raw) <= l.ToolBytes:
+		flag(ToolInvalid, "is ambiguous: "+strings.ToLower(err.Error()[:1])+err.Error()[1:])
+	}
+	if !toolName.MatchString(t.Name) {
+		flag(ToolInvalid, "its name is outside the MCP tool name charset (1 to 128 of A-Z a-z 0-9 _ - .)")
+	}
+
+	for _, s := range []struct {
+		what string
+		v    *json.RawMessage
+	}{{"input schema", &t.InputSchema}, {"output schema", &t.OutputSchema}} {
+		switch d := jsonDepth(*s.v); {
+		case len(*s.v) > l.SchemaBytes:
+			flag(ToolOversized, fmt.Sprintf("its %s is %d bytes (limit %d); not kept", s.what, len(*s.v), l.SchemaBytes))
+			*s.v = nil
+		case d > l.SchemaDepth:
+			flag(ToolOversized, fmt.Sprintf("its %s nests %d levels (limit %d); not kept", s.what, d, l.SchemaDepth))
+			*s.v = nil
+		}
+	}
+	if n := len(t.Description); n > l.DescriptionBytes {
+		cut := l.DescriptionBytes
+		for cut > 0 && !utf8.RuneStart(t.Description[cut]) {
+			cut--
+		}
+		t.Description = t.Description[:cut]
+		flag(ToolOversized, fmt.Sprintf("its description is %d bytes; the first %d are kept", n, cut))
+	}
+	if len(raw) > l.ToolBytes {
+		flag(ToolOversized, fmt.Sprintf("the tool object is %d bytes (limit %d)", len(raw), l.ToolBytes))
+	}
+	if t.State == ToolOversized {
+		t.Raw = nil // what an agent would get is not what the server sent
+	} else {
+		t.Raw = append(json.RawMessage(nil), t.Raw...)
+	}
+	return t, nil
+}
+
+// jsonDepth returns how deeply objects and arrays nest in b, counting
+// brackets (so deep input cannot exhaust the stack).
+func jsonDepth(b []byte) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '{', '[':
+			depth++
+			deepest = max(deepest, depth)
+		case '}', ']':
+			depth--
+		case '"':
+			if end := stringEnd(b, i); end >= 0 {
+				i = end
+			} else {
+				return deepest
+			}
+		}
+	}
+	return deepest
+}
+
+// mergeDuplicate handles a second tool under kept's name. Two different
+// definitions under one name make the tool ambiguous: it is flagged
+// invalid, and its pin covers every definition, so a policy set while it
+// was ambiguous never carries over to one of them. An identical repeat
+// only gets a warning, which mergeDuplicate returns.
+func mergeDuplicate(kept *Tool, dup Tool) string {
+	if dup.Pin == kept.Pin {
+		return fmt.Sprintf("tool %q is listed more than once (identical definitions)", kept.Name)
+	}
+	const problem = "the server lists different definitions under this name"
+	if !slices.Contains(kept.Problems, problem) {
+		if kept.State != ToolOversized {
+			kept.State = ToolInvalid
+		}
+		kept.Problems = append(kept.Problems, problem)
+	}
+	sum := sha256.Sum256([]byte(kept.Pin + dup.Pin))
+	kept.Pin = hex.EncodeToString(sum[:])
+	return ""
 }
 
 // redact replaces every secret value in s.

@@ -36,11 +36,15 @@ const (
 	StatusInterrupted = "interrupted"
 )
 
-// Tool states.
+// Tool states. Oversized and invalid tools come so from discovery (see
+// Tool.Problems); the store decides the others. Only an active tool is
+// offered to agents with its policy; the others are effectively denied.
 const (
-	ToolActive  = "active"
-	ToolChanged = "changed"
-	ToolMissing = "missing"
+	ToolActive    = "active"
+	ToolChanged   = "changed"
+	ToolMissing   = "missing"
+	ToolOversized = "oversized"
+	ToolInvalid   = "invalid"
 )
 
 // Server is one registered MCP server: how to reach it and how to treat
@@ -176,8 +180,11 @@ type Tool struct {
 	Raw          json.RawMessage `json:"raw"`
 	Pin          string          `json:"pin"`
 	State        string          `json:"state"`
-	FirstSeen    time.Time       `json:"first_seen"`
-	LastSeen     time.Time       `json:"last_seen"`
+	// Problems says why an oversized or invalid tool cannot be offered as
+	// the server sent it, one sentence each.
+	Problems  []string  `json:"problems,omitempty"`
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
 }
 
 // Policy is a person's decision about one tool, and the pin of the tool
@@ -197,12 +204,14 @@ type ToolEntry struct {
 	Tool
 	Policy Policy
 	// Effective is Policy.Policy, except that a tool whose definition
-	// changed since it was approved is denied until a person approves it.
+	// changed since it was approved is denied until a person approves it,
+	// and an oversized or invalid tool is always denied.
 	Effective string
 }
 
 func effectivePolicy(t Tool, p Policy) string {
-	if t.State == ToolChanged {
+	switch t.State {
+	case ToolChanged, ToolOversized, ToolInvalid:
 		return PolicyDeny
 	}
 	return p.Policy

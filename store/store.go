@@ -555,7 +555,8 @@ func (db *DB) updateDiscovery(id string, change Change, fn func(tx *bolt.Tx, s S
 // mergeTools writes the tools of a successful verification for server s:
 // known tools keep first_seen, tools no longer offered become missing, a
 // tool whose pin differs from the one its policy was approved at becomes
-// changed, and every new tool gets s.DefaultPolicy. It returns the tools
+// changed (unless discovery marked it oversized or invalid, which it
+// stays), and every new tool gets s.DefaultPolicy. It returns the tools
 // hash (over the sorted pins) and the number of tools offered.
 func mergeTools(tx *bolt.Tx, s Server, tools []Tool, at time.Time) (string, int, error) {
 	at = at.UTC()
@@ -592,9 +593,13 @@ func mergeTools(tx *bolt.Tx, s Server, tools []Tool, at time.Time) (string, int,
 		case err != nil:
 			return "", 0, err
 		}
-		t.State = ToolActive
-		if p.Pin != t.Pin {
+		switch {
+		case t.State == ToolOversized || t.State == ToolInvalid:
+			// as discovery found it, whatever its policy
+		case p.Pin != t.Pin:
 			t.State = ToolChanged
+		default:
+			t.State = ToolActive
 		}
 		if err := putJSON(tb, name, t); err != nil {
 			return "", 0, err

@@ -116,6 +116,7 @@ type ToolItem struct {
 	InputSchema string // pretty-printed JSON
 	Annotations []Annotation
 	State       string
+	Problems    []string // why an oversized or invalid tool is not offered
 	Policy      string
 	Effective   string
 }

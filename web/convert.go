@@ -108,6 +108,7 @@ func toolItem(key string, t store.ToolEntry) views.ToolItem {
 		Title:       t.Title,
 		Description: t.Description,
 		State:       t.State,
+		Problems:    t.Problems,
 		Policy:      t.Policy.Policy,
 		Effective:   t.Effective,
 	}
@@ -283,6 +284,7 @@ type toolJSON struct {
 	InputSchema     json.RawMessage `json:"input_schema,omitempty"`
 	Annotations     json.RawMessage `json:"annotations,omitempty"`
 	State           string          `json:"state"`
+	Problems        []string        `json:"problems,omitempty"`
 	Policy          string          `json:"policy"`
 	EffectivePolicy string          `json:"effective_policy"`
 	Pin             string          `json:"pin"`
@@ -290,10 +292,19 @@ type toolJSON struct {
 
 func toolToJSON(t store.ToolEntry) toolJSON {
 	return toolJSON{
-		Server: t.ServerID, Name: t.Name, AgentName: agentName(t.ServerID, t.Name),
+		Server: t.ServerID, Name: t.Name, AgentName: offeredName(t),
 		Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations,
-		State: t.State, Policy: t.Policy.Policy, EffectivePolicy: t.Effective, Pin: t.Pin,
+		State: t.State, Problems: t.Problems, Policy: t.Policy.Policy, EffectivePolicy: t.Effective, Pin: t.Pin,
 	}
+}
+
+// offeredName is the name agents know the tool by, or "" for a tool that
+// is never offered to them as it is (oversized or invalid).
+func offeredName(t store.ToolEntry) string {
+	if t.State == store.ToolOversized || t.State == store.ToolInvalid {
+		return ""
+	}
+	return agentName(t.ServerID, t.Name)
 }
 
 var agentUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_-]`)

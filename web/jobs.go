@@ -110,6 +110,7 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 			v.Tools = append(v.Tools, store.Tool{
 				Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
 				OutputSchema: t.OutputSchema, Annotations: t.Annotations, Raw: t.Raw, Pin: t.Pin,
+				State: t.State, Problems: t.Problems, // discovery's states are the store's
 			})
 		}
 		err = s.store.RecordSuccess(j.ServerID, v)

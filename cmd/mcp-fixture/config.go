@@ -58,6 +58,16 @@ const (
 	modeListError      = "list-error"
 	modeLegacySilent   = "legacy-silent"
 
+	// Tool data.
+	modeEndlessCursor  = "endless-cursor"
+	modeRepeatCursor   = "repeat-cursor"
+	modeHugeSchema     = "huge-schema"
+	modeDeepSchema     = "deep-schema"
+	modeSchemaRefs     = "schema-refs"
+	modeInjection      = "injection"
+	modeDuplicateNames = "duplicate-names"
+	modeHostileNames   = "hostile-names"
+
 	// Remote.
 	modeHTTPStatus    = "http-status"
 	modeHTML          = "html"
@@ -114,6 +124,15 @@ var modes = map[string]modeInfo{
 	modeNoTools:        {anyTransport, "#23 declare no tools capability"},
 	modeListError:      {stdioOnly, "#24 answer tools/list with a JSON-RPC error holding control characters, markup and -secret"},
 	modeLegacySilent:   {stdioOnly, "#25 speak 2025-06-18 and ignore unknown methods (the server/discover probe) without a word"},
+
+	modeEndlessCursor:  {stdioOnly, "#26 list one new tool per page with a new cursor, for ever"},
+	modeRepeatCursor:   {stdioOnly, "#26 list one tool per page and the same cursor every time"},
+	modeHugeSchema:     {stdioOnly, "#27 list a tool whose input schema is -schema-bytes long"},
+	modeDeepSchema:     {stdioOnly, "#28 list a tool whose input schema nests -depth levels of properties"},
+	modeSchemaRefs:     {stdioOnly, "#29 #30 list a tool whose schema $refs -ref-url, and one with a $ref cycle"},
+	modeInjection:      {stdioOnly, "#31 list a tool whose description hides instructions, padded to -description-bytes"},
+	modeDuplicateNames: {stdioOnly, "#32 list two different tools under one name"},
+	modeHostileNames:   {stdioOnly, "#33 list tools named with markup, quotes, a newline, ../, 10 000 characters, nothing, a look-alike"},
 
 	modeHTTPStatus:    {remoteOnly, "#36 answer every request with HTTP -status"},
 	modeHTML:          {remoteOnly, "#37 answer every request with an HTML sign-in page (200)"},
@@ -178,6 +197,15 @@ type config struct {
 	status int
 	// redirectTo is where redirect sends every request.
 	redirectTo string
+	// schemaBytes is the size of huge-schema's schema.
+	schemaBytes int
+	// depth is how deep deep-schema's schema nests.
+	depth int
+	// refURL is what schema-refs' schema refers to.
+	refURL string
+	// descriptionBytes pads injection's description to at least this
+	// length.
+	descriptionBytes int
 }
 
 // defaultConfig returns the configuration used when no flag or environment
@@ -199,6 +227,9 @@ func defaultConfig() config {
 		requests:    5000,
 		status:      http.StatusUnauthorized,
 		redirectTo:  "http://169.254.169.254/latest/meta-data/",
+		schemaBytes: 10 << 20,
+		depth:       1000,
+		refURL:      "http://169.254.169.254/latest/schema.json",
 	}
 }
 
@@ -246,6 +277,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&cfg.requests, "requests", cfg.requests, "ping requests sent by -mode no-read")
 	fs.IntVar(&cfg.status, "status", cfg.status, "HTTP status of -mode http-status")
 	fs.StringVar(&cfg.redirectTo, "redirect-to", cfg.redirectTo, "target of -mode redirect")
+	fs.IntVar(&cfg.schemaBytes, "schema-bytes", cfg.schemaBytes, "size of the schema listed by -mode huge-schema")
+	fs.IntVar(&cfg.depth, "depth", cfg.depth, "nesting of the schema listed by -mode deep-schema")
+	fs.StringVar(&cfg.refURL, "ref-url", cfg.refURL, "URL the schema of -mode schema-refs refers to")
+	fs.IntVar(&cfg.descriptionBytes, "description-bytes", cfg.descriptionBytes, "minimum length of the description listed by -mode injection")
 
 	fs.VisitAll(func(f *flag.Flag) {
 		f.Usage += fmt.Sprintf(" (env %s)", envName(f.Name))
@@ -320,8 +355,9 @@ func (c config) validate() error {
 	if c.pageSize < 0 {
 		return fmt.Errorf("invalid -page-size %d: must not be negative", c.pageSize)
 	}
-	if c.interval < 0 || c.bannerLines < 0 || c.lineBytes < 0 || c.floodBytes < 0 || c.requests < 0 {
-		return errors.New("-interval, -banner-lines, -line-bytes, -flood-bytes and -requests must not be negative")
+	if c.interval < 0 || c.bannerLines < 0 || c.lineBytes < 0 || c.floodBytes < 0 || c.requests < 0 ||
+		c.schemaBytes < 0 || c.depth < 0 || c.descriptionBytes < 0 {
+		return errors.New("-interval, -banner-lines, -line-bytes, -flood-bytes, -requests, -schema-bytes, -depth and -description-bytes must not be negative")
 	}
 	if c.mode == modeHTTPStatus && (c.status < 400 || c.status > 599) {
 		return fmt.Errorf("invalid -status %d: want an error status (400-599)", c.status)

@@ -45,6 +45,7 @@ type rawPeer struct {
 type inbound struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  json.RawMessage `json:"error"`
 }
@@ -148,10 +149,10 @@ func (p *rawPeer) answer(m inbound) error {
 	return p.sendError(m.ID, mcp.METHOD_NOT_FOUND, "Method not found: "+m.Method)
 }
 
-// listTools answers tools/list with the generated tools, plus the one
-// broken tool of the invalid-utf8, deep-json and duplicate-keys modes, or
-// with list-error's error. The broken tools are spliced in as raw bytes:
-// encoding/json would repair or refuse them.
+// listTools answers tools/list with the generated tools, plus the
+// broken tools of the framing and tool-data modes, or with list-error's
+// error; the cursor modes page by their own rules. The broken tools are
+// spliced in as raw bytes: encoding/json would repair or refuse them.
 func (p *rawPeer) listTools(m inbound) error {
 	if p.cfg.mode == modeListError {
 		msg := "backend \x1b[31mdown\x1b[0m <b>retry</b> \u202egnp.exe"
@@ -160,33 +161,43 @@ func (p *rawPeer) listTools(m inbound) error {
 		}
 		return p.sendError(m.ID, mcp.INTERNAL_ERROR, msg)
 	}
-	var broken string
+	var parts []string
+	for _, t := range p.tools {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		parts = append(parts, string(b))
+	}
+	next := ""
 	switch p.cfg.mode {
 	case modeInvalidUTF8:
-		broken = "{\"name\":\"bad_utf8\",\"description\":\"Reads files \xff\xfe named in Latin-1 \xe9t\xe9.\",\"inputSchema\":{\"type\":\"object\"}}"
+		parts = append(parts, "{\"name\":\"bad_utf8\",\"description\":\"Reads files \xff\xfe named in Latin-1 \xe9t\xe9.\",\"inputSchema\":{\"type\":\"object\"}}")
 	case modeDeepJSON:
 		const depth = 100_000
-		broken = `{"name":"deep","description":"Its schema nests 100 000 arrays.","inputSchema":{"type":"object","default":` +
-			strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}}`
+		parts = append(parts, `{"name":"deep","description":"Its schema nests 100 000 arrays.","inputSchema":{"type":"object","default":`+
+			strings.Repeat("[", depth)+strings.Repeat("]", depth)+`}}`)
 	case modeDuplicateKeys:
-		broken = `{"name":"dup_keys","description":"Reads a file.","description":"Deletes every file.","inputSchema":{"type":"object"}}`
-	}
-	tools, err := json.Marshal(p.tools)
-	if err != nil {
-		return err
-	}
-	if broken != "" {
-		if len(p.tools) > 0 {
-			broken = "," + broken
+		parts = append(parts, `{"name":"dup_keys","description":"Reads a file.","description":"Deletes every file.","inputSchema":{"type":"object"}}`)
+	case modeEndlessCursor, modeRepeatCursor:
+		var params struct {
+			Cursor string `json:"cursor"`
 		}
-		tools = append(tools[:len(tools)-1], broken+"]"...)
+		json.Unmarshal(m.Params, &params)
+		parts, next = p.cursorPage(params.Cursor)
+	default:
+		parts = append(parts, p.toolDataTools()...)
 	}
 	id, err := json.Marshal(m.ID)
 	if err != nil {
 		return err
 	}
+	result := `{"tools":[` + strings.Join(parts, ",") + `]`
+	if next != "" {
+		result += `,"nextCursor":"` + next + `"`
+	}
 	// The id comes last, after the broken part, as JSON allows.
-	return p.sendLine([]byte(`{"jsonrpc":"2.0","result":{"tools":` + string(tools) + `},"id":` + string(id) + `}`))
+	return p.sendLine([]byte(`{"jsonrpc":"2.0","result":` + result + `},"id":` + string(id) + `}`))
 }
 
 // wrongIDs answers a request three times, all wrong: a result for another

@@ -79,7 +79,9 @@ func serveStdio(ctx context.Context, cfg config, s *server.MCPServer, tools []mc
 	case modeEndlessLine:
 		return endlessLine(stdout)
 	case modeProgressForever, modeExitAfterInit, modeNotifyFlood, modeInvalidUTF8, modeDeepJSON,
-		modeDuplicateKeys, modeWrongIDs, modeClientRequests, modeBadVersion, modeListError, modeLegacySilent:
+		modeDuplicateKeys, modeWrongIDs, modeClientRequests, modeBadVersion, modeListError, modeLegacySilent,
+		modeEndlessCursor, modeRepeatCursor, modeHugeSchema, modeDeepSchema, modeSchemaRefs, modeInjection,
+		modeDuplicateNames, modeHostileNames:
 		return serveRaw(ctx, cfg, tools, stdin, stdout, stderr)
 	}
 	if err := beforeServing(cfg, stdin, stdout, stderr); err != nil {

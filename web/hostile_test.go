@@ -1,0 +1,242 @@
+package web_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/net/html"
+)
+
+// The tests in this file take hostile tool data (hostile-servers.md
+// #26–#34) from the fixture through the whole app: Verify, the store, the
+// JSON API and the review page.
+
+// apiTools returns a server's tools from the API, by name.
+func (e *env) apiTools(id string) map[string]map[string]any {
+	e.t.Helper()
+	rec := e.api(http.MethodGet, "/api/v1/servers/"+id+"/tools", nil)
+	wantStatus(e.t, rec, http.StatusOK)
+	out := map[string]map[string]any{}
+	for _, v := range decode(e.t, rec)["tools"].([]any) {
+		tool := v.(map[string]any)
+		out[tool["name"].(string)] = tool
+	}
+	return out
+}
+
+// verifyFixture registers the fixture with args and verifies it; the job
+// must succeed.
+func (e *env) verifyFixture(id string, args ...string) {
+	e.t.Helper()
+	body := fixtureServer(id)
+	body["args"] = args
+	e.createServer(body)
+	if job := e.verify(id); job["status"] != "success" {
+		e.t.Fatalf("verify %s: %v", id, job)
+	}
+}
+
+// setPolicy sets a policy through the API and returns the tool.
+func (e *env) setPolicy(id, tool, policy string) map[string]any {
+	e.t.Helper()
+	rec := e.api(http.MethodPut, "/api/v1/servers/"+id+"/tools/"+url.PathEscape(tool)+"/policy", map[string]any{"policy": policy})
+	wantStatus(e.t, rec, http.StatusOK)
+	return decode(e.t, rec)["tool"].(map[string]any)
+}
+
+// TestHostileToolsNotOffered checks #17, #19, #27, #28 and #31–#33:
+// flagged tools are listed for review with their problems, but never
+// offered to agents (no agent name, effectively denied whatever policy a
+// person sets), and the review page shows why.
+func TestHostileToolsNotOffered(t *testing.T) {
+	e := newEnv(t)
+	b := e.login()
+	servers := []struct {
+		id      string
+		args    []string
+		sound   int               // tools offered
+		flagged map[string]string // tool → state
+	}{
+		{"names", []string{"-mode", "hostile-names", "-tools", "1"}, 2, map[string]string{
+			`<script>alert(1)</script>`: "invalid", `say "hi" it's`: "invalid", "two\nlines": "invalid",
+			"../../etc/passwd": "invalid", strings.Repeat("x", 10_000): "invalid", "r\u0435ad_file": "invalid"}},
+		{"dupes", []string{"-mode", "duplicate-names", "-tools", "1"}, 1, map[string]string{"files": "invalid"}},
+		{"utf8", []string{"-mode", "invalid-utf8", "-tools", "1"}, 1, map[string]string{"bad_utf8": "invalid"}},
+		{"keys", []string{"-mode", "duplicate-keys", "-tools", "1"}, 1, map[string]string{"dup_keys": "invalid"}},
+		{"big", []string{"-mode", "huge-schema", "-tools", "1", "-schema-bytes", "100000"}, 1, map[string]string{"huge_schema": "oversized"}},
+		{"deep", []string{"-mode", "deep-schema", "-tools", "1"}, 1, map[string]string{"deep_schema": "oversized"}},
+		{"inject", []string{"-mode", "injection", "-tools", "1", "-description-bytes", "20000"}, 1, map[string]string{"add": "oversized"}},
+	}
+	for _, s := range servers {
+		e.verifyFixture(s.id, s.args...)
+		tools := e.apiTools(s.id)
+		if len(tools) != len(s.flagged)+s.sound {
+			t.Errorf("%s: %d tools, want %d", s.id, len(tools), len(s.flagged)+s.sound)
+		}
+		for name, tool := range tools {
+			state, bad := s.flagged[name]
+			if !bad {
+				if tool["state"] != "active" || !strings.HasPrefix(tool["agent_name"].(string), s.id+"__") || tool["effective_policy"] != "ask" {
+					t.Errorf("%s: sound tool %.300v", s.id, tool)
+				}
+				continue
+			}
+			problems, _ := tool["problems"].([]any)
+			if tool["state"] != state || tool["agent_name"] != "" || tool["effective_policy"] != "deny" || len(problems) == 0 {
+				t.Errorf("%s: tool %.40q: state %v, agent_name %q, effective %v, problems %v; want %s, none, deny, some",
+					s.id, name, tool["state"], tool["agent_name"], tool["effective_policy"], problems, state)
+			}
+			// Allowing it changes the policy, not what agents get.
+			got := e.setPolicy(s.id, name, "allow")
+			if got["policy"] != "allow" || got["effective_policy"] != "deny" || got["state"] != state {
+				t.Errorf("%s: allowed %.40q: %.300v", s.id, name, got)
+			}
+		}
+
+		rec := b.get("/servers/" + s.id)
+		wantStatus(t, rec, http.StatusOK)
+		doc := parseHTML(t, rec.Body.String())
+		rows := findAll(doc, byTestID("tool-row"))
+		shown := 0
+		for _, row := range rows {
+			name := attrOf(row, "data-tool-name")
+			state, bad := s.flagged[name]
+			if got := testIDText(t, row, "tool-state"); got != map[bool]string{true: state, false: "active"}[bad] {
+				t.Errorf("%s: row %.40q shows state %q", s.id, name, got)
+			}
+			if n := len(findAll(row, byTestID("tool-problem"))); bad != (n > 0) {
+				t.Errorf("%s: row %.40q shows %d problems", s.id, name, n)
+			}
+			if bad {
+				shown++
+			}
+		}
+		if shown != len(s.flagged) {
+			t.Errorf("%s: %d flagged rows shown, want %d", s.id, shown, len(s.flagged))
+		}
+		// No tool name reaches an attribute where it could act.
+		for _, n := range findAll(doc, func(n *html.Node) bool { return n.Type == html.ElementNode }) {
+			for _, a := range n.Attr {
+				risky := a.Key == "id" || a.Key == "href" || a.Key == "action" || a.Key == "src" ||
+					strings.HasPrefix(a.Key, "hx-") || strings.HasPrefix(a.Key, "sse-")
+				for name := range s.flagged {
+					if risky && strings.Contains(a.Val, name) {
+						t.Errorf("%s: <%s %s=%.60q> carries tool name %.40q", s.id, n.Data, a.Key, a.Val, name)
+					}
+				}
+			}
+		}
+	}
+
+	// The catalog agents read offers none of them.
+	rec := e.api(http.MethodGet, "/api/v1/tools", nil)
+	wantStatus(t, rec, http.StatusOK)
+	for _, v := range decode(t, rec)["tools"].([]any) {
+		tool := v.(map[string]any)
+		offered := tool["agent_name"] != ""
+		sound := tool["state"] == "active"
+		if offered != sound {
+			t.Errorf("catalog: tool %.40q in state %v has agent_name %q", tool["name"], tool["state"], tool["agent_name"])
+		}
+	}
+}
+
+// TestHostileSchemaRefs checks #29 and #30: a $ref to a URL is shown as
+// text and never fetched, and a $ref cycle renders.
+func TestHostileSchemaRefs(t *testing.T) {
+	var fetched atomic.Int32
+	ref := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fetched.Add(1) }))
+	defer ref.Close()
+	refURL := ref.URL + "/schema.json"
+
+	e := newEnv(t)
+	b := e.login()
+	e.verifyFixture("refs", "-mode", "schema-refs", "-tools", "1", "-ref-url", refURL)
+	rec := b.get("/servers/refs")
+	wantStatus(t, rec, http.StatusOK)
+	doc := parseHTML(t, rec.Body.String())
+	schemas := map[string]string{}
+	for _, row := range findAll(doc, byTestID("tool-row")) {
+		schemas[attrOf(row, "data-tool-name")] = testIDText(t, row, "input-schema")
+	}
+	if !strings.Contains(schemas["net_ref"], `"$ref": "`+refURL+`"`) {
+		t.Errorf("net_ref schema shown as %q, want the URL as text", schemas["net_ref"])
+	}
+	if !strings.Contains(schemas["cyclic_ref"], `"$ref": "#/$defs/a"`) {
+		t.Errorf("cyclic_ref schema shown as %q", schemas["cyclic_ref"])
+	}
+	for _, n := range findAll(doc, func(n *html.Node) bool { return n.Type == html.ElementNode }) {
+		for _, a := range n.Attr {
+			if strings.Contains(a.Val, ref.URL) {
+				t.Errorf("<%s %s=%q> carries the $ref URL", n.Data, a.Key, a.Val)
+			}
+		}
+	}
+	if tools := e.apiTools("refs"); tools["net_ref"]["state"] != "active" || tools["cyclic_ref"]["state"] != "active" {
+		t.Errorf("tools %v: a $ref is not a reason to refuse a tool", tools)
+	}
+	if n := fetched.Load(); n != 0 {
+		t.Errorf("the $ref URL was fetched %d times", n)
+	}
+}
+
+// TestHostileRugPull is #34: a tool whose definition changes after a
+// person approved it becomes changed and is denied, whatever its policy
+// said, until the person approves the new definition; a tool that
+// vanished is kept as missing with its policy.
+func TestHostileRugPull(t *testing.T) {
+	e := newEnv(t)
+	b := e.login()
+	state := filepath.Join(t.TempDir(), "runs")
+	e.verifyFixture("rug", "-mode", "change-on-second-run", "-state-file", state, "-tools", "3")
+	e.setPolicy("rug", "tool_000", "allow")
+	e.setPolicy("rug", "tool_002", "allow")
+	before := e.apiTools("rug")
+
+	if job := e.verify("rug"); job["status"] != "success" {
+		t.Fatalf("second verify: %v", job)
+	}
+	after := e.apiTools("rug")
+	for _, c := range []struct {
+		name, state, policy, effective string
+	}{
+		{"tool_000", "changed", "allow", "deny"},  // its description changed
+		{"tool_001", "active", "ask", "ask"},      // untouched
+		{"tool_002", "missing", "allow", "allow"}, // gone; its policy kept
+		{"extra_tool", "active", "ask", "ask"},    // new: the default policy
+	} {
+		tool := after[c.name]
+		if tool["state"] != c.state || tool["policy"] != c.policy || tool["effective_policy"] != c.effective {
+			t.Errorf("%s after the change: state %v, policy %v, effective %v; want %s, %s, %s",
+				c.name, tool["state"], tool["policy"], tool["effective_policy"], c.state, c.policy, c.effective)
+		}
+	}
+	if before["tool_000"]["pin"] == after["tool_000"]["pin"] {
+		t.Error("the changed tool kept its pin")
+	}
+	rec := b.get("/servers/rug")
+	doc := parseHTML(t, rec.Body.String())
+	for _, row := range findAll(doc, byTestID("tool-row")) {
+		if attrOf(row, "data-tool-name") == "tool_000" {
+			if got := testIDText(t, row, "effective-policy"); got != "effective: deny" {
+				t.Errorf("changed tool's row says %q", got)
+			}
+		}
+	}
+	// Approving the new definition.
+	if got := e.setPolicy("rug", "tool_000", "allow"); got["state"] != "active" || got["effective_policy"] != "allow" || got["pin"] != after["tool_000"]["pin"] {
+		t.Errorf("re-approved: %.300v", got)
+	}
+	// A third run lists what the second did: nothing changes.
+	if job := e.verify("rug"); job["status"] != "success" {
+		t.Fatalf("third verify: %v", job)
+	}
+	if tool := e.apiTools("rug")["tool_000"]; tool["state"] != "active" || tool["effective_policy"] != "allow" {
+		t.Errorf("after a verify that changed nothing: %.300v", tool)
+	}
+}
