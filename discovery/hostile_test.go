@@ -302,6 +302,49 @@ func TestHostileProcess(t *testing.T) {
 	}
 }
 
+// TestSandboxLimits checks the resource limits a stdio server runs
+// under: never core dumps, and the optional memory cap, which a server
+// that needs more than it allows runs into. The test process's own core
+// limit is raised first, so a child that merely inherited it would not
+// show 0.
+func TestSandboxLimits(t *testing.T) {
+	var core syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_CORE, &core); err != nil {
+		t.Fatal(err)
+	}
+	raised := syscall.Rlimit{Cur: 1 << 20, Max: max(core.Max, 1<<20)}
+	if err := syscall.Setrlimit(syscall.RLIMIT_CORE, &raised); err != nil {
+		t.Fatalf("raise own core limit to show it is not inherited: %v", err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_CORE, &core)
+
+	const capMiB = 200 // a Go program needs most of that to start
+	capped := func(args ...string) func(*testing.T) Target {
+		return func(*testing.T) Target {
+			tg := fixtureTarget("alloc", args...)
+			tg.MemoryBytes = capMiB << 20
+			return tg
+		}
+	}
+	limits := func(core, data string) func(*testing.T, *Result, *Error) {
+		return func(t *testing.T, res *Result, _ *Error) {
+			if want := "limits core=" + core + " data=" + data; !strings.Contains(res.StderrTail, want) {
+				t.Errorf("stderr %q does not say %q", res.StderrTail, want)
+			}
+		}
+	}
+	for _, c := range []hostileCase{
+		{name: "alloc", args: []string{"-tools", "1", "-alloc-bytes", "314572800"}, max: 5 * time.Second,
+			check: limits("0", "-1")},
+		{name: "alloc capped", target: capped("-tools", "1"), max: 5 * time.Second,
+			check: limits("0", strconv.Itoa(capMiB<<20))},
+		{name: "alloc over the cap", target: capped("-tools", "1", "-alloc-bytes", "314572800"), max: 5 * time.Second,
+			class: ClassExited, phase: PhaseInitializing, message: []string{"memory cap of 200 MiB"}},
+	} {
+		t.Run(c.name, func(t *testing.T) { runHostile(t, c) })
+	}
+}
+
 // TestHostileVerifyRepeated is #13: Verify clicked over and over while
 // one runs joins that one. The rest of #13 is covered elsewhere: the
 // global limit by TestRunnerConcurrencyLimit, a changed configuration

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // AllowedEnv lists the variables of Switchboard's own environment that a
@@ -122,6 +124,8 @@ type processConfig struct {
 	// Grace is how long a process gets to exit after stdin closes, and
 	// again after SIGTERM, before the group is SIGKILLed.
 	Grace time.Duration
+	// MemoryBytes, if positive, is the child's RLIMIT_DATA.
+	MemoryBytes int64
 }
 
 // startProcess starts the command in a new process group. The returned
@@ -170,6 +174,14 @@ func startProcess(pc processConfig) (*process, error) {
 	inR.Close()
 	outW.Close()
 	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, err
+	}
+	if err := limit(cmd.Process.Pid, pc.MemoryBytes); err != nil {
+		// Fail closed: a server is never left running without its limits.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
 		inW.Close()
 		outR.Close()
 		return nil, err
@@ -244,6 +256,25 @@ func (p *process) stop(grace time.Duration) {
 		}
 		p.killEscapees()
 	})
+}
+
+// limit sets the resource limits of a just-started child: no core dumps
+// (a core file of a server would hold the secrets in its environment),
+// and data memory at most memory bytes if memory is positive. Go cannot
+// set limits between fork and exec, so they take effect microseconds
+// after the server's program starts: before it has read a byte from us,
+// and for every process it starts from then on.
+func limit(pid int, memory int64) error {
+	if err := unix.Prlimit(pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil); err != nil {
+		return fmt.Errorf("disable core dumps of pid %d: %w", pid, err)
+	}
+	if memory > 0 {
+		m := uint64(memory)
+		if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: m, Max: m}, nil); err != nil {
+			return fmt.Errorf("cap the memory of pid %d: %w", pid, err)
+		}
+	}
+	return nil
 }
 
 // escapees returns the live processes that belong to the server but are

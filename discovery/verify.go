@@ -52,6 +52,9 @@ type Target struct {
 	Cwd       string
 	URL       string
 	Headers   map[string]string
+	// MemoryBytes caps a stdio server's data memory (RLIMIT_DATA); 0 is
+	// no cap.
+	MemoryBytes int64
 }
 
 // secrets returns the values that must never be shown: env and header
@@ -250,6 +253,9 @@ func (v *Verifier) VerifyEarly(ctx context.Context, t Target, initTimeout time.D
 		}
 		exited, code := run.exited()
 		e := classify(err, run.phase, ctx, exited, code)
+		if e.Class == ClassExited && t.MemoryBytes > 0 {
+			e.Message += fmt.Sprintf(" (it ran under a memory cap of %d MiB: raise the cap if the server needs more)", t.MemoryBytes>>20)
+		}
 		if len(left) > 0 {
 			e.Message += "; " + leftWarning(left)
 		}
@@ -437,12 +443,13 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 	switch t.Transport {
 	case TransportStdio:
 		p, err := startProcess(processConfig{
-			Command:   t.Command,
-			Args:      t.Args,
-			Env:       childEnv(r.v.getenv, t.Env),
-			Dir:       t.Cwd,
-			StderrCap: r.limits.StderrBytes,
-			Grace:     r.limits.Grace,
+			Command:     t.Command,
+			Args:        t.Args,
+			Env:         childEnv(r.v.getenv, t.Env),
+			Dir:         t.Cwd,
+			StderrCap:   r.limits.StderrBytes,
+			Grace:       r.limits.Grace,
+			MemoryBytes: t.MemoryBytes,
 		})
 		if err != nil {
 			return nil, nil, spawnError(err, t.Command)

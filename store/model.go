@@ -51,20 +51,23 @@ const (
 // what it offers. Env and Headers values are secrets; they are stored here
 // and masked by every reader that shows them to a person or a program.
 type Server struct {
-	ID            string            `json:"id"`
-	Name          string            `json:"name"`
-	Transport     string            `json:"transport"`
-	Command       string            `json:"command,omitempty"`
-	Args          []string          `json:"args,omitempty"`
-	Env           map[string]string `json:"env,omitempty"`
-	Cwd           string            `json:"cwd,omitempty"`
-	URL           string            `json:"url,omitempty"`
-	Headers       map[string]string `json:"headers,omitempty"`
-	TimeoutMS     int               `json:"timeout_ms,omitempty"`
-	DefaultPolicy string            `json:"default_policy"`
-	Enabled       bool              `json:"enabled"`
-	CreatedAt     time.Time         `json:"created_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
+	ID        string            `json:"id"`
+	Name      string            `json:"name"`
+	Transport string            `json:"transport"`
+	Command   string            `json:"command,omitempty"`
+	Args      []string          `json:"args,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	Cwd       string            `json:"cwd,omitempty"`
+	URL       string            `json:"url,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	TimeoutMS int               `json:"timeout_ms,omitempty"`
+	// MemoryMB caps a stdio server's data memory (RLIMIT_DATA); 0 is no
+	// cap.
+	MemoryMB      int       `json:"memory_mb,omitempty"`
+	DefaultPolicy string    `json:"default_policy"`
+	Enabled       bool      `json:"enabled"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // ConfigHash returns the SHA-256 over everything that changes what the

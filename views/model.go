@@ -101,6 +101,7 @@ type ServerDetail struct {
 	HeaderKeys    []string
 	DefaultPolicy string
 	TimeoutMS     int
+	MemoryMB      int // 0: no cap
 	Instructions  string
 	Tools         []ToolItem
 }
@@ -139,6 +140,7 @@ type ServerForm struct {
 	URL           string
 	Headers       []KV
 	TimeoutMS     string
+	MemoryMB      string
 	DefaultPolicy string
 	Enabled       bool
 }

@@ -25,11 +25,12 @@ func TestAPIServersCRUD(t *testing.T) {
 	body := fixtureServer("crud")
 	body["env"] = map[string]string{"API_KEY": secret}
 	body["timeout_ms"] = 4000
+	body["memory_mb"] = 512
 	rec := e.api(http.MethodPost, "/api/v1/servers", body)
 	wantStatus(t, rec, http.StatusCreated)
 	got := decode(t, rec)
 	if got["id"] != "crud" || got["name"] != "Fixture crud" || got["transport"] != "stdio" || got["command"] != fixtureBin ||
-		got["default_policy"] != "ask" || got["enabled"] != true || got["timeout_ms"] != float64(4000) {
+		got["default_policy"] != "ask" || got["enabled"] != true || got["timeout_ms"] != float64(4000) || got["memory_mb"] != float64(512) {
 		t.Errorf("created = %v", got)
 	}
 	if env := got["env"].(map[string]any); len(env) != 1 || env["API_KEY"] != "********" {
@@ -46,15 +47,23 @@ func TestAPIServersCRUD(t *testing.T) {
 	// Invalid: one message per field.
 	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{
 		"id": "Bad Id", "transport": "stdio", "command": "", "timeout_ms": 5, "default_policy": "sometimes",
-		"env": map[string]string{"1X": "v"}, "cwd": "relative/dir",
+		"env": map[string]string{"1X": "v"}, "cwd": "relative/dir", "memory_mb": 8,
 	})
 	wantStatus(t, rec, http.StatusUnprocessableEntity)
 	m := decode(t, rec)
 	fields, _ := m["fields"].(map[string]any)
-	for _, f := range []string{"id", "command", "timeout_ms", "default_policy", "env", "cwd"} {
+	for _, f := range []string{"id", "command", "timeout_ms", "default_policy", "env", "cwd", "memory_mb"} {
 		if s, _ := fields[f].(string); s == "" {
 			t.Errorf("no message for field %s in %v", f, m)
 		}
+	}
+	// A memory cap is for processes Switchboard starts.
+	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{
+		"id": "remote-capped", "transport": "http", "url": "http://127.0.0.1:9/mcp", "memory_mb": 512,
+	})
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	if f := decode(t, rec)["fields"].(map[string]any); f["memory_mb"] != "A memory cap applies to stdio servers only." || len(f) != 1 {
+		t.Errorf("fields = %v, want only memory_mb", f)
 	}
 	if m["error"] == nil {
 		t.Error("422 without error")

@@ -90,6 +90,7 @@ func (s *Server) serverDetail(sum store.Summary, tools []store.ToolEntry) views.
 		HeaderKeys:    sortedKeys(srv.Headers),
 		DefaultPolicy: srv.DefaultPolicy,
 		TimeoutMS:     srv.TimeoutMS,
+		MemoryMB:      srv.MemoryMB,
 		Instructions:  sum.Discovery.Instructions,
 	}
 	for i, t := range tools {
@@ -154,6 +155,9 @@ func formFromServer(s store.Server) views.ServerForm {
 	if s.TimeoutMS > 0 {
 		f.TimeoutMS = strconv.Itoa(s.TimeoutMS)
 	}
+	if s.MemoryMB > 0 {
+		f.MemoryMB = strconv.Itoa(s.MemoryMB)
+	}
 	for _, k := range sortedKeys(s.Env) {
 		f.Env = append(f.Env, views.KV{Key: k, Set: true})
 	}
@@ -166,13 +170,14 @@ func formFromServer(s store.Server) views.ServerForm {
 // discoveryTarget is what the verifier needs to reach a server.
 func discoveryTarget(s store.Server) discovery.Target {
 	return discovery.Target{
-		Transport: s.Transport,
-		Command:   s.Command,
-		Args:      s.Args,
-		Env:       s.Env,
-		Cwd:       s.Cwd,
-		URL:       s.URL,
-		Headers:   s.Headers,
+		Transport:   s.Transport,
+		Command:     s.Command,
+		Args:        s.Args,
+		Env:         s.Env,
+		Cwd:         s.Cwd,
+		URL:         s.URL,
+		Headers:     s.Headers,
+		MemoryBytes: int64(s.MemoryMB) << 20,
 	}
 }
 
@@ -189,6 +194,7 @@ type serverJSON struct {
 	URL           string            `json:"url,omitempty"`
 	Headers       map[string]string `json:"headers,omitempty"`
 	TimeoutMS     int               `json:"timeout_ms,omitempty"`
+	MemoryMB      int               `json:"memory_mb,omitempty"`
 	DefaultPolicy string            `json:"default_policy"`
 	Enabled       *bool             `json:"enabled,omitempty"`
 	Discovery     *discoveryJSON    `json:"discovery,omitempty"`
@@ -241,7 +247,7 @@ func (s *Server) serverToJSON(sum store.Summary) serverJSON {
 	out := serverJSON{
 		ID: srv.ID, Name: srv.Name, Transport: srv.Transport, Command: srv.Command, Args: srv.Args,
 		Env: mask(srv.Env), Cwd: srv.Cwd, URL: srv.URL, Headers: mask(srv.Headers),
-		TimeoutMS: srv.TimeoutMS, DefaultPolicy: srv.DefaultPolicy, Enabled: &enabled,
+		TimeoutMS: srv.TimeoutMS, MemoryMB: srv.MemoryMB, DefaultPolicy: srv.DefaultPolicy, Enabled: &enabled,
 	}
 	dj := &discoveryJSON{
 		Status: d.Status, VerifiedAt: timePtr(d.VerifiedAt), LastAttemptAt: timePtr(d.LastAttemptAt),
@@ -265,6 +271,9 @@ func inputFromJSON(j serverJSON) serverInput {
 	}
 	if j.TimeoutMS != 0 {
 		in.TimeoutMS = strconv.Itoa(j.TimeoutMS)
+	}
+	if j.MemoryMB != 0 {
+		in.MemoryMB = strconv.Itoa(j.MemoryMB)
 	}
 	for _, k := range sortedKeys(j.Env) {
 		in.Env = append(in.Env, kv{k, j.Env[k]})

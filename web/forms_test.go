@@ -27,6 +27,7 @@ func TestFormValidationKeepsInput(t *testing.T) {
 		"env_key":    {"1X", "GOOD_KEY"},
 		"env_value":  {typedSecret, ""},
 		"timeout_ms": {"5"},
+		"memory_mb":  {"lots"},
 		"enabled":    {"on"},
 	})
 	wantStatus(t, rec, http.StatusUnprocessableEntity)
@@ -36,6 +37,7 @@ func TestFormValidationKeepsInput(t *testing.T) {
 		"command":    "Command is required",
 		"env":        `"1X"`,
 		"timeout_ms": "1000 to 120000",
+		"memory_mb":  "from 16 to 1048576",
 	} {
 		if got := testIDText(t, doc, "error-"+field); !strings.Contains(got, want) {
 			t.Errorf("error-%s = %q, want it to contain %q", field, got, want)
@@ -53,6 +55,7 @@ func TestFormValidationKeepsInput(t *testing.T) {
 		"id":         "Bad Id!",
 		"name":       "My <b>nice</b> server",
 		"timeout_ms": "5",
+		"memory_mb":  "lots",
 		"command":    "",
 		"args":       "--flag\nvalue with space",
 		"env_key":    "1X",

@@ -107,6 +107,7 @@ func formInput(c echo.Context) (serverInput, views.ServerForm, error) {
 		Cwd:           r.PostForm.Get("cwd"),
 		URL:           r.PostForm.Get("url"),
 		TimeoutMS:     r.PostForm.Get("timeout_ms"),
+		MemoryMB:      r.PostForm.Get("memory_mb"),
 		DefaultPolicy: r.PostForm.Get("default_policy"),
 		Enabled:       r.PostForm.Get("enabled") == "on",
 	}
@@ -120,7 +121,7 @@ func formInput(c echo.Context) (serverInput, views.ServerForm, error) {
 	in.Headers = formRows(r.PostForm["header_key"], r.PostForm["header_value"])
 	f := views.ServerForm{
 		ID: in.ID, Name: in.Name, Transport: in.Transport, Command: in.Command, Args: argsText,
-		Cwd: in.Cwd, URL: in.URL, TimeoutMS: in.TimeoutMS, DefaultPolicy: in.DefaultPolicy, Enabled: in.Enabled,
+		Cwd: in.Cwd, URL: in.URL, TimeoutMS: in.TimeoutMS, MemoryMB: in.MemoryMB, DefaultPolicy: in.DefaultPolicy, Enabled: in.Enabled,
 	}
 	// Secret values are write-only: a re-rendered form never carries them,
 	// and asks for the ones that were typed.

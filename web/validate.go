@@ -37,11 +37,19 @@ type serverInput struct {
 	URL           string
 	Headers       []kv
 	TimeoutMS     string
+	MemoryMB      string
 	DefaultPolicy string
 	Enabled       bool
 }
 
 type kv struct{ Key, Value string }
+
+// Bounds of a server's memory cap, in MiB: below 16 hardly any server
+// starts.
+const (
+	minMemoryMB = 16
+	maxMemoryMB = 1 << 20
+)
 
 // validate checks in and builds the server. old is the stored server when
 // editing (nil when adding): secret values left empty or masked keep the
@@ -82,6 +90,16 @@ func validate(in serverInput, old *store.Server) (store.Server, map[string]strin
 			errs["timeout_ms"] = "Timeout must be a whole number of milliseconds from 1000 to 120000."
 		}
 		s.TimeoutMS = n
+	}
+	if m := strings.TrimSpace(in.MemoryMB); m != "" {
+		n, err := strconv.Atoi(m)
+		switch {
+		case err != nil || n < minMemoryMB || n > maxMemoryMB:
+			errs["memory_mb"] = fmt.Sprintf("Memory cap must be a whole number of MiB from %d to %d, or empty for none.", minMemoryMB, maxMemoryMB)
+		case s.Transport != store.TransportStdio:
+			errs["memory_mb"] = "A memory cap applies to stdio servers only."
+		}
+		s.MemoryMB = n
 	}
 	var oldEnv, oldHeaders map[string]string
 	if old != nil {

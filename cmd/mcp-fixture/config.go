@@ -41,6 +41,7 @@ const (
 	modeFloodStderr     = "flood-stderr"
 	modeNoRead          = "no-read"
 	modeSleep           = "sleep"
+	modeAlloc           = "alloc"
 	modeDetach          = "detach"
 
 	// Framing and protocol.
@@ -108,6 +109,7 @@ var modes = map[string]modeInfo{
 	modeIgnoreSIGTERM:   {stdioOnly, "#10 ignore SIGTERM and the end of stdin, never answer"},
 	modeFloodStderr:     {stdioOnly, "#11 write -flood-bytes to stderr, then serve"},
 	modeNoRead:          {stdioOnly, "#12 never read stdin; send -requests ping requests, whose answers fill the pipe"},
+	modeAlloc:           {stdioOnly, "report the core and data limits on stderr, allocate -alloc-bytes, then serve"},
 	modeSleep:           {anyTransport, "helper of fork-child and setsid-child: do nothing until killed"},
 	modeDetach:          {anyTransport, "helper of daemonize: start a sleep child in a new session and exit"},
 
@@ -203,6 +205,8 @@ type config struct {
 	depth int
 	// refURL is what schema-refs' schema refers to.
 	refURL string
+	// allocBytes is how much alloc allocates.
+	allocBytes int64
 	// descriptionBytes pads injection's description to at least this
 	// length.
 	descriptionBytes int
@@ -280,6 +284,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&cfg.schemaBytes, "schema-bytes", cfg.schemaBytes, "size of the schema listed by -mode huge-schema")
 	fs.IntVar(&cfg.depth, "depth", cfg.depth, "nesting of the schema listed by -mode deep-schema")
 	fs.StringVar(&cfg.refURL, "ref-url", cfg.refURL, "URL the schema of -mode schema-refs refers to")
+	fs.Int64Var(&cfg.allocBytes, "alloc-bytes", cfg.allocBytes, "bytes allocated by -mode alloc")
 	fs.IntVar(&cfg.descriptionBytes, "description-bytes", cfg.descriptionBytes, "minimum length of the description listed by -mode injection")
 
 	fs.VisitAll(func(f *flag.Flag) {
@@ -356,7 +361,7 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid -page-size %d: must not be negative", c.pageSize)
 	}
 	if c.interval < 0 || c.bannerLines < 0 || c.lineBytes < 0 || c.floodBytes < 0 || c.requests < 0 ||
-		c.schemaBytes < 0 || c.depth < 0 || c.descriptionBytes < 0 {
+		c.schemaBytes < 0 || c.depth < 0 || c.descriptionBytes < 0 || c.allocBytes < 0 {
 		return errors.New("-interval, -banner-lines, -line-bytes, -flood-bytes, -requests, -schema-bytes, -depth and -description-bytes must not be negative")
 	}
 	if c.mode == modeHTTPStatus && (c.status < 400 || c.status > 599) {

@@ -138,6 +138,8 @@ func beforeServing(cfg config, stdin io.Reader, stdout, stderr io.Writer) error 
 		}
 	case modeFloodStderr:
 		return flood(stderr, cfg.floodBytes)
+	case modeAlloc:
+		return allocate(cfg.allocBytes, stderr)
 	case modeForkChild:
 		files, err := stdioFiles(stdin, stdout, stderr)
 		if err != nil {
@@ -183,6 +185,30 @@ func flood(w io.Writer, n int64) error {
 			return err
 		}
 		n -= int64(len(b))
+	}
+	return nil
+}
+
+// allocate implements -mode alloc: it reports its core and data limits on
+// stderr ("limits core=0 data=67108864", -1 for unlimited), then
+// allocates n bytes and touches every page, so that they count.
+func allocate(n int64, stderr io.Writer) error {
+	var core, data syscall.Rlimit
+	syscall.Getrlimit(syscall.RLIMIT_CORE, &core)
+	syscall.Getrlimit(syscall.RLIMIT_DATA, &data)
+	show := func(v uint64) int64 {
+		if v == ^uint64(0) { // RLIM_INFINITY
+			return -1
+		}
+		return int64(v)
+	}
+	fmt.Fprintf(stderr, "mcp-fixture: limits core=%d data=%d\n", show(core.Cur), show(data.Cur))
+	if n > 0 {
+		buf := make([]byte, n)
+		for i := 0; i < len(buf); i += 4096 {
+			buf[i] = 1
+		}
+		fmt.Fprintf(stderr, "mcp-fixture: allocated %d bytes\n", len(buf))
 	}
 	return nil
 }
