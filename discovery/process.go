@@ -109,6 +109,7 @@ type process struct {
 	stopOnce sync.Once
 
 	mu      sync.Mutex
+	looked  bool           // escapees has run: the server's family is on record
 	escaped map[int]uint64 // pid → start time of processes seen outside the group
 	killed  []int          // escapees stop killed
 	left    []int          // escapees stop could not kill
@@ -239,7 +240,12 @@ func (p *process) waitExit(d time.Duration) bool {
 // once the group is gone; see escapees.
 func (p *process) stop(grace time.Duration) {
 	p.stopOnce.Do(func() {
-		p.escapees()
+		p.mu.Lock()
+		looked := p.looked
+		p.mu.Unlock()
+		if !looked { // a caller that just looked (see VerifyEarly) saves a /proc scan
+			p.escapees()
+		}
 		p.stdin.Close()
 		p.stdout.Close()
 		if !p.waitExit(grace) {
@@ -289,6 +295,7 @@ func (p *process) escapees() []int {
 	pgid := p.pgid()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.looked = true
 	byPid := make(map[int]procStat, len(procs))
 	kids := map[int][]int{}
 	var roots []int
@@ -407,18 +414,24 @@ type procStat struct {
 }
 
 // scanProcs returns every live process (not zombies), read from /proc.
+// It runs several times per verification, so it reads each stat file
+// into one buffer with plain system calls rather than allocating per
+// process.
 func scanProcs() []procStat {
-	entries, err := os.ReadDir("/proc")
+	dir, err := os.Open("/proc")
 	if err != nil {
 		return nil
 	}
-	var out []procStat
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	names, _ := dir.Readdirnames(-1)
+	dir.Close()
+	out := make([]procStat, 0, len(names))
+	var buf [1024]byte
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
 		if err != nil {
 			continue
 		}
-		if ps, ok := readProcStat(pid); ok {
+		if ps, ok := statOf(pid, "/proc/"+name+"/stat", buf[:]); ok {
 			out = append(out, ps)
 		}
 	}
@@ -428,25 +441,58 @@ func scanProcs() []procStat {
 // readProcStat reads one process's stat; ok is false if it is gone or a
 // zombie.
 func readProcStat(pid int) (procStat, bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [1024]byte
+	return statOf(pid, "/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
+}
+
+// statOf reads and parses the stat file at path, using buf.
+func statOf(pid int, path string, buf []byte) (procStat, bool) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return procStat{}, false
 	}
-	// Fields after the command name, which is in parentheses and may
-	// contain spaces: state ppid pgrp ... with starttime the 20th.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
+	n, err := syscall.Read(fd, buf)
+	syscall.Close(fd)
+	if err != nil || n <= 0 {
+		return procStat{}, false
+	}
+	return parseStat(pid, buf[:n])
+}
+
+// parseStat parses /proc/<pid>/stat: after the command name, which is in
+// parentheses and may contain anything, come state ppid pgrp ... with
+// starttime the 20th field.
+func parseStat(pid int, data []byte) (procStat, bool) {
+	i := bytes.LastIndexByte(data, ')')
 	if i < 0 {
 		return procStat{}, false
 	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
-		return procStat{}, false
-	}
 	ps := procStat{pid: pid}
-	ps.ppid, _ = strconv.Atoi(f[1])
-	ps.pgrp, _ = strconv.Atoi(f[2])
-	ps.start, _ = strconv.ParseUint(f[19], 10, 64)
+	field := 0
+	for rest := data[i+1:]; field < 20; field++ {
+		rest = bytes.TrimLeft(rest, " ")
+		end := bytes.IndexByte(rest, ' ')
+		if end < 0 {
+			end = len(rest)
+		}
+		f := rest[:end]
+		rest = rest[end:]
+		switch field {
+		case 0:
+			if len(f) == 0 || f[0] == 'Z' || f[0] == 'X' {
+				return procStat{}, false
+			}
+		case 1:
+			ps.ppid, _ = strconv.Atoi(string(f))
+		case 2:
+			ps.pgrp, _ = strconv.Atoi(string(f))
+		case 19:
+			if len(f) == 0 {
+				return procStat{}, false
+			}
+			ps.start, _ = strconv.ParseUint(string(bytes.TrimSpace(f)), 10, 64)
+		}
+	}
 	return ps, true
 }
 

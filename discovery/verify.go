@@ -429,7 +429,8 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 	res.StderrTail = redact(r.stderr(), r.target.secrets())
 	// Before the deferred cleanup stops the server. A server with
 	// processes outside its group is reported after the stop instead,
-	// with what became of them.
+	// with what became of them. This look at the server's processes is
+	// also the one stop takes before anything exits.
 	if r.early != nil && (r.proc == nil || len(r.proc.escapees()) == 0) {
 		r.early(res)
 	}
