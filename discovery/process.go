@@ -103,6 +103,9 @@ type process struct {
 	// startTicks is the child's start time in clock ticks after boot;
 	// only processes started since can carry its marker.
 	startTicks uint64
+	// startForks is the kernel's count of processes created since boot,
+	// read just after the child started (0 if unknown); see newSince.
+	startForks uint64
 
 	waitDone chan struct{} // closed once cmd.Wait has returned
 	waitErr  error
@@ -192,6 +195,7 @@ func startProcess(pc processConfig) (*process, error) {
 	if ps, ok := readProcStat(cmd.Process.Pid); ok {
 		p.startTicks = ps.start
 	}
+	p.startForks, _ = forkCount()
 	go func() {
 		p.waitErr = cmd.Wait()
 		// The server is gone. Whatever is left of its group (e.g. a
@@ -291,8 +295,8 @@ func limit(pid int, memory int64) error {
 // time, so one seen once is found again after it is reparented, and a
 // reused pid is never taken for it.
 func (p *process) escapees() []int {
-	procs := scanProcs()
 	pgid := p.pgid()
+	procs := scanProcs(p.newSince)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.looked = true
@@ -399,7 +403,7 @@ func GroupMembers(pgid int) []int {
 // parent pid and process group match, read from /proc.
 func LiveProcesses(match func(ppid, pgrp int) bool) []int {
 	var pids []int
-	for _, ps := range scanProcs() {
+	for _, ps := range scanProcs(nil) {
 		if match(ps.ppid, ps.pgrp) {
 			pids = append(pids, ps.pid)
 		}
@@ -413,22 +417,27 @@ type procStat struct {
 	start           uint64 // clock ticks after boot
 }
 
-// scanProcs returns every live process (not zombies), read from /proc.
-// It runs several times per verification, so it reads each stat file
-// into one buffer with plain system calls rather than allocating per
-// process.
-func scanProcs() []procStat {
+// scanProcs returns the live processes (not zombies), read from /proc:
+// all of them, or with a non-nil from, those whose pid is at least
+// from(number of processes). It runs twice per verification, so it reads
+// each stat file into one buffer with plain system calls rather than
+// allocating per process.
+func scanProcs(from func(live int) int) []procStat {
 	dir, err := os.Open("/proc")
 	if err != nil {
 		return nil
 	}
 	names, _ := dir.Readdirnames(-1)
 	dir.Close()
+	lowest := 0
+	if from != nil {
+		lowest = from(len(names))
+	}
 	out := make([]procStat, 0, len(names))
 	var buf [1024]byte
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
-		if err != nil {
+		if err != nil || pid < lowest {
 			continue
 		}
 		if ps, ok := statOf(pid, "/proc/"+name+"/stat", buf[:]); ok {
@@ -437,6 +446,74 @@ func scanProcs() []procStat {
 	}
 	return out
 }
+
+// newSince returns the lowest pid a process started since the server can
+// have, given about how many processes exist: the server's own pid, as
+// long as the kernel's pid cursor cannot have come round to lower pids
+// since; otherwise 0 (look at every process). Pids are handed out in
+// increasing order and wrap at pid_max, skipping pids in use. The cursor
+// is past the server's pid, and no more processes were created since
+// than it takes to go all the way round (pid_max, less the pids in use
+// and the ones below 300 the kernel never reuses, less a margin for the
+// processes created before startForks was read), so nothing newer can
+// sit below it.
+func (p *process) newSince(live int) int {
+	pid := p.pgid()
+	last, ok1 := lastPid()
+	forks, ok2 := forkCount()
+	if !ok1 || !ok2 || p.startForks == 0 || last < pid || forks < p.startForks {
+		return 0
+	}
+	if forks-p.startForks+uint64(live)+300+1000 >= uint64(pidMax()) {
+		return 0
+	}
+	return pid
+}
+
+// forkCount returns the number of processes created since boot, from the
+// "processes" line of /proc/stat.
+func forkCount() (uint64, bool) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	_, rest, ok := bytes.Cut(data, []byte("\nprocesses "))
+	if !ok {
+		return 0, false
+	}
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	n, err := strconv.ParseUint(string(line), 10, 64)
+	return n, err == nil
+}
+
+// lastPid returns the pid the kernel handed out last in this pid
+// namespace, the last field of /proc/loadavg.
+func lastPid() (int, bool) {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := bytes.Fields(data)
+	if len(f) != 5 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(f[4]))
+	return n, err == nil
+}
+
+// pidMax is the kernel's pid_max (the smallest it can be, when unknown,
+// so that the pid space counts as small).
+var pidMax = sync.OnceValue(func() int {
+	data, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(string(bytes.TrimSpace(data)))
+	if err != nil {
+		return 0
+	}
+	return n
+})
 
 // readProcStat reads one process's stat; ok is false if it is gone or a
 // zombie.

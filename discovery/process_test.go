@@ -288,3 +288,48 @@ func TestRedact(t *testing.T) {
 		t.Errorf("redact = %q", got)
 	}
 }
+
+// TestNewSince checks the window of pids an escapee scan looks at: from
+// the server's pid while nothing can have wrapped, everything otherwise;
+// and that a scan with the window sees what a full scan sees among the
+// server's processes.
+func TestNewSince(t *testing.T) {
+	p, err := startProcess(processConfig{Command: "sh", Args: []string{"-c", "sleep 30 & sleep 30 & cat"},
+		Env: childEnv(os.Getenv, nil), StderrCap: 1024, Grace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.stop(100 * time.Millisecond)
+	pid := p.pgid()
+	if got := p.newSince(100); got != pid {
+		t.Errorf("newSince(100) = %d just after start; want the server's pid %d", got, pid)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(GroupMembers(pid)) < 4 && time.Now().Before(deadline) { // sh, two sleeps, cat
+		time.Sleep(5 * time.Millisecond)
+	}
+	members := func(procs []procStat) []int {
+		var out []int
+		for _, ps := range procs {
+			if ps.pgrp == pid {
+				out = append(out, ps.pid)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	if all, window := members(scanProcs(nil)), members(scanProcs(p.newSince)); len(all) != 4 || !slices.Equal(all, window) {
+		t.Errorf("group members: %v in a full scan, %v in the window; want the same 4", all, window)
+	}
+
+	forks := p.startForks
+	p.startForks = forks - uint64(pidMax()) // as if the pid space went round since
+	if got := p.newSince(100); got != 0 {
+		t.Errorf("newSince after pid_max forks = %d; want 0 (all)", got)
+	}
+	p.startForks = 0 // the count could not be read at start
+	if got := p.newSince(100); got != 0 {
+		t.Errorf("newSince without a start count = %d; want 0 (all)", got)
+	}
+	p.startForks = forks
+}

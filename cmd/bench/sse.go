@@ -356,7 +356,7 @@ func (f *fanout) stalledBlock(ctx context.Context, rn *renamer, prefix string, n
 	if err != nil {
 		return nil, 0, err
 	}
-	held, err := st.queued()
+	held, _, err := st.queued()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -437,11 +437,12 @@ func openStalled(ctx context.Context, a *app) (*stalledConn, error) {
 
 // settled reports whether the dashboard has written all it can to the
 // connection: what the kernel holds for it has stayed the same for
-// settleFor.
+// settleFor, or the dashboard gave up on the connection (a write to it
+// timed out: web.StreamWriteTimeout), which a slow run can reach.
 func (s *stalledConn) settled() (bool, error) {
-	q, err := s.queued()
-	if err != nil {
-		return false, err
+	q, gone, err := s.queued()
+	if err != nil || gone {
+		return gone, err
 	}
 	if q == 0 || q != s.last {
 		s.last, s.since = q, time.Now()
@@ -453,18 +454,20 @@ func (s *stalledConn) settled() (bool, error) {
 // queued returns the bytes the kernel holds for the connection: on the
 // dashboard's end, written but not acknowledged, and on ours, received
 // but not read. While it stays the same the dashboard writes nothing.
-func (s *stalledConn) queued() (int64, error) {
+// gone reports that the connection is no longer there: the dashboard
+// reset it.
+func (s *stalledConn) queued() (held int64, gone bool, err error) {
 	data, err := os.ReadFile("/proc/self/net/tcp")
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	local, err := procAddr(s.conn.LocalAddr())
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	remote, err := procAddr(s.conn.RemoteAddr())
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	var total int64
 	found := 0
@@ -485,15 +488,15 @@ func (s *stalledConn) queued() (int64, error) {
 		}
 		n, err := strconv.ParseInt(q, 16, 64)
 		if err != nil {
-			return 0, fmt.Errorf("/proc/self/net/tcp: %q: %w", line, err)
+			return 0, false, fmt.Errorf("/proc/self/net/tcp: %q: %w", line, err)
 		}
 		total += n
 		found++
 	}
-	if found != 2 {
-		return 0, fmt.Errorf("the stalled connection %s is not in /proc/self/net/tcp", local)
+	if found < 2 { // one end or both reset
+		return 0, true, nil
 	}
-	return total, nil
+	return total, false, nil
 }
 
 // procAddr formats a TCP address as /proc/net/tcp does: the IPv4 address
