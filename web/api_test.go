@@ -304,6 +304,25 @@ func TestAPIVerifyAndTools(t *testing.T) {
 		t.Errorf("If-None-Match with a list holding the weak ETag: %d, want 304", code)
 	}
 
+	// One server's tools are cached the same way.
+	serverTools := func(inm string) (int, string) {
+		r := newRequest(http.MethodGet, "/api/v1/servers/vt/tools", nil)
+		r.Header.Set("Authorization", "Bearer "+testToken)
+		if inm != "" {
+			r.Header.Set("If-None-Match", inm)
+		}
+		rec := e.serve(r)
+		return rec.Code, rec.Header().Get("ETag")
+	}
+	code0, serverETag := serverTools("")
+	if code0 != http.StatusOK || serverETag == "" {
+		t.Fatalf("GET server tools: %d, ETag %q", code0, serverETag)
+	}
+	if code, _ := serverTools(serverETag); code != http.StatusNotModified {
+		t.Errorf("server tools with If-None-Match: %d, want 304", code)
+	}
+	wantStatus(t, e.api(http.MethodGet, "/api/v1/servers/nope/tools", nil), http.StatusNotFound)
+
 	// Policy.
 	setPolicy := func(tool string, body any) *httptest.ResponseRecorder {
 		return e.api(http.MethodPut, "/api/v1/servers/vt/tools/"+tool+"/policy", body)
@@ -319,7 +338,10 @@ func TestAPIVerifyAndTools(t *testing.T) {
 	wantStatus(t, setPolicy("no_such_tool", map[string]string{"policy": "deny"}), http.StatusNotFound)
 	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/nope/tools/tool_002/policy", map[string]string{"policy": "deny"}), http.StatusNotFound)
 
-	// The cached catalog follows the change.
+	// The cached bodies follow the change.
+	if code, etag := serverTools(serverETag); code != http.StatusOK || etag == serverETag {
+		t.Errorf("server tools after a policy change: %d, ETag %q (was %q)", code, etag, serverETag)
+	}
 	code, etag2, all := catalog(etag)
 	if code != http.StatusOK || etag2 == etag {
 		t.Errorf("after a policy change: %d, ETag %q (was %q)", code, etag2, etag)

@@ -66,7 +66,7 @@ type Server struct {
 	// last fragment a tab gets is never older than one before it.
 	pubMu sync.Mutex
 
-	catalog catalogCache
+	bodies bodyCache // JSON of the catalog and of each server's tools
 }
 
 // New builds the application. hub must be the one the store reports its

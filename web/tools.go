@@ -51,17 +51,25 @@ func (s *Server) handleSetPolicyForm(c echo.Context) error {
 
 var rowKeyPattern = regexp.MustCompile(`^[0-9]{1,6}$`)
 
-// handleAPIServerTools serves GET /api/v1/servers/:id/tools.
+// handleAPIServerTools serves GET /api/v1/servers/:id/tools, rendered
+// once per store revision like the catalog, with the same ETag handling.
 func (s *Server) handleAPIServerTools(c echo.Context) error {
-	tools, err := s.store.Tools(c.Param("id"))
-	if err != nil {
-		return notFound(err)
-	}
-	out := make([]toolJSON, 0, len(tools))
-	for _, t := range tools {
-		out = append(out, toolToJSON(t))
-	}
-	return c.JSON(http.StatusOK, map[string]any{"tools": out})
+	id := c.Param("id")
+	return s.serveCached(c, id, func(buf *bytes.Buffer) (string, error) {
+		rev := s.store.Revision() // before the read: the body is at least this new
+		tools, err := s.store.Tools(id)
+		if err != nil {
+			return "", notFound(err)
+		}
+		w := toolsWriter{buf: buf}
+		for _, t := range tools {
+			if err := w.add(t); err != nil {
+				return "", err
+			}
+		}
+		w.end()
+		return rev, nil
+	})
 }
 
 // handleAPISetPolicy serves PUT /api/v1/servers/:id/tools/:name/policy
@@ -99,9 +107,23 @@ func (s *Server) handleAPISetPolicy(c echo.Context) error {
 // body is rendered once per store revision and served from memory until
 // the store changes. Its ETag is a hash of the body, so a change that
 // leaves the catalog as it was (a re-verify that found the same tools)
-// still answers a client's If-None-Match with a 304.
+// still answers a client's If-None-Match with a 304. The whole catalog
+// streams tool by tool into a buffer sized like the last body, so that
+// neither the decoded catalog nor growing copies of it are ever held at
+// once (they would stay in the process as heap long after).
 func (s *Server) handleAPICatalog(c echo.Context) error {
-	body, etag, err := s.catalog.get(s.store)
+	return s.serveCached(c, catalogKey, func(buf *bytes.Buffer) (string, error) {
+		w := toolsWriter{buf: buf}
+		rev, err := s.store.ForEachTool(w.add)
+		w.end()
+		return rev, err
+	})
+}
+
+// serveCached answers with the body cached under key, rendering it with
+// render when the store changed since, and honours If-None-Match.
+func (s *Server) serveCached(c echo.Context, key string, render func(*bytes.Buffer) (revision string, err error)) error {
+	body, etag, err := s.bodies.get(s.store, key, render)
 	if err != nil {
 		return err
 	}
@@ -112,49 +134,92 @@ func (s *Server) handleAPICatalog(c echo.Context) error {
 	return c.JSONBlob(http.StatusOK, body)
 }
 
-// catalogCache holds the catalog JSON of one store revision.
-type catalogCache struct {
+// toolsWriter writes {"tools":[...]} one tool at a time.
+type toolsWriter struct {
+	buf *bytes.Buffer
+	n   int
+}
+
+func (w *toolsWriter) add(e store.ToolEntry) error {
+	data, err := json.Marshal(toolToJSON(e))
+	if err != nil {
+		return err
+	}
+	if w.n == 0 {
+		w.buf.WriteString(`{"tools":[`)
+	} else {
+		w.buf.WriteByte(',')
+	}
+	w.n++
+	w.buf.Write(data)
+	return nil
+}
+
+func (w *toolsWriter) end() {
+	if w.n == 0 {
+		w.buf.WriteString(`{"tools":[`)
+	}
+	w.buf.WriteString("]}")
+}
+
+// catalogKey is the catalog's key in a bodyCache; server ids are never
+// empty.
+const catalogKey = ""
+
+// bodyCache holds JSON bodies, each as rendered at one store revision:
+// the catalog, and each server's tools under the server's id.
+type bodyCache struct {
+	mu      sync.Mutex
+	entries map[string]*cachedBody
+}
+
+// cachedBody is one body; its mutex makes concurrent callers of a stale
+// entry wait for one rendering.
+type cachedBody struct {
 	mu   sync.Mutex
 	rev  string
 	body []byte
 	etag string
 }
 
-// get returns the catalog at the store's current revision (or a newer
-// one), rendering it only when the store changed since the last call.
-// Concurrent callers of a stale cache wait for one rendering, which
-// streams tool by tool into a buffer sized like the last body, so that
-// neither the decoded catalog nor growing copies of it are ever held at
-// once (they would stay in the process as heap long after).
-func (cc *catalogCache) get(st Store) (body []byte, etag string, err error) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.body != nil && cc.rev == st.Revision() {
-		return cc.body, cc.etag, nil
+// get returns the body under key at the store's current revision (or a
+// newer one), rendering it only when the store changed since the last
+// call. render writes the body and returns the revision it read; its
+// buffer starts sized like the last body. An entry whose rendering fails
+// (a server that does not exist) is dropped, so that requests for made-up
+// ids cannot grow the cache.
+func (bc *bodyCache) get(st Store, key string, render func(*bytes.Buffer) (string, error)) (body []byte, etag string, err error) {
+	bc.mu.Lock()
+	if bc.entries == nil {
+		bc.entries = map[string]*cachedBody{}
+	}
+	e := bc.entries[key]
+	if e == nil {
+		e = &cachedBody{}
+		bc.entries[key] = e
+	}
+	bc.mu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.body != nil && e.rev == st.Revision() {
+		return e.body, e.etag, nil
 	}
 	var buf bytes.Buffer
-	buf.Grow(len(cc.body) + len(cc.body)/8 + 64)
-	buf.WriteString(`{"tools":[`)
-	n := 0
-	rev, err := st.ForEachTool(func(e store.ToolEntry) error {
-		data, err := json.Marshal(toolToJSON(e))
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			buf.WriteByte(',')
-		}
-		n++
-		buf.Write(data)
-		return nil
-	})
+	buf.Grow(len(e.body) + len(e.body)/8 + 64)
+	rev, err := render(&buf)
 	if err != nil {
+		bc.mu.Lock()
+		if bc.entries[key] == e {
+			delete(bc.entries, key)
+		}
+		bc.mu.Unlock()
+		e.body = nil
 		return nil, "", err
 	}
-	buf.WriteString("]}")
 	sum := sha256.Sum256(buf.Bytes())
-	cc.rev, cc.body, cc.etag = rev, buf.Bytes(), `"`+hex.EncodeToString(sum[:16])+`"`
-	return cc.body, cc.etag, nil
+	e.rev, e.body, e.etag = rev, buf.Bytes(), `"`+hex.EncodeToString(sum[:16])+`"`
+	return e.body, e.etag, nil
 }
 
 // etagMatch reports whether an If-None-Match header names etag (weak
