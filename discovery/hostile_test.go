@@ -302,6 +302,37 @@ func TestHostileProcess(t *testing.T) {
 	}
 }
 
+// TestEscapeeThatCannotBeKilled is #9 where the kernel refuses the kill
+// (a process of another user, say): Verify still returns, and says which
+// processes were left behind. The refusal is simulated; the test kills
+// the process itself afterwards.
+func TestEscapeeThatCannotBeKilled(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	target, pidfile := withPidfile(t, fixtureTarget("daemonize", "-tools", "2"))
+	v := NewVerifier(Limits{}, nil)
+	v.killEscapee = func(int, syscall.Signal) error { return syscall.EPERM }
+	start := time.Now()
+	res, err := v.Verify(context.Background(), target, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(start)
+	assertGroupGone(t, readPid(t, pidfile))
+	pid := reportedPid(t, res.StderrTail, "background process pid")
+	killAtEnd(t, pid)
+	if syscall.Kill(pid, 0) != nil {
+		t.Fatalf("pid %d is gone: the refusal was not simulated", pid)
+	}
+	want := "left background processes: pid " + strconv.Itoa(pid) + " (outside the server's process group, and they could not be killed)"
+	if !slices.Contains(res.Warnings, want) {
+		t.Errorf("warnings %q, want %q", res.Warnings, want)
+	}
+	if len(res.Tools) != 2 || d > 3*time.Second {
+		t.Errorf("%d tools in %v; want 2, within the stop's bound", len(res.Tools), d)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+}
+
 // TestSandboxLimits checks the resource limits a stdio server runs
 // under: never core dumps, and the optional memory cap, which a server
 // that needs more than it allows runs into. The test process's own core

@@ -111,6 +111,8 @@ type process struct {
 	waitErr  error
 	stopOnce sync.Once
 
+	killEscapee func(pid int, sig syscall.Signal) error
+
 	mu      sync.Mutex
 	looked  bool           // escapees has run: the server's family is on record
 	escaped map[int]uint64 // pid → start time of processes seen outside the group
@@ -130,6 +132,9 @@ type processConfig struct {
 	Grace time.Duration
 	// MemoryBytes, if positive, is the child's RLIMIT_DATA.
 	MemoryBytes int64
+	// KillEscapee signals a process that left the group; nil is
+	// syscall.Kill. Tests use it to stand for a kernel that refuses.
+	KillEscapee func(pid int, sig syscall.Signal) error
 }
 
 // startProcess starts the command in a new process group. The returned
@@ -168,7 +173,10 @@ func startProcess(pc processConfig) (*process, error) {
 	cmd.Stdin = inR
 	cmd.Stdout = outW
 	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: newTail(pc.StderrCap), marker: append([]byte(marker), 0),
-		waitDone: make(chan struct{}), escaped: map[int]uint64{}}
+		waitDone: make(chan struct{}), escaped: map[int]uint64{}, killEscapee: pc.KillEscapee}
+	if p.killEscapee == nil {
+		p.killEscapee = syscall.Kill
+	}
 	cmd.Stderr = p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// WaitDelay bounds how long Wait waits for the stderr copy after the
@@ -346,7 +354,7 @@ func (p *process) killEscapees() {
 		esc := p.escapees()
 		refused := 0
 		for _, pid := range esc {
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			if err := p.killEscapee(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 				refused++
 			} else {
 				killed[pid] = true

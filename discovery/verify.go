@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -203,6 +204,9 @@ type Result struct {
 type Verifier struct {
 	limits Limits
 	getenv func(string) string
+	// killEscapee, if set, replaces syscall.Kill for processes that left
+	// a server's group (tests).
+	killEscapee func(pid int, sig syscall.Signal) error
 }
 
 // NewVerifier returns a Verifier. getenv is read for the variables in
@@ -451,6 +455,7 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 			StderrCap:   r.limits.StderrBytes,
 			Grace:       r.limits.Grace,
 			MemoryBytes: t.MemoryBytes,
+			KillEscapee: r.v.killEscapee,
 		})
 		if err != nil {
 			return nil, nil, spawnError(err, t.Command)
