@@ -266,6 +266,40 @@ func TestVerifyFailureExitsOneWithClass(t *testing.T) {
 	}
 }
 
+// TestVerifyLimits checks that -limit reaches the verification: a
+// server over the tools limit fails with too_large, naming it.
+func TestVerifyLimits(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"verify", "--json", "--limit", "tools=3", "--limit", "message=1MiB", "--", fixture, "-tools", "25"},
+		os.Getenv, nil, &stdout, &stderr)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 1 {
+		t.Fatalf("verify with -limit tools=3 = %v; want exit code 1", err)
+	}
+	var out verifyOutput
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Error == nil || out.Error.Class != "too_large" || !strings.Contains(out.Error.Message, "more than 3 tools") {
+		t.Fatalf("error = %+v; want too_large, more than 3 tools", out.Error)
+	}
+}
+
+func TestServeLimitsFromEnvironment(t *testing.T) {
+	cfg, err := parseServeFlags([]string{"-limit", "pages=7"}, env(map[string]string{"SWITCHBOARD_LIMITS": "tools=3, schema=128KiB"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := cfg.Limits; l.MaxTools != 3 || l.SchemaBytes != 128<<10 || l.MaxPages != 7 {
+		t.Errorf("Limits = %+v; want tools 3, schema 128 KiB, pages 7", l)
+	}
+	_, err = parseServeFlags(nil, env(map[string]string{"SWITCHBOARD_LIMITS": "tools=3,nope=1"}), io.Discard)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), `unknown limit "nope"`) {
+		t.Errorf("SWITCHBOARD_LIMITS with an unknown name: %v; want a usage error naming it", err)
+	}
+}
+
 func TestVerifyUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -275,6 +309,9 @@ func TestVerifyUsageErrors(t *testing.T) {
 		{"bad flag", []string{"verify", "--nope"}},
 		{"bad transport", []string{"verify", "--transport", "ftp", "http://127.0.0.1:1/mcp"}},
 		{"bad env", []string{"verify", "--env", "NOEQUALS", "--", "true"}},
+		{"unknown limit", []string{"verify", "--limit", "bogus=1", "--", "true"}},
+		{"bad limit value", []string{"verify", "--limit", "tools=many", "--", "true"}},
+		{"limit without value", []string{"verify", "--limit", "tools", "--", "true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -32,6 +32,7 @@ type serveConfig struct {
 	Concurrency        int
 	AllowedHosts       []string
 	DangerouslyBindAll bool
+	Limits             discovery.Limits // zero fields: the defaults
 }
 
 func defaultDBPath(getenv func(string) string) string {
@@ -65,6 +66,13 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if v := getenv("SWITCHBOARD_ALLOWED_HOSTS"); v != "" {
 		cfg.AllowedHosts = strings.Split(v, ",")
 	}
+	if v := getenv("SWITCHBOARD_LIMITS"); v != "" {
+		for _, kv := range strings.Split(v, ",") {
+			if err := setLimit(&cfg.Limits, kv); err != nil {
+				return cfg, usageError("SWITCHBOARD_LIMITS: %v", err)
+			}
+		}
+	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (env SWITCHBOARD_ADDR)")
@@ -74,6 +82,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		cfg.AllowedHosts = append(cfg.AllowedHosts, v)
 		return nil
 	})
+	limitFlag(fs, &cfg.Limits, " (env SWITCHBOARD_LIMITS, comma-separated)")
 	fs.BoolVar(&cfg.DangerouslyBindAll, "dangerously-bind-all", false, "allow listening on all interfaces (anyone who can reach the port can try to start commands)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -91,6 +100,23 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// limitFlag adds the repeatable -limit NAME=VALUE flag, which sets one of
+// the verification limits.
+func limitFlag(fs *flag.FlagSet, l *discovery.Limits, envNote string) {
+	fs.Func("limit", "NAME=VALUE sets a verification limit, repeatable"+envNote+"; the names:\n"+discovery.LimitNames(), func(v string) error {
+		return setLimit(l, v)
+	})
+}
+
+// setLimit applies one NAME=VALUE.
+func setLimit(l *discovery.Limits, kv string) error {
+	name, value, ok := strings.Cut(strings.TrimSpace(kv), "=")
+	if !ok {
+		return fmt.Errorf("want NAME=VALUE, got %q", kv)
+	}
+	return l.Set(name, value)
 }
 
 // checkBind refuses wildcard addresses unless explicitly allowed.
@@ -148,7 +174,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		AllowedHosts: cfg.AllowedHosts,
 		Concurrency:  cfg.Concurrency,
 		Logger:       log,
-	}, db, discovery.NewVerifier(discovery.Limits{}, getenv), hub)
+	}, db, discovery.NewVerifier(cfg.Limits, getenv), hub)
 	srv := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

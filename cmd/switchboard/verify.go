@@ -57,7 +57,9 @@ func verify(ctx context.Context, args []string, getenv func(string) string, stdo
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	transport := fs.String("transport", "", "for a URL: http (Streamable HTTP, default) or sse")
-	timeout := fs.Duration("timeout", 30*time.Second, "deadline for start + initialize, and again for listing tools")
+	timeout := fs.Duration("timeout", 30*time.Second, "deadline for start + initialize, and again for listing tools (-limit init and list win)")
+	var limits discovery.Limits
+	limitFlag(fs, &limits, "")
 	env := map[string]string{}
 	fs.Func("env", "NAME=VALUE for a stdio server's environment, repeatable", func(v string) error {
 		k, val, ok := strings.Cut(v, "=")
@@ -101,7 +103,13 @@ func verify(ctx context.Context, args []string, getenv func(string) string, stdo
 		}
 	}
 
-	v := discovery.NewVerifier(discovery.Limits{InitTimeout: *timeout, ListTimeout: *timeout}, getenv)
+	if limits.InitTimeout == 0 {
+		limits.InitTimeout = *timeout
+	}
+	if limits.ListTimeout == 0 {
+		limits.ListTimeout = *timeout
+	}
+	v := discovery.NewVerifier(limits, getenv)
 	start := time.Now()
 	res, err := v.Verify(ctx, t, 0, nil)
 	out := verifyOutput{OK: err == nil, Transport: t.Transport, Target: t.URL, Tools: []json.RawMessage{}, Timings: []timing{}}
