@@ -68,6 +68,51 @@ type Server struct {
 	Enabled       bool      `json:"enabled"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
+	// LaunchConfirmed is the LaunchHash a person last confirmed (see
+	// DB.ConfirmLaunch). The store keeps it across updates; callers never
+	// set it.
+	LaunchConfirmed string `json:"launch_confirmed,omitempty"`
+}
+
+// LaunchHash returns the SHA-256 over what a person must see and confirm
+// before Switchboard first starts or contacts the server: for a stdio
+// server the transport, command, args, env keys (not values: they are
+// secrets, and a rotated key needs no new confirmation) and cwd; for a
+// remote one the transport and URL.
+func (s Server) LaunchHash() string {
+	h := sha256.New()
+	field := hashField(h)
+	field(s.Transport)
+	if s.Transport != TransportStdio {
+		field(s.URL)
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	field(s.Command)
+	field(strconv.Itoa(len(s.Args)))
+	for _, a := range s.Args {
+		field(a)
+	}
+	keys := sortedKeys(s.Env)
+	field(strconv.Itoa(len(keys)))
+	for _, k := range keys {
+		field(k)
+	}
+	field(s.Cwd)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// LaunchConfirmedNow reports whether a person confirmed the server's
+// current launch configuration.
+func (s Server) LaunchConfirmedNow() bool { return s.LaunchConfirmed == s.LaunchHash() }
+
+// hashField returns a function writing one length-prefixed field to h, so
+// that no two different field lists hash alike.
+func hashField(h io.Writer) func(string) {
+	return func(v string) {
+		io.WriteString(h, strconv.Itoa(len(v)))
+		io.WriteString(h, ":")
+		io.WriteString(h, v)
+	}
 }
 
 // ConfigHash returns the SHA-256 over everything that changes what the
@@ -76,11 +121,7 @@ type Server struct {
 // change it.
 func (s Server) ConfigHash() string {
 	h := sha256.New()
-	field := func(v string) {
-		io.WriteString(h, strconv.Itoa(len(v)))
-		io.WriteString(h, ":")
-		io.WriteString(h, v)
-	}
+	field := hashField(h)
 	secrets := func(m map[string]string) {
 		field(strconv.Itoa(len(m)))
 		for _, k := range sortedKeys(m) {

@@ -54,6 +54,7 @@ var (
 	ErrInUse         = errors.New("store: database is in use")
 	ErrDamaged       = errors.New("store: database file is damaged or not a switchboard database")
 	ErrConfigChanged = errors.New("store: server configuration changed while verifying; result discarded")
+	ErrLaunchChanged = errors.New("store: the server's command or URL changed since it was shown for confirmation")
 )
 
 // DefaultOpenTimeout is how long Open waits for the file lock.
@@ -70,6 +71,12 @@ type Options struct {
 	// only: a crash of the machine (not just of the process) can then
 	// lose acknowledged changes or damage the file.
 	NoSync bool
+	// PrivateDir says the file's directory holds only Switchboard's files
+	// (the default location), so Open may tighten it to 0700.
+	PrivateDir bool
+	// Warn, if set, hears about permissions Open repaired or could not
+	// repair (see securePermissions).
+	Warn func(msg string)
 }
 
 // DB is an open Switchboard store. It is safe for concurrent use.
@@ -93,13 +100,19 @@ type DB struct {
 // it is never repaired or re-initialised. After a run that ended without
 // Close, or when the file's size does not match its header, the whole
 // file is checked first, in a child process (see RunChildCheckIfAsked);
-// otherwise Open reads only what it needs, so start-up stays fast.
+// otherwise Open reads only what it needs, so start-up stays fast. The
+// file is kept 0600 and a private directory 0700 (see securePermissions).
 func Open(path string, opts Options) (*DB, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultOpenTimeout
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), dirPerm); err != nil {
 		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
+	}
+	for _, note := range securePermissions(path, opts.PrivateDir) {
+		if opts.Warn != nil {
+			opts.Warn(note)
+		}
 	}
 	c, err := claimPath(path)
 	if err != nil {
@@ -337,10 +350,12 @@ func (db *DB) update(change Change, fn func(tx *bolt.Tx) error) error {
 	return nil
 }
 
-// CreateServer stores a new server. It returns ErrExists if the id is taken.
+// CreateServer stores a new server. It returns ErrExists if the id is
+// taken. A new server's launch is not confirmed, whatever s says.
 func (db *DB) CreateServer(s Server) error {
 	now := time.Now().UTC()
 	s.CreatedAt, s.UpdatedAt = now, now
+	s.LaunchConfirmed = ""
 	return db.update(Change{ServerID: s.ID, Created: true}, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketServers)
 		if b.Get([]byte(s.ID)) != nil {
@@ -353,7 +368,8 @@ func (db *DB) CreateServer(s Server) error {
 	})
 }
 
-// UpdateServer replaces a stored server, keeping its creation time. It
+// UpdateServer replaces a stored server, keeping its creation time and
+// launch confirmation (which no longer matches if the launch changed). It
 // returns ErrNotFound if there is no server with s.ID. Tools, policies and
 // the discovery record are kept; a changed ConfigHash shows as stale via
 // the record's config hash.
@@ -366,7 +382,30 @@ func (db *DB) UpdateServer(s Server) error {
 		}
 		s.CreatedAt = old.CreatedAt
 		s.UpdatedAt = time.Now().UTC()
+		s.LaunchConfirmed = old.LaunchConfirmed
 		return putJSON(b, []byte(s.ID), s)
+	})
+}
+
+// ConfirmLaunch records that a person saw and confirmed the server's
+// launch configuration with the given LaunchHash. It returns
+// ErrLaunchChanged if the stored server's launch is no longer the one
+// confirmed (it was edited in between), and ErrNotFound.
+func (db *DB) ConfirmLaunch(id, launchHash string) error {
+	return db.update(Change{ServerID: id}, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketServers)
+		var s Server
+		if err := getJSON(b, []byte(id), &s); err != nil {
+			return err
+		}
+		if s.LaunchHash() != launchHash {
+			return ErrLaunchChanged
+		}
+		if s.LaunchConfirmed == launchHash {
+			return nil
+		}
+		s.LaunchConfirmed = launchHash
+		return putJSON(b, []byte(id), s)
 	})
 }
 

@@ -1260,3 +1260,93 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchHash: the launch a person confirms covers what runs (or what
+// is contacted), and nothing a secret rotation or a cosmetic edit changes.
+func TestLaunchHash(t *testing.T) {
+	base := stdioServer("fs")
+	baseHash := base.LaunchHash()
+	remote := func(s *Server) { s.Transport, s.URL = TransportHTTP, "https://mcp.example.com/mcp" }
+	tests := []struct {
+		name       string
+		edit       func(s *Server)
+		wantChange bool
+	}{
+		{"command", func(s *Server) { s.Command = "uvx" }, true},
+		{"args value", func(s *Server) { s.Args[2] = "/" }, true},
+		{"args split differently", func(s *Server) { s.Args = []string{"-y @modelcontextprotocol/server-filesystem", "/tmp"} }, true},
+		{"env key added", func(s *Server) { s.Env["LD_PRELOAD"] = "/tmp/x.so" }, true},
+		{"env key renamed", func(s *Server) { delete(s.Env, "TOKEN"); s.Env["TOKEN2"] = "secret" }, true},
+		{"cwd", func(s *Server) { s.Cwd = "/" }, true},
+		{"transport and url", remote, true},
+
+		{"env value rotated", func(s *Server) { s.Env["TOKEN"] = "rotated" }, false},
+		{"name", func(s *Server) { s.Name = "Files" }, false},
+		{"timeout and memory", func(s *Server) { s.TimeoutMS, s.MemoryMB = 1, 64 }, false},
+		{"policy", func(s *Server) { s.DefaultPolicy = PolicyAllow }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := stdioServer("fs")
+			tt.edit(&s)
+			if changed := s.LaunchHash() != baseHash; changed != tt.wantChange {
+				t.Errorf("LaunchHash changed = %v; want %v", changed, tt.wantChange)
+			}
+		})
+	}
+	r1, r2 := stdioServer("a"), stdioServer("a")
+	remote(&r1)
+	remote(&r2)
+	r2.Headers = map[string]string{"Authorization": "Bearer x"}
+	if r1.LaunchHash() != r2.LaunchHash() {
+		t.Error("LaunchHash of a remote server changed with its headers; want only transport and URL")
+	}
+	r2.URL = "https://evil.example.com/mcp"
+	if r1.LaunchHash() == r2.LaunchHash() {
+		t.Error("LaunchHash of a remote server did not change with its URL")
+	}
+}
+
+// TestConfirmLaunch: a new server is unconfirmed (whatever the caller
+// passed), confirmation survives edits that keep the launch and is lost by
+// edits that change it, and a confirmation of an outdated launch fails.
+func TestConfirmLaunch(t *testing.T) {
+	db := mustOpen(t)
+	s := stdioServer("fs")
+	s.LaunchConfirmed = s.LaunchHash() // a caller cannot pre-confirm
+	got := mustCreate(t, db, s)
+	if got.LaunchConfirmedNow() {
+		t.Fatal("a new server's launch is confirmed; want unconfirmed")
+	}
+	shown := got.LaunchHash()
+	if err := db.ConfirmLaunch("fs", shown); err != nil {
+		t.Fatalf("ConfirmLaunch = %v; want nil", err)
+	}
+	if got, _ := db.Server("fs"); !got.LaunchConfirmedNow() {
+		t.Fatal("launch not confirmed after ConfirmLaunch")
+	}
+
+	edit := got
+	edit.Name, edit.Env = "Files", map[string]string{"TOKEN": "rotated", "HOME": "/home/me"}
+	edit.LaunchConfirmed = ""
+	if err := db.UpdateServer(edit); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.Server("fs"); !got.LaunchConfirmedNow() {
+		t.Error("renaming and rotating a secret lost the confirmation; want it kept")
+	}
+
+	edit.Args = append(edit.Args, "/home")
+	if err := db.UpdateServer(edit); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.Server("fs"); got.LaunchConfirmedNow() {
+		t.Error("a new argument kept the confirmation; want it needed again")
+	}
+	if err := db.ConfirmLaunch("fs", shown); !errors.Is(err, ErrLaunchChanged) {
+		t.Errorf("ConfirmLaunch(outdated hash) = %v; want ErrLaunchChanged", err)
+	}
+	if err := db.ConfirmLaunch("nope", shown); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ConfirmLaunch(unknown server) = %v; want ErrNotFound", err)
+	}
+}

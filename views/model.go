@@ -28,6 +28,9 @@ type ServerItem struct {
 	// Target is the exact command line or the URL.
 	Target  string
 	Enabled bool
+	// NeedsConfirm says a person must confirm the launch before the next
+	// Verify (see Launch).
+	NeedsConfirm bool
 
 	// Status is the job status while a job is in flight, otherwise the
 	// stored discovery status.
@@ -211,4 +214,26 @@ func valuePlaceholder(r KV) string {
 		return "set; leave empty to keep"
 	}
 	return "value"
+}
+
+// Launch is what a person confirms before Switchboard first runs a
+// server's command or contacts its URL: all of it, untruncated, secret
+// values left out.
+type Launch struct {
+	ServerID    string
+	Name        string
+	Transport   string
+	CommandLine string // command and args, shell-quoted
+	Command     string
+	Args        []string
+	Cwd         string
+	EnvKeys     []string
+	MemoryMB    int
+	URL         string
+	HeaderKeys  []string
+	// Hash identifies this launch; the form sends it back so that only
+	// the launch shown is confirmed.
+	Hash string
+	// Changed says an earlier launch of this server was confirmed.
+	Changed bool
 }

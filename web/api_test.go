@@ -183,7 +183,7 @@ func TestAPIServersCRUD(t *testing.T) {
 	wantStatus(t, e.api(http.MethodDelete, "/api/v1/servers/crud", nil), http.StatusNotFound)
 	wantStatus(t, e.api(http.MethodGet, "/api/v1/servers/crud", nil), http.StatusNotFound)
 	wantStatus(t, e.api(http.MethodGet, "/api/v1/servers/crud/tools", nil), http.StatusNotFound)
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/crud/verify", nil), http.StatusNotFound)
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/crud/verify", confirmed), http.StatusNotFound)
 }
 
 func TestAPIVerifyAndTools(t *testing.T) {
@@ -194,7 +194,7 @@ func TestAPIVerifyAndTools(t *testing.T) {
 	body["env"] = map[string]string{"FIXTURE_SECRET": secret}
 	e.createServer(body)
 
-	rec := e.api(http.MethodPost, "/api/v1/servers/vt/verify", nil)
+	rec := e.api(http.MethodPost, "/api/v1/servers/vt/verify", confirmed)
 	wantStatus(t, rec, http.StatusAccepted)
 	job := decode(t, rec)["job"].(map[string]any)
 	id, _ := job["id"].(string)
@@ -207,7 +207,7 @@ func TestAPIVerifyAndTools(t *testing.T) {
 		}
 	}
 	// A second verify while it runs joins the same job.
-	rec = e.api(http.MethodPost, "/api/v1/servers/vt/verify", nil)
+	rec = e.api(http.MethodPost, "/api/v1/servers/vt/verify", confirmed)
 	wantStatus(t, rec, http.StatusAccepted)
 	if j2 := decode(t, rec)["job"].(map[string]any); j2["id"] != id {
 		first := decode(t, e.api(http.MethodGet, "/api/v1/jobs/"+id, nil))["job"].(map[string]any)
@@ -232,7 +232,7 @@ func TestAPIVerifyAndTools(t *testing.T) {
 	}
 	wantStatus(t, e.api(http.MethodGet, "/api/v1/jobs/job_nope", nil), http.StatusNotFound)
 	wantStatus(t, e.api(http.MethodPost, "/api/v1/jobs/"+id+"/cancel", nil), http.StatusNotFound)
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/nope/verify", nil), http.StatusNotFound)
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/nope/verify", confirmed), http.StatusNotFound)
 
 	srv := decode(t, e.api(http.MethodGet, "/api/v1/servers/vt", nil))
 	d := srv["discovery"].(map[string]any)

@@ -50,6 +50,7 @@ func (s *Server) serverItem(sum store.Summary) views.ServerItem {
 		Transport:       srv.Transport,
 		Target:          target(srv),
 		Enabled:         srv.Enabled,
+		NeedsConfirm:    !srv.LaunchConfirmedNow(),
 		Status:          d.Status,
 		ToolCount:       d.ToolCount,
 		VerifiedAt:      d.VerifiedAt,

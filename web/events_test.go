@@ -173,7 +173,7 @@ func TestEventsSnapshotAndLiveVerify(t *testing.T) {
 	}
 
 	// A verification is pushed live, ending with success.
-	rec := e.api(http.MethodPost, "/api/v1/servers/live/verify", nil)
+	rec := e.api(http.MethodPost, "/api/v1/servers/live/verify", confirmed)
 	wantStatus(t, rec, http.StatusAccepted)
 	seen := s.until(t, 20*time.Second, "status success", func(ev sseEvent) bool {
 		return ev.name == "status-live" && strings.Contains(ev.text(), `data-status="success"`)
@@ -470,6 +470,6 @@ func TestEventsEndOnShutdown(t *testing.T) {
 	if w.status() != http.StatusServiceUnavailable {
 		t.Errorf("/events after Close: %d, want 503", w.status())
 	}
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/sd/verify", nil), http.StatusServiceUnavailable)
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/sd/verify", confirmed), http.StatusServiceUnavailable)
 	e.logs.reset() // the 503 is logged as an error
 }

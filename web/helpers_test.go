@@ -141,19 +141,25 @@ func newEnv(t *testing.T, opts ...appOption) *env {
 		if errs := logs.errors(); len(errs) > 0 {
 			t.Errorf("the application logged errors:\n%s", strings.Join(errs, "\n"))
 		}
+		e.checkNoSecrets("the application's log", strings.Join(logs.texts(slog.LevelDebug), "\n"))
 		db.Close()
 	})
 	return e
 }
 
-// logRecorder is a slog.Handler that keeps error records, so a test
-// fails on a 500 or any other logged error.
+// logRecorder is a slog.Handler that keeps every record, so a test fails
+// on a 500 or any other logged error, and on a secret in any log line.
 type logRecorder struct {
-	mu   sync.Mutex
-	errs []string
+	mu    sync.Mutex
+	lines []logLine
 }
 
-func (l *logRecorder) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelError }
+type logLine struct {
+	level slog.Level
+	text  string
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
 func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
 	b.WriteString(r.Message)
@@ -162,21 +168,34 @@ func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
 		return true
 	})
 	l.mu.Lock()
-	l.errs = append(l.errs, b.String())
+	l.lines = append(l.lines, logLine{r.Level, b.String()})
 	l.mu.Unlock()
 	return nil
 }
 func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+// reset forgets the errors logged so far (a test that provoked them on
+// purpose); other lines stay for the secrets check.
 func (l *logRecorder) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.errs = nil
+	l.lines = slices.DeleteFunc(l.lines, func(ln logLine) bool { return ln.level >= slog.LevelError })
 }
-func (l *logRecorder) errors() []string {
+
+func (l *logRecorder) errors() []string { return l.texts(slog.LevelError) }
+
+// texts returns the lines logged at min or above.
+func (l *logRecorder) texts(min slog.Level) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.errs)
+	var out []string
+	for _, ln := range l.lines {
+		if ln.level >= min {
+			out = append(out, ln.text)
+		}
+	}
+	return out
 }
 
 // newRequest is an httptest request with an allowed Host.
@@ -194,6 +213,27 @@ func (e *env) serve(r *http.Request) *httptest.ResponseRecorder {
 	e.app.ServeHTTP(rec, r)
 	e.checkNoSecrets(r.Method+" "+r.URL.String(), rec.Body.String())
 	return rec
+}
+
+// serverStatus is the server's discovery status from the API.
+func (e *env) serverStatus(id string) string {
+	e.t.Helper()
+	rec := e.api(http.MethodGet, "/api/v1/servers/"+id, nil)
+	wantStatus(e.t, rec, http.StatusOK)
+	d, _ := decode(e.t, rec)["discovery"].(map[string]any)
+	st, _ := d["status"].(string)
+	return st
+}
+
+// waitIdle waits until no verification of the server is queued or
+// running.
+func (e *env) waitIdle(id string) {
+	e.t.Helper()
+	waitFor(e.t, 20*time.Second, id+" idle", func() bool {
+		rec := e.api(http.MethodGet, "/api/v1/servers/"+id, nil)
+		d, _ := decode(e.t, rec)["discovery"].(map[string]any)
+		return d["job_id"] == nil
+	})
 }
 
 func (e *env) checkNoSecrets(what, body string) {
@@ -274,11 +314,15 @@ func (e *env) createServer(body map[string]any) map[string]any {
 	return decode(e.t, rec)
 }
 
+// confirmed is the body of a Verify that confirms the server's launch
+// (see TestVerifyNeedsConfirmedLaunch).
+var confirmed = map[string]any{"confirm": true}
+
 // verify starts a verification through the API and waits until its job
 // is done; it returns the finished job.
 func (e *env) verify(id string) map[string]any {
 	e.t.Helper()
-	rec := e.api(http.MethodPost, "/api/v1/servers/"+id+"/verify", nil)
+	rec := e.api(http.MethodPost, "/api/v1/servers/"+id+"/verify", confirmed)
 	wantStatus(e.t, rec, http.StatusAccepted)
 	job := decode(e.t, rec)["job"].(map[string]any)
 	return e.waitJob(job["id"].(string))

@@ -9,14 +9,20 @@ import (
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/views"
 )
 
 // startVerify queues a verification of the server with its current
-// configuration, or joins the one already in flight.
-func (s *Server) startVerify(id string) (discovery.Job, error) {
+// configuration, or joins the one already in flight. A launch nobody has
+// confirmed yet is confirmed with confirmed (the launch hash the person
+// saw), or refused with a *launchUnconfirmed.
+func (s *Server) startVerify(id, confirmed string) (discovery.Job, error) {
 	srv, err := s.store.Server(id)
 	if err != nil {
 		return discovery.Job{}, notFound(err)
+	}
+	if err := s.confirmLaunch(srv, confirmed); err != nil {
+		return discovery.Job{}, err
 	}
 	j, _, err := s.runner.Submit(discovery.Request{
 		ServerID:    srv.ID,
@@ -30,13 +36,27 @@ func (s *Server) startVerify(id string) (discovery.Job, error) {
 	return j, err
 }
 
-// handleVerify serves POST /servers/:id/verify (htmx). It returns at
-// once; progress arrives over SSE.
+// handleVerify serves POST /servers/:id/verify: from the Verify button
+// (htmx), which returns at once while progress arrives over SSE, or from
+// the confirmation page's form (with the confirmed launch hash), which
+// leads back to the server's page. A Verify button whose launch needs
+// confirming sends the browser to the confirmation page.
 func (s *Server) handleVerify(c echo.Context) error {
-	if _, err := s.startVerify(c.Param("id")); err != nil {
+	id := c.Param("id")
+	_, err := s.startVerify(id, c.FormValue("confirm"))
+	var lu *launchUnconfirmed
+	switch {
+	case errors.As(err, &lu) && c.Request().Header.Get(headerHXRequest) != "":
+		c.Response().Header().Set("HX-Redirect", "/servers/"+id+"/confirm")
+		return c.NoContent(http.StatusConflict)
+	case errors.As(err, &lu):
+		return render(c, http.StatusConflict, views.ConfirmPage(s.page(c, "Confirm "+lu.srv.Name), launchView(lu.srv), lu.Error()))
+	case err != nil:
 		return err
+	case c.Request().Header.Get(headerHXRequest) != "":
+		return c.NoContent(http.StatusAccepted)
 	}
-	return c.NoContent(http.StatusAccepted)
+	return c.Redirect(http.StatusSeeOther, "/servers/"+id)
 }
 
 // handleCancelJob serves POST /jobs/:id/cancel (htmx).
@@ -47,9 +67,32 @@ func (s *Server) handleCancelJob(c echo.Context) error {
 	return c.NoContent(http.StatusAccepted)
 }
 
-// handleAPIVerify serves POST /api/v1/servers/:id/verify: 202 with the job.
+// handleAPIVerify serves POST /api/v1/servers/:id/verify: 202 with the
+// job. A launch not yet confirmed answers 409 with the launch to show; the
+// same POST with {"confirm": true} confirms it and starts.
 func (s *Server) handleAPIVerify(c echo.Context) error {
-	j, err := s.startVerify(c.Param("id"))
+	var body struct {
+		Confirm bool `json:"confirm"`
+	}
+	if err := decodeOptionalJSON(c, 4096, &body); err != nil {
+		return err
+	}
+	id := c.Param("id")
+	confirmed := ""
+	if body.Confirm {
+		srv, err := s.store.Server(id)
+		if err != nil {
+			return notFound(err)
+		}
+		confirmed = srv.LaunchHash()
+	}
+	j, err := s.startVerify(id, confirmed)
+	if lu := (*launchUnconfirmed)(nil); errors.As(err, &lu) {
+		return c.JSON(http.StatusConflict, map[string]any{
+			"error":  lu.Error() + `; send {"confirm": true} to confirm this launch and start`,
+			"launch": launchToJSON(launchView(lu.srv)),
+		})
+	}
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ func TestDashboardAnswersDuringHostileVerifications(t *testing.T) {
 
 	var jobs []string
 	for i := range n {
-		rec := e.api(http.MethodPost, fmt.Sprintf("/api/v1/servers/hostile-%02d/verify", i), nil)
+		rec := e.api(http.MethodPost, fmt.Sprintf("/api/v1/servers/hostile-%02d/verify", i), confirmed)
 		wantStatus(t, rec, http.StatusAccepted)
 		jobs = append(jobs, decode(t, rec)["job"].(map[string]any)["id"].(string))
 	}

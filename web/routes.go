@@ -34,6 +34,7 @@ func (s *Server) routes() {
 	ui.GET("/servers/:id/edit", s.handleEditServerPage)
 	ui.POST("/servers/:id", s.handleUpdateServer)
 	ui.POST("/servers/:id/delete", s.handleDeleteServer)
+	ui.GET("/servers/:id/confirm", s.handleConfirmPage)
 	ui.POST("/servers/:id/verify", s.handleVerify)
 	ui.GET("/servers/:id/tools", s.handleToolsFragment)
 	ui.POST("/servers/:id/policy", s.handleSetPolicyForm)

@@ -34,6 +34,7 @@ type Store interface {
 	Revision() string
 	Backup(w io.Writer) (int64, error)
 	SetPolicy(id, tool, policy, by string) (store.ToolEntry, error)
+	ConfirmLaunch(id, launchHash string) error
 	MarkRunning(id, jobID string, at time.Time) error
 	RecordSuccess(id string, v store.Verification) error
 	RecordFailure(id string, f store.Failure) error

@@ -1,10 +1,13 @@
 package web
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 
@@ -239,19 +242,44 @@ func (s *Server) handleAPIGetServer(c echo.Context) error {
 	return c.JSON(http.StatusOK, s.serverToJSON(sum))
 }
 
-// decodeServerJSON reads a Server JSON body strictly: unknown fields and
-// trailing data are errors.
+// decodeServerJSON reads a Server JSON body strictly.
 func decodeServerJSON(c echo.Context) (serverJSON, error) {
 	var j serverJSON
-	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, 1<<20))
+	return j, decodeJSON(c, 1<<20, &j)
+}
+
+// decodeJSON reads a JSON body of at most limit bytes strictly: unknown
+// fields and trailing data are errors.
+func decodeJSON(c echo.Context, limit int64, v any) error {
+	return decodeStrict(http.MaxBytesReader(c.Response(), c.Request().Body, limit), v)
+}
+
+// decodeOptionalJSON is decodeJSON for a body that may be left out.
+func decodeOptionalJSON(c echo.Context, limit int64, v any) error {
+	r := bufio.NewReader(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	for {
+		b, err := r.Peek(1)
+		if err == io.EOF {
+			return nil // no body, or only white space
+		}
+		if err != nil || !unicode.IsSpace(rune(b[0])) {
+			break
+		}
+		r.Discard(1)
+	}
+	return decodeStrict(r, v)
+}
+
+func decodeStrict(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
-		return j, &apiError{Status: http.StatusBadRequest, Message: "invalid JSON body: " + err.Error()}
+	if err := dec.Decode(v); err != nil {
+		return &apiError{Status: http.StatusBadRequest, Message: "invalid JSON body: " + err.Error()}
 	}
 	if dec.More() {
-		return j, &apiError{Status: http.StatusBadRequest, Message: "invalid JSON body: more than one value"}
+		return &apiError{Status: http.StatusBadRequest, Message: "invalid JSON body: more than one value"}
 	}
-	return j, nil
+	return nil
 }
 
 func validationError(errs map[string]string) error {

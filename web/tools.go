@@ -88,10 +88,8 @@ func (s *Server) handleAPISetPolicy(c echo.Context) error {
 	var body struct {
 		Policy string `json:"policy"`
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, 4096))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		return &apiError{Status: http.StatusBadRequest, Message: "invalid JSON body: " + err.Error()}
+	if err := decodeJSON(c, 4096, &body); err != nil {
+		return err
 	}
 	if !validPolicy(body.Policy) {
 		return validationError(map[string]string{"policy": "must be allow, ask or deny"})

@@ -147,14 +147,15 @@ func (a *app) addServer(ctx context.Context, id string, sc serverCmd) error {
 	}, http.StatusCreated, nil)
 }
 
-// verify starts a verification through the API and returns its job id.
+// verify starts a verification through the API, confirming the launch
+// the bench itself registered, and returns its job id.
 func (a *app) verify(ctx context.Context, id string) (string, error) {
 	var out struct {
 		Job struct {
 			ID string `json:"id"`
 		} `json:"job"`
 	}
-	if err := a.api(ctx, http.MethodPost, "/api/v1/servers/"+id+"/verify", nil, http.StatusAccepted, &out); err != nil {
+	if err := a.api(ctx, http.MethodPost, "/api/v1/servers/"+id+"/verify", map[string]any{"confirm": true}, http.StatusAccepted, &out); err != nil {
 		return "", err
 	}
 	return out.Job.ID, nil

@@ -46,7 +46,7 @@ func backup(ctx context.Context, args []string, getenv func(string) string, stdo
 	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backup: there is no database at %s (choose one with --db or SWITCHBOARD_DB)", dbPath)
 	}
-	db, err := store.Open(dbPath, store.Options{})
+	db, err := store.Open(dbPath, store.Options{Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }})
 	if errors.Is(err, store.ErrInUse) {
 		return fmt.Errorf("backup: %w; a running dashboard keeps its database locked: stop it, then run backup again", err)
 	}

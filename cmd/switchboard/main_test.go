@@ -133,6 +133,38 @@ func TestServeStartsPrintsLoginURLAndStops(t *testing.T) {
 	}
 }
 
+// TestServeRepairsDataDirectory: the default data directory, left open to
+// other users, is closed to 0700 at start, and the log says so.
+func TestServeRepairsDataDirectory(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, ".local", "share", "switchboard")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0"}, env(map[string]string{"HOME": home}), nil, &stdout, &stderr)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !openURL.MatchString(stdout.String()); time.Sleep(10 * time.Millisecond) {
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve = %v; stderr %s", err, stderr.String())
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("data directory mode = %v (%v); want 0700", fi.Mode().Perm(), err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "switchboard.db")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("database mode = %v (%v); want 0600", fi.Mode().Perm(), err)
+	}
+	if !strings.Contains(stderr.String(), "changed to 0700") {
+		t.Errorf("stderr = %q; want a note that the directory was repaired", stderr.String())
+	}
+}
+
 func TestGeneratedTokenIsPrintedAndWorks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncBuffer
@@ -183,16 +215,60 @@ func TestSecondInstanceOnSameDatabaseFailsFast(t *testing.T) {
 	}
 }
 
+// TestServeRefusesWildcardBind: every spelling of "all interfaces" is
+// refused without --dangerously-bind-all, and legacy numeric spellings,
+// which some resolvers read as addresses (0x0 and 0.0 as 0.0.0.0), are
+// refused before anything resolves them.
 func TestServeRefusesWildcardBind(t *testing.T) {
-	for _, addr := range []string{"0.0.0.0:7420", ":7420", "[::]:7420", "0:7420", "[::ffff:0.0.0.0]:7420"} {
-		t.Run(addr, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			err := run(context.Background(), []string{"serve", "-addr", addr}, env(map[string]string{"SWITCHBOARD_DB": filepath.Join(t.TempDir(), "x.db")}), nil, &stdout, &stderr)
-			var ee *exitError
-			if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), "dangerously-bind-all") {
-				t.Fatalf("run(-addr %s) = %v; want exit 2 mentioning --dangerously-bind-all", addr, err)
-			}
-		})
+	cases := map[string]string{"plain IP address": "0x0:7420 0.0:7420 000.0.0.0:7420 0177.0.0.1:7420 2130706433:7420",
+		"dangerously-bind-all": "0.0.0.0:7420 :7420 [::]:7420 0:7420 [::ffff:0.0.0.0]:7420 [0:0::0]:7420"}
+	for want, addrs := range cases {
+		for _, addr := range strings.Fields(addrs) {
+			t.Run(addr, func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				err := run(context.Background(), []string{"serve", "-addr", addr}, env(map[string]string{"SWITCHBOARD_DB": filepath.Join(t.TempDir(), "x.db")}), nil, &stdout, &stderr)
+				var ee *exitError
+				if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), want) {
+					t.Fatalf("run(-addr %s) = %v; want exit 2 mentioning %q", addr, err, want)
+				}
+			})
+		}
+	}
+}
+
+// TestServeBindAllWarnsLoudly: with --dangerously-bind-all the dashboard
+// starts, says loudly that it is reachable from the network, prints a
+// loopback URL, and still answers only allowed Host names.
+func TestServeBindAllWarnsLoudly(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "-addr", "0.0.0.0:0", "--dangerously-bind-all"},
+			env(map[string]string{"SWITCHBOARD_DB": filepath.Join(t.TempDir(), "sb.db")}), nil, &stdout, &stderr)
+	}()
+	defer func() { cancel(); <-done }()
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && base == ""; time.Sleep(10 * time.Millisecond) {
+		if m := openURL.FindStringSubmatch(stdout.String()); m != nil {
+			base = m[1]
+		}
+	}
+	if base == "" {
+		t.Fatalf("no loopback login URL printed; stdout %q stderr %q", stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "LISTENING ON ALL INTERFACES") {
+		t.Errorf("stderr = %q; want the loud all-interfaces warning", stderr.String())
+	}
+	req, _ := http.NewRequest("GET", base+"/healthz", nil)
+	req.Host = "attacker.example"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("GET /healthz with Host attacker.example = %d; want 403", resp.StatusCode)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -119,20 +120,56 @@ func setLimit(l *discovery.Limits, kv string) error {
 	return l.Set(name, value)
 }
 
-// checkBind refuses wildcard addresses unless explicitly allowed.
+// checkBind refuses wildcard addresses unless explicitly allowed, in
+// every spelling: an empty host, "0", "0.0.0.0", "::", "::ffff:0.0.0.0".
+// Numeric hosts that are not plain IP addresses ("0x0", "0.0",
+// "000.0.0.0", "2130706433") are refused too: some resolvers read them as
+// addresses (inet_aton), so what they mean depends on the machine.
 func checkBind(addr string, allowAll bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usageError("-addr %q: %v", addr, err)
 	}
 	wildcard := host == "" || host == "0"
-	if ip, err := netip.ParseAddr(host); err == nil && ip.Unmap().IsUnspecified() {
-		wildcard = true
+	ip, err := netip.ParseAddr(host)
+	switch {
+	case err == nil:
+		wildcard = wildcard || ip.Unmap().IsUnspecified()
+	case !wildcard && numericHost.MatchString(host) && strings.ContainsAny(host, "0123456789"):
+		return usageError("-addr %q: write the address as a plain IP address (such as 127.0.0.1); %q reads differently on different systems", addr, host)
 	}
 	if wildcard && !allowAll {
 		return usageError("refusing to listen on all interfaces (%q): Switchboard starts commands; use 127.0.0.1, or pass --dangerously-bind-all if you really mean it", addr)
 	}
 	return nil
+}
+
+// numericHost matches hosts written only with what numeric address forms
+// use (digits, dots, colons, x and a-f); with a digit in it, such a host
+// is an address in a legacy spelling, not a name.
+var numericHost = regexp.MustCompile(`^(?i)[0-9a-fx.:]+$`)
+
+// checkBound checks the address actually bound, which a host name can
+// make different from what checkBind saw: a wildcard is refused unless
+// allowed, and any address beyond loopback is announced loudly. It
+// returns the bound IP when it must be accepted as a Host header too.
+func checkBound(ln net.Listener, allowAll bool, log *slog.Logger) (extraHost string, err error) {
+	tcp, ok := ln.Addr().(*net.TCPAddr)
+	if !ok {
+		return "", nil
+	}
+	switch {
+	case tcp.IP.IsUnspecified() && !allowAll:
+		return "", usageError("refusing to listen on all interfaces (%s): the host name resolved to a wildcard address", tcp)
+	case tcp.IP.IsUnspecified():
+		log.Warn("LISTENING ON ALL INTERFACES (--dangerously-bind-all): anyone who can reach this port can try to log in and start commands on this machine; "+
+			"only Host names given with --allowed-host (and localhost) are answered", "addr", tcp.String())
+		return "", nil
+	case !tcp.IP.IsLoopback():
+		log.Warn("LISTENING BEYOND THIS MACHINE: anyone who can reach this address can try to log in and start commands on this machine", "addr", tcp.String())
+		return tcp.IP.String(), nil
+	}
+	return "", nil
 }
 
 // serve runs the dashboard until ctx is cancelled.
@@ -149,7 +186,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		token = randomToken()
 	}
 	hub := web.NewHub()
-	db, err := store.Open(cfg.DBPath, store.Options{OnChange: hub.StoreChanged})
+	db, err := store.Open(cfg.DBPath, store.Options{
+		OnChange:   hub.StoreChanged,
+		PrivateDir: cfg.DBPath == defaultDBPath(getenv),
+		Warn:       func(msg string) { log.Warn(msg) },
+	})
 	if err != nil {
 		hub.Close()
 		return err
@@ -166,6 +207,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		hub.Close()
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	extraHost, err := checkBound(ln, cfg.DangerouslyBindAll, log)
+	if err != nil {
+		ln.Close()
+		hub.Close()
+		return err
+	}
+	if extraHost != "" {
+		cfg.AllowedHosts = append(cfg.AllowedHosts, extraHost)
 	}
 	loginCode := randomToken()
 	app := web.New(web.Config{

@@ -1,11 +1,11 @@
 import { test, expect } from '@playwright/test';
-import { addStdioServer, login, waitLive } from './helpers';
+import { addStdioServer, login, verifyConfirming, waitLive } from './helpers';
 
 test('a broken command shows the error class, a suggestion and stderr', async ({ page }) => {
   await login(page);
   await addStdioServer(page, 'broken', 'definitely-not-installed-mcp-server', ['--flag']);
   await waitLive(page);
-  await page.click('[data-testid=status-panel] [data-testid=verify-button]');
+  await verifyConfirming(page, 'broken', 'definitely-not-installed-mcp-server --flag');
   const panel = page.locator('[data-testid=status-panel]');
   await expect(panel.locator('[data-testid=status]')).toHaveAttribute('data-status', 'failed');
   await expect(panel.locator('[data-testid=verify-error] [data-testid=error-class]')).toHaveText('not_found');
@@ -14,7 +14,7 @@ test('a broken command shows the error class, a suggestion and stderr', async ({
   const crash = 'crasher';
   await addStdioServer(page, crash, 'sh', ['-c', 'echo "fatal: config file missing" >&2; exit 4']);
   await waitLive(page);
-  await page.click('[data-testid=status-panel] [data-testid=verify-button]');
+  await verifyConfirming(page, crash, `sh -c 'echo "fatal: config file missing" >&2; exit 4'`);
   await expect(panel.locator('[data-testid=verify-error] [data-testid=error-class]')).toHaveText('exited');
   await expect(panel.locator('[data-testid=error-message]')).toContainText('code 4');
   await expect(panel.locator('[data-testid=stderr-tail]')).toContainText('fatal: config file missing');

@@ -68,3 +68,14 @@ export async function clickToLastPhaseMS(page: Page): Promise<number> {
     return Math.round(w.__phaseAt[w.__phaseAt.length - 1] - w.__clickAt);
   });
 }
+
+// verifyConfirming clicks Verify on a server whose launch is not yet
+// confirmed: the confirmation page must show the exact command line, and
+// confirming it starts the Verify and returns to the server's page.
+export async function verifyConfirming(page: Page, id: string, commandLine: string) {
+  await page.click('[data-testid=status-panel] [data-testid=verify-button]');
+  await expect(page).toHaveURL(new RegExp(`/servers/${id}/confirm$`));
+  await expect(page.locator('[data-testid=confirm-command-line]')).toHaveText(commandLine);
+  await page.click('[data-testid=confirm-button]');
+  await expect(page).toHaveURL(new RegExp(`/servers/${id}$`));
+}

@@ -1,5 +1,5 @@
 import { test, expect } from '@playwright/test';
-import { EVERYTHING, addStdioServer, clickToLastPhaseMS, login, phases, recordPhases, waitLive } from './helpers';
+import { EVERYTHING, addStdioServer, clickToLastPhaseMS, login, phases, recordPhases, verifyConfirming, waitLive } from './helpers';
 
 test('add server-everything, verify live in two tabs, set a policy that survives reload and re-verify', async ({ context }) => {
   const page = await context.newPage();
@@ -14,15 +14,14 @@ test('add server-everything, verify live in two tabs, set a policy that survives
   await waitLive(other);
   await recordPhases(other);
   await waitLive(page);
-  await recordPhases(page);
 
-  await page.click('[data-testid=status-panel] [data-testid=verify-button]');
+  // The first Verify shows the exact command for confirmation first.
+  await verifyConfirming(page, 'everything', `node ${EVERYTHING} stdio`);
   const status = page.locator('[data-testid=status-panel] [data-testid=status]');
   await expect(status).toHaveAttribute('data-status', 'success', { timeout: 30_000 });
-  console.log(`verify of server-everything through the UI: ${await clickToLastPhaseMS(page)} ms (click to success badge, timed in the page)`);
 
-  // The phases arrived one by one, without a reload.
-  const seen = await phases(page);
+  // The other tab saw the phases arrive one by one, without a reload.
+  const seen = await phases(other);
   expect(seen).toContain('initializing');
   expect(seen).toContain('listing page 1');
   expect(seen[seen.length - 1]).toBe('success');
@@ -37,9 +36,6 @@ test('add server-everything, verify live in two tabs, set a policy that survives
   // The other tab saw the same live progress and the result.
   await expect(other.locator('[data-testid=status-panel] [data-testid=status]')).toHaveAttribute('data-status', 'success');
   await expect(other.locator('[data-testid=tool-row]')).toHaveCount(13);
-  const otherSeen = await phases(other);
-  expect(otherSeen).toContain('listing page 1');
-  expect(otherSeen[otherSeen.length - 1]).toBe('success');
 
   // Policies: default ask; deny one tool; it survives reload and re-verify.
   const echo = page.locator('[data-testid=tool-row][data-tool-name="echo"]');
@@ -51,9 +47,15 @@ test('add server-everything, verify live in two tabs, set a policy that survives
   await waitLive(page);
   await expect(page.locator('[data-testid=tool-row][data-tool-name="echo"] [data-testid=policy-select]')).toHaveValue('deny');
 
+  // A confirmed launch verifies at once, live in this tab.
   const before = await page.locator('[data-testid=status-panel] [data-testid=verified-at]').getAttribute('data-ago');
+  await recordPhases(page);
   await page.click('[data-testid=status-panel] [data-testid=verify-button]');
   await expect(page.locator('[data-testid=status-panel] [data-testid=verified-at]')).not.toHaveAttribute('data-ago', before!, { timeout: 30_000 });
+  console.log(`verify of server-everything through the UI: ${await clickToLastPhaseMS(page)} ms (click to success badge, timed in the page)`);
+  const again = await phases(page);
+  expect(again).toContain('listing page 1');
+  expect(again[again.length - 1]).toBe('success');
   await expect(page.locator('[data-testid=status-panel] [data-testid=status]')).toHaveAttribute('data-status', 'success');
   await expect(page.locator('[data-testid=tool-row]')).toHaveCount(13);
   await expect(page.locator('[data-testid=tool-row][data-tool-name="echo"] [data-testid=policy-select]')).toHaveValue('deny');

@@ -1,0 +1,105 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/views"
+)
+
+// Before Switchboard first starts a server's command (or contacts its
+// URL), and again after the command, args, env keys, cwd or URL changed,
+// a person sees the exact launch and confirms it (design.md "Security
+// defaults"). The store keeps the confirmed store.Server.LaunchHash.
+
+// launchUnconfirmed is startVerify's answer for a server whose current
+// launch nobody confirmed. Outdated says a confirmation was given, but for
+// a launch that has changed since.
+type launchUnconfirmed struct {
+	srv      store.Server
+	outdated bool
+}
+
+func (e *launchUnconfirmed) Error() string {
+	if e.outdated {
+		return "the server's command or URL changed after it was shown; review it and confirm again"
+	}
+	return "this server's command or URL must be confirmed before Switchboard runs or contacts it"
+}
+
+// confirmLaunch makes sure srv's launch is confirmed before it starts:
+// already, or now with the launch hash the person confirmed ("" for
+// none).
+func (s *Server) confirmLaunch(srv store.Server, confirmed string) error {
+	if srv.LaunchConfirmedNow() {
+		return nil
+	}
+	if confirmed == "" {
+		return &launchUnconfirmed{srv: srv}
+	}
+	if confirmed != srv.LaunchHash() {
+		return &launchUnconfirmed{srv: srv, outdated: true}
+	}
+	err := s.store.ConfirmLaunch(srv.ID, confirmed)
+	switch {
+	case errors.Is(err, store.ErrLaunchChanged):
+		// Edited since srv was read: show the new launch.
+		if now, rerr := s.store.Server(srv.ID); rerr == nil {
+			srv = now
+		}
+		return &launchUnconfirmed{srv: srv, outdated: true}
+	case err != nil:
+		return notFound(err)
+	}
+	return nil
+}
+
+// launchView is what the confirmation shows: everything that decides what
+// runs, in full, secret values left out.
+func launchView(srv store.Server) views.Launch {
+	l := views.Launch{
+		ServerID: srv.ID, Name: srv.Name, Transport: srv.Transport,
+		Hash: srv.LaunchHash(), Changed: srv.LaunchConfirmed != "",
+	}
+	if srv.Transport == store.TransportStdio {
+		l.CommandLine = commandLine(srv.Command, srv.Args)
+		l.Command, l.Args, l.Cwd, l.EnvKeys = srv.Command, srv.Args, srv.Cwd, sortedKeys(srv.Env)
+		l.MemoryMB = srv.MemoryMB
+	} else {
+		l.URL, l.HeaderKeys = srv.URL, sortedKeys(srv.Headers)
+	}
+	return l
+}
+
+// launchJSON is the API's form of launchView, in a 409 answer.
+type launchJSON struct {
+	Transport   string   `json:"transport"`
+	CommandLine string   `json:"command_line,omitempty"`
+	Command     string   `json:"command,omitempty"`
+	Args        []string `json:"args,omitempty"`
+	Cwd         string   `json:"cwd,omitempty"`
+	EnvKeys     []string `json:"env_keys,omitempty"`
+	URL         string   `json:"url,omitempty"`
+	HeaderKeys  []string `json:"header_keys,omitempty"`
+	Hash        string   `json:"launch_hash"`
+}
+
+func launchToJSON(l views.Launch) launchJSON {
+	return launchJSON{
+		Transport: l.Transport, CommandLine: l.CommandLine, Command: l.Command, Args: l.Args,
+		Cwd: l.Cwd, EnvKeys: l.EnvKeys, URL: l.URL, HeaderKeys: l.HeaderKeys, Hash: l.Hash,
+	}
+}
+
+// handleConfirmPage serves GET /servers/:id/confirm: the exact launch and
+// a form that confirms it and starts the Verify.
+func (s *Server) handleConfirmPage(c echo.Context) error {
+	srv, err := s.store.Server(c.Param("id"))
+	if err != nil {
+		return notFound(err)
+	}
+	return render(c, http.StatusOK, views.ConfirmPage(s.page(c, "Confirm "+srv.Name), launchView(srv), ""))
+}

@@ -1,0 +1,137 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestVerifyNeedsConfirmedLaunch: nothing is started for a server until a
+// person confirmed its exact launch, and an edit of the command, args, env
+// keys or cwd asks again; a rename or a rotated secret does not.
+func TestVerifyNeedsConfirmedLaunch(t *testing.T) {
+	e := newEnv(t)
+	e.secrets = append(e.secrets, "s3cr3t-value-cf", "rotated-secret-cf", "s3cr3t-value-ui")
+	body := fixtureServer("cf")
+	body["args"] = confirmArgs
+	body["env"] = map[string]string{"FIXTURE_TOKEN": "s3cr3t-value-cf"}
+	e.createServer(body)
+	wantLine := fixtureBin + " -tools 2 -name 'two words' -name 'rtl\u202eexe.txt'"
+
+	// The API: 409 with the launch, nothing started.
+	rec := e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil)
+	wantStatus(t, rec, http.StatusConflict)
+	launch, _ := decode(t, rec)["launch"].(map[string]any)
+	if launch["command_line"] != wantLine {
+		t.Errorf("409 launch.command_line = %q; want %q", launch["command_line"], wantLine)
+	}
+	if keys, _ := launch["env_keys"].([]any); len(keys) != 1 || keys[0] != "FIXTURE_TOKEN" {
+		t.Errorf("409 launch.env_keys = %v; want [FIXTURE_TOKEN]", launch["env_keys"])
+	}
+	e.checkNoSecrets("409 answer", rec.Body.String())
+	if st := e.serverStatus("cf"); st != "never" {
+		t.Fatalf("status after an unconfirmed Verify = %q; want never (nothing started)", st)
+	}
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", map[string]any{"confirm": "yes"}), http.StatusBadRequest)
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", map[string]any{"confirm": false}), http.StatusConflict)
+
+	// Confirmed: it runs, and later Verifies need no confirmation.
+	if job := e.verify("cf"); job["status"] != "success" {
+		t.Fatalf("confirmed Verify = %v; want success", job)
+	}
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil), http.StatusAccepted)
+	e.waitIdle("cf")
+
+	edit := func(change func(m map[string]any)) {
+		t.Helper()
+		b := fixtureServer("cf")
+		b["args"] = body["args"]
+		b["env"] = map[string]string{"FIXTURE_TOKEN": "********"}
+		change(b)
+		wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/cf", b), http.StatusOK)
+	}
+	edit(func(m map[string]any) {
+		m["name"] = "Renamed"
+		m["env"] = map[string]string{"FIXTURE_TOKEN": "rotated-secret-cf"}
+	})
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil), http.StatusAccepted)
+	e.waitIdle("cf")
+	for what, change := range map[string]func(m map[string]any){
+		"args": func(m map[string]any) { m["args"] = []string{"-tools", "3"} },
+		"env key": func(m map[string]any) {
+			m["env"] = map[string]string{"FIXTURE_TOKEN": "********", "LD_PRELOAD": "/x.so"}
+		},
+		"cwd": func(m map[string]any) { m["cwd"] = t.TempDir() },
+	} {
+		edit(change)
+		if rec := e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil); rec.Code != http.StatusConflict {
+			t.Errorf("Verify after an edit of the %s = %d; want 409 (confirm again)", what, rec.Code)
+		}
+		e.verify("cf") // confirms the edited launch
+	}
+
+	// The dashboard: the Verify button leads to the confirmation page.
+	e.createServer(body2("ui"))
+	b := e.login()
+	page := parseHTML(t, b.get("/servers/ui").Body.String())
+	btn := findOne(t, page, byTestID("verify-button"))
+	if attrOf(btn, "href") != "/servers/ui/confirm" || hasAttr(btn, "hx-post") {
+		t.Fatalf("unconfirmed server's Verify = <%s href=%q hx-post=%q>; want a link to /servers/ui/confirm", btn.Data, attrOf(btn, "href"), attrOf(btn, "hx-post"))
+	}
+	// A stale button (rendered before an edit) is redirected there.
+	rec = b.htmx(http.MethodPost, "/servers/ui/verify", nil)
+	if rec.Code != http.StatusConflict || rec.Header().Get("HX-Redirect") != "/servers/ui/confirm" {
+		t.Fatalf("htmx Verify of an unconfirmed server = %d HX-Redirect %q; want 409 to /servers/ui/confirm", rec.Code, rec.Header().Get("HX-Redirect"))
+	}
+	confirmPage := b.get("/servers/ui/confirm")
+	wantStatus(t, confirmPage, http.StatusOK)
+	doc := parseHTML(t, confirmPage.Body.String())
+	shown := textOf(findOne(t, doc, byTestID("confirm-command-line")))
+	if !strings.Contains(shown, "'two words'") || !strings.Contains(shown, "U+202E") || strings.Contains(shown, "\u202e") {
+		t.Errorf("confirmation shows %q; want the whole command with the bidi override revealed", shown)
+	}
+	e.checkNoSecrets("confirmation page", confirmPage.Body.String())
+	hash := attrOf(findOne(t, doc, byAttr("name", "confirm")), "value")
+
+	// Confirming an outdated launch shows the new one instead of running.
+	b2 := body2("ui")
+	b2["args"] = []string{"-tools", "1"}
+	b2["env"] = map[string]string{"FIXTURE_TOKEN": "********"}
+	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/ui", b2), http.StatusOK)
+	rec = b.post("/servers/ui/verify", url.Values{"confirm": {hash}})
+	wantStatus(t, rec, http.StatusConflict)
+	doc = parseHTML(t, rec.Body.String())
+	if got := textOf(findOne(t, doc, byTestID("confirm-command-line"))); got != fixtureBin+" -tools 1" {
+		t.Errorf("after an edit the confirmation shows %q; want the new command", got)
+	}
+	findOne(t, doc, byTestID("confirm-notice"))
+	if st := e.serverStatus("ui"); st != "never" {
+		t.Fatalf("status after confirming an outdated launch = %q; want never", st)
+	}
+
+	// Confirming the launch shown starts the Verify.
+	rec = b.post("/servers/ui/verify", url.Values{"confirm": {attrOf(findOne(t, doc, byAttr("name", "confirm")), "value")}})
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/servers/ui" {
+		t.Fatalf("confirm = %d Location %q; want 303 to /servers/ui", rec.Code, rec.Header().Get("Location"))
+	}
+	e.waitIdle("ui")
+	if st := e.serverStatus("ui"); st != "success" {
+		t.Errorf("status after confirming = %q; want success", st)
+	}
+	btn = findOne(t, parseHTML(t, b.get("/servers/ui").Body.String()), byTestID("verify-button"))
+	if attrOf(btn, "hx-post") != "/servers/ui/verify" {
+		t.Errorf("confirmed server's Verify button hx-post = %q; want /servers/ui/verify", attrOf(btn, "hx-post"))
+	}
+}
+
+// confirmArgs are fixture arguments a shell would need quoted, one with a
+// bidi override that makes it display differently.
+var confirmArgs = []string{"-tools", "2", "-name", "two words", "-name", "rtl\u202eexe.txt"}
+
+func body2(id string) map[string]any {
+	b := fixtureServer(id)
+	b["args"] = confirmArgs
+	b["env"] = map[string]string{"FIXTURE_TOKEN": "s3cr3t-value-ui"}
+	return b
+}
