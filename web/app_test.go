@@ -3,6 +3,7 @@ package web_test
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -26,9 +27,14 @@ var apiRoutes = []struct{ method, path string }{
 func TestAPIRequiresBearerToken(t *testing.T) {
 	e := newEnv(t)
 	e.createServer(fixtureServer("s1"))
+	n := 0
 	for _, rt := range apiRoutes {
 		for _, auth := range []string{"", "Bearer wrong-token", "Bearer ", "bearer test-token-x", "Basic dGVzdC10b2tlbg==", testToken} {
 			r := newRequest(rt.method, rt.path, strings.NewReader(`{"policy":"deny"}`))
+			// From many addresses, to stay under the failure limit
+			// (TestFailedAuthIsRateLimited).
+			n++
+			r.RemoteAddr = "198.18.0." + strconv.Itoa(n%200+10) + ":1"
 			if auth != "" {
 				r.Header.Set("Authorization", auth)
 			}

@@ -21,7 +21,11 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 	if code == "" {
 		return render(c, http.StatusOK, views.LoginPage(""))
 	}
+	if err := s.limitAuth(c); err != nil {
+		return err
+	}
 	if !s.sessions.redeemCode(code) {
+		s.authLimit.failed(clientOf(c))
 		return render(c, http.StatusUnauthorized, views.LoginPage("This login link was already used or is not valid. Paste the access token instead."))
 	}
 	return s.startSession(c)
@@ -29,10 +33,11 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 
 // handleLogin serves POST /login: logging in with the access token.
 func (s *Server) handleLogin(c echo.Context) error {
-	if err := sameOrigin(c.Request()); err != nil {
+	if err := s.limitAuth(c); err != nil {
 		return err
 	}
 	if !s.sessions.validToken(c.FormValue("token")) {
+		s.authLimit.failed(clientOf(c))
 		return render(c, http.StatusUnauthorized, views.LoginPage("That token is not valid."))
 	}
 	return s.startSession(c)

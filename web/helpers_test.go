@@ -135,7 +135,7 @@ func newEnv(t *testing.T, opts ...appOption) *env {
 		o(&cfg)
 	}
 	app := web.New(cfg, db, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil), hub)
-	e := &env{t: t, app: app, db: db, hub: hub, secrets: []string{testToken}, logs: logs}
+	e := &env{t: t, app: app, db: db, hub: hub, secrets: []string{testToken, loginCode}, logs: logs}
 	t.Cleanup(func() {
 		app.Close()
 		if errs := logs.errors(); len(errs) > 0 {

@@ -137,9 +137,18 @@ func randomHex(n int) string {
 // requireBearer guards the JSON API with the bearer token.
 func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		header := c.Request().Header.Get(echo.HeaderAuthorization)
+		if header != "" {
+			if err := s.limitAuth(c); err != nil {
+				return err
+			}
+		}
 		// The scheme is case-insensitive (RFC 9110 §11.1).
-		scheme, token, _ := strings.Cut(c.Request().Header.Get(echo.HeaderAuthorization), " ")
+		scheme, token, _ := strings.Cut(header, " ")
 		if !strings.EqualFold(scheme, "Bearer") || !s.sessions.validToken(strings.TrimSpace(token)) {
+			if header != "" {
+				s.authLimit.failed(clientOf(c))
+			}
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 			return &apiError{Status: http.StatusUnauthorized, Message: "missing or invalid bearer token"}
 		}
@@ -165,16 +174,55 @@ func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// csrfProtect refuses state changes that come from another site or lack
-// the session's CSRF token (header for htmx, form field for forms).
+// refuseCrossSite refuses, on every route, what a browser sends on behalf
+// of another site. A state change must come from this origin (see
+// sameOrigin). A read may come from elsewhere only as a top-level
+// navigation (a link or bookmark to the dashboard, which carries no
+// session cookie: it is SameSite=Strict); a foreign page's fetch, image,
+// script or EventSource is refused by its Fetch Metadata (another port on
+// localhost is "same-site", and refused too) or its Origin.
+func refuseCrossSite(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if !safeMethod(r.Method) {
+			if err := sameOrigin(r); err != nil {
+				return err
+			}
+			return next(c)
+		}
+		if r.Header.Get("Sec-Fetch-Mode") == "navigate" {
+			return next(c)
+		}
+		switch r.Header.Get("Sec-Fetch-Site") {
+		case "cross-site", "same-site":
+			return echo.NewHTTPError(http.StatusForbidden, "cross-site request refused")
+		}
+		if o := r.Header.Get("Origin"); o != "" && o != "null" && !originIsHost(o, r.Host) {
+			return echo.NewHTTPError(http.StatusForbidden, "cross-origin request refused")
+		}
+		return next(c)
+	}
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// originIsHost reports whether an Origin header names the host (and
+// port) the request was sent to.
+func originIsHost(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host)
+}
+
+// csrfProtect refuses state changes that lack the session's CSRF token
+// (header for htmx, form field for forms); refuseCrossSite has already
+// refused those from another site.
 func csrfProtect(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+		if safeMethod(r.Method) {
 			return next(c)
-		}
-		if err := sameOrigin(r); err != nil {
-			return err
 		}
 		sess, _ := c.Get(ctxSession).(session)
 		token := r.Header.Get(csrfHeader)
@@ -200,11 +248,8 @@ func sameOrigin(r *http.Request) error {
 	default:
 		return echo.NewHTTPError(http.StatusForbidden, "cross-site request refused")
 	}
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
-			return echo.NewHTTPError(http.StatusForbidden, "cross-origin request refused")
-		}
+	if o := r.Header.Get("Origin"); o != "" && !originIsHost(o, r.Host) {
+		return echo.NewHTTPError(http.StatusForbidden, "cross-origin request refused")
 	}
 	return nil
 }

@@ -13,8 +13,8 @@ import (
 // token to change anything); the API needs the bearer token.
 func (s *Server) routes() {
 	e := s.echo
-	// Headers first, so responses the host check refuses carry them too.
-	e.Use(secureHeaders, hostCheck(s.cfg.AllowedHosts))
+	// Headers first, so responses the checks refuse carry them too.
+	e.Use(secureHeaders, hostCheck(s.cfg.AllowedHosts), refuseCrossSite)
 
 	// Public: health, login, static assets.
 	e.GET("/healthz", s.handleHealth)

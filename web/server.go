@@ -60,8 +60,10 @@ type Server struct {
 	runner   *discovery.Runner
 	hub      *Hub
 	sessions *sessions
-	cfg      Config
-	log      *slog.Logger
+	// authLimit counts failed logins and tokens per client address.
+	authLimit *failureLimiter
+	cfg       Config
+	log       *slog.Logger
 
 	// pubMu orders reading a server's state with publishing it, so the
 	// last fragment a tab gets is never older than one before it.
@@ -77,12 +79,13 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) *Server {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{
-		echo:     echo.New(),
-		store:    st,
-		hub:      hub,
-		sessions: newSessions(cfg.Token, cfg.LoginCode),
-		cfg:      cfg,
-		log:      cfg.Logger,
+		echo:      echo.New(),
+		store:     st,
+		hub:       hub,
+		sessions:  newSessions(cfg.Token, cfg.LoginCode),
+		authLimit: newFailureLimiter(),
+		cfg:       cfg,
+		log:       cfg.Logger,
 	}
 	s.runner = discovery.NewRunner(v, discovery.RunnerConfig{
 		Concurrency: cfg.Concurrency,

@@ -16,7 +16,16 @@ import (
 )
 
 func (s *Server) page(c echo.Context, title string) views.Page {
-	return views.Page{Title: title, CSRF: csrfOf(c), Flash: c.QueryParam("flash")}
+	return views.Page{Title: title, CSRF: csrfOf(c), Flash: flash(c)}
+}
+
+// flash is the notice a redirect asked for. Only notices Switchboard
+// wrote can show: a link cannot put text of its own into the page.
+func flash(c echo.Context) string {
+	if id := c.QueryParam("deleted"); idPattern.MatchString(id) {
+		return "Deleted " + id
+	}
+	return ""
 }
 
 func (s *Server) items() ([]views.ServerItem, error) {
@@ -209,7 +218,7 @@ func (s *Server) handleDeleteServer(c echo.Context) error {
 	if err := s.store.DeleteServer(id); err != nil {
 		return notFound(err)
 	}
-	return c.Redirect(http.StatusSeeOther, "/?flash=Deleted+"+id)
+	return c.Redirect(http.StatusSeeOther, "/?deleted="+id)
 }
 
 func (s *Server) cancelServerJob(id string) {

@@ -58,6 +58,7 @@ test('edit and delete a server', async ({ page }) => {
 
   page.once('dialog', d => d.accept());
   await page.click('[data-testid=delete-button]');
-  await expect(page).toHaveURL(/\/\?flash=/);
+  await expect(page).toHaveURL(/\/\?deleted=editme$/);
+  await expect(page.locator('[data-testid=flash]')).toHaveText('Deleted editme');
   await expect(page.locator('[data-testid=server-row][data-server-id="editme"]')).toHaveCount(0);
 });

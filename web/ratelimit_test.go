@@ -1,0 +1,63 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestFailedAuthIsRateLimited: after ten wrong tokens from one address,
+// every attempt from it — right or wrong, bearer, login form or login
+// link — is refused with 429 and Retry-After; other addresses are not
+// affected, and a request without credentials does not count.
+func TestFailedAuthIsRateLimited(t *testing.T) {
+	e := newEnv(t)
+	from := func(r *http.Request, addr string) *http.Request { r.RemoteAddr = addr + ":4242"; return r }
+	bearer := func(addr, token string) int {
+		r := from(newRequest(http.MethodGet, "/api/v1/servers", nil), addr)
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		return e.serve(r).Code
+	}
+	for range 20 {
+		if got := bearer("198.51.100.7", ""); got != http.StatusUnauthorized {
+			t.Fatalf("no credentials = %d; want 401", got)
+		}
+	}
+	for i := range 10 {
+		if got := bearer("198.51.100.7", "wrong-"+string(rune('a'+i))); got != http.StatusUnauthorized {
+			t.Fatalf("wrong token #%d = %d; want 401", i+1, got)
+		}
+	}
+	r := from(newRequest(http.MethodGet, "/api/v1/servers", nil), "198.51.100.7")
+	r.Header.Set("Authorization", "Bearer "+testToken)
+	rec := e.serve(r)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("right token after 10 failures = %d, Retry-After %q; want 429 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	if !strings.Contains(rec.Body.String(), "too many failed attempts") {
+		t.Errorf("429 body = %s; want the reason", rec.Body.String())
+	}
+
+	login := from(newRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"token": {testToken}}.Encode())), "198.51.100.7")
+	login.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	login.Header.Set("Sec-Fetch-Site", "same-origin")
+	wantStatus(t, e.serve(login), http.StatusTooManyRequests)
+	wantStatus(t, e.serve(from(newRequest(http.MethodGet, "/login?code="+loginCode, nil), "198.51.100.7")), http.StatusTooManyRequests)
+
+	// Another address is unaffected, and the login link was not used up.
+	if got := bearer("203.0.113.9", testToken); got != http.StatusOK {
+		t.Errorf("right token from another address = %d; want 200", got)
+	}
+	wantStatus(t, e.serve(from(newRequest(http.MethodGet, "/login?code="+loginCode, nil), "203.0.113.9")), http.StatusSeeOther)
+
+	// Wrong login links and tokens in the form count as well.
+	for range 10 {
+		wantStatus(t, e.serve(from(newRequest(http.MethodGet, "/login?code=nope", nil), "192.0.2.50")), http.StatusUnauthorized)
+	}
+	if got := bearer("192.0.2.50", testToken); got != http.StatusTooManyRequests {
+		t.Errorf("right token after 10 wrong login links = %d; want 429", got)
+	}
+}

@@ -1,0 +1,122 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// concrete fills a route's parameters with values that exist in the test.
+var concrete = strings.NewReplacer(":id", "s1", ":name", "tool_000", "*", "app.js")
+
+// routeClass says how a route is guarded: "public" (no credentials),
+// "api" (bearer token) or "ui" (session cookie, CSRF token to change).
+func routeClass(path string) string {
+	switch {
+	case path == "/healthz" || path == "/login" || strings.HasPrefix(path, "/static/"):
+		return "public"
+	case strings.HasPrefix(path, "/api/"):
+		return "api"
+	}
+	return "ui"
+}
+
+// TestEveryRouteIsGuarded walks the whole route table, so a route added
+// later is held to the same rules without editing this test: without
+// credentials a page redirects to the login and everything else is 401;
+// a foreign Host is 403 everywhere (DNS rebinding); a foreign Origin and
+// a cross-site or same-site fetch are 403 everywhere, with valid
+// credentials; a cross-site state change is 403 and changes nothing.
+func TestEveryRouteIsGuarded(t *testing.T) {
+	e := newEnv(t)
+	e.createServer(fixtureServer("s1"))
+	b := e.login()
+	routes := e.app.RouteTable()
+	sort.Slice(routes, func(i, j int) bool { return routes[i][1]+routes[i][0] < routes[j][1]+routes[j][0] })
+	classes := map[string]int{}
+
+	// req is a request to the route that cannot hang the test: a guard
+	// that fails on /events would otherwise open an endless stream.
+	req := func(method, path string) *http.Request {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		t.Cleanup(cancel)
+		return newRequest(method, path, strings.NewReader("{}")).WithContext(ctx)
+	}
+	// withAuth adds valid credentials of the route's class.
+	withAuth := func(r *http.Request, class string) *http.Request {
+		switch class {
+		case "api":
+			r.Header.Set("Authorization", "Bearer "+testToken)
+		case "ui":
+			r.AddCookie(b.cookie)
+			r.Header.Set("X-CSRF-Token", b.csrf)
+		}
+		return r
+	}
+	for _, rt := range routes {
+		method, path := rt[0], concrete.Replace(rt[1])
+		class := routeClass(rt[1])
+		classes[class]++
+		name := method + " " + path
+
+		// No credentials.
+		if class != "public" {
+			r := req(method, path)
+			r.Header.Set("Sec-Fetch-Site", "same-origin")
+			rec := e.serve(r)
+			switch {
+			case class == "ui" && method == http.MethodGet && path != "/events":
+				if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/login" {
+					t.Errorf("%s without a session = %d to %q; want 303 to /login", name, rec.Code, rec.Header().Get("Location"))
+				}
+			case rec.Code != http.StatusUnauthorized:
+				t.Errorf("%s without credentials = %d; want 401", name, rec.Code)
+			}
+		}
+
+		// A foreign Host, even with valid credentials.
+		for _, host := range []string{"evil.example", "evil.example:7420", "localhost.evil.example", "127.0.0.1.nip.io:7420"} {
+			r := withAuth(req(method, path), class)
+			r.Host = host
+			if rec := e.serve(r); rec.Code != http.StatusForbidden {
+				t.Errorf("%s with Host %s = %d; want 403", name, host, rec.Code)
+			}
+		}
+
+		// A foreign Origin or a cross-site fetch, with valid credentials.
+		for _, h := range []map[string]string{
+			{"Origin": "http://evil.example"},
+			{"Origin": "http://localhost:3000"}, // another local app
+			{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors"},
+			{"Sec-Fetch-Site": "same-site", "Sec-Fetch-Mode": "no-cors"},
+		} {
+			r := withAuth(req(method, path), class)
+			for k, v := range h {
+				r.Header.Set(k, v)
+			}
+			if rec := e.serve(r); rec.Code != http.StatusForbidden {
+				t.Errorf("%s with %v = %d; want 403", name, h, rec.Code)
+			}
+		}
+
+		// A cross-site top-level navigation may read a page (it carries
+		// no SameSite=Strict cookie), but never change anything.
+		r := req(method, path)
+		r.Header.Set("Sec-Fetch-Site", "cross-site")
+		r.Header.Set("Sec-Fetch-Mode", "navigate")
+		rec := e.serve(r)
+		if method != http.MethodGet && rec.Code != http.StatusForbidden {
+			t.Errorf("cross-site %s navigation = %d; want 403", name, rec.Code)
+		}
+	}
+	if classes["public"] != 4 || classes["api"] < 12 || classes["ui"] < 15 {
+		t.Errorf("route classes = %v; want the 4 public routes and every API and UI route", classes)
+	}
+	// Nothing changed and nothing ran.
+	if sum, err := e.db.Summary("s1"); err != nil || sum.Discovery.Status != "never" || sum.Server.Name != "Fixture s1" {
+		t.Errorf("server after refused requests: %+v %+v, %v", sum.Server, sum.Discovery, err)
+	}
+}
