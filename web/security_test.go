@@ -120,3 +120,45 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 		t.Errorf("server after refused requests: %+v %+v, %v", sum.Server, sum.Discovery, err)
 	}
 }
+
+// TestSecretsNeverEcho: a server that prints its secret env value on
+// stdout (garbage for the protocol) and stderr, then fails, has that value
+// in none of what Switchboard shows: not in the API's error and stderr
+// tail, the page, the SSE frames or the log (e.serve and newEnv check every
+// body and log line for e.secrets).
+func TestSecretsNeverEcho(t *testing.T) {
+	e := newEnv(t)
+	// A quote, so that escaping (JSON, HTML) would hide an unredacted
+	// value from a plain search: each escaped form is searched for too.
+	const secret = `leaky"secret-value-77`
+	e.secrets = append(e.secrets, secret, `leaky\"secret-value-77`, `leaky&#34;secret-value-77`, `leaky\u0022secret-value-77`)
+	e.createServer(map[string]any{
+		"id": "leak", "name": "Leak", "transport": "stdio", "command": "sh",
+		"args": []string{"-c", `printf 'my token is %s\n' "$LEAK_TOKEN" >&2; printf 'garbage %s\n' "$LEAK_TOKEN"; sleep 1; exit 3`},
+		"env":  map[string]string{"LEAK_TOKEN": secret},
+	})
+	b := e.login()
+	srv, client := e.liveServer()
+	s := b.openEvents(srv, client)
+	s.until(t, 5*time.Second, "snapshot", named("status-leak"))
+
+	job := e.verify("leak")
+	if job["status"] == "success" {
+		t.Fatalf("verify of a server printing garbage = %v; want a failure", job)
+	}
+	seen := s.until(t, 10*time.Second, "failure pushed", func(ev sseEvent) bool {
+		return ev.name == "status-leak" && strings.Contains(ev.text(), `data-testid="verify-error"`)
+	})
+	for _, ev := range seen {
+		e.checkNoSecrets("SSE event "+ev.name, ev.text())
+	}
+	final := seen[len(seen)-1].text()
+	if !strings.Contains(final, "[redacted]") {
+		t.Errorf("failure shown = %q; want the secret shown as [redacted]", final)
+	}
+	rec := e.api(http.MethodGet, "/api/v1/servers/leak", nil)
+	if !strings.Contains(rec.Body.String(), "[redacted]") {
+		t.Errorf("API answer = %s; want the stderr tail with [redacted]", rec.Body.String())
+	}
+	wantStatus(t, b.get("/servers/leak"), http.StatusOK)
+}
