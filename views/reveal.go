@@ -190,8 +190,11 @@ func mayHoldMarker(s string) bool {
 }
 
 // InjectionMarkers returns the distinct marker phrases found in s, in the
-// order they first appear, for the review view to flag.
+// order they first appear, for the review view to flag. Text spelled in
+// invisible tag characters is read as the ASCII it carries, so hidden
+// instructions are flagged too.
 func InjectionMarkers(s string) []string {
+	s = untag(s)
 	if !mayHoldMarker(s) {
 		return nil
 	}
@@ -205,6 +208,20 @@ func InjectionMarkers(s string) []string {
 		}
 	}
 	return out
+}
+
+// untag replaces each Unicode tag character that carries an ASCII
+// character with that character.
+func untag(s string) string {
+	if !strings.ContainsFunc(s, isTag) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r >= 0xE0020 && r <= 0xE007E {
+			return r - 0xE0000
+		}
+		return r
+	}, s)
 }
 
 func reveal(s string) []Segment {

@@ -204,7 +204,7 @@ func TestEventsSnapshotAndLiveVerify(t *testing.T) {
 		t.Error("no tools-live event before success")
 	}
 	final := seen[len(seen)-1].text()
-	if !strings.Contains(final, `data-testid="tool-count">5<`) || !strings.Contains(final, "mcp-fixture 1.0.0") {
+	if !strings.Contains(final, `data-testid="tool-count">5<`) || !strings.Contains(final, "<span>mcp-fixture</span> <span>1.0.0</span>") {
 		t.Errorf("final status = %q", final)
 	}
 	if !rowSuccess {
