@@ -17,6 +17,9 @@ type Page struct {
 	CSRF  string
 	// Flash is a one-line notice shown at the top, e.g. after a delete.
 	Flash string
+	// Revision is the store revision the page was read at; the live
+	// stream catches up on anything newer when it connects.
+	Revision string
 }
 
 // ServerItem is one server with its live status, as the list row and the

@@ -29,9 +29,12 @@ import (
 // live event was published while a snapshot was due or being sent,
 // another snapshot follows, so an older state never arrives last.
 type Hub struct {
-	sse          *sse.Server
-	snapshot     func() []*sse.Event // set by New before serving
-	onChange     func(store.Change)  // set by New before serving
+	sse *sse.Server
+	// snapshot returns the current state as events; since is the store
+	// revision the tab already shows ("" if unknown), so that signals of
+	// what changed after it can be included. Set by New before serving.
+	snapshot     func(since string) []*sse.Event
+	onChange     func(store.Change) // set by New before serving
 	pingInterval time.Duration
 	writeTimeout time.Duration
 
@@ -51,6 +54,10 @@ type conn struct {
 	syncing bool
 	// missed: a live event was published since the snapshot was read.
 	missed bool
+	// since is the store revision the tab's page was rendered at, for
+	// its first snapshot; later snapshots (after it fell behind) know
+	// nothing of what it missed.
+	since string
 }
 
 // Hub defaults.
@@ -128,11 +135,13 @@ func (h *Hub) sync(streamID string) {
 			return
 		}
 		c.missed = false
+		since := c.since
+		c.since = ""
 		h.mu.Unlock()
 
 		var events []*sse.Event
 		if h.snapshot != nil {
-			events = h.snapshot()
+			events = h.snapshot(since)
 		}
 		for _, ev := range events {
 			if len(ev.Data) == 0 {
@@ -202,7 +211,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The first snapshot is sent on subscribe.
-	h.conns[id] = &conn{cancel: cancel, behind: true, syncing: true}
+	h.conns[id] = &conn{cancel: cancel, behind: true, syncing: true, since: r.URL.Query().Get("rev")}
 	h.sse.CreateStream(id)
 	h.mu.Unlock()
 	defer func() {

@@ -50,9 +50,15 @@ func (e *env) liveServer() (*httptest.Server, *http.Client) {
 
 // openEvents opens /events. Events named in drop keep only their name.
 func (b *browser) openEvents(srv *httptest.Server, client *http.Client, drop ...string) *sseStream {
+	b.e.t.Helper()
+	return b.openEventsAt(srv, client, "/events", drop...)
+}
+
+// openEventsAt opens the stream at path, such as a page's sse-connect.
+func (b *browser) openEventsAt(srv *httptest.Server, client *http.Client, path string, drop ...string) *sseStream {
 	t := b.e.t
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, srv.URL+"/events", nil)
+	req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,4 +478,48 @@ func TestEventsEndOnShutdown(t *testing.T) {
 	}
 	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/sd/verify", confirmed), http.StatusServiceUnavailable)
 	e.logs.reset() // the 503 is logged as an error
+}
+
+// TestEventsCatchUpWithThePage: a page's stream names the store revision
+// the page was read at. Tools that changed after the page was read, with
+// their signal gone out before the stream connected, are signalled in
+// the first snapshot; a page as new as the store gets no such signal.
+func TestEventsCatchUpWithThePage(t *testing.T) {
+	e := newEnv(t)
+	e.createServer(fixtureServer("cu"))
+	b := e.login()
+	srv, client := e.liveServer()
+	streamOf := func() string {
+		t.Helper()
+		page := parseHTML(t, b.get("/servers/cu").Body.String())
+		path := attrOf(findOne(t, page, byTag("body")), "sse-connect")
+		if !strings.HasPrefix(path, "/events?rev=") || len(path) == len("/events?rev=") {
+			t.Fatalf("sse-connect = %q; want /events?rev=<revision>", path)
+		}
+		return path
+	}
+	// toolsSignalled reads the snapshot, then the servers event a new server
+	// causes, and reports whether tools-cu came in between.
+	toolsSignalled := func(path, marker string) bool {
+		t.Helper()
+		s := b.openEventsAt(srv, client, path)
+		s.until(t, 5*time.Second, "snapshot", named("status-cu"))
+		e.createServer(fixtureServer(marker))
+		seen := s.until(t, 5*time.Second, "servers changed", named("servers"))
+		for _, ev := range seen {
+			if ev.name == "tools-cu" {
+				return true
+			}
+		}
+		return false
+	}
+
+	old := streamOf()
+	e.verify("cu") // the tools change after the page was read
+	if !toolsSignalled(old, "m1") {
+		t.Error("a page read before its tools changed got no tools-cu signal on connect")
+	}
+	if toolsSignalled(streamOf(), "m2") {
+		t.Error("a page as new as the store got a tools-cu signal on connect; want none")
+	}
 }

@@ -48,7 +48,7 @@ func TestHubSnapshotNeverOverwritesNewerState(t *testing.T) {
 		state = "old"
 		calls int
 	)
-	h.snapshot = func() []*sse.Event {
+	h.snapshot = func(string) []*sse.Event {
 		mu.Lock()
 		calls++
 		v := state
@@ -152,7 +152,7 @@ func TestHubEndsStalledClient(t *testing.T) {
 	h.writeTimeout = 300 * time.Millisecond
 	// A snapshot far larger than any socket buffer.
 	big := bytes.Repeat([]byte("x"), 4096)
-	h.snapshot = func() []*sse.Event {
+	h.snapshot = func(string) []*sse.Event {
 		evs := make([]*sse.Event, 4000)
 		for i := range evs {
 			evs[i] = &sse.Event{Event: []byte("fill"), Data: big}

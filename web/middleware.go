@@ -23,6 +23,7 @@ const (
 	csrfHeader    = "X-CSRF-Token"
 	csrfField     = "_csrf"
 	ctxSession    = "session"
+	ctxRevision   = "revision"
 )
 
 // contentSecurityPolicy allows only our own scripts, styles and
@@ -163,6 +164,9 @@ func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 		if ck, err := c.Cookie(sessionCookie); err == nil {
 			if sess, ok := s.sessions.get(ck.Value); ok {
 				c.Set(ctxSession, sess)
+				// Before any read: a page shows at least this revision
+				// (see Hub.ServeHTTP's "rev").
+				c.Set(ctxRevision, s.store.Revision())
 				return next(c)
 			}
 		}

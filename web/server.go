@@ -165,20 +165,32 @@ func (s *Server) serverEvents(sum store.Summary) []*sse.Event {
 }
 
 // snapshot is every server's current fragments, sent to a tab when it
-// connects or after it fell behind.
-func (s *Server) snapshot() []*sse.Event {
+// connects or after it fell behind. Unless the tab's page is known to be
+// as new as the store (since is the current revision), it also signals
+// every server's tools as changed: a page rendered before a change whose
+// signal went out before the tab connected (or while it was behind)
+// reloads its tools section.
+func (s *Server) snapshot(since string) []*sse.Event {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
+	current := s.store.Revision()
 	sums, err := s.store.Summaries()
 	if err != nil {
 		s.log.Error("read servers for snapshot", "err", err)
 		return nil
 	}
-	events := make([]*sse.Event, 0, 2*len(sums))
+	events := make([]*sse.Event, 0, 3*len(sums))
 	for _, sum := range sums {
 		events = append(events, s.serverEvents(sum)...)
+		if since != current {
+			events = append(events, toolsChanged(sum.Server.ID))
+		}
 	}
 	return events
+}
+
+func toolsChanged(id string) *sse.Event {
+	return &sse.Event{Event: []byte("tools-" + id), Data: []byte("changed")}
 }
 
 // storeChanged reacts to a committed store change.
@@ -191,6 +203,6 @@ func (s *Server) storeChanged(c store.Change) {
 	}
 	s.publishServer(c.ServerID)
 	if c.Tools {
-		s.hub.Publish(&sse.Event{Event: []byte("tools-" + c.ServerID), Data: []byte("changed")})
+		s.hub.Publish(toolsChanged(c.ServerID))
 	}
 }

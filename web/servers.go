@@ -16,7 +16,8 @@ import (
 )
 
 func (s *Server) page(c echo.Context, title string) views.Page {
-	return views.Page{Title: title, CSRF: csrfOf(c), Flash: flash(c)}
+	rev, _ := c.Get(ctxRevision).(string)
+	return views.Page{Title: title, CSRF: csrfOf(c), Flash: flash(c), Revision: rev}
 }
 
 // flash is the notice a redirect asked for. Only notices Switchboard

@@ -68,6 +68,7 @@ const (
 	modeInjection      = "injection"
 	modeDuplicateNames = "duplicate-names"
 	modeHostileNames   = "hostile-names"
+	modeXSS            = "xss"
 
 	// Remote.
 	modeHTTPStatus    = "http-status"
@@ -135,6 +136,7 @@ var modes = map[string]modeInfo{
 	modeInjection:      {stdioOnly, "#31 list a tool whose description hides instructions, padded to -description-bytes"},
 	modeDuplicateNames: {stdioOnly, "#32 list two different tools under one name"},
 	modeHostileNames:   {stdioOnly, "#33 list tools named with markup, quotes, a newline, ../, 10 000 characters, nothing, a look-alike"},
+	modeXSS:            {stdioOnly, "markup, invisible characters and icon URLs in every field a dashboard shows (server name, instructions, tools)"},
 
 	modeHTTPStatus:    {remoteOnly, "#36 answer every request with HTTP -status"},
 	modeHTML:          {remoteOnly, "#37 answer every request with an HTML sign-in page (200)"},

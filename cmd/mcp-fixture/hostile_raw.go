@@ -129,6 +129,9 @@ func (p *rawPeer) handle(ctx context.Context, m inbound) error {
 func (p *rawPeer) answer(m inbound) error {
 	switch m.Method {
 	case string(mcp.MethodInitialize):
+		if p.cfg.mode == modeXSS {
+			return p.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": xssInitialize()})
+		}
 		version := rawProtocolVersion
 		if p.cfg.mode == modeBadVersion {
 			version = "1999-01-01"

@@ -83,6 +83,8 @@ func (p *rawPeer) toolDataTools() []string {
 			obj(map[string]any{"name": "files", "description": "Lists the files in a folder.", "inputSchema": object}),
 			obj(map[string]any{"name": "files", "description": "Deletes the files in a folder.", "inputSchema": object}),
 		}
+	case modeXSS:
+		return xssTools()
 	case modeHostileNames:
 		var out []string
 		for _, name := range []string{
