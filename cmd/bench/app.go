@@ -196,11 +196,16 @@ type sseConn struct {
 	events chan sseEvent
 }
 
+// eventsPath is the stream a tab opens right after its page was rendered:
+// it names the store's current revision, so its snapshot holds each
+// server's row and status (and no catch-up signals).
+func (a *app) eventsPath() string { return "/events?rev=" + url.QueryEscape(a.db.Revision()) }
+
 // openSSE opens /events with the session of a.client (log in first). The
 // reader keeps up to buffer events; a slow consumer stalls the stream as
 // a slow browser would.
 func (a *app) openSSE(ctx context.Context, buffer int) (*sseConn, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+"/events", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+a.eventsPath(), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -408,7 +408,7 @@ func openStalled(ctx context.Context, a *app) (*stalledConn, error) {
 		return nil, err
 	}
 	st := &stalledConn{conn: conn}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+"/events", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+a.eventsPath(), nil)
 	if err != nil {
 		st.close()
 		return nil, err
