@@ -357,6 +357,18 @@ func TestSandboxLimits(t *testing.T) {
 			return tg
 		}
 	}
+	cappedSh := func(script string) func(*testing.T) Target {
+		return func(t *testing.T) Target {
+			tg, _ := shTarget(t, script)
+			tg.MemoryBytes = capMiB << 20
+			return tg
+		}
+	}
+	noCapNote := func(t *testing.T, _ *Result, e *Error) {
+		if strings.Contains(e.Message, "memory cap") {
+			t.Errorf("Message = %q; want no note on the memory cap", e.Message)
+		}
+	}
 	limits := func(core, data string) func(*testing.T, *Result, *Error) {
 		return func(t *testing.T, res *Result, _ *Error) {
 			if want := "limits core=" + core + " data=" + data; !strings.Contains(res.StderrTail, want) {
@@ -370,7 +382,15 @@ func TestSandboxLimits(t *testing.T) {
 		{name: "alloc capped", target: capped("-tools", "1"), max: 5 * time.Second,
 			check: limits("0", strconv.Itoa(capMiB<<20))},
 		{name: "alloc over the cap", target: capped("-tools", "1", "-alloc-bytes", "314572800"), max: 5 * time.Second,
-			class: ClassExited, phase: PhaseInitializing, message: []string{"memory cap of 200 MiB"}},
+			class: ClassExited, phase: PhaseInitializing, message: []string{"server exited with code 2", "memory cap of 200 MiB"}},
+		// The note on the cap comes only with an exit that looks like
+		// memory ran out (see likelyOutOfMemory).
+		{name: "exit 1 under a cap", target: cappedSh("echo 'config missing' >&2; exit 1"), max: 5 * time.Second,
+			class: ClassExited, phase: PhaseInitializing, message: []string{"server exited with code 1"}, check: noCapNote},
+		{name: "exit 137 under a cap", target: cappedSh("exit 137"), max: 5 * time.Second,
+			class: ClassExited, phase: PhaseInitializing, message: []string{"server exited with code 137", "memory cap of 200 MiB"}},
+		{name: "killed under a cap", target: cappedSh("kill -KILL $$"), max: 5 * time.Second,
+			class: ClassExited, phase: PhaseInitializing, message: []string{"killed by a signal", "memory cap of 200 MiB"}},
 	} {
 		t.Run(c.name, func(t *testing.T) { runHostile(t, c) })
 	}
@@ -585,6 +605,27 @@ func TestHostileToolData(t *testing.T) {
 		// A 10 MB schema needs larger message limits even to arrive;
 		// with the defaults the page itself is too large. The race
 		// detector makes decoding it slow (≈5 s; 1.3 s without).
+		// 200 000 tiny entries on one page (2.7 MB): refused before any
+		// is decoded; and, with the tool limit raised to let them in,
+		// decoded with one warning for each kind of odd entry, not one
+		// for each entry.
+		{num: 26, name: "many-tiny-tools", args: []string{"-tools", "2"}, max: 10 * time.Second,
+			class: ClassTooLarge, phase: PhaseListing, message: []string{"server offers more than 1000 tools (page 1 lists 200002)"}},
+		{num: 26, name: "many-tiny-tools", args: []string{"-tools", "2"}, limits: Limits{MaxTools: 250_000}, max: 60 * time.Second,
+			message: []string{
+				"skipped 80000 tools without a name",
+				"skipped 40000 entries of tools/list that are not tool objects, e.g. on page 1: a JSON number",
+				`100 tools are listed more than once, with identical definitions (39900 extra entries), e.g. "t0"`,
+			},
+			check: func(t *testing.T, res *Result, _ *Error) {
+				if len(res.Warnings) != 3 {
+					t.Errorf("%d warnings, want one for each of the 3 kinds of odd entries: %q", len(res.Warnings), res.Warnings)
+				}
+				d := flagged(t, res, 2, "d", ToolInvalid, "different definitions under this name")
+				if len(res.Tools) != 103 || len(d.Problems) != 1 {
+					t.Errorf("%d tools, d has problems %q; want tool_000, tool_001, t0 to t99 and d, with one problem", len(res.Tools), d.Problems)
+				}
+			}},
 		{num: 27, name: "huge-schema", args: []string{"-tools", "2"}, limits: big, max: 30 * time.Second, maxAlloc: 200 << 20,
 			check: func(t *testing.T, res *Result, _ *Error) {
 				huge := flagged(t, res, 2, "huge_schema", ToolOversized, "its input schema is 10485")

@@ -24,7 +24,12 @@ type Limits struct {
 	SchemaBytes      int // one input or output schema
 	SchemaDepth      int // nesting of one schema
 	DescriptionBytes int // stored description (the rest is cut)
+	TitleBytes       int // stored title (the rest is cut)
+	AnnotationsBytes int // annotations (JSON; not kept when over)
 	ToolBytes        int // the whole tool object
+	// Text about the server over one of these is cut, with a warning.
+	ServerInfoBytes   int // serverInfo name, and version, each
+	InstructionsBytes int // the server's instructions
 }
 
 // DefaultLimits are the limits of design.md.
@@ -42,7 +47,12 @@ var DefaultLimits = Limits{
 	SchemaBytes:      64 << 10,
 	SchemaDepth:      32,
 	DescriptionBytes: 16 << 10,
+	TitleBytes:       1 << 10,
+	AnnotationsBytes: 16 << 10,
 	ToolBytes:        256 << 10,
+
+	ServerInfoBytes:   256,
+	InstructionsBytes: 16 << 10,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -51,19 +61,23 @@ func (l Limits) withDefaults() Limits {
 		d.DiscoverTimeout = l.DiscoverTimeout
 	}
 	return Limits{
-		InitTimeout:      orDefault(l.InitTimeout, d.InitTimeout),
-		ListTimeout:      orDefault(l.ListTimeout, d.ListTimeout),
-		DiscoverTimeout:  d.DiscoverTimeout,
-		Grace:            orDefault(l.Grace, d.Grace),
-		MessageBytes:     orDefault(l.MessageBytes, d.MessageBytes),
-		TotalBytes:       orDefault(l.TotalBytes, d.TotalBytes),
-		MaxPages:         orDefault(l.MaxPages, d.MaxPages),
-		MaxTools:         orDefault(l.MaxTools, d.MaxTools),
-		StderrBytes:      orDefault(l.StderrBytes, d.StderrBytes),
-		SchemaBytes:      orDefault(l.SchemaBytes, d.SchemaBytes),
-		SchemaDepth:      orDefault(l.SchemaDepth, d.SchemaDepth),
-		DescriptionBytes: orDefault(l.DescriptionBytes, d.DescriptionBytes),
-		ToolBytes:        orDefault(l.ToolBytes, d.ToolBytes),
+		InitTimeout:       orDefault(l.InitTimeout, d.InitTimeout),
+		ListTimeout:       orDefault(l.ListTimeout, d.ListTimeout),
+		DiscoverTimeout:   d.DiscoverTimeout,
+		Grace:             orDefault(l.Grace, d.Grace),
+		MessageBytes:      orDefault(l.MessageBytes, d.MessageBytes),
+		TotalBytes:        orDefault(l.TotalBytes, d.TotalBytes),
+		MaxPages:          orDefault(l.MaxPages, d.MaxPages),
+		MaxTools:          orDefault(l.MaxTools, d.MaxTools),
+		StderrBytes:       orDefault(l.StderrBytes, d.StderrBytes),
+		SchemaBytes:       orDefault(l.SchemaBytes, d.SchemaBytes),
+		SchemaDepth:       orDefault(l.SchemaDepth, d.SchemaDepth),
+		DescriptionBytes:  orDefault(l.DescriptionBytes, d.DescriptionBytes),
+		TitleBytes:        orDefault(l.TitleBytes, d.TitleBytes),
+		AnnotationsBytes:  orDefault(l.AnnotationsBytes, d.AnnotationsBytes),
+		ToolBytes:         orDefault(l.ToolBytes, d.ToolBytes),
+		ServerInfoBytes:   orDefault(l.ServerInfoBytes, d.ServerInfoBytes),
+		InstructionsBytes: orDefault(l.InstructionsBytes, d.InstructionsBytes),
 	}
 }
 
@@ -92,7 +106,11 @@ var limitFields = map[string]struct {
 	"schema":       {"one tool schema (bytes)", func(l *Limits) any { return &l.SchemaBytes }},
 	"schema-depth": {"nesting of one tool schema", func(l *Limits) any { return &l.SchemaDepth }},
 	"description":  {"stored description (bytes)", func(l *Limits) any { return &l.DescriptionBytes }},
+	"title":        {"stored tool title (bytes)", func(l *Limits) any { return &l.TitleBytes }},
+	"annotations":  {"tool annotations (bytes)", func(l *Limits) any { return &l.AnnotationsBytes }},
 	"tool":         {"one tool object (bytes)", func(l *Limits) any { return &l.ToolBytes }},
+	"server-info":  {"serverInfo name, and version (bytes each)", func(l *Limits) any { return &l.ServerInfoBytes }},
+	"instructions": {"the server's instructions (bytes)", func(l *Limits) any { return &l.InstructionsBytes }},
 }
 
 // LimitNames returns the names Set knows, each with what it sets and its

@@ -18,6 +18,10 @@ func TestLimitsSet(t *testing.T) {
 		{"schema", "64KiB", func(l Limits) bool { return l.SchemaBytes == 64<<10 }},
 		{"tools", "2000", func(l Limits) bool { return l.MaxTools == 2000 }},
 		{"schema-depth", "64", func(l Limits) bool { return l.SchemaDepth == 64 }},
+		{"title", "2KiB", func(l Limits) bool { return l.TitleBytes == 2<<10 }},
+		{"annotations", "32KiB", func(l Limits) bool { return l.AnnotationsBytes == 32<<10 }},
+		{"server-info", "512", func(l Limits) bool { return l.ServerInfoBytes == 512 }},
+		{"instructions", "64KiB", func(l Limits) bool { return l.InstructionsBytes == 64<<10 }},
 	} {
 		var l Limits
 		if err := l.Set(c.name, c.value); err != nil || !c.check(l) {
@@ -25,7 +29,7 @@ func TestLimitsSet(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ name, value, want string }{
-		{"bogus", "1", `unknown limit "bogus" (known: description, discover,`},
+		{"bogus", "1", `unknown limit "bogus" (known: annotations, description, discover,`},
 		{"tools", "0", "want a positive whole number"},
 		{"tools", "-5", "want a positive whole number"},
 		{"message", "4MB", "want a positive whole number"},

@@ -114,7 +114,6 @@ type process struct {
 	killEscapee func(pid int, sig syscall.Signal) error
 
 	mu      sync.Mutex
-	looked  bool           // escapees has run: the server's family is on record
 	escaped map[int]uint64 // pid → start time of processes seen outside the group
 	killed  []int          // escapees stop killed
 	left    []int          // escapees stop could not kill
@@ -249,15 +248,12 @@ func (p *process) waitExit(d time.Duration) bool {
 // and stop returns once no process of the group is left or a second has
 // passed. Processes that left the group are looked for before anything
 // exits (while their parents still lead back to the child) and killed
-// once the group is gone; see escapees.
+// once the group is gone; see escapees. That look is always taken, also
+// when the caller looked just before: a process may have left the group
+// since.
 func (p *process) stop(grace time.Duration) {
 	p.stopOnce.Do(func() {
-		p.mu.Lock()
-		looked := p.looked
-		p.mu.Unlock()
-		if !looked { // a caller that just looked (see VerifyEarly) saves a /proc scan
-			p.escapees()
-		}
+		p.escapees()
 		p.stdin.Close()
 		p.stdout.Close()
 		if !p.waitExit(grace) {
@@ -301,13 +297,14 @@ func limit(pid int, memory int64) error {
 // started since the child that carry its run marker (orphans whose parent
 // exited, e.g. after a double fork). They are remembered by pid and start
 // time, so one seen once is found again after it is reparented, and a
-// reused pid is never taken for it.
+// reused pid is never taken for it. Likewise a member of the group counts
+// only if it started no earlier than the child: once the group is gone,
+// its id may be reused by a group of strangers.
 func (p *process) escapees() []int {
 	pgid := p.pgid()
 	procs := scanProcs(p.newSince)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.looked = true
 	byPid := make(map[int]procStat, len(procs))
 	kids := map[int][]int{}
 	var roots []int
@@ -315,7 +312,7 @@ func (p *process) escapees() []int {
 		byPid[ps.pid] = ps
 		kids[ps.ppid] = append(kids[ps.ppid], ps.pid)
 		switch {
-		case ps.pgrp == pgid, p.escaped[ps.pid] == ps.start && ps.start != 0:
+		case ps.pgrp == pgid && ps.start >= p.startTicks, p.escaped[ps.pid] == ps.start && ps.start != 0:
 			roots = append(roots, ps.pid)
 		case ps.start >= p.startTicks && hasMarker(ps.pid, p.marker):
 			roots = append(roots, ps.pid)
@@ -610,12 +607,43 @@ func (t *tail) Write(b []byte) (int, error) {
 // String returns the kept bytes, starting at a line boundary when earlier
 // output was dropped.
 func (t *tail) String() string {
+	s, _ := t.text()
+	return s
+}
+
+// text is String, and whether it starts in the middle of a line (output
+// was dropped, and no line break was kept to start after).
+func (t *tail) text() (s string, partial bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := string(t.buf)
+	s = string(t.buf)
 	if t.cut {
 		if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
-			s = s[i+1:]
+			return s[i+1:], false
+		}
+		return s, true
+	}
+	return s, false
+}
+
+// minSecretPart is the shortest end of a secret that redacted removes
+// from the start of a tail that starts in the middle of a line: shorter
+// ends tell next to nothing, and would be found everywhere.
+const minSecretPart = 4
+
+// redacted is String with the secrets redacted, also the end of one whose
+// start was dropped with the output before the tail.
+func (t *tail) redacted(secrets []string) string {
+	s, partial := t.text()
+	s = redact(s, secrets)
+	if !partial {
+		return s
+	}
+	for _, v := range secrets {
+		for k := len(v) - 1; k >= minSecretPart; k-- {
+			if strings.HasPrefix(s, v[len(v)-k:]) {
+				return "[redacted]" + s[k:]
+			}
 		}
 	}
 	return s

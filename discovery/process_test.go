@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +12,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // grandchildTarget runs script in sh after starting a background
@@ -184,6 +188,44 @@ func TestStartProcessArgv0AndDir(t *testing.T) {
 	}
 }
 
+// TestTailRedacted: a tail that starts in the middle of a line may start
+// in the middle of a secret; the end of it is redacted too.
+func TestTailRedacted(t *testing.T) {
+	const secret = "topsecret-0123456789"
+	secrets := []string{secret, "other-secret"}
+	tl := newTail(35)
+	fmt.Fprint(tl, "xxxxxx"+secret+" and "+secret) // 51 bytes; the kept 35 start with "0123456789 and "
+	if got, want := tl.redacted(secrets), "[redacted] and [redacted]"; got != want {
+		t.Errorf("redacted() = %q; want %q", got, want)
+	}
+	// From a line boundary, or without anything dropped, the start is
+	// the start of what was written.
+	tl = newTail(40)
+	fmt.Fprint(tl, "6789 first\n6789 second "+secret)
+	if got, want := tl.redacted(secrets), "6789 second [redacted]"; got != want {
+		t.Errorf("redacted() = %q; want %q", got, want)
+	}
+	tl = newTail(40)
+	fmt.Fprint(tl, "6789 is not a secret")
+	if got, want := tl.redacted(secrets), "6789 is not a secret"; got != want {
+		t.Errorf("redacted() = %q; want %q", got, want)
+	}
+}
+
+func TestCapWarnings(t *testing.T) {
+	var ws []string
+	for i := range 60 {
+		ws = append(ws, fmt.Sprint("warning ", i))
+	}
+	got := capWarnings(slices.Clone(ws), 48)
+	if len(got) != 48 || !slices.Equal(got[:47], ws[:47]) || got[47] != "… and 13 more warnings" {
+		t.Errorf("capWarnings(60 warnings, 48) = %d warnings ending %q", len(got), got[len(got)-1])
+	}
+	if got := capWarnings(ws[:48], 48); !slices.Equal(got, ws[:48]) {
+		t.Errorf("capWarnings(48 warnings, 48) changed them: %q", got)
+	}
+}
+
 func TestTail(t *testing.T) {
 	tl := newTail(10)
 	fmt.Fprint(tl, "abc\n")
@@ -261,6 +303,88 @@ func TestReadLine(t *testing.T) {
 	if _, err := readLine(r, 100); !errors.Is(err, io.EOF) {
 		t.Errorf("at EOF: %v", err)
 	}
+	// A last line without a newline has the same limit, whether it fits
+	// the reader's buffer or not.
+	for _, size := range []int{16, 4096} {
+		r = bufio.NewReaderSize(strings.NewReader("0123456789"), size)
+		if l, err := readLine(r, 10); err != nil || string(l) != "0123456789" {
+			t.Errorf("buffer %d: last line at the limit: %q, %v", size, l, err)
+		}
+		r = bufio.NewReaderSize(strings.NewReader("0123456789X"), size)
+		if l, err := readLine(r, 10); !errors.As(err, &tooLarge) {
+			t.Errorf("buffer %d: last line of 11 bytes with limit 10 = %q, %v; want too large", size, l, err)
+		}
+	}
+}
+
+func TestSample(t *testing.T) {
+	ascii := strings.Repeat("a", sampleBytes-1)
+	for _, c := range []struct {
+		name, in, want string
+		secrets        []string
+	}{
+		{"short", "hello", "hello", nil},
+		{"cut", strings.Repeat("b", 200), strings.Repeat("b", sampleBytes), nil},
+		// "é" takes bytes 119 and 120: the cut falls before it, not in it.
+		{"rune at the end", ascii + "é and more", ascii, nil},
+		{"not UTF-8", "\xff\xfe ok", "\uFFFD ok", nil},
+		{"continuation bytes at the end", ascii + "\x80\x80\x80\x80", ascii + "\uFFFD", nil},
+		// Redacted before the cut: nothing of the secret is left.
+		{"secret at the end", ascii[:111] + "topsecret-0123456789", ascii[:111] + "[redacted", []string{"topsecret-0123456789"}},
+		{"3-byte rune at the end", ascii[:118] + "日本", ascii[:118], nil},
+		{"4-byte rune before the end", ascii[:116] + "😀日", ascii[:116] + "😀", nil},
+		{"secret with a quote", `say "x"` + `pw"q\ü!` + " ok", `say "x"[redacted] ok`, []string{`pw"q\ü!`}},
+	} {
+		if got := sample([]byte(c.in), c.secrets); got != c.want {
+			t.Errorf("%s: sample(%q) = %q; want %q", c.name, c.in, got, c.want)
+		}
+	}
+	if got := quote(`id "pw"q\ü!" end`, []string{`pw"q\ü!`}); got != `"id \"[redacted]\" end"` {
+		t.Errorf("quote = %s", got)
+	}
+}
+
+// TestWriteStopsAfterPartialWrite: a message whose write deadline passed
+// with a part of it in the pipe must be the last thing written, or the
+// server would read the rest of the stream as the end of that message.
+func TestWriteStopsAfterPartialWrite(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	tr := newStdioTransport(&process{stdin: w}, DefaultLimits, &recorder{}, nil)
+	defer tr.endLife()
+	// More than the pipe takes (64 KiB), so the write stops part way.
+	big := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: "x",
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"pad": strings.Repeat("p", 1<<20)}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := tr.write(ctx, big); !errors.Is(err, errStdinBlocked) {
+		t.Fatalf("write of 1 MiB to a pipe nobody reads = %v; want %v", err, errStdinBlocked)
+	}
+	// The server reads all there is now: a part of the message.
+	r.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 2<<20)
+	n, err := r.Read(buf)
+	if err != nil || n == 0 || n >= 1<<20 || buf[n-1] == '\n' {
+		t.Fatalf("read %d bytes, %v; want a part of the message", n, err)
+	}
+	// Nothing more is written, at once.
+	start := time.Now()
+	small := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: "y"}}
+	if err := tr.write(context.Background(), small); !errors.Is(err, errStdinBlocked) {
+		t.Errorf("write after a message was cut off = %v; want %v", err, errStdinBlocked)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the write after a message was cut off took %v; want it refused at once", d)
+	}
+	// Had it been written, it would be in the pipe by now.
+	r.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+	if n, err := r.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("read %q, %v after the cut-off message; want nothing", buf[:n], err)
+	}
 }
 
 func TestForbiddenAddresses(t *testing.T) {
@@ -336,4 +460,86 @@ func TestNewSince(t *testing.T) {
 		t.Errorf("newSince without a start count = %d; want 0 (all)", got)
 	}
 	p.startForks = forks
+}
+
+// TestStopLooksAgain: a process that leaves the group after the server's
+// processes were looked at (here, as if after the tools were listed, see
+// VerifyEarly) and drops the run marker is still found by stop, which
+// looks again before anything exits, while its parent still leads back to
+// the server.
+func TestStopLooksAgain(t *testing.T) {
+	gcfile := filepath.Join(t.TempDir(), "gc")
+	p, err := startProcess(processConfig{Command: "sh",
+		Args: []string{"-c", `read go; setsid env -i sleep 300 & echo $! > "$0"; exec cat >/dev/null`, gcfile},
+		Env:  childEnv(os.Getenv, nil), StderrCap: 1024, Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.stop(time.Second)
+	if esc := p.escapees(); len(esc) != 0 {
+		t.Fatalf("escapees() = %v before the server started any", esc)
+	}
+	if _, err := io.WriteString(p.stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	pid := readPid(t, gcfile)
+	killAtEnd(t, pid)
+	// Wait until it is sleep: out of the group, without the marker.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		ps, ok := readProcStat(pid)
+		if ok && ps.pgrp != p.pgid() && !hasMarker(pid, p.marker) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid %d did not leave the group (%+v, %v)", pid, ps, ok)
+		}
+	}
+	p.stop(time.Second)
+	assertGroupGone(t, p.pgid())
+	assertDead(t, pid, "the process that left the group after the last look")
+	if killed, left := p.escapeReport(); !slices.Equal(killed, []int{pid}) || len(left) != 0 {
+		t.Errorf("escapeReport() = %v, %v; want [%d] killed", killed, left, pid)
+	}
+}
+
+// TestEscapeesIgnoreOlderGroup: processes in a group with the server's
+// group id that started before the server are not the server's (once a
+// group is gone, its id may be taken by another), and neither are their
+// children outside it.
+func TestEscapeesIgnoreOlderGroup(t *testing.T) {
+	gcfile := filepath.Join(t.TempDir(), "gc")
+	stranger := exec.Command("sh", "-c", `setsid sleep 300 & echo $! > "$0"; exec sleep 300`, gcfile)
+	stranger.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := stranger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		syscall.Kill(-stranger.Process.Pid, syscall.SIGKILL)
+		stranger.Wait()
+	}()
+	pid := readPid(t, gcfile)
+	killAtEnd(t, pid)
+	var leader, child procStat
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var ok1, ok2 bool
+		leader, ok1 = readProcStat(stranger.Process.Pid)
+		child, ok2 = readProcStat(pid)
+		if ok1 && ok2 && child.pgrp == pid && child.ppid == leader.pid {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stranger's child did not leave its group: %+v %+v", leader, child)
+		}
+	}
+	// A server whose pid, and so group id, is the stranger's.
+	server := func(start uint64) *process {
+		return &process{cmd: &exec.Cmd{Process: stranger.Process}, marker: []byte(RunMarkerVar + "=none\x00"),
+			startTicks: start, escaped: map[int]uint64{}}
+	}
+	if got := server(leader.start).escapees(); !slices.Equal(got, []int{pid}) {
+		t.Fatalf("escapees() of the group's own server = %v; want [%d] (the test is void)", got, pid)
+	}
+	if got := server(max(leader.start, child.start) + 1).escapees(); len(got) != 0 {
+		t.Errorf("escapees() of a server started after the group = %v; want none", got)
+	}
 }

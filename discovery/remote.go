@@ -32,6 +32,24 @@ func (r *recorder) record(result json.RawMessage) {
 	r.last = append(json.RawMessage(nil), result...)
 }
 
+// listStub is the tools/list result mcp-go gets once the real one is
+// recorded: the pipeline decodes that one, entry by entry, within its
+// limits. mcp-go would decode every entry of a page again, keep them all,
+// and fail the whole page for one entry that is not a tool object.
+var listStub = json.RawMessage(`{"tools":[]}`)
+
+// tap records resp's result if it answers tools/list, and returns what
+// mcp-go gets instead: resp with listStub as its result.
+func (r *recorder) tap(method string, resp *transport.JSONRPCResponse) *transport.JSONRPCResponse {
+	if resp == nil || resp.Error != nil || method != "tools/list" {
+		return resp
+	}
+	r.record(resp.Result)
+	stub := *resp
+	stub.Result = listStub
+	return &stub
+}
+
 // take returns and forgets the last recorded result.
 func (r *recorder) take() json.RawMessage {
 	r.mu.Lock()
@@ -52,7 +70,9 @@ type streamableTap struct {
 
 func (t streamableTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
-	observe(t.rec, req, resp, err)
+	if err == nil {
+		resp = t.rec.tap(req.Method, resp)
+	}
 	if errors.Is(err, transport.ErrLegacySSEServer) {
 		// mcp-go turns any 4xx to initialize into this error, losing the
 		// status (a 403 is about credentials, not a legacy server).
@@ -71,14 +91,10 @@ type sseTap struct {
 
 func (t sseTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.SSE.SendRequest(ctx, req)
-	observe(t.rec, req, resp, err)
-	return resp, err
-}
-
-func observe(rec *recorder, req transport.JSONRPCRequest, resp *transport.JSONRPCResponse, err error) {
-	if err == nil && resp != nil && resp.Error == nil && req.Method == "tools/list" {
-		rec.record(resp.Result)
+	if err == nil {
+		resp = t.rec.tap(req.Method, resp)
 	}
+	return resp, err
 }
 
 // errForbiddenAddress is returned when a URL resolves to an address
@@ -108,8 +124,9 @@ type httpTally struct {
 // metadata addresses are refused at connect time (so also after a
 // redirect or a DNS answer that changed), every response body is capped
 // at limits.TotalBytes, and an HTML page where MCP was expected is
-// refused with a sample of it. tally records what happened.
-func httpClient(limits Limits, tally *httpTally) *http.Client {
+// refused with a sample of it, the secrets redacted. tally records what
+// happened.
+func httpClient(limits Limits, tally *httpTally, secrets []string) *http.Client {
 	dialer := &net.Dialer{
 		Timeout: 10 * time.Second,
 		Control: func(_, address string, _ syscall.RawConn) error {
@@ -129,20 +146,18 @@ func httpClient(limits Limits, tally *httpTally) *http.Client {
 	}
 	left := &atomic.Int64{}
 	left.Store(limits.TotalBytes)
-	return &http.Client{Transport: cappedTransport{tr, limits.TotalBytes, left, tally}}
+	return &http.Client{Transport: cappedTransport{tr, limits.TotalBytes, left, tally, secrets}}
 }
 
 // cappedTransport limits how many bytes all response bodies together may
 // deliver (the client serves one verification).
 type cappedTransport struct {
-	base  http.RoundTripper
-	max   int64
-	left  *atomic.Int64
-	tally *httpTally
+	base    http.RoundTripper
+	max     int64
+	left    *atomic.Int64
+	tally   *httpTally
+	secrets []string
 }
-
-// htmlSampleBytes is how much of an HTML page an error quotes.
-const htmlSampleBytes = 120
 
 func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := c.base.RoundTrip(r)
@@ -157,10 +172,11 @@ func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	// mcp-go would only name its content type, or wait for an SSE endpoint
 	// event that never comes.
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode == http.StatusOK && mt == "text/html" {
-		head, _ := io.ReadAll(io.LimitReader(resp.Body, htmlSampleBytes))
+		// Enough to see whole any secret that starts in the sample.
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, int64(sampleBytes+longest(c.secrets))))
 		resp.Body.Close()
 		return nil, newError(ClassProtocol, "", fmt.Sprintf("server answered with an HTML page instead of MCP (HTTP %d, %s): %q",
-			resp.StatusCode, mt, sample(head)), nil)
+			resp.StatusCode, mt, sample(head, c.secrets)), nil)
 	}
 	return resp, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -34,6 +35,10 @@ type Job struct {
 	Timings    []Timing
 	ToolCount  int
 	Error      *Error
+	// LateWarnings are warnings that came after a success was recorded:
+	// what stopping the server found (processes it left behind). They
+	// are not in the Result that Finish got; see RunnerConfig.Late.
+	LateWarnings []string
 }
 
 // Done reports whether the job has finished.
@@ -65,6 +70,13 @@ type RunnerConfig struct {
 	// verr is set. An error it returns becomes the job's error; an *Error
 	// keeps its class, anything else is internal.
 	Finish func(j Job, res *Result, verr *Error) error
+	// Late, if set, is called when stopping the server of a job whose
+	// success was already recorded (through Finish, before the server was
+	// stopped) found more to warn about: processes the server left behind.
+	// warnings come in addition to those of the Result Finish got, and
+	// are the job's LateWarnings. Late is called at most once per job,
+	// after Finish, and before the job's Event that shows them.
+	Late func(j Job, warnings []string)
 	// Event is called after every change of any job, in order per job.
 	Event func(Job)
 	// Retain is how many finished jobs stay queryable (default 500).
@@ -188,15 +200,19 @@ func (r *Runner) run(jb *job) {
 		r.cfg.Started(snap)
 	}
 	// A success is recorded as soon as the tools are listed; the slot is
-	// held until the server's process is gone.
-	delivered := false
+	// held until the server's process is gone. What stopping it finds
+	// comes after, as late warnings.
+	var delivered *Result
 	res, err := r.verifier.VerifyEarly(jb.ctx, jb.req.Target, jb.req.InitTimeout, func(p Progress) {
 		r.update(jb, func(j *Job) { j.Phase = p.Phase; j.Page = p.Page })
 	}, func(res *Result) {
-		delivered = true
+		delivered = res
 		r.finish(jb, res, nil)
 	})
-	if delivered {
+	if delivered != nil {
+		if late := res.Warnings[len(delivered.Warnings):]; len(late) > 0 {
+			r.late(jb, slices.Clone(late))
+		}
 		return
 	}
 	var verr *Error
@@ -247,6 +263,19 @@ func (r *Runner) finish(jb *job, res *Result, verr *Error) {
 	final := *j
 	r.mu.Unlock()
 	r.emit(final)
+}
+
+// late records warnings that came after the job's success was recorded,
+// and publishes them.
+func (r *Runner) late(jb *job, warnings []string) {
+	r.mu.Lock()
+	jb.snap.LateWarnings = warnings
+	snap := jb.snap
+	r.mu.Unlock()
+	if r.cfg.Late != nil {
+		r.cfg.Late(snap, warnings)
+	}
+	r.emit(snap)
 }
 
 func (r *Runner) update(jb *job, fn func(*Job)) Job {

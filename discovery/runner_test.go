@@ -3,6 +3,7 @@ package discovery
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ type runLog struct {
 	events   map[string][]Job
 	started  map[string]int
 	finishes map[string][]finishCall
+	late     map[string][][]string
 	running  map[string]bool
 	maxRun   int
 	changed  chan struct{}
@@ -35,6 +37,7 @@ func newRunLog() *runLog {
 		events:   map[string][]Job{},
 		started:  map[string]int{},
 		finishes: map[string][]finishCall{},
+		late:     map[string][][]string{},
 		running:  map[string]bool{},
 		changed:  make(chan struct{}, 1),
 	}
@@ -57,6 +60,11 @@ func (l *runLog) config(concurrency int) RunnerConfig {
 				return fn(j, res, verr)
 			}
 			return nil
+		},
+		Late: func(j Job, warnings []string) {
+			l.mu.Lock()
+			l.late[j.ID] = append(l.late[j.ID], warnings)
+			l.mu.Unlock()
 		},
 		Event: func(j Job) {
 			l.mu.Lock()
@@ -554,5 +562,49 @@ func TestRunnerReportsBeforeStop(t *testing.T) {
 	r.Close() // waits for the job's process to be gone
 	if waited := time.Since(finished); waited < linger/2 {
 		t.Errorf("Close returned %v after the success: the server cannot have exited yet", waited)
+	}
+}
+
+// TestRunnerEscapeeFoundWhileStopping is hostile #9 through the runner,
+// where a success is recorded before the server is stopped: the server
+// starts its background process only on the way out, when its stdin
+// closes, so only the stop finds it. The warning still reaches the job
+// and Late, and the process is killed.
+func TestRunnerEscapeeFoundWhileStopping(t *testing.T) {
+	l := newRunLog()
+	r := NewRunner(NewVerifier(Limits{}, nil), l.config(1))
+	defer r.Close()
+	// The fixture's stderr goes to a file, where its report of the pid
+	// is still there after the stop.
+	target, pidfile := shTarget(t, `exec "$@" 2>"$0.err"`, fixture, "-mode", "setsid-on-exit", "-tools", "2")
+	j := submit(t, r, Request{ServerID: "escapes-late", ConfigHash: "h", Target: target})
+	done := l.waitDone(t, j.ID)
+	if done.Status != JobSuccess || done.ToolCount != 2 {
+		t.Fatalf("job %+v", done)
+	}
+	r.Close() // the server is stopped
+	assertGroupGone(t, readPid(t, pidfile))
+	stderr, err := os.ReadFile(pidfile + ".err")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := reportedPid(t, string(stderr), "background process pid")
+	killAtEnd(t, pid)
+	assertDead(t, pid, "the process started on the way out")
+
+	want := fmt.Sprintf("the server started background processes that left its process group (pid %d); they were killed when it stopped", pid)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f := l.finishes[j.ID]; len(f) != 1 || f[0].res == nil || slices.Contains(f[0].res.Warnings, want) {
+		t.Fatalf("Finish calls %+v: want one, with a result recorded before the stop", f)
+	}
+	if late := l.late[j.ID]; len(late) != 1 || !slices.Equal(late[0], []string{want}) {
+		t.Errorf("Late got %q, want once [%q]", late, want)
+	}
+	if got, _ := r.Job(j.ID); !slices.Equal(got.LateWarnings, []string{want}) {
+		t.Errorf("Job(%s).LateWarnings = %q, want [%q]", j.ID, got.LateWarnings, want)
+	}
+	if ev := l.events[j.ID]; !slices.Equal(ev[len(ev)-1].LateWarnings, []string{want}) {
+		t.Errorf("last event %+v does not show the late warning", ev[len(ev)-1])
 	}
 }

@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -21,14 +24,20 @@ import (
 // byte cap, owns the process group, and hands tools/list results to a
 // recorder verbatim. It implements transport.BidirectionalInterface.
 type stdioTransport struct {
-	proc   *process
-	limits Limits
-	rec    *recorder
+	proc    *process
+	limits  Limits
+	rec     *recorder
+	secrets []string // redacted from what the transport quotes
 
 	// wsem is the right to write to stdin (a channel, so that waiting for
 	// it can end with a deadline). A write holds it until its bytes are in
 	// the pipe, which takes forever for a server that does not read.
 	wsem chan struct{}
+	// broken is set, by a write that holds wsem, when a message was cut
+	// off part way (its deadline passed with some of it written): what
+	// the server reads next would continue that message, so nothing more
+	// is written. Read and written only while holding wsem.
+	broken bool
 
 	// life ends when Close starts: it stops the answerer, and whatever
 	// waits to write.
@@ -68,12 +77,13 @@ const answerTimeout = 5 * time.Second
 
 var _ transport.BidirectionalInterface = (*stdioTransport)(nil)
 
-func newStdioTransport(p *process, limits Limits, rec *recorder) *stdioTransport {
+func newStdioTransport(p *process, limits Limits, rec *recorder, secrets []string) *stdioTransport {
 	life, endLife := context.WithCancel(context.Background())
 	return &stdioTransport{
 		proc:       p,
 		limits:     limits,
 		rec:        rec,
+		secrets:    secrets,
 		wsem:       make(chan struct{}, 1),
 		life:       life,
 		endLife:    endLife,
@@ -129,10 +139,10 @@ func (t *stdioTransport) readLoop() {
 		if line[0] != '{' {
 			banners++
 			if banners > maxBannerLines {
-				t.readErr = fmt.Errorf("server printed more than %d lines that are not JSON-RPC on stdout, e.g. %q", maxBannerLines, sample(line))
+				t.readErr = fmt.Errorf("server printed more than %d lines that are not JSON-RPC on stdout, e.g. %q", maxBannerLines, sample(line, t.secrets))
 				return
 			}
-			t.warn(fmt.Sprintf("ignored a line on stdout that is not JSON-RPC: %q", sample(line)))
+			t.warn(fmt.Sprintf("ignored a line on stdout that is not JSON-RPC: %q", sample(line, t.secrets)))
 			continue
 		}
 		if !t.dispatch(line) {
@@ -142,15 +152,20 @@ func (t *stdioTransport) readLoop() {
 	}
 }
 
-// readLine reads one line of at most limit bytes (without the newline).
-// A long line grows by doubling, up to limit+1 bytes, so what reading it
-// allocates stays near twice the limit, whatever the server sends.
+// readLine reads one line of at most limit bytes (without the newline),
+// also when it is the last one and has none. A long line grows by
+// doubling, up to limit+1 bytes, so what reading it allocates stays near
+// twice the limit, whatever the server sends.
 func readLine(r *bufio.Reader, limit int) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		need := len(line) + len(chunk)
-		if need > limit+1 {
+		content := need
+		if err == nil {
+			content-- // the newline
+		}
+		if content > limit {
 			return nil, errTooLarge{fmt.Sprintf("server sent a message larger than %d bytes", limit)}
 		}
 		if need > cap(line) {
@@ -172,11 +187,39 @@ func readLine(r *bufio.Reader, limit int) ([]byte, error) {
 	}
 }
 
-func sample(b []byte) string {
-	if len(b) > 120 {
-		b = b[:120]
+// sampleBytes is how much of what a server sent a message quotes.
+const sampleBytes = 120
+
+// sample returns the start of b, at most sampleBytes of it, to quote in a
+// message. The secrets are redacted from all of b first: redacting only
+// the sample would leave the part of a secret that the end of the sample
+// cuts off, and redacting after quoting would miss a secret that quoting
+// escapes (one with a quote, a backslash, a control character). The cut
+// falls on a rune boundary; invalid UTF-8 becomes U+FFFD.
+func sample(b []byte, secrets []string) string {
+	s := redact(string(b), secrets)
+	return strings.ToValidUTF8(cutText(s, sampleBytes), "\uFFFD")
+}
+
+// quote is %q of s with the secrets redacted first (see sample).
+func quote(s string, secrets []string) string {
+	return strconv.Quote(redact(s, secrets))
+}
+
+// cutText returns s cut to at most n bytes, before a rune that would be
+// cut in two.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return string(bytes.ToValidUTF8(b, []byte("\uFFFD")))
+	i := n - 1 // where the last rune before n starts
+	for i > 0 && i > n-utf8.UTFMax && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	if !utf8.FullRuneInString(s[i:n]) {
+		n = i
+	}
+	return s[:n]
 }
 
 // message is any JSON-RPC message from the server.
@@ -200,7 +243,7 @@ func (t *stdioTransport) dispatch(line []byte) bool {
 		if id, ok := responseID(line); ok && t.deliver(id, reply{err: fmt.Errorf("the server's answer is not valid JSON: %w", err)}) {
 			return true
 		}
-		t.warn(fmt.Sprintf("ignored a message that is not valid JSON-RPC: %q", sample(line)))
+		t.warn(fmt.Sprintf("ignored a message that is not valid JSON-RPC: %q", sample(line, t.secrets)))
 		return true
 	}
 	switch {
@@ -223,7 +266,7 @@ func (t *stdioTransport) dispatch(line []byte) bool {
 	case m.ID != nil:
 		resp := &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: *m.ID, Result: m.Result, Error: m.Error}
 		if !t.deliver(*m.ID, reply{resp: resp}) {
-			t.warn(fmt.Sprintf("ignored a response to unknown request id %q", m.ID.String()))
+			t.warn("ignored a response to unknown request id " + quote(m.ID.String(), t.secrets))
 		}
 	}
 	return true
@@ -366,6 +409,9 @@ func (t *stdioTransport) write(ctx context.Context, v any) error {
 		return errTransportClosed
 	}
 	defer func() { <-t.wsem }()
+	if t.broken {
+		return errStdinBlocked
+	}
 	t.proc.stdin.SetWriteDeadline(deadline)
 	// A cancelled verification must not wait for the deadline of a
 	// write the server does not take: moving the deadline to the past
@@ -376,9 +422,12 @@ func (t *stdioTransport) write(ctx context.Context, v any) error {
 		t.proc.stdin.SetWriteDeadline(time.Unix(1, 0))
 		close(moved)
 	})
-	_, err = t.proc.stdin.Write(data)
+	n, err := t.proc.stdin.Write(data)
 	if !stopMove() {
 		<-moved
+	}
+	if err != nil && n > 0 {
+		t.broken = true
 	}
 	switch {
 	case err == nil:
@@ -420,10 +469,7 @@ func (t *stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCR
 		if r.err != nil {
 			return nil, r.err
 		}
-		if req.Method == string(mcp.MethodToolsList) && r.resp.Error == nil {
-			t.rec.record(r.resp.Result)
-		}
-		return r.resp, nil
+		return t.rec.tap(req.Method, r.resp), nil
 	}
 	select {
 	case r := <-ch:

@@ -168,8 +168,10 @@ func (v *Verifier) Verify(ctx context.Context, t Target, initTimeout time.Durati
 // soon as the tools are listed, before the server is stopped: stopping
 // takes whatever the server takes to exit (some node servers, ~350 ms),
 // which nobody waiting for the result needs to wait for. It still returns
-// only once the process group is gone, with the same result. early is not
-// called on failure.
+// only once the process group is gone, with the same result, to which
+// what the stop found is added as warnings at the end: processes the
+// server left behind (which a caller of early hears of only this way).
+// early is not called on failure.
 func (v *Verifier) VerifyEarly(ctx context.Context, t Target, initTimeout time.Duration, progress func(Progress), early func(*Result)) (*Result, error) {
 	limits := v.limits
 	if initTimeout > 0 {
@@ -190,18 +192,19 @@ func (v *Verifier) VerifyEarly(ctx context.Context, t Target, initTimeout time.D
 		}
 		exited, code := run.exited()
 		e := classify(err, run.phase, ctx, exited, code)
-		if e.Class == ClassExited && t.MemoryBytes > 0 {
+		if e.Class == ClassExited && t.MemoryBytes > 0 && exited && likelyOutOfMemory(code) {
 			e.Message += fmt.Sprintf(" (it ran under a memory cap of %d MiB: raise the cap if the server needs more)", t.MemoryBytes>>20)
 		}
 		if len(left) > 0 {
 			e.Message += "; " + leftWarning(left)
 		}
-		e.StderrTail = redact(run.stderr(), t.secrets())
+		e.StderrTail = run.stderr()
 		e.Message = displayable(redact(e.Message, t.secrets()))
 		return nil, e
 	}
 	if len(killed)+len(left) > 0 {
-		// A copy: early may have handed res to someone already.
+		// A copy: early may have handed res to someone already. Its
+		// warnings left room for these (see maxWarnings).
 		out := *res
 		out.Warnings = slices.Clip(res.Warnings)
 		if len(killed) > 0 {
@@ -213,6 +216,23 @@ func (v *Verifier) VerifyEarly(ctx context.Context, t Target, initTimeout time.D
 		res = &out
 	}
 	return res, nil
+}
+
+// likelyOutOfMemory reports whether a server that ran under a memory cap
+// (RLIMIT_DATA) and exited with code (-1: killed by a signal) probably
+// ran out of memory, so that the error suggests raising the cap. An
+// allocation refused under the cap commonly ends a program by a signal
+// (SIGABRT from C++'s std::bad_alloc or node's heap limit, SIGSEGV),
+// with 2 (the Go runtime's fatal "out of memory"), or with 134 or 137,
+// a shell's report of a child ended by SIGABRT or SIGKILL. Other codes,
+// 1 above all (which every kind of failure exits with, Python's
+// MemoryError included), get no note: it would be on every failure.
+func likelyOutOfMemory(code int) bool {
+	switch code {
+	case -1, 2, 134, 137:
+		return true
+	}
+	return false
 }
 
 // leftWarning says which processes of the server outlived the
@@ -289,11 +309,12 @@ func (r *verification) exited() (bool, int) {
 	return r.exitedSelf, r.exitCode
 }
 
+// stderr returns the server's stderr tail, redacted.
 func (r *verification) stderr() string {
 	if r.proc == nil {
 		return ""
 	}
-	return r.proc.stderr.String()
+	return r.proc.stderr.redacted(r.target.secrets())
 }
 
 func (r *verification) do(ctx context.Context) (_ *Result, err error) {
@@ -339,12 +360,10 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{
-		ProtocolVersion: initRes.ProtocolVersion,
-		ServerName:      initRes.ServerInfo.Name,
-		ServerVersion:   initRes.ServerInfo.Version,
-		Instructions:    initRes.Instructions,
-	}
+	res := &Result{ProtocolVersion: initRes.ProtocolVersion}
+	res.ServerName = capText(res, "name", initRes.ServerInfo.Name, r.limits.ServerInfoBytes)
+	res.ServerVersion = capText(res, "version", initRes.ServerInfo.Version, r.limits.ServerInfoBytes)
+	res.Instructions = capText(res, "instructions", initRes.Instructions, r.limits.InstructionsBytes)
 	res.Capabilities, _ = json.Marshal(initRes.Capabilities)
 
 	if initRes.Capabilities.Tools != nil {
@@ -360,14 +379,16 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 	if r.stdio != nil {
 		res.Warnings = append(res.Warnings, r.stdio.Warnings()...)
 	}
+	res.Warnings = capWarnings(res.Warnings, maxWarnings-stopWarnings)
 	for i, w := range res.Warnings {
 		res.Warnings[i] = displayable(redact(w, r.target.secrets()))
 	}
-	res.StderrTail = redact(r.stderr(), r.target.secrets())
+	res.StderrTail = r.stderr()
 	// Before the deferred cleanup stops the server. A server with
 	// processes outside its group is reported after the stop instead,
-	// with what became of them. This look at the server's processes is
-	// also the one stop takes before anything exits.
+	// with what became of them. Stop looks again (a process may leave
+	// the group in between); what it finds is added to the result that
+	// VerifyEarly returns.
 	if r.early != nil && (r.proc == nil || len(r.proc.escapees()) == 0) {
 		r.early(res)
 	}
@@ -394,11 +415,11 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 			return nil, nil, spawnError(err, t.Command)
 		}
 		r.proc = p
-		r.stdio = newStdioTransport(p, r.limits, r.rec)
+		r.stdio = newStdioTransport(p, r.limits, r.rec, t.secrets())
 		return r.stdio, func() { r.stdio.Close() }, nil
 	case TransportHTTP:
 		r.tally = &httpTally{onOverflow: r.cutShort}
-		hc := httpClient(r.limits, r.tally)
+		hc := httpClient(r.limits, r.tally, t.secrets())
 		tr, err := transport.NewStreamableHTTP(t.URL,
 			transport.WithHTTPBasicClient(hc),
 			transport.WithHTTPHeaders(t.Headers),
@@ -409,7 +430,7 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 		return streamableTap{tr, r.rec, r.tally}, func() { tr.Close(); closeIdle(hc) }, nil
 	case TransportSSE:
 		r.tally = &httpTally{onOverflow: r.cutShort}
-		hc := httpClient(r.limits, r.tally)
+		hc := httpClient(r.limits, r.tally, t.secrets())
 		tr, err := transport.NewSSE(t.URL,
 			transport.WithHTTPClient(hc),
 			transport.WithHeaders(t.Headers),
@@ -423,12 +444,47 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 	return nil, nil, newError(ClassInternal, PhaseStarting, fmt.Sprintf("unknown transport %q", t.Transport), nil)
 }
 
+// maxWarnings bounds the warnings of one verification; past it, the last
+// says how many more there were. The last stopWarnings places are kept for
+// what stopping the server finds (see VerifyEarly).
+const (
+	maxWarnings  = 50
+	stopWarnings = 2
+)
+
+// capWarnings keeps the first n-1 of more than n warnings, and a last
+// that says how many more there were.
+func capWarnings(ws []string, n int) []string {
+	if len(ws) <= n {
+		return ws
+	}
+	return append(ws[:n-1:n-1], fmt.Sprintf("… and %d more warnings", len(ws)-(n-1)))
+}
+
+// capText returns s cut to at most n bytes (at a rune boundary), adding a
+// warning to res when it is cut; what names the field of serverInfo.
+func capText(res *Result, what, s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := cutText(s, n)
+	res.Warnings = append(res.Warnings, fmt.Sprintf("the server's %s is %d bytes; the first %d are kept", what, len(s), len(cut)))
+	return cut
+}
+
 // listTools walks tools/list page by page, stopping at a repeated cursor
-// or the page cap with a warning, and refusing more than MaxTools.
+// or the page cap with a warning, and refusing more than MaxTools. A page
+// that lists more entries than MaxTools leaves room for is refused before
+// any of them is decoded, so the work is bounded by MaxTools a page, and
+// entries that are skipped or repeat a tool are counted into one warning
+// for each kind, however many there are.
 func (r *verification) listTools(ctx context.Context, c *client.Client, res *Result) error {
 	seen := map[string]bool{"": true}
 	cursor := ""
 	byName := map[string]int{} // index in res.Tools
+	secrets := r.target.secrets()
+	var odd oddEntries
+	defer func() { res.Warnings = append(res.Warnings, odd.warnings(secrets)...) }()
 	for page := 1; ; page++ {
 		if page > r.limits.MaxPages {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("stopped after %d pages of tools/list (page limit); more tools may exist", r.limits.MaxPages))
@@ -448,34 +504,129 @@ func (r *verification) listTools(ctx context.Context, c *client.Client, res *Res
 		if err := json.Unmarshal(r.rec.take(), &raw); err != nil {
 			return fmt.Errorf("tools/list page %d is not a valid result: %w", page, err)
 		}
+		if len(res.Tools)+len(raw.Tools) > r.limits.MaxTools {
+			msg := fmt.Sprintf("server offers more than %d tools (page %d lists %d", r.limits.MaxTools, page, len(raw.Tools))
+			if len(res.Tools) > 0 {
+				msg += fmt.Sprintf(" after %d on earlier pages", len(res.Tools))
+			}
+			return errTooLarge{msg + ")"}
+		}
 		for _, rt := range raw.Tools {
 			tool, err := decodeTool(rt, r.limits)
 			if err != nil {
-				res.Warnings = append(res.Warnings, fmt.Sprintf("skipped a tool on page %d: %v", page, err))
+				odd.skipped(page, tool.Name, err)
 				continue
 			}
 			if i, ok := byName[tool.Name]; ok {
-				if w := mergeDuplicate(&res.Tools[i], tool); w != "" {
-					res.Warnings = append(res.Warnings, w)
+				if mergeDuplicate(&res.Tools[i], tool) {
+					odd.repeated(i, tool.Name)
 				}
 				continue
 			}
 			byName[tool.Name] = len(res.Tools)
 			res.Tools = append(res.Tools, tool)
 		}
-		if len(res.Tools) > r.limits.MaxTools {
-			return errTooLarge{fmt.Sprintf("server offers more than %d tools", r.limits.MaxTools)}
-		}
 		if raw.NextCursor == "" {
 			return nil
 		}
 		if seen[raw.NextCursor] {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("tools/list repeated cursor %q on page %d; stopped the walk", sample([]byte(raw.NextCursor)), page))
+			res.Warnings = append(res.Warnings, fmt.Sprintf("tools/list repeated cursor %q on page %d; stopped the walk", sample([]byte(raw.NextCursor), secrets), page))
 			return nil
 		}
 		seen[raw.NextCursor] = true
 		cursor = raw.NextCursor
 	}
+}
+
+// oddEntries counts the tools/list entries of one verification that were
+// skipped or repeated a tool, by kind, with the first of each kind as an
+// example.
+type oddEntries struct {
+	notObject, noName, longName entryCount
+	// repeats of a tool with an identical definition: entries, and the
+	// tools they repeat (by index in Result.Tools)
+	repeats   entryCount
+	repeatsOf map[int]bool
+}
+
+// entryCount counts entries of one kind; the first is the example.
+type entryCount struct {
+	n      int
+	page   int
+	name   string
+	detail string
+}
+
+func (c *entryCount) add(page int, name, detail string) {
+	if c.n == 0 {
+		c.page, c.name, c.detail = page, name, detail
+	}
+	c.n++
+}
+
+// skipped counts an entry decodeTool refused with err.
+func (o *oddEntries) skipped(page int, name string, err error) {
+	switch {
+	case errors.Is(err, errNoName):
+		o.noName.add(page, "", "")
+	case errors.Is(err, errLongName):
+		o.longName.add(page, name, "")
+	default:
+		o.notObject.add(page, "", strings.TrimPrefix(err.Error(), errNotTool.Error()+": "))
+	}
+}
+
+// repeated counts an entry that repeats the tool at index i of
+// Result.Tools, with the same definition.
+func (o *oddEntries) repeated(i int, name string) {
+	if o.repeatsOf == nil {
+		o.repeatsOf = map[int]bool{}
+	}
+	o.repeatsOf[i] = true
+	o.repeats.add(0, name, "")
+}
+
+// warnings returns one warning for each kind of entry counted, names
+// redacted of the secrets before they are quoted.
+func (o *oddEntries) warnings(secrets []string) []string {
+	var ws []string
+	if c := o.notObject; c.n > 0 {
+		ws = append(ws, fmt.Sprintf("skipped %s of tools/list that %s not tool objects, e.g. on page %d: %s",
+			count(c.n, "entry", "entries"), isAre(c.n), c.page, c.detail))
+	}
+	if c := o.noName; c.n > 0 {
+		ws = append(ws, fmt.Sprintf("skipped %s without a name", count(c.n, "tool", "tools")))
+	}
+	if c := o.longName; c.n > 0 {
+		ws = append(ws, fmt.Sprintf("skipped %s named with more than %d bytes, e.g. %q (%d bytes)",
+			count(c.n, "tool", "tools"), maxNameBytes, sample([]byte(c.name), secrets), len(c.name)))
+	}
+	if c := o.repeats; c.n > 0 {
+		if len(o.repeatsOf) == 1 {
+			ws = append(ws, fmt.Sprintf("tool %q is listed more than once, with identical definitions (%s)",
+				sample([]byte(c.name), secrets), count(c.n, "extra entry", "extra entries")))
+		} else {
+			ws = append(ws, fmt.Sprintf("%d tools are listed more than once, with identical definitions (%s), e.g. %q",
+				len(o.repeatsOf), count(c.n, "extra entry", "extra entries"), sample([]byte(c.name), secrets)))
+		}
+	}
+	return ws
+}
+
+// count returns "1 tool", "2 tools".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// isAre returns the verb for n things.
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
 
 // maxNameBytes bounds a tool name Switchboard keeps at all (it becomes a
@@ -487,10 +638,18 @@ const maxNameBytes = 16 << 10
 // (2025-11-25): 1 to 128 ASCII letters, digits, '_', '-' and '.'.
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
+// Why decodeTool skips an entry.
+var (
+	errNotTool  = errors.New("not a tool object")
+	errNoName   = errors.New("tool without a name")
+	errLongName = errors.New("tool name too long to keep")
+)
+
 // decodeTool reads the fields Switchboard shows, computes the pin, and
 // flags what cannot be offered to agents as sent (see Tool.State). It
-// returns an error only for what cannot be kept at all: not an object, no
-// name, a name over maxNameBytes.
+// returns an error only for what cannot be kept at all: not an object
+// (errNotTool), no name (errNoName), a name over maxNameBytes
+// (errLongName, with the name, only, in the Tool returned).
 func decodeTool(raw json.RawMessage, l Limits) (Tool, error) {
 	var f struct {
 		Name         string          `json:"name"`
@@ -501,13 +660,20 @@ func decodeTool(raw json.RawMessage, l Limits) (Tool, error) {
 		Annotations  json.RawMessage `json:"annotations"`
 	}
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return Tool{}, fmt.Errorf("not a tool object: %w", err)
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case !errors.As(err, &typeErr):
+			return Tool{}, fmt.Errorf("%w: %w", errNotTool, err)
+		case typeErr.Field == "":
+			return Tool{}, fmt.Errorf("%w: a JSON %s", errNotTool, typeErr.Value)
+		}
+		return Tool{}, fmt.Errorf("%w: its %s is a JSON %s", errNotTool, typeErr.Field, typeErr.Value)
 	}
 	switch {
 	case f.Name == "":
-		return Tool{}, errors.New("tool without a name")
+		return Tool{}, errNoName
 	case len(f.Name) > maxNameBytes:
-		return Tool{}, fmt.Errorf("tool name of %d bytes (kept up to %d): %q", len(f.Name), maxNameBytes, sample([]byte(f.Name)))
+		return Tool{Name: f.Name}, fmt.Errorf("%w: %d bytes (kept up to %d)", errLongName, len(f.Name), maxNameBytes)
 	}
 	t := Tool{Name: f.Name, Title: f.Title, Description: f.Description, InputSchema: f.InputSchema,
 		OutputSchema: f.OutputSchema, Annotations: f.Annotations}
@@ -561,12 +727,16 @@ func decodeTool(raw json.RawMessage, l Limits) (Tool, error) {
 		}
 	}
 	if n := len(t.Description); n > l.DescriptionBytes {
-		cut := l.DescriptionBytes
-		for cut > 0 && !utf8.RuneStart(t.Description[cut]) {
-			cut--
-		}
-		t.Description = t.Description[:cut]
-		flag(ToolOversized, fmt.Sprintf("its description is %d bytes; the first %d are kept", n, cut))
+		t.Description = cutText(t.Description, l.DescriptionBytes)
+		flag(ToolOversized, fmt.Sprintf("its description is %d bytes; the first %d are kept", n, len(t.Description)))
+	}
+	if n := len(t.Title); n > l.TitleBytes {
+		t.Title = cutText(t.Title, l.TitleBytes)
+		flag(ToolOversized, fmt.Sprintf("its title is %d bytes; the first %d are kept", n, len(t.Title)))
+	}
+	if n := len(t.Annotations); n > l.AnnotationsBytes {
+		flag(ToolOversized, fmt.Sprintf("its annotations are %d bytes (limit %d); not kept", n, l.AnnotationsBytes))
+		t.Annotations = nil
 	}
 	if len(raw) > l.ToolBytes {
 		flag(ToolOversized, fmt.Sprintf("the tool object is %d bytes (limit %d)", len(raw), l.ToolBytes))
@@ -605,10 +775,10 @@ func jsonDepth(b []byte) int {
 // definitions under one name make the tool ambiguous: it is flagged
 // invalid, and its pin covers every definition, so a policy set while it
 // was ambiguous never carries over to one of them. An identical repeat
-// only gets a warning, which mergeDuplicate returns.
-func mergeDuplicate(kept *Tool, dup Tool) string {
+// changes nothing; mergeDuplicate reports it, for a warning.
+func mergeDuplicate(kept *Tool, dup Tool) (identical bool) {
 	if dup.Pin == kept.Pin {
-		return fmt.Sprintf("tool %q is listed more than once (identical definitions)", kept.Name)
+		return true
 	}
 	const problem = "the server lists different definitions under this name"
 	if !slices.Contains(kept.Problems, problem) {
@@ -619,7 +789,7 @@ func mergeDuplicate(kept *Tool, dup Tool) string {
 	}
 	sum := sha256.Sum256([]byte(kept.Pin + dup.Pin))
 	kept.Pin = hex.EncodeToString(sum[:])
-	return ""
+	return false
 }
 
 // redact replaces every secret value in s.
@@ -628,4 +798,13 @@ func redact(s string, secrets []string) string {
 		s = strings.ReplaceAll(s, v, "[redacted]")
 	}
 	return s
+}
+
+// longest returns the length of the longest secret.
+func longest(secrets []string) int {
+	n := 0
+	for _, v := range secrets {
+		n = max(n, len(v))
+	}
+	return n
 }

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -474,6 +475,53 @@ func TestVerifyRedactsSecrets(t *testing.T) {
 			t.Errorf("StderrTail = %q", res.StderrTail)
 		}
 	})
+	t.Run("cut by the sample", func(t *testing.T) {
+		// 21 lines of garbage on stdout, one more than a server may print:
+		// the error quotes the first 120 bytes of the last, and one secret
+		// starts 12 bytes before that end. The other holds a quote, a
+		// backslash and a letter outside ASCII, which quoting escapes.
+		target, _ := shTarget(t, `pad=$(printf '%086d' 0)
+i=0; while [ $i -lt 21 ]; do printf 'q=%s %s%s tail\n' "$QUOTE_KEY" "$pad" "$API_KEY"; i=$((i+1)); done
+printf 'on stderr: %s%s' "$API_KEY" "$QUOTE_KEY" >&2
+exec cat >/dev/null`)
+		target.Env = map[string]string{"API_KEY": boundarySecret, "QUOTE_KEY": quoteSecret}
+		_, e, _ := verify(t, Limits{Grace: 200 * time.Millisecond}, target, nil)
+		wantClass(t, e, ClassProtocol, PhaseInitializing)
+		// The sample is of the 21st line as sent, the secrets redacted.
+		if want := `"q=[redacted] ` + strings.Repeat("0", 86); !strings.Contains(e.Message, want) {
+			t.Errorf("Message = %q, want the sample %s…", e.Message, want)
+		}
+		noSecretPart(t, "Message", e.Message, boundarySecret, quoteSecret)
+		noSecretPart(t, "Error()", e.Error(), boundarySecret, quoteSecret)
+		noSecretPart(t, "StderrTail", e.StderrTail, boundarySecret, quoteSecret)
+		if e.StderrTail != "on stderr: [redacted][redacted]" {
+			t.Errorf("StderrTail = %q", e.StderrTail)
+		}
+	})
+	t.Run("quoted in warnings", func(t *testing.T) {
+		// A name too long to keep and a cursor repeated, both quoted in a
+		// warning: a secret cut by the sample, or escaped by quoting. The
+		// repeat is found on page 2, which lists the long name again.
+		cursor := strings.Repeat("A", 108) + boundarySecretB64 // valid base64, as mcp-go wants its cursors
+		s := newToolServer(3, listHook(func(r *mcp.ListToolsResult) {
+			r.Tools[0].Name = quoteSecret + strings.Repeat("n", maxNameBytes)
+			r.NextCursor = mcp.Cursor(cursor)
+		}))
+		target := Target{Transport: TransportHTTP, URL: serveStreamable(t, s),
+			Headers: map[string]string{"X-Key": quoteSecret, "X-Other": boundarySecretB64}}
+		res, e, _ := verify(t, Limits{}, target, nil)
+		if e != nil {
+			t.Fatal(e)
+		}
+		for _, want := range []string{`skipped 2 tools named with more than 16384 bytes, e.g. "[redacted]nnn`, `tools/list repeated cursor "` + strings.Repeat("A", 108) + `[redacted]" on page 2`} {
+			if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, want) }) {
+				t.Errorf("no warning has %q: %q", want, res.Warnings)
+			}
+		}
+		for _, w := range res.Warnings {
+			noSecretPart(t, "warning", w, boundarySecretB64, quoteSecret)
+		}
+	})
 	t.Run("header", func(t *testing.T) {
 		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// Echo the credential back, as some servers do in errors.
@@ -484,6 +532,35 @@ func TestVerifyRedactsSecrets(t *testing.T) {
 		wantClass(t, e, ClassHTTPStatus, "")
 		noSecret(t, e)
 	})
+}
+
+// Secrets for the tests of redaction at the edge of what is quoted.
+const (
+	boundarySecret    = "bndry-secret-0123456789"
+	boundarySecretB64 = "Bndry5ecret0123456789xyz" // base64 letters only
+	quoteSecret       = `q"uote\secrét-9876`
+)
+
+// noSecretPart checks that text holds no part of 8 or more bytes at the
+// start or the end of any of the secrets, as they are or as quoting
+// (%q, or to ASCII) escapes them.
+func noSecretPart(t *testing.T, what, text string, secrets ...string) {
+	t.Helper()
+	for _, secret := range secrets {
+		q, qa := strconv.Quote(secret), strconv.QuoteToASCII(secret)
+		for _, form := range []string{secret, q[1 : len(q)-1], qa[1 : len(qa)-1]} {
+			for n := 8; n <= len(form); n++ {
+				if part := form[:n]; strings.Contains(text, part) {
+					t.Errorf("%s %q holds %q, the start of a secret", what, text, part)
+					return
+				}
+				if part := form[len(form)-n:]; strings.Contains(text, part) {
+					t.Errorf("%s %q holds %q, the end of a secret", what, text, part)
+					return
+				}
+			}
+		}
+	}
 }
 
 // ---- in-process mcp-go servers ----
@@ -537,6 +614,54 @@ func TestVerifyInProcessStreamable(t *testing.T) {
 	checkTools(t, res.Tools, 5)
 	if res.ServerName != "inproc" || res.Pages != 1 || res.Instructions != "Use the tools wisely." {
 		t.Errorf("server %q pages %d instructions %q", res.ServerName, res.Pages, res.Instructions)
+	}
+}
+
+// TestVerifyCapsServerText checks the limits on what a server says about
+// itself and on a tool's title and annotations: the server's name,
+// version and instructions are cut with a warning; a tool whose title or
+// annotations are over the limit is kept oversized, its title cut and
+// its annotations dropped.
+func TestVerifyCapsServerText(t *testing.T) {
+	name, version := strings.Repeat("n", 300), strings.Repeat("é", 150) // 300 bytes
+	instructions := strings.Repeat("i", 20_000)
+	s := server.NewMCPServer(name, version, server.WithToolCapabilities(false), server.WithInstructions(instructions))
+	s.AddTool(mcp.NewTool("titled", mcp.WithTitleAnnotation(strings.Repeat("a", 20_000))), nil) // annotations over 16 KiB
+	long := mcp.NewTool("long_title", mcp.WithDescription("Its title is long."))
+	long.Title = strings.Repeat("t", 2000)
+	s.AddTool(long, nil)
+	s.AddTool(mcp.NewTool("plain", mcp.WithDescription("Nothing over a limit.")), nil)
+	res, e, _ := verify(t, Limits{}, Target{Transport: TransportHTTP, URL: serveStreamable(t, s)}, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	if res.ServerName != name[:256] || res.ServerVersion != version[:256] || res.Instructions != instructions[:16<<10] {
+		t.Errorf("name of %d bytes, version of %d, instructions of %d; want 256, 256, 16384",
+			len(res.ServerName), len(res.ServerVersion), len(res.Instructions))
+	}
+	for _, want := range []string{
+		"the server's name is 300 bytes; the first 256 are kept",
+		"the server's version is 300 bytes; the first 256 are kept",
+		"the server's instructions is 20000 bytes; the first 16384 are kept",
+	} {
+		if !slices.Contains(res.Warnings, want) {
+			t.Errorf("warnings %q, want %q", res.Warnings, want)
+		}
+	}
+	tools := map[string]Tool{}
+	for _, tool := range res.Tools {
+		tools[tool.Name] = tool
+	}
+	if tl := tools["long_title"]; tl.State != ToolOversized || tl.Title != strings.Repeat("t", 1024) || tl.Raw != nil ||
+		!slices.Contains(tl.Problems, "its title is 2000 bytes; the first 1024 are kept") {
+		t.Errorf("long_title: State %q, title of %d bytes, Problems %q; want oversized, 1024, the title cut", tl.State, len(tl.Title), tl.Problems)
+	}
+	if tt := tools["titled"]; tt.State != ToolOversized || tt.Annotations != nil || len(tt.Problems) != 1 ||
+		!strings.HasPrefix(tt.Problems[0], "its annotations are 20") || !strings.HasSuffix(tt.Problems[0], "bytes (limit 16384); not kept") {
+		t.Errorf("titled: State %q, annotations of %d bytes, Problems %q; want oversized, none kept", tt.State, len(tt.Annotations), tt.Problems)
+	}
+	if p := tools["plain"]; p.State != "" || p.Annotations == nil {
+		t.Errorf("plain: State %q, Problems %q, annotations %s; want sound, annotations kept", p.State, p.Problems, p.Annotations)
 	}
 }
 

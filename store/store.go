@@ -493,6 +493,24 @@ func (db *DB) MarkRunning(id, jobID string, at time.Time) error {
 	})
 }
 
+// ErrOtherJob is AddLateWarnings' answer when the record belongs to
+// another (newer) verification by now.
+var ErrOtherJob = errors.New("store: the discovery record is of another verification")
+
+// AddLateWarnings appends warnings that arrived after a verification's
+// result was recorded (processes found while its server was stopped) to
+// the discovery record, if the record is still that job's; otherwise it
+// returns ErrOtherJob and changes nothing.
+func (db *DB) AddLateWarnings(id, jobID string, warnings []string) error {
+	return db.updateDiscovery(id, Change{ServerID: id}, func(_ *bolt.Tx, _ Server, d *Discovery) error {
+		if d.JobID != jobID {
+			return ErrOtherJob
+		}
+		d.Warnings = append(d.Warnings, warnings...)
+		return nil
+	})
+}
+
 // RecordSuccess stores a successful verification: the discovery record,
 // the tools (merged with what was known) and a default policy for every
 // new tool. Policies already present are never changed. If the server's

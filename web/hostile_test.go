@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 )
@@ -239,4 +240,21 @@ func TestHostileRugPull(t *testing.T) {
 	if tool := e.apiTools("rug")["tool_000"]; tool["state"] != "active" || tool["effective_policy"] != "allow" {
 		t.Errorf("after a verify that changed nothing: %.300v", tool)
 	}
+}
+
+// TestLateWarningsAreRecorded: a server that starts a background process
+// when it is stopped — after its success was recorded — still gets the
+// warning about that process on its record and in the API.
+func TestLateWarningsAreRecorded(t *testing.T) {
+	e := newEnv(t)
+	body := fixtureServer("late")
+	body["args"] = []string{"-mode", "setsid-on-exit", "-tools", "2"}
+	e.createServer(body)
+	if job := e.verify("late"); job["status"] != "success" {
+		t.Fatalf("verify = %v; want success", job)
+	}
+	waitFor(t, 10*time.Second, "late warning on the record", func() bool {
+		rec := e.api(http.MethodGet, "/api/v1/servers/late", nil)
+		return strings.Contains(rec.Body.String(), "left its process group")
+	})
 }

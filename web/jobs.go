@@ -167,6 +167,16 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 	return err
 }
 
+// jobLateWarnings records warnings found after a job's success was
+// recorded (a process left behind when its server stopped), unless a
+// newer verification owns the record by now.
+func (s *Server) jobLateWarnings(j discovery.Job, warnings []string) {
+	err := s.store.AddLateWarnings(j.ServerID, j.ID, warnings)
+	if err != nil && !errors.Is(err, store.ErrOtherJob) && !errors.Is(err, store.ErrNotFound) {
+		s.log.Error("record late warnings", "server", j.ServerID, "err", err)
+	}
+}
+
 func startOf(j discovery.Job) time.Time {
 	if j.StartedAt.IsZero() {
 		return j.QueuedAt

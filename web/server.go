@@ -38,6 +38,7 @@ type Store interface {
 	MarkRunning(id, jobID string, at time.Time) error
 	RecordSuccess(id string, v store.Verification) error
 	RecordFailure(id string, f store.Failure) error
+	AddLateWarnings(id, jobID string, warnings []string) error
 }
 
 // Config configures the web server.
@@ -92,6 +93,7 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) *Server {
 		Started:     s.jobStarted,
 		Finish:      s.jobFinished,
 		Event:       func(j discovery.Job) { s.publishServer(j.ServerID) },
+		Late:        s.jobLateWarnings,
 	})
 	hub.snapshot = s.snapshot
 	hub.onChange = s.storeChanged

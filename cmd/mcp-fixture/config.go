@@ -36,6 +36,7 @@ const (
 	modeExitAfterInit   = "exit-after-init"
 	modeForkChild       = "fork-child"
 	modeSetsidChild     = "setsid-child"
+	modeSetsidOnExit    = "setsid-on-exit"
 	modeDaemonize       = "daemonize"
 	modeIgnoreSIGTERM   = "ignore-sigterm"
 	modeFloodStderr     = "flood-stderr"
@@ -68,6 +69,7 @@ const (
 	modeInjection      = "injection"
 	modeDuplicateNames = "duplicate-names"
 	modeHostileNames   = "hostile-names"
+	modeManyTinyTools  = "many-tiny-tools"
 	modeXSS            = "xss"
 
 	// Remote.
@@ -106,6 +108,7 @@ var modes = map[string]modeInfo{
 	modeExitAfterInit:   {stdioOnly, "#7 answer initialize, exit with -exit-code once the client says initialized"},
 	modeForkChild:       {stdioOnly, "#8 start a child that holds stdin, stdout and stderr until killed, then serve"},
 	modeSetsidChild:     {stdioOnly, "#9 start a child in a new session (setsid), then serve"},
+	modeSetsidOnExit:    {stdioOnly, "#9 serve; once stdin ends, start a child in a new session (setsid) on the way out"},
 	modeDaemonize:       {stdioOnly, "#9 start a child in a new session through a parent that exits (double fork), then serve"},
 	modeIgnoreSIGTERM:   {stdioOnly, "#10 ignore SIGTERM and the end of stdin, never answer"},
 	modeFloodStderr:     {stdioOnly, "#11 write -flood-bytes to stderr, then serve"},
@@ -136,6 +139,7 @@ var modes = map[string]modeInfo{
 	modeInjection:      {stdioOnly, "#31 list a tool whose description hides instructions, padded to -description-bytes"},
 	modeDuplicateNames: {stdioOnly, "#32 list two different tools under one name"},
 	modeHostileNames:   {stdioOnly, "#33 list tools named with markup, quotes, a newline, ../, 10 000 characters, nothing, a look-alike"},
+	modeManyTinyTools:  {stdioOnly, "#26 #32 #33 list -entries tiny entries on one page: nameless, not objects, repeats of 100 names, different definitions of one"},
 	modeXSS:            {stdioOnly, "markup, invisible characters and icon URLs in every field a dashboard shows (server name, instructions, tools)"},
 
 	modeHTTPStatus:    {remoteOnly, "#36 answer every request with HTTP -status"},
@@ -212,6 +216,8 @@ type config struct {
 	// descriptionBytes pads injection's description to at least this
 	// length.
 	descriptionBytes int
+	// entries is how many entries many-tiny-tools lists.
+	entries int
 }
 
 // defaultConfig returns the configuration used when no flag or environment
@@ -236,6 +242,7 @@ func defaultConfig() config {
 		schemaBytes: 10 << 20,
 		depth:       1000,
 		refURL:      "http://169.254.169.254/latest/schema.json",
+		entries:     200_000,
 	}
 }
 
@@ -288,6 +295,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.refURL, "ref-url", cfg.refURL, "URL the schema of -mode schema-refs refers to")
 	fs.Int64Var(&cfg.allocBytes, "alloc-bytes", cfg.allocBytes, "bytes allocated by -mode alloc")
 	fs.IntVar(&cfg.descriptionBytes, "description-bytes", cfg.descriptionBytes, "minimum length of the description listed by -mode injection")
+	fs.IntVar(&cfg.entries, "entries", cfg.entries, "entries listed by -mode many-tiny-tools, besides the generated tools")
 
 	fs.VisitAll(func(f *flag.Flag) {
 		f.Usage += fmt.Sprintf(" (env %s)", envName(f.Name))
@@ -363,8 +371,8 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid -page-size %d: must not be negative", c.pageSize)
 	}
 	if c.interval < 0 || c.bannerLines < 0 || c.lineBytes < 0 || c.floodBytes < 0 || c.requests < 0 ||
-		c.schemaBytes < 0 || c.depth < 0 || c.descriptionBytes < 0 || c.allocBytes < 0 {
-		return errors.New("-interval, -banner-lines, -line-bytes, -flood-bytes, -requests, -schema-bytes, -depth and -description-bytes must not be negative")
+		c.schemaBytes < 0 || c.depth < 0 || c.descriptionBytes < 0 || c.allocBytes < 0 || c.entries < 0 {
+		return errors.New("-interval, -banner-lines, -line-bytes, -flood-bytes, -requests, -schema-bytes, -depth, -description-bytes, -alloc-bytes and -entries must not be negative")
 	}
 	if c.mode == modeHTTPStatus && (c.status < 400 || c.status > 599) {
 		return fmt.Errorf("invalid -status %d: want an error status (400-599)", c.status)

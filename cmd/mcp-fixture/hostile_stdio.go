@@ -172,6 +172,21 @@ func beforeServing(cfg config, stdin io.Reader, stdout, stderr io.Writer) error 
 	return nil
 }
 
+// afterServing does what the modes that misbehave on the way out do once
+// serving ended: setsid-on-exit starts a child in a new session, as a
+// server might start a clean-up daemon when told to stop.
+func afterServing(cfg config, stderr io.Writer) error {
+	if cfg.mode != modeSetsidOnExit {
+		return nil
+	}
+	child, err := startSelf(modeSleep, [3]*os.File{}, true)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "mcp-fixture: started background process pid %d in a new session on the way out\n", child.Pid)
+	return child.Release()
+}
+
 // flood writes n bytes of log lines to w.
 func flood(w io.Writer, n int64) error {
 	line := "mcp-fixture: flooding stderr " + strings.Repeat("noise ", 10) + "\n"

@@ -85,6 +85,8 @@ func (p *rawPeer) toolDataTools() []string {
 		}
 	case modeXSS:
 		return xssTools()
+	case modeManyTinyTools:
+		return manyTinyTools(c.entries)
 	case modeHostileNames:
 		var out []string
 		for _, name := range []string{
@@ -96,6 +98,30 @@ func (p *rawPeer) toolDataTools() []string {
 		return out
 	}
 	return nil
+}
+
+// manyTinyTools returns the n entries of -mode many-tiny-tools, in turn:
+// an empty object and one with an empty name (no name), a number (not an
+// object), one of 100 tools named t0 to t99 (each repeated, identical,
+// after its first entry), and a tool named d with a description that
+// differs each time (different definitions under one name).
+func manyTinyTools(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		switch i % 5 {
+		case 0:
+			out[i] = `{}`
+		case 1:
+			out[i] = `{"name":""}`
+		case 2:
+			out[i] = `1`
+		case 3:
+			out[i] = fmt.Sprintf(`{"name":"t%d"}`, i/5%100)
+		case 4:
+			out[i] = fmt.Sprintf(`{"name":"d","description":"%d"}`, i)
+		}
+	}
+	return out
 }
 
 // cursorPage answers tools/list for the cursor modes: endless-cursor

@@ -81,7 +81,7 @@ func serveStdio(ctx context.Context, cfg config, s *server.MCPServer, tools []mc
 	case modeProgressForever, modeExitAfterInit, modeNotifyFlood, modeInvalidUTF8, modeDeepJSON,
 		modeDuplicateKeys, modeWrongIDs, modeClientRequests, modeBadVersion, modeListError, modeLegacySilent,
 		modeEndlessCursor, modeRepeatCursor, modeHugeSchema, modeDeepSchema, modeSchemaRefs, modeInjection,
-		modeDuplicateNames, modeHostileNames, modeXSS:
+		modeDuplicateNames, modeHostileNames, modeXSS, modeManyTinyTools:
 		return serveRaw(ctx, cfg, tools, stdin, stdout, stderr)
 	}
 	if err := beforeServing(cfg, stdin, stdout, stderr); err != nil {
@@ -90,6 +90,9 @@ func serveStdio(ctx context.Context, cfg config, s *server.MCPServer, tools []mc
 	stdio := server.NewStdioServer(s)
 	stdio.SetErrorLogger(log.New(stderr, "mcp-fixture: ", log.LstdFlags))
 	err := stdio.Listen(ctx, stdin, stdout)
+	if afterErr := afterServing(cfg, stderr); afterErr != nil {
+		return afterErr
+	}
 	if ctx.Err() != nil {
 		// Cancellation by a signal is a normal way to stop.
 		return nil
