@@ -35,6 +35,9 @@ type Job struct {
 	Timings    []Timing
 	ToolCount  int
 	Error      *Error
+	// Trigger is what asked for the job (Request.Trigger); a request
+	// that joins a job in flight does not change it.
+	Trigger string
 	// LateWarnings are warnings that came after a success was recorded:
 	// what stopping the server found (processes it left behind). They
 	// are not in the Result that Finish got; see RunnerConfig.Late.
@@ -54,6 +57,9 @@ func (j Job) Elapsed(now time.Time) time.Duration {
 
 // Request asks for one verification.
 type Request struct {
+	// Trigger says what asked for the verification ("manual", "ttl",
+	// ...); the runner only passes it on.
+	Trigger     string
 	ServerID    string
 	ConfigHash  string
 	Target      Target
@@ -157,6 +163,7 @@ func (r *Runner) Submit(req Request) (j Job, joined bool, err error) {
 			Status:     JobQueued,
 			Phase:      PhaseQueued,
 			QueuedAt:   time.Now(),
+			Trigger:    req.Trigger,
 		},
 	}
 	r.jobs[jb.snap.ID] = jb

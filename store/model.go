@@ -72,6 +72,32 @@ type Server struct {
 	// DB.ConfirmLaunch). The store keeps it across updates; callers never
 	// set it.
 	LaunchConfirmed string `json:"launch_confirmed,omitempty"`
+	// TTLSeconds is how long a successful verification counts as fresh;
+	// 0 means the global default.
+	TTLSeconds int `json:"ttl_seconds,omitempty"`
+	// AutoRefresh says whether Switchboard re-verifies the server by
+	// itself when its tools go stale (and holds a session to hear its
+	// list changes); nil means the default, see AutoRefreshOn.
+	AutoRefresh *bool `json:"auto_refresh,omitempty"`
+}
+
+// AutoRefreshOn reports whether the server is re-verified without a
+// person asking: as set, or by default for remote servers only (a stdio
+// server is a process Switchboard would spawn).
+func (s Server) AutoRefreshOn() bool {
+	if s.AutoRefresh != nil {
+		return *s.AutoRefresh
+	}
+	return s.Transport != TransportStdio
+}
+
+// TTL is how long a successful verification of the server counts as
+// fresh, given the global default.
+func (s Server) TTL(def time.Duration) time.Duration {
+	if s.TTLSeconds > 0 {
+		return time.Duration(s.TTLSeconds) * time.Second
+	}
+	return def
 }
 
 // LaunchHash returns the SHA-256 over what a person must see and confirm
@@ -189,6 +215,11 @@ type Discovery struct {
 	ToolCount       int             `json:"tool_count"`
 	Error           *VerifyError    `json:"error,omitempty"`
 	Warnings        []string        `json:"warnings,omitempty"`
+	// Delta is what the last successful verification changed.
+	Delta *Delta `json:"delta,omitempty"`
+	// Changed is how many tools are changed (awaiting a person's
+	// approval of their new definition).
+	Changed int `json:"changed,omitempty"`
 }
 
 // Stale reports whether the stored tools may no longer describe the server:
@@ -238,6 +269,9 @@ type Policy struct {
 	Pin    string    `json:"pin"`
 	SetBy  string    `json:"set_by"`
 	SetAt  time.Time `json:"set_at"`
+	// Reason says why a default policy is what it is (the server's
+	// default, or stricter because of the tool's annotations).
+	Reason string `json:"reason,omitempty"`
 }
 
 // PolicySetByDefault marks a policy that came from the server's default.
@@ -264,7 +298,9 @@ func effectivePolicy(t Tool, p Policy) string {
 // Verification is the outcome of one successful verification, as the store
 // records it.
 type Verification struct {
-	JobID           string
+	JobID string
+	// Trigger says what started the verification (for the history).
+	Trigger         string
 	ConfigHash      string
 	StartedAt       time.Time
 	FinishedAt      time.Time
@@ -281,6 +317,7 @@ type Verification struct {
 // Failure is the outcome of one verification that did not succeed.
 type Failure struct {
 	JobID      string
+	Trigger    string
 	ConfigHash string
 	Status     string // StatusFailed, StatusTimeout or StatusCancelled
 	StartedAt  time.Time

@@ -25,7 +25,8 @@ import (
 )
 
 // SchemaVersion is the layout version this code reads and writes.
-const SchemaVersion = 1
+// Version 2 added the approved tool definitions and the history.
+const SchemaVersion = 2
 
 // Bucket names. Tools and policies hold one nested bucket per server id,
 // keyed by tool name, so that a re-verification rewriting tools never
@@ -36,6 +37,14 @@ var (
 	bucketDiscovery = []byte("discovery")
 	bucketTools     = []byte("tools")
 	bucketPolicies  = []byte("policies")
+	// bucketApproved holds, per server, the tool definitions the
+	// policies were approved at, for the diff a changed tool shows.
+	bucketApproved = []byte("approved")
+	// bucketHistory holds, per server, its verifications by sequence.
+	bucketHistory = []byte("history")
+
+	// perServerBuckets hold one nested bucket per server id.
+	perServerBuckets = [][]byte{bucketTools, bucketPolicies, bucketApproved, bucketHistory}
 
 	keySchemaVersion = []byte("schema_version")
 	keyInstance      = []byte("instance") // random, set when the file is created
@@ -199,20 +208,23 @@ func (db *DB) init(checked bool) error {
 		if meta := tx.Bucket(bucketMeta); !checked && meta != nil && meta.Get(keyOpen) != nil {
 			return errUnclean
 		}
-		for _, name := range [][]byte{bucketMeta, bucketServers, bucketDiscovery, bucketTools, bucketPolicies} {
+		for _, name := range append([][]byte{bucketMeta, bucketServers, bucketDiscovery}, perServerBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
+		have := SchemaVersion // a new file
 		if v := meta.Get(keySchemaVersion); v != nil {
-			var have int
 			if err := json.Unmarshal(v, &have); err != nil {
 				return fmt.Errorf("read schema version: %w", err)
 			}
 			if have > SchemaVersion {
 				return fmt.Errorf("schema version %d is newer than this switchboard understands (%d); upgrade switchboard", have, SchemaVersion)
 			}
+		}
+		if err := migrate(tx, have); err != nil {
+			return err
 		}
 		if err := putJSON(meta, keySchemaVersion, SchemaVersion); err != nil {
 			return err
@@ -239,6 +251,18 @@ func (db *DB) init(checked bool) error {
 		return fmt.Errorf("store: initialise %s: %w", db.path, err)
 	}
 	return err
+}
+
+// migrate brings a file of schema version have up to SchemaVersion. Each
+// step is idempotent, and runs in the transaction that records the new
+// version.
+func migrate(tx *bolt.Tx, have int) error {
+	if have < 2 {
+		if err := migrateApproved(tx); err != nil {
+			return fmt.Errorf("migrate to schema 2: %w", err)
+		}
+	}
+	return nil
 }
 
 // bumpRevision advances the revision inside a write transaction.
@@ -424,8 +448,8 @@ func (db *DB) DeleteServer(id string) error {
 		if err := tx.Bucket(bucketDiscovery).Delete(key); err != nil {
 			return err
 		}
-		for _, name := range [][]byte{bucketTools, bucketPolicies} {
-			if err := tx.Bucket(name).DeleteBucket(key); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+		for _, name := range perServerBuckets {
+			if err := deleteServerBucket(tx, name, key); err != nil {
 				return err
 			}
 		}
@@ -511,23 +535,29 @@ func (db *DB) AddLateWarnings(id, jobID string, warnings []string) error {
 	})
 }
 
-// RecordSuccess stores a successful verification: the discovery record,
-// the tools (merged with what was known) and a default policy for every
-// new tool. Policies already present are never changed. If the server's
-// configuration changed since v.ConfigHash, nothing but the record's
-// status changes and ErrConfigChanged is returned.
+// RecordSuccess stores a successful verification: the discovery record
+// (with the Delta against the tools offered before), the tools (merged
+// with what was known), a default policy for every new tool, and a
+// history entry. Policies already present are never changed. If the
+// server's configuration changed since v.ConfigHash, nothing but the
+// record's status and the history change and ErrConfigChanged is
+// returned.
 func (db *DB) RecordSuccess(id string, v Verification) error {
 	var discarded bool
 	err := db.updateDiscovery(id, Change{ServerID: id, Tools: true}, func(tx *bolt.Tx, s Server, d *Discovery) error {
+		entry := HistoryEntry{JobID: v.JobID, Trigger: v.Trigger, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt}
 		if s.ConfigHash() != v.ConfigHash {
 			discarded = true
 			markDiscarded(d, v.FinishedAt)
-			return nil
+			entry.Outcome, entry.Error = OutcomeDiscarded, d.Error
+			return appendHistory(tx, id, entry)
 		}
-		hash, count, err := mergeTools(tx, s, v.Tools, v.FinishedAt)
+		hash, delta, err := mergeTools(tx, s, v.Tools, v.FinishedAt)
 		if err != nil {
 			return err
 		}
+		entry.Outcome, entry.Delta, entry.ToolCount = StatusSuccess, &delta, len(v.Tools)
+		entry.ServerVersion, entry.PreviousVersion = v.ServerVersion, d.ServerVersion
 		*d = Discovery{
 			ServerID:        id,
 			Status:          StatusSuccess,
@@ -543,10 +573,14 @@ func (db *DB) RecordSuccess(id string, v Verification) error {
 			Instructions:    v.Instructions,
 			ConfigHash:      v.ConfigHash,
 			ToolsHash:       hash,
-			ToolCount:       count,
+			ToolCount:       len(v.Tools),
 			Warnings:        v.Warnings,
+			Delta:           &delta,
 		}
-		return nil
+		if d.Changed, err = countChanged(tx, id); err != nil {
+			return err
+		}
+		return appendHistory(tx, id, entry)
 	})
 	if err == nil && discarded {
 		return ErrConfigChanged
@@ -554,17 +588,19 @@ func (db *DB) RecordSuccess(id string, v Verification) error {
 	return err
 }
 
-// RecordFailure stores a verification that did not succeed. The tools and
-// the time of the last success are kept, so readers keep serving them,
-// marked stale. A failure for an outdated configuration is discarded the
-// same way as in RecordSuccess.
+// RecordFailure stores a verification that did not succeed, and its
+// history entry. The tools and the time of the last success are kept, so
+// readers keep serving them, marked stale. A failure for an outdated
+// configuration is discarded the same way as in RecordSuccess.
 func (db *DB) RecordFailure(id string, f Failure) error {
 	var discarded bool
-	err := db.updateDiscovery(id, Change{ServerID: id}, func(_ *bolt.Tx, s Server, d *Discovery) error {
+	err := db.updateDiscovery(id, Change{ServerID: id}, func(tx *bolt.Tx, s Server, d *Discovery) error {
+		entry := HistoryEntry{JobID: f.JobID, Trigger: f.Trigger, StartedAt: f.StartedAt, FinishedAt: f.FinishedAt}
 		if s.ConfigHash() != f.ConfigHash {
 			discarded = true
 			markDiscarded(d, f.FinishedAt)
-			return nil
+			entry.Outcome, entry.Error = OutcomeDiscarded, d.Error
+			return appendHistory(tx, id, entry)
 		}
 		e := f.Error
 		d.Status = f.Status
@@ -573,7 +609,9 @@ func (db *DB) RecordFailure(id string, f Failure) error {
 		d.DurationMS = f.FinishedAt.Sub(f.StartedAt).Milliseconds()
 		d.Timings = f.Timings
 		d.Error = &e
-		return nil
+		brief := VerifyError{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion}
+		entry.Outcome, entry.Error, entry.ToolCount = f.Status, &brief, d.ToolCount
+		return appendHistory(tx, id, entry)
 	})
 	if err == nil && discarded {
 		return ErrConfigChanged
@@ -613,18 +651,22 @@ func (db *DB) updateDiscovery(id string, change Change, fn func(tx *bolt.Tx, s S
 // known tools keep first_seen, tools no longer offered become missing, a
 // tool whose pin differs from the one its policy was approved at becomes
 // changed (unless discovery marked it oversized or invalid, which it
-// stays), and every new tool gets s.DefaultPolicy. It returns the tools
-// hash (over the sorted pins) and the number of tools offered.
-func mergeTools(tx *bolt.Tx, s Server, tools []Tool, at time.Time) (string, int, error) {
+// stays), and every new tool gets its default policy (see initialPolicy),
+// with its definition recorded as the approved one. It returns the tools
+// hash (over the sorted pins) and what changed against the tools offered
+// before.
+func mergeTools(tx *bolt.Tx, s Server, tools []Tool, at time.Time) (string, Delta, error) {
 	at = at.UTC()
 	key := []byte(s.ID)
+	var delta Delta
+	var added, removed, changed []string
 	tb, err := tx.Bucket(bucketTools).CreateBucketIfNotExists(key)
 	if err != nil {
-		return "", 0, err
+		return "", delta, err
 	}
 	pb, err := tx.Bucket(bucketPolicies).CreateBucketIfNotExists(key)
 	if err != nil {
-		return "", 0, err
+		return "", delta, err
 	}
 	seen := make(map[string]bool, len(tools))
 	pins := make([]string, 0, len(tools))
@@ -635,20 +677,33 @@ func mergeTools(tx *bolt.Tx, s Server, tools []Tool, at time.Time) (string, int,
 		t.ServerID = s.ID
 		t.FirstSeen, t.LastSeen = at, at
 		var old Tool
-		if err := getJSON(tb, name, &old); err == nil {
+		switch err := getJSON(tb, name, &old); {
+		case err == nil:
 			t.FirstSeen = old.FirstSeen
-		} else if !errors.Is(err, ErrNotFound) {
-			return "", 0, err
+			switch {
+			case old.State == ToolMissing:
+				added = append(added, t.Name)
+			case old.Pin != t.Pin:
+				changed = append(changed, t.Name)
+			}
+		case errors.Is(err, ErrNotFound):
+			added = append(added, t.Name)
+		default:
+			return "", delta, err
 		}
 		var p Policy
 		switch err := getJSON(pb, name, &p); {
 		case errors.Is(err, ErrNotFound):
-			p = Policy{Policy: s.DefaultPolicy, Pin: t.Pin, SetBy: PolicySetByDefault, SetAt: at}
+			p = Policy{Pin: t.Pin, SetBy: PolicySetByDefault, SetAt: at}
+			p.Policy, p.Reason = initialPolicy(s.DefaultPolicy, t.Annotations)
 			if err := putJSON(pb, name, p); err != nil {
-				return "", 0, err
+				return "", delta, err
+			}
+			if err := putApproved(tx, t); err != nil {
+				return "", delta, err
 			}
 		case err != nil:
-			return "", 0, err
+			return "", delta, err
 		}
 		switch {
 		case t.State == ToolOversized || t.State == ToolInvalid:
@@ -659,7 +714,7 @@ func mergeTools(tx *bolt.Tx, s Server, tools []Tool, at time.Time) (string, int,
 			t.State = ToolActive
 		}
 		if err := putJSON(tb, name, t); err != nil {
-			return "", 0, err
+			return "", delta, err
 		}
 	}
 	var missing []Tool
@@ -674,19 +729,30 @@ func mergeTools(tx *bolt.Tx, s Server, tools []Tool, at time.Time) (string, int,
 		if t.State != ToolMissing {
 			t.State = ToolMissing
 			missing = append(missing, t)
+			removed = append(removed, t.Name)
 		}
 		return nil
 	})
 	if err != nil {
-		return "", 0, err
+		return "", delta, err
 	}
 	for _, t := range missing {
 		if err := putJSON(tb, []byte(t.Name), t); err != nil {
-			return "", 0, err
+			return "", delta, err
+		}
+	}
+	for _, l := range []struct {
+		names []string
+		list  *[]string
+		n     *int
+	}{{added, &delta.AddedNames, &delta.Added}, {removed, &delta.RemovedNames, &delta.Removed}, {changed, &delta.ChangedNames, &delta.Changed}} {
+		sort.Strings(l.names)
+		for _, name := range l.names {
+			delta.add(l.list, l.n, name)
 		}
 	}
 	sort.Strings(pins)
-	return hashStrings(pins), len(tools), nil
+	return hashStrings(pins), delta, nil
 }
 
 // Tools returns the server's tools (including missing ones) with their
@@ -763,39 +829,32 @@ func eachTool(tx *bolt.Tx, key []byte, fn func(ToolEntry) error) error {
 	})
 }
 
-// SetPolicy records a person's policy for one tool and approves the tool's
-// current definition (its pin), so a changed tool becomes active again.
+// SetPolicy records a person's policy for one tool. The policy applies
+// to the definition it was approved at: setting it on a changed tool does
+// not approve the change (see ApproveTool), so the tool stays changed,
+// and denied, until a person approves the new version against the diff.
 // It returns ErrNotFound or ErrToolNotFound, and the updated entry.
 func (db *DB) SetPolicy(id, tool, policy, by string) (ToolEntry, error) {
 	var e ToolEntry
 	err := db.update(Change{ServerID: id, Tools: true}, func(tx *bolt.Tx) error {
-		key := []byte(id)
-		if tx.Bucket(bucketServers).Get(key) == nil {
-			return ErrNotFound
-		}
-		tb := tx.Bucket(bucketTools).Bucket(key)
-		if tb == nil {
-			return ErrToolNotFound
-		}
-		if err := getJSON(tb, []byte(tool), &e.Tool); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				return ErrToolNotFound
-			}
+		var err error
+		if e, err = readTool(tx, id, tool); err != nil {
 			return err
 		}
-		pb, err := tx.Bucket(bucketPolicies).CreateBucketIfNotExists(key)
+		pb, err := tx.Bucket(bucketPolicies).CreateBucketIfNotExists([]byte(id))
 		if err != nil {
 			return err
 		}
-		e.Policy = Policy{Policy: policy, Pin: e.Tool.Pin, SetBy: by, SetAt: time.Now().UTC()}
-		if err := putJSON(pb, []byte(tool), e.Policy); err != nil {
-			return err
-		}
-		if e.Tool.State == ToolChanged {
-			e.Tool.State = ToolActive
-			if err := putJSON(tb, []byte(tool), e.Tool); err != nil {
+		pin := e.Policy.Pin
+		if pin == "" { // a tool without a policy: this is its first approval
+			pin = e.Pin
+			if err := putApproved(tx, e.Tool); err != nil {
 				return err
 			}
+		}
+		e.Policy = Policy{Policy: policy, Pin: pin, SetBy: by, SetAt: time.Now().UTC()}
+		if err := putJSON(pb, []byte(tool), e.Policy); err != nil {
+			return err
 		}
 		e.Effective = effectivePolicy(e.Tool, e.Policy)
 		return nil

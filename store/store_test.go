@@ -184,8 +184,12 @@ func entry(id string, tool Tool, state string, first, last time.Time, p Policy) 
 	return e
 }
 
+// defaultPolicy is the policy a new tool gets on a server whose default is
+// policy (initialPolicy, tested on its own in TestInitialPolicy).
 func defaultPolicy(policy string, tool Tool, setAt time.Time) Policy {
-	return Policy{Policy: policy, Pin: tool.Pin, SetBy: PolicySetByDefault, SetAt: setAt}
+	p := Policy{Pin: tool.Pin, SetBy: PolicySetByDefault, SetAt: setAt}
+	p.Policy, p.Reason = initialPolicy(policy, tool.Annotations)
+	return p
 }
 
 func checkEntry(t *testing.T, call string, got, want ToolEntry) {
@@ -584,6 +588,7 @@ func TestRecordSuccessMerge(t *testing.T) {
 		ToolsHash:       sum.Discovery.ToolsHash,
 		ToolCount:       2,
 		Warnings:        v1.Warnings,
+		Delta:           &Delta{Added: 2, AddedNames: []string{"read", "write"}},
 	}
 	if !reflect.DeepEqual(sum.Discovery, wantD) {
 		t.Errorf("Summary(%q).Discovery after first success = %+v; want %+v", s.ID, sum.Discovery, wantD)
@@ -646,8 +651,8 @@ func TestRecordSuccessMerge(t *testing.T) {
 		entry(s.ID, readV2, ToolChanged, at(10), at(30), defaultPolicy(PolicyAllow, readV1, at(10))))
 	checkEntry(t, "Tools(files)[list] after v3", got["list"],
 		entry(s.ID, listV1, ToolMissing, at(20), at(20), defaultPolicy(PolicyAsk, listV1, at(20))))
-	if e := got["read"]; e.Effective != PolicyDeny || e.Policy.Policy != PolicyAllow {
-		t.Errorf("Tools(files)[read] after pin change: Effective = %q, Policy = %q; want deny, allow", e.Effective, e.Policy.Policy)
+	if e := got["read"]; e.Effective != PolicyDeny || e.Policy.Policy != PolicyAsk {
+		t.Errorf("Tools(files)[read] after pin change: Effective = %q, Policy = %q; want deny, ask (allow raised by the missing annotations)", e.Effective, e.Policy.Policy)
 	}
 
 	// Fourth verification: read reverts to the approved definition.
@@ -730,10 +735,13 @@ func TestPolicySurvivesReverification(t *testing.T) {
 	}
 }
 
-func TestSetPolicyApprovesChangedTool(t *testing.T) {
+// Setting a policy on a changed tool does not approve the change: the
+// tool stays changed (denied) until its new version is approved, at the
+// pin the person was shown; the policy is kept through the approval.
+func TestSetPolicyDoesNotApproveChangedTool(t *testing.T) {
 	db := mustOpen(t)
 	s := mustCreate(t, db, stdioServer("files"))
-	v1, v2 := mkTool("exec", "v1"), mkTool("exec", "v2")
+	v1, v2, v3 := mkTool("exec", "v1"), mkTool("exec", "v2"), mkTool("exec", "v3")
 	mustRecordSuccess(t, db, s.ID, verification(s, "j1", at(10), v1))
 	if _, err := db.SetPolicy(s.ID, "exec", PolicyAllow, "alice"); err != nil {
 		t.Fatalf("SetPolicy(%q, exec, allow) = %v; want nil", s.ID, err)
@@ -748,9 +756,35 @@ func TestSetPolicyApprovesChangedTool(t *testing.T) {
 	if err != nil {
 		t.Fatalf("SetPolicy(%q, exec, ask, bob) = %v; want nil", s.ID, err)
 	}
-	want := entry(s.ID, v2, ToolActive, at(10), at(20), Policy{Policy: PolicyAsk, Pin: v2.Pin, SetBy: "bob", SetAt: e.Policy.SetAt})
-	checkEntry(t, "SetPolicy(files, exec, ask, bob)", e, want)
+	want := entry(s.ID, v2, ToolChanged, at(10), at(20), Policy{Policy: PolicyAsk, Pin: v1.Pin, SetBy: "bob", SetAt: e.Policy.SetAt})
+	checkEntry(t, "SetPolicy(files, exec, ask, bob) on a changed tool", e, want)
+	checkEntry(t, "Tools(files)[exec] after SetPolicy", mustTools(t, db, s.ID)["exec"], want)
+
+	// The diff shows v1 (approved) against v2 (current).
+	cur, approved, err := db.ToolVersions(s.ID, "exec")
+	if err != nil || approved == nil || approved.Pin != v1.Pin || approved.Description != v1.Description || cur.Pin != v2.Pin {
+		t.Fatalf("ToolVersions(files, exec) = %.8s, %+v, %v; want current %.8s and approved v1 %.8s", cur.Pin, approved, err, v2.Pin, v1.Pin)
+	}
+
+	// Approving a version the person was not shown fails, and changes nothing.
+	if _, err := db.ApproveTool(s.ID, "exec", v3.Pin, "bob"); !errors.Is(err, ErrPinMismatch) {
+		t.Errorf("ApproveTool(files, exec, <other pin>) = %v; want ErrPinMismatch", err)
+	}
+	checkEntry(t, "Tools(files)[exec] after a refused approval", mustTools(t, db, s.ID)["exec"], want)
+
+	e, err = db.ApproveTool(s.ID, "exec", v2.Pin, "carol")
+	if err != nil {
+		t.Fatalf("ApproveTool(files, exec, v2) = %v; want nil", err)
+	}
+	want = entry(s.ID, v2, ToolActive, at(10), at(20), Policy{Policy: PolicyAsk, Pin: v2.Pin, SetBy: "carol", SetAt: e.Policy.SetAt})
+	checkEntry(t, "ApproveTool(files, exec, v2)", e, want)
 	checkEntry(t, "Tools(files)[exec] after approval", mustTools(t, db, s.ID)["exec"], want)
+	if _, approved, _ := db.ToolVersions(s.ID, "exec"); approved == nil || approved.Pin != v2.Pin {
+		t.Errorf("ToolVersions(files, exec) after approval: approved = %+v; want v2", approved)
+	}
+	if _, err := db.ApproveTool(s.ID, "exec", v2.Pin, "carol"); !errors.Is(err, ErrNotChanged) {
+		t.Errorf("ApproveTool again = %v; want ErrNotChanged", err)
+	}
 
 	// The approval is of v2: re-verifying v2 keeps it active.
 	mustRecordSuccess(t, db, s.ID, verification(s, "j3", at(30), v2))

@@ -1,0 +1,66 @@
+package store
+
+import "time"
+
+// Freshness states of a server's stored tools.
+const (
+	// FreshNever: no verification of the server has succeeded yet.
+	FreshNever = "never"
+	// FreshFresh: the last verification succeeded, for the server's
+	// current configuration, less than its TTL ago.
+	FreshFresh = "fresh"
+	// FreshStale: the tools come from a success that is older than the
+	// TTL, or from a configuration the server no longer has.
+	FreshStale = "stale"
+	// FreshFailed: the latest verification did not succeed; any tools
+	// come from an earlier success.
+	FreshFailed = "failed"
+)
+
+// Why a server's tools are stale.
+const (
+	StaleTTL    = "ttl"    // older than the TTL
+	StaleConfig = "config" // the configuration changed since
+)
+
+// Freshness says how far a server's stored tools can be trusted to
+// describe it now. Reads always serve the stored tools; Freshness is what
+// they say alongside.
+type Freshness struct {
+	State string
+	// VerifiedAt is the time of the last success (zero if none).
+	VerifiedAt time.Time
+	// Until is when fresh tools turn stale (State fresh only).
+	Until time.Time
+	// Since is when the tools became stale, or when the failed attempt
+	// was made (State stale or failed).
+	Since time.Time
+	// Reason is StaleTTL or StaleConfig (State stale only).
+	Reason string
+	// Error is the failed attempt's error (State failed only).
+	Error *VerifyError
+}
+
+// Freshness computes the summary's freshness at now, with def as the TTL
+// of servers that set none. A verification in flight changes nothing:
+// until it ends, the tools are as fresh as they were.
+func (sum Summary) Freshness(def time.Duration, now time.Time) Freshness {
+	d := sum.Discovery
+	f := Freshness{VerifiedAt: d.VerifiedAt}
+	switch {
+	case d.Status == StatusFailed || d.Status == StatusTimeout || d.Status == StatusCancelled || d.Status == StatusInterrupted:
+		f.State, f.Since, f.Error = FreshFailed, d.LastAttemptAt, d.Error
+	case d.VerifiedAt.IsZero():
+		f.State = FreshNever
+	case d.ConfigHash != sum.Server.ConfigHash():
+		f.State, f.Reason, f.Since = FreshStale, StaleConfig, sum.Server.UpdatedAt
+	default:
+		until := d.VerifiedAt.Add(sum.Server.TTL(def))
+		if now.Before(until) {
+			f.State, f.Until = FreshFresh, until
+		} else {
+			f.State, f.Reason, f.Since = FreshStale, StaleTTL, until
+		}
+	}
+	return f
+}
