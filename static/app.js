@@ -55,12 +55,15 @@
   document.addEventListener("DOMContentLoaded", syncTransport);
 
   // Tick elapsed times of running jobs and "verified N ago" labels.
+  function span(s) {
+    if (s < 60) { return s + "s"; }
+    if (s < 3600) { return Math.floor(s / 60) + " min"; }
+    if (s < 86400) { return Math.floor(s / 3600) + " h"; }
+    return Math.floor(s / 86400) + " d";
+  }
   function ago(ms) {
-    var s = Math.max(0, Math.round(ms / 1000));
-    if (s < 60) { return s + "s ago"; }
-    if (s < 3600) { return Math.floor(s / 60) + " min ago"; }
-    if (s < 86400) { return Math.floor(s / 3600) + " h ago"; }
-    return Math.floor(s / 86400) + " d ago";
+    var s = Math.round(ms / 1000);
+    return s < 0 ? "in " + span(-s) : span(s) + " ago";
   }
   setInterval(function () {
     var now = Date.now();

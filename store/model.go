@@ -335,6 +335,8 @@ type Change struct {
 	Deleted bool
 	// Tools is set when the server's tools or policies changed.
 	Tools bool
+	// History is set when a verification was added to its history.
+	History bool
 }
 
 // hashStrings returns the hex SHA-256 over the length-prefixed strings.

@@ -544,7 +544,7 @@ func (db *DB) AddLateWarnings(id, jobID string, warnings []string) error {
 // returned.
 func (db *DB) RecordSuccess(id string, v Verification) error {
 	var discarded bool
-	err := db.updateDiscovery(id, Change{ServerID: id, Tools: true}, func(tx *bolt.Tx, s Server, d *Discovery) error {
+	err := db.updateDiscovery(id, Change{ServerID: id, Tools: true, History: true}, func(tx *bolt.Tx, s Server, d *Discovery) error {
 		entry := HistoryEntry{JobID: v.JobID, Trigger: v.Trigger, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt}
 		if s.ConfigHash() != v.ConfigHash {
 			discarded = true
@@ -594,7 +594,7 @@ func (db *DB) RecordSuccess(id string, v Verification) error {
 // configuration is discarded the same way as in RecordSuccess.
 func (db *DB) RecordFailure(id string, f Failure) error {
 	var discarded bool
-	err := db.updateDiscovery(id, Change{ServerID: id}, func(tx *bolt.Tx, s Server, d *Discovery) error {
+	err := db.updateDiscovery(id, Change{ServerID: id, History: true}, func(tx *bolt.Tx, s Server, d *Discovery) error {
 		entry := HistoryEntry{JobID: f.JobID, Trigger: f.Trigger, StartedAt: f.StartedAt, FinishedAt: f.FinishedAt}
 		if s.ConfigHash() != f.ConfigHash {
 			discarded = true
@@ -788,11 +788,21 @@ func (db *DB) AllTools() ([]ToolEntry, error) {
 // time, so a whole catalog can be rendered without decoding all of it
 // into memory at once. An error from fn stops the walk and is returned.
 func (db *DB) ForEachTool(fn func(ToolEntry) error) (string, error) {
+	return db.Catalog(func(_ *Summary, e ToolEntry) error { return fn(e) })
+}
+
+// Catalog is ForEachTool that also hands over each tool's server and
+// discovery record, read in the same transaction.
+func (db *DB) Catalog(fn func(*Summary, ToolEntry) error) (string, error) {
 	var rev string
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		rev = db.revisionString(readRevision(tx))
 		return tx.Bucket(bucketServers).ForEach(func(k, _ []byte) error {
-			return eachTool(tx, k, fn)
+			sum, err := readSummary(tx, k)
+			if err != nil {
+				return err
+			}
+			return eachTool(tx, k, func(e ToolEntry) error { return fn(&sum, e) })
 		})
 	})
 	return rev, err

@@ -1107,7 +1107,7 @@ func TestOnChangeAfterCommit(t *testing.T) {
 		{
 			name: "RecordSuccess",
 			op:   func() error { return db.RecordSuccess("files", verification(s, "job-1", at(2), read)) },
-			want: &Change{ServerID: "files", Tools: true},
+			want: &Change{ServerID: "files", Tools: true, History: true},
 			check: func(t *testing.T, o observation) {
 				if o.sum.Discovery.Status != StatusSuccess || o.sum.Discovery.ToolCount != 1 {
 					t.Errorf("Summary(files).Discovery inside OnChange = {%s %d}; want {success 1}", o.sum.Discovery.Status, o.sum.Discovery.ToolCount)
@@ -1154,7 +1154,7 @@ func TestOnChangeAfterCommit(t *testing.T) {
 		{
 			name: "RecordFailure",
 			op:   func() error { return db.RecordFailure("files", failure(s, "job-2", StatusTimeout, at(3))) },
-			want: &Change{ServerID: "files"},
+			want: &Change{ServerID: "files", History: true},
 			check: func(t *testing.T, o observation) {
 				if o.sum.Discovery.Status != StatusTimeout || !o.sum.Discovery.Stale() {
 					t.Errorf("Summary(files).Discovery inside OnChange = {%s stale=%v}; want {timeout stale=true}", o.sum.Discovery.Status, o.sum.Discovery.Stale())

@@ -44,16 +44,38 @@ type ServerItem struct {
 	JobID        string
 	Elapsed      time.Duration // of the last finished job
 
-	ToolCount       int
-	VerifiedAt      time.Time
-	LastAttemptAt   time.Time
-	Stale           bool
+	ToolCount     int
+	VerifiedAt    time.Time
+	LastAttemptAt time.Time
+	// Stale says the stored tools may no longer describe the server
+	// (Fresh says why); they are still what readers get.
+	Stale bool
+	Fresh Freshness
+	// Delta is what the last successful verification changed, e.g.
+	// "+2 −1 ~1" ("" before the first).
+	Delta string
+	// AutoRefresh says Switchboard re-verifies the server by itself.
+	AutoRefresh bool
+	// Changed is how many tools have a change awaiting approval.
+	Changed         int
 	ProtocolVersion string
 	ServerName      string
 	ServerVersion   string
 	Timings         []Timing
 	Error           *ErrorView
 	Warnings        []string
+}
+
+// Freshness is how far the stored tools can be trusted to describe the
+// server now (see store.Freshness).
+type Freshness struct {
+	State      string // fresh, stale, failed or never
+	VerifiedAt time.Time
+	Until      time.Time // fresh: when it turns stale
+	Since      time.Time // stale: since when; failed: when it failed
+	Reason     string    // stale: ttl or config
+	ErrorClass string    // failed
+	ErrorPhase string    // failed
 }
 
 // Timing is one phase's duration.
@@ -110,6 +132,8 @@ type ServerDetail struct {
 	MemoryMB      int // 0: no cap
 	Instructions  string
 	Tools         []ToolItem
+	History       []HistoryItem
+	HistoryTotal  int
 }
 
 // ToolItem is one tool row. Key is an opaque per-page index used for
@@ -147,6 +171,8 @@ type ServerForm struct {
 	Headers       []KV
 	TimeoutMS     string
 	MemoryMB      string
+	TTLSeconds    string
+	AutoRefresh   string // "", "on" or "off"
 	DefaultPolicy string
 	Enabled       bool
 }
@@ -175,20 +201,31 @@ type FormView struct {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
+// absTime is the absolute form of a time a page shows.
+func absTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// ago renders a relative time; app.js keeps it current.
+// ago renders a time relative to now ("3 min ago", "in 4 min"); app.js
+// keeps it current.
 func ago(t time.Time) string {
 	d := time.Since(t)
+	if d < 0 {
+		return "in " + span(-d)
+	}
+	return span(d) + " ago"
+}
+
+func span(d time.Duration) string {
 	switch {
 	case d < time.Minute:
-		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+		return fmt.Sprintf("%ds", int(d.Seconds()))
 	case d < time.Hour:
-		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+		return fmt.Sprintf("%d min", int(d.Minutes()))
 	case d < 24*time.Hour:
-		return fmt.Sprintf("%d h ago", int(d.Hours()))
+		return fmt.Sprintf("%d h", int(d.Hours()))
 	}
-	return fmt.Sprintf("%d d ago", int(d.Hours()/24))
+	return fmt.Sprintf("%d d", int(d.Hours()/24))
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
@@ -239,4 +276,81 @@ type Launch struct {
 	Hash string
 	// Changed says an earlier launch of this server was confirmed.
 	Changed bool
+}
+
+// BatchView is the progress of a "Verify all".
+type BatchView struct {
+	Total     int
+	Queued    int
+	Running   int
+	Succeeded int
+	Failed    int // also timed out or cancelled
+	Skipped   []Skipped
+}
+
+// Done is how many verifications of the batch have finished.
+func (b BatchView) Done() int { return b.Succeeded + b.Failed }
+
+// Finished reports whether every verification of the batch has finished.
+func (b BatchView) Finished() bool { return b.Done() == b.Total }
+
+// Skipped is a server a "Verify all" left out, and why.
+type Skipped struct {
+	ServerID string
+	Reason   string
+}
+
+func boolString(b bool) string { return strconv.FormatBool(b) }
+
+// HistoryItem is one verification in a server's history.
+type HistoryItem struct {
+	FinishedAt      time.Time
+	Trigger         string
+	Outcome         string
+	DurationMS      int64
+	Delta           string
+	Added           NameList
+	Removed         NameList
+	Changed         NameList
+	ServerVersion   string
+	PreviousVersion string
+	ErrorClass      string
+	ErrorPhase      string
+	ErrorMessage    string
+}
+
+// NameList is some tool names of a delta, and how many there were in all.
+type NameList struct {
+	Names []string
+	Total int
+}
+
+// More is how many names the list leaves out.
+func (n NameList) More() int { return n.Total - len(n.Names) }
+
+// ToolChange is one changed tool on the review page: what was approved
+// against what the server offers now, field by field.
+type ToolChange struct {
+	Key    string // opaque index for element ids
+	Name   string
+	Pin    string // the version shown, which an approval approves
+	Policy string // the policy it keeps
+	// ApprovedKnown is false when the approved definition predates
+	// Switchboard keeping them: only the current one can be shown.
+	ApprovedKnown bool
+	Fields        []FieldDiff
+}
+
+// FieldDiff is one differing field of a tool, side by side.
+type FieldDiff struct {
+	Field string
+	Rows  []DiffRow
+}
+
+// DiffRow is one line of a side-by-side diff. Kind is same, del (only
+// on the left), add (only on the right) or change (both, different).
+type DiffRow struct {
+	Kind  string
+	Left  string
+	Right string
 }

@@ -44,6 +44,7 @@ func target(s store.Server) string {
 // serverItem merges a stored summary with the server's job in flight.
 func (s *Server) serverItem(sum store.Summary) views.ServerItem {
 	srv, d := sum.Server, sum.Discovery
+	fresh := sum.Freshness(s.cfg.DefaultTTL, time.Now())
 	item := views.ServerItem{
 		ID:              srv.ID,
 		Name:            srv.Name,
@@ -55,7 +56,10 @@ func (s *Server) serverItem(sum store.Summary) views.ServerItem {
 		ToolCount:       d.ToolCount,
 		VerifiedAt:      d.VerifiedAt,
 		LastAttemptAt:   d.LastAttemptAt,
-		Stale:           d.Stale(),
+		Fresh:           freshnessView(fresh),
+		Stale:           tooOld(fresh),
+		AutoRefresh:     srv.AutoRefreshOn(),
+		Changed:         d.Changed,
 		ProtocolVersion: d.ProtocolVersion,
 		ServerName:      d.ServerName,
 		ServerVersion:   d.ServerVersion,
@@ -64,6 +68,9 @@ func (s *Server) serverItem(sum store.Summary) views.ServerItem {
 	}
 	for _, t := range d.Timings {
 		item.Timings = append(item.Timings, views.Timing{Phase: t.Phase, MS: t.MS})
+	}
+	if d.Delta != nil {
+		item.Delta = d.Delta.String()
 	}
 	if e := d.Error; e != nil {
 		item.Error = &views.ErrorView{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail}
@@ -159,6 +166,10 @@ func formFromServer(s store.Server) views.ServerForm {
 	if s.MemoryMB > 0 {
 		f.MemoryMB = strconv.Itoa(s.MemoryMB)
 	}
+	if s.TTLSeconds > 0 {
+		f.TTLSeconds = strconv.Itoa(s.TTLSeconds)
+	}
+	f.AutoRefresh = onOff(s.AutoRefresh)
 	for _, k := range sortedKeys(s.Env) {
 		f.Env = append(f.Env, views.KV{Key: k, Set: true})
 	}
@@ -196,19 +207,25 @@ type serverJSON struct {
 	Headers       map[string]string `json:"headers,omitempty"`
 	TimeoutMS     int               `json:"timeout_ms,omitempty"`
 	MemoryMB      int               `json:"memory_mb,omitempty"`
+	TTLSeconds    int               `json:"ttl_seconds,omitempty"`
+	AutoRefresh   *bool             `json:"auto_refresh"`
 	DefaultPolicy string            `json:"default_policy"`
 	Enabled       *bool             `json:"enabled,omitempty"`
 	Discovery     *discoveryJSON    `json:"discovery,omitempty"`
 }
 
 type discoveryJSON struct {
-	Status          string     `json:"status"`
-	Phase           string     `json:"phase,omitempty"`
-	JobID           string     `json:"job_id,omitempty"`
-	VerifiedAt      *time.Time `json:"verified_at"`
-	LastAttemptAt   *time.Time `json:"last_attempt_at"`
-	ToolCount       int        `json:"tool_count"`
-	Stale           bool       `json:"stale"`
+	Status        string     `json:"status"`
+	Phase         string     `json:"phase,omitempty"`
+	JobID         string     `json:"job_id,omitempty"`
+	VerifiedAt    *time.Time `json:"verified_at"`
+	LastAttemptAt *time.Time `json:"last_attempt_at"`
+	ToolCount     int        `json:"tool_count"`
+	Stale         bool       `json:"stale"`
+	Freshness     freshJSON  `json:"freshness"`
+	Delta         *deltaJSON `json:"delta,omitempty"`
+	// Changed is how many tools await approval of a new definition.
+	Changed         int        `json:"changed_tools"`
 	ProtocolVersion string     `json:"protocol_version,omitempty"`
 	ServerName      string     `json:"server_name,omitempty"`
 	ServerVersion   string     `json:"server_version,omitempty"`
@@ -222,6 +239,17 @@ type errorJSON struct {
 	Message    string `json:"message"`
 	Suggestion string `json:"suggestion,omitempty"`
 	StderrTail string `json:"stderr_tail,omitempty"`
+}
+
+// onOff spells an optional switch as the form does: "", "on" or "off".
+func onOff(b *bool) string {
+	switch {
+	case b == nil:
+		return ""
+	case *b:
+		return "on"
+	}
+	return "off"
 }
 
 func mask(m map[string]string) map[string]string {
@@ -248,11 +276,14 @@ func (s *Server) serverToJSON(sum store.Summary) serverJSON {
 	out := serverJSON{
 		ID: srv.ID, Name: srv.Name, Transport: srv.Transport, Command: srv.Command, Args: srv.Args,
 		Env: mask(srv.Env), Cwd: srv.Cwd, URL: srv.URL, Headers: mask(srv.Headers),
-		TimeoutMS: srv.TimeoutMS, MemoryMB: srv.MemoryMB, DefaultPolicy: srv.DefaultPolicy, Enabled: &enabled,
+		TimeoutMS: srv.TimeoutMS, MemoryMB: srv.MemoryMB, TTLSeconds: srv.TTLSeconds, AutoRefresh: srv.AutoRefresh,
+		DefaultPolicy: srv.DefaultPolicy, Enabled: &enabled,
 	}
+	fresh := sum.Freshness(s.cfg.DefaultTTL, time.Now())
 	dj := &discoveryJSON{
 		Status: d.Status, VerifiedAt: timePtr(d.VerifiedAt), LastAttemptAt: timePtr(d.LastAttemptAt),
-		ToolCount: d.ToolCount, Stale: d.Stale(), ProtocolVersion: d.ProtocolVersion,
+		ToolCount: d.ToolCount, Stale: tooOld(fresh), Freshness: freshToJSON(fresh), Delta: deltaToJSON(d.Delta),
+		Changed: d.Changed, ProtocolVersion: d.ProtocolVersion,
 		ServerName: d.ServerName, ServerVersion: d.ServerVersion, Warnings: d.Warnings,
 	}
 	if e := d.Error; e != nil {
@@ -276,6 +307,10 @@ func inputFromJSON(j serverJSON) serverInput {
 	if j.MemoryMB != 0 {
 		in.MemoryMB = strconv.Itoa(j.MemoryMB)
 	}
+	if j.TTLSeconds != 0 {
+		in.TTLSeconds = strconv.Itoa(j.TTLSeconds)
+	}
+	in.AutoRefresh = onOff(j.AutoRefresh)
 	for _, k := range sortedKeys(j.Env) {
 		in.Env = append(in.Env, kv{k, j.Env[k]})
 	}
@@ -286,7 +321,9 @@ func inputFromJSON(j serverJSON) serverInput {
 }
 
 type toolJSON struct {
-	Server          string          `json:"server"`
+	Server string `json:"server"`
+	// Freshness is the server's (catalog reads only).
+	Freshness       *freshJSON      `json:"freshness,omitempty"`
 	Name            string          `json:"name"`
 	AgentName       string          `json:"agent_name"`
 	Title           string          `json:"title,omitempty"`
@@ -349,6 +386,9 @@ type jobJSON struct {
 	Timings    []timingJSON `json:"timings"`
 	ToolCount  int          `json:"tool_count"`
 	Error      *errorJSON   `json:"error"`
+	Trigger    string       `json:"trigger,omitempty"`
+	// Delta is what the job's verification changed (once it succeeded).
+	Delta *deltaJSON `json:"delta,omitempty"`
 }
 
 type timingJSON struct {
@@ -368,7 +408,7 @@ func jobToJSON(j discovery.Job) jobJSON {
 	out := jobJSON{
 		ID: j.ID, ServerID: j.ServerID, Status: j.Status, Phase: j.Phase, Page: j.Page,
 		QueuedAt: j.QueuedAt, StartedAt: timePtr(j.StartedAt), FinishedAt: timePtr(j.FinishedAt),
-		Timings: timingsJSON(j.Timings), ToolCount: j.ToolCount,
+		Timings: timingsJSON(j.Timings), ToolCount: j.ToolCount, Trigger: j.Trigger,
 	}
 	if e := j.Error; e != nil {
 		out.Error = &errorJSON{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail}

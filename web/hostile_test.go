@@ -229,9 +229,33 @@ func TestHostileRugPull(t *testing.T) {
 			}
 		}
 	}
-	// Approving the new definition.
-	if got := e.setPolicy("rug", "tool_000", "allow"); got["state"] != "active" || got["effective_policy"] != "allow" || got["pin"] != after["tool_000"]["pin"] {
-		t.Errorf("re-approved: %.300v", got)
+	// A policy edit does not approve the change.
+	if got := e.setPolicy("rug", "tool_000", "allow"); got["state"] != "changed" || got["effective_policy"] != "deny" {
+		t.Errorf("policy set on the changed tool: %.300v; want still changed, denied", got)
+	}
+	// The review page shows the diff: the description line, approved on
+	// the left and current on the right, nothing else.
+	doc = parseHTML(t, b.get("/servers/rug/changes").Body.String())
+	changes := findAll(doc, byTestID("change"))
+	if len(changes) != 1 || attrOf(changes[0], "data-tool-name") != "tool_000" {
+		t.Fatalf("review page lists %d changes; want tool_000 only", len(changes))
+	}
+	diffs := findAll(changes[0], byTestID("diff"))
+	if len(diffs) != 1 || attrOf(diffs[0], "data-field") != "description" {
+		t.Fatalf("review page shows %d differing fields; want the description only", len(diffs))
+	}
+	row := findOne(t, diffs[0], byAttr("data-kind", "change"))
+	if l, r := testIDText(t, row, "diff-left"), testIDText(t, row, "diff-right"); strings.HasSuffix(l, "(changed)") || !strings.HasSuffix(r, "(changed)") {
+		t.Errorf("diff row: approved %q, current %q; want the change on the right only", l, r)
+	}
+	// Approving a version nobody was shown is refused.
+	rec = e.api(http.MethodPost, "/api/v1/servers/rug/tools/tool_000/approve", map[string]any{"pin": before["tool_000"]["pin"]})
+	wantStatus(t, rec, http.StatusConflict)
+	// Approving the shown version keeps the policy set meanwhile.
+	rec = e.api(http.MethodPost, "/api/v1/servers/rug/tools/tool_000/approve", map[string]any{"pin": after["tool_000"]["pin"]})
+	wantStatus(t, rec, http.StatusOK)
+	if got := decode(t, rec)["tool"].(map[string]any); got["state"] != "active" || got["effective_policy"] != "allow" || got["pin"] != after["tool_000"]["pin"] {
+		t.Errorf("approved: %.300v", got)
 	}
 	// A third run lists what the second did: nothing changes.
 	if job := e.verify("rug"); job["status"] != "success" {

@@ -24,7 +24,14 @@ func (s *Server) startVerify(id, confirmed string) (discovery.Job, error) {
 	if err := s.confirmLaunch(srv, confirmed); err != nil {
 		return discovery.Job{}, err
 	}
+	return s.submit(srv, triggerManual)
+}
+
+// submit queues a verification of srv as it is now (whose launch must be
+// confirmed), or joins the one in flight.
+func (s *Server) submit(srv store.Server, trigger string) (discovery.Job, error) {
 	j, _, err := s.runner.Submit(discovery.Request{
+		Trigger:     trigger,
 		ServerID:    srv.ID,
 		ConfigHash:  srv.ConfigHash(),
 		Target:      discoveryTarget(srv),
@@ -34,6 +41,15 @@ func (s *Server) startVerify(id, confirmed string) (discovery.Job, error) {
 		return j, &apiError{Status: http.StatusServiceUnavailable, Message: "switchboard is shutting down"}
 	}
 	return j, err
+}
+
+// jobEvent publishes a job's change: its server's fragments and, if it
+// belongs to the latest "Verify all", that batch's progress.
+func (s *Server) jobEvent(j discovery.Job) {
+	s.publishServer(j.ServerID)
+	if _, ok := s.batches.update(j); ok {
+		s.publishBatch()
+	}
 }
 
 // handleVerify serves POST /servers/:id/verify: from the Verify button
@@ -96,7 +112,19 @@ func (s *Server) handleAPIVerify(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, map[string]any{"job": jobToJSON(j)})
+	return c.JSON(http.StatusAccepted, map[string]any{"job": s.jobJSON(j)})
+}
+
+// jobJSON is a job as the API shows it, with what its verification
+// changed once it succeeded.
+func (s *Server) jobJSON(j discovery.Job) jobJSON {
+	out := jobToJSON(j)
+	if j.Status == discovery.JobSuccess {
+		if h, err := s.store.JobHistory(j.ServerID, j.ID); err == nil {
+			out.Delta = deltaToJSON(h.Delta)
+		}
+	}
+	return out
 }
 
 // handleAPIJob serves GET /api/v1/jobs/:id.
@@ -105,7 +133,7 @@ func (s *Server) handleAPIJob(c echo.Context) error {
 	if !ok {
 		return &apiError{Status: http.StatusNotFound, Message: "no job with this id (finished jobs are kept for a while)"}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"job": jobToJSON(j)})
+	return c.JSON(http.StatusOK, map[string]any{"job": s.jobJSON(j)})
 }
 
 // handleAPICancelJob serves POST /api/v1/jobs/:id/cancel.
@@ -114,7 +142,7 @@ func (s *Server) handleAPICancelJob(c echo.Context) error {
 		return &apiError{Status: http.StatusNotFound, Message: "no running job with this id"}
 	}
 	j, _ := s.runner.Job(c.Param("id"))
-	return c.JSON(http.StatusAccepted, map[string]any{"job": jobToJSON(j)})
+	return c.JSON(http.StatusAccepted, map[string]any{"job": s.jobJSON(j)})
 }
 
 // jobStarted records that a job left the queue.
@@ -137,14 +165,14 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 			status = store.StatusCancelled
 		}
 		err = s.store.RecordFailure(j.ServerID, store.Failure{
-			JobID: j.ID, ConfigHash: j.ConfigHash, Status: status, StartedAt: startOf(j), FinishedAt: now,
+			JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: status, StartedAt: startOf(j), FinishedAt: now,
 			Timings: storeTimings(j.Timings),
 			Error: store.VerifyError{Class: verr.Class, Phase: verr.Phase, Message: verr.Message,
 				Suggestion: verr.Suggestion, StderrTail: verr.StderrTail},
 		})
 	} else {
 		v := store.Verification{
-			JobID: j.ID, ConfigHash: j.ConfigHash, StartedAt: startOf(j), FinishedAt: now,
+			JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, StartedAt: startOf(j), FinishedAt: now,
 			Timings: storeTimings(res.Timings), ProtocolVersion: res.ProtocolVersion,
 			ServerName: res.ServerName, ServerVersion: res.ServerVersion, Capabilities: res.Capabilities,
 			Instructions: res.Instructions, Warnings: res.Warnings,

@@ -39,6 +39,10 @@ func (s *Server) routes() {
 	ui.GET("/servers/:id/tools", s.handleToolsFragment)
 	ui.POST("/servers/:id/policy", s.handleSetPolicyForm)
 	ui.POST("/jobs/:id/cancel", s.handleCancelJob)
+	ui.GET("/servers/:id/history", s.handleHistoryFragment)
+	ui.GET("/servers/:id/changes", s.handleChangesPage)
+	ui.POST("/servers/:id/approve", s.handleApproveForm)
+	ui.POST("/verify-all", s.handleVerifyAll)
 
 	// JSON API: bearer token.
 	api := e.Group("/api/v1", s.requireBearer)
@@ -50,6 +54,12 @@ func (s *Server) routes() {
 	api.POST("/servers/:id/verify", s.handleAPIVerify)
 	api.GET("/servers/:id/tools", s.handleAPIServerTools)
 	api.PUT("/servers/:id/tools/:name/policy", s.handleAPISetPolicy)
+	api.GET("/servers/:id/tools/:name", s.handleAPITool)
+	api.POST("/servers/:id/tools/:name/approve", s.handleAPIApproveTool)
+	api.POST("/servers/:id/approve", s.handleAPIApproveChanges)
+	api.GET("/servers/:id/history", s.handleAPIHistory)
+	api.POST("/verify-all", s.handleAPIVerifyAll)
+	api.GET("/batches/:id", s.handleAPIBatch)
 	api.GET("/jobs/:id", s.handleAPIJob)
 	api.POST("/jobs/:id/cancel", s.handleAPICancelJob)
 	api.GET("/tools", s.handleAPICatalog)

@@ -31,9 +31,15 @@ type Store interface {
 	Summaries() ([]store.Summary, error)
 	Tools(id string) ([]store.ToolEntry, error)
 	ForEachTool(fn func(store.ToolEntry) error) (revision string, err error)
+	Catalog(fn func(*store.Summary, store.ToolEntry) error) (revision string, err error)
 	Revision() string
 	Backup(w io.Writer) (int64, error)
 	SetPolicy(id, tool, policy, by string) (store.ToolEntry, error)
+	ToolVersions(id, tool string) (store.ToolEntry, *store.Tool, error)
+	ApproveTool(id, tool, pin, by string) (store.ToolEntry, error)
+	ApproveChanges(id string, pins map[string]string, by string) ([]store.ToolEntry, error)
+	History(id string, limit int) ([]store.HistoryEntry, int, error)
+	JobHistory(id, jobID string) (store.HistoryEntry, error)
 	ConfirmLaunch(id, launchHash string) error
 	MarkRunning(id, jobID string, at time.Time) error
 	RecordSuccess(id string, v store.Verification) error
@@ -51,8 +57,20 @@ type Config struct {
 	AllowedHosts []string
 	// Concurrency is the global limit on running verifications.
 	Concurrency int
-	Logger      *slog.Logger
+	// DefaultTTL is how long a successful verification counts as fresh
+	// for servers that set no TTL of their own (DefaultTTL if zero).
+	DefaultTTL time.Duration
+	// NoVerifyOnStart turns off the start-up verifications of servers
+	// left interrupted, or enabled and never verified (see Start).
+	NoVerifyOnStart bool
+	// WatchPingInterval is how often a held session to an auto-refreshed
+	// server is pinged (the discovery default if zero).
+	WatchPingInterval time.Duration
+	Logger            *slog.Logger
 }
+
+// DefaultTTL is the default of Config.DefaultTTL.
+const DefaultTTL = 5 * time.Minute
 
 // Server is the Echo application with its dependencies.
 type Server struct {
@@ -71,6 +89,9 @@ type Server struct {
 	pubMu sync.Mutex
 
 	bodies bodyCache // JSON of the catalog and of each server's tools
+
+	batches batches // "Verify all" runs
+	refresh *refresher
 }
 
 // New builds the application. hub must be the one the store reports its
@@ -78,6 +99,9 @@ type Server struct {
 func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.DefaultTTL <= 0 {
+		cfg.DefaultTTL = DefaultTTL
 	}
 	s := &Server{
 		echo:      echo.New(),
@@ -92,15 +116,17 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) *Server {
 		Concurrency: cfg.Concurrency,
 		Started:     s.jobStarted,
 		Finish:      s.jobFinished,
-		Event:       func(j discovery.Job) { s.publishServer(j.ServerID) },
+		Event:       s.jobEvent,
 		Late:        s.jobLateWarnings,
 	})
+	s.refresh = newRefresher(s)
 	hub.snapshot = s.snapshot
 	hub.onChange = s.storeChanged
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.routes()
+	go s.refresh.run(!cfg.NoVerifyOnStart)
 	return s
 }
 
@@ -110,6 +136,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.Serv
 // Close cancels running verifications and waits for them (and their
 // processes) to end, then ends every SSE connection.
 func (s *Server) Close() {
+	s.refresh.close()
 	s.runner.Close()
 	s.hub.Close()
 }
@@ -185,8 +212,12 @@ func (s *Server) snapshot(since string) []*sse.Event {
 	for _, sum := range sums {
 		events = append(events, s.serverEvents(sum)...)
 		if since != current {
-			events = append(events, toolsChanged(sum.Server.ID))
+			events = append(events, toolsChanged(sum.Server.ID),
+				&sse.Event{Event: []byte("history-" + sum.Server.ID), Data: []byte("changed")})
 		}
+	}
+	if ev := s.batchEvent(); ev != nil {
+		events = append(events, ev)
 	}
 	return events
 }
@@ -197,6 +228,7 @@ func toolsChanged(id string) *sse.Event {
 
 // storeChanged reacts to a committed store change.
 func (s *Server) storeChanged(c store.Change) {
+	s.refresh.poke()
 	if c.Deleted || c.Created {
 		s.hub.Publish(&sse.Event{Event: []byte("servers"), Data: []byte("changed")})
 		if c.Deleted {
@@ -206,5 +238,8 @@ func (s *Server) storeChanged(c store.Change) {
 	s.publishServer(c.ServerID)
 	if c.Tools {
 		s.hub.Publish(toolsChanged(c.ServerID))
+	}
+	if c.History {
+		s.hub.Publish(&sse.Event{Event: []byte("history-" + c.ServerID), Data: []byte("changed")})
 	}
 }

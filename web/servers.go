@@ -47,7 +47,7 @@ func (s *Server) handleServersPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.ServersPage(s.page(c, "Servers"), items))
+	return render(c, http.StatusOK, views.ServersPage(s.page(c, "Servers"), items, s.batches.latest()))
 }
 
 // handleServersFragment serves GET /fragments/servers: the list's table,
@@ -66,7 +66,11 @@ func (s *Server) handleServerPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.ServerPage(s.page(c, sum.Server.Name), s.serverDetail(sum, tools)))
+	d := s.serverDetail(sum, tools)
+	if d.History, d.HistoryTotal, err = s.historyItems(sum.Server.ID); err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ServerPage(s.page(c, sum.Server.Name), d))
 }
 
 func (s *Server) summaryAndTools(id string) (store.Summary, []store.ToolEntry, error) {
@@ -121,6 +125,8 @@ func formInput(c echo.Context) (serverInput, views.ServerForm, error) {
 		URL:           r.PostForm.Get("url"),
 		TimeoutMS:     r.PostForm.Get("timeout_ms"),
 		MemoryMB:      r.PostForm.Get("memory_mb"),
+		TTLSeconds:    r.PostForm.Get("ttl_seconds"),
+		AutoRefresh:   r.PostForm.Get("auto_refresh"),
 		DefaultPolicy: r.PostForm.Get("default_policy"),
 		Enabled:       r.PostForm.Get("enabled") == "on",
 	}
@@ -134,7 +140,8 @@ func formInput(c echo.Context) (serverInput, views.ServerForm, error) {
 	in.Headers = formRows(r.PostForm["header_key"], r.PostForm["header_value"])
 	f := views.ServerForm{
 		ID: in.ID, Name: in.Name, Transport: in.Transport, Command: in.Command, Args: argsText,
-		Cwd: in.Cwd, URL: in.URL, TimeoutMS: in.TimeoutMS, MemoryMB: in.MemoryMB, DefaultPolicy: in.DefaultPolicy, Enabled: in.Enabled,
+		Cwd: in.Cwd, URL: in.URL, TimeoutMS: in.TimeoutMS, MemoryMB: in.MemoryMB, TTLSeconds: in.TTLSeconds,
+		AutoRefresh: in.AutoRefresh, DefaultPolicy: in.DefaultPolicy, Enabled: in.Enabled,
 	}
 	// Secret values are write-only: a re-rendered form never carries them,
 	// and asks for the ones that were typed.
@@ -209,6 +216,7 @@ func (s *Server) handleUpdateServer(c echo.Context) error {
 	if err := s.store.UpdateServer(srv); err != nil {
 		return notFound(err)
 	}
+	s.afterEdit(old)
 	return c.Redirect(http.StatusSeeOther, "/servers/"+srv.ID)
 }
 
@@ -340,6 +348,7 @@ func (s *Server) handleAPIUpdateServer(c echo.Context) error {
 	if err := s.store.UpdateServer(srv); err != nil {
 		return notFound(err)
 	}
+	s.afterEdit(old)
 	sum, err := s.store.Summary(srv.ID)
 	if err != nil {
 		return err

@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -25,7 +25,7 @@ func (s *Server) handleToolsFragment(c echo.Context) error {
 		return err
 	}
 	d := s.serverDetail(sum, tools)
-	return render(c, http.StatusOK, views.ToolsSection(d.Item.ID, d.Tools, d.Item.Stale))
+	return render(c, http.StatusOK, views.ToolsSection(d.Item, d.Tools))
 }
 
 // handleSetPolicyForm serves POST /servers/:id/policy (htmx, from the
@@ -55,35 +55,29 @@ var rowKeyPattern = regexp.MustCompile(`^[0-9]{1,6}$`)
 // once per store revision like the catalog, with the same ETag handling.
 func (s *Server) handleAPIServerTools(c echo.Context) error {
 	id := c.Param("id")
-	return s.serveCached(c, id, func(buf *bytes.Buffer) (string, error) {
+	return s.serveCached(c, id, func(buf *bytes.Buffer) (string, time.Time, error) {
 		rev := s.store.Revision() // before the read: the body is at least this new
 		tools, err := s.store.Tools(id)
 		if err != nil {
-			return "", notFound(err)
+			return "", time.Time{}, notFound(err)
 		}
 		w := toolsWriter{buf: buf}
 		for _, t := range tools {
-			if err := w.add(t); err != nil {
-				return "", err
+			if err := w.add(toolToJSON(t)); err != nil {
+				return "", time.Time{}, err
 			}
 		}
 		w.end()
-		return rev, nil
+		return rev, time.Time{}, nil
 	})
 }
 
 // handleAPISetPolicy serves PUT /api/v1/servers/:id/tools/:name/policy
 // with {"policy":"allow"|"ask"|"deny"}.
 func (s *Server) handleAPISetPolicy(c echo.Context) error {
-	// Echo matches on the escaped path only when the request has one that
-	// differs from the default encoding (e.g. %2F); otherwise the param is
-	// already unescaped and must not be unescaped twice ("50%25off").
-	name := c.Param("name")
-	if c.Request().URL.RawPath != "" {
-		var err error
-		if name, err = url.PathUnescape(name); err != nil {
-			return &apiError{Status: http.StatusBadRequest, Message: "invalid tool name in path"}
-		}
+	name, err := toolParam(c)
+	if err != nil {
+		return err
 	}
 	var body struct {
 		Policy string `json:"policy"`
@@ -101,26 +95,50 @@ func (s *Server) handleAPISetPolicy(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"tool": toolToJSON(e)})
 }
 
-// handleAPICatalog serves GET /api/v1/tools: every server's tools. The
-// body is rendered once per store revision and served from memory until
-// the store changes. Its ETag is a hash of the body, so a change that
-// leaves the catalog as it was (a re-verify that found the same tools)
-// still answers a client's If-None-Match with a 304. The whole catalog
+// handleAPICatalog serves GET /api/v1/tools: every server's tools, each
+// with its server's freshness. The body is rendered once per store
+// revision and served from memory until the store changes or a server's
+// tools turn stale by the clock. Its ETag is a hash of the body, so it
+// changes exactly when the catalog does: a change that leaves the
+// catalog as it was (a re-verify that found the same tools) still answers
+// a client's If-None-Match with a 304. The whole catalog
 // streams tool by tool into a buffer sized like the last body, so that
 // neither the decoded catalog nor growing copies of it are ever held at
 // once (they would stay in the process as heap long after).
 func (s *Server) handleAPICatalog(c echo.Context) error {
-	return s.serveCached(c, catalogKey, func(buf *bytes.Buffer) (string, error) {
+	return s.serveCached(c, catalogKey, func(buf *bytes.Buffer) (string, time.Time, error) {
 		w := toolsWriter{buf: buf}
-		rev, err := s.store.ForEachTool(w.add)
+		now := time.Now()
+		var (
+			server string
+			fresh  freshJSON
+			until  time.Time // the first clock-driven change of any freshness
+		)
+		rev, err := s.store.Catalog(func(sum *store.Summary, e store.ToolEntry) error {
+			if sum.Server.ID != server {
+				server = sum.Server.ID
+				f := sum.Freshness(s.cfg.DefaultTTL, now)
+				// Times that move on with every re-verification are left
+				// out (GET /api/v1/servers has them), so that the ETag
+				// changes only with what an agent would act on.
+				fresh = freshToJSON(f)
+				fresh.VerifiedAt, fresh.FreshUntil = nil, nil
+				if f.State == store.FreshFresh && (until.IsZero() || f.Until.Before(until)) {
+					until = f.Until
+				}
+			}
+			j := toolToJSON(e)
+			j.Freshness = &fresh
+			return w.add(j)
+		})
 		w.end()
-		return rev, err
+		return rev, until, err
 	})
 }
 
 // serveCached answers with the body cached under key, rendering it with
 // render when the store changed since, and honours If-None-Match.
-func (s *Server) serveCached(c echo.Context, key string, render func(*bytes.Buffer) (revision string, err error)) error {
+func (s *Server) serveCached(c echo.Context, key string, render func(*bytes.Buffer) (revision string, until time.Time, err error)) error {
 	body, etag, err := s.bodies.get(s.store, key, render)
 	if err != nil {
 		return err
@@ -138,8 +156,8 @@ type toolsWriter struct {
 	n   int
 }
 
-func (w *toolsWriter) add(e store.ToolEntry) error {
-	data, err := json.Marshal(toolToJSON(e))
+func (w *toolsWriter) add(t toolJSON) error {
+	data, err := json.Marshal(t)
 	if err != nil {
 		return err
 	}
@@ -178,15 +196,18 @@ type cachedBody struct {
 	rev  string
 	body []byte
 	etag string
+	// until, if set, is when the body goes out of date by the clock.
+	until time.Time
 }
 
 // get returns the body under key at the store's current revision (or a
 // newer one), rendering it only when the store changed since the last
-// call. render writes the body and returns the revision it read; its
-// buffer starts sized like the last body. An entry whose rendering fails
+// call, or the clock passed the time render said the body would be out
+// of date at. render writes the body and returns the revision it read
+// (and that time, or zero); its buffer starts sized like the last body. An entry whose rendering fails
 // (a server that does not exist) is dropped, so that requests for made-up
 // ids cannot grow the cache.
-func (bc *bodyCache) get(st Store, key string, render func(*bytes.Buffer) (string, error)) (body []byte, etag string, err error) {
+func (bc *bodyCache) get(st Store, key string, render func(*bytes.Buffer) (string, time.Time, error)) (body []byte, etag string, err error) {
 	bc.mu.Lock()
 	if bc.entries == nil {
 		bc.entries = map[string]*cachedBody{}
@@ -200,12 +221,12 @@ func (bc *bodyCache) get(st Store, key string, render func(*bytes.Buffer) (strin
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.body != nil && e.rev == st.Revision() {
+	if e.body != nil && e.rev == st.Revision() && (e.until.IsZero() || time.Now().Before(e.until)) {
 		return e.body, e.etag, nil
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(e.body) + len(e.body)/8 + 64)
-	rev, err := render(&buf)
+	rev, until, err := render(&buf)
 	if err != nil {
 		bc.mu.Lock()
 		if bc.entries[key] == e {
@@ -216,7 +237,7 @@ func (bc *bodyCache) get(st Store, key string, render func(*bytes.Buffer) (strin
 		return nil, "", err
 	}
 	sum := sha256.Sum256(buf.Bytes())
-	e.rev, e.body, e.etag = rev, buf.Bytes(), `"`+hex.EncodeToString(sum[:16])+`"`
+	e.rev, e.body, e.etag, e.until = rev, buf.Bytes(), `"`+hex.EncodeToString(sum[:16])+`"`, until
 	return e.body, e.etag, nil
 }
 

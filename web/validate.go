@@ -38,11 +38,19 @@ type serverInput struct {
 	Headers       []kv
 	TimeoutMS     string
 	MemoryMB      string
+	TTLSeconds    string
+	AutoRefresh   string // "" (the default), "on" or "off"
 	DefaultPolicy string
 	Enabled       bool
 }
 
 type kv struct{ Key, Value string }
+
+// Bounds of a server's TTL, in seconds: from 10 s to a week.
+const (
+	minTTLSeconds = 10
+	maxTTLSeconds = 7 * 24 * 3600
+)
 
 // Bounds of a server's memory cap, in MiB: below 16 hardly any server
 // starts.
@@ -100,6 +108,21 @@ func validate(in serverInput, old *store.Server) (store.Server, map[string]strin
 			errs["memory_mb"] = "A memory cap applies to stdio servers only."
 		}
 		s.MemoryMB = n
+	}
+	if t := strings.TrimSpace(in.TTLSeconds); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < minTTLSeconds || n > maxTTLSeconds {
+			errs["ttl_seconds"] = fmt.Sprintf("Fresh-for time must be a whole number of seconds from %d to %d, or empty for the global default.", minTTLSeconds, maxTTLSeconds)
+		}
+		s.TTLSeconds = n
+	}
+	switch in.AutoRefresh {
+	case "":
+	case "on", "off":
+		on := in.AutoRefresh == "on"
+		s.AutoRefresh = &on
+	default:
+		errs["auto_refresh"] = "Auto-refresh must be on, off or the default."
 	}
 	var oldEnv, oldHeaders map[string]string
 	if old != nil {

@@ -34,6 +34,12 @@ type serveConfig struct {
 	AllowedHosts       []string
 	DangerouslyBindAll bool
 	Limits             discovery.Limits // zero fields: the defaults
+	// TTL is how long a verification counts as fresh, for servers that
+	// set none.
+	TTL time.Duration
+	// VerifyOnStart verifies, at start-up, servers a crash interrupted
+	// and enabled ones never verified (whose command was confirmed).
+	VerifyOnStart bool
 }
 
 func defaultDBPath(getenv func(string) string) string {
@@ -46,10 +52,12 @@ func defaultDBPath(getenv func(string) string) string {
 
 func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
 	cfg := serveConfig{
-		Addr:        "127.0.0.1:" + strconv.Itoa(DefaultPort),
-		DBPath:      defaultDBPath(getenv),
-		Token:       getenv("SWITCHBOARD_TOKEN"),
-		Concurrency: 2,
+		Addr:          "127.0.0.1:" + strconv.Itoa(DefaultPort),
+		DBPath:        defaultDBPath(getenv),
+		Token:         getenv("SWITCHBOARD_TOKEN"),
+		Concurrency:   2,
+		TTL:           web.DefaultTTL,
+		VerifyOnStart: true,
 	}
 	if v := getenv("SWITCHBOARD_ADDR"); v != "" {
 		cfg.Addr = v
@@ -63,6 +71,20 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 			return cfg, usageError("SWITCHBOARD_CONCURRENCY=%q is not a number", v)
 		}
 		cfg.Concurrency = n
+	}
+	if v := getenv("SWITCHBOARD_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return cfg, usageError("SWITCHBOARD_TTL=%q is not a duration (e.g. 5m)", v)
+		}
+		cfg.TTL = d
+	}
+	if v := getenv("SWITCHBOARD_VERIFY_ON_START"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return cfg, usageError("SWITCHBOARD_VERIFY_ON_START=%q is not true or false", v)
+		}
+		cfg.VerifyOnStart = b
 	}
 	if v := getenv("SWITCHBOARD_ALLOWED_HOSTS"); v != "" {
 		cfg.AllowedHosts = strings.Split(v, ",")
@@ -84,6 +106,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		return nil
 	})
 	limitFlag(fs, &cfg.Limits, " (env SWITCHBOARD_LIMITS, comma-separated)")
+	fs.DurationVar(&cfg.TTL, "ttl", cfg.TTL, "how long verified tools count as fresh, for servers that set no TTL (env SWITCHBOARD_TTL)")
+	fs.BoolVar(&cfg.VerifyOnStart, "verify-on-start", cfg.VerifyOnStart, "at start-up, verify servers a crash interrupted and enabled ones never verified, if their command was confirmed (env SWITCHBOARD_VERIFY_ON_START)")
 	fs.BoolVar(&cfg.DangerouslyBindAll, "dangerously-bind-all", false, "allow listening on all interfaces (anyone who can reach the port can try to start commands)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -96,6 +120,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	}
 	if cfg.Concurrency < 1 || cfg.Concurrency > 64 {
 		return cfg, usageError("-concurrency must be between 1 and 64, got %d", cfg.Concurrency)
+	}
+	if cfg.TTL < 10*time.Second || cfg.TTL > 7*24*time.Hour {
+		return cfg, usageError("-ttl must be between 10s and 168h, got %s", cfg.TTL)
 	}
 	if err := checkBind(cfg.Addr, cfg.DangerouslyBindAll); err != nil {
 		return cfg, err
@@ -219,11 +246,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	loginCode := randomToken()
 	app := web.New(web.Config{
-		Token:        token,
-		LoginCode:    loginCode,
-		AllowedHosts: cfg.AllowedHosts,
-		Concurrency:  cfg.Concurrency,
-		Logger:       log,
+		Token:           token,
+		LoginCode:       loginCode,
+		AllowedHosts:    cfg.AllowedHosts,
+		Concurrency:     cfg.Concurrency,
+		DefaultTTL:      cfg.TTL,
+		NoVerifyOnStart: !cfg.VerifyOnStart,
+		Logger:          log,
 	}, db, discovery.NewVerifier(cfg.Limits, getenv), hub)
 	srv := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)

@@ -1,0 +1,202 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/views"
+)
+
+// changes returns a server's changed tools with their diffs.
+func (s *Server) changes(id string) (store.Server, []views.ToolChange, error) {
+	srv, err := s.store.Server(id)
+	if err != nil {
+		return srv, nil, notFound(err)
+	}
+	tools, err := s.store.Tools(id)
+	if err != nil {
+		return srv, nil, notFound(err)
+	}
+	out := []views.ToolChange{}
+	for _, t := range tools {
+		if t.State != store.ToolChanged {
+			continue
+		}
+		cur, approved, err := s.store.ToolVersions(id, t.Name)
+		if errors.Is(err, store.ErrToolNotFound) {
+			continue // gone since the list was read
+		} else if err != nil {
+			return srv, nil, err
+		}
+		out = append(out, views.ToolChange{
+			Key: strconv.Itoa(len(out)), Name: cur.Name, Pin: cur.Pin, Policy: cur.Policy.Policy,
+			ApprovedKnown: approved != nil, Fields: toolDiff(approved, cur.Tool),
+		})
+	}
+	return srv, out, nil
+}
+
+// handleChangesPage serves GET /servers/:id/changes: every changed tool's
+// diff, with the approvals.
+func (s *Server) handleChangesPage(c echo.Context) error {
+	return s.renderChanges(c, http.StatusOK, "")
+}
+
+func (s *Server) renderChanges(c echo.Context, status int, notice string) error {
+	srv, changes, err := s.changes(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	p := s.page(c, "Review changes: "+srv.Name)
+	if notice != "" {
+		p.Flash = notice
+	}
+	return render(c, status, views.ChangesPage(p, srv.ID, srv.Name, changes))
+}
+
+// handleApproveForm serves POST /servers/:id/approve: the review page's
+// approval of one version, or of every version it showed (tool and pin
+// repeated, in pairs). A tool that changed again since the page was
+// rendered approves nothing, and the page shows the new version.
+func (s *Server) handleApproveForm(c echo.Context) error {
+	if _, err := c.FormParams(); err != nil {
+		return &apiError{Status: http.StatusBadRequest, Message: "could not read the form"}
+	}
+	form := c.Request().PostForm
+	tools, pins := form["tool"], form["pin"]
+	if len(tools) == 0 || len(tools) != len(pins) {
+		return &apiError{Status: http.StatusUnprocessableEntity, Message: "the form must name each tool with the pin of the version shown"}
+	}
+	want := make(map[string]string, len(tools))
+	for i, t := range tools {
+		want[t] = pins[i]
+	}
+	id := c.Param("id")
+	_, err := s.store.ApproveChanges(id, want, "dashboard")
+	switch {
+	case errors.Is(err, store.ErrPinMismatch), errors.Is(err, store.ErrNotChanged):
+		return s.renderChanges(c, http.StatusConflict, "Nothing was approved: a tool changed again, or was approved meanwhile. Review what is shown now.")
+	case err != nil:
+		return notFound(err)
+	}
+	return c.Redirect(http.StatusSeeOther, "/servers/"+id+"/changes")
+}
+
+// toolParam is the :name path parameter, unescaped once. Echo matches on
+// the escaped path only when the request has one that differs from the
+// default encoding (e.g. %2F); otherwise the param is already unescaped
+// and must not be unescaped twice ("50%25off").
+func toolParam(c echo.Context) (string, error) {
+	name := c.Param("name")
+	if c.Request().URL.RawPath != "" {
+		var err error
+		if name, err = url.PathUnescape(name); err != nil {
+			return "", &apiError{Status: http.StatusBadRequest, Message: "invalid tool name in path"}
+		}
+	}
+	return name, nil
+}
+
+type diffRowJSON struct {
+	Kind  string `json:"kind"`
+	Left  string `json:"approved"`
+	Right string `json:"current"`
+}
+
+type fieldDiffJSON struct {
+	Field string        `json:"field"`
+	Rows  []diffRowJSON `json:"rows"`
+}
+
+// handleAPITool serves GET /api/v1/servers/:id/tools/:name: the tool, the
+// definition its policy approved (null if unknown), and for a changed
+// tool the diff between the two.
+func (s *Server) handleAPITool(c echo.Context) error {
+	name, err := toolParam(c)
+	if err != nil {
+		return err
+	}
+	cur, approved, err := s.store.ToolVersions(c.Param("id"), name)
+	if err != nil {
+		return notFound(err)
+	}
+	out := map[string]any{"tool": toolToJSON(cur), "approved": nil}
+	if approved != nil {
+		a := toolToJSON(store.ToolEntry{Tool: *approved})
+		a.State, a.Policy, a.EffectivePolicy, a.AgentName = "", "", "", ""
+		out["approved"] = a
+	}
+	if cur.State == store.ToolChanged {
+		diff := []fieldDiffJSON{}
+		for _, f := range toolDiff(approved, cur.Tool) {
+			fd := fieldDiffJSON{Field: f.Field, Rows: []diffRowJSON{}}
+			for _, r := range f.Rows {
+				fd.Rows = append(fd.Rows, diffRowJSON(r))
+			}
+			diff = append(diff, fd)
+		}
+		out["diff"] = diff
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleAPIApproveTool serves POST /api/v1/servers/:id/tools/:name/approve
+// with {"pin": "<the version reviewed>"}.
+func (s *Server) handleAPIApproveTool(c echo.Context) error {
+	name, err := toolParam(c)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Pin string `json:"pin"`
+	}
+	if err := decodeJSON(c, 4096, &body); err != nil {
+		return err
+	}
+	if body.Pin == "" {
+		return validationError(map[string]string{"pin": "required: the pin of the version you reviewed"})
+	}
+	e, err := s.store.ApproveTool(c.Param("id"), name, body.Pin, "api")
+	if err != nil {
+		return approveError(err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"tool": toolToJSON(e)})
+}
+
+// handleAPIApproveChanges serves POST /api/v1/servers/:id/approve with
+// {"tools": {"<name>": "<pin reviewed>", ...}}: all or none.
+func (s *Server) handleAPIApproveChanges(c echo.Context) error {
+	var body struct {
+		Tools map[string]string `json:"tools"`
+	}
+	if err := decodeJSON(c, 1<<20, &body); err != nil {
+		return err
+	}
+	if len(body.Tools) == 0 {
+		return validationError(map[string]string{"tools": "required: each tool name with the pin of the version you reviewed"})
+	}
+	es, err := s.store.ApproveChanges(c.Param("id"), body.Tools, "api")
+	if err != nil {
+		return approveError(err)
+	}
+	out := make([]toolJSON, 0, len(es))
+	for _, e := range es {
+		out = append(out, toolToJSON(e))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"tools": out})
+}
+
+func approveError(err error) error {
+	switch {
+	case errors.Is(err, store.ErrPinMismatch):
+		return &apiError{Status: http.StatusConflict, Message: err.Error() + "; review the current version (GET the tool) and approve its pin"}
+	case errors.Is(err, store.ErrNotChanged):
+		return &apiError{Status: http.StatusConflict, Message: err.Error()}
+	}
+	return notFound(err)
+}

@@ -1,0 +1,153 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/views"
+)
+
+// toolField is one reviewable part of a tool definition, as text.
+type toolField struct {
+	name string
+	text string
+}
+
+// shownFields are the tool object's keys that have a field of their own
+// in a diff; the rest are compared together as "other fields".
+var shownFields = map[string]bool{"name": true, "title": true, "description": true, "inputSchema": true, "outputSchema": true, "annotations": true}
+
+// toolFields splits a tool definition into the parts a person reviews.
+// JSON parts are indented, so that a diff shows the lines that changed.
+func toolFields(t store.Tool) []toolField {
+	fields := []toolField{
+		{"title", t.Title},
+		{"description", t.Description},
+		{"input schema", indentJSON(t.InputSchema)},
+		{"output schema", indentJSON(t.OutputSchema)},
+		{"annotations", indentJSON(t.Annotations)},
+	}
+	var obj map[string]json.RawMessage
+	other := ""
+	if json.Unmarshal(t.Raw, &obj) == nil {
+		for k := range obj {
+			if shownFields[k] {
+				delete(obj, k)
+			}
+		}
+		if len(obj) > 0 {
+			data, _ := json.Marshal(obj) // keys sorted
+			other = indentJSON(data)
+		}
+	}
+	return append(fields, toolField{"other fields", other})
+}
+
+func indentJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// toolDiff compares the approved definition with the current one, field
+// by field, and returns the fields that differ (every field of the
+// current one when the approved definition is unknown).
+func toolDiff(approved *store.Tool, current store.Tool) []views.FieldDiff {
+	cur := toolFields(current)
+	var old []toolField
+	if approved != nil {
+		old = toolFields(*approved)
+	}
+	var out []views.FieldDiff
+	for i, f := range cur {
+		before := ""
+		if old != nil {
+			before = old[i].text
+		}
+		if old != nil && before == f.text {
+			continue
+		}
+		if old == nil && f.text == "" {
+			continue
+		}
+		out = append(out, views.FieldDiff{Field: f.name, Rows: diffLines(splitLines(before), splitLines(f.text))})
+	}
+	return out
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// maxDiffCells bounds the work of the line diff (lines before × lines
+// after); past it, the two texts are shown side by side as one change.
+const maxDiffCells = 4 << 20
+
+// diffLines is a side-by-side line diff: unchanged lines pair up, and
+// between them the removed lines face the added ones (as change rows
+// while both sides have lines left). It is a longest-common-subsequence
+// diff, so every line appears, in order, on its side.
+func diffLines(a, b []string) []views.DiffRow {
+	if len(a)*len(b) > maxDiffCells {
+		return pairRuns(nil, a, b)
+	}
+	// lcs[i][j] is the LCS length of a[i:] and b[j:].
+	lcs := make([][]int32, len(a)+1)
+	for i := range lcs {
+		lcs[i] = make([]int32, len(b)+1)
+	}
+	for i := len(a) - 1; i >= 0; i-- {
+		for j := len(b) - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var rows []views.DiffRow
+	var dels, adds []string
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case i < len(a) && j < len(b) && a[i] == b[j]:
+			rows = pairRuns(rows, dels, adds)
+			dels, adds = nil, nil
+			rows = append(rows, views.DiffRow{Kind: "same", Left: a[i], Right: b[j]})
+			i++
+			j++
+		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
+			adds = append(adds, b[j])
+			j++
+		default:
+			dels = append(dels, a[i])
+			i++
+		}
+	}
+	return pairRuns(rows, dels, adds)
+}
+
+// pairRuns appends removed lines facing added ones.
+func pairRuns(rows []views.DiffRow, dels, adds []string) []views.DiffRow {
+	for k := 0; k < max(len(dels), len(adds)); k++ {
+		switch {
+		case k < len(dels) && k < len(adds):
+			rows = append(rows, views.DiffRow{Kind: "change", Left: dels[k], Right: adds[k]})
+		case k < len(dels):
+			rows = append(rows, views.DiffRow{Kind: "del", Left: dels[k]})
+		default:
+			rows = append(rows, views.DiffRow{Kind: "add", Right: adds[k]})
+		}
+	}
+	return rows
+}
