@@ -22,9 +22,9 @@ func TestInitialPolicy(t *testing.T) {
 		{PolicyAllow, ``, PolicyAsk, true},
 		{PolicyAllow, `{}`, PolicyAsk, true},
 		{PolicyAllow, `not json`, PolicyAsk, true},
-		{PolicyAllow, `{"readOnlyHint":true}`, PolicyAsk, true},                         // still open world
-		{PolicyAllow, `{"destructiveHint":false}`, PolicyAsk, true},                     // still open world
-		{PolicyAllow, `{"openWorldHint":false}`, PolicyAsk, true},                       // still destructive
+		{PolicyAllow, `{"readOnlyHint":true}`, PolicyAsk, true},                          // still open world
+		{PolicyAllow, `{"destructiveHint":false}`, PolicyAsk, true},                      // still open world
+		{PolicyAllow, `{"openWorldHint":false}`, PolicyAsk, true},                        // still destructive
 		{PolicyAllow, `{"destructiveHint":true,"openWorldHint":false}`, PolicyAsk, true}, // destructive
 		{PolicyAllow, `{"readOnlyHint":true,"openWorldHint":false}`, PolicyAllow, false},
 		{PolicyAllow, `{"destructiveHint":false,"openWorldHint":false}`, PolicyAllow, false},

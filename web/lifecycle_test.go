@@ -1,0 +1,348 @@
+package web_test
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/web"
+)
+
+// withTTL sets the global TTL, so that tests see tools go stale quickly.
+func withTTL(d time.Duration) appOption { return func(c *webConfig) { c.DefaultTTL = d } }
+
+// history returns a server's history through the API, newest first.
+func (e *env) history(id string) []map[string]any {
+	e.t.Helper()
+	rec := e.api(http.MethodGet, "/api/v1/servers/"+id+"/history", nil)
+	wantStatus(e.t, rec, http.StatusOK)
+	var out []map[string]any
+	for _, h := range decode(e.t, rec)["history"].([]any) {
+		out = append(out, h.(map[string]any))
+	}
+	return out
+}
+
+// triggers lists the triggers of a server's history, oldest first.
+func triggers(hist []map[string]any) []string {
+	var out []string
+	for i := len(hist) - 1; i >= 0; i-- {
+		out = append(out, hist[i]["trigger"].(string))
+	}
+	return out
+}
+
+func (e *env) discovery(id string) map[string]any {
+	e.t.Helper()
+	rec := e.api(http.MethodGet, "/api/v1/servers/"+id, nil)
+	wantStatus(e.t, rec, http.StatusOK)
+	return decode(e.t, rec)["discovery"].(map[string]any)
+}
+
+// With auto-refresh on, a server whose tools went stale by its TTL is
+// verified again by itself; with it off, it is only marked stale.
+func TestTTLAutoRefresh(t *testing.T) {
+	e := newEnv(t, withTTL(600*time.Millisecond))
+	on, off := fixtureServer("auto"), fixtureServer("manual")
+	on["auto_refresh"], off["auto_refresh"] = true, false
+	e.createServer(on)
+	e.createServer(off)
+	e.verify("auto")
+	e.verify("manual")
+	if f := e.discovery("manual")["freshness"].(map[string]any); f["state"] != "fresh" || f["fresh_until"] == nil {
+		t.Fatalf("freshness right after a verify = %v; want fresh, with fresh_until", f)
+	}
+
+	waitFor(t, 15*time.Second, "a TTL refresh of auto", func() bool {
+		h := e.history("auto")
+		return len(h) >= 2 && h[0]["trigger"] == "ttl" && h[0]["outcome"] == "success"
+	})
+	var f map[string]any
+	waitFor(t, 5*time.Second, "manual to turn stale", func() bool {
+		f = e.discovery("manual")["freshness"].(map[string]any)
+		return f["state"] != "fresh"
+	})
+	if f["state"] != "stale" || f["reason"] != "ttl" || f["stale_since"] == nil {
+		t.Errorf("freshness of manual after its TTL = %v; want stale (ttl) with stale_since", f)
+	}
+	if d := e.discovery("manual"); d["stale"] != true {
+		t.Errorf("manual after its TTL: stale = %v; want true", d["stale"])
+	}
+	if h := e.history("manual"); len(h) != 1 {
+		t.Errorf("manual (auto-refresh off) has %d verifications; want 1: %v", len(h), triggers(h))
+	}
+	if got := triggers(e.history("auto")); got[0] != "manual" {
+		t.Errorf("auto's triggers = %v; want manual first, then ttl", got)
+	}
+}
+
+// An edit that changes what the server is (here a secret's value) is
+// verified at once, keeping the old tools, marked stale, meanwhile; an
+// edit of the command waits for the person to confirm it.
+func TestEditTriggersReverify(t *testing.T) {
+	e := newEnv(t)
+	body := fixtureServer("ed")
+	body["env"] = map[string]string{"API_KEY": "first-value-1"}
+	e.secrets = append(e.secrets, "first-value-1", "second-value-2")
+	e.createServer(body)
+	e.verify("ed")
+
+	body["env"] = map[string]string{"API_KEY": "second-value-2"}
+	rec := e.api(http.MethodPut, "/api/v1/servers/ed", body)
+	wantStatus(t, rec, http.StatusOK)
+	if d := decode(t, rec)["discovery"].(map[string]any); d["tool_count"] != float64(5) {
+		t.Errorf("right after the edit: %v; want the old 5 tools kept", d)
+	}
+	waitFor(t, 15*time.Second, "the edit's verification", func() bool {
+		h := e.history("ed")
+		return len(h) == 2 && h[0]["trigger"] == "edit" && h[0]["outcome"] == "success"
+	})
+	if f := e.discovery("ed")["freshness"].(map[string]any); f["state"] != "fresh" {
+		t.Errorf("after the edit's verification: %v; want fresh", f)
+	}
+
+	// A new argument changes the launch: nothing runs until confirmed.
+	body["args"] = []string{"-tools", "4"}
+	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/ed", body), http.StatusOK)
+	time.Sleep(300 * time.Millisecond)
+	if h := e.history("ed"); len(h) != 2 {
+		t.Errorf("an unconfirmed launch was verified: %v", triggers(h))
+	}
+	f := e.discovery("ed")["freshness"].(map[string]any)
+	if f["state"] != "stale" || f["reason"] != "config" {
+		t.Errorf("after an unconfirmed edit: %v; want stale (config)", f)
+	}
+	if job := e.verify("ed"); job["status"] != "success" || job["tool_count"] != float64(4) {
+		t.Errorf("verify after confirming: %v", job)
+	}
+}
+
+// An edit while a verification runs: the running one (of the old
+// configuration) is discarded, never saved, and the edit's own
+// verification saves the new tools.
+func TestEditDuringVerification(t *testing.T) {
+	e := newEnv(t)
+	body := fixtureServer("slow")
+	body["args"] = []string{"-tools", "5", "-startup-delay", "1500ms"}
+	body["env"] = map[string]string{"MODE": "one"}
+	e.createServer(body)
+	rec := e.api(http.MethodPost, "/api/v1/servers/slow/verify", confirmed)
+	wantStatus(t, rec, http.StatusAccepted)
+	first := decode(t, rec)["job"].(map[string]any)["id"].(string)
+	waitFor(t, 5*time.Second, "the first job to run", func() bool { return e.serverStatus("slow") == "running" })
+
+	body["env"] = map[string]string{"MODE": "two"}
+	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/slow", body), http.StatusOK)
+	if job := e.waitJob(first); job["status"] == "success" {
+		t.Errorf("the old configuration's job = %v; want it cancelled", job["status"])
+	}
+	waitFor(t, 20*time.Second, "the edit's verification", func() bool {
+		h := e.history("slow")
+		return len(h) == 2 && h[0]["outcome"] == "success"
+	})
+	h := e.history("slow")
+	if h[1]["job_id"] != first || h[1]["outcome"] != store.OutcomeDiscarded {
+		t.Errorf("the first job's entry = %v; want discarded", h[1])
+	}
+	if h[0]["trigger"] != "edit" || h[0]["tool_count"] != float64(5) {
+		t.Errorf("the edit's entry = %v", h[0])
+	}
+	sum, err := e.db.Summary("slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Discovery.ConfigHash != sum.Server.ConfigHash() || sum.Discovery.Status != store.StatusSuccess {
+		t.Errorf("record = %s for config %.8s; want success for the current %.8s", sum.Discovery.Status, sum.Discovery.ConfigHash, sum.Server.ConfigHash())
+	}
+}
+
+// Verify all verifies every enabled, confirmed server within the
+// concurrency limit, reports progress live, and says what it skipped.
+func TestVerifyAll(t *testing.T) {
+	e := newEnv(t, func(c *webConfig) { c.Concurrency = 2 })
+	for i := range 10 {
+		id := "s" + string(rune('a'+i))
+		body := fixtureServer(id)
+		body["args"] = []string{"-tools", "3", "-startup-delay", "100ms"}
+		e.createServer(body)
+		// Confirm each launch by hand, as a person would have.
+		srv, err := e.db.Server(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.db.ConfirmLaunch(id, srv.LaunchHash()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	off := fixtureServer("off")
+	off["enabled"] = false
+	e.createServer(off)
+	e.createServer(fixtureServer("unconfirmed"))
+
+	b := e.login()
+	srv, client := e.liveServer()
+	s := b.openEvents(srv, client)
+	rec := e.api(http.MethodPost, "/api/v1/verify-all", nil)
+	wantStatus(t, rec, http.StatusAccepted)
+	batch := decode(t, rec)["batch"].(map[string]any)
+	if batch["total"] != float64(10) || len(batch["skipped"].([]any)) != 2 {
+		t.Fatalf("batch = %v; want 10 jobs, 2 skipped", batch)
+	}
+	id := batch["id"].(string)
+	maxRunning := 0.0
+	waitFor(t, 30*time.Second, "the batch to finish", func() bool {
+		b := decode(t, e.api(http.MethodGet, "/api/v1/batches/"+id, nil))["batch"].(map[string]any)
+		maxRunning = max(maxRunning, b["running"].(float64))
+		return b["done"] == true
+	})
+	if maxRunning > 2 {
+		t.Errorf("up to %v verifications ran at once; want at most the limit, 2", maxRunning)
+	}
+	final := decode(t, e.api(http.MethodGet, "/api/v1/batches/"+id, nil))["batch"].(map[string]any)
+	if final["succeeded"] != float64(10) || final["failed"] != float64(0) {
+		t.Errorf("final batch = %v; want 10 succeeded", final)
+	}
+	// The page hears the progress: partial, then complete.
+	var partial bool
+	s.until(t, 10*time.Second, "the complete progress", func(ev sseEvent) bool {
+		if ev.name != "verify-all" {
+			return false
+		}
+		partial = partial || strings.Contains(ev.text(), `data-done="false"`)
+		return strings.Contains(ev.text(), "10 of 10 done")
+	})
+	if !partial {
+		t.Error("no partial progress was published")
+	}
+	for _, id := range []string{"off", "unconfirmed"} {
+		if h := e.history(id); len(h) != 0 {
+			t.Errorf("%s was verified by Verify all", id)
+		}
+	}
+	if h := e.history("sa"); len(h) != 1 || h[0]["trigger"] != "verify-all" {
+		t.Errorf("history of sa = %v; want one verify-all entry", h)
+	}
+	// A fresh page shows the last batch.
+	doc := parseHTML(t, b.get("/").Body.String())
+	if got := testIDText(t, doc, "verify-all-summary"); got != "10 of 10 done" {
+		t.Errorf("servers page progress = %q", got)
+	}
+}
+
+// The job and the history carry each verification's delta, and the
+// catalog names each tool's server freshness with an ETag that changes
+// exactly when the catalog does.
+func TestDeltaHistoryAndCatalogFreshness(t *testing.T) {
+	e := newEnv(t, withTTL(time.Second))
+	state := filepath.Join(t.TempDir(), "runs")
+	body := fixtureServer("rug")
+	body["args"] = []string{"-mode", "change-on-second-run", "-state-file", state, "-tools", "3"}
+	e.createServer(body)
+	if job := e.verify("rug"); job["delta"].(map[string]any)["text"] != "+3" {
+		t.Errorf("first job's delta = %v; want +3", job["delta"])
+	}
+	catalog := func() (string, map[string]any) {
+		rec := e.api(http.MethodGet, "/api/v1/tools", nil)
+		wantStatus(t, rec, http.StatusOK)
+		tools := decode(t, rec)["tools"].([]any)
+		return rec.Header().Get("ETag"), tools[0].(map[string]any)["freshness"].(map[string]any)
+	}
+	etag1, f := catalog()
+	if f["state"] != "fresh" {
+		t.Errorf("catalog freshness = %v; want fresh", f)
+	}
+	// Stale by the clock: the catalog changes with no store change.
+	time.Sleep(1100 * time.Millisecond)
+	etag2, f := catalog()
+	if f["state"] != "stale" || f["reason"] != "ttl" || etag2 == etag1 {
+		t.Errorf("catalog after the TTL: %v, ETag %s (was %s); want stale (ttl) and a new ETag", f, etag2, etag1)
+	}
+
+	job := e.verify("rug")
+	d := job["delta"].(map[string]any)
+	if d["text"] != "+1 −1 ~1" || d["added_names"].([]any)[0] != "extra_tool" || d["changed_names"].([]any)[0] != "tool_000" {
+		t.Errorf("second job's delta = %v; want +1 −1 ~1 (extra_tool, tool_002, tool_000)", d)
+	}
+	h := e.history("rug")
+	if len(h) != 2 || h[0]["delta"].(map[string]any)["text"] != "+1 −1 ~1" || h[1]["delta"].(map[string]any)["text"] != "+3" {
+		t.Errorf("history = %v", h)
+	}
+	// The row and panel show it, and so does the history section.
+	b := e.login()
+	doc := parseHTML(t, b.get("/servers/rug").Body.String())
+	if got := testIDText(t, doc, "last-delta"); got != "+1 −1 ~1" {
+		t.Errorf("panel's last change = %q", got)
+	}
+	if rows := findAll(doc, byTestID("history-row")); len(rows) != 2 {
+		t.Errorf("history rows = %d; want 2", len(rows))
+	}
+	if got := testIDText(t, doc, "changes-banner"); !strings.Contains(got, "1 tool(s) changed") {
+		t.Errorf("changes banner = %q", got)
+	}
+
+	// A third run lists what the second did: the catalog is what it
+	// was after the second, and its ETag says so.
+	etag3, _ := catalog()
+	e.verify("rug")
+	if etag4, _ := catalog(); etag4 != etag3 {
+		t.Errorf("ETag changed by a verification that changed nothing: %s → %s", etag3, etag4)
+	}
+}
+
+// At start-up, servers a crash interrupted and confirmed servers never
+// verified are verified; unconfirmed ones are not, and the option turns
+// it all off.
+func TestStartupVerification(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		path := filepath.Join(t.TempDir(), "sb.db")
+		db, err := store.Open(path, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"crashed", "never", "unconfirmed"} {
+			s := store.Server{ID: id, Name: id, Transport: store.TransportStdio, Command: fixtureBin,
+				Args: []string{"-tools", "2"}, DefaultPolicy: store.PolicyAsk, Enabled: true}
+			if err := db.CreateServer(s); err != nil {
+				t.Fatal(err)
+			}
+			if id != "unconfirmed" {
+				if err := db.ConfirmLaunch(id, s.LaunchHash()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := db.MarkRunning("crashed", "job-0", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		db.Close() // "crashed" is still running: the reopen marks it interrupted
+
+		hub := web.NewHub()
+		db, err = store.Open(path, store.Options{OnChange: hub.StoreChanged})
+		if err != nil {
+			t.Fatal(err)
+		}
+		app := web.New(web.Config{Token: testToken, LoginCode: loginCode, NoVerifyOnStart: !on},
+			db, discovery.NewVerifier(discovery.Limits{}, nil), hub)
+		done := func(id string) bool {
+			sum, err := db.Summary(id)
+			return err == nil && sum.Discovery.Status == store.StatusSuccess
+		}
+		if on {
+			waitFor(t, 20*time.Second, "start-up verifications", func() bool { return done("crashed") && done("never") })
+			if hist, _, _ := db.History("crashed", 0); len(hist) != 1 || hist[0].Trigger != "startup" {
+				t.Errorf("crashed's history = %+v; want one startup verification", hist)
+			}
+		} else {
+			time.Sleep(500 * time.Millisecond)
+		}
+		if done("unconfirmed") || (!on && (done("crashed") || done("never"))) {
+			t.Errorf("verify-on-start %v: verified a server it must not", on)
+		}
+		app.Close()
+		db.Close()
+	}
+}
