@@ -2,6 +2,9 @@ import { expect, type Page } from '@playwright/test';
 import * as path from 'node:path';
 import { TOKEN } from '../playwright.config';
 
+// The fixture server, built by `make build`.
+export const FIXTURE = path.resolve(__dirname, '../../bin/mcp-fixture');
+
 // The real server-everything from npm, installed by `npm ci` in e2e/.
 export const EVERYTHING = path.resolve(__dirname, '../node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 
@@ -78,4 +81,14 @@ export async function verifyConfirming(page: Page, id: string, commandLine: stri
   await expect(page.locator('[data-testid=confirm-command-line]')).toHaveText(commandLine);
   await page.click('[data-testid=confirm-button]');
   await expect(page).toHaveURL(new RegExp(`/servers/${id}$`));
+}
+
+// api calls Switchboard's JSON API with the bearer token.
+export async function api(page: Page, method: string, url: string, data?: unknown) {
+  const res = await page.request.fetch(url, {
+    method,
+    headers: { Authorization: `Bearer ${TOKEN}` },
+    data: data === undefined ? undefined : JSON.stringify(data),
+  });
+  return { status: res.status(), body: res.status() === 204 ? null : await res.json() };
 }

@@ -1,10 +1,9 @@
 import { test, expect, type Page } from '@playwright/test';
 import * as path from 'node:path';
-import { addStdioServer, login, verifyConfirming, waitLive } from './helpers';
+import { FIXTURE, addStdioServer, login, verifyConfirming, waitLive } from './helpers';
 
 // The fixture in -mode xss: markup (<script>, <img onerror>, hx-post),
 // invisible characters and icon URLs in every field a server controls.
-const FIXTURE = path.resolve(__dirname, '../../bin/mcp-fixture');
 
 // watch records everything a page must never do: open a dialog, request
 // anything from another origin, or violate its Content Security Policy.
