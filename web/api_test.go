@@ -57,6 +57,25 @@ func TestAPIServersCRUD(t *testing.T) {
 			t.Errorf("no message for field %s in %v", f, m)
 		}
 	}
+	// TTL and auto-refresh round-trip; null means the default.
+	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{
+		"id": "tuned", "transport": "http", "url": "http://127.0.0.1:9/mcp", "ttl_seconds": 60, "auto_refresh": false,
+	})
+	wantStatus(t, rec, http.StatusCreated)
+	if got := decode(t, rec); got["ttl_seconds"] != float64(60) || got["auto_refresh"] != false {
+		t.Errorf("created = ttl %v, auto_refresh %v; want 60, false", got["ttl_seconds"], got["auto_refresh"])
+	}
+	rec = e.api(http.MethodPut, "/api/v1/servers/tuned", map[string]any{"transport": "http", "url": "http://127.0.0.1:9/mcp", "auto_refresh": nil})
+	wantStatus(t, rec, http.StatusOK)
+	if got := decode(t, rec); got["ttl_seconds"] != nil || got["auto_refresh"] != nil {
+		t.Errorf("updated = ttl %v, auto_refresh %v; want both back to the defaults", got["ttl_seconds"], got["auto_refresh"])
+	}
+	wantStatus(t, e.api(http.MethodDelete, "/api/v1/servers/tuned", nil), http.StatusNoContent)
+	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{"id": "too-quick", "command": "x", "transport": "stdio", "ttl_seconds": 3})
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	if f := decode(t, rec)["fields"].(map[string]any); f["ttl_seconds"] == nil || len(f) != 1 {
+		t.Errorf("fields = %v, want only ttl_seconds", f)
+	}
 	// A memory cap is for processes Switchboard starts.
 	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{
 		"id": "remote-capped", "transport": "http", "url": "http://127.0.0.1:9/mcp", "memory_mb": 512,

@@ -19,25 +19,29 @@ func TestFormValidationKeepsInput(t *testing.T) {
 	const typedSecret = "typed-secret-value-987"
 	e.secrets = append(e.secrets, typedSecret)
 	rec := b.post("/servers", url.Values{
-		"id":         {"Bad Id!"},
-		"name":       {"My <b>nice</b> server"},
-		"transport":  {"stdio"},
-		"command":    {""},
-		"args":       {"--flag\nvalue with space"},
-		"env_key":    {"1X", "GOOD_KEY"},
-		"env_value":  {typedSecret, ""},
-		"timeout_ms": {"5"},
-		"memory_mb":  {"lots"},
-		"enabled":    {"on"},
+		"id":           {"Bad Id!"},
+		"name":         {"My <b>nice</b> server"},
+		"transport":    {"stdio"},
+		"command":      {""},
+		"args":         {"--flag\nvalue with space"},
+		"env_key":      {"1X", "GOOD_KEY"},
+		"env_value":    {typedSecret, ""},
+		"timeout_ms":   {"5"},
+		"memory_mb":    {"lots"},
+		"ttl_seconds":  {"5"},
+		"auto_refresh": {"sometimes"},
+		"enabled":      {"on"},
 	})
 	wantStatus(t, rec, http.StatusUnprocessableEntity)
 	doc := parseHTML(t, rec.Body.String())
 	for field, want := range map[string]string{
-		"id":         "lower-case letters",
-		"command":    "Command is required",
-		"env":        `"1X"`,
-		"timeout_ms": "1000 to 120000",
-		"memory_mb":  "from 16 to 1048576",
+		"id":           "lower-case letters",
+		"command":      "Command is required",
+		"env":          `"1X"`,
+		"timeout_ms":   "1000 to 120000",
+		"memory_mb":    "from 16 to 1048576",
+		"ttl_seconds":  "from 10 to 604800",
+		"auto_refresh": "on, off or the default",
 	} {
 		if got := testIDText(t, doc, "error-"+field); !strings.Contains(got, want) {
 			t.Errorf("error-%s = %q, want it to contain %q", field, got, want)
@@ -52,13 +56,14 @@ func TestFormValidationKeepsInput(t *testing.T) {
 		t.Error("no form-errors summary")
 	}
 	for name, want := range map[string]string{
-		"id":         "Bad Id!",
-		"name":       "My <b>nice</b> server",
-		"timeout_ms": "5",
-		"memory_mb":  "lots",
-		"command":    "",
-		"args":       "--flag\nvalue with space",
-		"env_key":    "1X",
+		"id":          "Bad Id!",
+		"name":        "My <b>nice</b> server",
+		"timeout_ms":  "5",
+		"memory_mb":   "lots",
+		"ttl_seconds": "5",
+		"command":     "",
+		"args":        "--flag\nvalue with space",
+		"env_key":     "1X",
 	} {
 		if got := inputValue(t, doc, name); got != want {
 			t.Errorf("input %s = %q, want %q", name, got, want)
