@@ -185,6 +185,9 @@ type config struct {
 	mode string
 	// stateFile is where change-on-second-run keeps its run counter.
 	stateFile string
+	// toolsFile, if set, holds the tools to serve (and the version to
+	// report), re-read while serving; see toolsfile.go.
+	toolsFile string
 	// interval paces trickle, progress-forever, sse-no-endpoint and
 	// endless-body.
 	interval time.Duration
@@ -281,6 +284,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.startupDelay, "startup-delay", cfg.startupDelay, "sleep this long before serving anything")
 	fs.StringVar(&cfg.mode, "mode", cfg.mode, "behaviour, one of the modes listed below")
 	fs.StringVar(&cfg.stateFile, "state-file", cfg.stateFile, "run counter file, required by -mode change-on-second-run")
+	fs.StringVar(&cfg.toolsFile, "tools-file", cfg.toolsFile, `serve the tools in this JSON file, {"version": "1.2.3", "tools": [MCP tool objects]}, instead of generated ones; it is re-read while serving, and a change replaces the tools (sending notifications/tools/list_changed) and the reported version (normal mode)`)
 	fs.DurationVar(&cfg.interval, "interval", cfg.interval, "pause between the bytes or messages of trickle, progress-forever, sse-no-endpoint and endless-body")
 	fs.IntVar(&cfg.exitCode, "exit-code", cfg.exitCode, "exit status of -mode crash and exit-after-init")
 	fs.StringVar(&cfg.secret, "secret", cfg.secret, "a credential that crash, banner and list-error leak into their output")
@@ -363,6 +367,9 @@ func (c config) validate() error {
 	}
 	if c.mode == modeChangeOnSecondRun && c.stateFile == "" {
 		return errors.New("-mode change-on-second-run requires -state-file")
+	}
+	if c.toolsFile != "" && c.mode != modeNormal {
+		return errors.New("-tools-file works in -mode normal only")
 	}
 	if c.tools < 0 {
 		return fmt.Errorf("invalid -tools %d: must not be negative", c.tools)

@@ -8,7 +8,11 @@
 // hostile and broken servers catalogued in hostile-servers.md (trickled
 // bytes, closed stdout, escaping children, floods, endless lines, wrong
 // ids, HTML instead of JSON, ...); -help lists the modes with their case
-// numbers. Every flag can also be set through an
+// numbers. With -tools-file it serves the tools (and version) written in
+// a JSON file instead, re-reading it while serving so that a test can
+// change a description, remove or restore a tool, bump the version, or
+// make the server send notifications/tools/list_changed. Every flag can
+// also be set through an
 // environment variable named FIXTURE_<FLAG>, for example FIXTURE_PAGE_SIZE for
 // -page-size; a flag given on the command line wins over its variable.
 //
@@ -68,6 +72,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 
 	tools := generateTools(cfg.tools)
+	var live *liveTools
+	if cfg.toolsFile != "" {
+		data, version, fileTools, err := readToolsFile(cfg.toolsFile)
+		if err != nil {
+			return &usageError{err}
+		}
+		live = &liveTools{path: cfg.toolsFile, data: data, ver: version}
+		tools = fileTools
+	}
 	if cfg.mode == modeChangeOnSecondRun {
 		runNumber, err := bumpRunCounter(cfg.stateFile)
 		if err != nil {
@@ -90,7 +103,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return detach(stderr)
 	}
 
-	mcpServer := newMCPServer(cfg, tools)
+	mcpServer := newMCPServer(cfg, tools, live)
+	if live != nil {
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			live.watch(watchCtx, mcpServer, stderr)
+		}()
+		defer func() { stopWatch(); <-watched }()
+	}
 	switch cfg.transport {
 	case transportStdio:
 		return serveStdio(ctx, cfg, mcpServer, tools, stdin, stdout, stderr)

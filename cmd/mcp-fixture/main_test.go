@@ -395,7 +395,7 @@ func TestPaginationPageCounts(t *testing.T) {
 		t.Run(fmt.Sprintf("%d_tools_page_%d", tc.tools, tc.pageSize), func(t *testing.T) {
 			cfg := defaultConfig()
 			cfg.tools, cfg.pageSize = tc.tools, tc.pageSize
-			s := newMCPServer(cfg, generateTools(cfg.tools))
+			s := newMCPServer(cfg, generateTools(cfg.tools), nil)
 			ctx := context.Background()
 
 			var names []string

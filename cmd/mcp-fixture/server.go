@@ -30,8 +30,10 @@ const shutdownTimeout = 3 * time.Second
 // always sees exactly ceil(tools/pageSize) pages.
 //
 // In -mode no-tools the server declares no tools capability and has no
-// tools.
-func newMCPServer(cfg config, tools []mcp.Tool) *server.MCPServer {
+// tools. With live (-tools-file) set, the tools and the reported version
+// may change while serving: initialize answers report live's version, and
+// the last page is found among the tools served at the time.
+func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServer {
 	if cfg.mode == modeNoTools {
 		return server.NewMCPServer(cfg.name, cfg.version, server.WithRecovery())
 	}
@@ -39,20 +41,37 @@ func newMCPServer(cfg config, tools []mcp.Tool) *server.MCPServer {
 		server.WithToolCapabilities(true),
 		server.WithRecovery(),
 	}
+	var s *server.MCPServer
+	hooks := &server.Hooks{}
+	if live != nil {
+		// Clients of 2025 protocols read the version from initialize;
+		// those of 2026-07-28 from the serverInfo in a result's _meta,
+		// which mcp-go fills only where a hook left it unset.
+		hooks.AddAfterInitialize(func(_ context.Context, _ any, _ *mcp.InitializeRequest, result *mcp.InitializeResult) {
+			result.ServerInfo.Version = live.version(cfg.version)
+		})
+		hooks.AddAfterDiscover(func(_ context.Context, _ any, _ *mcp.DiscoverRequest, result *mcp.DiscoverResult) {
+			result.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: cfg.name, Version: live.version(cfg.version)})
+		})
+	}
 	if cfg.pageSize > 0 {
 		last := lastToolName(tools)
-		hooks := &server.Hooks{}
 		hooks.AddAfterListTools(func(_ context.Context, _ any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
 			if result == nil || result.NextCursor == "" || len(result.Tools) == 0 {
 				return
 			}
-			if result.Tools[len(result.Tools)-1].Name == last {
+			end := last
+			if live != nil {
+				end = lastServed(s)
+			}
+			if result.Tools[len(result.Tools)-1].Name == end {
 				result.NextCursor = ""
 			}
 		})
-		opts = append(opts, server.WithPaginationLimit(cfg.pageSize), server.WithHooks(hooks))
+		opts = append(opts, server.WithPaginationLimit(cfg.pageSize))
 	}
-	s := server.NewMCPServer(cfg.name, cfg.version, opts...)
+	opts = append(opts, server.WithHooks(hooks))
+	s = server.NewMCPServer(cfg.name, cfg.version, opts...)
 	if len(tools) > 0 {
 		s.AddTools(serverTools(tools)...)
 	}

@@ -183,3 +183,12 @@ func lastToolName(tools []mcp.Tool) string {
 	}
 	return names[len(names)-1]
 }
+
+// lastServed is lastToolName of the tools s serves now.
+func lastServed(s *server.MCPServer) string {
+	last := ""
+	for name := range s.ListTools() {
+		last = max(last, name)
+	}
+	return last
+}
