@@ -267,6 +267,9 @@ type verification struct {
 	stdio      *stdioTransport
 	tally      *httpTally // remote transports only
 	cutShort   context.CancelFunc
+	// listen opens Streamable HTTP's stream for server notifications
+	// (a watch; a verification needs none).
+	listen bool
 
 	// Whether the child exited on its own, decided once, before cleanup
 	// stops it (after which every child has exited).
@@ -420,10 +423,15 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 	case TransportHTTP:
 		r.tally = &httpTally{onOverflow: r.cutShort}
 		hc := httpClient(r.limits, r.tally, t.secrets())
-		tr, err := transport.NewStreamableHTTP(t.URL,
+		opts := []transport.StreamableHTTPCOption{
 			transport.WithHTTPBasicClient(hc),
 			transport.WithHTTPHeaders(t.Headers),
-			transport.WithHTTPTimeout(r.limits.ListTimeout))
+			transport.WithHTTPTimeout(r.limits.ListTimeout),
+		}
+		if r.listen {
+			opts = append(opts, transport.WithContinuousListening())
+		}
+		tr, err := transport.NewStreamableHTTP(t.URL, opts...)
 		if err != nil {
 			return nil, nil, newError(ClassProtocol, PhaseStarting, "invalid URL: "+err.Error(), err)
 		}
