@@ -118,6 +118,12 @@ type httpTally struct {
 	// waits for more from the server (an SSE endpoint event, say) should
 	// wait for its deadline then.
 	onOverflow func()
+	// onStreamEnd, if set, is called when an event stream the server
+	// opened for a GET (its messages to the client) ends, however: the
+	// session's channel to the client is gone, though the client's
+	// transport may quietly open another to a server that knows nothing
+	// of the session (a restarted one).
+	onStreamEnd func()
 }
 
 // httpClient returns the client remote transports use: link-local and
@@ -167,7 +173,12 @@ func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if resp.StatusCode >= 400 {
 		c.tally.status.Store(int32(resp.StatusCode))
 	}
-	resp.Body = &cappedBody{rc: resp.Body, left: c.left, max: c.max, tally: c.tally}
+	body := &cappedBody{rc: resp.Body, left: c.left, max: c.max, tally: c.tally}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); r.Method == http.MethodGet && resp.StatusCode == http.StatusOK &&
+		mt == "text/event-stream" && c.tally.onStreamEnd != nil {
+		body.onEnd = c.tally.onStreamEnd
+	}
+	resp.Body = body
 	// No MCP answer is HTML; a sign-in page of a proxy or gateway is, and
 	// mcp-go would only name its content type, or wait for an SSE endpoint
 	// event that never comes.
@@ -186,6 +197,14 @@ type cappedBody struct {
 	left  *atomic.Int64 // shared by all bodies of one verification
 	max   int64
 	tally *httpTally
+	onEnd func() // called once when the body ends (an event stream's)
+	ended sync.Once
+}
+
+func (b *cappedBody) end() {
+	if b.onEnd != nil {
+		b.ended.Do(b.onEnd)
+	}
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
@@ -201,10 +220,16 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.left.Add(-int64(n))
+	if err != nil {
+		b.end()
+	}
 	return n, err
 }
 
-func (b *cappedBody) Close() error { return b.rc.Close() }
+func (b *cappedBody) Close() error {
+	b.end()
+	return b.rc.Close()
+}
 
 // closeIdle releases the connections a client kept open.
 func closeIdle(c *http.Client) {

@@ -268,8 +268,10 @@ type verification struct {
 	tally      *httpTally // remote transports only
 	cutShort   context.CancelFunc
 	// listen opens Streamable HTTP's stream for server notifications
-	// (a watch; a verification needs none).
-	listen bool
+	// (a watch; a verification needs none), and streamEnded hears when
+	// such a stream ends.
+	listen      bool
+	streamEnded func()
 
 	// Whether the child exited on its own, decided once, before cleanup
 	// stops it (after which every child has exited).
@@ -421,7 +423,7 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 		r.stdio = newStdioTransport(p, r.limits, r.rec, t.secrets())
 		return r.stdio, func() { r.stdio.Close() }, nil
 	case TransportHTTP:
-		r.tally = &httpTally{onOverflow: r.cutShort}
+		r.tally = &httpTally{onOverflow: r.cutShort, onStreamEnd: r.streamEnded}
 		hc := httpClient(r.limits, r.tally, t.secrets())
 		opts := []transport.StreamableHTTPCOption{
 			transport.WithHTTPBasicClient(hc),
@@ -437,7 +439,7 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 		}
 		return streamableTap{tr, r.rec, r.tally}, func() { tr.Close(); closeIdle(hc) }, nil
 	case TransportSSE:
-		r.tally = &httpTally{onOverflow: r.cutShort}
+		r.tally = &httpTally{onOverflow: r.cutShort, onStreamEnd: r.streamEnded}
 		hc := httpClient(r.limits, r.tally, t.secrets())
 		tr, err := transport.NewSSE(t.URL,
 			transport.WithHTTPClient(hc),

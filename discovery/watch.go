@@ -94,6 +94,22 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 	initCtx, cancelInit := context.WithTimeout(ctx, r.limits.InitTimeout)
 	defer cancelInit()
 
+	changed := make(chan struct{}, 1)
+	lost := make(chan error, 1)
+	note := func(ch chan error, err error) {
+		select {
+		case ch <- err:
+		default:
+		}
+	}
+	watching := make(chan struct{}) // closed once the session is up
+	r.streamEnded = func() {
+		select {
+		case <-watching: // a stream that ends during the handshake is mcp-go's to retry
+			note(lost, newError(ClassNetwork, PhaseWatching, "the server's event stream ended (did it restart?)", nil))
+		default:
+		}
+	}
 	tr, cleanup, err := r.connect(initCtx)
 	if err != nil {
 		return err
@@ -108,14 +124,6 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 		wg.Wait()
 	}()
 
-	changed := make(chan struct{}, 1)
-	lost := make(chan error, 1)
-	note := func(ch chan error, err error) {
-		select {
-		case ch <- err:
-		default:
-		}
-	}
 	c := client.NewClient(tr, client.WithDiscoverTimeout(r.limits.DiscoverTimeout))
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
@@ -146,6 +154,7 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 	}
 	cancelInit()
 	r.enter(PhaseWatching, 0)
+	close(watching)
 	if initRes.ProtocolVersion >= mcp.ProtocolVersion20260728 && r.target.Transport != TransportSSE {
 		// Since 2026-07-28 a client opts in to notifications on a
 		// stream of their own; it lasts as long as the session. Over

@@ -1,13 +1,17 @@
 package discovery
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,5 +207,43 @@ func TestWatchStdioExit(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Watch still running 10 s after its server exited")
+	}
+}
+
+// A server restarted at the same address is noticed, though its
+// successor answers pings: the session's event stream ended.
+func TestWatchRemoteRestart(t *testing.T) {
+	start := func(addr string) (*exec.Cmd, string) {
+		cmd := exec.Command(fixture, "-transport", "http", "-tools", "2", "-addr", addr)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		u, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+		if !ok {
+			t.Fatalf("fixture said %q", line)
+		}
+		return cmd, u
+	}
+	first, u := start("127.0.0.1:0")
+	w := startWatch(t, Target{Transport: TransportHTTP, URL: u}, time.Minute)
+	w.waitCount(t, WatchConnected, 1)
+	first.Process.Signal(syscall.SIGTERM)
+	first.Wait()
+	start(strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/mcp"))
+	select {
+	case err := <-w.done:
+		w.done <- err
+		var e *Error
+		if !errors.As(err, &e) || e.Class != ClassNetwork || e.Phase != PhaseWatching {
+			t.Errorf("Watch across a restart = %v; want a network error in phase watching", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Watch did not notice the restart within 5 s (its ping interval is a minute)")
 	}
 }

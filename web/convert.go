@@ -225,12 +225,15 @@ type discoveryJSON struct {
 	Freshness     freshJSON  `json:"freshness"`
 	Delta         *deltaJSON `json:"delta,omitempty"`
 	// Changed is how many tools await approval of a new definition.
-	Changed         int        `json:"changed_tools"`
-	ProtocolVersion string     `json:"protocol_version,omitempty"`
-	ServerName      string     `json:"server_name,omitempty"`
-	ServerVersion   string     `json:"server_version,omitempty"`
-	Warnings        []string   `json:"warnings,omitempty"`
-	Error           *errorJSON `json:"error,omitempty"`
+	Changed int `json:"changed_tools"`
+	// Watch is the session held to hear the server's list changes, if
+	// one is.
+	Watch           *watchState `json:"watch,omitempty"`
+	ProtocolVersion string      `json:"protocol_version,omitempty"`
+	ServerName      string      `json:"server_name,omitempty"`
+	ServerVersion   string      `json:"server_version,omitempty"`
+	Warnings        []string    `json:"warnings,omitempty"`
+	Error           *errorJSON  `json:"error,omitempty"`
 }
 
 type errorJSON struct {
@@ -283,7 +286,7 @@ func (s *Server) serverToJSON(sum store.Summary) serverJSON {
 	dj := &discoveryJSON{
 		Status: d.Status, VerifiedAt: timePtr(d.VerifiedAt), LastAttemptAt: timePtr(d.LastAttemptAt),
 		ToolCount: d.ToolCount, Stale: tooOld(fresh), Freshness: freshToJSON(fresh), Delta: deltaToJSON(d.Delta),
-		Changed: d.Changed, ProtocolVersion: d.ProtocolVersion,
+		Changed: d.Changed, Watch: s.watches.state(srv.ID), ProtocolVersion: d.ProtocolVersion,
 		ServerName: d.ServerName, ServerVersion: d.ServerVersion, Warnings: d.Warnings,
 	}
 	if e := d.Error; e != nil {

@@ -1,9 +1,15 @@
 package web_test
 
 import (
+	"bufio"
+	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -345,4 +351,102 @@ func TestStartupVerification(t *testing.T) {
 		app.Close()
 		db.Close()
 	}
+}
+
+// writeTools writes a fixture -tools-file.
+func writeTools(t *testing.T, file, version string, names ...string) {
+	t.Helper()
+	var tools []map[string]any
+	for _, n := range names {
+		tools = append(tools, map[string]any{"name": n, "description": "Tool " + n + ".", "inputSchema": map[string]any{"type": "object"}})
+	}
+	data, err := json.Marshal(map[string]any{"version": version, "tools": tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startFixtureHTTP runs the fixture as a Streamable HTTP server on addr
+// (127.0.0.1:0 for any port) and returns its URL and a stop function
+// (also run at cleanup).
+func startFixtureHTTP(t *testing.T, addr string, args ...string) (string, func()) {
+	t.Helper()
+	cmd := exec.Command(fixtureBin, append([]string{"-transport", "http", "-addr", addr}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "listening ") {
+		stop()
+		t.Fatalf("fixture said %q, %v", line, err)
+	}
+	return strings.TrimSpace(strings.TrimPrefix(line, "listening ")), stop
+}
+
+// A remote server (auto-refresh on by default) is watched: a
+// notifications/tools/list_changed re-verifies it, and so does a new
+// serverInfo.version seen when the watch reconnects.
+func TestListChangedAndVersionTriggers(t *testing.T) {
+	e := newEnv(t, func(c *webConfig) { c.WatchPingInterval = 200 * time.Millisecond })
+	file := filepath.Join(t.TempDir(), "tools.json")
+	writeTools(t, file, "1.0.0", "alpha", "beta")
+	u, stop := startFixtureHTTP(t, "127.0.0.1:0", "-tools-file", file)
+	e.createServer(map[string]any{"id": "remote", "transport": "http", "url": u})
+	if job := e.verify("remote"); job["status"] != "success" {
+		t.Fatalf("verify: %v", job)
+	}
+	waitFor(t, 10*time.Second, "the watch to connect", func() bool {
+		w, _ := e.discovery("remote")["watch"].(map[string]any)
+		return w != nil && w["connected"] == true
+	})
+
+	writeTools(t, file, "1.0.0", "alpha", "beta", "gamma")
+	waitFor(t, 15*time.Second, "a list-changed verification", func() bool {
+		h := e.history("remote")
+		return len(h) >= 2 && h[0]["trigger"] == "list-changed" && h[0]["outcome"] == "success"
+	})
+	if d := e.history("remote")[0]["delta"].(map[string]any); d["text"] != "+1" {
+		t.Errorf("list-changed delta = %v; want +1 (gamma)", d)
+	}
+
+	// The server restarts, on the same address, as a new version.
+	stop()
+	writeTools(t, file, "2.0.0", "alpha", "beta", "gamma")
+	addr := strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/mcp")
+	startFixtureHTTP(t, addr, "-tools-file", file)
+	defer func() {
+		if t.Failed() {
+			t.Logf("watch: %v; history: %v", e.discovery("remote")["watch"], e.history("remote"))
+		}
+	}()
+	waitFor(t, 20*time.Second, "a version verification", func() bool {
+		h := e.history("remote")
+		return len(h) >= 3 && h[0]["trigger"] == "version" && h[0]["outcome"] == "success"
+	})
+	if h := e.history("remote")[0]; h["server_version"] != "2.0.0" || h["previous_version"] != "1.0.0" {
+		t.Errorf("version entry = %v; want 1.0.0 → 2.0.0", h)
+	}
+
+	// Auto-refresh off: no session is held.
+	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/remote", map[string]any{"transport": "http", "url": u, "auto_refresh": false}), http.StatusOK)
+	waitFor(t, 5*time.Second, "the watch to stop", func() bool {
+		_, watching := e.discovery("remote")["watch"]
+		return !watching
+	})
 }

@@ -138,6 +138,7 @@ func (r *refresher) pass(now time.Time) time.Time {
 			delete(r.shown, id)
 		}
 	}
+	r.s.watches.reconcile(sums)
 	return next
 }
 

@@ -90,8 +90,10 @@ type Server struct {
 
 	bodies bodyCache // JSON of the catalog and of each server's tools
 
-	batches batches // "Verify all" runs
-	refresh *refresher
+	batches  batches // "Verify all" runs
+	refresh  *refresher
+	watches  watches
+	verifier *discovery.Verifier
 }
 
 // New builds the application. hub must be the one the store reports its
@@ -120,6 +122,8 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) *Server {
 		Late:        s.jobLateWarnings,
 	})
 	s.refresh = newRefresher(s)
+	s.watches.s = s
+	s.verifier = v
 	hub.snapshot = s.snapshot
 	hub.onChange = s.storeChanged
 	s.echo.HideBanner = true
@@ -137,6 +141,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.Serv
 // processes) to end, then ends every SSE connection.
 func (s *Server) Close() {
 	s.refresh.close()
+	s.watches.closeAll()
 	s.runner.Close()
 	s.hub.Close()
 }

@@ -1,0 +1,159 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// Bounds of the wait before a lost watch reconnects.
+const (
+	watchRetryMin = time.Second
+	watchRetryMax = 5 * time.Minute
+)
+
+// watches holds a session to every server with auto-refresh on that
+// declared tools.listChanged when it was last verified, so that its
+// notifications/tools/list_changed, and a new serverInfo.version when the
+// session (re)connects, re-verify it. A watch is keyed by the server's
+// configuration: an edit ends it and starts another.
+type watches struct {
+	s  *Server
+	mu sync.Mutex
+	m  map[string]*watch // by server id
+	wg sync.WaitGroup
+}
+
+type watch struct {
+	configHash string
+	cancel     context.CancelFunc
+	// connected and since are what the API shows.
+	connected bool
+	since     time.Time
+	lastError string
+}
+
+// watchState is a server's watch as the API shows it.
+type watchState struct {
+	Connected bool       `json:"connected"`
+	Since     *time.Time `json:"since,omitempty"`
+	LastError string     `json:"last_error,omitempty"`
+}
+
+func (ws *watches) state(id string) *watchState {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.m[id]
+	if w == nil {
+		return nil
+	}
+	return &watchState{Connected: w.connected, Since: timePtr(w.since), LastError: w.lastError}
+}
+
+// wanted reports whether a server should be watched.
+func wanted(sum store.Summary) bool {
+	if !verifiable(sum.Server) || !sum.Server.AutoRefreshOn() || sum.Discovery.VerifiedAt.IsZero() {
+		return false
+	}
+	var caps struct {
+		Tools *struct {
+			ListChanged bool `json:"listChanged"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal(sum.Discovery.Capabilities, &caps) != nil || caps.Tools == nil {
+		return false
+	}
+	return caps.Tools.ListChanged
+}
+
+// reconcile starts the watches that are wanted and stops the others.
+func (ws *watches) reconcile(sums []store.Summary) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.m == nil {
+		ws.m = map[string]*watch{}
+	}
+	want := map[string]store.Summary{}
+	for _, sum := range sums {
+		if wanted(sum) {
+			want[sum.Server.ID] = sum
+		}
+	}
+	for id, w := range ws.m {
+		if sum, ok := want[id]; !ok || sum.Server.ConfigHash() != w.configHash {
+			w.cancel()
+			delete(ws.m, id)
+		}
+	}
+	for id, sum := range want {
+		if _, ok := ws.m[id]; ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		w := &watch{configHash: sum.Server.ConfigHash(), cancel: cancel}
+		ws.m[id] = w
+		ws.wg.Add(1)
+		go func() {
+			defer ws.wg.Done()
+			ws.run(ctx, w, sum.Server)
+		}()
+	}
+}
+
+// closeAll ends every watch and waits for them (and their processes).
+func (ws *watches) closeAll() {
+	ws.mu.Lock()
+	for id, w := range ws.m {
+		w.cancel()
+		delete(ws.m, id)
+	}
+	ws.mu.Unlock()
+	ws.wg.Wait()
+}
+
+// update changes a watch's state and shows it.
+func (ws *watches) update(w *watch, id string, fn func(*watch)) {
+	ws.mu.Lock()
+	fn(w)
+	ws.mu.Unlock()
+	ws.s.publishServer(id)
+}
+
+// run holds the watch until ctx ends, reconnecting with a growing pause.
+func (ws *watches) run(ctx context.Context, w *watch, srv store.Server) {
+	s := ws.s
+	retry := watchRetryMin
+	for ctx.Err() == nil {
+		err := s.verifier.Watch(ctx, discoveryTarget(srv), time.Duration(srv.TimeoutMS)*time.Millisecond, s.cfg.WatchPingInterval, func(ev discovery.WatchEvent) {
+			switch ev.Kind {
+			case discovery.WatchConnected:
+				retry = watchRetryMin
+				ws.update(w, srv.ID, func(w *watch) { w.connected, w.since, w.lastError = true, time.Now(), "" })
+				sum, err := s.store.Summary(srv.ID)
+				if err == nil && !sum.Discovery.VerifiedAt.IsZero() && ev.ServerVersion != sum.Discovery.ServerVersion {
+					s.refresh.submit(srv, triggerVersion)
+				}
+			case discovery.WatchToolsChanged:
+				s.refresh.submit(srv, triggerListChanged)
+			}
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		msg := "the session ended"
+		if err != nil {
+			msg = err.Error()
+		}
+		ws.update(w, srv.ID, func(w *watch) { w.connected, w.since, w.lastError = false, time.Time{}, msg })
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retry):
+		}
+		retry = min(2*retry, watchRetryMax)
+	}
+}
