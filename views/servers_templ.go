@@ -42,7 +42,7 @@ func ServersPage(p Page, servers []ServerItem, batch *BatchView) templ.Component
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"actions\"><h1>Servers</h1><a class=\"button primary\" href=\"/servers/new\">Add server</a> <button type=\"button\" hx-post=\"/servers/verify-all\" hx-swap=\"none\" data-testid=\"verify-all-button\" title=\"Verify every enabled server whose command is confirmed, a few at a time\">Verify all</button></div><div id=\"verify-all\" sse-swap=\"verify-all\" hx-swap=\"innerHTML\" data-testid=\"verify-all-area\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"actions\"><h1>Servers</h1><a class=\"button primary\" href=\"/servers/new\">Add server</a> <button type=\"button\" hx-post=\"/verify-all\" hx-swap=\"none\" data-testid=\"verify-all-button\" title=\"Verify every enabled server whose command is confirmed, a few at a time\">Verify all</button></div><div id=\"verify-all\" sse-swap=\"verify-all\" hx-swap=\"innerHTML\" data-testid=\"verify-all-area\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

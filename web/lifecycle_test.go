@@ -192,6 +192,12 @@ func TestVerifyAll(t *testing.T) {
 	b := e.login()
 	srv, client := e.liveServer()
 	s := b.openEvents(srv, client)
+	// The page's button posts where Verify all is served.
+	button := findOne(t, parseHTML(t, b.get("/").Body.String()), byTestID("verify-all-button"))
+	if rec := b.htmx(http.MethodPost, attrOf(button, "hx-post"), nil); rec.Code != http.StatusAccepted {
+		t.Fatalf("the Verify all button's POST %s = %d; want 202", attrOf(button, "hx-post"), rec.Code)
+	}
+	e.waitIdleAll()
 	rec := e.api(http.MethodPost, "/api/v1/verify-all", nil)
 	wantStatus(t, rec, http.StatusAccepted)
 	batch := decode(t, rec)["batch"].(map[string]any)
@@ -229,8 +235,8 @@ func TestVerifyAll(t *testing.T) {
 			t.Errorf("%s was verified by Verify all", id)
 		}
 	}
-	if h := e.history("sa"); len(h) != 1 || h[0]["trigger"] != "verify-all" {
-		t.Errorf("history of sa = %v; want one verify-all entry", h)
+	if h := e.history("sa"); len(h) != 2 || h[0]["trigger"] != "verify-all" || h[1]["trigger"] != "verify-all" {
+		t.Errorf("history of sa = %v; want two verify-all entries (button, API)", h)
 	}
 	// A fresh page shows the last batch.
 	doc := parseHTML(t, b.get("/").Body.String())
@@ -280,6 +286,9 @@ func TestDeltaHistoryAndCatalogFreshness(t *testing.T) {
 	// The row and panel show it, and so does the history section.
 	b := e.login()
 	doc := parseHTML(t, b.get("/servers/rug").Body.String())
+	if got := testIDText(t, doc, "freshness"); !strings.HasPrefix(got, "fresh until in ") || !strings.HasSuffix(got, " UTC)") {
+		t.Errorf("panel's freshness = %q; want fresh until in …s (… UTC)", got)
+	}
 	if got := testIDText(t, doc, "last-delta"); got != "+1 −1 ~1" {
 		t.Errorf("panel's last change = %q", got)
 	}
@@ -449,4 +458,16 @@ func TestListChangedAndVersionTriggers(t *testing.T) {
 		_, watching := e.discovery("remote")["watch"]
 		return !watching
 	})
+}
+
+// waitIdleAll waits until no verification is queued or running.
+func (e *env) waitIdleAll() {
+	e.t.Helper()
+	sums, err := e.db.Summaries()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, sum := range sums {
+		e.waitIdle(sum.Server.ID)
+	}
 }

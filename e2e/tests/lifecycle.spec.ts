@@ -31,6 +31,7 @@ test('a tool whose description changed is denied, diffed side by side, and appro
   await expect(page.locator('[data-testid=status-panel] [data-testid=status]')).toHaveAttribute('data-status', 'success', { timeout: 30_000 });
   const lookup = page.locator('[data-testid=tool-row][data-tool-name="lookup"]');
   await expect(lookup.locator('[data-testid=tool-state]')).toHaveText('active');
+  await expect(page.locator('[data-testid=status-panel] [data-testid=freshness]')).toHaveText(/^fresh until in \d+ min \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)$/);
 
   // The person allows the tool.
   const saved = page.waitForResponse(r => r.url().endsWith('/servers/rug/policy') && r.status() === 200);
