@@ -44,7 +44,7 @@ func (s *Server) handleHistoryFragment(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.HistorySection(id, items, total))
+	return render(c, http.StatusOK, views.HistoryBody(items, total))
 }
 
 type historyJSON struct {

@@ -25,7 +25,7 @@ func (s *Server) handleToolsFragment(c echo.Context) error {
 		return err
 	}
 	d := s.serverDetail(sum, tools)
-	return render(c, http.StatusOK, views.ToolsSection(d.Item, d.Tools))
+	return render(c, http.StatusOK, views.ToolsBody(d.Item, d.Tools))
 }
 
 // handleSetPolicyForm serves POST /servers/:id/policy (htmx, from the
