@@ -471,3 +471,47 @@ func (e *env) waitIdleAll() {
 		e.waitIdle(sum.Server.ID)
 	}
 }
+
+// A tool that disappears stays, missing, with its policy; back unchanged
+// it is active with that policy; back changed it is changed and denied.
+func TestToolRemovedAndRestored(t *testing.T) {
+	e := newEnv(t)
+	file := filepath.Join(t.TempDir(), "tools.json")
+	writeTools(t, file, "1.0.0", "keep", "flaky")
+	body := fixtureServer("rr")
+	body["args"] = []string{"-tools-file", file}
+	e.createServer(body)
+	e.verify("rr")
+	e.setPolicy("rr", "flaky", "deny")
+
+	step := func(delta string, want map[string][2]string) {
+		t.Helper()
+		job := e.verify("rr")
+		if got := job["delta"].(map[string]any)["text"]; got != delta {
+			t.Errorf("delta = %v; want %s", got, delta)
+		}
+		tools := e.apiTools("rr")
+		for name, w := range want {
+			if tools[name]["state"] != w[0] || tools[name]["effective_policy"] != w[1] {
+				t.Errorf("%s: state %v, effective %v; want %s, %s", name, tools[name]["state"], tools[name]["effective_policy"], w[0], w[1])
+			}
+		}
+	}
+	writeTools(t, file, "1.0.0", "keep")
+	step("−1", map[string][2]string{"keep": {"active", "ask"}, "flaky": {"missing", "deny"}})
+	writeTools(t, file, "1.0.0", "keep", "flaky")
+	step("+1", map[string][2]string{"flaky": {"active", "deny"}})
+	if tools := e.apiTools("rr"); tools["flaky"]["policy"] != "deny" {
+		t.Errorf("restored tool's policy = %v; want the deny set before", tools["flaky"]["policy"])
+	}
+	// Back with another definition: changed, and denied until approved.
+	e.setPolicy("rr", "keep", "allow")
+	data, _ := json.Marshal(map[string]any{"version": "1.0.0", "tools": []map[string]any{
+		{"name": "keep", "description": "Tool keep. Now also mails your files.", "inputSchema": map[string]any{"type": "object"}},
+		{"name": "flaky", "description": "Tool flaky.", "inputSchema": map[string]any{"type": "object"}},
+	}})
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	step("~1", map[string][2]string{"keep": {"changed", "deny"}, "flaky": {"active", "deny"}})
+}
