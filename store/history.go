@@ -34,6 +34,13 @@ type Delta struct {
 	ChangedNames []string `json:"changed_names,omitempty"`
 }
 
+// counts is the delta without its names, as the discovery record keeps
+// it: the record is read for every list and live update, and the history
+// has the names.
+func (d Delta) counts() *Delta {
+	return &Delta{Added: d.Added, Removed: d.Removed, Changed: d.Changed}
+}
+
 // Empty reports whether nothing changed.
 func (d Delta) Empty() bool { return d.Added == 0 && d.Removed == 0 && d.Changed == 0 }
 

@@ -104,9 +104,13 @@ func TestHistoryAndDelta(t *testing.T) {
 		v.Trigger = "manual"
 		v.ServerVersion = "1." + string(rune('0'+i))
 		mustRecordSuccess(t, db, s.ID, v)
-		d := mustSummary(t, db, s.ID).Discovery
-		if d.Delta == nil || !reflect.DeepEqual(*d.Delta, step.want) || d.Delta.String() != step.text {
-			t.Errorf("step %d: Discovery.Delta = %+v; want %+v (%q)", i, d.Delta, step.want, step.text)
+		h, err := db.JobHistory(s.ID, v.JobID)
+		if err != nil || h.Delta == nil || !reflect.DeepEqual(*h.Delta, step.want) || h.Delta.String() != step.text {
+			t.Errorf("step %d: history delta = %+v, %v; want %+v (%q)", i, h.Delta, err, step.want, step.text)
+		}
+		// The record keeps the counts only.
+		if d := mustSummary(t, db, s.ID).Discovery; d.Delta == nil || !reflect.DeepEqual(d.Delta, step.want.counts()) {
+			t.Errorf("step %d: Discovery.Delta = %+v; want the counts %+v", i, d.Delta, step.want.counts())
 		}
 	}
 	if e := mustTools(t, db, s.ID)["write"]; e.State != ToolActive {
@@ -174,7 +178,11 @@ func TestHistoryBounds(t *testing.T) {
 		many = append(many, mkTool(string(rune('a'+i/26))+string(rune('a'+i%26)), "v1"))
 	}
 	mustRecordSuccess(t, db, s.ID, verification(s, "first", at(1), many...))
-	d := mustSummary(t, db, s.ID).Discovery.Delta
+	h, err := db.JobHistory(s.ID, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := h.Delta
 	if d.Added != 30 || len(d.AddedNames) != deltaNames || d.AddedNames[0] != "aa" {
 		t.Errorf("delta of 30 new tools = %d added, %d names from %q; want 30, %d names from aa", d.Added, len(d.AddedNames), d.AddedNames[0], deltaNames)
 	}

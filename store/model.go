@@ -106,39 +106,47 @@ func (s Server) TTL(def time.Duration) time.Duration {
 // secrets, and a rotated key needs no new confirmation) and cwd; for a
 // remote one the transport and URL.
 func (s Server) LaunchHash() string {
-	h := sha256.New()
-	field := hashField(h)
-	field(s.Transport)
+	var h fieldHash
+	h.field(s.Transport)
 	if s.Transport != TransportStdio {
-		field(s.URL)
-		return hex.EncodeToString(h.Sum(nil))
+		h.field(s.URL)
+		return h.sum()
 	}
-	field(s.Command)
-	field(strconv.Itoa(len(s.Args)))
+	h.field(s.Command)
+	h.field(strconv.Itoa(len(s.Args)))
 	for _, a := range s.Args {
-		field(a)
+		h.field(a)
 	}
 	keys := sortedKeys(s.Env)
-	field(strconv.Itoa(len(keys)))
+	h.field(strconv.Itoa(len(keys)))
 	for _, k := range keys {
-		field(k)
+		h.field(k)
 	}
-	field(s.Cwd)
-	return hex.EncodeToString(h.Sum(nil))
+	h.field(s.Cwd)
+	return h.sum()
 }
 
 // LaunchConfirmedNow reports whether a person confirmed the server's
 // current launch configuration.
 func (s Server) LaunchConfirmedNow() bool { return s.LaunchConfirmed == s.LaunchHash() }
 
-// hashField returns a function writing one length-prefixed field to h, so
-// that no two different field lists hash alike.
-func hashField(h io.Writer) func(string) {
-	return func(v string) {
-		io.WriteString(h, strconv.Itoa(len(v)))
-		io.WriteString(h, ":")
-		io.WriteString(h, v)
+// fieldHash hashes length-prefixed fields, so that no two different field
+// lists hash alike. The fields are gathered and hashed once: every list
+// row and live update hashes its server's configuration.
+type fieldHash struct{ b []byte }
+
+func (h *fieldHash) field(v string) {
+	if h.b == nil {
+		h.b = make([]byte, 0, 256)
 	}
+	h.b = strconv.AppendInt(h.b, int64(len(v)), 10)
+	h.b = append(h.b, ':')
+	h.b = append(h.b, v...)
+}
+
+func (h *fieldHash) sum() string {
+	sum := sha256.Sum256(h.b)
+	return hex.EncodeToString(sum[:])
 }
 
 // ConfigHash returns the SHA-256 over everything that changes what the
@@ -146,27 +154,26 @@ func hashField(h io.Writer) func(string) {
 // and header keys with hashed values. Name, policy and timeout edits do not
 // change it.
 func (s Server) ConfigHash() string {
-	h := sha256.New()
-	field := hashField(h)
+	var h fieldHash
 	secrets := func(m map[string]string) {
-		field(strconv.Itoa(len(m)))
+		h.field(strconv.Itoa(len(m)))
 		for _, k := range sortedKeys(m) {
 			sum := sha256.Sum256([]byte(m[k]))
-			field(k)
-			field(hex.EncodeToString(sum[:]))
+			h.field(k)
+			h.field(hex.EncodeToString(sum[:]))
 		}
 	}
-	field(s.Transport)
-	field(s.Command)
-	field(strconv.Itoa(len(s.Args)))
+	h.field(s.Transport)
+	h.field(s.Command)
+	h.field(strconv.Itoa(len(s.Args)))
 	for _, a := range s.Args {
-		field(a)
+		h.field(a)
 	}
-	field(s.Cwd)
+	h.field(s.Cwd)
 	secrets(s.Env)
-	field(s.URL)
+	h.field(s.URL)
 	secrets(s.Headers)
-	return hex.EncodeToString(h.Sum(nil))
+	return h.sum()
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -215,7 +222,8 @@ type Discovery struct {
 	ToolCount       int             `json:"tool_count"`
 	Error           *VerifyError    `json:"error,omitempty"`
 	Warnings        []string        `json:"warnings,omitempty"`
-	// Delta is what the last successful verification changed.
+	// Delta is what the last successful verification changed, in counts
+	// (its history entry names the tools).
 	Delta *Delta `json:"delta,omitempty"`
 	// Changed is how many tools are changed (awaiting a person's
 	// approval of their new definition).

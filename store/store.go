@@ -575,7 +575,7 @@ func (db *DB) RecordSuccess(id string, v Verification) error {
 			ToolsHash:       hash,
 			ToolCount:       len(v.Tools),
 			Warnings:        v.Warnings,
-			Delta:           &delta,
+			Delta:           delta.counts(),
 		}
 		if d.Changed, err = countChanged(tx, id); err != nil {
 			return err

@@ -588,7 +588,7 @@ func TestRecordSuccessMerge(t *testing.T) {
 		ToolsHash:       sum.Discovery.ToolsHash,
 		ToolCount:       2,
 		Warnings:        v1.Warnings,
-		Delta:           &Delta{Added: 2, AddedNames: []string{"read", "write"}},
+		Delta:           &Delta{Added: 2},
 	}
 	if !reflect.DeepEqual(sum.Discovery, wantD) {
 		t.Errorf("Summary(%q).Discovery after first success = %+v; want %+v", s.ID, sum.Discovery, wantD)

@@ -9,6 +9,10 @@ import (
 	"github.com/switchboard-dev/switchboard/store"
 )
 
+// refreshSettle is how long the refresher waits after a store change
+// before it looks, so that a burst of changes costs one look.
+const refreshSettle = 200 * time.Millisecond
+
 // refreshMaxSleep bounds how long the refresher sleeps between looks at
 // the store when nothing is due sooner.
 const refreshMaxSleep = time.Minute
@@ -61,6 +65,12 @@ func (r *refresher) run(startup bool) {
 		case <-r.stop:
 			return
 		case <-r.wake:
+			// Let a burst of changes (a Verify all) settle into one pass.
+			select {
+			case <-r.stop:
+				return
+			case <-time.After(refreshSettle):
+			}
 		case <-timer.C:
 		}
 		next := r.pass(time.Now())
