@@ -52,7 +52,7 @@ func (sum Summary) Freshness(def time.Duration, now time.Time) Freshness {
 		f.State, f.Since, f.Error = FreshFailed, d.LastAttemptAt, d.Error
 	case d.VerifiedAt.IsZero():
 		f.State = FreshNever
-	case d.ConfigHash != sum.Server.ConfigHash():
+	case d.ConfigHash != sum.Server.currentConfigHash():
 		f.State, f.Reason, f.Since = FreshStale, StaleConfig, sum.Server.UpdatedAt
 	default:
 		until := d.VerifiedAt.Add(sum.Server.TTL(def))

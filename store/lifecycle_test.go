@@ -325,3 +325,32 @@ func TestMigrateToSchema2(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A verification of an old configuration that ends after the new
+// configuration's success is discarded without touching the record.
+func TestLateDiscardKeepsNewerRecord(t *testing.T) {
+	db := mustOpen(t)
+	old := mustCreate(t, db, stdioServer("files"))
+	if err := db.MarkRunning(old.ID, "old-job", at(1)); err != nil {
+		t.Fatal(err)
+	}
+	edited := old
+	edited.Args = []string{"--new"}
+	if err := db.UpdateServer(edited); err != nil {
+		t.Fatal(err)
+	}
+	edited, _ = db.Server("files")
+	if err := db.MarkRunning(old.ID, "new-job", at(2)); err != nil {
+		t.Fatal(err)
+	}
+	mustRecordSuccess(t, db, old.ID, verification(edited, "new-job", at(3), mkTool("a", "v1")))
+	if err := db.RecordFailure(old.ID, failure(old, "old-job", StatusCancelled, at(4))); !errors.Is(err, ErrConfigChanged) {
+		t.Fatalf("late failure of the old configuration = %v; want ErrConfigChanged", err)
+	}
+	if d := mustSummary(t, db, old.ID).Discovery; d.Status != StatusSuccess || d.JobID != "new-job" || d.Error != nil {
+		t.Errorf("record after the late discard = %s (job %s, error %v); want the new job's success", d.Status, d.JobID, d.Error)
+	}
+	if h, err := db.JobHistory(old.ID, "old-job"); err != nil || h.Outcome != OutcomeDiscarded {
+		t.Errorf("old job's history = %+v, %v; want discarded", h, err)
+	}
+}

@@ -79,6 +79,18 @@ type Server struct {
 	// itself when its tools go stale (and holds a session to hear its
 	// list changes); nil means the default, see AutoRefreshOn.
 	AutoRefresh *bool `json:"auto_refresh,omitempty"`
+	// SavedConfigHash is ConfigHash as the store last wrote the server
+	// (it sets it), so that readers of many servers need not hash each.
+	SavedConfigHash string `json:"config_hash,omitempty"`
+}
+
+// currentConfigHash is ConfigHash, from SavedConfigHash when the store set
+// it.
+func (s Server) currentConfigHash() string {
+	if s.SavedConfigHash != "" {
+		return s.SavedConfigHash
+	}
+	return s.ConfigHash()
 }
 
 // AutoRefreshOn reports whether the server is re-verified without a

@@ -4,7 +4,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -380,6 +379,7 @@ func (db *DB) CreateServer(s Server) error {
 	now := time.Now().UTC()
 	s.CreatedAt, s.UpdatedAt = now, now
 	s.LaunchConfirmed = ""
+	s.SavedConfigHash = s.ConfigHash()
 	return db.update(Change{ServerID: s.ID, Created: true}, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketServers)
 		if b.Get([]byte(s.ID)) != nil {
@@ -407,6 +407,7 @@ func (db *DB) UpdateServer(s Server) error {
 		s.CreatedAt = old.CreatedAt
 		s.UpdatedAt = time.Now().UTC()
 		s.LaunchConfirmed = old.LaunchConfirmed
+		s.SavedConfigHash = s.ConfigHash()
 		return putJSON(b, []byte(s.ID), s)
 	})
 }
@@ -548,8 +549,7 @@ func (db *DB) RecordSuccess(id string, v Verification) error {
 		entry := HistoryEntry{JobID: v.JobID, Trigger: v.Trigger, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt}
 		if s.ConfigHash() != v.ConfigHash {
 			discarded = true
-			markDiscarded(d, v.FinishedAt)
-			entry.Outcome, entry.Error = OutcomeDiscarded, d.Error
+			entry.Outcome, entry.Error = OutcomeDiscarded, markDiscarded(d, v.JobID, v.FinishedAt)
 			return appendHistory(tx, id, entry)
 		}
 		hash, delta, err := mergeTools(tx, s, v.Tools, v.FinishedAt)
@@ -598,8 +598,7 @@ func (db *DB) RecordFailure(id string, f Failure) error {
 		entry := HistoryEntry{JobID: f.JobID, Trigger: f.Trigger, StartedAt: f.StartedAt, FinishedAt: f.FinishedAt}
 		if s.ConfigHash() != f.ConfigHash {
 			discarded = true
-			markDiscarded(d, f.FinishedAt)
-			entry.Outcome, entry.Error = OutcomeDiscarded, d.Error
+			entry.Outcome, entry.Error = OutcomeDiscarded, markDiscarded(d, f.JobID, f.FinishedAt)
 			return appendHistory(tx, id, entry)
 		}
 		e := f.Error
@@ -619,16 +618,24 @@ func (db *DB) RecordFailure(id string, f Failure) error {
 	return err
 }
 
-func markDiscarded(d *Discovery, at time.Time) {
-	d.Status = StatusCancelled
-	d.Error = &VerifyError{
+// markDiscarded records on the discovery record that job's result was
+// discarded, unless the record already belongs to a later job (that of
+// the new configuration may have finished first), and returns the reason.
+func markDiscarded(d *Discovery, job string, at time.Time) *VerifyError {
+	reason := &VerifyError{
 		Class:      "cancelled",
 		Message:    "the server's configuration changed while it was being verified; the result was discarded",
 		Suggestion: "Verify again to check the new configuration.",
 	}
+	if d.JobID != "" && d.JobID != job {
+		return reason
+	}
+	d.Status = StatusCancelled
+	d.Error = reason
 	if d.LastAttemptAt.IsZero() {
 		d.LastAttemptAt = at.UTC()
 	}
+	return reason
 }
 
 // updateDiscovery reads the server and its record, lets fn change the
@@ -882,14 +889,15 @@ func putJSON(b *bolt.Bucket, key []byte, v any) error {
 }
 
 // getJSON decodes the value under key into v, or returns ErrNotFound. The
-// bytes are decoded inside the transaction, so nothing outlives it.
+// bytes are decoded inside the transaction, and json.Unmarshal copies
+// what it keeps (strings, and json.RawMessage values), so nothing outlives
+// it.
 func getJSON(b *bolt.Bucket, key []byte, v any) error {
 	data := b.Get(key)
 	if data == nil {
 		return ErrNotFound
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
+	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("decode %q: %w", key, err)
 	}
 	return nil

@@ -220,7 +220,7 @@ func TestServerCRUD(t *testing.T) {
 		t.Errorf("Server(%q).UpdatedAt = %v; want CreatedAt %v", in.ID, got.UpdatedAt, got.CreatedAt)
 	}
 	want := in
-	want.CreatedAt, want.UpdatedAt = got.CreatedAt, got.UpdatedAt
+	want.CreatedAt, want.UpdatedAt, want.SavedConfigHash = got.CreatedAt, got.UpdatedAt, in.ConfigHash()
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Server(%q) = %+v; want %+v", in.ID, got, want)
 	}
@@ -300,7 +300,7 @@ func TestServerCRUD(t *testing.T) {
 			t.Errorf("Server(%q).UpdatedAt after update = %v; want >= %v", up.ID, got.UpdatedAt, created.UpdatedAt)
 		}
 		want := up
-		want.CreatedAt, want.UpdatedAt = got.CreatedAt, got.UpdatedAt
+		want.CreatedAt, want.UpdatedAt, want.SavedConfigHash = got.CreatedAt, got.UpdatedAt, up.ConfigHash()
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("Server(%q) after update = %+v; want %+v", up.ID, got, want)
 		}

@@ -381,7 +381,7 @@ func ServerCells(s ServerItem) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = FreshnessLabel(s.Fresh).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = FreshnessBadge(s.Fresh).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
