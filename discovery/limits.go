@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -15,7 +16,7 @@ type Limits struct {
 	DiscoverTimeout time.Duration // mcp-go's server/discover probe
 	Grace           time.Duration // per stop step (stdin close, SIGTERM)
 	MessageBytes    int           // one message
-	TotalBytes      int64         // everything read in one verification
+	TotalBytes      int64         // everything read in one verification; in each WatchWindow of a watch
 	MaxPages        int
 	MaxTools        int
 	StderrBytes     int
@@ -99,7 +100,7 @@ var limitFields = map[string]struct {
 	"discover":     {"server/discover probe deadline (duration)", func(l *Limits) any { return &l.DiscoverTimeout }},
 	"grace":        {"each stop step: stdin closed, SIGTERM (duration)", func(l *Limits) any { return &l.Grace }},
 	"message":      {"one message (bytes)", func(l *Limits) any { return &l.MessageBytes }},
-	"total":        {"all bytes of one verification (bytes)", func(l *Limits) any { return &l.TotalBytes }},
+	"total":        {"all bytes of one verification, and of each minute of a watch (bytes)", func(l *Limits) any { return &l.TotalBytes }},
 	"pages":        {"tools/list pages", func(l *Limits) any { return &l.MaxPages }},
 	"tools":        {"tools per server", func(l *Limits) any { return &l.MaxTools }},
 	"stderr":       {"stderr kept (bytes)", func(l *Limits) any { return &l.StderrBytes }},
@@ -193,4 +194,61 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%d is too large", n)
 	}
 	return n * mult, nil
+}
+
+// byteBudget bounds how many bytes a server may send: Limits.TotalBytes
+// in all for a verification, or in each window for a held session (see
+// WatchWindow), whose life has no end to count against. It is safe for
+// concurrent use: an HTTP client reads several bodies at once.
+type byteBudget struct {
+	max    int64
+	window time.Duration    // 0: max bounds everything, for good
+	now    func() time.Time // time.Now, but for tests
+
+	mu    sync.Mutex
+	used  int64
+	start time.Time // of the current window
+}
+
+func newByteBudget(max int64, window time.Duration) *byteBudget {
+	return &byteBudget{max: max, window: window, now: time.Now}
+}
+
+// room returns how many more bytes may be read now; none (0 or less) once
+// the budget is spent.
+func (b *byteBudget) room() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.roll()
+	return b.max - b.used
+}
+
+// use counts n bytes read and reports whether they were within the
+// budget.
+func (b *byteBudget) use(n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.roll()
+	b.used += int64(n)
+	return b.used <= b.max
+}
+
+// roll starts a new window once the current one is over. Windows are
+// fixed, not sliding: a server may send up to twice max across the end
+// of one, which is as good a bound and costs nothing to keep.
+func (b *byteBudget) roll() {
+	if b.window <= 0 {
+		return
+	}
+	if now := b.now(); b.start.IsZero() || now.Sub(b.start) >= b.window {
+		b.start, b.used = now, 0
+	}
+}
+
+// exceeded is the error for a spent budget.
+func (b *byteBudget) exceeded() errTooLarge {
+	if b.window <= 0 {
+		return errTooLarge{fmt.Sprintf("server sent more than %d bytes in one verification", b.max)}
+	}
+	return errTooLarge{fmt.Sprintf("server sent more than %d bytes within %s", b.max, b.window)}
 }

@@ -49,3 +49,56 @@ func TestLimitsSet(t *testing.T) {
 		t.Errorf("LimitNames() = %q", names)
 	}
 }
+
+// budgetStep is one step of TestByteBudget: the clock moves on by
+// advance, then n bytes are used.
+type budgetStep struct {
+	advance time.Duration
+	n       int
+	ok      bool  // use's answer
+	room    int64 // room's after
+}
+
+// A verification's budget is spent for good; a watch's is renewed each
+// window, so a session may receive its total many times over in all.
+func TestByteBudget(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		window time.Duration
+		steps  []budgetStep
+	}{
+		{name: "in all", window: 0, steps: []budgetStep{
+			{0, 60, true, 40}, {time.Hour, 40, true, 0}, {time.Hour, 1, false, -1},
+		}},
+		{name: "per window", window: time.Minute, steps: []budgetStep{
+			{0, 60, true, 40}, {30 * time.Second, 40, true, 0}, {29 * time.Second, 1, false, -1},
+			{time.Second, 100, true, 0}, {time.Minute, 101, false, -1},
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newByteBudget(100, c.window)
+			clock := time.Unix(1000, 0)
+			b.now = func() time.Time { return clock }
+			for i, s := range c.steps {
+				clock = clock.Add(s.advance)
+				if ok := b.use(s.n); ok != s.ok {
+					t.Errorf("step %d: use(%d) = %v; want %v", i, s.n, ok, s.ok)
+				}
+				if room := b.room(); room != s.room {
+					t.Errorf("step %d: room() = %d; want %d", i, room, s.room)
+				}
+			}
+		})
+	}
+	for _, c := range []struct {
+		window time.Duration
+		want   string
+	}{
+		{0, "server sent more than 100 bytes in one verification"},
+		{time.Minute, "server sent more than 100 bytes within 1m0s"},
+	} {
+		if got := newByteBudget(100, c.window).exceeded().Error(); got != c.want {
+			t.Errorf("newByteBudget(100, %s).exceeded() = %q; want %q", c.window, got, c.want)
+		}
+	}
+}

@@ -25,6 +25,9 @@ var fixture string
 const everythingEntry = "../e2e/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(testServerEnv); mode != "" {
+		os.Exit(serveTestServer(mode))
+	}
 	dir, err := os.MkdirTemp("", "discovery-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "discovery tests:", err)

@@ -83,6 +83,16 @@ func (t streamableTap) SendRequest(ctx context.Context, req transport.JSONRPCReq
 	return resp, err
 }
 
+// RequiresLegacyProtocol is false, though a watch's transport has
+// continuous listening on, for which mcp-go's answer (true) would keep
+// the connection on a protocol version before 2026-07-28, where a server
+// that speaks only the new one cannot follow. Without the override, a
+// watch would also speak another protocol than the verification of the
+// same server. The listening is for a connection that falls back to an
+// older version; on a 2026-07-28 one, mcp-go opens no GET stream, and the
+// watch opts in with subscriptions/listen instead.
+func (t streamableTap) RequiresLegacyProtocol() bool { return false }
+
 // sseTap is the same for mcp-go's legacy SSE transport.
 type sseTap struct {
 	*transport.SSE
@@ -112,8 +122,10 @@ func forbidden(ip netip.Addr) bool {
 // httpTally is what the HTTP client of one verification saw, beyond what
 // mcp-go's errors tell.
 type httpTally struct {
-	status   atomic.Int32 // the last HTTP status >= 400
-	overflow atomic.Bool  // a body was cut at the byte budget
+	status atomic.Int32 // the last HTTP status >= 400
+	// cut is why a body was cut (the byte budget, or a message over the
+	// cap), the first time one was.
+	cut atomic.Pointer[errTooLarge]
 	// onOverflow is called once, when a body is first cut: nothing that
 	// waits for more from the server (an SSE endpoint event, say) should
 	// wait for its deadline then.
@@ -126,13 +138,34 @@ type httpTally struct {
 	onStreamEnd func()
 }
 
+// cutShort records why a body was cut, and calls onOverflow the first
+// time.
+func (t *httpTally) cutShort(e errTooLarge) {
+	if t.cut.CompareAndSwap(nil, &e) && t.onOverflow != nil {
+		t.onOverflow()
+	}
+}
+
+// tooLarge returns why a body was cut, or nil.
+func (t *httpTally) tooLarge() error {
+	if t == nil {
+		return nil
+	}
+	if e := t.cut.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
 // httpClient returns the client remote transports use: link-local and
 // metadata addresses are refused at connect time (so also after a
-// redirect or a DNS answer that changed), every response body is capped
-// at limits.TotalBytes, and an HTML page where MCP was expected is
-// refused with a sample of it, the secrets redacted. tally records what
-// happened.
-func httpClient(limits Limits, tally *httpTally, secrets []string) *http.Client {
+// redirect or a DNS answer that changed), all response bodies together
+// are bounded by budget, and, if message is positive, each message in
+// them by message bytes (see cappedBody); an HTML page where MCP was
+// expected is refused with a sample of it, the secrets redacted. tally
+// records what happened. It has no Timeout, which would cut a held event
+// stream (mcp-go's WithHTTPTimeout sets one on it, for a verification).
+func httpClient(limits Limits, budget *byteBudget, message int, tally *httpTally, secrets []string) *http.Client {
 	dialer := &net.Dialer{
 		Timeout: 10 * time.Second,
 		Control: func(_, address string, _ syscall.RawConn) error {
@@ -150,17 +183,16 @@ func httpClient(limits Limits, tally *httpTally, secrets []string) *http.Client 
 		MaxIdleConnsPerHost:   2,
 		IdleConnTimeout:       30 * time.Second,
 	}
-	left := &atomic.Int64{}
-	left.Store(limits.TotalBytes)
-	return &http.Client{Transport: cappedTransport{tr, limits.TotalBytes, left, tally, secrets}}
+	return &http.Client{Transport: cappedTransport{tr, budget, message, tally, secrets}}
 }
 
 // cappedTransport limits how many bytes all response bodies together may
-// deliver (the client serves one verification).
+// deliver (the client serves one verification or one watch), and how
+// big one message in them may be.
 type cappedTransport struct {
 	base    http.RoundTripper
-	max     int64
-	left    *atomic.Int64
+	budget  *byteBudget
+	message int // 0: no cap of its own
 	tally   *httpTally
 	secrets []string
 }
@@ -173,16 +205,16 @@ func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if resp.StatusCode >= 400 {
 		c.tally.status.Store(int32(resp.StatusCode))
 	}
-	body := &cappedBody{rc: resp.Body, left: c.left, max: c.max, tally: c.tally}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); r.Method == http.MethodGet && resp.StatusCode == http.StatusOK &&
-		mt == "text/event-stream" && c.tally.onStreamEnd != nil {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	body := &cappedBody{rc: resp.Body, budget: c.budget, message: c.message, events: mt == "text/event-stream", tally: c.tally}
+	if r.Method == http.MethodGet && resp.StatusCode == http.StatusOK && mt == "text/event-stream" && c.tally.onStreamEnd != nil {
 		body.onEnd = c.tally.onStreamEnd
 	}
 	resp.Body = body
 	// No MCP answer is HTML; a sign-in page of a proxy or gateway is, and
 	// mcp-go would only name its content type, or wait for an SSE endpoint
 	// event that never comes.
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode == http.StatusOK && mt == "text/html" {
+	if resp.StatusCode == http.StatusOK && mt == "text/html" {
 		// Enough to see whole any secret that starts in the sample.
 		head, _ := io.ReadAll(io.LimitReader(resp.Body, int64(sampleBytes+longest(c.secrets))))
 		resp.Body.Close()
@@ -192,14 +224,29 @@ func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// cappedBody is a response body read within its client's byte budget.
+// With a message cap, it also bounds each message: an event of an event
+// stream (the bytes between two blank lines, with their SSE framing, for
+// which messageSlack is allowed), or the whole of any other body. mcp-go
+// reads an event whole into memory, however long, so a stream that is
+// held for hours would otherwise let one endless event grow without
+// bound, the budget's window after window.
 type cappedBody struct {
-	rc    io.ReadCloser
-	left  *atomic.Int64 // shared by all bodies of one verification
-	max   int64
-	tally *httpTally
-	onEnd func() // called once when the body ends (an event stream's)
-	ended sync.Once
+	rc      io.ReadCloser
+	budget  *byteBudget // shared by all bodies of the client
+	message int
+	events  bool // an event stream
+	tally   *httpTally
+	onEnd   func() // called once when the body ends (an event stream's)
+	ended   sync.Once
+
+	inMessage int  // bytes of the current message
+	inLine    bool // the current line of the event stream has bytes
 }
+
+// messageSlack is what an event may hold beyond the message cap: its
+// "data: " prefixes, "event:" and "id:" lines.
+const messageSlack = 4 << 10
 
 func (b *cappedBody) end() {
 	if b.onEnd != nil {
@@ -208,22 +255,54 @@ func (b *cappedBody) end() {
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
-	left := b.left.Load()
-	if left <= 0 {
-		if b.tally.overflow.CompareAndSwap(false, true) && b.tally.onOverflow != nil {
-			b.tally.onOverflow()
-		}
-		return 0, errTooLarge{fmt.Sprintf("server sent more than %d bytes in one verification", b.max)}
+	room := b.budget.room()
+	if room <= 0 {
+		return 0, b.cut(b.budget.exceeded())
 	}
-	if int64(len(p)) > left {
-		p = p[:left]
+	if int64(len(p)) > room {
+		p = p[:room]
 	}
 	n, err := b.rc.Read(p)
-	b.left.Add(-int64(n))
+	b.budget.use(n)
+	if b.message > 0 && !b.within(p[:n]) {
+		return 0, b.cut(errTooLarge{fmt.Sprintf("server sent a message larger than %d bytes", b.message)})
+	}
 	if err != nil {
 		b.end()
 	}
 	return n, err
+}
+
+// within counts p into the current message, and reports whether every
+// message so far is within the cap.
+func (b *cappedBody) within(p []byte) bool {
+	limit := b.message
+	if !b.events {
+		b.inMessage += len(p)
+		return b.inMessage <= limit
+	}
+	limit += messageSlack
+	for _, c := range p {
+		switch c {
+		case '\n':
+			if !b.inLine { // a blank line ends the event
+				b.inMessage = 0
+			}
+			b.inLine = false
+		case '\r':
+		default:
+			b.inLine = true
+			b.inMessage++
+		}
+	}
+	return b.inMessage <= limit
+}
+
+// cut reports a body cut at a limit, and ends it.
+func (b *cappedBody) cut(e errTooLarge) error {
+	b.tally.cutShort(e)
+	b.end()
+	return e
 }
 
 func (b *cappedBody) Close() error {

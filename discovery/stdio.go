@@ -28,6 +28,9 @@ type stdioTransport struct {
 	limits  Limits
 	rec     *recorder
 	secrets []string // redacted from what the transport quotes
+	// budget bounds all that is read: Limits.TotalBytes in all unless
+	// replaced before Start (a watch's is per WatchWindow).
+	budget *byteBudget
 
 	// wsem is the right to write to stdin (a channel, so that waiting for
 	// it can end with a deadline). A write holds it until its bytes are in
@@ -84,6 +87,7 @@ func newStdioTransport(p *process, limits Limits, rec *recorder, secrets []strin
 		limits:     limits,
 		rec:        rec,
 		secrets:    secrets,
+		budget:     newByteBudget(limits.TotalBytes, 0),
 		wsem:       make(chan struct{}, 1),
 		life:       life,
 		endLife:    endLife,
@@ -116,11 +120,9 @@ const maxBannerLines = 20
 func (t *stdioTransport) readLoop() {
 	defer close(t.readDone)
 	r := bufio.NewReaderSize(t.proc.stdout, 64*1024)
-	var total int64
 	banners := 0
 	for {
 		line, err := readLine(r, t.limits.MessageBytes)
-		total += int64(len(line)) + 1
 		if err != nil {
 			t.readErr = err
 			if errors.Is(err, io.EOF) {
@@ -128,8 +130,8 @@ func (t *stdioTransport) readLoop() {
 			}
 			return
 		}
-		if total > t.limits.TotalBytes {
-			t.readErr = errTooLarge{fmt.Sprintf("server sent more than %d bytes in one verification", t.limits.TotalBytes)}
+		if !t.budget.use(len(line) + 1) {
+			t.readErr = t.budget.exceeded()
 			return
 		}
 		line = bytes.TrimSpace(line)

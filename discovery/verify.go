@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"os"
 	"regexp"
 	"slices"
@@ -140,6 +142,8 @@ type Verifier struct {
 	// killEscapee, if set, replaces syscall.Kill for processes that left
 	// a server's group (tests).
 	killEscapee func(pid int, sig syscall.Signal) error
+	// watchWindow, if set, replaces WatchWindow (tests).
+	watchWindow time.Duration
 }
 
 // NewVerifier returns a Verifier. getenv is read for the variables in
@@ -185,10 +189,10 @@ func (v *Verifier) VerifyEarly(ctx context.Context, t Target, initTimeout time.D
 	}
 	if err != nil {
 		var tooLarge errTooLarge
-		if run.tally != nil && run.tally.overflow.Load() && !errors.As(err, &tooLarge) {
+		if cut := run.tally.tooLarge(); cut != nil && !errors.As(err, &tooLarge) {
 			// The body cut at the budget may have surfaced as something
 			// else (an SSE stream that ended, then a missing endpoint).
-			err = errTooLarge{fmt.Sprintf("server sent more than %d bytes in one verification", limits.TotalBytes)}
+			err = cut
 		}
 		exited, code := run.exited()
 		e := classify(err, run.phase, ctx, exited, code)
@@ -267,10 +271,13 @@ type verification struct {
 	stdio      *stdioTransport
 	tally      *httpTally // remote transports only
 	cutShort   context.CancelFunc
-	// listen opens Streamable HTTP's stream for server notifications
-	// (a watch; a verification needs none), and streamEnded hears when
-	// such a stream ends.
-	listen      bool
+	// held marks a watch's session (see Verifier.Watch), which differs
+	// from a verification's in what connect sets up: Streamable HTTP's
+	// stream for server notifications, no whole-request HTTP timeout, a
+	// byte budget for each WatchWindow rather than in all, and the message
+	// cap on remote bodies too. streamEnded hears when a remote event
+	// stream ends.
+	held        bool
 	streamEnded func()
 
 	// Whether the child exited on its own, decided once, before cleanup
@@ -421,17 +428,21 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 		}
 		r.proc = p
 		r.stdio = newStdioTransport(p, r.limits, r.rec, t.secrets())
+		r.stdio.budget = r.budget()
 		return r.stdio, func() { r.stdio.Close() }, nil
 	case TransportHTTP:
 		r.tally = &httpTally{onOverflow: r.cutShort, onStreamEnd: r.streamEnded}
-		hc := httpClient(r.limits, r.tally, t.secrets())
+		hc := r.httpClient()
 		opts := []transport.StreamableHTTPCOption{
 			transport.WithHTTPBasicClient(hc),
 			transport.WithHTTPHeaders(t.Headers),
-			transport.WithHTTPTimeout(r.limits.ListTimeout),
+			transport.WithHTTPLogger(quiet),
 		}
-		if r.listen {
+		if r.held {
 			opts = append(opts, transport.WithContinuousListening())
+		} else {
+			// It sets hc.Timeout, which would cut a held stream.
+			opts = append(opts, transport.WithHTTPTimeout(r.limits.ListTimeout))
 		}
 		tr, err := transport.NewStreamableHTTP(t.URL, opts...)
 		if err != nil {
@@ -440,10 +451,11 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 		return streamableTap{tr, r.rec, r.tally}, func() { tr.Close(); closeIdle(hc) }, nil
 	case TransportSSE:
 		r.tally = &httpTally{onOverflow: r.cutShort, onStreamEnd: r.streamEnded}
-		hc := httpClient(r.limits, r.tally, t.secrets())
+		hc := r.httpClient()
 		tr, err := transport.NewSSE(t.URL,
 			transport.WithHTTPClient(hc),
 			transport.WithHeaders(t.Headers),
+			transport.WithSSELogger(quiet),
 			transport.WithEndpointTimeout(r.limits.InitTimeout),
 			transport.WithResponseTimeout(r.limits.ListTimeout))
 		if err != nil {
@@ -452,6 +464,36 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 		return sseTap{tr, r.rec}, func() { tr.Close(); closeIdle(hc) }, nil
 	}
 	return nil, nil, newError(ClassInternal, PhaseStarting, fmt.Sprintf("unknown transport %q", t.Transport), nil)
+}
+
+// quiet is the logger mcp-go's transports get. What they log (a retried
+// stream, a body that did not parse, quoting what the server sent,
+// unredacted) either reaches Switchboard as an error too, or is theirs
+// to handle.
+var quiet = slog.New(slog.DiscardHandler)
+
+// budget returns the byte budget of what the server sends: in all for a
+// verification, per WatchWindow for a watch.
+func (r *verification) budget() *byteBudget {
+	if !r.held {
+		return newByteBudget(r.limits.TotalBytes, 0)
+	}
+	window := WatchWindow
+	if r.v.watchWindow > 0 {
+		window = r.v.watchWindow
+	}
+	return newByteBudget(r.limits.TotalBytes, window)
+}
+
+// httpClient returns the HTTP client of a remote server. A watch's caps
+// each message as stdio does; a verification's bodies are bounded by its
+// byte budget alone.
+func (r *verification) httpClient() *http.Client {
+	message := 0
+	if r.held {
+		message = r.limits.MessageBytes
+	}
+	return httpClient(r.limits, r.budget(), message, r.tally, r.target.secrets())
 }
 
 // maxWarnings bounds the warnings of one verification; past it, the last

@@ -13,8 +13,11 @@ import (
 
 // Kinds of WatchEvent.
 const (
-	// WatchConnected: the session is (re)established; the event carries
-	// what the server says it is.
+	// WatchConnected: the session is established; the event carries what
+	// the server says it is. On a 2026-07-28 connection, which has no
+	// handshake to repeat, it comes again whenever a ping finds the server
+	// saying something else (a new version behind the same URL or
+	// command).
 	WatchConnected = "connected"
 	// WatchToolsChanged: the server sent notifications/tools/list_changed.
 	WatchToolsChanged = "tools_changed"
@@ -31,17 +34,22 @@ const (
 	// WatchCoalesce is the least time between two WatchToolsChanged
 	// events: more notifications in between make one event, at its end.
 	WatchCoalesce = time.Second
-	// WatchBytes bounds what one held session may receive in all (it
-	// replaces Limits.TotalBytes, which bounds one verification). A
-	// healthy session receives little (pings, a notification now and
-	// then); one that exceeds this ends with too_large, and its caller
-	// decides when to try again.
-	WatchBytes = 64 << 20
+	// WatchWindow is the window of a held session's byte budget: in each,
+	// the server may send Limits.TotalBytes, what one verification may
+	// receive in all. A verification lasts a minute at most by default
+	// (InitTimeout + ListTimeout), so a session may receive in every
+	// minute what a verification does in its life, however long it is
+	// held. A healthy one uses a sliver of it (answers to pings, a
+	// notification now and then); one that sends more, such as a flood
+	// of notifications, ends the watch with too_large. Memory stays
+	// bounded by the message cap (Limits.MessageBytes), which holds as in
+	// a verification, on every transport.
+	WatchWindow = time.Minute
 )
 
 // WatchEvent is something a watched server did.
 type WatchEvent struct {
-	Kind string
+	Kind string // WatchConnected or WatchToolsChanged
 	// ServerName and ServerVersion are its serverInfo (WatchConnected),
 	// capped like a verification's.
 	ServerName    string
@@ -52,38 +60,57 @@ type WatchEvent struct {
 }
 
 // Watch holds a session to the server t describes: it connects as a
-// verification does (the same sandbox, transports and per-message limit),
-// runs the handshake, reports WatchConnected, then reports every
-// notifications/tools/list_changed as WatchToolsChanged (at most one per
-// WatchCoalesce) and pings the server every ping (DefaultWatchPing if
-// zero). It returns nil when ctx ends, and an *Error when the session
-// ends otherwise: the process exited, the connection or the notification
-// stream was lost, a ping went unanswered, WatchBytes were exceeded. Like
-// Verify, it returns only once any process it started is gone with its
-// whole group. on is called from Watch's goroutine, never concurrently.
+// verification does (the same sandbox, transports and limits, but the
+// byte budget is per WatchWindow), runs the handshake within initTimeout
+// (the Verifier's if zero), reports WatchConnected, then reports each
+// notifications/tools/list_changed as WatchToolsChanged, at most one per
+// WatchCoalesce, and pings the server every ping (DefaultWatchPing if
+// zero; on a 2026-07-28 connection, where mcp-go's ping sends nothing, a
+// ping is server/discover). Notifications come over stdout (stdio), the
+// GET stream (Streamable HTTP before 2026-07-28), a subscriptions/listen
+// stream (2026-07-28, not SSE), or the event stream (legacy SSE).
+// Requests the server sends are refused, as during a verification.
+//
+// Watch returns nil when ctx ends, and an *Error when the session ends
+// otherwise: the process exited or closed stdout (exited, with the
+// stderr tail), the connection or a notification stream was lost
+// (network or protocol), a ping went unanswered within initTimeout, the
+// server sent too much (too_large), or the handshake failed as in a
+// verification. Like Verify, it returns only once any process it
+// started is gone with its whole group, and every goroutine it started
+// has ended. on is called from Watch's goroutine, never concurrently;
+// while it runs, notifications wait (and coalesce) and pings are late.
 func (v *Verifier) Watch(ctx context.Context, t Target, initTimeout, ping time.Duration, on func(WatchEvent)) error {
 	limits := v.limits
 	if initTimeout > 0 {
 		limits.InitTimeout = initTimeout
 	}
-	limits.TotalBytes = WatchBytes
 	if ping <= 0 {
 		ping = DefaultWatchPing
 	}
-	run := &verification{v: v, limits: limits, target: t, start: time.Now(), rec: &recorder{}, listen: true}
+	run := &verification{v: v, limits: limits, target: t, start: time.Now(), rec: &recorder{}, held: true}
 	err := run.watch(ctx, ping, on)
 	if err == nil || ctx.Err() != nil {
 		return nil
 	}
 	var tooLarge errTooLarge
-	if run.tally != nil && run.tally.overflow.Load() && !errors.As(err, &tooLarge) {
-		err = errTooLarge{fmt.Sprintf("server sent more than %d bytes in one held session", WatchBytes)}
+	if cut := run.tally.tooLarge(); cut != nil && !errors.As(err, &tooLarge) {
+		// Cutting a body may have surfaced as something else first (the
+		// stream ended).
+		err = cut
 	}
 	exited, code := run.exited()
 	e := classify(err, run.phase, ctx, exited, code)
 	e.StderrTail = run.stderr()
 	e.Message = displayable(redact(e.Message, t.secrets()))
 	return e
+}
+
+// probed is what one ping found: an error, or, on a 2026-07-28
+// connection, what the server says it is.
+type probed struct {
+	err error
+	who *WatchEvent
 }
 
 func (r *verification) watch(ctx context.Context, ping time.Duration, on func(WatchEvent)) (err error) {
@@ -114,13 +141,20 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup // the notification stream's goroutine
+	// session bounds the requests that outlive a step of the loop (the
+	// notification stream, a ping). It ends only after cleanup has closed
+	// the transport, which ends them: a request whose context ends first
+	// makes mcp-go start a goroutine to tell a stdio server so, which
+	// would outlive Watch.
+	session, endSession := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup // the notification stream's and the pings' goroutines
 	defer func() {
 		if err != nil {
 			r.exited() // before cleanup stops the child
 		}
 		cutShort()
 		cleanup()
+		endSession()
 		wg.Wait()
 	}()
 
@@ -133,7 +167,7 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 			}
 		}
 	})
-	c.OnConnectionLost(func(err error) { note(lost, fmt.Errorf("connection lost: %w", err)) })
+	c.OnConnectionLost(func(err error) { note(lost, streamLost("the event stream", err)) })
 	connCtx, cancelConn := context.WithCancel(ctx)
 	defer cancelConn()
 	stopInitBound := context.AfterFunc(initCtx, cancelConn)
@@ -155,7 +189,8 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 	cancelInit()
 	r.enter(PhaseWatching, 0)
 	close(watching)
-	if initRes.ProtocolVersion >= mcp.ProtocolVersion20260728 && r.target.Transport != TransportSSE {
+	modern := mcp.IsModernProtocol(initRes.ProtocolVersion)
+	if modern && r.target.Transport != TransportSSE {
 		// Since 2026-07-28 a client opts in to notifications on a
 		// stream of their own; it lasts as long as the session. Over
 		// legacy SSE they arrive on the event stream without it (and
@@ -163,17 +198,40 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := c.Listen(ctx, mcp.SubscriptionFilter{ToolsListChanged: true})
-			if ctx.Err() == nil {
-				note(lost, fmt.Errorf("the notification stream ended: %v", err))
-			}
+			err := c.Listen(session, mcp.SubscriptionFilter{ToolsListChanged: true})
+			note(lost, streamLost("the notification stream (subscriptions/listen)", err))
 		}()
 	}
-	var res Result
-	ev := WatchEvent{Kind: WatchConnected, ListChanged: initRes.Capabilities.Tools != nil && initRes.Capabilities.Tools.ListChanged}
-	ev.ServerName = capText(&res, "name", initRes.ServerInfo.Name, r.limits.ServerInfoBytes)
-	ev.ServerVersion = capText(&res, "version", initRes.ServerInfo.Version, r.limits.ServerInfoBytes)
-	on(ev)
+	who := r.serverInfo(initRes.ServerInfo, initRes.Capabilities)
+	on(who)
+
+	// probe pings the server in the background, so that a ping that
+	// waits for its deadline does not hold up the events.
+	probe := func() <-chan probed {
+		done := make(chan probed, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(session, r.limits.InitTimeout)
+			defer cancel()
+			if !modern {
+				done <- probed{err: c.Ping(pctx)}
+				return
+			}
+			res, err := c.Discover(pctx, mcp.DiscoverRequest{})
+			if err != nil {
+				done <- probed{err: err}
+				return
+			}
+			var p probed
+			if info := res.GetResultMeta().ServerInfo(); info != nil {
+				ev := r.serverInfo(*info, res.Capabilities)
+				p.who = &ev
+			}
+			done <- p
+		}()
+		return done
+	}
 
 	var exited <-chan struct{} // a stdio server's output ended
 	if r.stdio != nil {
@@ -181,38 +239,93 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 	}
 	pinger := time.NewTicker(ping)
 	defer pinger.Stop()
-	var last time.Time        // the last WatchToolsChanged
-	var held <-chan time.Time // a notification waiting for WatchCoalesce
+	var probing <-chan probed    // the ping under way
+	var last time.Time           // the last WatchToolsChanged
+	var pending <-chan time.Time // a notification waiting for WatchCoalesce
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			// Cut short by a body over a limit, or Watch's ctx ended.
+			return r.tally.tooLarge()
 		case err := <-lost:
+			if r.stdio != nil && closed(r.stdio.readDone) {
+				return r.outputEnded() // why the stream was lost
+			}
 			return err
 		case <-exited:
-			if r.stdio.readErr != nil {
-				return fmt.Errorf("the server stopped: %w", r.stdio.readErr)
-			}
-			return errors.New("the server closed its output")
+			return r.outputEnded()
 		case <-changed:
 			if wait := WatchCoalesce - time.Since(last); wait > 0 {
-				if held == nil {
-					held = time.After(wait)
+				if pending == nil {
+					pending = time.After(wait)
 				}
 				continue
 			}
-			last = time.Now()
+			// A timer that fired but was not received yet is spent by
+			// this event too.
+			pending, last = nil, time.Now()
 			on(WatchEvent{Kind: WatchToolsChanged})
-		case <-held:
-			held, last = nil, time.Now()
+		case <-pending:
+			pending, last = nil, time.Now()
 			on(WatchEvent{Kind: WatchToolsChanged})
 		case <-pinger.C:
-			pctx, cancel := context.WithTimeout(ctx, r.limits.InitTimeout)
-			err := c.Ping(pctx)
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				return fmt.Errorf("the server did not answer a ping: %w", err)
+			if probing == nil {
+				probing = probe()
+			}
+		case p := <-probing:
+			probing = nil
+			switch {
+			case errors.Is(p.err, context.DeadlineExceeded):
+				return newError(ClassTimeout, PhaseWatching, fmt.Sprintf("the server did not answer a ping within %s", r.limits.InitTimeout), p.err)
+			case p.err != nil:
+				return fmt.Errorf("a ping failed: %w", p.err)
+			}
+			if p.who != nil && *p.who != who {
+				who = *p.who
+				on(who)
 			}
 		}
 	}
+}
+
+// serverInfo is the WatchConnected event for what the server says it is.
+func (r *verification) serverInfo(info mcp.Implementation, caps mcp.ServerCapabilities) WatchEvent {
+	var res Result // capText's warnings are not shown: the verification has them
+	return WatchEvent{
+		Kind:          WatchConnected,
+		ServerName:    capText(&res, "name", info.Name, r.limits.ServerInfoBytes),
+		ServerVersion: capText(&res, "version", info.Version, r.limits.ServerInfoBytes),
+		ListChanged:   caps.Tools != nil && caps.Tools.ListChanged,
+	}
+}
+
+// outputEnded is the error for a stdio server whose output ended.
+func (r *verification) outputEnded() error {
+	if ok, _ := r.exited(); !ok && errors.Is(r.stdio.readErr, errStdoutClosed) {
+		return newError(ClassExited, PhaseWatching, "server closed stdout (the process kept running)", r.stdio.readErr)
+	}
+	return r.stdio.readErr
+}
+
+// closed reports whether ch is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// streamLost is the error for a stream of notifications that ended, with
+// err or without one: network, unless err says more (an HTTP status, a
+// limit).
+func streamLost(what string, err error) error {
+	if err == nil {
+		return newError(ClassNetwork, PhaseWatching, what+" ended", nil)
+	}
+	if e := classify(err, PhaseWatching, context.Background(), false, 0); e.Class != ClassProtocol {
+		return e
+	}
+	return newError(ClassNetwork, PhaseWatching, what+" ended: "+rootMessage(err), err)
 }
