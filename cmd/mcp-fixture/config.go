@@ -284,7 +284,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.startupDelay, "startup-delay", cfg.startupDelay, "sleep this long before serving anything")
 	fs.StringVar(&cfg.mode, "mode", cfg.mode, "behaviour, one of the modes listed below")
 	fs.StringVar(&cfg.stateFile, "state-file", cfg.stateFile, "run counter file, required by -mode change-on-second-run")
-	fs.StringVar(&cfg.toolsFile, "tools-file", cfg.toolsFile, `serve the tools in this JSON file, {"version": "1.2.3", "tools": [MCP tool objects]}, instead of generated ones; it is re-read while serving, and a change replaces the tools (sending notifications/tools/list_changed) and the reported version (normal mode)`)
+	fs.StringVar(&cfg.toolsFile, "tools-file", cfg.toolsFile, `serve exactly the tools in this JSON file, {"version": "1.2.3", "tools": [MCP tool objects]}, instead of -tools generated ones, and report its version (if set) instead of -version; calls answer "NAME ARGUMENTS-JSON". The file is re-read every 50 ms while serving: new tools replace the served ones and send notifications/tools/list_changed, a new version is reported by later initialize and discover answers, and a file that turns bad leaves the last good one served (normal mode only)`)
 	fs.DurationVar(&cfg.interval, "interval", cfg.interval, "pause between the bytes or messages of trickle, progress-forever, sse-no-endpoint and endless-body")
 	fs.IntVar(&cfg.exitCode, "exit-code", cfg.exitCode, "exit status of -mode crash and exit-after-init")
 	fs.StringVar(&cfg.secret, "secret", cfg.secret, "a credential that crash, banner and list-error leak into their output")

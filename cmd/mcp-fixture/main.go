@@ -10,11 +10,12 @@
 // ids, HTML instead of JSON, ...); -help lists the modes with their case
 // numbers. With -tools-file it serves the tools (and version) written in
 // a JSON file instead, re-reading it while serving so that a test can
-// change a description, remove or restore a tool, bump the version, or
-// make the server send notifications/tools/list_changed. Every flag can
-// also be set through an
-// environment variable named FIXTURE_<FLAG>, for example FIXTURE_PAGE_SIZE for
-// -page-size; a flag given on the command line wins over its variable.
+// change a description, remove or restore a tool, or bump the version of
+// a running server; a change of the tools sends
+// notifications/tools/list_changed (see toolsfile.go). Every flag can
+// also be set through an environment variable named FIXTURE_<FLAG>, for
+// example FIXTURE_PAGE_SIZE for -page-size; a flag given on the command
+// line wins over its variable.
 //
 // For the http and sse transports the server prints exactly one line to
 // stdout, "listening <URL>", where URL is the endpoint to connect to. For the
@@ -73,13 +74,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 	tools := generateTools(cfg.tools)
 	var live *liveTools
+	var fileContent []byte // the -tools-file as read at start
 	if cfg.toolsFile != "" {
 		data, version, fileTools, err := readToolsFile(cfg.toolsFile)
 		if err != nil {
 			return &usageError{err}
 		}
-		live = &liveTools{path: cfg.toolsFile, data: data, ver: version}
-		tools = fileTools
+		live = &liveTools{path: cfg.toolsFile, ver: version}
+		fileContent, tools = data, fileTools
 	}
 	if cfg.mode == modeChangeOnSecondRun {
 		runNumber, err := bumpRunCounter(cfg.stateFile)
@@ -105,11 +107,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 	mcpServer := newMCPServer(cfg, tools, live)
 	if live != nil {
+		// The watcher ends with the server: when serving returns (or ctx
+		// is cancelled), the deferred call stops it and waits for it.
 		watchCtx, stopWatch := context.WithCancel(ctx)
 		watched := make(chan struct{})
 		go func() {
 			defer close(watched)
-			live.watch(watchCtx, mcpServer, stderr)
+			live.watch(watchCtx, mcpServer, fileContent, stderr)
 		}()
 		defer func() { stopWatch(); <-watched }()
 	}

@@ -88,6 +88,14 @@ func (b *syncBuffer) String() string {
 // checked for a clean exit when the test ends.
 func startInProcess(t *testing.T, args ...string) string {
 	t.Helper()
+	url, _ := startInProcessStderr(t, args...)
+	return url
+}
+
+// startInProcessStderr is startInProcess that also returns what the server
+// writes to stderr.
+func startInProcessStderr(t *testing.T, args ...string) (string, *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stdoutR, stdoutW := io.Pipe()
 	stderr := &syncBuffer{}
@@ -120,7 +128,7 @@ func startInProcess(t *testing.T, args ...string) string {
 	// Nothing else may be written to stdout; keep draining so a stray write
 	// would not block the server.
 	go func() { _, _ = io.Copy(io.Discard, stdoutR) }()
-	return url
+	return url, stderr
 }
 
 // expectedNames returns tool_000 .. tool_<n-1>.

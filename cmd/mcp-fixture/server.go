@@ -31,8 +31,9 @@ const shutdownTimeout = 3 * time.Second
 //
 // In -mode no-tools the server declares no tools capability and has no
 // tools. With live (-tools-file) set, the tools and the reported version
-// may change while serving: initialize answers report live's version, and
-// the last page is found among the tools served at the time.
+// may change while serving: initialize answers (and, from 2026-07-28,
+// the serverInfo in every result's _meta) report live's version, and the
+// last page is found among the tools served at the time.
 func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServer {
 	if cfg.mode == modeNoTools {
 		return server.NewMCPServer(cfg.name, cfg.version, server.WithRecovery())
@@ -45,13 +46,20 @@ func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServ
 	hooks := &server.Hooks{}
 	if live != nil {
 		// Clients of 2025 protocols read the version from initialize;
-		// those of 2026-07-28 from the serverInfo in a result's _meta,
-		// which mcp-go fills only where a hook left it unset.
+		// those of 2026-07-28 from the serverInfo in the _meta of
+		// server/discover's (and every other) result, which mcp-go fills
+		// with the version given to NewMCPServer only where a hook left
+		// it unset. mcp-go runs these hooks before it encodes the result.
 		hooks.AddAfterInitialize(func(_ context.Context, _ any, _ *mcp.InitializeRequest, result *mcp.InitializeResult) {
 			result.ServerInfo.Version = live.version(cfg.version)
 		})
-		hooks.AddAfterDiscover(func(_ context.Context, _ any, _ *mcp.DiscoverRequest, result *mcp.DiscoverResult) {
-			result.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: cfg.name, Version: live.version(cfg.version)})
+		hooks.AddOnSuccess(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any, result any) {
+			if !server.IsModernRequest(ctx) {
+				return // legacy results carry no serverInfo
+			}
+			if r, ok := result.(mcp.ResultMetadata); ok {
+				r.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: cfg.name, Version: live.version(cfg.version)})
+			}
 		})
 	}
 	if cfg.pageSize > 0 {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,26 +20,48 @@ import (
 // toolsFilePoll is how often a -tools-file is read again while serving.
 const toolsFilePoll = 50 * time.Millisecond
 
-// toolsFile is a -tools-file document: the tools to serve, exactly as
-// written (any MCP tool object: name, title, description, inputSchema,
-// outputSchema, annotations, _meta, ...), and the serverInfo.version to
-// report ("" keeps -version).
+// defaultInputSchema is served for a file tool that has no inputSchema,
+// which MCP requires.
+const defaultInputSchema = `{"type":"object"}`
+
+// toolsFile is a -tools-file document:
+//
+//	{"version": "1.2.3", "tools": [{"name": "lookup", "description": "...", "inputSchema": {...}}]}
+//
+// Version is the serverInfo.version to report ("" keeps -version). Tools
+// are MCP tool objects with the fields mcp-go's Tool knows (name, title,
+// description, inputSchema, outputSchema, annotations, _meta, icons,
+// execution, defer_loading); a field it does not know is refused rather
+// than silently dropped. The schemas are served byte for byte (apart from
+// white space), so they may hold any JSON Schema; a tool without
+// inputSchema gets {"type":"object"}. mcp-go always sends annotations, so
+// a tool without them is listed with "annotations": {}.
 type toolsFile struct {
-	Version string            `json:"version"`
-	Tools   []json.RawMessage `json:"tools"`
+	Version string     `json:"version"`
+	Tools   []fileTool `json:"tools"`
 }
 
-// liveTools is the -tools-file as last read: the version later
-// initialize answers report.
+// fileTool is one entry of a toolsFile. Its schemas shadow those of the
+// embedded mcp.Tool, so that they are kept as written.
+type fileTool struct {
+	mcp.Tool
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema"`
+}
+
+// liveTools is what a -tools-file made the server report: the version
+// that initialize (and, from 2026-07-28, every result's serverInfo) tells.
+// The tools themselves live in the MCP server.
 type liveTools struct {
 	path string
-	mu   sync.Mutex
-	data []byte // the content last applied, good or bad
-	ver  string
+
+	mu  sync.Mutex
+	ver string
 }
 
-// readToolsFile reads and decodes a -tools-file. A syntax or type error
-// names the line and column.
+// readToolsFile reads and decodes a -tools-file for the start of a run. It
+// returns the file's content along with its version and tools, so that
+// watch can tell when the content changes.
 func readToolsFile(path string) ([]byte, string, []mcp.Tool, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -45,11 +69,15 @@ func readToolsFile(path string) ([]byte, string, []mcp.Tool, error) {
 	}
 	version, tools, err := decodeToolsFile(data)
 	if err != nil {
-		return data, "", nil, fmt.Errorf("tools file %s: %w", path, err)
+		return nil, "", nil, fmt.Errorf("tools file %s: %w", path, err)
 	}
 	return data, version, tools, nil
 }
 
+// decodeToolsFile decodes the content of a -tools-file. A JSON syntax or
+// type error names its line and column; a tool without a name, two tools
+// of one name and x-mcp-header annotations that mcp-go would refuse (it
+// panics on them) are errors too.
 func decodeToolsFile(data []byte) (string, []mcp.Tool, error) {
 	var doc toolsFile
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -57,59 +85,67 @@ func decodeToolsFile(data []byte) (string, []mcp.Tool, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return "", nil, positioned(data, err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return "", nil, errors.New("more than one JSON value")
+	if end := dec.InputOffset(); len(bytes.TrimSpace(data[end:])) > 0 {
+		next := int(end) + len(data[end:]) - len(bytes.TrimLeft(data[end:], " \t\r\n"))
+		return "", nil, fmt.Errorf("%s: more than one JSON value", lineCol(data, next))
 	}
 	tools := make([]mcp.Tool, 0, len(doc.Tools))
 	seen := map[string]bool{}
-	for i, raw := range doc.Tools {
-		var t mcp.Tool
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return "", nil, fmt.Errorf("tool %d: %w", i, err)
-		}
-		if t.Name == "" || seen[t.Name] {
-			return "", nil, fmt.Errorf("tool %d: a name is required, once per file", i)
+	for i, ft := range doc.Tools {
+		t := ft.Tool
+		switch {
+		case t.Name == "":
+			return "", nil, fmt.Errorf("tool %d has no name", i)
+		case seen[t.Name]:
+			return "", nil, fmt.Errorf("tool %d: a second tool named %q", i, t.Name)
 		}
 		seen[t.Name] = true
-		// Serve the schemas exactly as written.
-		var parts struct {
-			Input  json.RawMessage `json:"inputSchema"`
-			Output json.RawMessage `json:"outputSchema"`
+		t.RawInputSchema = json.RawMessage(defaultInputSchema)
+		if len(ft.InputSchema) > 0 && string(ft.InputSchema) != "null" {
+			t.RawInputSchema = ft.InputSchema
 		}
-		_ = json.Unmarshal(raw, &parts)
-		if len(parts.Input) == 0 {
-			parts.Input = json.RawMessage(`{"type":"object"}`)
+		if len(ft.OutputSchema) > 0 && string(ft.OutputSchema) != "null" {
+			t.RawOutputSchema = ft.OutputSchema
 		}
-		t.InputSchema, t.RawInputSchema = mcp.ToolInputSchema{}, parts.Input
-		if len(parts.Output) > 0 {
-			t.OutputSchema, t.RawOutputSchema = mcp.ToolOutputSchema{}, parts.Output
+		if err := mcp.ValidateParamHeaderAnnotations(&t); err != nil {
+			return "", nil, fmt.Errorf("tool %q: %w", t.Name, err)
 		}
 		tools = append(tools, t)
 	}
 	return doc.Version, tools, nil
 }
 
-// positioned adds the line and column of a JSON error's offset.
+// positioned prefixes a JSON decoding error with the line and column of
+// the offending byte, when the error tells where that is: for a syntax
+// error the byte that is wrong, for a type error the last byte of the
+// value of the wrong type, for a file cut short its end.
 func positioned(data []byte, err error) error {
-	off := int64(-1)
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		off = syn.Offset - 1 // the offset is past the offending byte
+		return fmt.Errorf("%s: %w", lineCol(data, int(syn.Offset)-1), err) // the offset is past the byte
 	case errors.As(err, &typ):
-		off = typ.Offset
+		return fmt.Errorf("%s: %w", lineCol(data, int(typ.Offset)-1), err) // the offset is past the value
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%s: %w", lineCol(data, len(data)), err)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%s: no JSON value", lineCol(data, len(data)))
 	}
-	if off < 0 {
-		return err
-	}
-	before := data[:min(int(max(off, 0)), len(data))]
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := len(before) - bytes.LastIndexByte(before, '\n') // 1-based
-	return fmt.Errorf("line %d, column %d: %w", line, col, err)
+	return err
 }
 
-// version is the serverInfo.version to report now.
+// lineCol returns "line L, column C" (both from 1, columns in bytes) for
+// the byte at offset off of data.
+func lineCol(data []byte, off int) string {
+	before := data[:min(max(off, 0), len(data))]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := len(before) - bytes.LastIndexByte(before, '\n') // from 1
+	return fmt.Sprintf("line %d, column %d", line, col)
+}
+
+// version is the serverInfo.version to report now: the file's, or
+// fallback when the file names none.
 func (l *liveTools) version(fallback string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -119,14 +155,34 @@ func (l *liveTools) version(fallback string) string {
 	return l.ver
 }
 
-// watch reads the file every toolsFilePoll until ctx ends. When its
-// content changes, the new tools replace the served ones (mcp-go then
-// sends notifications/tools/list_changed to every session) and later
-// initialize answers report the new version. A file that turns invalid
-// keeps the last good tools, with one line on stderr per bad content.
-func (l *liveTools) watch(ctx context.Context, s *server.MCPServer, stderr io.Writer) {
+// setVersion records the file's version.
+func (l *liveTools) setVersion(v string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ver = v
+}
+
+// watch reads the file every toolsFilePoll and returns when ctx ends.
+// applied is the content the server started with (nil if none).
+//
+// When the content changes and decodes, the new version is recorded first
+// (so a client reacting to the notification already sees it) and then, if
+// the tools differ from those served, they replace them with SetTools:
+// mcp-go sends notifications/tools/list_changed to every initialized
+// session and to every 2026-07-28 subscriptions/listen stream. A change
+// of the version alone, or of white space, sends nothing.
+//
+// A file that is missing, unreadable or invalid keeps the last good tools
+// and version. The problem is written to stderr once, and only when a
+// second read a poll later finds it again, so that a file caught half
+// written (os.WriteFile truncates first) or between a remove and a create
+// is not reported.
+func (l *liveTools) watch(ctx context.Context, s *server.MCPServer, applied []byte, stderr io.Writer) {
 	tick := time.NewTicker(toolsFilePoll)
 	defer tick.Stop()
+	served := toolsKey(s)
+	var problem string // the problem the last read found, "" if none
+	reported := false  // whether problem has been written to stderr
 	for {
 		select {
 		case <-ctx.Done():
@@ -134,27 +190,56 @@ func (l *liveTools) watch(ctx context.Context, s *server.MCPServer, stderr io.Wr
 		case <-tick.C:
 		}
 		data, err := os.ReadFile(l.path)
-		l.mu.Lock()
-		same := err == nil && bytes.Equal(data, l.data)
-		l.mu.Unlock()
-		if same || (err != nil && errors.Is(err, os.ErrNotExist)) {
-			continue // unchanged, or being replaced
+		if err == nil && applied != nil && bytes.Equal(data, applied) {
+			problem = ""
+			continue
 		}
 		var version string
 		var tools []mcp.Tool
-		if err == nil {
-			version, tools, err = decodeToolsFile(data)
-		}
-		l.mu.Lock()
-		l.data = data
-		if err == nil {
-			l.ver = version
-		}
-		l.mu.Unlock()
 		if err != nil {
-			fmt.Fprintf(stderr, "mcp-fixture: tools file %s: %v; still serving the previous tools\n", l.path, err)
+			err = fmt.Errorf("tools file: %w", err) // names the path
+		} else if version, tools, err = decodeToolsFile(data); err != nil {
+			err = fmt.Errorf("tools file %s: %w", l.path, err)
+		}
+		if err != nil {
+			msg := err.Error()
+			switch {
+			case msg != problem:
+				problem, reported = msg, false // tell only if it lasts
+			case !reported:
+				fmt.Fprintf(stderr, "mcp-fixture: %s; still serving the previous tools\n", msg)
+				reported = true
+			}
 			continue
 		}
-		s.SetTools(serverTools(tools)...)
+		problem = ""
+		applied = data
+		l.setVersion(version)
+		if key := keyOf(tools); !bytes.Equal(key, served) {
+			s.SetTools(serverTools(tools)...)
+			served = key
+		}
 	}
+}
+
+// toolsKey is keyOf the tools s serves.
+func toolsKey(s *server.MCPServer) []byte {
+	var tools []mcp.Tool
+	for _, t := range s.ListTools() {
+		tools = append(tools, t.Tool)
+	}
+	return keyOf(tools)
+}
+
+// keyOf returns the JSON encoding of tools in name order, which is equal
+// for two sets exactly when a client would list the same tools.
+func keyOf(tools []mcp.Tool) []byte {
+	sorted := append([]mcp.Tool{}, tools...) // never nil: no tools is []
+	slices.SortFunc(sorted, func(a, b mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+	key, err := json.Marshal(sorted)
+	if err != nil {
+		// Cannot happen for decoded tools; treat the set as new.
+		return fmt.Appendf(nil, "unencodable: %v", err)
+	}
+	return key
 }
