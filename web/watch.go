@@ -14,6 +14,9 @@ import (
 const (
 	watchRetryMin = time.Second
 	watchRetryMax = 5 * time.Minute
+	// watchHealthy is how long a session must have lasted for the pause
+	// before the next one to start over from watchRetryMin.
+	watchHealthy = time.Minute
 )
 
 // watches holds a session to every server with auto-refresh on that
@@ -128,10 +131,10 @@ func (ws *watches) run(ctx context.Context, w *watch, srv store.Server) {
 	s := ws.s
 	retry := watchRetryMin
 	for ctx.Err() == nil {
+		began := time.Now()
 		err := s.verifier.Watch(ctx, discoveryTarget(srv), time.Duration(srv.TimeoutMS)*time.Millisecond, s.cfg.WatchPingInterval, func(ev discovery.WatchEvent) {
 			switch ev.Kind {
 			case discovery.WatchConnected:
-				retry = watchRetryMin
 				ws.update(w, srv.ID, func(w *watch) { w.connected, w.since, w.lastError = true, time.Now(), "" })
 				sum, err := s.store.Summary(srv.ID)
 				if err == nil && !sum.Discovery.VerifiedAt.IsZero() && ev.ServerVersion != sum.Discovery.ServerVersion {
@@ -149,6 +152,11 @@ func (ws *watches) run(ctx context.Context, w *watch, srv store.Server) {
 			msg = err.Error()
 		}
 		ws.update(w, srv.ID, func(w *watch) { w.connected, w.since, w.lastError = false, time.Time{}, msg })
+		// A session that lasted a while starts the pauses over; one that
+		// ended soon after connecting (a flood, a crash) keeps growing them.
+		if time.Since(began) > watchHealthy {
+			retry = watchRetryMin
+		}
 		select {
 		case <-ctx.Done():
 			return
