@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -281,7 +282,9 @@ type verification struct {
 	streamEnded func()
 
 	// Whether the child exited on its own, decided once, before cleanup
-	// stops it (after which every child has exited).
+	// stops it (after which every child has exited). A session asks from
+	// several goroutines.
+	exitMu      sync.Mutex
 	exitChecked bool
 	exitedSelf  bool
 	exitCode    int
@@ -311,6 +314,8 @@ func (r *verification) exited() (bool, int) {
 	if r.proc == nil {
 		return false, 0
 	}
+	r.exitMu.Lock()
+	defer r.exitMu.Unlock()
 	if !r.exitChecked {
 		r.exitChecked = true
 		// A process that is about to exit (it closed stdout) gets a moment, so

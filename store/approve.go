@@ -77,23 +77,31 @@ func (db *DB) ToolVersions(id, tool string) (ToolEntry, *Tool, error) {
 	var approved *Tool
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		var err error
-		if e, err = readTool(tx, id, tool); err != nil {
-			return err
-		}
-		if ab := tx.Bucket(bucketApproved).Bucket([]byte(id)); ab != nil {
-			var t Tool
-			switch err := getJSON(ab, []byte(tool), &t); {
-			case err == nil:
-				if t.Pin == e.Policy.Pin {
-					approved = &t
-				}
-			case !errors.Is(err, ErrNotFound):
-				return err
-			}
-		}
-		return nil
+		e, approved, err = readToolVersions(tx, id, tool)
+		return err
 	})
 	return e, approved, err
+}
+
+func readToolVersions(tx *bolt.Tx, id, tool string) (ToolEntry, *Tool, error) {
+	e, err := readTool(tx, id, tool)
+	if err != nil {
+		return e, nil, err
+	}
+	ab := tx.Bucket(bucketApproved).Bucket([]byte(id))
+	if ab == nil {
+		return e, nil, nil
+	}
+	var t Tool
+	switch err := getJSON(ab, []byte(tool), &t); {
+	case errors.Is(err, ErrNotFound):
+		return e, nil, nil
+	case err != nil:
+		return e, nil, err
+	case t.Pin != e.Policy.Pin:
+		return e, nil, nil
+	}
+	return e, &t, nil
 }
 
 // readTool reads one tool with its policy.

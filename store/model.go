@@ -274,7 +274,10 @@ type Tool struct {
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
 	Raw          json.RawMessage `json:"raw"`
 	Pin          string          `json:"pin"`
-	State        string          `json:"state"`
+	// AgentName is the name agents call the tool by (see agentname.go);
+	// the store gives it and keeps it.
+	AgentName string `json:"agent_name,omitempty"`
+	State     string `json:"state"`
 	// Problems says why an oversized or invalid tool cannot be offered as
 	// the server sent it, one sentence each.
 	Problems  []string  `json:"problems,omitempty"`

@@ -24,8 +24,9 @@ import (
 )
 
 // SchemaVersion is the layout version this code reads and writes.
-// Version 2 added the approved tool definitions and the history.
-const SchemaVersion = 2
+// Version 2 added the approved tool definitions and the history; 3 the
+// agent names.
+const SchemaVersion = 3
 
 // Bucket names. Tools and policies hold one nested bucket per server id,
 // keyed by tool name, so that a re-verification rewriting tools never
@@ -41,9 +42,12 @@ var (
 	bucketApproved = []byte("approved")
 	// bucketHistory holds, per server, its verifications by sequence.
 	bucketHistory = []byte("history")
+	// bucketAgentNames maps, per server, each agent name to its tool's
+	// name (see agentname.go).
+	bucketAgentNames = []byte("agent_names")
 
 	// perServerBuckets hold one nested bucket per server id.
-	perServerBuckets = [][]byte{bucketTools, bucketPolicies, bucketApproved, bucketHistory}
+	perServerBuckets = [][]byte{bucketTools, bucketPolicies, bucketApproved, bucketHistory, bucketAgentNames}
 
 	keySchemaVersion = []byte("schema_version")
 	keyInstance      = []byte("instance") // random, set when the file is created
@@ -207,7 +211,7 @@ func (db *DB) init(checked bool) error {
 		if meta := tx.Bucket(bucketMeta); !checked && meta != nil && meta.Get(keyOpen) != nil {
 			return errUnclean
 		}
-		for _, name := range append([][]byte{bucketMeta, bucketServers, bucketDiscovery}, perServerBuckets...) {
+		for _, name := range append([][]byte{bucketMeta, bucketServers, bucketDiscovery, bucketAudit}, perServerBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
@@ -259,6 +263,11 @@ func migrate(tx *bolt.Tx, have int) error {
 	if have < 2 {
 		if err := migrateApproved(tx); err != nil {
 			return fmt.Errorf("migrate to schema 2: %w", err)
+		}
+	}
+	if have < 3 {
+		if err := migrateAgentNames(tx); err != nil {
+			return fmt.Errorf("migrate to schema 3: %w", err)
 		}
 	}
 	return nil
@@ -687,6 +696,7 @@ func mergeTools(tx *bolt.Tx, s Server, tools []Tool, at time.Time) (string, Delt
 		switch err := getJSON(tb, name, &old); {
 		case err == nil:
 			t.FirstSeen = old.FirstSeen
+			t.AgentName = old.AgentName
 			switch {
 			case old.State == ToolMissing:
 				added = append(added, t.Name)
@@ -710,6 +720,9 @@ func mergeTools(tx *bolt.Tx, s Server, tools []Tool, at time.Time) (string, Delt
 				return "", delta, err
 			}
 		case err != nil:
+			return "", delta, err
+		}
+		if err := assignAgentName(tx, &t, t.AgentName); err != nil {
 			return "", delta, err
 		}
 		switch {

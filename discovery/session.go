@@ -1,0 +1,338 @@
+package discovery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// PhaseCalling is the phase of a session that relays tool calls.
+const PhaseCalling = "calling"
+
+// ErrSessionClosed is the answer of a session that was closed or ended.
+var ErrSessionClosed = errors.New("the upstream session has ended")
+
+// PinMismatchError refuses a call to a tool whose definition, as the
+// server lists it now, is not the one approved.
+type PinMismatchError struct {
+	Tool string
+	Want string // the approved pin
+	Live *Tool  // what the server lists now; nil if it lists no such tool
+}
+
+func (e *PinMismatchError) Error() string {
+	if e.Live == nil {
+		return fmt.Sprintf("the server no longer lists the tool %q", e.Tool)
+	}
+	return fmt.Sprintf("the server's definition of %q (pin %.12s…) is not the approved one (pin %.12s…)", e.Tool, e.Live.Pin, e.Want)
+}
+
+// Session is a held connection to a server for tool calls, started by
+// Verifier.Open. It lists the server's tools when it connects, and again
+// after the server says its list changed, so that every call is checked
+// against the definition the server offers at that moment. It is safe for
+// concurrent use.
+type Session struct {
+	run     *verification
+	c       *client.Client
+	cleanup func()
+	end     context.CancelFunc // ends the session's own context
+	done    chan struct{}      // closed when the session ended
+	started time.Time
+
+	protocol   string
+	serverName string
+	serverVer  string
+
+	listMu sync.Mutex // one tools/list walk at a time (the recorder holds one)
+	mu     sync.Mutex
+	tools  map[string]Tool
+	stale  bool  // the server said its list changed since it was read
+	err    error // why the session ended
+	closed bool
+	up     atomic.Bool // open is done
+	wg     sync.WaitGroup
+}
+
+// Open connects to the server t describes as a verification does (the
+// same sandbox, transports and limits; the byte budget is per
+// WatchWindow, as a watch's), runs the handshake and lists the tools,
+// all within initTimeout (the Verifier's if zero) for the handshake and
+// the Verifier's ListTimeout for the list. ctx bounds only the opening;
+// the session lasts until Close, or until the server goes away (see
+// Done). A failure is an *Error, as a verification's.
+func (v *Verifier) Open(ctx context.Context, t Target, initTimeout time.Duration) (*Session, error) {
+	limits := v.limits
+	if initTimeout > 0 {
+		limits.InitTimeout = initTimeout
+	}
+	run := &verification{v: v, limits: limits, target: t, start: time.Now(), rec: &recorder{}, held: true}
+	s, err := run.open(ctx)
+	if err == nil {
+		return s, nil
+	}
+	var tooLarge errTooLarge
+	if cut := run.tally.tooLarge(); cut != nil && !errors.As(err, &tooLarge) {
+		err = cut
+	}
+	exited, code := run.exited()
+	e := classify(err, run.phase, ctx, exited, code)
+	e.StderrTail = run.stderr()
+	e.Message = displayable(redact(e.Message, t.secrets()))
+	if s != nil {
+		s.shut(e)
+	}
+	return nil, e
+}
+
+func (r *verification) open(ctx context.Context) (*Session, error) {
+	// The session's context: it outlives Open's, and ends with the
+	// session (Close, or a body over the byte budget).
+	sctx, end := context.WithCancel(context.WithoutCancel(ctx))
+	r.cutShort = end
+	s := &Session{run: r, end: end, done: make(chan struct{}), started: time.Now()}
+	r.streamEnded = func() {
+		if s.up.Load() { // one that ends during the handshake is mcp-go's to retry
+			s.lost(newError(ClassNetwork, PhaseCalling, "the server's event stream ended (did it restart?)", nil))
+		}
+	}
+	r.enter(PhaseStarting, 0)
+	initCtx, cancelInit := context.WithTimeout(ctx, r.limits.InitTimeout)
+	defer cancelInit()
+	tr, cleanup, err := r.connect(initCtx)
+	if err != nil {
+		end()
+		return nil, err
+	}
+	s.cleanup = cleanup
+	s.c = client.NewClient(tr, client.WithDiscoverTimeout(r.limits.DiscoverTimeout))
+	s.c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			s.mu.Lock()
+			s.stale = true
+			s.mu.Unlock()
+		}
+	})
+	s.c.OnConnectionLost(func(err error) { s.lost(streamLost("the event stream", err)) })
+	stopInitBound := context.AfterFunc(initCtx, end)
+	err = s.c.Start(sctx)
+	stopped := stopInitBound()
+	if err != nil {
+		if initErr := initCtx.Err(); initErr != nil {
+			return s, fmt.Errorf("%w: %v", initErr, err)
+		}
+		return s, err
+	}
+	if !stopped { // the init deadline ended the session's context
+		return s, initCtx.Err()
+	}
+	r.enter(PhaseInitializing, 0)
+	initRes, err := s.c.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ClientInfo: mcp.Implementation{Name: "switchboard", Version: "1"},
+	}})
+	if err != nil {
+		return s, err
+	}
+	s.protocol = initRes.ProtocolVersion
+	var res Result
+	s.serverName = capText(&res, "name", initRes.ServerInfo.Name, r.limits.ServerInfoBytes)
+	s.serverVer = capText(&res, "version", initRes.ServerInfo.Version, r.limits.ServerInfoBytes)
+	if mcp.IsModernProtocol(initRes.ProtocolVersion) && r.target.Transport != TransportSSE {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			err := s.c.Listen(sctx, mcp.SubscriptionFilter{ToolsListChanged: true})
+			if sctx.Err() == nil {
+				s.lost(streamLost("the notification stream (subscriptions/listen)", err))
+			}
+		}()
+	}
+	if r.stdio != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			select {
+			case <-r.stdio.readDone:
+				s.lost(r.outputEnded())
+			case <-sctx.Done():
+			}
+		}()
+	}
+	if err := s.list(ctx); err != nil {
+		return s, err
+	}
+	r.enter(PhaseCalling, 0)
+	s.up.Store(true)
+	return s, nil
+}
+
+// list reads the server's tools afresh.
+func (s *Session) list(ctx context.Context) error {
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
+	s.mu.Lock()
+	s.stale = false
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, s.run.limits.ListTimeout)
+	defer cancel()
+	var res Result
+	if err := s.run.listTools(ctx, s.c, &res); err != nil {
+		return err
+	}
+	tools := make(map[string]Tool, len(res.Tools))
+	for _, t := range res.Tools {
+		tools[t.Name] = t
+	}
+	s.mu.Lock()
+	s.tools = tools
+	s.mu.Unlock()
+	return nil
+}
+
+// Tools returns the tools the server listed last, by name.
+func (s *Session) Tools() map[string]Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools
+}
+
+// ServerInfo is what the server said it is, and the protocol version
+// negotiated.
+func (s *Session) ServerInfo() (name, version, protocol string) {
+	return s.serverName, s.serverVer, s.protocol
+}
+
+// Started is when the session was opened.
+func (s *Session) Started() time.Time { return s.started }
+
+// Done is closed when the session has ended: closed, or the server went
+// away (Err says why).
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err is why the session ended, or nil while it lasts.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Call calls a tool, after checking that the server lists it with the
+// definition pin (re-reading the list first if the server said it
+// changed): a tool listed otherwise, or no longer, is refused with a
+// *PinMismatchError and never called. ctx bounds the call. A result whose
+// JSON is over maxResult bytes (if positive) is refused with a too_large
+// *Error. A failure of the session itself (the server went away, a
+// timeout) is an *Error.
+func (s *Session) Call(ctx context.Context, tool, pin string, args any, maxResult int) (*mcp.CallToolResult, error) {
+	s.mu.Lock()
+	ended, stale := s.err, s.stale
+	s.mu.Unlock()
+	if ended != nil {
+		return nil, ended
+	}
+	if stale {
+		if err := s.list(ctx); err != nil {
+			return nil, s.classify(ctx, err)
+		}
+	}
+	live, ok := s.Tools()[tool]
+	switch {
+	case !ok:
+		return nil, &PinMismatchError{Tool: tool, Want: pin}
+	case live.Pin != pin:
+		return nil, &PinMismatchError{Tool: tool, Want: pin, Live: &live}
+	}
+	res, err := s.c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	if err != nil {
+		return nil, s.classify(ctx, err)
+	}
+	if maxResult > 0 {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil, newError(ClassProtocol, PhaseCalling, "the result cannot be encoded: "+err.Error(), err)
+		}
+		if len(b) > maxResult {
+			return nil, newError(ClassTooLarge, PhaseCalling, fmt.Sprintf("the result is %d bytes (limit %d)", len(b), maxResult), nil)
+		}
+	}
+	return res, nil
+}
+
+// classify turns a failed request into an *Error, preferring why the
+// session ended if it did.
+func (s *Session) classify(ctx context.Context, err error) error {
+	if ended := s.Err(); ended != nil {
+		return ended
+	}
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		return newError(ClassTimeout, PhaseCalling, "the tool did not answer before the call's deadline", err)
+	}
+	if cut := s.run.tally.tooLarge(); cut != nil {
+		err = cut
+	}
+	e := classify(err, PhaseCalling, ctx, false, 0)
+	e.Message = displayable(redact(e.Message, s.run.target.secrets()))
+	return e
+}
+
+// lost ends the session because the server went away.
+func (s *Session) lost(err error) {
+	if err == nil {
+		err = ErrSessionClosed
+	}
+	if exited, code := s.run.exited(); exited {
+		err = exitError(PhaseCalling, code, err)
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		e.StderrTail = s.run.stderr()
+		e.Message = displayable(redact(e.Message, s.run.target.secrets()))
+	}
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+	go s.Close() // not on a goroutine Close waits for
+}
+
+// shut records err as the reason and closes the session.
+func (s *Session) shut(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+	s.Close()
+}
+
+// Close ends the session: it stops the server's process group (stdio) or
+// closes the connection, and returns once every process and goroutine of
+// the session is gone.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.done
+		return nil
+	}
+	s.closed = true
+	if s.err == nil {
+		s.err = ErrSessionClosed
+	}
+	s.mu.Unlock()
+	s.end()
+	if s.cleanup != nil {
+		s.cleanup()
+	}
+	s.wg.Wait()
+	close(s.done)
+	return nil
+}
