@@ -2,8 +2,6 @@ package web
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"regexp"
 	"strconv"
@@ -354,27 +352,7 @@ func offeredName(t store.ToolEntry) string {
 	if t.State == store.ToolOversized || t.State == store.ToolInvalid {
 		return ""
 	}
-	return agentName(t.ServerID, t.Name)
-}
-
-var agentUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
-
-// agentName is the namespaced, client-safe name of a tool:
-// server__tool, limited to [a-zA-Z0-9_-] and 64 characters. A name that
-// had to be changed gets a short hash of the original, so two tools never
-// share one.
-func agentName(serverID, tool string) string {
-	name := serverID + "__" + tool
-	if !agentUnsafe.MatchString(tool) && len(name) <= 64 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(tool))
-	suffix := "_" + hex.EncodeToString(sum[:])[:8]
-	name = serverID + "__" + agentUnsafe.ReplaceAllString(tool, "_")
-	if len(name) > 64-len(suffix) {
-		name = name[:64-len(suffix)]
-	}
-	return name + suffix
+	return t.AgentName
 }
 
 type jobJSON struct {

@@ -29,8 +29,10 @@ import (
 
 const (
 	testToken = "test-token"
-	loginCode = "code123"
-	testHost  = "127.0.0.1:7420"
+	// testMCPToken is the MCP endpoint's token.
+	testMCPToken = "test-mcp-token-0123456789"
+	loginCode    = "code123"
+	testHost     = "127.0.0.1:7420"
 )
 
 // fixtureBin is the mcp-fixture binary built once by TestMain.
@@ -130,12 +132,15 @@ func newEnv(t *testing.T, opts ...appOption) *env {
 		t.Fatal(err)
 	}
 	logs := &logRecorder{}
-	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs)}
+	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: web.MCPConfig{Token: testMCPToken}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	app := web.New(cfg, db, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil), hub)
-	e := &env{t: t, app: app, db: db, hub: hub, secrets: []string{testToken, loginCode}, logs: logs}
+	app, err := web.New(cfg, db, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil), hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, app: app, db: db, hub: hub, secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
 	t.Cleanup(func() {
 		app.Close()
 		if errs := logs.errors(); len(errs) > 0 {

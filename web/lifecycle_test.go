@@ -346,8 +346,11 @@ func TestStartupVerification(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		app := web.New(web.Config{Token: testToken, LoginCode: loginCode, NoVerifyOnStart: !on},
+		app, err := web.New(web.Config{Token: testToken, LoginCode: loginCode, NoVerifyOnStart: !on},
 			db, discovery.NewVerifier(discovery.Limits{}, nil), hub)
+		if err != nil {
+			t.Fatal(err)
+		}
 		done := func(id string) bool {
 			sum, err := db.Summary(id)
 			return err == nil && sum.Discovery.Status == store.StatusSuccess

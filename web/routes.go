@@ -43,6 +43,12 @@ func (s *Server) routes() {
 	ui.GET("/servers/:id/changes", s.handleChangesPage)
 	ui.POST("/servers/:id/approve", s.handleApproveForm)
 	ui.POST("/verify-all", s.handleVerifyAll)
+	ui.GET("/agents", s.handleAgentsPage)
+	ui.POST("/agents/token", s.handleRotateToken)
+	ui.GET("/fragments/calls", s.handleCallsFragment)
+	ui.POST("/approvals/:id", s.handleDecideForm)
+	ui.GET("/tools/:agent", s.handleTryPage)
+	ui.POST("/tools/:agent/try", s.handleTry)
 
 	// JSON API: bearer token.
 	api := e.Group("/api/v1", s.requireBearer)
@@ -64,4 +70,11 @@ func (s *Server) routes() {
 	api.POST("/jobs/:id/cancel", s.handleAPICancelJob)
 	api.GET("/tools", s.handleAPICatalog)
 	api.GET("/backup", s.handleAPIBackup)
+	api.GET("/approvals", s.handleAPIApprovals)
+	api.POST("/approvals/:id", s.handleAPIDecide)
+	api.GET("/calls", s.handleAPICalls)
+	api.GET("/upstreams", s.handleAPIUpstreams)
+
+	// The MCP endpoint for agents, with its own token (see mcp.go).
+	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", s.mcp.handleMCP)
 }

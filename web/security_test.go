@@ -10,12 +10,15 @@ import (
 )
 
 // concrete fills a route's parameters with values that exist in the test.
-var concrete = strings.NewReplacer(":id", "s1", ":name", "tool_000", "*", "app.js")
+var concrete = strings.NewReplacer(":id", "s1", ":name", "tool_000", ":agent", "s1__tool_000", "*", "app.js")
 
 // routeClass says how a route is guarded: "public" (no credentials),
-// "api" (bearer token) or "ui" (session cookie, CSRF token to change).
+// "api" (bearer token), "mcp" (the MCP endpoint's own bearer token) or
+// "ui" (session cookie, CSRF token to change).
 func routeClass(path string) string {
 	switch {
+	case path == "/mcp":
+		return "mcp"
 	case path == "/healthz" || path == "/login" || strings.HasPrefix(path, "/static/"):
 		return "public"
 	case strings.HasPrefix(path, "/api/"):
@@ -50,6 +53,8 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 		switch class {
 		case "api":
 			r.Header.Set("Authorization", "Bearer "+testToken)
+		case "mcp":
+			r.Header.Set("Authorization", "Bearer "+testMCPToken)
 		case "ui":
 			r.AddCookie(b.cookie)
 			r.Header.Set("X-CSRF-Token", b.csrf)
@@ -112,7 +117,7 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 			t.Errorf("cross-site %s navigation = %d; want 403", name, rec.Code)
 		}
 	}
-	if classes["public"] != 4 || classes["api"] < 12 || classes["ui"] < 15 {
+	if classes["public"] != 4 || classes["api"] < 12 || classes["ui"] < 15 || classes["mcp"] != 3 {
 		t.Errorf("route classes = %v; want the 4 public routes and every API and UI route", classes)
 	}
 	// Nothing changed and nothing ran.

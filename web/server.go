@@ -45,6 +45,11 @@ type Store interface {
 	RecordSuccess(id string, v store.Verification) error
 	RecordFailure(id string, f store.Failure) error
 	AddLateWarnings(id, jobID string, warnings []string) error
+	ToolByAgentName(agentName string) (store.ToolEntry, *store.Tool, error)
+	AppendCalls(calls []store.Call) error
+	Calls(limit int) ([]store.Call, int, error)
+	MCPToken() (string, error)
+	RotateMCPToken() (string, error)
 }
 
 // Config configures the web server.
@@ -66,7 +71,9 @@ type Config struct {
 	// WatchPingInterval is how often a held session to an auto-refreshed
 	// server is pinged (the discovery default if zero).
 	WatchPingInterval time.Duration
-	Logger            *slog.Logger
+	// MCP configures the MCP endpoint for agents.
+	MCP    MCPConfig
+	Logger *slog.Logger
 }
 
 // DefaultTTL is the default of Config.DefaultTTL.
@@ -94,11 +101,13 @@ type Server struct {
 	refresh  *refresher
 	watches  watches
 	verifier *discovery.Verifier
+	mcp      *mcpEndpoint
 }
 
 // New builds the application. hub must be the one the store reports its
-// changes to (see StoreChanged). Close the server to stop its jobs.
-func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) *Server {
+// changes to (see StoreChanged). Close the server to stop its jobs. It
+// fails only if the store cannot be read.
+func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -124,6 +133,12 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) *Server {
 	s.refresh = newRefresher(s)
 	s.watches.s = s
 	s.verifier = v
+	s.mcp = newMCPEndpoint(s, cfg.MCP, v)
+	if err := s.mcp.start(); err != nil {
+		s.mcp.close()
+		s.runner.Close()
+		return nil, err
+	}
 	hub.snapshot = s.snapshot
 	hub.onChange = s.storeChanged
 	s.echo.HideBanner = true
@@ -131,7 +146,7 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) *Server {
 	s.echo.HTTPErrorHandler = s.handleError
 	s.routes()
 	go s.refresh.run(!cfg.NoVerifyOnStart)
-	return s
+	return s, nil
 }
 
 // ServeHTTP serves a request through the whole application.
@@ -142,6 +157,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.Serv
 func (s *Server) Close() {
 	s.refresh.close()
 	s.watches.closeAll()
+	s.mcp.close()
 	s.runner.Close()
 	s.hub.Close()
 }
@@ -224,6 +240,7 @@ func (s *Server) snapshot(since string) []*sse.Event {
 	if ev := s.batchEvent(); ev != nil {
 		events = append(events, ev)
 	}
+	events = append(events, s.mcp.approvals.event(), s.upstreamsEvent())
 	return events
 }
 
@@ -234,6 +251,7 @@ func toolsChanged(id string) *sse.Event {
 // storeChanged reacts to a committed store change.
 func (s *Server) storeChanged(c store.Change) {
 	s.refresh.poke()
+	s.mcp.storeChanged(c)
 	if c.Deleted || c.Created {
 		s.hub.Publish(&sse.Event{Event: []byte("servers"), Data: []byte("changed")})
 		if c.Deleted {

@@ -23,7 +23,10 @@ import (
 	"github.com/switchboard-dev/switchboard/web"
 )
 
-const benchToken = "bench-token-0123456789abcdef"
+const (
+	benchToken    = "bench-token-0123456789abcdef"
+	benchMCPToken = "bench-mcp-token-0123456789abcdef"
+)
 
 // app is the whole dashboard in this process, as `switchboard serve`
 // wires it, on a loopback port with a bbolt file of its own.
@@ -60,11 +63,18 @@ func startApp(dbPath string, concurrency int) (*app, error) {
 		db.Close()
 		return nil, err
 	}
-	srv := web.New(web.Config{
+	srv, err := web.New(web.Config{
 		Token:       benchToken,
 		Concurrency: concurrency,
+		MCP:         web.MCPConfig{Token: benchMCPToken},
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, db, discovery.NewVerifier(discovery.Limits{}, nil), hub)
+	if err != nil {
+		ln.Close()
+		hub.Close()
+		db.Close()
+		return nil, err
+	}
 	a.db, a.web, a.base = db, srv, "http://"+ln.Addr().String()
 	a.hs = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go a.hs.Serve(ln)

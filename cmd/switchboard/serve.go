@@ -40,6 +40,8 @@ type serveConfig struct {
 	// VerifyOnStart verifies, at start-up, servers a crash interrupted
 	// and enabled ones never verified (whose command was confirmed).
 	VerifyOnStart bool
+	// MCP configures the MCP endpoint for agents.
+	MCP web.MCPConfig
 }
 
 func defaultDBPath(getenv func(string) string) string {
@@ -58,6 +60,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		Concurrency:   2,
 		TTL:           web.DefaultTTL,
 		VerifyOnStart: true,
+		MCP: web.MCPConfig{AskTimeout: web.DefaultAskTimeout, CallTimeout: web.DefaultCallTimeout,
+			Pool: discovery.PoolConfig{Idle: discovery.DefaultIdle, MaxRunning: discovery.DefaultMaxRunning, MaxResult: discovery.DefaultMaxResult}},
 	}
 	if v := getenv("SWITCHBOARD_ADDR"); v != "" {
 		cfg.Addr = v
@@ -72,12 +76,24 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		}
 		cfg.Concurrency = n
 	}
-	if v := getenv("SWITCHBOARD_TTL"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return cfg, usageError("SWITCHBOARD_TTL=%q is not a duration (e.g. 5m)", v)
+	cfg.MCP.Token = getenv("SWITCHBOARD_MCP_TOKEN")
+	for name, d := range map[string]*time.Duration{
+		"SWITCHBOARD_TTL": &cfg.TTL, "SWITCHBOARD_ASK_TIMEOUT": &cfg.MCP.AskTimeout,
+		"SWITCHBOARD_CALL_TIMEOUT": &cfg.MCP.CallTimeout, "SWITCHBOARD_UPSTREAM_IDLE": &cfg.MCP.Pool.Idle,
+	} {
+		if v := getenv(name); v != "" {
+			var err error
+			if *d, err = time.ParseDuration(v); err != nil {
+				return cfg, usageError("%s=%q is not a duration (e.g. 5m)", name, v)
+			}
 		}
-		cfg.TTL = d
+	}
+	if v := getenv("SWITCHBOARD_UPSTREAM_MAX"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return cfg, usageError("SWITCHBOARD_UPSTREAM_MAX=%q is not a number", v)
+		}
+		cfg.MCP.Pool.MaxRunning = n
 	}
 	if v := getenv("SWITCHBOARD_VERIFY_ON_START"); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -108,6 +124,12 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	limitFlag(fs, &cfg.Limits, " (env SWITCHBOARD_LIMITS, comma-separated)")
 	fs.DurationVar(&cfg.TTL, "ttl", cfg.TTL, "how long verified tools count as fresh, for servers that set no TTL (env SWITCHBOARD_TTL)")
 	fs.BoolVar(&cfg.VerifyOnStart, "verify-on-start", cfg.VerifyOnStart, "at start-up, verify servers a crash interrupted and enabled ones never verified, if their command was confirmed (env SWITCHBOARD_VERIFY_ON_START)")
+	fs.StringVar(&cfg.MCP.Token, "mcp-token", cfg.MCP.Token, "bearer token of the MCP endpoint /mcp; if empty, one is made and kept in the database (env SWITCHBOARD_MCP_TOKEN)")
+	fs.DurationVar(&cfg.MCP.AskTimeout, "ask-timeout", cfg.MCP.AskTimeout, "how long a call to an ask tool waits for a person before it is denied (env SWITCHBOARD_ASK_TIMEOUT)")
+	fs.DurationVar(&cfg.MCP.CallTimeout, "call-timeout", cfg.MCP.CallTimeout, "deadline of a routed tool call, the server's start included (env SWITCHBOARD_CALL_TIMEOUT)")
+	fs.DurationVar(&cfg.MCP.Pool.Idle, "upstream-idle", cfg.MCP.Pool.Idle, "a server started for calls stops after this long without one (env SWITCHBOARD_UPSTREAM_IDLE)")
+	fs.IntVar(&cfg.MCP.Pool.MaxRunning, "upstream-max", cfg.MCP.Pool.MaxRunning, "servers running for calls at once (env SWITCHBOARD_UPSTREAM_MAX)")
+	fs.IntVar(&cfg.MCP.Pool.MaxResult, "max-result", cfg.MCP.Pool.MaxResult, "largest tool result relayed to an agent, in bytes")
 	fs.BoolVar(&cfg.DangerouslyBindAll, "dangerously-bind-all", false, "allow listening on all interfaces (anyone who can reach the port can try to start commands)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -123,6 +145,28 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	}
 	if cfg.TTL < 10*time.Second || cfg.TTL > 7*24*time.Hour {
 		return cfg, usageError("-ttl must be between 10s and 168h, got %s", cfg.TTL)
+	}
+	for _, d := range []struct {
+		name     string
+		v        time.Duration
+		min, max time.Duration
+	}{
+		{"-ask-timeout", cfg.MCP.AskTimeout, time.Second, time.Hour},
+		{"-call-timeout", cfg.MCP.CallTimeout, time.Second, time.Hour},
+		{"-upstream-idle", cfg.MCP.Pool.Idle, time.Second, 24 * time.Hour},
+	} {
+		if d.v < d.min || d.v > d.max {
+			return cfg, usageError("%s must be between %s and %s, got %s", d.name, d.min, d.max, d.v)
+		}
+	}
+	if cfg.MCP.Pool.MaxRunning < 1 || cfg.MCP.Pool.MaxRunning > 256 {
+		return cfg, usageError("-upstream-max must be between 1 and 256, got %d", cfg.MCP.Pool.MaxRunning)
+	}
+	if cfg.MCP.Pool.MaxResult < 1024 || cfg.MCP.Pool.MaxResult > 64<<20 {
+		return cfg, usageError("-max-result must be between 1024 and %d bytes, got %d", 64<<20, cfg.MCP.Pool.MaxResult)
+	}
+	if cfg.MCP.Token != "" && len(cfg.MCP.Token) < 16 {
+		return cfg, usageError("the MCP token must be at least 16 characters")
 	}
 	if err := checkBind(cfg.Addr, cfg.DangerouslyBindAll); err != nil {
 		return cfg, err
@@ -245,15 +289,21 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		cfg.AllowedHosts = append(cfg.AllowedHosts, extraHost)
 	}
 	loginCode := randomToken()
-	app := web.New(web.Config{
+	app, err := web.New(web.Config{
 		Token:           token,
 		LoginCode:       loginCode,
 		AllowedHosts:    cfg.AllowedHosts,
 		Concurrency:     cfg.Concurrency,
 		DefaultTTL:      cfg.TTL,
 		NoVerifyOnStart: !cfg.VerifyOnStart,
+		MCP:             cfg.MCP,
 		Logger:          log,
 	}, db, discovery.NewVerifier(cfg.Limits, getenv), hub)
+	if err != nil {
+		ln.Close()
+		hub.Close()
+		return fmt.Errorf("start: %w", err)
+	}
 	srv := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -261,6 +311,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	base := "http://" + displayAddr(ln.Addr())
 	fmt.Fprintf(stdout, "Switchboard is running with database %s\n", cfg.DBPath)
 	fmt.Fprintf(stdout, "Open %s/login?code=%s\n", base, loginCode)
+	fmt.Fprintf(stdout, "MCP endpoint for agents: %s/mcp (its token is on the Agents page)\n", base)
 	if generated {
 		fmt.Fprintf(stdout, "API token (Authorization: Bearer ...; set SWITCHBOARD_TOKEN to choose one): %s\n", token)
 	}

@@ -1,0 +1,105 @@
+package views
+
+import (
+	"strconv"
+	"time"
+)
+
+// Approval is a call to an ask tool waiting for a person.
+type Approval struct {
+	ID         string // opaque
+	At         time.Time
+	Deadline   time.Time
+	Session    string
+	Client     string
+	ServerID   string
+	ServerName string
+	Tool       string
+	AgentName  string
+	Args       string // pretty JSON
+}
+
+// AgentsView is the Agents page: how to connect, who is connected, what
+// runs, and the recent calls.
+type AgentsView struct {
+	URL        string
+	Token      string
+	FixedToken bool // set by configuration: not rotatable here
+	Sessions   []AgentSession
+	Upstreams  []Upstream
+	Offered    int // tools offered to agents
+	Calls      CallsView
+	AskTimeout time.Duration
+	IdleAfter  time.Duration
+	MaxRunning int
+}
+
+// AgentSession is one connected agent.
+type AgentSession struct {
+	ID      string
+	Client  string
+	Started time.Time
+}
+
+// Upstream is one server session open for calls.
+type Upstream struct {
+	ServerID string
+	Started  time.Time
+	LastUsed time.Time
+	Calls    int
+	InFlight int
+	Opening  bool
+}
+
+// CallsView is the recent calls table.
+type CallsView struct {
+	Calls []CallRow
+	Total int
+}
+
+// CallRow is one audited call.
+type CallRow struct {
+	At         time.Time
+	Session    string
+	Client     string
+	ServerID   string
+	Tool       string
+	AgentName  string
+	ArgsHash   string
+	Decision   string
+	DecidedBy  string
+	Reason     string
+	DurationMS int64
+	Outcome    string
+	Error      string
+}
+
+func msString(n int64) string { return strconv.FormatInt(n, 10) + " ms" }
+
+func short(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// TryView is the Try it page of one tool.
+type TryView struct {
+	AgentName   string // opaque and URL-safe: [a-zA-Z0-9_-]
+	ServerID    string
+	ServerName  string
+	Tool        string
+	Description string
+	Policy      string
+	Form        TryForm
+	FormError   string
+	Result      *TryResult
+}
+
+// TryResult is what a Try it call returned.
+type TryResult struct {
+	OK       bool   // the call went through (the tool may still report an error)
+	IsError  bool   // the tool said isError
+	Text     string // the result as indented JSON, or the error
+	Duration time.Duration
+}

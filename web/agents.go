@@ -1,0 +1,170 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/r3labs/sse/v2"
+
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/views"
+)
+
+// handleAgentsPage serves GET /agents: how to connect an agent, who is
+// connected, the servers running for calls, the recent calls.
+func (s *Server) handleAgentsPage(c echo.Context) error {
+	calls, err := s.callsView()
+	if err != nil {
+		return err
+	}
+	o, err := s.mcp.current()
+	if err != nil {
+		return err
+	}
+	v := views.AgentsView{
+		URL: "http://" + c.Request().Host + "/mcp", Token: s.mcp.Token(), FixedToken: s.mcp.fixedToken,
+		Upstreams: s.upstreams(), Offered: len(o.tools), Calls: calls,
+		AskTimeout: s.mcp.cfg.AskTimeout, IdleAfter: s.mcp.cfg.Pool.Idle, MaxRunning: s.mcp.cfg.Pool.MaxRunning,
+	}
+	for _, a := range s.mcp.sessions.list() {
+		v.Sessions = append(v.Sessions, views.AgentSession{ID: a.ID, Client: a.Client, Started: a.Started})
+	}
+	return render(c, http.StatusOK, views.AgentsPage(s.page(c, "Agents"), v))
+}
+
+// handleRotateToken serves POST /agents/token.
+func (s *Server) handleRotateToken(c echo.Context) error {
+	if err := s.mcp.rotate(); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/agents")
+}
+
+// handleCallsFragment serves GET /fragments/calls.
+func (s *Server) handleCallsFragment(c echo.Context) error {
+	calls, err := s.callsView()
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.CallsTable(calls))
+}
+
+// shownCalls is how many recent calls the dashboard shows.
+const shownCalls = 50
+
+func (s *Server) callsView() (views.CallsView, error) {
+	calls, total, err := s.store.Calls(shownCalls)
+	if err != nil {
+		return views.CallsView{}, err
+	}
+	v := views.CallsView{Total: total}
+	for _, c := range calls {
+		v.Calls = append(v.Calls, views.CallRow{
+			At: c.At, Session: c.Session, Client: c.Client, ServerID: c.ServerID, Tool: c.Tool, AgentName: c.AgentName,
+			ArgsHash: c.ArgsHash, Decision: c.Decision, DecidedBy: c.DecidedBy, Reason: c.Reason,
+			DurationMS: c.DurationMS, Outcome: c.Outcome, Error: c.Error,
+		})
+	}
+	return v, nil
+}
+
+func (s *Server) upstreams() []views.Upstream {
+	var out []views.Upstream
+	for _, r := range s.mcp.pool.Running() {
+		out = append(out, views.Upstream{ServerID: r.ServerID, Started: r.Started, LastUsed: r.LastUsed,
+			Calls: r.Calls, InFlight: r.InFlight, Opening: r.Opening})
+	}
+	return out
+}
+
+func (s *Server) upstreamsEvent() *sse.Event {
+	return &sse.Event{Event: []byte("upstreams"), Data: renderString(views.Upstreams(s.upstreams()))}
+}
+
+// publishAgents pushes the servers running for calls to every tab.
+func (s *Server) publishAgents() { s.hub.Publish(s.upstreamsEvent()) }
+
+type upstreamJSON struct {
+	ServerID string    `json:"server_id"`
+	Started  time.Time `json:"started_at,omitzero"`
+	LastUsed time.Time `json:"last_used_at"`
+	Calls    int       `json:"calls"`
+	InFlight int       `json:"in_flight"`
+	Opening  bool      `json:"opening"`
+}
+
+// handleAPIUpstreams serves GET /api/v1/upstreams: the servers running for
+// calls.
+func (s *Server) handleAPIUpstreams(c echo.Context) error {
+	out := []upstreamJSON{}
+	for _, r := range s.mcp.pool.Running() {
+		out = append(out, upstreamJSON{ServerID: r.ServerID, Started: r.Started, LastUsed: r.LastUsed,
+			Calls: r.Calls, InFlight: r.InFlight, Opening: r.Opening})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"upstreams": out})
+}
+
+// maxTryBody caps a Try it form.
+const maxTryBody = 2 << 20
+
+// handleTryPage serves GET /tools/:agent: the Try it form of one tool.
+func (s *Server) handleTryPage(c echo.Context) error {
+	v, err := s.tryView(c.Param("agent"))
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.TryPage(s.page(c, "Try "+v.Tool), v))
+}
+
+// handleTry serves POST /tools/:agent/try: the form's arguments, called
+// through the same path as an agent's call, approved by the person who
+// pressed the button.
+func (s *Server) handleTry(c echo.Context) error {
+	v, err := s.tryView(c.Param("agent"))
+	if err != nil {
+		return err
+	}
+	r := c.Request()
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxTryBody)
+	form, err := c.FormParams()
+	if err != nil {
+		return &apiError{Status: http.StatusBadRequest, Message: "cannot read the form (at most 2 MiB)"}
+	}
+	entry, _, _ := s.store.ToolByAgentName(v.AgentName)
+	args, f, ok := formArgs(entry.InputSchema, form)
+	v.Form = f
+	if !ok {
+		v.FormError = "Some arguments are not right; see the fields below."
+		return render(c, http.StatusUnprocessableEntity, views.TryPage(s.page(c, "Try "+v.Tool), v))
+	}
+	start := time.Now()
+	res, err := s.mcp.call(c.Request().Context(), callRequest{Session: "dashboard", Client: "Try it", AgentName: v.AgentName, Args: args, ApprovedBy: byDashboard})
+	out := &views.TryResult{Duration: time.Since(start)}
+	if err != nil {
+		out.Text = err.Error()
+	} else {
+		out.OK, out.IsError = true, res.IsError
+		out.Text = prettyArgs(res)
+	}
+	v.Result = out
+	return render(c, http.StatusOK, views.TryPage(s.page(c, "Try "+v.Tool), v))
+}
+
+// tryView reads a tool by its agent name for the Try it page.
+func (s *Server) tryView(agent string) (views.TryView, error) {
+	entry, _, err := s.store.ToolByAgentName(agent)
+	if errors.Is(err, store.ErrAgentNameUnknown) {
+		return views.TryView{}, &apiError{Status: http.StatusNotFound, Message: "no tool has this name"}
+	}
+	if err != nil {
+		return views.TryView{}, err
+	}
+	srv, err := s.store.Server(entry.ServerID)
+	if err != nil {
+		return views.TryView{}, notFound(err)
+	}
+	return views.TryView{AgentName: entry.AgentName, ServerID: srv.ID, ServerName: srv.Name, Tool: entry.Name,
+		Description: entry.Description, Policy: entry.Effective, Form: schemaForm(entry.InputSchema)}, nil
+}

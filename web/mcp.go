@@ -1,0 +1,393 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gowebpki/jcs"
+	"github.com/labstack/echo/v4"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// The MCP endpoint: one Streamable HTTP MCP server (mcp-go) at /mcp that
+// offers agents the approved catalog and routes their calls.
+//
+// tools/list is answered from an offer built from the store, never by
+// contacting an upstream server. The offer holds every tool that is
+// active (its pin is the approved one), whose effective policy is allow
+// or ask, of a server that is enabled and whose launch a person
+// confirmed; each under its agent name, as the canonical JSON of the
+// definition that was approved (icons left out: they are URLs). The
+// offer is rebuilt when the store changes, and connected agents hear
+// notifications/tools/list_changed when the offer does.
+//
+// mcp-go's own tools/list encodes each tool through a map, which costs
+// ~65 ms for 10 000 tools; the offer keeps the whole list encoded, so a
+// tools/list of a live session is written from those bytes. The tools
+// registered with mcp-go carry only what routing a call needs.
+
+// MCP endpoint defaults.
+const (
+	DefaultAskTimeout  = 60 * time.Second
+	DefaultCallTimeout = 2 * time.Minute
+	// mcpMaxBody caps a request body to the endpoint.
+	mcpMaxBody = 4 << 20
+	// mcpSessionIdle ends an agent session unused for this long.
+	mcpSessionIdle = time.Hour
+)
+
+// mcpProtocolVersions are the versions the endpoint speaks: the
+// session-based ones. 2026-07-28 has no sessions, and the endpoint's
+// audit names the agent session and sends list changes to it.
+var mcpProtocolVersions = []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326}
+
+// MCPConfig configures the MCP endpoint.
+type MCPConfig struct {
+	// Token is the endpoint's bearer token; if empty, the store's (made
+	// once, kept across restarts, rotatable from the dashboard).
+	Token string
+	// AskTimeout is how long a call to an ask tool waits for a person
+	// (DefaultAskTimeout if zero); then it is denied.
+	AskTimeout time.Duration
+	// CallTimeout bounds a routed call, the server's start included
+	// (DefaultCallTimeout if zero).
+	CallTimeout time.Duration
+	// Pool configures the upstream sessions.
+	Pool discovery.PoolConfig
+}
+
+// offered is one tool of the offer.
+type offered struct {
+	serverID, tool, pin string
+}
+
+// offer is what agents are offered at one store revision.
+type offer struct {
+	revision string
+	list     []byte // the JSON array of tool objects
+	hash     string // of list
+	tools    map[string]offered
+}
+
+type mcpEndpoint struct {
+	s        *Server
+	cfg      MCPConfig
+	srv      *server.MCPServer
+	h        *server.StreamableHTTPServer
+	sessions *mcpSessions
+	pool     *discovery.Pool
+
+	token      atomic.Pointer[string]
+	fixedToken bool
+
+	offer     atomic.Pointer[offer]
+	buildMu   sync.Mutex        // one build at a time
+	canonical map[string][]byte // tool JSON by pin and agent name (buildMu)
+
+	approvals *approvals
+	audit     *auditLog
+}
+
+func newMCPEndpoint(s *Server, cfg MCPConfig, v *discovery.Verifier) *mcpEndpoint {
+	if cfg.AskTimeout <= 0 {
+		cfg.AskTimeout = DefaultAskTimeout
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
+	}
+	e := &mcpEndpoint{s: s, cfg: cfg, sessions: newMCPSessions(), canonical: map[string][]byte{}}
+	poolCfg := cfg.Pool
+	poolCfg.OnChange = e.upstreamChanged
+	e.pool = discovery.NewPool(v, poolCfg)
+	e.cfg.Pool = e.pool.Config()
+	e.approvals = newApprovals(s)
+	e.audit = newAuditLog(s)
+	hooks := &server.Hooks{}
+	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
+		if cs := server.ClientSessionFromContext(ctx); cs != nil {
+			e.sessions.setClient(cs.SessionID(), req.Params.ClientInfo.Name+" "+req.Params.ClientInfo.Version)
+		}
+	})
+	e.srv = server.NewMCPServer("switchboard", "1",
+		server.WithToolCapabilities(true),
+		server.WithHooks(hooks),
+		server.WithRecovery(),
+		server.WithInstructions("Switchboard offers the tools a person approved on the MCP servers registered with it, named server__tool. Calls to some tools wait for the person's approval."))
+	e.h = server.NewStreamableHTTPServer(e.srv,
+		server.WithEndpointPath("/mcp"),
+		server.WithSessionIdManager(e.sessions),
+		server.WithSessionIdleTTL(mcpSessionIdle),
+		server.WithStreamableHTTPProtocolVersions(mcpProtocolVersions...),
+		server.WithStreamableHTTPLogger(s.log.With("part", "mcp")))
+	if cfg.Token != "" {
+		e.token.Store(&cfg.Token)
+		e.fixedToken = true
+	}
+	return e
+}
+
+// start reads the token and builds the first offer.
+func (e *mcpEndpoint) start() error {
+	if !e.fixedToken {
+		tok, err := e.s.store.MCPToken()
+		if err != nil {
+			return err
+		}
+		e.token.Store(&tok)
+	}
+	_, err := e.current()
+	return err
+}
+
+func (e *mcpEndpoint) close() {
+	e.approvals.closeAll()
+	e.pool.Close()
+	e.h.Shutdown(context.Background())
+	e.audit.close()
+}
+
+// Token is the endpoint's bearer token.
+func (e *mcpEndpoint) Token() string {
+	if t := e.token.Load(); t != nil {
+		return *t
+	}
+	return ""
+}
+
+// rotate replaces a stored token; a token set by configuration stays.
+func (e *mcpEndpoint) rotate() error {
+	if e.fixedToken {
+		return &apiError{Status: http.StatusConflict, Message: "the MCP token is set by SWITCHBOARD_MCP_TOKEN (or -mcp-token); change it there"}
+	}
+	tok, err := e.s.store.RotateMCPToken()
+	if err != nil {
+		return err
+	}
+	e.token.Store(&tok)
+	return nil
+}
+
+// storeChanged rebuilds the offer after a committed change, which tells
+// agents if it changed.
+func (e *mcpEndpoint) storeChanged(c store.Change) {
+	if srv, err := e.s.store.Server(c.ServerID); err != nil || !srv.Enabled || !srv.LaunchConfirmedNow() {
+		e.pool.Stop(c.ServerID) // deleted, disabled, or its launch awaits a person
+	}
+	if _, err := e.current(); err != nil {
+		e.s.log.Error("rebuild the MCP offer", "err", err)
+	}
+}
+
+// current returns the offer for the store's current revision, building
+// it if the store moved on.
+func (e *mcpEndpoint) current() (*offer, error) {
+	if o := e.offer.Load(); o != nil && o.revision == e.s.store.Revision() {
+		return o, nil
+	}
+	e.buildMu.Lock()
+	defer e.buildMu.Unlock()
+	if o := e.offer.Load(); o != nil && o.revision == e.s.store.Revision() {
+		return o, nil
+	}
+	o, err := e.build()
+	if err != nil {
+		return nil, err
+	}
+	old := e.offer.Swap(o)
+	if old == nil || old.hash != o.hash {
+		tools := make([]server.ServerTool, 0, len(o.tools))
+		for name := range o.tools {
+			tools = append(tools, server.ServerTool{
+				Tool:    mcp.Tool{Name: name, RawInputSchema: json.RawMessage(`{"type":"object"}`)},
+				Handler: e.handleCall,
+			})
+		}
+		e.srv.SetTools(tools...) // tells every agent session the list changed
+	}
+	return o, nil
+}
+
+// offerable reports whether a tool is offered to agents.
+func offerable(sum *store.Summary, t store.ToolEntry) bool {
+	return sum.Server.Enabled && sum.Server.LaunchConfirmedNow() && t.State == store.ToolActive &&
+		t.Pin == t.Policy.Pin && (t.Effective == store.PolicyAllow || t.Effective == store.PolicyAsk) &&
+		t.AgentName != "" && len(t.Raw) > 0
+}
+
+// build reads the catalog and encodes the offer (buildMu held).
+func (e *mcpEndpoint) build() (*offer, error) {
+	o := &offer{tools: map[string]offered{}}
+	var list bytes.Buffer
+	list.WriteByte('[')
+	used := make(map[string][]byte, len(e.canonical))
+	rev, err := e.s.store.Catalog(func(sum *store.Summary, t store.ToolEntry) error {
+		if !offerable(sum, t) {
+			return nil
+		}
+		key := t.Pin + " " + t.AgentName
+		def, ok := e.canonical[key]
+		if !ok {
+			var err error
+			if def, err = agentDefinition(t); err != nil {
+				e.s.log.Warn("tool left out of the MCP offer", "server", t.ServerID, "tool", t.Name, "err", err)
+				return nil
+			}
+		}
+		used[key] = def
+		if len(o.tools) > 0 {
+			list.WriteByte(',')
+		}
+		list.Write(def)
+		o.tools[t.AgentName] = offered{serverID: t.ServerID, tool: t.Name, pin: t.Pin}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	list.WriteByte(']')
+	e.canonical = used // what is no longer offered is forgotten
+	o.revision, o.list = rev, list.Bytes()
+	sum := sha256.Sum256(o.list)
+	o.hash = hex.EncodeToString(sum[:])
+	return o, nil
+}
+
+// agentDefinition is the tool object agents get: the canonical JSON
+// (RFC 8785) of the definition as approved, named with the agent name,
+// without icons.
+func agentDefinition(t store.ToolEntry) ([]byte, error) {
+	canon, err := jcs.Transform(t.Raw)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(canon, &fields); err != nil {
+		return nil, err
+	}
+	name, _ := json.Marshal(t.AgentName)
+	fields["name"] = name
+	delete(fields, "icons")
+	if _, ok := fields["inputSchema"]; !ok {
+		fields["inputSchema"] = json.RawMessage(`{"type":"object"}`)
+	}
+	return json.Marshal(fields) // sorted keys, as canonical JSON has them
+}
+
+// handleMCP serves /mcp: the bearer token, a capped body, tools/list from
+// the offer, everything else through mcp-go.
+func (e *mcpEndpoint) handleMCP(c echo.Context) error {
+	r, w := c.Request(), c.Response()
+	header := r.Header.Get(echo.HeaderAuthorization)
+	if header != "" {
+		if err := e.s.limitAuth(c); err != nil {
+			return err
+		}
+	}
+	scheme, token, _ := strings.Cut(header, " ")
+	if !strings.EqualFold(scheme, "Bearer") || !equal(strings.TrimSpace(token), e.Token()) {
+		if header != "" {
+			e.s.authLimit.failed(clientOf(c))
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard-mcp"`)
+		return &apiError{Status: http.StatusUnauthorized, Message: "missing or invalid MCP bearer token (see Agents in the dashboard)"}
+	}
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcpMaxBody))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				return &apiError{Status: http.StatusRequestEntityTooLarge, Message: "request body over 4 MiB"}
+			}
+			return &apiError{Status: http.StatusBadRequest, Message: "cannot read the request body"}
+		}
+		if req, ok := parseRequest(r, body); ok && e.sessions.isLive(r.Header.Get(server.HeaderKeySessionID)) {
+			switch req.Method {
+			case string(mcp.MethodToolsList):
+				if req.Params.Cursor == "" {
+					return e.writeList(c, req.ID)
+				}
+			case string(mcp.MethodToolsCall):
+				if o, err := e.current(); err == nil && o.tools[req.Params.Name] == (offered{}) {
+					return e.refuseCall(c, req)
+				}
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	e.h.ServeHTTP(w, r)
+	return nil
+}
+
+// rpcRequest is what the endpoint reads of a JSON-RPC request itself.
+type rpcRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
+		Cursor    string          `json:"cursor"`
+		Name      string          `json:"name"`
+		Arguments any             `json:"arguments"`
+		Meta      json.RawMessage `json:"_meta"`
+	} `json:"params"`
+}
+
+// parseRequest reads body as a single JSON-RPC request of a
+// session-based protocol version.
+func parseRequest(r *http.Request, body []byte) (rpcRequest, bool) {
+	var req rpcRequest
+	if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || json.Unmarshal(body, &req) != nil ||
+		req.JSONRPC != "2.0" || len(req.ID) == 0 || string(req.ID) == "null" || len(req.Params.Meta) > 0 {
+		return req, false
+	}
+	return req, true
+}
+
+// refuseCall answers a tools/call of a tool that is not offered: the
+// call path says why (and audits it), as an invalid-params error, which
+// is what MCP answers for an unknown tool.
+func (e *mcpEndpoint) refuseCall(c echo.Context, req rpcRequest) error {
+	session := c.Request().Header.Get(server.HeaderKeySessionID)
+	res, err := e.call(c.Request().Context(), callRequest{Session: session, Client: e.sessions.client(session),
+		AgentName: req.Params.Name, Args: req.Params.Arguments})
+	answer := map[string]any{"jsonrpc": "2.0", "id": req.ID}
+	if err != nil {
+		answer["error"] = map[string]any{"code": mcp.INVALID_PARAMS, "message": err.Error()}
+	} else { // offered since the offer was read
+		answer["result"] = res
+	}
+	return c.JSON(http.StatusOK, answer)
+}
+
+// writeList answers a tools/list request from the offer.
+func (e *mcpEndpoint) writeList(c echo.Context, id json.RawMessage) error {
+	o, err := e.current()
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(o.list) + len(id) + 48)
+	buf.WriteString(`{"jsonrpc":"2.0","id":`)
+	buf.Write(id)
+	buf.WriteString(`,"result":{"tools":`)
+	buf.Write(o.list)
+	buf.WriteString(`}}`)
+	return c.Blob(http.StatusOK, "application/json", buf.Bytes())
+}
+
+// upstreamChanged tells the dashboard that an upstream session opened or
+// ended.
+func (e *mcpEndpoint) upstreamChanged() { e.s.publishAgents() }

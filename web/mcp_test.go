@@ -1,0 +1,499 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+)
+
+// procsWith counts the live processes whose command line holds marker.
+func procsWith(marker string) int {
+	n := 0
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err != nil || !bytes.Contains(b, []byte(marker)) {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "stat"))
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
+			continue // exited
+		}
+		n++
+	}
+	return n
+}
+
+// mcpClient connects a real MCP client to the app's /mcp, listening for
+// server notifications, and counts tools/list_changed.
+type mcpClient struct {
+	*client.Client
+	listChanged atomic.Int32
+}
+
+func connectMCP(t *testing.T, base, token string) *mcpClient {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(base+"/mcp",
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}),
+		transport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := &mcpClient{Client: c}
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			mc.listChanged.Add(1)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	res, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.ProtocolVersion20251125,
+		ClientInfo:      mcp.Implementation{Name: "test-agent", Version: "0.1"},
+	}})
+	if err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	if res.ServerInfo.Name != "switchboard" || res.Capabilities.Tools == nil || !res.Capabilities.Tools.ListChanged {
+		t.Fatalf("initialize = %+v; want switchboard with tools.listChanged", res)
+	}
+	return mc
+}
+
+func (c *mcpClient) names(t *testing.T) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var out []string
+	for _, tl := range res.Tools {
+		out = append(out, tl.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (c *mcpClient) call(name string, args map[string]any) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+}
+
+func text(res *mcp.CallToolResult) string {
+	if res == nil || len(res.Content) == 0 {
+		return ""
+	}
+	tc, _ := res.Content[0].(mcp.TextContent)
+	return tc.Text
+}
+
+func (e *env) calls() []map[string]any {
+	e.t.Helper()
+	var body struct {
+		Calls []map[string]any `json:"calls"`
+	}
+	rec := e.api(http.MethodGet, "/api/v1/calls", nil)
+	wantStatus(e.t, rec, http.StatusOK)
+	json.Unmarshal(rec.Body.Bytes(), &body)
+	return body.Calls
+}
+
+// waitCall waits for the audit log to hold n calls and returns the newest.
+func (e *env) waitCall(n int) map[string]any {
+	e.t.Helper()
+	var calls []map[string]any
+	waitFor(e.t, 5*time.Second, "the call audited", func() bool { calls = e.calls(); return len(calls) >= n })
+	return calls[0]
+}
+
+var agentNameSyntax = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// mcpSetup is an app with two fixture servers, verified, their tools
+// served from tools files, with policies allow, ask and deny.
+type mcpSetup struct {
+	e      *env
+	base   string
+	marker string
+	files  map[string]string // server id → tools file
+}
+
+func newMCPSetup(t *testing.T, opts ...appOption) *mcpSetup {
+	t.Helper()
+	opts = append([]appOption{func(c *webConfig) {
+		c.MCP.AskTimeout = 3 * time.Second
+		c.MCP.Pool = discovery.PoolConfig{Idle: 700 * time.Millisecond}
+	}}, opts...)
+	e := newEnv(t, opts...)
+	srv, _ := e.liveServer()
+	m := &mcpSetup{e: e, base: srv.URL, marker: "mcp-marker-" + strings.ReplaceAll(t.Name(), "/", "-"), files: map[string]string{}}
+	long := strings.Repeat("very_long_tool_name_", 4)
+	for id, tools := range map[string][]string{
+		"alpha": {"read", "write", "drop", long + "a", long + "b", "odd.name-v2"},
+		"beta":  {"read", "secret"},
+	} {
+		file := filepath.Join(t.TempDir(), id+".json")
+		writeTools(t, file, "1", tools...)
+		m.files[id] = file
+		e.createServer(map[string]any{"id": id, "name": "Server " + id, "transport": "stdio", "command": fixtureBin,
+			"args": []string{"-tools-file", file, "-name", m.marker}, "default_policy": "allow"})
+		if job := e.verify(id); job["status"] != "success" {
+			t.Fatalf("verify %s = %v", id, job)
+		}
+	}
+	for _, tool := range []string{"read", long + "a", long + "b", "odd.name-v2"} {
+		e.setPolicy("alpha", tool, "allow")
+	}
+	e.setPolicy("beta", "read", "allow")
+	e.setPolicy("alpha", "write", "ask")
+	e.setPolicy("alpha", "drop", "deny")
+	e.setPolicy("beta", "secret", "deny")
+	if n := procsWith(m.marker); n != 0 {
+		t.Fatalf("%d fixture processes left after the verifications", n)
+	}
+	return m
+}
+
+// tools/list answers from the catalog: exactly the allow and ask tools,
+// with safe, unique, reversible names, as the catalog API names them,
+// and without starting any server.
+func TestMCPListFromCatalog(t *testing.T) {
+	m := newMCPSetup(t)
+	e := m.e
+	c := connectMCP(t, m.base, testMCPToken)
+	names := c.names(t)
+	var catalog struct {
+		Tools []map[string]any `json:"tools"`
+	}
+	rec := e.api(http.MethodGet, "/api/v1/tools", nil)
+	json.Unmarshal(rec.Body.Bytes(), &catalog)
+	var want []string
+	for _, tl := range catalog.Tools {
+		if p := tl["effective_policy"]; p == "allow" || p == "ask" {
+			want = append(want, tl["agent_name"].(string))
+		}
+	}
+	slices.Sort(want)
+	if !slices.Equal(names, want) || len(names) != 6 {
+		t.Errorf("tools/list names = %q; want the 6 allow and ask tools the catalog names %q", names, want)
+	}
+	for _, n := range names {
+		if !agentNameSyntax.MatchString(n) {
+			t.Errorf("agent name %q is not safe for clients", n)
+		}
+		for _, denied := range []string{"alpha__drop", "beta__secret"} {
+			if n == denied {
+				t.Errorf("denied tool %s listed", n)
+			}
+		}
+	}
+	if !slices.Contains(names, "alpha__odd_name-v2") || !slices.Contains(names, "beta__read") {
+		t.Errorf("names %q lack alpha__odd_name-v2 or beta__read", names)
+	}
+	if n := procsWith(m.marker); n != 0 {
+		t.Errorf("%d upstream processes running after tools/list; want none started", n)
+	}
+	if rec := e.api(http.MethodGet, "/api/v1/upstreams", nil); !strings.Contains(rec.Body.String(), `"upstreams":[]`) {
+		t.Errorf("upstreams after tools/list = %s; want none", rec.Body.String())
+	}
+
+	// The definitions are the stored ones, renamed.
+	ctx := context.Background()
+	res, _ := c.ListTools(ctx, mcp.ListToolsRequest{})
+	for _, tl := range res.Tools {
+		if tl.Name == "alpha__read" && tl.Description != "Tool read." {
+			t.Errorf("alpha__read description = %q; want the stored %q", tl.Description, "Tool read.")
+		}
+	}
+
+	// Wrong or missing tokens are refused; the API token is not the MCP one.
+	for _, tok := range []string{"", "nope", testToken} {
+		r := newRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		if tok != "" {
+			r.Header.Set("Authorization", "Bearer "+tok)
+		}
+		r.Header.Set("Content-Type", "application/json")
+		if rec := e.serve(r); rec.Code != http.StatusUnauthorized || rec.Header().Get("WWW-Authenticate") == "" {
+			t.Errorf("POST /mcp with token %q = %d; want 401 with WWW-Authenticate", tok, rec.Code)
+		}
+	}
+	// A list without a session is not answered from the offer.
+	r := newRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	r.Header.Set("Authorization", "Bearer "+testMCPToken)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("Mcp-Session-Id", "sb-forged")
+	if rec := e.serve(r); rec.Code == http.StatusOK {
+		t.Errorf("tools/list with a forged session = %d %s; want refused", rec.Code, truncate(rec.Body.String()))
+	}
+}
+
+// A call starts the upstream once, the next reuses it, it stops after
+// the idle time; deny is refused; every call is audited.
+func TestMCPCallRouting(t *testing.T) {
+	m := newMCPSetup(t)
+	e := m.e
+	c := connectMCP(t, m.base, testMCPToken)
+	res, err := c.call("alpha__read", map[string]any{"path": "/x"})
+	if err != nil || text(res) != `read {"path":"/x"}` {
+		t.Fatalf("call alpha__read = %q, %v; want the fixture's echo", text(res), err)
+	}
+	if n := procsWith(m.marker); n != 1 {
+		t.Errorf("%d upstream processes after the first call; want 1", n)
+	}
+	if res, err = c.call("alpha__odd_name-v2", nil); err != nil || !strings.HasPrefix(text(res), "odd.name-v2 ") {
+		t.Errorf("call by the shortened name = %q, %v; want the tool called by its own name", text(res), err)
+	}
+	if n := procsWith(m.marker); n != 1 {
+		t.Errorf("%d upstream processes after a second call to the same server; want it reused (1)", n)
+	}
+	call := e.waitCall(2)
+	if call["decision"] != "allowed" || call["decided_by"] != "policy" || call["outcome"] != "ok" || call["server_id"] != "alpha" ||
+		call["tool"] != "odd.name-v2" || !strings.HasPrefix(call["session"].(string), "sb-") || call["client"] != "test-agent 0.1" {
+		t.Errorf("audited call = %v", call)
+	}
+	waitFor(t, 5*time.Second, "the idle upstream stopped", func() bool { return procsWith(m.marker) == 0 })
+
+	_, err = c.call("alpha__drop", nil)
+	if err == nil || !strings.Contains(err.Error(), "policy is deny") {
+		t.Errorf("call of a denied tool = %v; want refused, policy deny", err)
+	}
+	if call := e.waitCall(3); call["decision"] != "denied" || call["outcome"] != "refused" {
+		t.Errorf("audited denied call = %v", call)
+	}
+	if _, err = c.call("alpha__nope", nil); err == nil {
+		t.Error("call of an unknown tool succeeded")
+	}
+	if n := procsWith(m.marker); n != 0 {
+		t.Errorf("%d upstream processes after refused calls; want none", n)
+	}
+}
+
+// ask: the call waits for a person; approval from the API lets it
+// through, a denial from the dashboard refuses it, and no answer denies
+// it after the timeout.
+func TestMCPAsk(t *testing.T) {
+	m := newMCPSetup(t, func(c *webConfig) { c.MCP.AskTimeout = 1500 * time.Millisecond })
+	e := m.e
+	c := connectMCP(t, m.base, testMCPToken)
+	b := e.login()
+
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	ask := func() (string, chan outcome) {
+		done := make(chan outcome, 1)
+		go func() {
+			res, err := c.call("alpha__write", map[string]any{"text": "<script>alert(1)</script>"})
+			done <- outcome{res, err}
+		}()
+		var id string
+		waitFor(t, 5*time.Second, "the approval waiting", func() bool {
+			var body struct {
+				Approvals []map[string]any `json:"approvals"`
+			}
+			json.Unmarshal(e.api(http.MethodGet, "/api/v1/approvals", nil).Body.Bytes(), &body)
+			if len(body.Approvals) == 1 {
+				id = body.Approvals[0]["id"].(string)
+				if !strings.Contains(body.Approvals[0]["arguments"].(string), `"text": "<script>alert(1)</script>"`) {
+					t.Errorf("approval arguments = %q", body.Approvals[0]["arguments"])
+				}
+			}
+			return id != ""
+		})
+		return id, done
+	}
+
+	id, done := ask()
+	rec := e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "approve"})
+	wantStatus(t, rec, http.StatusOK)
+	if o := <-done; o.err != nil || !strings.HasPrefix(text(o.res), "write ") {
+		t.Errorf("approved call = %q, %v; want it through", text(o.res), o.err)
+	}
+	if call := e.waitCall(1); call["decision"] != "approved" || call["decided_by"] != "api" || call["outcome"] != "ok" {
+		t.Errorf("audited approved call = %v", call)
+	}
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "deny"}), http.StatusNotFound)
+
+	id, done = ask()
+	wantStatus(t, b.htmx(http.MethodPost, "/approvals/"+id, url.Values{"decision": {"deny"}}), http.StatusNoContent)
+	if o := <-done; o.err == nil || !strings.Contains(o.err.Error(), "denied the call in the dashboard") {
+		t.Errorf("call denied in the dashboard = %v; want a clear refusal", o.err)
+	}
+	if call := e.waitCall(2); call["decision"] != "denied" || call["decided_by"] != "dashboard" {
+		t.Errorf("audited dashboard denial = %v", call)
+	}
+
+	_, done = ask()
+	if o := <-done; o.err == nil || !strings.Contains(o.err.Error(), "nobody approved the call within 1.5s") {
+		t.Errorf("unanswered call = %v; want denied after the timeout", o.err)
+	}
+	if call := e.waitCall(3); call["decided_by"] != "timeout" {
+		t.Errorf("audited timeout = %v", call)
+	}
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "maybe"}), http.StatusUnprocessableEntity)
+}
+
+// The card shows on every tab over SSE, arguments escaped.
+func TestMCPAskCardLive(t *testing.T) {
+	m := newMCPSetup(t)
+	e := m.e
+	srv, hc := e.liveServer()
+	b := e.login()
+	s := b.openEvents(srv, hc)
+	s.until(t, 5*time.Second, "snapshot", named("approvals"))
+	c := connectMCP(t, m.base, testMCPToken)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.call("alpha__write", map[string]any{"html": "<img src=x onerror=alert(1)>"})
+	}()
+	seen := s.until(t, 5*time.Second, "card pushed", func(ev sseEvent) bool {
+		return ev.name == "approvals" && strings.Contains(ev.text(), `data-testid="approval-card"`)
+	})
+	card := seen[len(seen)-1].text()
+	if strings.Contains(card, "<img") || !strings.Contains(card, "&lt;img src=x onerror=alert(1)&gt;") || !strings.Contains(card, "alpha__write") {
+		t.Errorf("card = %s; want the tool and the escaped arguments", truncate(card))
+	}
+	var body struct {
+		Approvals []map[string]any `json:"approvals"`
+	}
+	json.Unmarshal(e.api(http.MethodGet, "/api/v1/approvals", nil).Body.Bytes(), &body)
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+body.Approvals[0]["id"].(string), map[string]any{"decision": "approve"}), http.StatusOK)
+	s.until(t, 5*time.Second, "card gone", func(ev sseEvent) bool {
+		return ev.name == "approvals" && !strings.Contains(ev.text(), "approval-card")
+	})
+	wg.Wait()
+}
+
+// Agents hear tools/list_changed when the catalog changes (a policy
+// edit), and then list the new catalog.
+func TestMCPListChanged(t *testing.T) {
+	m := newMCPSetup(t)
+	e := m.e
+	c := connectMCP(t, m.base, testMCPToken)
+	before := c.names(t)
+	time.Sleep(200 * time.Millisecond) // the GET stream is open
+	e.setPolicy("alpha", "read", "deny")
+	waitFor(t, 5*time.Second, "tools/list_changed", func() bool { return c.listChanged.Load() >= 1 })
+	after := c.names(t)
+	if slices.Contains(after, "alpha__read") || len(after) != len(before)-1 {
+		t.Errorf("names after denying alpha read = %q; want %q without alpha__read", after, before)
+	}
+	n := c.listChanged.Load()
+	e.setPolicy("alpha", "write", "ask") // no change to the offer
+	time.Sleep(300 * time.Millisecond)
+	if c.listChanged.Load() != n {
+		t.Errorf("list_changed sent for a change that left the offer as it was")
+	}
+}
+
+// A server that changes a tool on its second start is caught when the
+// call's session connects: the call is refused, never made, and the
+// server is re-verified so the change waits for review.
+func TestMCPPinMismatchOnRestart(t *testing.T) {
+	e := newEnv(t, func(c *webConfig) { c.MCP.Pool = discovery.PoolConfig{Idle: time.Minute} })
+	srv, _ := e.liveServer()
+	state := filepath.Join(t.TempDir(), "runs")
+	e.createServer(map[string]any{"id": "rug", "name": "Rug", "transport": "stdio", "command": fixtureBin,
+		"args": []string{"-tools", "3", "-mode", "change-on-second-run", "-state-file", state}, "default_policy": "allow"})
+	if job := e.verify("rug"); job["status"] != "success" {
+		t.Fatal(job)
+	}
+	e.setPolicy("rug", "tool_000", "allow")
+	c := connectMCP(t, srv.URL, testMCPToken)
+	_, err := c.call("rug__tool_000", nil)
+	if err == nil || !strings.Contains(err.Error(), "not the approved one") {
+		t.Fatalf("call of a tool changed on the second start = %v; want refused by the pin check", err)
+	}
+	if call := e.waitCall(1); call["decided_by"] != "pin check" || call["decision"] != "denied" {
+		t.Errorf("audited = %v", call)
+	}
+	waitFor(t, 10*time.Second, "the re-verification marks it changed", func() bool {
+		rec := e.api(http.MethodGet, "/api/v1/servers/rug/tools/tool_000", nil)
+		return strings.Contains(rec.Body.String(), `"state":"changed"`)
+	})
+	if names := c.names(t); slices.Contains(names, "rug__tool_000") {
+		t.Errorf("the changed tool is still offered: %q", names)
+	}
+}
+
+// Try it calls the tool through the same path, approved by the person
+// who pressed the button, and shows the result; a denied tool is
+// refused; bad input keeps what was typed.
+func TestTryIt(t *testing.T) {
+	m := newMCPSetup(t)
+	e := m.e
+	b := e.login()
+	page := b.get("/tools/alpha__write")
+	wantStatus(t, page, http.StatusOK)
+	doc := parseHTML(t, page.Body.String())
+	findOne(t, doc, byTestID("try-form"))
+	rec := b.post("/tools/alpha__write/try", url.Values{})
+	wantStatus(t, rec, http.StatusOK)
+	out := testIDText(t, parseHTML(t, rec.Body.String()), "try-output")
+	if !strings.Contains(out, `write {}`) {
+		t.Errorf("Try it output = %q; want the fixture's echo", out)
+	}
+	if call := e.waitCall(1); call["decision"] != "approved" || call["decided_by"] != "dashboard" || call["session"] != "dashboard" {
+		t.Errorf("audited Try it call = %v", call)
+	}
+	rec = b.post("/tools/alpha__drop/try", url.Values{})
+	if out := testIDText(t, parseHTML(t, rec.Body.String()), "try-output"); !strings.Contains(out, "policy is deny") {
+		t.Errorf("Try it of a denied tool = %q; want refused", out)
+	}
+	wantStatus(t, b.get("/tools/alpha__nope"), http.StatusNotFound)
+}
+
+// The Agents page shows the endpoint and its token; rotating it refuses
+// the old one.
+func TestAgentsPageAndTokenRotation(t *testing.T) {
+	e := newEnv(t, func(c *webConfig) { c.MCP.Token = "" })
+	srv, _ := e.liveServer()
+	b := e.login()
+	rec := b.get("/agents")
+	wantStatus(t, rec, http.StatusOK)
+	doc := parseHTML(t, rec.Body.String())
+	token := testIDText(t, doc, "mcp-token")
+	if !strings.HasPrefix(token, "sbmcp_") || !strings.HasSuffix(testIDText(t, doc, "mcp-url"), "/mcp") {
+		t.Fatalf("agents page token %q, url %q", token, testIDText(t, doc, "mcp-url"))
+	}
+	e.secrets = append(e.secrets, token)
+	connectMCP(t, srv.URL, token)
+	wantStatus(t, b.post("/agents/token", url.Values{}), http.StatusSeeOther)
+	e.secrets = e.secrets[:len(e.secrets)-1]
+	rotated := testIDText(t, parseHTML(t, b.get("/agents").Body.String()), "mcp-token")
+	if rotated == token || rotated == "" {
+		t.Errorf("token after rotation = %q; want a new one", rotated)
+	}
+	r := newRequest(http.MethodPost, "/mcp", strings.NewReader(`{}`))
+	r.Header.Set("Authorization", "Bearer "+token)
+	if rec := e.serve(r); rec.Code != http.StatusUnauthorized {
+		t.Errorf("the old token after rotation = %d; want 401", rec.Code)
+	}
+}

@@ -1,0 +1,180 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// triggerPinMismatch: a routed call found the server offering another
+// definition than the approved one.
+const triggerPinMismatch = "pin-mismatch"
+
+// Who decides a call.
+const (
+	byPolicy    = "policy"
+	byDashboard = "dashboard" // a person in the dashboard
+	byAPI       = "api"       // a program with the API token
+	byTimeout   = "timeout"
+	byPinCheck  = "pin check"
+	bySwitch    = "switchboard"
+)
+
+// callRequest is one call to route: from an agent through /mcp, or from
+// a person's Try it form.
+type callRequest struct {
+	Session, Client string
+	AgentName       string
+	Args            any
+	// ApprovedBy, if set, is the person who started the call (Try it):
+	// an ask tool needs no other approval.
+	ApprovedBy string
+}
+
+// refusedError is a call Switchboard did not let through; the agent gets
+// its message as the MCP error.
+type refusedError struct{ reason string }
+
+func (e *refusedError) Error() string { return "Switchboard refused the call: " + e.reason }
+
+// handleCall is the mcp-go handler of every offered tool.
+func (e *mcpEndpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	cr := callRequest{AgentName: req.Params.Name, Args: req.Params.Arguments}
+	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+		cr.Session = cs.SessionID()
+		cr.Client = e.sessions.client(cr.Session)
+	}
+	return e.call(ctx, cr)
+}
+
+// call routes one call: it re-reads the tool and its policy, refuses
+// what is not offered, waits for a person on ask, calls the server
+// through its pooled session (checked against the approved pin), and
+// audits the outcome. A refusal is a *refusedError; a failure of the
+// server an error saying what failed.
+func (e *mcpEndpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolResult, err error) {
+	start := time.Now()
+	rec := store.Call{At: start.UTC(), Session: cr.Session, Client: cr.Client, AgentName: cr.AgentName, ArgsHash: argsHash(cr.Args)}
+	defer func() {
+		rec.DurationMS = time.Since(start).Milliseconds()
+		var refused *refusedError
+		switch {
+		case errors.As(err, &refused):
+			rec.Decision, rec.Outcome, rec.Reason = store.DecisionDenied, "refused", refused.reason
+		case err != nil:
+			rec.Outcome, rec.Error = "error", err.Error()
+		case res.IsError:
+			rec.Outcome = "tool_error"
+		default:
+			rec.Outcome = "ok"
+		}
+		e.audit.add(rec)
+	}()
+	refuse := func(by, reason string) error {
+		rec.DecidedBy = by
+		return &refusedError{reason}
+	}
+
+	entry, _, err := e.s.store.ToolByAgentName(cr.AgentName)
+	if err != nil {
+		if errors.Is(err, store.ErrAgentNameUnknown) {
+			return nil, refuse(bySwitch, fmt.Sprintf("no tool is offered as %q", cr.AgentName))
+		}
+		return nil, err
+	}
+	rec.ServerID, rec.Tool, rec.Pin, rec.Policy = entry.ServerID, entry.Name, entry.Policy.Pin, entry.Policy.Policy
+	srv, err := e.s.store.Server(entry.ServerID)
+	if err != nil {
+		return nil, refuse(bySwitch, "its server is gone")
+	}
+	switch {
+	case !srv.Enabled:
+		return nil, refuse(bySwitch, "its server is disabled")
+	case !srv.LaunchConfirmedNow():
+		return nil, refuse(bySwitch, "its server's command or URL changed and awaits a person's confirmation")
+	case entry.State == store.ToolChanged:
+		return nil, refuse(bySwitch, "the tool's definition changed since it was approved; a person must review the change")
+	case entry.State != store.ToolActive:
+		return nil, refuse(bySwitch, "the tool is "+entry.State)
+	case entry.Effective != store.PolicyAllow && entry.Effective != store.PolicyAsk:
+		return nil, refuse(byPolicy, "the tool's policy is deny")
+	}
+	rec.Decision, rec.DecidedBy = store.DecisionAllowed, byPolicy
+	if entry.Effective == store.PolicyAsk {
+		if cr.ApprovedBy != "" {
+			rec.Decision, rec.DecidedBy = store.DecisionApproved, cr.ApprovedBy
+		} else {
+			ok, by, reason := e.approvals.ask(ctx, &approval{
+				Session: cr.Session, Client: cr.Client, ServerID: srv.ID, ServerName: srv.Name,
+				Tool: entry.Name, AgentName: cr.AgentName, Args: prettyArgs(cr.Args),
+			}, e.cfg.AskTimeout)
+			if !ok {
+				return nil, refuse(by, reason)
+			}
+			rec.Decision, rec.DecidedBy = store.DecisionApproved, by
+		}
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
+	defer cancel()
+	res, _, err = e.pool.Call(cctx, srv.ID, srv.ConfigHash(), discoveryTarget(srv),
+		time.Duration(srv.TimeoutMS)*time.Millisecond, entry.Name, entry.Policy.Pin, cr.Args)
+	var mismatch *discovery.PinMismatchError
+	var de *discovery.Error
+	switch {
+	case errors.As(err, &mismatch):
+		// Verify, so the dashboard shows the change for review.
+		if _, verr := e.s.submit(srv, triggerPinMismatch); verr != nil {
+			e.s.log.Warn("verify after a pin mismatch", "server", srv.ID, "err", verr)
+		}
+		rec.Decision = store.DecisionDenied
+		return nil, refuse(byPinCheck, mismatch.Error()+"; the call was not made, and the server is being re-verified for a person to review")
+	case errors.As(err, &de):
+		return nil, fmt.Errorf("the server %s failed (%s while %s): %s", srv.ID, de.Class, de.Phase, de.Message)
+	case err != nil:
+		return nil, fmt.Errorf("the server %s failed: %w", srv.ID, err)
+	}
+	return res, nil
+}
+
+// argsHash is the SHA-256 of the arguments' JSON.
+func argsHash(args any) string {
+	b, _ := json.Marshal(args)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// maxShownArgs caps the arguments shown on an approval card.
+const maxShownArgs = 16 << 10
+
+// prettyArgs is the arguments as indented JSON for a person, cut (and
+// saying so) past maxShownArgs.
+func prettyArgs(args any) string {
+	if args == nil {
+		return "{}"
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // shown escaped by the page, read by a person
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(args); err != nil {
+		return fmt.Sprintf("(arguments that cannot be shown: %v)", err)
+	}
+	b := bytes.TrimRight(buf.Bytes(), "\n")
+	if len(b) > maxShownArgs {
+		return strings.ToValidUTF8(string(b[:maxShownArgs]), "") + fmt.Sprintf("\n… %d more bytes not shown", len(b)-maxShownArgs)
+	}
+	return string(b)
+}
