@@ -35,6 +35,7 @@ test-e2e: deps-e2e chromium build
 # npm packages the tests use: Playwright and real MCP servers.
 deps-e2e:
 	@[ -d e2e/node_modules/@playwright/test ] && [ -d e2e/node_modules/@modelcontextprotocol/server-everything ] \
+		&& [ -d e2e/node_modules/@modelcontextprotocol/conformance ] \
 		|| npm ci --prefix e2e --no-audit --no-fund
 
 # Playwright cannot download browsers here; use Debian's chromium.

@@ -9,7 +9,9 @@ export const PORT = 7431;
 // Set once in the main process; worker processes inherit the environment.
 process.env.SWITCHBOARD_E2E_TOKEN ||= 'e2e-' + Math.random().toString(36).slice(2);
 process.env.SWITCHBOARD_E2E_DIR ||= fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-e2e-'));
+process.env.SWITCHBOARD_E2E_MCP_TOKEN ||= 'e2e-mcp-' + Math.random().toString(36).slice(2);
 export const TOKEN = process.env.SWITCHBOARD_E2E_TOKEN;
+export const MCP_TOKEN = process.env.SWITCHBOARD_E2E_MCP_TOKEN;
 const dataDir = process.env.SWITCHBOARD_E2E_DIR;
 
 export default defineConfig({
@@ -35,6 +37,7 @@ export default defineConfig({
       SWITCHBOARD_ADDR: `127.0.0.1:${PORT}`,
       SWITCHBOARD_DB: path.join(dataDir, 'switchboard.db'),
       SWITCHBOARD_TOKEN: TOKEN,
+      SWITCHBOARD_MCP_TOKEN: MCP_TOKEN,
       PATH: process.env.PATH || '/usr/bin:/bin',
       HOME: process.env.HOME || dataDir,
     },

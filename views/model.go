@@ -150,6 +150,9 @@ type ToolItem struct {
 	Problems    []string // why an oversized or invalid tool is not offered
 	Policy      string
 	Effective   string
+	// AgentName is the name agents call the tool by ("" if it is never
+	// offered as it is).
+	AgentName string
 }
 
 // Annotation is one tool annotation.

@@ -3,9 +3,11 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/r3labs/sse/v2"
 
 	"github.com/switchboard-dev/switchboard/store"
@@ -137,7 +139,11 @@ func (s *Server) handleTry(c echo.Context) error {
 	v.Form = f
 	if !ok {
 		v.FormError = "Some arguments are not right; see the fields below."
-		return render(c, http.StatusUnprocessableEntity, views.TryPage(s.page(c, "Try "+v.Tool), v))
+		status := http.StatusUnprocessableEntity
+		if r.Header.Get(headerHXRequest) != "" {
+			status = http.StatusOK // htmx swaps only successful answers
+		}
+		return render(c, status, views.TryPage(s.page(c, "Try "+v.Tool), v))
 	}
 	start := time.Now()
 	res, err := s.mcp.call(c.Request().Context(), callRequest{Session: "dashboard", Client: "Try it", AgentName: v.AgentName, Args: args, ApprovedBy: byDashboard})
@@ -146,10 +152,30 @@ func (s *Server) handleTry(c echo.Context) error {
 		out.Text = err.Error()
 	} else {
 		out.OK, out.IsError = true, res.IsError
-		out.Text = prettyArgs(res)
+		out.Text = resultText(res)
 	}
 	v.Result = out
 	return render(c, http.StatusOK, views.TryPage(s.page(c, "Try "+v.Tool), v))
+}
+
+// resultText is a tool result for a person: each text content as it is,
+// anything else (images, resources, structured content) as indented JSON.
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+			continue
+		}
+		parts = append(parts, prettyArgs(c))
+	}
+	if res.StructuredContent != nil {
+		parts = append(parts, "structured content:\n"+prettyArgs(res.StructuredContent))
+	}
+	if len(parts) == 0 {
+		return "(an empty result)"
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // tryView reads a tool by its agent name for the Try it page.

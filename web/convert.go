@@ -118,6 +118,7 @@ func toolItem(key string, t store.ToolEntry) views.ToolItem {
 		Problems:    t.Problems,
 		Policy:      t.Policy.Policy,
 		Effective:   t.Effective,
+		AgentName:   offeredName(t),
 	}
 	if len(t.InputSchema) > 0 {
 		var buf bytes.Buffer

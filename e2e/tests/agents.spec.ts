@@ -1,0 +1,104 @@
+import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
+import { MCP_TOKEN } from '../playwright.config';
+import { EVERYTHING, FIXTURE, api, login, waitLive } from './helpers';
+
+// addVerified registers a stdio server through the API, confirms and
+// verifies it, and waits for the verification to succeed.
+async function addVerified(page: Page, id: string, command: string, args: string[]) {
+  const created = await api(page, 'POST', '/api/v1/servers', { id, name: id, transport: 'stdio', command, args });
+  expect(created.status).toBe(201);
+  const started = await api(page, 'POST', `/api/v1/servers/${id}/verify`, { confirm: true });
+  expect(started.status).toBe(202);
+  await expect.poll(async () => (await api(page, 'GET', `/api/v1/jobs/${started.body.job.id}`)).body.job.status,
+    { timeout: 30_000 }).toBe('success');
+}
+
+// rpc is a minimal MCP client over Streamable HTTP, as an agent is.
+class Agent {
+  session = '';
+  constructor(private request: APIRequestContext) {}
+  async post(body: unknown) {
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${MCP_TOKEN}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+    };
+    if (this.session) { headers['Mcp-Session-Id'] = this.session; }
+    const res = await this.request.post('/mcp', { headers, data: JSON.stringify(body), timeout: 60_000 });
+    if (!this.session) { this.session = res.headers()['mcp-session-id'] || ''; }
+    const text = await res.text();
+    // A JSON answer, or the last data line of an SSE answer.
+    const data = text.trim().startsWith('{') ? text : (text.split('\n').filter(l => l.startsWith('data:')).pop() || '').slice(5);
+    return { status: res.status(), body: data ? JSON.parse(data) : null };
+  }
+  async connect() {
+    const init = await this.post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
+      protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'playwright-agent', version: '1' } } });
+    expect(init.status).toBe(200);
+    expect(this.session).not.toBe('');
+    await this.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  }
+  call(name: string, args: unknown) {
+    return this.post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name, arguments: args } });
+  }
+}
+
+test('an ask call waits as a card on every tab until a person approves it', async ({ context, playwright }) => {
+  const page = await context.newPage();
+  await login(page);
+  await addVerified(page, 'askfx', FIXTURE, ['-tools', '2']);
+  expect((await api(page, 'PUT', '/api/v1/servers/askfx/tools/tool_000/policy', { policy: 'ask' })).status).toBe(200);
+  const other = await context.newPage();
+  await other.goto('/servers/askfx');
+  await page.goto('/agents');
+  await waitLive(page);
+  await waitLive(other);
+  await expect(page.getByTestId('upstreams')).toContainText('None');
+
+  const agentRequest = await playwright.request.newContext({ baseURL: 'http://127.0.0.1:7431' });
+  const agent = new Agent(agentRequest);
+  await agent.connect();
+  const list = await agent.post({ jsonrpc: '2.0', id: 9, method: 'tools/list' });
+  expect(list.body.result.tools.map((t: { name: string }) => t.name)).toContain('askfx__tool_000');
+  const pending = agent.call('askfx__tool_000', { id: '<b>42</b>' });
+
+  for (const p of [page, other]) {
+    const card = p.getByTestId('approval-card');
+    await expect(card).toBeVisible();
+    await expect(card.getByTestId('approval-tool')).toHaveText('tool_000');
+    await expect(card.getByTestId('approval-args')).toContainText('"id": "<b>42</b>"');
+  }
+  await page.getByTestId('approve-call').click();
+  const answer = await pending;
+  const echoed: string = answer.body.result.content[0].text;
+  expect(echoed.startsWith('tool_000 ')).toBe(true);
+  expect(JSON.parse(echoed.slice('tool_000 '.length))).toEqual({ id: '<b>42</b>' });
+  await expect(page.getByTestId('approval-card')).toHaveCount(0);
+  await expect(other.getByTestId('approval-card')).toHaveCount(0);
+
+  // The call is audited, and the server runs for the next call.
+  const row = page.getByTestId('call-row').first();
+  await expect(row.getByTestId('call-decision')).toContainText('approved by dashboard');
+  await expect(row.getByTestId('call-outcome')).toContainText('ok');
+  await expect(page.getByTestId('upstream-row')).toHaveCount(1);
+  await agentRequest.dispose();
+});
+
+test('Try it calls server-everything echo through the endpoint and shows the result', async ({ page }) => {
+  await login(page);
+  await addVerified(page, 'tryeverything', 'node', [EVERYTHING, 'stdio']);
+  await page.goto('/servers/tryeverything');
+  const row = page.locator('[data-testid=tool-row][data-tool-name=echo]');
+  await expect(row.getByTestId('agent-name')).toHaveText('tryeverything__echo');
+  await row.getByTestId('try-link').click();
+  await expect(page).toHaveURL(/\/tools\/tryeverything__echo$/);
+  await waitLive(page);
+  const message = page.getByLabel('message');
+  await message.fill('hello <from> playwright');
+  await page.getByTestId('try-submit').click();
+  await expect(page.getByTestId('try-output')).toContainText('Echo: hello <from> playwright', { timeout: 30_000 });
+  // An empty required field is a per-field error, nothing called.
+  await message.fill('');
+  await page.getByTestId('try-submit').click();
+  await expect(page.locator('.field-error')).toContainText('required');
+});
