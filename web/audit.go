@@ -16,10 +16,11 @@ import (
 // routed call does not wait for a disk sync; close writes what is left.
 // Nothing is dropped: when the queue is full, add waits.
 type auditLog struct {
-	s     *Server
-	queue chan store.Call
-	done  chan struct{}
-	once  sync.Once
+	s      *Server
+	queue  chan store.Call
+	done   chan struct{}
+	mu     sync.RWMutex // closed, and sends on queue
+	closed bool
 }
 
 // auditFlush is the longest a record waits before it is written.
@@ -31,7 +32,19 @@ func newAuditLog(s *Server) *auditLog {
 	return a
 }
 
-func (a *auditLog) add(c store.Call) { a.queue <- c }
+// add queues a record. A call that ends after close (its HTTP handler
+// outlived the shutdown) is written at once.
+func (a *auditLog) add(c store.Call) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.closed {
+		if err := a.s.store.AppendCalls([]store.Call{c}); err != nil {
+			a.s.log.Error("write the call audit log", "calls", 1, "err", err)
+		}
+		return
+	}
+	a.queue <- c
+}
 
 func (a *auditLog) run() {
 	defer close(a.done)
@@ -68,7 +81,12 @@ func (a *auditLog) run() {
 // close writes the records still queued and stops the writer; no call
 // may be added after it.
 func (a *auditLog) close() {
-	a.once.Do(func() { close(a.queue) })
+	a.mu.Lock()
+	if !a.closed {
+		a.closed = true
+		close(a.queue)
+	}
+	a.mu.Unlock()
 	<-a.done
 }
 

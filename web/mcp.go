@@ -100,6 +100,11 @@ type mcpEndpoint struct {
 
 	approvals *approvals
 	audit     *auditLog
+
+	rebuild   chan struct{} // a store change to catch up with (see storeChanged)
+	quit      chan struct{} // closed by close
+	stopped   chan struct{} // closed when the rebuild loop ended
+	closeOnce sync.Once
 }
 
 func newMCPEndpoint(s *Server, cfg MCPConfig, v *discovery.Verifier) *mcpEndpoint {
@@ -109,7 +114,8 @@ func newMCPEndpoint(s *Server, cfg MCPConfig, v *discovery.Verifier) *mcpEndpoin
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
-	e := &mcpEndpoint{s: s, cfg: cfg, sessions: newMCPSessions(), canonical: map[string][]byte{}}
+	e := &mcpEndpoint{s: s, cfg: cfg, sessions: newMCPSessions(), canonical: map[string][]byte{},
+		rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 	poolCfg := cfg.Pool
 	poolCfg.OnChange = e.upstreamChanged
 	e.pool = discovery.NewPool(v, poolCfg)
@@ -140,24 +146,49 @@ func newMCPEndpoint(s *Server, cfg MCPConfig, v *discovery.Verifier) *mcpEndpoin
 	return e
 }
 
-// start reads the token and builds the first offer.
+// start reads the token, builds the first offer and starts the loop that
+// rebuilds it after store changes.
 func (e *mcpEndpoint) start() error {
 	if !e.fixedToken {
 		tok, err := e.s.store.MCPToken()
 		if err != nil {
+			close(e.stopped)
 			return err
 		}
 		e.token.Store(&tok)
 	}
-	_, err := e.current()
-	return err
+	if _, err := e.current(); err != nil {
+		close(e.stopped)
+		return err
+	}
+	go func() {
+		defer close(e.stopped)
+		for {
+			select {
+			case <-e.rebuild:
+				if _, err := e.current(); err != nil {
+					e.s.log.Error("rebuild the MCP offer", "err", err)
+				}
+			case <-e.quit:
+				return
+			}
+		}
+	}()
+	return nil
 }
 
+// close denies waiting calls, stops the upstream sessions and the
+// endpoint, and writes the audit log's last records. It may be called
+// more than once.
 func (e *mcpEndpoint) close() {
-	e.approvals.closeAll()
-	e.pool.Close()
-	e.h.Shutdown(context.Background())
-	e.audit.close()
+	e.closeOnce.Do(func() {
+		close(e.quit)
+		<-e.stopped
+		e.approvals.closeAll()
+		e.pool.Close()
+		e.h.Shutdown(context.Background())
+		e.audit.close()
+	})
 }
 
 // Token is the endpoint's bearer token.
@@ -181,14 +212,17 @@ func (e *mcpEndpoint) rotate() error {
 	return nil
 }
 
-// storeChanged rebuilds the offer after a committed change, which tells
-// agents if it changed.
+// storeChanged has the offer rebuilt after a committed change (which
+// tells agents if it changed), in the background: the change's own
+// request does not wait for a catalog read. Reads that come first
+// rebuild it themselves (see current).
 func (e *mcpEndpoint) storeChanged(c store.Change) {
 	if srv, err := e.s.store.Server(c.ServerID); err != nil || !srv.Enabled || !srv.LaunchConfirmedNow() {
 		e.pool.Stop(c.ServerID) // deleted, disabled, or its launch awaits a person
 	}
-	if _, err := e.current(); err != nil {
-		e.s.log.Error("rebuild the MCP offer", "err", err)
+	select {
+	case e.rebuild <- struct{}{}:
+	default: // one pending rebuild reads every change before it
 	}
 }
 
