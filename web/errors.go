@@ -24,8 +24,9 @@ func (e *apiError) Error() string { return e.Message }
 // is logged.
 const internalMessage = "something went wrong inside Switchboard; the log has the details"
 
-// handleError turns any handler error into a response: JSON for the API,
-// an alert fragment for htmx, an error page otherwise.
+// handleError turns any handler error into a response: JSON for the API
+// and the MCP endpoint, an alert fragment for htmx, an error page
+// otherwise.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -52,7 +53,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	switch {
 	case r.Method == http.MethodHead:
 		werr = c.NoContent(status)
-	case strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/healthz":
+	case strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/healthz" || r.URL.Path == "/mcp":
 		body := map[string]any{"error": msg}
 		if len(fields) > 0 {
 			body["fields"] = fields

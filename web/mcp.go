@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -372,10 +373,10 @@ type rpcRequest struct {
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
 	Params  struct {
-		Cursor    string          `json:"cursor"`
-		Name      string          `json:"name"`
-		Arguments any             `json:"arguments"`
-		Meta      json.RawMessage `json:"_meta"`
+		Cursor    string    `json:"cursor"`
+		Name      string    `json:"name"`
+		Arguments any       `json:"arguments"`
+		Meta      *mcp.Meta `json:"_meta"`
 	} `json:"params"`
 }
 
@@ -384,7 +385,7 @@ type rpcRequest struct {
 func parseRequest(r *http.Request, body []byte) (rpcRequest, bool) {
 	var req rpcRequest
 	if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || json.Unmarshal(body, &req) != nil ||
-		req.JSONRPC != "2.0" || len(req.ID) == 0 || string(req.ID) == "null" || len(req.Params.Meta) > 0 {
+		req.JSONRPC != "2.0" || len(req.ID) == 0 || string(req.ID) == "null" || mcp.IsModernProtocol(req.Params.Meta.ProtocolVersion()) {
 		return req, false
 	}
 	return req, true
@@ -406,20 +407,25 @@ func (e *mcpEndpoint) refuseCall(c echo.Context, req rpcRequest) error {
 	return c.JSON(http.StatusOK, answer)
 }
 
-// writeList answers a tools/list request from the offer.
+// writeList answers a tools/list request from the offer, writing its
+// encoded list as it is.
 func (e *mcpEndpoint) writeList(c echo.Context, id json.RawMessage) error {
 	o, err := e.current()
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(o.list) + len(id) + 48)
-	buf.WriteString(`{"jsonrpc":"2.0","id":`)
-	buf.Write(id)
-	buf.WriteString(`,"result":{"tools":`)
-	buf.Write(o.list)
-	buf.WriteString(`}}`)
-	return c.Blob(http.StatusOK, "application/json", buf.Bytes())
+	head := append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":{"tools":`...)
+	tail := []byte(`}}`)
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	w.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(head)+len(o.list)+len(tail)))
+	w.WriteHeader(http.StatusOK)
+	for _, b := range [][]byte{head, o.list, tail} {
+		if _, err := w.Write(b); err != nil {
+			return nil // the agent went away
+		}
+	}
+	return nil
 }
 
 // upstreamChanged tells the dashboard that an upstream session opened or

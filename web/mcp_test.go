@@ -240,8 +240,15 @@ func TestMCPListFromCatalog(t *testing.T) {
 			t.Errorf("POST /mcp with token %q = %d; want 401 with WWW-Authenticate", tok, rec.Code)
 		}
 	}
+	// A refused Host gets a JSON error, as an MCP client expects.
+	r := newRequest(http.MethodPost, "/mcp", strings.NewReader(`{}`))
+	r.Host = "evil.example"
+	r.Header.Set("Authorization", "Bearer "+testMCPToken)
+	if rec := e.serve(r); rec.Code != http.StatusForbidden || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		t.Errorf("POST /mcp with a foreign Host = %d %s; want 403 in JSON", rec.Code, rec.Header().Get("Content-Type"))
+	}
 	// A list without a session is not answered from the offer.
-	r := newRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	r = newRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	r.Header.Set("Authorization", "Bearer "+testMCPToken)
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Accept", "application/json, text/event-stream")
@@ -286,6 +293,18 @@ func TestMCPCallRouting(t *testing.T) {
 	}
 	if _, err = c.call("alpha__nope", nil); err == nil {
 		t.Error("call of an unknown tool succeeded")
+	}
+	// A request asking for progress (params._meta) is refused and
+	// audited the same way.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "alpha__drop"}}
+	req.Params.Meta = &mcp.Meta{ProgressToken: "p1"}
+	if _, err = c.CallTool(ctx, req); err == nil || !strings.Contains(err.Error(), "policy is deny") {
+		t.Errorf("call of a denied tool with _meta = %v; want refused, policy deny", err)
+	}
+	if call := e.waitCall(5); call["tool"] != "drop" || call["decision"] != "denied" {
+		t.Errorf("audited call with _meta = %v", call)
 	}
 	if n := procsWith(m.marker); n != 0 {
 		t.Errorf("%d upstream processes after refused calls; want none", n)

@@ -67,13 +67,16 @@ func TestQuickRun(t *testing.T) {
 		"RSS growth with 15 tools stored (warmed)",
 		"SSE fan-out: status event to 5 clients, p99",
 		"SSE fan-out: one stalled client's cost to the others (median of each event's p99)",
+		"tools/list via /mcp, 15 tools, no upstream started, p50 (POST → last byte received; the JSON is checked after)",
+		"tools/list via /mcp, 15 tools, mcp-go client.ListTools p50",
+		"tools/call via /mcp of a trivial fixture tool (upstream running), p50",
 	} {
 		if !names[want] {
 			t.Errorf("no figure %q", want)
 		}
 	}
-	if len(report.Figures) < 16 {
-		t.Errorf("%d figures, want every group's (at least 16)", len(report.Figures))
+	if len(report.Figures) < 19 {
+		t.Errorf("%d figures, want every group's (at least 19)", len(report.Figures))
 	}
 	t.Logf("quick run:\n%s", stdout.String())
 }
