@@ -622,8 +622,9 @@ func TestHostileToolData(t *testing.T) {
 					t.Errorf("%d warnings, want one for each of the 3 kinds of odd entries: %q", len(res.Warnings), res.Warnings)
 				}
 				d := flagged(t, res, 2, "d", ToolInvalid, "different definitions under this name")
-				if len(res.Tools) != 103 || len(d.Problems) != 1 {
-					t.Errorf("%d tools, d has problems %q; want tool_000, tool_001, t0 to t99 and d, with one problem", len(res.Tools), d.Problems)
+				// d's definitions also lack the inputSchema MCP requires.
+				if len(res.Tools) != 103 || len(d.Problems) != 2 || d.Problems[0] != "it has no inputSchema (MCP requires one)" {
+					t.Errorf("%d tools, d has problems %q; want tool_000, tool_001, t0 to t99 and d, with two problems", len(res.Tools), d.Problems)
 				}
 			}},
 		{num: 27, name: "huge-schema", args: []string{"-tools", "2"}, limits: big, max: 30 * time.Second, maxAlloc: 200 << 20,

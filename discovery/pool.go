@@ -106,19 +106,24 @@ func (p *Pool) Call(ctx context.Context, id, config string, t Target, initTimeou
 	}
 	defer p.release(e)
 	if opener {
+		// Opened under the pool's context, not this call's: other calls
+		// may be waiting for the same session, and a caller that gives
+		// up must not fail them. Open bounds itself (initTimeout, the
+		// list timeout); Close cuts it short.
 		info.Started = true
-		octx, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(p.ctx, cancel) // Close cuts an opening short
-		s, err := p.v.Open(octx, t, initTimeout)
-		stop()
-		cancel()
-		p.opened(e, s, err)
-	} else {
-		select {
-		case <-e.ready:
-		case <-ctx.Done():
-			return nil, info, newError(ClassTimeout, PhaseStarting, "the server did not start before the call's deadline", ctx.Err())
+		go func() {
+			defer p.wg.Done() // added by acquire
+			s, err := p.v.Open(p.ctx, t, initTimeout)
+			p.opened(e, s, err)
+		}()
+	}
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, info, newError(ClassCancelled, PhaseStarting, "the call was cancelled while the server started", ctx.Err())
 		}
+		return nil, info, newError(ClassTimeout, PhaseStarting, "the server did not start before the call's deadline", ctx.Err())
 	}
 	if e.err != nil {
 		return nil, info, e.err
@@ -128,7 +133,8 @@ func (p *Pool) Call(ctx context.Context, id, config string, t Target, initTimeou
 }
 
 // acquire finds or makes the entry of server id, counting the call in.
-// opener says the caller must open its session.
+// opener says the caller must start opening its session (counted in
+// p.wg).
 func (p *Pool) acquire(ctx context.Context, id, config string) (*poolEntry, bool, error) {
 	p.mu.Lock()
 	for {
@@ -150,6 +156,7 @@ func (p *Pool) acquire(ctx context.Context, id, config string) (*poolEntry, bool
 		if len(p.entries) < p.cfg.MaxRunning || p.evictLocked() {
 			e = &poolEntry{id: id, config: config, ready: make(chan struct{}), inflight: 1, lastUsed: time.Now()}
 			p.entries[id] = e
+			p.wg.Add(1) // the opener, see Call
 			p.mu.Unlock()
 			return e, true, nil
 		}

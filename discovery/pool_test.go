@@ -250,3 +250,33 @@ func TestPoolServerDiesAndResultCap(t *testing.T) {
 		t.Errorf("call with a big result = %v; want too_large", err)
 	}
 }
+
+// The call that starts a server giving up does not fail the calls
+// waiting for the same start.
+func TestPoolOpenerGivesUp(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tools.json")
+	toolsFile(t, file, map[string]string{"echo": "e"})
+	target := Target{Transport: TransportStdio, Command: fixture, Args: []string{"-tools-file", file}}
+	pin := pins(t, target)["echo"]
+	target.Args = append(target.Args, "-startup-delay", "400ms")
+	p := NewPool(NewVerifier(Limits{}, nil), PoolConfig{})
+	defer p.Close()
+	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	waiter := make(chan error, 1)
+	go func() {
+		time.Sleep(20 * time.Millisecond) // after the opener
+		res, info, err := p.Call(context.Background(), "fx", "c", target, 0, "echo", pin, nil)
+		if err == nil && (info.Started || resultText(res) != "echo {}") {
+			err = errors.New("the waiter started the server itself, or got another answer")
+		}
+		waiter <- err
+	}()
+	var e *Error
+	if _, info, err := p.Call(short, "fx", "c", target, 0, "echo", pin, nil); !info.Started || !errors.As(err, &e) || e.Class != ClassTimeout {
+		t.Errorf("opener with a short deadline = %+v, %v; want started, a timeout", info, err)
+	}
+	if err := <-waiter; err != nil {
+		t.Errorf("call waiting for the same start = %v; want served", err)
+	}
+}

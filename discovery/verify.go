@@ -769,6 +769,9 @@ func decodeTool(raw json.RawMessage, l Limits) (Tool, error) {
 	if !toolName.MatchString(t.Name) {
 		flag(ToolInvalid, "its name is outside the MCP tool name charset (1 to 128 of A-Z a-z 0-9 _ - .)")
 	}
+	for _, problem := range shapeProblems(raw) {
+		flag(ToolInvalid, problem)
+	}
 
 	for _, s := range []struct {
 		what string
@@ -804,6 +807,59 @@ func decodeTool(raw json.RawMessage, l Limits) (Tool, error) {
 		t.Raw = append(json.RawMessage(nil), t.Raw...)
 	}
 	return t, nil
+}
+
+// shapeProblems checks a tool object against the shape MCP's Tool schema
+// gives it, which clients check a whole tools/list against: one tool
+// outside it can fail an agent's list of every server's tools.
+// inputSchema is required and, like outputSchema, must be an object
+// schema of type "object"; title and description are strings; annotations
+// and _meta are objects.
+func shapeProblems(raw json.RawMessage) []string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return nil // reported elsewhere
+	}
+	var out []string
+	objectSchema := func(key string, required bool) {
+		v, ok := fields[key]
+		if !ok {
+			if required {
+				out = append(out, "it has no "+key+" (MCP requires one)")
+			}
+			return
+		}
+		var schema struct {
+			Type json.RawMessage `json:"type"`
+		}
+		if kind(v) != '{' || json.Unmarshal(v, &schema) != nil || string(schema.Type) != `"object"` {
+			out = append(out, "its "+key+` is not a JSON Schema object of type "object" (MCP requires one)`)
+		}
+	}
+	objectSchema("inputSchema", true)
+	objectSchema("outputSchema", false)
+	for _, key := range []string{"title", "description"} {
+		if v, ok := fields[key]; ok && kind(v) != '"' {
+			out = append(out, "its "+key+" is not a string")
+		}
+	}
+	if v, ok := fields["annotations"]; ok && kind(v) != '{' {
+		out = append(out, "its annotations are not an object")
+	}
+	if v, ok := fields["_meta"]; ok && kind(v) != '{' {
+		out = append(out, "its _meta is not an object")
+	}
+	return out
+}
+
+// kind is the first byte of a JSON value: '{', '[', '"', 'n', 't', 'f' or
+// a digit or '-'.
+func kind(v json.RawMessage) byte {
+	v = bytes.TrimLeft(v, " \t\r\n")
+	if len(v) == 0 {
+		return 0
+	}
+	return v[0]
 }
 
 // jsonDepth returns how deeply objects and arrays nest in b, counting

@@ -14,13 +14,14 @@ import (
 // Agent names: the names agents call tools by through Switchboard's MCP
 // endpoint. Clients accept only [a-zA-Z0-9_-] and at most 64 characters,
 // and tools of different servers must not clash, so a tool is offered as
-// server__tool, with anything else in its name replaced by '_' and the
-// whole cut to 64 characters. Two tools of one server can then come out
-// alike (a.b and a_b; two long names with the same first 60 characters):
-// the later one gets a suffix. A name, once given, is stored with the tool
-// and kept for as long as the tool is known, so it never moves to another
-// tool when tools come and go, and the per-server map from agent name to
-// tool name (bucketAgentNames) turns a call back into its tool.
+// server__tool; a name that had to be changed for that (characters
+// replaced by '_', cut to 64) also gets a short hash of the tool's own
+// name, so two tools of one server that come out alike (a.b and a_b; two
+// long names with the same first 60 characters) stay apart, the same in
+// any order and on any machine. A name, once given, is stored with the
+// tool and kept for as long as the tool is known, so it never moves to
+// another tool when tools come and go, and the per-server map from agent
+// name to tool name (bucketAgentNames) turns a call back into its tool.
 
 // MaxAgentName is the longest agent name.
 const MaxAgentName = 64
@@ -34,22 +35,27 @@ const AgentSeparator = "__"
 // has.
 var ErrAgentNameUnknown = errors.New("store: no tool has this agent name")
 
-// agentNameBase is the agent name a tool gets when no other tool of its
-// server has it yet.
-func agentNameBase(serverID, tool string) string {
+// agentNameBase is server__tool with every character outside
+// [a-zA-Z0-9_-] replaced by '_', cut to MaxAgentName; changed says it is
+// not exactly server__tool.
+func agentNameBase(serverID, tool string) (base string, changed bool) {
 	var b strings.Builder
 	b.Grow(len(serverID) + len(AgentSeparator) + len(tool))
 	b.WriteString(serverID)
 	b.WriteString(AgentSeparator)
-	for i := 0; i < len(tool) && b.Len() < MaxAgentName; i++ {
+	for i := 0; i < len(tool); i++ {
+		if b.Len() == MaxAgentName {
+			return b.String(), true
+		}
 		c := tool[i]
 		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
 			b.WriteByte(c)
 		} else {
 			b.WriteByte('_')
+			changed = true
 		}
 	}
-	return b.String()
+	return b.String(), changed
 }
 
 // withSuffix cuts base so that base+suffix fits MaxAgentName.
@@ -60,9 +66,23 @@ func withSuffix(base, suffix string) string {
 	return base + suffix
 }
 
-// assignAgentName gives t its agent name: the one it had (old), or the
-// first free one of its base, the base with a short hash of the tool's
-// name, or that with a counter. It records the name in the server's map.
+// agentName is the agent name a tool gets from its names alone: server__tool
+// if that is safe as it is, else the safe form with a short hash of the
+// tool's name, so that a.b and a_b, or two long names alike in their
+// first 60 characters, never meet, whatever order they come in.
+func agentName(serverID, tool string) string {
+	base, changed := agentNameBase(serverID, tool)
+	if !changed {
+		return base
+	}
+	sum := sha256.Sum256([]byte(tool))
+	return withSuffix(base, "_"+hex.EncodeToString(sum[:])[:8])
+}
+
+// assignAgentName gives t its agent name: the one it had (old), or
+// agentName, or (if another tool of the server has that, which takes a
+// name built to look like another's hash) that with a counter. It
+// records the name in the server's map.
 func assignAgentName(tx *bolt.Tx, t *Tool, old string) error {
 	nb, err := tx.Bucket(bucketAgentNames).CreateBucketIfNotExists([]byte(t.ServerID))
 	if err != nil {
@@ -79,15 +99,10 @@ func assignAgentName(tx *bolt.Tx, t *Tool, old string) error {
 		v := nb.Get([]byte(name))
 		return v == nil || string(v) == t.Name
 	}
-	base := agentNameBase(t.ServerID, t.Name)
-	name := base
-	if !free(name) {
-		sum := sha256.Sum256([]byte(t.Name))
-		hashed := withSuffix(base, "_"+hex.EncodeToString(sum[:])[:6])
-		name = hashed
-		for n := 2; !free(name); n++ {
-			name = withSuffix(hashed, "_"+strconv.Itoa(n))
-		}
+	first := agentName(t.ServerID, t.Name)
+	name := first
+	for n := 2; !free(name); n++ {
+		name = withSuffix(first, "_"+strconv.Itoa(n))
 	}
 	t.AgentName = name
 	return nb.Put([]byte(name), []byte(t.Name))

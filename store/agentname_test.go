@@ -1,6 +1,8 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"regexp"
 	"strings"
@@ -43,19 +45,33 @@ func TestAgentNames(t *testing.T) {
 		mkTool("read_file", "v1"), mkTool("a.b", "v1"), mkTool("a_b", "v1"),
 		mkTool(long+"-one", "v1"), mkTool(long+"-two", "v1"), mkTool("ü/名前", "v1")))
 	names := agentNames(t, db, s.ID)
+	hashed := func(base, tool string) string {
+		sum := sha256.Sum256([]byte(tool))
+		return withSuffix(base, "_"+hex.EncodeToString(sum[:])[:8])
+	}
 	for tool, want := range map[string]string{
-		"read_file": "files__read_file",
-		// a.b sorts first, so it is verified first and gets the plain name
-		"a.b":         "files__a_b",
-		"ü/名前":        "files__" + strings.Repeat("_", len("ü/名前")),
-		long + "-one": ("files__" + long)[:64],
+		"read_file":   "files__read_file",
+		"a_b":         "files__a_b",
+		"a.b":         hashed("files__a_b", "a.b"),
+		"ü/名前":        hashed("files__"+strings.Repeat("_", len("ü/名前")), "ü/名前"),
+		long + "-one": hashed("files__"+long, long+"-one"),
+		long + "-two": hashed("files__"+long, long+"-two"),
 	} {
 		if names[tool] != want {
 			t.Errorf("agent name of %q = %q; want %q", tool, names[tool], want)
 		}
 	}
-	if a := names["a_b"]; a == "files__a_b" || !strings.HasPrefix(a, "files__a_b_") {
-		t.Errorf("agent name of a_b (its base taken by a.b) = %q; want files__a_b_<suffix>", a)
+	// The same names in another order, on another server: the same.
+	other := mustCreate(t, db, stdioServer("other"))
+	mustRecordSuccess(t, db, other.ID, verification(other, "j1", at(1), mkTool("a_b", "v1"), mkTool("a.b", "v1")))
+	if got := agentNames(t, db, other.ID); got["a.b"] != hashed("other__a_b", "a.b") || got["a_b"] != "other__a_b" {
+		t.Errorf("agent names on another server = %v; want the same rule", got)
+	}
+	// A tool named like another's hashed name gets a counter.
+	mustRecordSuccess(t, db, other.ID, verification(other, "j2", at(2), mkTool("a_b", "v1"), mkTool("a.b", "v1"),
+		mkTool(strings.TrimPrefix(hashed("other__a_b", "a.b"), "other__"), "v1")))
+	if got := agentNames(t, db, other.ID)[strings.TrimPrefix(hashed("other__a_b", "a.b"), "other__")]; got != hashed("other__a_b", "a.b")+"_2" {
+		t.Errorf("agent name of a tool named like a hashed name = %q; want it with _2", got)
 	}
 
 	// Names stay with their tools: a.b goes missing and a new tool whose
@@ -136,7 +152,7 @@ func TestMigrateToSchema3(t *testing.T) {
 	}
 	db.Close()
 	db = mustOpenPath(t, path, Options{})
-	if got := agentNames(t, db, "files"); got["read"] != "files__read" || got["a.b"] != "files__a_b" {
+	if got := agentNames(t, db, "files"); got["read"] != "files__read" || got["a.b"] != agentName("files", "a.b") {
 		t.Errorf("agent names after migration = %v", got)
 	}
 }

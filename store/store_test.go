@@ -174,7 +174,7 @@ func mustTools(t *testing.T, db *DB, id string) map[string]ToolEntry {
 // verification of server id.
 func entry(id string, tool Tool, state string, first, last time.Time, p Policy) ToolEntry {
 	tool.ServerID = id
-	tool.AgentName = agentNameBase(id, tool.Name)
+	tool.AgentName = agentName(id, tool.Name)
 	tool.State = state
 	tool.FirstSeen = first
 	tool.LastSeen = last

@@ -113,7 +113,7 @@ const maxTryBody = 2 << 20
 
 // handleTryPage serves GET /tools/:agent: the Try it form of one tool.
 func (s *Server) handleTryPage(c echo.Context) error {
-	v, err := s.tryView(c.Param("agent"))
+	v, _, err := s.tryView(c.Param("agent"))
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (s *Server) handleTryPage(c echo.Context) error {
 // through the same path as an agent's call, approved by the person who
 // pressed the button.
 func (s *Server) handleTry(c echo.Context) error {
-	v, err := s.tryView(c.Param("agent"))
+	v, entry, err := s.tryView(c.Param("agent"))
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,6 @@ func (s *Server) handleTry(c echo.Context) error {
 	if err != nil {
 		return &apiError{Status: http.StatusBadRequest, Message: "cannot read the form (at most 2 MiB)"}
 	}
-	entry, _, _ := s.store.ToolByAgentName(v.AgentName)
 	args, f, ok := formArgs(entry.InputSchema, form)
 	v.Form = f
 	if !ok {
@@ -179,18 +178,18 @@ func resultText(res *mcp.CallToolResult) string {
 }
 
 // tryView reads a tool by its agent name for the Try it page.
-func (s *Server) tryView(agent string) (views.TryView, error) {
+func (s *Server) tryView(agent string) (views.TryView, store.ToolEntry, error) {
 	entry, _, err := s.store.ToolByAgentName(agent)
 	if errors.Is(err, store.ErrAgentNameUnknown) {
-		return views.TryView{}, &apiError{Status: http.StatusNotFound, Message: "no tool has this name"}
+		return views.TryView{}, entry, &apiError{Status: http.StatusNotFound, Message: "no tool has this name"}
 	}
 	if err != nil {
-		return views.TryView{}, err
+		return views.TryView{}, entry, err
 	}
 	srv, err := s.store.Server(entry.ServerID)
 	if err != nil {
-		return views.TryView{}, notFound(err)
+		return views.TryView{}, entry, notFound(err)
 	}
 	return views.TryView{AgentName: entry.AgentName, ServerID: srv.ID, ServerName: srv.Name, Tool: entry.Name,
-		Description: entry.Description, Policy: entry.Effective, Form: schemaForm(entry.InputSchema)}, nil
+		Description: entry.Description, Policy: entry.Effective, Form: schemaForm(entry.InputSchema)}, entry, nil
 }

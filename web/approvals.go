@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 	"sync"
@@ -42,9 +43,11 @@ type approvals struct {
 	closed  bool
 }
 
-var (
-	errApprovalGone = errors.New("this call is no longer waiting: it was decided, timed out, or the agent gave up")
-)
+var errApprovalGone = errors.New("this call is no longer waiting: it was decided, timed out, or the agent gave up")
+
+// maxPending bounds the calls waiting for a person: each is a card on
+// every tab.
+const maxPending = 32
 
 func newApprovals(s *Server) *approvals {
 	return &approvals{s: s, pending: map[string]*approval{}}
@@ -62,6 +65,10 @@ func (a *approvals) ask(ctx context.Context, ap *approval, timeout time.Duration
 	if a.closed {
 		a.mu.Unlock()
 		return false, bySwitch, "Switchboard is shutting down"
+	}
+	if len(a.pending) >= maxPending {
+		a.mu.Unlock()
+		return false, bySwitch, fmt.Sprintf("%d calls are already waiting for a person; try again later", maxPending)
 	}
 	a.pending[ap.ID] = ap
 	a.mu.Unlock()
@@ -141,7 +148,9 @@ func (a *approvals) event() *sse.Event {
 
 func (a *approvals) publish() { a.s.hub.Publish(a.event()) }
 
-// handleDecideForm serves POST /approvals/:id from a card's buttons.
+// handleDecideForm serves POST /approvals/:id from a card's buttons
+// (htmx, which sends the CSRF token; the cards are the same on every tab,
+// so they hold none).
 func (s *Server) handleDecideForm(c echo.Context) error {
 	approve, err := decision(c.FormValue("decision"))
 	if err != nil {
@@ -150,10 +159,7 @@ func (s *Server) handleDecideForm(c echo.Context) error {
 	if err := s.mcp.approvals.decide(c.Param("id"), approve, byDashboard, "a person denied the call in the dashboard"); err != nil {
 		return &apiError{Status: http.StatusNotFound, Message: err.Error()}
 	}
-	if c.Request().Header.Get(headerHXRequest) != "" {
-		return c.NoContent(http.StatusNoContent)
-	}
-	return c.Redirect(http.StatusSeeOther, "/agents")
+	return c.NoContent(http.StatusNoContent) // the cards update over SSE
 }
 
 func decision(v string) (bool, error) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,17 +72,12 @@ type MCPConfig struct {
 	Pool discovery.PoolConfig
 }
 
-// offered is one tool of the offer.
-type offered struct {
-	serverID, tool, pin string
-}
-
 // offer is what agents are offered at one store revision.
 type offer struct {
 	revision string
-	list     []byte // the JSON array of tool objects
-	hash     string // of list
-	tools    map[string]offered
+	list     []byte          // the JSON array of tool objects
+	hash     string          // of list
+	tools    map[string]bool // by agent name
 }
 
 type mcpEndpoint struct {
@@ -94,6 +90,10 @@ type mcpEndpoint struct {
 
 	token      atomic.Pointer[string]
 	fixedToken bool
+	// authLimit counts failed MCP tokens per address, apart from the
+	// dashboard's: an agent retrying a rotated token must not lock the
+	// person out of the dashboard (agents and browser share 127.0.0.1).
+	authLimit *failureLimiter
 
 	offer     atomic.Pointer[offer]
 	buildMu   sync.Mutex        // one build at a time
@@ -115,7 +115,7 @@ func newMCPEndpoint(s *Server, cfg MCPConfig, v *discovery.Verifier) *mcpEndpoin
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
-	e := &mcpEndpoint{s: s, cfg: cfg, sessions: newMCPSessions(), canonical: map[string][]byte{},
+	e := &mcpEndpoint{s: s, cfg: cfg, sessions: newMCPSessions(), canonical: map[string][]byte{}, authLimit: newFailureLimiter(),
 		rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 	poolCfg := cfg.Pool
 	poolCfg.OnChange = e.upstreamChanged
@@ -137,7 +137,6 @@ func newMCPEndpoint(s *Server, cfg MCPConfig, v *discovery.Verifier) *mcpEndpoin
 	e.h = server.NewStreamableHTTPServer(e.srv,
 		server.WithEndpointPath("/mcp"),
 		server.WithSessionIdManager(e.sessions),
-		server.WithSessionIdleTTL(mcpSessionIdle),
 		server.WithStreamableHTTPProtocolVersions(mcpProtocolVersions...),
 		server.WithStreamableHTTPLogger(s.log.With("part", "mcp")))
 	if cfg.Token != "" {
@@ -164,12 +163,16 @@ func (e *mcpEndpoint) start() error {
 	}
 	go func() {
 		defer close(e.stopped)
+		sweep := time.NewTicker(mcpSessionIdle / 4)
+		defer sweep.Stop()
 		for {
 			select {
 			case <-e.rebuild:
 				if _, err := e.current(); err != nil {
 					e.s.log.Error("rebuild the MCP offer", "err", err)
 				}
+			case <-sweep.C:
+				e.endIdleSessions(time.Now().Add(-mcpSessionIdle))
 			case <-e.quit:
 				return
 			}
@@ -256,16 +259,15 @@ func (e *mcpEndpoint) current() (*offer, error) {
 	return o, nil
 }
 
-// offerable reports whether a tool is offered to agents.
+// offerable reports whether a tool is offered to agents (see refusal).
 func offerable(sum *store.Summary, t store.ToolEntry) bool {
-	return sum.Server.Enabled && sum.Server.LaunchConfirmedNow() && t.State == store.ToolActive &&
-		t.Pin == t.Policy.Pin && (t.Effective == store.PolicyAllow || t.Effective == store.PolicyAsk) &&
-		t.AgentName != "" && len(t.Raw) > 0
+	_, reason := refusal(sum.Server, t)
+	return reason == ""
 }
 
 // build reads the catalog and encodes the offer (buildMu held).
 func (e *mcpEndpoint) build() (*offer, error) {
-	o := &offer{tools: map[string]offered{}}
+	o := &offer{tools: map[string]bool{}}
 	var list bytes.Buffer
 	list.WriteByte('[')
 	used := make(map[string][]byte, len(e.canonical))
@@ -287,7 +289,7 @@ func (e *mcpEndpoint) build() (*offer, error) {
 			list.WriteByte(',')
 		}
 		list.Write(def)
-		o.tools[t.AgentName] = offered{serverID: t.ServerID, tool: t.Name, pin: t.Pin}
+		o.tools[t.AgentName] = true
 		return nil
 	})
 	if err != nil {
@@ -328,14 +330,14 @@ func (e *mcpEndpoint) handleMCP(c echo.Context) error {
 	r, w := c.Request(), c.Response()
 	header := r.Header.Get(echo.HeaderAuthorization)
 	if header != "" {
-		if err := e.s.limitAuth(c); err != nil {
+		if err := limitBy(e.authLimit, c); err != nil {
 			return err
 		}
 	}
 	scheme, token, _ := strings.Cut(header, " ")
 	if !strings.EqualFold(scheme, "Bearer") || !equal(strings.TrimSpace(token), e.Token()) {
 		if header != "" {
-			e.s.authLimit.failed(clientOf(c))
+			e.authLimit.failed(clientOf(c))
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard-mcp"`)
 		return &apiError{Status: http.StatusUnauthorized, Message: "missing or invalid MCP bearer token (see Agents in the dashboard)"}
@@ -349,20 +351,23 @@ func (e *mcpEndpoint) handleMCP(c echo.Context) error {
 			}
 			return &apiError{Status: http.StatusBadRequest, Message: "cannot read the request body"}
 		}
-		if req, ok := parseRequest(r, body); ok && e.sessions.isLive(r.Header.Get(server.HeaderKeySessionID)) {
+		if req, ok := parseRequest(r, body); ok && e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
 			switch req.Method {
 			case string(mcp.MethodToolsList):
-				if req.Params.Cursor == "" {
-					return e.writeList(c, req.ID)
+				if req.Params.Cursor != "" { // the offer is one page: no cursor was ever given
+					return c.JSON(http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": req.ID,
+						"error": map[string]any{"code": mcp.INVALID_PARAMS, "message": "invalid cursor: Switchboard lists every tool in one page"}})
 				}
+				return e.writeList(c, req.ID)
 			case string(mcp.MethodToolsCall):
-				if o, err := e.current(); err == nil && o.tools[req.Params.Name] == (offered{}) {
+				if o, err := e.current(); err == nil && !o.tools[req.Params.Name] {
 					return e.refuseCall(c, req)
 				}
 			}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
+	e.sessions.touch(r.Header.Get(server.HeaderKeySessionID))
 	e.h.ServeHTTP(w, r)
 	return nil
 }
@@ -426,6 +431,17 @@ func (e *mcpEndpoint) writeList(c echo.Context, id json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// endIdleSessions ends the agent sessions unused since before, as an
+// agent's DELETE would, so mcp-go forgets them too. (mcp-go's own idle
+// sweep does not see the requests this endpoint answers itself.)
+func (e *mcpEndpoint) endIdleSessions(before time.Time) {
+	for _, id := range e.sessions.idleSince(before) {
+		r := httptest.NewRequest(http.MethodDelete, "/mcp", nil)
+		r.Header.Set(server.HeaderKeySessionID, id)
+		e.h.ServeHTTP(httptest.NewRecorder(), r)
+	}
 }
 
 // upstreamChanged tells the dashboard that an upstream session opened or

@@ -210,11 +210,32 @@ func TestMCPListFromCatalog(t *testing.T) {
 			}
 		}
 	}
-	if !slices.Contains(names, "alpha__odd_name-v2") || !slices.Contains(names, "beta__read") {
-		t.Errorf("names %q lack alpha__odd_name-v2 or beta__read", names)
+	if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "alpha__odd_name-v2_") }) || !slices.Contains(names, "beta__read") {
+		t.Errorf("names %q lack alpha__odd_name-v2_<hash> or beta__read", names)
 	}
 	if n := procsWith(m.marker); n != 0 {
 		t.Errorf("%d upstream processes running after tools/list; want none started", n)
+	}
+
+	// A tool outside MCP's Tool shape, which would fail an agent's whole
+	// list, is invalid and never listed, whatever its policy.
+	file := filepath.Join(t.TempDir(), "gamma.json")
+	os.WriteFile(file, []byte(`{"tools":[{"name":"good","inputSchema":{"type":"object"}},
+		{"name":"bad","inputSchema":{"type":"string"}}]}`), 0o600)
+	e.createServer(map[string]any{"id": "gamma", "name": "Gamma", "transport": "stdio", "command": fixtureBin,
+		"args": []string{"-tools-file", file}, "default_policy": "allow"})
+	e.verify("gamma")
+	for _, tool := range []string{"good", "bad"} {
+		e.setPolicy("gamma", tool, "allow")
+	}
+	var gamma []string
+	for _, n := range c.names(t) {
+		if strings.HasPrefix(n, "gamma__") {
+			gamma = append(gamma, n)
+		}
+	}
+	if !slices.Equal(gamma, []string{"gamma__good"}) {
+		t.Errorf("gamma's listed tools = %q; want only gamma__good", gamma)
 	}
 	if rec := e.api(http.MethodGet, "/api/v1/upstreams", nil); !strings.Contains(rec.Body.String(), `"upstreams":[]`) {
 		t.Errorf("upstreams after tools/list = %s; want none", rec.Body.String())
@@ -271,7 +292,13 @@ func TestMCPCallRouting(t *testing.T) {
 	if n := procsWith(m.marker); n != 1 {
 		t.Errorf("%d upstream processes after the first call; want 1", n)
 	}
-	if res, err = c.call("alpha__odd_name-v2", nil); err != nil || !strings.HasPrefix(text(res), "odd.name-v2 ") {
+	odd := ""
+	for _, n := range c.names(t) {
+		if strings.HasPrefix(n, "alpha__odd_name-v2_") {
+			odd = n
+		}
+	}
+	if res, err = c.call(odd, nil); err != nil || !strings.HasPrefix(text(res), "odd.name-v2 ") {
 		t.Errorf("call by the shortened name = %q, %v; want the tool called by its own name", text(res), err)
 	}
 	if n := procsWith(m.marker); n != 1 {
@@ -294,6 +321,14 @@ func TestMCPCallRouting(t *testing.T) {
 	if _, err = c.call("alpha__nope", nil); err == nil {
 		t.Error("call of an unknown tool succeeded")
 	}
+	// A name that is no agent name is refused without being echoed.
+	long := strings.Repeat("<x>", 1000)
+	if _, err = c.call(long, nil); err == nil || strings.Contains(err.Error(), "<x>") || !strings.Contains(err.Error(), "not the name of a tool") {
+		t.Errorf("call by a long hostile name = %v; want refused, not echoed", err)
+	}
+	if call := e.waitCall(5); len(call["agent_name"].(string)) > 80 {
+		t.Errorf("audited name is %d bytes; want it cut", len(call["agent_name"].(string)))
+	}
 	// A request asking for progress (params._meta) is refused and
 	// audited the same way.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -303,7 +338,7 @@ func TestMCPCallRouting(t *testing.T) {
 	if _, err = c.CallTool(ctx, req); err == nil || !strings.Contains(err.Error(), "policy is deny") {
 		t.Errorf("call of a denied tool with _meta = %v; want refused, policy deny", err)
 	}
-	if call := e.waitCall(5); call["tool"] != "drop" || call["decision"] != "denied" {
+	if call := e.waitCall(6); call["tool"] != "drop" || call["decision"] != "denied" {
 		t.Errorf("audited call with _meta = %v", call)
 	}
 	if n := procsWith(m.marker); n != 0 {
@@ -367,11 +402,22 @@ func TestMCPAsk(t *testing.T) {
 		t.Errorf("audited dashboard denial = %v", call)
 	}
 
+	// A person who denies the tool while a call waits, then approves the
+	// card: the call is refused.
+	id, done = ask()
+	e.setPolicy("alpha", "write", "deny")
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "approve"}), http.StatusOK)
+	if o := <-done; o.err == nil || !strings.Contains(o.err.Error(), "while the call waited: the tool's policy is deny") {
+		t.Errorf("call approved after its tool was denied = %v; want refused", o.err)
+	}
+	e.setPolicy("alpha", "write", "ask")
+	e.waitCall(3)
+
 	_, done = ask()
 	if o := <-done; o.err == nil || !strings.Contains(o.err.Error(), "nobody approved the call within 1.5s") {
 		t.Errorf("unanswered call = %v; want denied after the timeout", o.err)
 	}
-	if call := e.waitCall(3); call["decided_by"] != "timeout" {
+	if call := e.waitCall(4); call["decided_by"] != "timeout" {
 		t.Errorf("audited timeout = %v", call)
 	}
 	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "maybe"}), http.StatusUnprocessableEntity)
@@ -424,7 +470,17 @@ func TestMCPListChanged(t *testing.T) {
 	if slices.Contains(after, "alpha__read") || len(after) != len(before)-1 {
 		t.Errorf("names after denying alpha read = %q; want %q without alpha__read", after, before)
 	}
+	// A verification that finds a tool gone: it is missing, and unlisted.
 	n := c.listChanged.Load()
+	writeTools(t, m.files["beta"], "1", "secret")
+	if job := e.verify("beta"); job["status"] != "success" {
+		t.Fatal(job)
+	}
+	waitFor(t, 5*time.Second, "tools/list_changed after a verification", func() bool { return c.listChanged.Load() > n })
+	if names := c.names(t); slices.Contains(names, "beta__read") {
+		t.Errorf("names after beta read went missing = %q", names)
+	}
+	n = c.listChanged.Load()
 	e.setPolicy("alpha", "write", "ask") // no change to the offer
 	time.Sleep(300 * time.Millisecond)
 	if c.listChanged.Load() != n {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -87,29 +88,18 @@ func (e *mcpEndpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallTo
 		return &refusedError{reason}
 	}
 
-	entry, _, err := e.s.store.ToolByAgentName(cr.AgentName)
+	if !agentNameSyntax.MatchString(cr.AgentName) {
+		rec.AgentName = strings.ToValidUTF8(cutString(cr.AgentName, store.MaxAgentName), "") + "…"
+		return nil, refuse(bySwitch, "that is not the name of a tool Switchboard offers (they are [a-zA-Z0-9_-], at most 64 characters)")
+	}
+	entry, srv, by, reason, err := e.lookup(cr.AgentName)
 	if err != nil {
-		if errors.Is(err, store.ErrAgentNameUnknown) {
-			return nil, refuse(bySwitch, fmt.Sprintf("no tool is offered as %q", cr.AgentName))
-		}
-		return nil, err
+		e.s.log.Error("read a tool for a call", "tool", cr.AgentName, "err", err)
+		return nil, errors.New("Switchboard could not read the tool; its log has the details")
 	}
 	rec.ServerID, rec.Tool, rec.Pin, rec.Policy = entry.ServerID, entry.Name, entry.Policy.Pin, entry.Policy.Policy
-	srv, err := e.s.store.Server(entry.ServerID)
-	if err != nil {
-		return nil, refuse(bySwitch, "its server is gone")
-	}
-	switch {
-	case !srv.Enabled:
-		return nil, refuse(bySwitch, "its server is disabled")
-	case !srv.LaunchConfirmedNow():
-		return nil, refuse(bySwitch, "its server's command or URL changed and awaits a person's confirmation")
-	case entry.State == store.ToolChanged:
-		return nil, refuse(bySwitch, "the tool's definition changed since it was approved; a person must review the change")
-	case entry.State != store.ToolActive:
-		return nil, refuse(bySwitch, "the tool is "+entry.State)
-	case entry.Effective != store.PolicyAllow && entry.Effective != store.PolicyAsk:
-		return nil, refuse(byPolicy, "the tool's policy is deny")
+	if reason != "" {
+		return nil, refuse(by, reason)
 	}
 	rec.Decision, rec.DecidedBy = store.DecisionAllowed, byPolicy
 	if entry.Effective == store.PolicyAsk {
@@ -124,6 +114,17 @@ func (e *mcpEndpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallTo
 				return nil, refuse(by, reason)
 			}
 			rec.Decision, rec.DecidedBy = store.DecisionApproved, by
+			// The person may have changed the tool or its server while
+			// the call waited.
+			again, againSrv, _, reason, err := e.lookup(cr.AgentName)
+			switch {
+			case err != nil:
+				return nil, refuse(bySwitch, "the tool could not be read again after the approval")
+			case reason != "":
+				return nil, refuse(bySwitch, "while the call waited: "+reason)
+			case again.Policy.Pin != entry.Policy.Pin || againSrv.ConfigHash() != srv.ConfigHash():
+				return nil, refuse(bySwitch, "the tool or its server changed while the call waited")
+			}
 		}
 	}
 
@@ -149,7 +150,63 @@ func (e *mcpEndpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallTo
 	return res, nil
 }
 
-// argsHash is the SHA-256 of the arguments' JSON.
+// lookup reads a tool by its agent name with its server, and says why it
+// is not offered now (who decided and why), if it is not. err is for a
+// store that cannot be read.
+func (e *mcpEndpoint) lookup(agentName string) (entry store.ToolEntry, srv store.Server, by, reason string, err error) {
+	entry, _, err = e.s.store.ToolByAgentName(agentName)
+	switch {
+	case errors.Is(err, store.ErrAgentNameUnknown):
+		return entry, srv, bySwitch, fmt.Sprintf("no tool is offered as %q", agentName), nil
+	case err != nil:
+		return entry, srv, "", "", err
+	}
+	srv, err = e.s.store.Server(entry.ServerID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return entry, srv, bySwitch, "its server is gone", nil
+	case err != nil:
+		return entry, srv, "", "", err
+	}
+	by, reason = refusal(srv, entry)
+	return entry, srv, by, reason, nil
+}
+
+// refusal says why a tool is not offered to agents (who decides, and
+// why), or "" if it is: its server is enabled and its launch confirmed,
+// it is active at its approved pin, its effective policy is allow or ask,
+// and it has a definition to serve.
+func refusal(srv store.Server, t store.ToolEntry) (by, reason string) {
+	switch {
+	case !srv.Enabled:
+		return bySwitch, "its server is disabled"
+	case !srv.LaunchConfirmedNow():
+		return bySwitch, "its server's command or URL changed and awaits a person's confirmation"
+	case t.State == store.ToolChanged || t.State == store.ToolActive && t.Pin != t.Policy.Pin:
+		return bySwitch, "the tool's definition changed since it was approved; a person must review the change"
+	case t.State != store.ToolActive:
+		return bySwitch, "the tool is " + t.State
+	case t.Effective != store.PolicyAllow && t.Effective != store.PolicyAsk:
+		return byPolicy, "the tool's policy is deny"
+	case t.AgentName == "" || len(t.Raw) == 0:
+		return bySwitch, "the tool has no definition to offer"
+	}
+	return "", ""
+}
+
+var agentNameSyntax = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// cutString cuts s to at most n bytes.
+func cutString(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// argsHash is the SHA-256 of the arguments' JSON as Go encodes them once
+// decoded (object keys sorted): equal arguments hash alike however the
+// agent spaced or ordered them.
 func argsHash(args any) string {
 	b, _ := json.Marshal(args)
 	sum := sha256.Sum256(b)

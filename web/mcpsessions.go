@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -19,10 +20,14 @@ type mcpSessions struct {
 
 // agentSession is one agent connected to the endpoint.
 type agentSession struct {
-	ID      string
-	Client  string // clientInfo name and version
-	Started time.Time
+	ID       string
+	Client   string // clientInfo name and version, cut to maxClient
+	Started  time.Time
+	LastUsed time.Time
 }
+
+// maxClient caps the client name kept per session.
+const maxClient = 200
 
 // maxTerminated bounds the terminated ids kept.
 const maxTerminated = 4096
@@ -38,7 +43,8 @@ func (m *mcpSessions) Generate() string {
 	id := "sb-" + randomHex(24)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.live[id] = &agentSession{ID: id, Started: time.Now()}
+	now := time.Now()
+	m.live[id] = &agentSession{ID: id, Started: now, LastUsed: now}
 	return id
 }
 
@@ -70,19 +76,39 @@ func (m *mcpSessions) Terminate(id string) (isNotAllowed bool, err error) {
 	return false, nil
 }
 
-// isLive reports whether id names a live session.
-func (m *mcpSessions) isLive(id string) bool {
+// touch records a request of session id, and reports whether id names
+// a live session.
+func (m *mcpSessions) touch(id string) bool {
+	if id == "" {
+		return false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.live[id]
+	s, ok := m.live[id]
+	if ok {
+		s.LastUsed = time.Now()
+	}
 	return ok
+}
+
+// idleSince returns the live sessions unused since before.
+func (m *mcpSessions) idleSince(before time.Time) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for id, s := range m.live {
+		if s.LastUsed.Before(before) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (m *mcpSessions) setClient(id, client string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s, ok := m.live[id]; ok {
-		s.Client = client
+		s.Client = strings.ToValidUTF8(cutString(client, maxClient), "")
 	}
 }
 

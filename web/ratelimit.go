@@ -99,8 +99,11 @@ func clientOf(c echo.Context) string {
 
 // limitAuth refuses authentication attempts from a client that failed
 // too often, with 429 and Retry-After.
-func (s *Server) limitAuth(c echo.Context) error {
-	retry, blocked := s.authLimit.blocked(clientOf(c))
+func (s *Server) limitAuth(c echo.Context) error { return limitBy(s.authLimit, c) }
+
+// limitBy is limitAuth with the given counts.
+func limitBy(l *failureLimiter, c echo.Context) error {
+	retry, blocked := l.blocked(clientOf(c))
 	if !blocked {
 		return nil
 	}

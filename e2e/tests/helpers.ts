@@ -14,6 +14,7 @@ export async function login(page: Page) {
   await page.fill('#token', TOKEN);
   await page.click('button[type=submit]');
   await expect(page).toHaveURL(/\/$/);
+  await page.waitForLoadState('domcontentloaded'); // the URL changes before the new page is parsed
 }
 
 // waitLive waits until the page's SSE connection is open, so no click
