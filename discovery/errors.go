@@ -120,6 +120,11 @@ func classify(err error, phase string, jobCtx context.Context, exited bool, code
 		return newError(ClassTimeout, phase, errStdinBlocked.Error()+" ("+phase+")", err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return newError(ClassTimeout, phase, "no answer before the "+phase+" deadline", err)
+	case strings.HasPrefix(err.Error(), "timeout waiting for endpoint"):
+		// mcp-go's SSE transport waits for the endpoint event until the
+		// init deadline on a timer of its own, which can fire just
+		// before the deadline's context does; it wraps nothing.
+		return newError(ClassTimeout, phase, "the SSE server sent no endpoint event before the "+phase+" deadline", err)
 	case errors.Is(err, errStdoutClosed):
 		return newError(ClassExited, phase, errStdoutClosed.Error()+" (the process kept running)", err)
 	case errors.As(err, &unsupported):
