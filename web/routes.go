@@ -43,6 +43,11 @@ func (s *Server) routes() {
 	ui.GET("/servers/:id/changes", s.handleChangesPage)
 	ui.POST("/servers/:id/approve", s.handleApproveForm)
 	ui.POST("/verify-all", s.handleVerifyAll)
+	ui.GET("/import", s.handleImportPage)
+	ui.POST("/import/preview", s.handleImportPreview)
+	ui.POST("/import/apply", s.handleImportApply)
+	ui.GET("/export", s.handleExport)
+	ui.POST("/export", s.handleExportSecrets)
 	ui.GET("/agents", s.handleAgentsPage)
 	ui.POST("/agents/token", s.handleRotateToken)
 	ui.GET("/fragments/calls", s.handleCallsFragment)
@@ -74,6 +79,8 @@ func (s *Server) routes() {
 	api.POST("/approvals/:id", s.handleAPIDecide)
 	api.GET("/calls", s.handleAPICalls)
 	api.GET("/upstreams", s.handleAPIUpstreams)
+	api.POST("/import", s.handleAPIImport)
+	api.GET("/export", s.handleAPIExport)
 
 	// The MCP endpoint for agents, with its own token (see mcp.go).
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", s.mcp.handleMCP)

@@ -72,8 +72,11 @@ type Config struct {
 	// server is pinged (the discovery default if zero).
 	WatchPingInterval time.Duration
 	// MCP configures the MCP endpoint for agents.
-	MCP    MCPConfig
-	Logger *slog.Logger
+	MCP MCPConfig
+	// ImportHome and ImportCwd are where the Import page looks for client
+	// configs (the user's home and the working directory if empty).
+	ImportHome, ImportCwd string
+	Logger                *slog.Logger
 }
 
 // DefaultTTL is the default of Config.DefaultTTL.
@@ -102,6 +105,7 @@ type Server struct {
 	watches  watches
 	verifier *discovery.Verifier
 	mcp      *mcpEndpoint
+	held     heldImports // previewed imports
 }
 
 // New builds the application. hub must be the one the store reports its

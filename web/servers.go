@@ -26,7 +26,7 @@ func flash(c echo.Context) string {
 	if id := c.QueryParam("deleted"); idPattern.MatchString(id) {
 		return "Deleted " + id
 	}
-	return ""
+	return importedNotice(c.QueryParam("imported"))
 }
 
 func (s *Server) items() ([]views.ServerItem, error) {

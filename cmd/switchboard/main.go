@@ -5,6 +5,8 @@
 //	switchboard verify [--json] -- CMD ARGS  verify a stdio server once, without the store
 //	switchboard verify [--json] URL          verify a remote server once
 //	switchboard backup [--db PATH] OUT       copy the database, checked, while no dashboard runs
+//	switchboard import [--dry-run] FILE      import servers from another MCP client's config
+//	switchboard export --format F            write servers in another MCP client's config format
 package main
 
 import (
@@ -53,7 +55,7 @@ func usageError(format string, args ...any) error {
 // the command is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "backup" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "backup" || args[0] == "import" || args[0] == "export" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -63,6 +65,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return verify(ctx, args, getenv, stdout, stderr)
 	case "backup":
 		return backup(ctx, args, getenv, stdout, stderr)
+	case "import":
+		return importCmd(ctx, args, getenv, stdin, stdout, stderr)
+	case "export":
+		return exportCmd(ctx, args, getenv, stdout, stderr)
 	}
 	fmt.Fprint(stdout, usage)
 	return nil
@@ -75,4 +81,7 @@ Usage:
   switchboard verify [--json] -- CMD ARGS   verify a stdio server once, without the store
   switchboard verify [--json] URL           verify a Streamable HTTP (or --transport sse) server once
   switchboard backup [--db PATH] OUT        write a checked copy of the database (dashboard stopped)
+  switchboard import [--dry-run] FILE       import servers from a Claude, Cursor, Windsurf, VS Code or Codex config
+  switchboard export --format F [--server ID]... [--include-secrets]
+                                            write servers as claude, cursor, vscode or codex config
 `

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/web"
+	"github.com/switchboard-dev/switchboard/web/clientconfig"
+)
+
+// openStoreFor opens the database for a command that changes or reads it
+// while no dashboard runs (the dashboard holds the file's lock).
+func openStoreFor(cmd, dbPath string, stderr io.Writer) (*store.DB, error) {
+	db, err := store.Open(dbPath, store.Options{Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }})
+	if errors.Is(err, store.ErrInUse) {
+		return nil, fmt.Errorf("%s: %w; a running dashboard keeps its database locked: use its Import page (or the API: POST /api/v1/import, GET /api/v1/export), or stop it", cmd, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	return db, nil
+}
+
+func dbFlag(fset *flag.FlagSet, getenv func(string) string) *string {
+	dbPath := defaultDBPath(getenv)
+	if v := getenv("SWITCHBOARD_DB"); v != "" {
+		dbPath = v
+	}
+	return fset.String("db", dbPath, "database file (env SWITCHBOARD_DB)")
+}
+
+// importCmd is `switchboard import FILE [--dry-run] [--format F]
+// [--update NAME]… [--update-all] [--as-new NAME]…`: it prints the dry
+// run and, unless --dry-run, adds the new servers; a server that differs
+// from one Switchboard has is overwritten only if asked by name (or
+// --update-all), or added under a new id with --as-new.
+func importCmd(_ context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fset := flag.NewFlagSet("import", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	db := dbFlag(fset, getenv)
+	dry := fset.Bool("dry-run", false, "only show what would change")
+	format := fset.String("format", "", "the file's format: "+strings.Join(clientconfig.Formats, ", ")+" (default: detect)")
+	updateAll := fset.Bool("update-all", false, "overwrite every server that differs from the file")
+	var update, asNew []string
+	fset.Func("update", "overwrite the server of this entry (repeatable)", func(v string) error { update = append(update, v); return nil })
+	fset.Func("as-new", "add this entry under a new id where a different server has its id (repeatable)", func(v string) error { asNew = append(asNew, v); return nil })
+	fset.Usage = func() {
+		fmt.Fprint(stderr, "usage: switchboard import [flags] FILE   (FILE - reads standard input)\n\n"+
+			"Imports MCP servers from a Claude Desktop, Claude Code, Cursor, Windsurf, VS Code or Codex\n"+
+			"config. It always shows the dry run; imported servers are never verified until you confirm\n"+
+			"their command in the dashboard.\n\n")
+		fset.PrintDefaults()
+	}
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: 2}
+	}
+	if fset.NArg() != 1 {
+		fset.Usage()
+		return usageError("import needs exactly one file; got %q", fset.Args())
+	}
+	var text []byte
+	var err error
+	if name := fset.Arg(0); name == "-" {
+		text, err = io.ReadAll(io.LimitReader(stdin, 1<<20+1))
+	} else {
+		text, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	st, err := openStoreFor("import", *db, stderr)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	plan, err := web.PlanImport(st, *format, text)
+	if err != nil {
+		return fmt.Errorf("import: %s: %w", fset.Arg(0), err)
+	}
+	choices := map[string]string{}
+	for _, r := range plan.Rows {
+		if r.Action == web.ImportUpdate && *updateAll {
+			choices[r.Name] = web.ChoiceUpdate
+		}
+	}
+	for _, names := range []struct {
+		list   []string
+		choice string
+	}{{update, web.ChoiceUpdate}, {asNew, web.ChoiceNew}} {
+		for _, n := range names.list {
+			if !hasRow(plan, n, web.ImportUpdate) {
+				return usageError("import: no entry %q differs from a server Switchboard has", n)
+			}
+			choices[n] = names.choice
+		}
+	}
+	printPlan(stdout, plan, choices)
+	if *dry {
+		fmt.Fprintln(stdout, "Dry run: nothing changed.")
+		return nil
+	}
+	res := web.ApplyImport(st, plan, choices)
+	for _, l := range res.Lines {
+		fmt.Fprintln(stdout, l)
+	}
+	fmt.Fprintf(stdout, "Imported: %d added, %d updated, %d skipped, %d failed. Imported servers wait for your confirmation of their command before their first Verify.\n",
+		res.Added, res.Updated, res.Skipped, res.Failed)
+	if res.Failed > 0 {
+		return &exitError{code: 1, msg: fmt.Sprintf("import: %d entries not imported", res.Failed)}
+	}
+	return nil
+}
+
+func hasRow(p web.ImportPlan, name, action string) bool {
+	for _, r := range p.Rows {
+		if r.Name == name && r.Action == action {
+			return true
+		}
+	}
+	return false
+}
+
+// printPlan prints the dry run: a line per entry, then its details.
+func printPlan(w io.Writer, p web.ImportPlan, choices map[string]string) {
+	fmt.Fprintf(w, "Format: %s\n", p.Format)
+	for _, warn := range p.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ENTRY\tID\tACTION\tLINE\tDOES")
+	for _, r := range p.Rows {
+		does := r.Choice
+		if c, ok := choices[r.Name]; ok {
+			does = c
+		}
+		if does == web.ChoiceNew {
+			does = "add as " + r.NewID
+		}
+		fmt.Fprintf(tw, "%q\t%s\t%s\t%d:%d\t%s\n", r.Name, r.ID, r.Action, r.Line, r.Col, does)
+	}
+	tw.Flush()
+	for _, r := range p.Rows {
+		var details []string
+		for _, d := range r.Diff {
+			details = append(details, fmt.Sprintf("%s: %s → %s", d.Field, d.Old, d.New))
+		}
+		for _, s := range r.Secrets {
+			details = append(details, s+" looks like a secret: stored as one, masked from now on")
+		}
+		for _, ref := range r.Refs {
+			details = append(details, "reference kept as written: "+ref)
+		}
+		details = append(details, r.Notes...)
+		details = append(details, r.Errors...)
+		if len(details) > 0 {
+			fmt.Fprintf(w, "%q:\n", r.Name)
+			for _, d := range details {
+				fmt.Fprintf(w, "  %s\n", d)
+			}
+		}
+	}
+}
+
+// exportCmd is `switchboard export --format F [--server ID]…
+// [--include-secrets] [-o FILE]`.
+func exportCmd(_ context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fset := flag.NewFlagSet("export", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	db := dbFlag(fset, getenv)
+	format := fset.String("format", "", "one of "+strings.Join(clientconfig.Formats, ", ")+" (required)")
+	secrets := fset.Bool("include-secrets", false, "write env and header values (otherwise placeholders)")
+	out := fset.String("o", "", "write to this file instead of standard output")
+	var ids []string
+	fset.Func("server", "export only this server (repeatable; default: all)", func(v string) error { ids = append(ids, v); return nil })
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: 2}
+	}
+	if fset.NArg() > 0 {
+		return usageError("export takes no arguments, got %q", fset.Args())
+	}
+	if *format == "" {
+		return usageError("export needs --format, one of %s", strings.Join(clientconfig.Formats, ", "))
+	}
+	if _, err := os.Stat(*db); err != nil {
+		return fmt.Errorf("export: there is no database at %s (choose one with --db or SWITCHBOARD_DB)", *db)
+	}
+	st, err := openStoreFor("export", *db, stderr)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	sums, err := st.Summaries()
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var servers []store.Server
+	for _, s := range sums {
+		if len(ids) == 0 || want[s.Server.ID] {
+			servers = append(servers, s.Server)
+			delete(want, s.Server.ID)
+		}
+	}
+	for id := range want {
+		return fmt.Errorf("export: no server %q", id)
+	}
+	data, err := web.ExportServers(*format, servers, *secrets)
+	if err != nil {
+		return usageError("export: %v", err)
+	}
+	if *out == "" {
+		_, err = stdout.Write(data)
+		return err
+	}
+	if err := os.WriteFile(*out, data, 0o600); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	fmt.Fprintf(stderr, "Exported %d servers to %s\n", len(servers), *out)
+	return nil
+}

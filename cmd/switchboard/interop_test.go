@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// The CLI imports with a dry run first, overwrites only what it is told
+// to, exports without secrets unless asked, and its export imports back
+// as no change.
+func TestImportExportCLI(t *testing.T) {
+	db := seedDB(t) // holds "files": true
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "claude.json")
+	os.WriteFile(cfg, []byte(`{"mcpServers": {
+  "files": {"command": "npx", "args": ["-y", "files-server"]},
+  "Notes ✎": {"command": "notes-mcp", "env": {"NOTES_TOKEN": "tok-0123456789abcdefghijklmnop"}}
+}}`), 0o600)
+	cli := func(stdin string, args ...string) (string, string, error) {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), args, env(nil), strings.NewReader(stdin), &out, &errb)
+		return out.String(), errb.String(), err
+	}
+
+	out, _, err := cli("", "import", "--db", db, "--dry-run", cfg)
+	if err != nil || !strings.Contains(out, "Dry run: nothing changed.") || !strings.Contains(out, `"Notes ✎"  notes`) ||
+		!strings.Contains(out, "env.NOTES_TOKEN looks like a secret") || !strings.Contains(out, "command: true → npx") {
+		t.Fatalf("dry run = %v\n%s", err, out)
+	}
+	out, _, err = cli("", "import", "--db", db, cfg)
+	if err != nil || !strings.Contains(out, "1 added, 0 updated, 1 skipped") {
+		t.Fatalf("import = %v\n%s", err, out)
+	}
+	if _, _, err := cli("", "import", "--db", db, "--update", "nope", cfg); err == nil {
+		t.Error("--update of an entry that is not an update succeeded")
+	}
+	out, _, err = cli("", "import", "--db", db, "--update", "files", cfg)
+	if err != nil || !strings.Contains(out, "0 added, 1 updated") {
+		t.Fatalf("import --update files = %v\n%s", err, out)
+	}
+	st, err := store.Open(db, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := st.Server("files")
+	notes, _ := st.Server("notes")
+	st.Close()
+	if files.Command != "npx" || files.Name != "Files" || notes.Env["NOTES_TOKEN"] != "tok-0123456789abcdefghijklmnop" || notes.LaunchConfirmedNow() {
+		t.Errorf("after import: files %+v, notes %+v", files, notes)
+	}
+
+	exported, _, err := cli("", "export", "--db", db, "--format", "codex")
+	if err != nil || strings.Contains(exported, "tok-0123456789") || !strings.Contains(exported, "NOTES_TOKEN") {
+		t.Fatalf("export = %v\n%s", err, exported)
+	}
+	out, _, err = cli(exported, "import", "--db", db, "--dry-run", "--format", "codex", "-")
+	if err != nil || strings.Count(out, " same ") != 2 {
+		t.Errorf("export imported back = %v\n%s; want both rows the same", err, out)
+	}
+	withSecrets, _, _ := cli("", "export", "--db", db, "--format", "claude", "--include-secrets", "--server", "notes")
+	if !strings.Contains(withSecrets, "tok-0123456789abcdefghijklmnop") || strings.Contains(withSecrets, "files-server") {
+		t.Errorf("export --include-secrets --server notes = %s", withSecrets)
+	}
+
+	// Errors: on stderr, non-zero exit, line and column for a broken file.
+	broken := filepath.Join(dir, "broken.json")
+	os.WriteFile(broken, []byte("{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"\n  }\n}"), 0o600)
+	var ee *exitError
+	if _, _, err := cli("", "import", "--db", db, broken); err == nil || !strings.Contains(err.Error(), "line ") {
+		t.Errorf("import of a broken file = %v; want an error with its line", err)
+	}
+	if _, _, err := cli("", "export", "--db", db); !errors.As(err, &ee) || ee.code != 2 {
+		t.Errorf("export without --format = %v; want usage exit 2", err)
+	}
+	if _, _, err := cli("", "export", "--db", db, "--format", "claude", "--server", "ghost"); err == nil {
+		t.Error("export of an unknown server succeeded")
+	}
+}

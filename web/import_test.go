@@ -1,0 +1,253 @@
+package web_test
+
+import (
+	"encoding/json"
+
+	"golang.org/x/net/html"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// claudeConfig is a Claude Desktop config as people have them: a local
+// server with a token in its env, one whose args differ from a server
+// Switchboard has, a remote one with a header.
+const claudeConfig = `{
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/ana/Documents"]
+    },
+    "GitHub Server": {
+      "command": "docker",
+      "args": ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN", "ghcr.io/github/github-mcp-server"],
+      "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_0123456789abcdefghijklmnopqrstuvwxyz"}
+    },
+    "remote": {"type": "http", "url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer abc.def.ghi"}}
+  }
+}
+`
+
+type importAnswer struct {
+	Format  string           `json:"format"`
+	Entries []map[string]any `json:"entries"`
+	Result  map[string]any   `json:"result"`
+	Error   string           `json:"error"`
+	Line    int              `json:"line"`
+	Column  int              `json:"column"`
+}
+
+func (e *env) importAPI(body map[string]any) (int, importAnswer) {
+	e.t.Helper()
+	rec := e.api(http.MethodPost, "/api/v1/import", body)
+	var a importAnswer
+	if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil {
+		e.t.Fatalf("import answer %s: %v", truncate(rec.Body.String()), err)
+	}
+	return rec.Code, a
+}
+
+func entryByName(t *testing.T, a importAnswer, name string) map[string]any {
+	t.Helper()
+	for _, r := range a.Entries {
+		if r["name"] == name {
+			return r
+		}
+	}
+	t.Fatalf("no entry %q in %v", name, a.Entries)
+	return nil
+}
+
+// The dry run says what would be added, updated (with the fields) or is
+// identical, flags secrets, changes nothing; applying adds the new
+// servers, overwrites only what was chosen, and verifies nothing.
+func TestImportDryRunAndApply(t *testing.T) {
+	e := newEnv(t)
+	e.secrets = append(e.secrets, "ghp_0123456789abcdefghijklmnopqrstuvwxyz", "abc.def.ghi")
+	e.createServer(map[string]any{"id": "filesystem", "name": "My files", "transport": "stdio", "command": "npx",
+		"args": []string{"-y", "@modelcontextprotocol/server-filesystem", "/tmp"}})
+
+	code, a := e.importAPI(map[string]any{"text": claudeConfig})
+	if code != http.StatusOK || a.Format != "claude" || len(a.Entries) != 3 {
+		t.Fatalf("dry run = %d %+v", code, a)
+	}
+	fs := entryByName(t, a, "filesystem")
+	if fs["action"] != "update" || fs["id"] != "filesystem" || fs["choice"] != "skip" || !strings.Contains(jsonOf(fs["diff"]), `"field":"args"`) {
+		t.Errorf("filesystem row = %v; want an update of args, skipped by default", fs)
+	}
+	gh := entryByName(t, a, "GitHub Server")
+	if gh["action"] != "add" || gh["id"] != "github-server" || !strings.Contains(jsonOf(gh["secrets"]), "env.GITHUB_PERSONAL_ACCESS_TOKEN") {
+		t.Errorf("GitHub row = %v; want added as github-server with its token flagged", gh)
+	}
+	if r := entryByName(t, a, "remote"); r["action"] != "add" || !strings.Contains(jsonOf(r["secrets"]), "headers.Authorization") {
+		t.Errorf("remote row = %v", r)
+	}
+	if n := len(e.listServers()); n != 1 {
+		t.Fatalf("%d servers after a dry run; want it to change nothing", n)
+	}
+
+	code, a = e.importAPI(map[string]any{"text": claudeConfig, "apply": true})
+	if code != http.StatusOK || a.Result["added"] != float64(2) || a.Result["updated"] != float64(0) {
+		t.Fatalf("apply = %d %+v", code, a.Result)
+	}
+	for _, id := range []string{"github-server", "remote"} {
+		srv := decode(t, e.api(http.MethodGet, "/api/v1/servers/"+id, nil))
+		if d := srv["discovery"].(map[string]any); d["status"] != "never" {
+			t.Errorf("%s was verified: %v", id, d)
+		}
+		// Its launch waits for a person's confirmation.
+		wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/"+id+"/verify", nil), http.StatusConflict)
+	}
+	srv := decode(t, e.api(http.MethodGet, "/api/v1/servers/github-server", nil))
+	if env := srv["env"].(map[string]any); env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "********" {
+		t.Errorf("imported token shown as %v; want masked", env)
+	}
+	if fs := decode(t, e.api(http.MethodGet, "/api/v1/servers/filesystem", nil)); jsonOf(fs["args"]) != `["-y","@modelcontextprotocol/server-filesystem","/tmp"]` {
+		t.Errorf("filesystem overwritten without being chosen: %v", fs["args"])
+	}
+
+	// Overwriting is an explicit choice; the display name stays.
+	_, a = e.importAPI(map[string]any{"text": claudeConfig, "apply": true, "choices": map[string]string{"filesystem": "update"}})
+	if a.Result["updated"] != float64(1) {
+		t.Fatalf("apply with an update = %+v", a.Result)
+	}
+	fsNow := decode(t, e.api(http.MethodGet, "/api/v1/servers/filesystem", nil))
+	if jsonOf(fsNow["args"]) != `["-y","@modelcontextprotocol/server-filesystem","/home/ana/Documents"]` || fsNow["name"] != "My files" {
+		t.Errorf("filesystem after the chosen update = %v %v", fsNow["args"], fsNow["name"])
+	}
+	// Now everything is identical.
+	_, a = e.importAPI(map[string]any{"text": claudeConfig})
+	for _, r := range a.Entries {
+		if r["action"] != "same" {
+			t.Errorf("row %v after importing everything; want same", r)
+		}
+	}
+}
+
+// One bad entry does not block the others; a text that is no config at
+// all points at the line and column.
+func TestImportErrors(t *testing.T) {
+	e := newEnv(t)
+	_, a := e.importAPI(map[string]any{"text": `{"mcpServers": {
+  "good": {"command": "node", "args": ["x.js"]},
+  "bad": {"args": ["no command"]}
+}}`})
+	if good := entryByName(t, a, "good"); good["action"] != "add" {
+		t.Errorf("good row = %v", good)
+	}
+	if bad := entryByName(t, a, "bad"); bad["action"] != "error" || bad["line"] != float64(3) {
+		t.Errorf("bad row = %v; want an error at line 3", bad)
+	}
+	code, a := e.importAPI(map[string]any{"text": "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"}\n    \"b\": {}\n  }\n}"})
+	if code != http.StatusUnprocessableEntity || a.Line != 4 || a.Column == 0 || !strings.Contains(a.Error, "line 4") {
+		t.Errorf("syntax error = %d %+v; want 422 at line 4", code, a)
+	}
+}
+
+// An export imported back changes nothing, in every format, and carries
+// no secret value unless asked for.
+func TestExportRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	const secret = "sk-live-0123456789abcdefghijklmnop"
+	e.secrets = append(e.secrets, secret)
+	e.createServer(map[string]any{"id": "local", "name": "Lokal ✓", "transport": "stdio", "command": "node",
+		"args": []string{"server.js", "--name", `quote " and \ back`}, "env": map[string]string{"API_KEY": secret}, "cwd": "/srv/mcp"})
+	e.createServer(map[string]any{"id": "web", "name": "Web", "transport": "http", "url": "https://mcp.example.com/mcp",
+		"headers": map[string]string{"Authorization": "Bearer " + secret}})
+	e.createServer(map[string]any{"id": "legacy", "name": "Legacy", "transport": "sse", "url": "https://old.example.com/sse", "enabled": false})
+	for _, format := range []string{"claude", "cursor", "vscode", "codex"} {
+		rec := e.api(http.MethodGet, "/api/v1/export?format="+format, nil)
+		wantStatus(t, rec, http.StatusOK)
+		text := rec.Body.String()
+		if strings.Contains(text, secret) {
+			t.Errorf("%s export holds a secret value", format)
+		}
+		_, a := e.importAPI(map[string]any{"text": text, "format": format})
+		if len(a.Entries) != 3 {
+			t.Errorf("%s: %d entries imported back from\n%s", format, len(a.Entries), text)
+		}
+		for _, r := range a.Entries {
+			if r["action"] != "same" {
+				t.Errorf("%s: row %v; want no change after exporting and importing back\n%s", format, r, text)
+			}
+		}
+	}
+	// With secrets, asked for through the API.
+	e.secrets = e.secrets[:len(e.secrets)-1] // asked for
+	rec := e.api(http.MethodGet, "/api/v1/export?format=claude&secrets=true&server=local", nil)
+	if body := rec.Body.String(); !strings.Contains(body, secret) || strings.Contains(body, "mcp.example.com") {
+		t.Errorf("export of local with secrets = %s", body)
+	}
+	// In the dashboard, secrets need the API token typed again.
+	b := e.login()
+	wantStatus(t, b.post("/export", url.Values{"format": {"claude"}, "token": {"wrong"}}), http.StatusForbidden)
+	wantStatus(t, b.get("/export?format=nope"), http.StatusUnprocessableEntity)
+	wantStatus(t, b.get("/export?format=claude&server=ghost"), http.StatusNotFound)
+}
+
+// The Import page previews pasted text, a file found on this machine, and
+// applies the choices made on the rows.
+func TestImportPage(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".cursor"), 0o700)
+	os.WriteFile(filepath.Join(home, ".cursor", "mcp.json"), []byte(`{"mcpServers": {"from-cursor": {"url": "https://c.example.com/mcp"}}}`), 0o600)
+	e := newEnv(t, func(c *webConfig) { c.ImportHome, c.ImportCwd = home, t.TempDir() })
+	e.secrets = append(e.secrets, "ghp_0123456789abcdefghijklmnopqrstuvwxyz", "abc.def.ghi")
+	b := e.login()
+	page := parseHTML(t, b.get("/import").Body.String())
+	if known := findAll(page, byTestID("known-file")); len(known) != 1 || !strings.Contains(textOf(findOne(t, page, byTestID("known-files"))), ".cursor/mcp.json") {
+		t.Fatalf("known files = %d", len(known))
+	}
+	rec := b.post("/import/preview", url.Values{"known": {"0"}})
+	wantStatus(t, rec, http.StatusOK)
+	if ids := findAll(parseHTML(t, rec.Body.String()), byTestID("import-id")); len(ids) != 1 || textOf(ids[0]) != "from-cursor" {
+		t.Errorf("preview of the cursor file: %d rows", len(ids))
+	}
+
+	rec = b.post("/import/preview", url.Values{"text": {claudeConfig}})
+	wantStatus(t, rec, http.StatusOK)
+	doc := parseHTML(t, rec.Body.String())
+	if rows := findAll(doc, byTestID("import-row")); len(rows) != 3 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	if flagged := findAll(doc, byTestID("import-secret")); len(flagged) != 2 {
+		t.Errorf("%d secrets flagged; want the token and the header", len(flagged))
+	}
+	// The config is held by the server, not sent back (it holds secrets).
+	held := attrOf(findOne(t, doc, func(n *html.Node) bool { return attrOf(n, "name") == "held" }), "value")
+	// Skip the second row, apply the rest.
+	form := url.Values{"held": {held}, "choice-1": {"skip"}}
+	rec = b.post("/import/apply", form)
+	if rec.Code != http.StatusSeeOther || !strings.HasPrefix(rec.Header().Get("Location"), "/?imported=2.0.1") {
+		t.Fatalf("apply = %d to %q", rec.Code, rec.Header().Get("Location"))
+	}
+	list := b.get(rec.Header().Get("Location"))
+	if flash := testIDText(t, parseHTML(t, list.Body.String()), "flash"); !strings.Contains(flash, "2 added") {
+		t.Errorf("flash = %q", flash)
+	}
+	wantStatus(t, b.post("/import/apply", form), http.StatusGone) // applied once
+	// A syntax error keeps the text and points at the line.
+	bad := "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\" \"args\": []}\n  }\n}"
+	rec = b.post("/import/preview", url.Values{"text": {bad}, "format": {"claude"}})
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	doc = parseHTML(t, rec.Body.String())
+	if msg := testIDText(t, doc, "import-error"); !strings.Contains(msg, "line 3") {
+		t.Errorf("error = %q; want line 3", msg)
+	}
+	if kept := textOf(findOne(t, doc, byTestID("import-text"))); kept != strings.TrimSpace(bad) {
+		t.Errorf("text kept = %q", kept)
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func (e *env) listServers() []any {
+	e.t.Helper()
+	return decode(e.t, e.api(http.MethodGet, "/api/v1/servers", nil))["servers"].([]any)
+}

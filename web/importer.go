@@ -1,0 +1,440 @@
+package web
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/web/clientconfig"
+)
+
+// Importing servers from the configs of other MCP clients: a plan (the
+// dry run every import starts with), then the person's choices applied.
+// The plan is computed afresh from the same text when it is applied, so
+// what is applied is what was shown, unless the store changed in between
+// (then the changed rows say so).
+
+// Import actions: what a row of the plan would do.
+const (
+	ImportAdd    = "add"    // a new server
+	ImportUpdate = "update" // a server with the same id exists and differs
+	ImportSame   = "same"   // a server with the same id exists and is identical: skipped
+	ImportError  = "error"  // the entry cannot be imported as it is
+)
+
+// Choices a person makes per row.
+const (
+	ChoiceAdd    = "add"    // add it (an ImportAdd row)
+	ChoiceUpdate = "update" // overwrite the existing server (an ImportUpdate row)
+	ChoiceNew    = "new"    // add it as a new server, under a free id (an ImportUpdate row)
+	ChoiceSkip   = "skip"
+)
+
+// ImportRow is one entry of an import plan.
+type ImportRow struct {
+	Name   string `json:"name"` // the entry's name in the file
+	ID     string `json:"id"`   // the id Switchboard uses for it
+	Action string `json:"action"`
+	// Choice is what applying does by default: add for new servers,
+	// skip for everything else (an overwrite is always the person's
+	// explicit choice).
+	Choice string `json:"choice"`
+	// NewID is the free id ChoiceNew would use.
+	NewID   string      `json:"new_id,omitempty"`
+	Line    int         `json:"line"`
+	Col     int         `json:"column"`
+	Diff    []FieldDiff `json:"diff,omitempty"`    // for ImportUpdate
+	Secrets []string    `json:"secrets,omitempty"` // env and header names whose values look like secrets
+	Refs    []string    `json:"refs,omitempty"`    // "env.KEY: ${input:…}": references kept as written
+	Notes   []string    `json:"notes,omitempty"`   // anything else worth knowing
+	Errors  []string    `json:"errors,omitempty"`  // for ImportError, one per problem
+	Target  string      `json:"target,omitempty"`  // the command line or URL
+
+	server store.Server // what would be stored
+}
+
+// FieldDiff is one field an update would change; secret values show as
+// secretMask.
+type FieldDiff struct {
+	Field string `json:"field"`
+	Old   string `json:"old"`
+	New   string `json:"new"`
+}
+
+// ImportPlan is the dry run of one import.
+type ImportPlan struct {
+	Format   string
+	Rows     []ImportRow
+	Warnings []string
+}
+
+// Counts says how many rows have each action.
+func (p ImportPlan) Counts() map[string]int {
+	out := map[string]int{}
+	for _, r := range p.Rows {
+		out[r.Action]++
+	}
+	return out
+}
+
+// planStore is what planning and applying an import need of the store.
+type planStore interface {
+	Summaries() ([]store.Summary, error)
+	CreateServer(s store.Server) error
+	UpdateServer(s store.Server) error
+}
+
+// PlanImport parses text (format "" detects it) and compares each entry
+// with the stored servers. A text that cannot be parsed at all is a
+// *clientconfig.SyntaxError or another error; a bad entry is an
+// ImportError row and the others are planned as usual.
+func PlanImport(st planStore, format string, text []byte) (ImportPlan, error) {
+	f, err := clientconfig.Parse(format, text)
+	if err != nil {
+		return ImportPlan{}, err
+	}
+	sums, err := st.Summaries()
+	if err != nil {
+		return ImportPlan{}, err
+	}
+	existing := map[string]store.Server{}
+	for _, s := range sums {
+		existing[s.Server.ID] = s.Server
+	}
+	plan := ImportPlan{Format: f.Format, Warnings: f.Warnings}
+	// used holds the ids this plan gave its entries (an entry whose id a
+	// stored server has is that server's update); taken adds the stored
+	// servers' ids, for the new ids the plan makes up.
+	used, taken := map[string]bool{}, map[string]bool{}
+	for id := range existing {
+		taken[id] = true
+	}
+	for _, p := range f.Problems {
+		plan.Rows = append(plan.Rows, ImportRow{Name: p.Name, Action: ImportError, Choice: ChoiceSkip,
+			Line: p.Pos.Line, Col: p.Pos.Col, Errors: []string{p.Message}})
+	}
+	for _, cs := range f.Servers {
+		row := ImportRow{Name: cs.Name, Line: cs.Pos.Line, Col: cs.Pos.Col}
+		id := uniqueID(slugify(cs.Name), used)
+		used[id], taken[id] = true, true
+		row.ID = id
+		old, exists := existing[id]
+		var oldPtr *store.Server
+		if exists {
+			oldPtr = &old
+		}
+		srv, notes, errs := importServer(id, cs, oldPtr)
+		row.Notes = notes
+		row.Secrets = secretLooking(cs)
+		for _, r := range cs.Refs {
+			row.Refs = append(row.Refs, r.Field+": "+r.Ref)
+		}
+		row.server, row.Target = srv, target(srv)
+		switch {
+		case len(errs) > 0:
+			row.Action, row.Choice = ImportError, ChoiceSkip
+			for _, k := range sortedKeys(errs) {
+				row.Errors = append(row.Errors, k+": "+errs[k])
+			}
+		case !exists:
+			row.Action, row.Choice = ImportAdd, ChoiceAdd
+		default:
+			row.Diff = diffServers(old, srv)
+			row.Action, row.Choice = ImportSame, ChoiceSkip
+			if len(row.Diff) > 0 {
+				row.Action = ImportUpdate
+				row.NewID = uniqueID(id, taken)
+				used[row.NewID], taken[row.NewID] = true, true
+			}
+		}
+		plan.Rows = append(plan.Rows, row)
+	}
+	sort.SliceStable(plan.Rows, func(i, j int) bool {
+		a, b := plan.Rows[i], plan.Rows[j]
+		return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
+	})
+	return plan, nil
+}
+
+// ImportResult is what applying an import did, a line per row.
+type ImportResult struct {
+	Added   int      `json:"added"`
+	Updated int      `json:"updated"`
+	Skipped int      `json:"skipped"`
+	Failed  int      `json:"failed"`
+	Lines   []string `json:"lines"`
+}
+
+// ApplyImport applies the plan with the person's choices (by entry name;
+// rows without one take their default Choice). Each row is its own store
+// change: one that fails (the id taken meanwhile) does not undo the
+// others.
+func ApplyImport(st planStore, plan ImportPlan, choices map[string]string) ImportResult {
+	var res ImportResult
+	for _, r := range plan.Rows {
+		choice := r.Choice
+		if c, ok := choices[r.Name]; ok {
+			choice = c
+		}
+		fail := func(err error) {
+			res.Failed++
+			res.Lines = append(res.Lines, fmt.Sprintf("%s: not imported: %v", r.Name, err))
+		}
+		switch {
+		case choice == ChoiceSkip || r.Action == ImportSame:
+			res.Skipped++
+			res.Lines = append(res.Lines, fmt.Sprintf("%s: skipped", r.Name))
+		case r.Action == ImportError:
+			fail(fmt.Errorf("%s", strings.Join(r.Errors, "; ")))
+		case choice == ChoiceAdd && r.Action == ImportAdd:
+			if err := st.CreateServer(r.server); err != nil {
+				fail(err)
+				continue
+			}
+			res.Added++
+			res.Lines = append(res.Lines, fmt.Sprintf("%s: added as %s", r.Name, r.ID))
+		case choice == ChoiceNew && r.Action == ImportUpdate:
+			s := r.server
+			s.ID = r.NewID
+			if err := st.CreateServer(s); err != nil {
+				fail(err)
+				continue
+			}
+			res.Added++
+			res.Lines = append(res.Lines, fmt.Sprintf("%s: added as %s", r.Name, r.NewID))
+		case choice == ChoiceUpdate && r.Action == ImportUpdate:
+			if err := st.UpdateServer(r.server); err != nil {
+				fail(err)
+				continue
+			}
+			res.Updated++
+			res.Lines = append(res.Lines, fmt.Sprintf("%s: updated %s", r.Name, r.ID))
+		default:
+			fail(fmt.Errorf("%q is not a choice for a row that would %s", choice, r.Action))
+		}
+	}
+	return res
+}
+
+// importServer builds the server an entry describes, validated as the
+// add form validates. An existing server (old) keeps its display name,
+// policy, limits and secrets that the entry only holds placeholders for.
+func importServer(id string, cs clientconfig.Server, old *store.Server) (store.Server, []string, map[string]string) {
+	in := serverInput{ID: id, Name: cs.Name, Transport: cs.Transport, Command: cs.Command, Args: cs.Args,
+		Cwd: cs.Cwd, URL: cs.URL, Enabled: !cs.Disabled}
+	var notes []string
+	if cs.Disabled {
+		notes = append(notes, "turned off in the client: imported disabled")
+	}
+	if old != nil {
+		in.Name, in.DefaultPolicy = old.Name, old.DefaultPolicy
+		if old.TimeoutMS > 0 {
+			in.TimeoutMS = strconv.Itoa(old.TimeoutMS)
+		}
+		if old.MemoryMB > 0 {
+			in.MemoryMB = strconv.Itoa(old.MemoryMB)
+		}
+		if old.TTLSeconds > 0 {
+			in.TTLSeconds = strconv.Itoa(old.TTLSeconds)
+		}
+		in.AutoRefresh = onOff(old.AutoRefresh)
+	}
+	if len(in.Name) > 100 {
+		in.Name = in.Name[:100]
+	}
+	rows := func(m, oldm map[string]string, placeholder func(string) string) []kv {
+		var out []kv
+		for _, k := range sortedKeys(m) {
+			v := m[k]
+			if v == placeholder(k) || v == inputPlaceholder(id, k) {
+				if _, ok := oldm[k]; ok {
+					v = secretMask // keep the stored value
+				} else {
+					notes = append(notes, fmt.Sprintf("%s holds Switchboard's placeholder: set its value before verifying", k))
+				}
+			}
+			out = append(out, kv{k, v})
+		}
+		return out
+	}
+	var oldEnv, oldHeaders map[string]string
+	if old != nil {
+		oldEnv, oldHeaders = old.Env, old.Headers
+	}
+	in.Env = rows(cs.Env, oldEnv, envPlaceholder)
+	in.Headers = rows(cs.Headers, oldHeaders, headerPlaceholder)
+	if in.Transport == "" {
+		in.Transport = store.TransportStdio
+	}
+	srv, errs := validate(in, old)
+	return srv, notes, errs
+}
+
+// diffServers lists the fields an import would change on old, secret
+// values masked.
+func diffServers(old, s store.Server) []FieldDiff {
+	var out []FieldDiff
+	add := func(field, a, b string) {
+		if a != b {
+			out = append(out, FieldDiff{field, a, b})
+		}
+	}
+	add("transport", old.Transport, s.Transport)
+	add("command", old.Command, s.Command)
+	if !slices.Equal(old.Args, s.Args) {
+		out = append(out, FieldDiff{"args", commandLine("", old.Args), commandLine("", s.Args)})
+	}
+	add("cwd", old.Cwd, s.Cwd)
+	add("url", old.URL, s.URL)
+	secrets := func(what string, a, b map[string]string) {
+		for _, k := range unionKeys(a, b) {
+			va, oka := a[k]
+			vb, okb := b[k]
+			switch {
+			case oka && !okb:
+				out = append(out, FieldDiff{what + "." + k, secretMask, "(removed)"})
+			case !oka && okb:
+				out = append(out, FieldDiff{what + "." + k, "(none)", secretMask})
+			case va != vb:
+				out = append(out, FieldDiff{what + "." + k, secretMask, secretMask + " (a new value)"})
+			}
+		}
+	}
+	secrets("env", old.Env, s.Env)
+	secrets("headers", old.Headers, s.Headers)
+	add("enabled", strconv.FormatBool(old.Enabled), strconv.FormatBool(s.Enabled))
+	return out
+}
+
+func unionKeys(a, b map[string]string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range []map[string]string{a, b} {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+var slugUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
+
+// slugify turns an entry's name into a server id: lower-case letters,
+// digits and single dashes, at most 32 characters, starting with a letter
+// or digit ("server" if nothing is left).
+func slugify(name string) string {
+	s := strings.Trim(slugUnsafe.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if len(s) > 32 {
+		s = strings.TrimRight(s[:32], "-")
+	}
+	if s == "" || s == "new" {
+		s = "server"
+	}
+	return s
+}
+
+// uniqueID is id, or id-2, id-3… (cut to fit 32 characters), the first
+// that taken does not hold.
+func uniqueID(id string, taken map[string]bool) string {
+	if !taken[id] {
+		return id
+	}
+	for n := 2; ; n++ {
+		suffix := "-" + strconv.Itoa(n)
+		base := id
+		if len(base)+len(suffix) > 32 {
+			base = strings.TrimRight(base[:32-len(suffix)], "-")
+		}
+		if c := base + suffix; !taken[c] {
+			return c
+		}
+	}
+}
+
+// secretNames and secretValues spot values that look like credentials.
+var (
+	secretNames  = regexp.MustCompile(`(?i)(key|token|secret|passw|pwd|auth|credential|bearer|cookie|session|private|pat$)`)
+	secretValues = regexp.MustCompile(`^(sk-|sk_|ghp_|gho_|github_pat_|xox[abpr]-|AKIA|glpat-|Bearer )|^[A-Za-z0-9+/_=.-]{32,}$`)
+)
+
+// secretLooking lists the env and header names of an entry whose names or
+// values look like credentials. Every env and header value is stored as a
+// secret (masked thereafter); these are the ones the dry run points out.
+func secretLooking(cs clientconfig.Server) []string {
+	var out []string
+	for _, m := range []struct {
+		prefix string
+		values map[string]string
+	}{{"env.", cs.Env}, {"headers.", cs.Headers}} {
+		for _, k := range sortedKeys(m.values) {
+			v := m.values[k]
+			if strings.HasPrefix(v, "${") {
+				continue // a reference, not a value
+			}
+			if secretNames.MatchString(k) || secretValues.MatchString(v) {
+				out = append(out, m.prefix+k)
+			}
+		}
+	}
+	return out
+}
+
+// envPlaceholder and headerPlaceholder are what an export without
+// secrets writes in place of a value. An import that finds one keeps
+// the stored value, so an export imported back changes nothing.
+func envPlaceholder(key string) string { return "${" + key + "}" }
+
+func headerPlaceholder(key string) string {
+	return "${SWITCHBOARD_HEADER_" + strings.ToUpper(slugUnsafeEnv.ReplaceAllString(key, "_")) + "}"
+}
+
+var slugUnsafeEnv = regexp.MustCompile(`[^A-Za-z0-9]+`)
+
+// inputPlaceholder is the placeholder of a VS Code export: a reference to
+// an input (a password prompt) of its own.
+func inputPlaceholder(id, key string) string { return "${input:" + inputID(id, key) + "}" }
+
+func inputID(id, key string) string { return "switchboard-" + id + "-" + key }
+
+// ExportServers writes the servers in a client's format. Secret values
+// are replaced by placeholders unless withSecrets.
+func ExportServers(format string, servers []store.Server, withSecrets bool) ([]byte, error) {
+	var out []clientconfig.Server
+	var inputs []clientconfig.Input
+	for _, s := range servers {
+		cs := clientconfig.Server{Name: s.ID, Transport: s.Transport, Command: s.Command, Args: s.Args,
+			Cwd: s.Cwd, URL: s.URL, Disabled: !s.Enabled}
+		secret := func(m map[string]string, placeholder func(string) string) map[string]string {
+			if len(m) == 0 {
+				return nil
+			}
+			out := make(map[string]string, len(m))
+			for k, v := range m {
+				switch {
+				case withSecrets:
+					out[k] = v
+				case format == clientconfig.VSCode:
+					out[k] = inputPlaceholder(s.ID, k)
+					inputs = append(inputs, clientconfig.Input{ID: inputID(s.ID, k), Type: "promptString",
+						Description: k + " of " + s.ID, Password: true})
+				default:
+					out[k] = placeholder(k)
+				}
+			}
+			return out
+		}
+		cs.Env = secret(s.Env, envPlaceholder)
+		cs.Headers = secret(s.Headers, headerPlaceholder)
+		out = append(out, cs)
+	}
+	sort.Slice(inputs, func(i, j int) bool { return inputs[i].ID < inputs[j].ID })
+	return clientconfig.Export(format, out, inputs)
+}

@@ -1,0 +1,403 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/clientconfig"
+)
+
+// maxImport caps the text of one import (a pasted or uploaded config, or
+// a file found on this machine).
+const maxImport = 1 << 20
+
+// heldImports keeps the text of a previewed import on the server, so that
+// neither the preview page nor the apply form carries the config back to
+// the browser: it holds secret values, which the UI never shows.
+type heldImports struct {
+	mu   sync.Mutex
+	byID map[string]heldImport
+}
+
+type heldImport struct {
+	text, format string
+	at           time.Time
+}
+
+// Bounds of the held imports: a preview is applied within the hour, and
+// only the latest few are kept.
+const (
+	heldFor  = time.Hour
+	heldMost = 16
+)
+
+func (h *heldImports) put(text, format string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.byID == nil {
+		h.byID = map[string]heldImport{}
+	}
+	now := time.Now()
+	for id, held := range h.byID {
+		if now.Sub(held.at) > heldFor {
+			delete(h.byID, id)
+		}
+	}
+	for len(h.byID) >= heldMost {
+		oldest := ""
+		for id, held := range h.byID {
+			if oldest == "" || held.at.Before(h.byID[oldest].at) {
+				oldest = id
+			}
+		}
+		delete(h.byID, oldest)
+	}
+	id := randomHex(16)
+	h.byID[id] = heldImport{text: text, format: format, at: now}
+	return id
+}
+
+func (h *heldImports) get(id string) (heldImport, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	held, ok := h.byID[id]
+	if !ok || time.Since(held.at) > heldFor {
+		return heldImport{}, false
+	}
+	return held, true
+}
+
+func (h *heldImports) drop(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.byID, id)
+}
+
+// knownFiles lists the client configs found on this machine.
+func (s *Server) knownFiles() []clientconfig.Location {
+	home, cwd := s.cfg.ImportHome, s.cfg.ImportCwd
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	return clientconfig.WellKnown(home, cwd)
+}
+
+func (s *Server) importView(text, format string) views.ImportView {
+	v := views.ImportView{Text: text, Format: format, Formats: clientconfig.Formats}
+	for i, k := range s.knownFiles() {
+		v.Known = append(v.Known, views.KnownFile{Index: i, Path: k.Path, Client: k.Client, Format: k.Format})
+	}
+	if sums, err := s.store.Summaries(); err == nil {
+		for _, sum := range sums {
+			v.Servers = append(v.Servers, sum.Server.ID)
+		}
+	}
+	return v
+}
+
+// handleImportPage serves GET /import.
+func (s *Server) handleImportPage(c echo.Context) error {
+	return render(c, http.StatusOK, views.ImportPage(s.page(c, "Import"), s.importView("", "")))
+}
+
+// importText reads what to import from the form: a file found on this
+// machine (by its index in knownFiles, never a path from the request), an
+// uploaded file, or the pasted text.
+func (s *Server) importText(c echo.Context) (text, format string, err error) {
+	r := c.Request()
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, 3*maxImport)
+	format = c.FormValue("format")
+	if k := c.FormValue("known"); k != "" {
+		known := s.knownFiles()
+		i, err := strconv.Atoi(k)
+		if err != nil || i < 0 || i >= len(known) {
+			return "", "", &apiError{Status: http.StatusNotFound, Message: "that file is no longer there; reload the page"}
+		}
+		data, err := readCapped(known[i].Path)
+		return string(data), known[i].Format, err
+	}
+	if fh, err := c.FormFile("file"); err == nil && fh.Size > 0 {
+		f, err := fh.Open()
+		if err != nil {
+			return "", format, err
+		}
+		defer f.Close()
+		data, err := io.ReadAll(io.LimitReader(f, maxImport+1))
+		if err == nil && len(data) > maxImport {
+			err = errImportTooBig
+		}
+		return string(data), format, err
+	}
+	text = c.FormValue("text")
+	if len(text) > maxImport {
+		return text[:0], format, errImportTooBig
+	}
+	return text, format, nil
+}
+
+var errImportTooBig = &apiError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("the config is over %d KiB", maxImport>>10)}
+
+func readCapped(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxImport+1))
+	if err == nil && len(data) > maxImport {
+		return nil, errImportTooBig
+	}
+	return data, err
+}
+
+// handleImportPreview serves POST /import/preview: the dry run.
+func (s *Server) handleImportPreview(c echo.Context) error {
+	text, format, err := s.importText(c)
+	v := s.importView(text, format)
+	if err != nil {
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			return err
+		}
+		v.Error = ae.Message
+		return render(c, ae.Status, views.ImportPage(s.page(c, "Import"), v))
+	}
+	if strings.TrimSpace(text) == "" {
+		v.Error = "Paste a config, upload one, or read one found on this machine."
+		return render(c, http.StatusUnprocessableEntity, views.ImportPage(s.page(c, "Import"), v))
+	}
+	plan, err := PlanImport(s.store, format, []byte(text))
+	if err != nil {
+		return s.importFailed(c, v, err)
+	}
+	v.Text = "" // held by the server, see heldImports
+	v.Plan = planView(plan)
+	v.Plan.HeldID = s.held.put(text, format)
+	return render(c, http.StatusOK, views.ImportPage(s.page(c, "Import"), v))
+}
+
+// importFailed shows why a text could not be read, pointing at the line
+// and column, with the person's text kept.
+func (s *Server) importFailed(c echo.Context, v views.ImportView, err error) error {
+	v.Error = err.Error()
+	var se *clientconfig.SyntaxError
+	if errors.As(err, &se) {
+		v.ErrorLine, v.ErrorCol = se.Pos.Line, se.Pos.Col
+		v.Excerpt, v.Caret = excerpt(v.Text, se.Pos.Line, se.Pos.Col)
+	}
+	return render(c, http.StatusUnprocessableEntity, views.ImportPage(s.page(c, "Import"), v))
+}
+
+// excerpt is the line of text at line (1-based), and a caret under column
+// col (in characters), both cut to a readable width around it.
+func excerpt(text string, line, col int) (string, string) {
+	lines := strings.Split(text, "\n")
+	if line < 1 || line > len(lines) {
+		return "", ""
+	}
+	l := []rune(strings.TrimRight(lines[line-1], "\r"))
+	start := 0
+	if col > 60 {
+		start = col - 40
+	}
+	end := min(len(l), start+120)
+	if start > len(l) {
+		start = len(l)
+	}
+	shown := string(l[start:end])
+	caret := strings.Repeat(" ", max(0, col-1-start)+len(strconv.Itoa(line))+3) + "^"
+	return shown, caret
+}
+
+func planView(p ImportPlan) *views.ImportPlanView {
+	counts := p.Counts()
+	v := &views.ImportPlanView{Format: p.Format, Warnings: p.Warnings, Add: counts[ImportAdd],
+		Update: counts[ImportUpdate], Same: counts[ImportSame], Errors: counts[ImportError]}
+	for i, r := range p.Rows {
+		row := views.ImportRowView{Index: i, Name: r.Name, ID: r.ID, Action: r.Action, Choice: r.Choice, NewID: r.NewID,
+			Line: r.Line, Col: r.Col, Target: r.Target, Secrets: r.Secrets, Refs: r.Refs, Notes: r.Notes, Errors: r.Errors}
+		for _, d := range r.Diff {
+			row.Diff = append(row.Diff, views.FieldChange{Field: d.Field, Old: d.Old, New: d.New})
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return v
+}
+
+// handleImportApply serves POST /import/apply: the plan of the same text,
+// with the choices made on it (by row), applied.
+func (s *Server) handleImportApply(c echo.Context) error {
+	id := c.FormValue("held")
+	held, ok := s.held.get(id)
+	if !ok {
+		v := s.importView("", "")
+		v.Error = "That preview is no longer held (it is kept for an hour); paste or read the config again."
+		return render(c, http.StatusGone, views.ImportPage(s.page(c, "Import"), v))
+	}
+	v := s.importView("", held.format)
+	plan, err := PlanImport(s.store, held.format, []byte(held.text))
+	if err != nil {
+		v.Text = held.text
+		return s.importFailed(c, v, err)
+	}
+	choices := map[string]string{}
+	for i, r := range plan.Rows {
+		if ch := c.FormValue("choice-" + strconv.Itoa(i)); ch != "" {
+			choices[r.Name] = ch
+		}
+	}
+	res := ApplyImport(s.store, plan, choices)
+	if res.Failed > 0 {
+		v.Error = "Some entries were not imported: " + strings.Join(res.Lines, "; ")
+		if plan, err := PlanImport(s.store, held.format, []byte(held.text)); err == nil {
+			v.Plan = planView(plan)
+			v.Plan.HeldID = id
+		}
+		return render(c, http.StatusUnprocessableEntity, views.ImportPage(s.page(c, "Import"), v))
+	}
+	s.held.drop(id)
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/?imported=%d.%d.%d", res.Added, res.Updated, res.Skipped))
+}
+
+var importedFlash = regexp.MustCompile(`^(\d{1,5})\.(\d{1,5})\.(\d{1,5})$`)
+
+// importedNotice is the flash after an import.
+func importedNotice(q string) string {
+	m := importedFlash.FindStringSubmatch(q)
+	if m == nil {
+		return ""
+	}
+	return fmt.Sprintf("Imported: %s added, %s updated, %s skipped. Imported servers are not verified: each waits for you to confirm its command.", m[1], m[2], m[3])
+}
+
+// importJSON is the API's import request.
+type importJSON struct {
+	Format string `json:"format"`
+	Text   string `json:"text"`
+	// Apply applies the plan; without it the answer is the dry run.
+	Apply bool `json:"apply"`
+	// Choices by entry name: add, update, new or skip.
+	Choices map[string]string `json:"choices"`
+}
+
+// handleAPIImport serves POST /api/v1/import.
+func (s *Server) handleAPIImport(c echo.Context) error {
+	var body importJSON
+	if err := decodeJSON(c, 3*maxImport, &body); err != nil {
+		return err
+	}
+	plan, err := PlanImport(s.store, body.Format, []byte(body.Text))
+	if err != nil {
+		out := map[string]any{"error": err.Error()}
+		var se *clientconfig.SyntaxError
+		if errors.As(err, &se) {
+			out["line"], out["column"] = se.Pos.Line, se.Pos.Col
+		}
+		return c.JSON(http.StatusUnprocessableEntity, out)
+	}
+	out := map[string]any{"format": plan.Format, "entries": plan.Rows, "warnings": plan.Warnings}
+	if body.Apply {
+		out["result"] = ApplyImport(s.store, plan, body.Choices)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// handleExport serves GET /export?format=F&server=ID…: a download,
+// without secret values (placeholders in their place).
+func (s *Server) handleExport(c echo.Context) error {
+	return s.export(c, false)
+}
+
+// handleExportSecrets serves POST /export: the same download with secret
+// values, after the person typed the API token again.
+func (s *Server) handleExportSecrets(c echo.Context) error {
+	if err := s.limitAuth(c); err != nil {
+		return err
+	}
+	if !s.sessions.validToken(c.FormValue("token")) {
+		s.authLimit.failed(clientOf(c))
+		return &apiError{Status: http.StatusForbidden, Message: "exporting secret values needs the API token; it did not match"}
+	}
+	return s.export(c, true)
+}
+
+// handleAPIExport serves GET /api/v1/export?format=F&server=ID…&secrets=true.
+func (s *Server) handleAPIExport(c echo.Context) error {
+	return s.export(c, c.QueryParam("secrets") == "true")
+}
+
+func (s *Server) export(c echo.Context, withSecrets bool) error {
+	format := c.FormValue("format")
+	ids := c.QueryParams()["server"]
+	sums, err := s.store.Summaries()
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var servers []store.Server
+	for _, sum := range sums {
+		if len(ids) == 0 || want[sum.Server.ID] {
+			servers = append(servers, sum.Server)
+			delete(want, sum.Server.ID)
+		}
+	}
+	if len(want) > 0 { // asked for, and not found
+		return &apiError{Status: http.StatusNotFound, Message: "no server " + strings.Join(sortedKeysBool(want), ", ")}
+	}
+	data, err := ExportServers(format, servers, withSecrets)
+	if err != nil {
+		return &apiError{Status: http.StatusUnprocessableEntity, Message: err.Error(),
+			Fields: map[string]string{"format": "must be one of " + strings.Join(clientconfig.Formats, ", ")}}
+	}
+	name := exportFileName(format)
+	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
+	ctype := "application/json"
+	if format == clientconfig.Codex {
+		ctype = "application/toml"
+	}
+	if !utf8.Valid(data) {
+		return errors.New("export is not UTF-8")
+	}
+	return c.Blob(http.StatusOK, ctype+"; charset=utf-8", data)
+}
+
+func exportFileName(format string) string {
+	switch format {
+	case clientconfig.Codex:
+		return "config.toml"
+	case clientconfig.VSCode:
+		return "mcp.json"
+	case clientconfig.Cursor:
+		return "mcp.json"
+	}
+	return "claude_desktop_config.json"
+}
+
+func sortedKeysBool(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
