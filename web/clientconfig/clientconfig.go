@@ -184,7 +184,7 @@ func unknownFormat(format string) error {
 var utf8BOM = []byte("\xef\xbb\xbf")
 
 // tableHeader is a line that looks like a TOML table header.
-var tableHeader = regexp.MustCompile(`^\[\[?\s*[A-Za-z0-9_"'-][^,{}]*\]\]?\s*(#.*)?$`)
+var tableHeader = regexp.MustCompile(`^\[\[?\s*[A-Za-z0-9_"'-][^,{}:]*$`)
 
 // firstLine is the first line of data that is not blank, trimmed.
 func firstLine(data []byte) []byte {
@@ -255,6 +255,14 @@ func newLines(data []byte) *lines {
 func (l *lines) pos(off int) Pos {
 	off = max(0, min(off, len(l.data)))
 	i := sort.Search(len(l.starts), func(i int) bool { return l.starts[i] > off }) - 1
+	// An offset inside a character (go-toml can point at its last byte)
+	// is that character's position.
+	for s := off - 1; s >= max(l.starts[i], off-utf8.UTFMax+1); s-- {
+		if r, n := utf8.DecodeRune(l.data[s:]); r != utf8.RuneError && s+n > off {
+			off = s
+			break
+		}
+	}
 	return Pos{Line: i + 1, Col: 1 + utf8.RuneCount(l.data[l.starts[i]:off])}
 }
 

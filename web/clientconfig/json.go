@@ -133,8 +133,8 @@ func jsonSyntaxError(data []byte, err error, sc jsonScan) error {
 		msg = "missing comma before this member (expected ',' or '}')"
 	case strings.HasSuffix(msg, afterElement) && off < len(data) && strings.IndexByte(`"{[-0123456789tfn`, data[off]) >= 0:
 		msg = "missing comma before this element (expected ',' or ']')"
-	case strings.HasSuffix(msg, "at start of object name"):
-		msg += " (names must be in double quotes)"
+	case strings.HasSuffix(msg, "at start of object name") || strings.HasPrefix(msg, `invalid character '\''`):
+		msg += " (names and strings must be in double quotes)"
 	}
 	return &SyntaxError{Pos: ls.pos(off), Message: msg}
 }
@@ -235,7 +235,7 @@ func parseJSON(format string, data []byte) (*File, error) {
 			}
 			return nil, errors.New(msg)
 		}
-		if err := p.servers(servers, "servers", nil); err != nil {
+		if err := p.servers(servers, `"servers"`, nil); err != nil {
 			return nil, err
 		}
 		p.inputs(inputs)
@@ -251,7 +251,7 @@ func parseJSON(format string, data []byte) (*File, error) {
 		return nil, errors.New(msg)
 	}
 	if top != nil {
-		if err := p.servers(top, "mcpServers", nil); err != nil {
+		if err := p.servers(top, `"mcpServers"`, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -295,7 +295,7 @@ func (p *jsonParser) servers(v *hujson.Value, where string, disabled map[string]
 	obj, ok := v.Value.(*hujson.Object)
 	if !ok {
 		return &SyntaxError{Pos: p.lines.pos(v.StartOffset),
-			Message: fmt.Sprintf("%q must be an object of servers, not %s", where, kindOf(toValue(*v)))}
+			Message: fmt.Sprintf("%s must be an object of servers, not %s", where, kindOf(toValue(*v)))}
 	}
 	for _, m := range obj.Members {
 		name := memberName(m)
@@ -454,5 +454,5 @@ func kindOf(v any) string {
 	case *object, map[string]any:
 		return "an object"
 	}
-	return fmt.Sprintf("a %T", v)
+	return "a date or time" // TOML's other kinds of value
 }

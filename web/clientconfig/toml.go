@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -43,14 +44,22 @@ func readTOML(data []byte) (map[string]any, error) {
 		}
 		ls := newLines(data)
 		line, col := de.Position()
-		return nil, &SyntaxError{Pos: ls.pos(ls.offset(line, col)), Message: tomlMessage(strings.TrimPrefix(de.Error(), "toml: "))}
+		off := ls.offset(line, col)
+		return nil, &SyntaxError{Pos: ls.pos(off), Message: tomlMessage(strings.TrimPrefix(de.Error(), "toml: "), data, off)}
 	}
 	return doc, nil
 }
 
-// tomlMessage makes a few of go-toml's messages plainer.
-func tomlMessage(msg string) string {
+// tomlMessage makes a few of go-toml's messages (about data at off)
+// plainer.
+func tomlMessage(msg string, data []byte, off int) string {
+	if r, n := utf8.DecodeRune(data[min(off, len(data)):]); n > 1 {
+		// go-toml names the first byte of a multi-byte character.
+		msg = tomlRune.ReplaceAllLiteralString(msg, fmt.Sprintf("U+%04X %q", r, r))
+	}
 	switch {
+	case msg == "expected ',' or ']' after array value" && off < len(data) && strings.IndexByte(`"'[{-+0123456789tfin`, data[off]) >= 0:
+		return "missing comma before this element (expected ',' or ']')"
 	case strings.HasSuffix(msg, "strings cannot have new lines"):
 		return "the string is not closed on its line"
 	case strings.HasPrefix(msg, "expected keyword"):
@@ -149,6 +158,8 @@ func parseCodex(data []byte) (*File, error) {
 	}
 	return f, nil
 }
+
+var tomlRune = regexp.MustCompile(`U\+[0-9A-F]{4,} '.+'`)
 
 // envName is what Codex's environment-variable fields may name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
