@@ -17,11 +17,13 @@ type ImportView struct {
 	Plan      *ImportPlanView
 	// Servers are the ids the export can choose from.
 	Servers []string
+	// Source is the file the text came from ("" if pasted).
+	Source string
 }
 
 // KnownFile is a client config found on this machine.
 type KnownFile struct {
-	Index  int // opaque: the server reads the path from its own list
+	Key    string // opaque: the server reads the path from its own list
 	Path   string
 	Client string
 	Format string
@@ -42,20 +44,21 @@ type ImportPlanView struct {
 
 // ImportRowView is one entry of the dry run.
 type ImportRowView struct {
-	Index   int // opaque name of the row's choice: choice-<Index>
-	Name    string
-	ID      string
-	Action  string
-	Choice  string
-	NewID   string
-	Line    int
-	Col     int
-	Target  string
-	Diff    []FieldChange
-	Secrets []string
-	Refs    []string
-	Notes   []string
-	Errors  []string
+	Index       int // opaque name of the row's choice: choice-<Index>
+	Fingerprint string
+	Name        string
+	ID          string
+	Action      string
+	Choice      string
+	NewID       string
+	Line        int
+	Col         int
+	Target      string
+	Diff        []FieldChange
+	Secrets     []string
+	Refs        []string
+	Notes       []string
+	Errors      []string
 }
 
 // FieldChange is one field an import would change.
@@ -64,6 +67,8 @@ type FieldChange struct {
 }
 
 func choiceName(r ImportRowView) string { return "choice-" + itoa(r.Index) }
+
+func fingerprintName(r ImportRowView) string { return "fp-" + itoa(r.Index) }
 
 func importFormatLabel(f string) string {
 	switch f {

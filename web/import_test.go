@@ -201,8 +201,12 @@ func TestImportPage(t *testing.T) {
 	if known := findAll(page, byTestID("known-file")); len(known) != 1 || !strings.Contains(textOf(findOne(t, page, byTestID("known-files"))), ".cursor/mcp.json") {
 		t.Fatalf("known files = %d", len(known))
 	}
-	rec := b.post("/import/preview", url.Values{"known": {"0"}})
+	key := attrOf(findOne(t, page, func(n *html.Node) bool { return attrOf(n, "name") == "known" }), "value")
+	rec := b.post("/import/preview", url.Values{"known": {key}})
 	wantStatus(t, rec, http.StatusOK)
+	if src := testIDText(t, parseHTML(t, rec.Body.String()), "import-source"); !strings.HasSuffix(src, ".cursor/mcp.json") {
+		t.Errorf("source shown = %q", src)
+	}
 	if ids := findAll(parseHTML(t, rec.Body.String()), byTestID("import-id")); len(ids) != 1 || textOf(ids[0]) != "from-cursor" {
 		t.Errorf("preview of the cursor file: %d rows", len(ids))
 	}
@@ -239,6 +243,73 @@ func TestImportPage(t *testing.T) {
 	}
 	if kept := textOf(findOne(t, doc, byTestID("import-text"))); kept != strings.TrimSpace(bad) {
 		t.Errorf("text kept = %q", kept)
+	}
+}
+
+// A file found on this machine that cannot be read is reported by line
+// and column without its text (it may hold secrets); choices and
+// fingerprints go by row, so two entries of one name, a plan that changed
+// since the preview, and "add as new" all do what the page showed.
+func TestImportPageRows(t *testing.T) {
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".codex"), 0o700)
+	os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte("[mcp_servers.x]\ncommand = \"x\"\nenv = { TOKEN = \"tok-never-shown-123456\" }\nbroken = \n"), 0o600)
+	e := newEnv(t, func(c *webConfig) { c.ImportHome, c.ImportCwd = home, t.TempDir() })
+	e.secrets = append(e.secrets, "tok-never-shown-123456")
+	b := e.login()
+	page := parseHTML(t, b.get("/import").Body.String())
+	key := attrOf(findOne(t, page, func(n *html.Node) bool { return attrOf(n, "name") == "known" }), "value")
+	rec := b.post("/import/preview", url.Values{"known": {key}})
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	if msg := testIDText(t, parseHTML(t, rec.Body.String()), "import-error"); !strings.Contains(msg, "config.toml") || !strings.Contains(msg, "line 4") {
+		t.Errorf("error for a broken found file = %q; want its path and line", msg)
+	}
+
+	e.createServer(map[string]any{"id": "gh", "name": "GH", "transport": "stdio", "command": "old"})
+	text := `{"mcpServers": {"gh": {"command": "new"}}, "projects": {"/p": {"mcpServers": {"gh": {"command": "other"}}}}}`
+	rec = b.post("/import/preview", url.Values{"text": {text}})
+	wantStatus(t, rec, http.StatusOK)
+	doc := parseHTML(t, rec.Body.String())
+	rows := findAll(doc, byTestID("import-row"))
+	if len(rows) != 2 || attrOf(rows[0], "data-action") != "update" || attrOf(rows[1], "data-action") != "error" {
+		t.Fatalf("rows = %d", len(rows))
+	}
+	form := url.Values{}
+	for _, in := range findAll(doc, func(n *html.Node) bool { return n.Data == "input" && attrOf(n, "type") == "hidden" }) {
+		form.Set(attrOf(in, "name"), attrOf(in, "value"))
+	}
+	form.Set("choice-0", "new")
+	// The server changes between the preview and the apply: nothing is
+	// applied, and the new plan is shown.
+	e.api(http.MethodPut, "/api/v1/servers/gh", map[string]any{"id": "gh", "name": "GH", "transport": "stdio", "command": "newer"})
+	wantStatus(t, b.post("/import/apply", form), http.StatusConflict)
+	if n := len(e.listServers()); n != 1 {
+		t.Fatalf("%d servers after a refused apply", n)
+	}
+	rec = b.post("/import/preview", url.Values{"text": {text}})
+	doc = parseHTML(t, rec.Body.String())
+	form = url.Values{}
+	for _, in := range findAll(doc, func(n *html.Node) bool { return n.Data == "input" && attrOf(n, "type") == "hidden" }) {
+		form.Set(attrOf(in, "name"), attrOf(in, "value"))
+	}
+	form.Set("choice-0", "new")
+	if rec := b.post("/import/apply", form); rec.Code != http.StatusSeeOther {
+		t.Fatalf("apply add-as-new = %d %s", rec.Code, truncate(rec.Body.String()))
+	}
+	srv := decode(t, e.api(http.MethodGet, "/api/v1/servers/gh-2", nil))
+	if srv["command"] != "new" || srv["name"] != "gh" {
+		t.Errorf("added as new = %v; want the file's entry under gh-2, named from the file", srv)
+	}
+	if gh := decode(t, e.api(http.MethodGet, "/api/v1/servers/gh", nil)); gh["command"] != "newer" {
+		t.Errorf("gh changed: %v", gh["command"])
+	}
+
+	// Secrets in an export need the API token typed again: right, it works.
+	e.createServer(map[string]any{"id": "s", "name": "S", "transport": "stdio", "command": "x", "env": map[string]string{"K": "v-0123456789-secret"}})
+	rec = b.post("/export", url.Values{"format": {"claude"}, "token": {testToken}})
+	wantStatus(t, rec, http.StatusOK)
+	if !strings.Contains(rec.Body.String(), "v-0123456789-secret") {
+		t.Errorf("export with the token = %s", rec.Body.String())
 	}
 }
 

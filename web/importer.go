@@ -1,7 +1,11 @@
 package web
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"hash"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -53,8 +57,13 @@ type ImportRow struct {
 	Notes   []string    `json:"notes,omitempty"`   // anything else worth knowing
 	Errors  []string    `json:"errors,omitempty"`  // for ImportError, one per problem
 	Target  string      `json:"target,omitempty"`  // the command line or URL
+	// Fingerprint changes when what the row would do changes: a form
+	// posts it back, and a row whose fingerprint moved since the preview
+	// is not applied (see ApplyImport).
+	Fingerprint string `json:"fingerprint"`
 
 	server store.Server // what would be stored
+	asNew  store.Server // what ChoiceNew would store
 }
 
 // FieldDiff is one field an update would change; secret values show as
@@ -97,6 +106,9 @@ func PlanImport(st planStore, format string, text []byte) (ImportPlan, error) {
 	if err != nil {
 		return ImportPlan{}, err
 	}
+	if n := len(f.Servers) + len(f.Problems); n > MaxImportEntries {
+		return ImportPlan{}, fmt.Errorf("the config has %d servers; at most %d are imported at once", n, MaxImportEntries)
+	}
 	sums, err := st.Summaries()
 	if err != nil {
 		return ImportPlan{}, err
@@ -106,21 +118,19 @@ func PlanImport(st planStore, format string, text []byte) (ImportPlan, error) {
 		existing[s.Server.ID] = s.Server
 	}
 	plan := ImportPlan{Format: f.Format, Warnings: f.Warnings}
-	// used holds the ids this plan gave its entries (an entry whose id a
-	// stored server has is that server's update); taken adds the stored
-	// servers' ids, for the new ids the plan makes up.
-	used, taken := map[string]bool{}, map[string]bool{}
-	for id := range existing {
-		taken[id] = true
-	}
 	for _, p := range f.Problems {
 		plan.Rows = append(plan.Rows, ImportRow{Name: p.Name, Action: ImportError, Choice: ChoiceSkip,
 			Line: p.Pos.Line, Col: p.Pos.Col, Errors: []string{p.Message}})
 	}
+	// First every entry's own id (an id a stored server has makes the
+	// entry that server's update), then the new ids "add as new" would
+	// use, so that those never push an entry off its own id.
+	used := map[string]bool{}
+	var updates []int
 	for _, cs := range f.Servers {
 		row := ImportRow{Name: cs.Name, Line: cs.Pos.Line, Col: cs.Pos.Col}
 		id := uniqueID(slugify(cs.Name), used)
-		used[id], taken[id] = true, true
+		used[id] = true
 		row.ID = id
 		old, exists := existing[id]
 		var oldPtr *store.Server
@@ -147,11 +157,23 @@ func PlanImport(st planStore, format string, text []byte) (ImportPlan, error) {
 			row.Action, row.Choice = ImportSame, ChoiceSkip
 			if len(row.Diff) > 0 {
 				row.Action = ImportUpdate
-				row.NewID = uniqueID(id, taken)
-				used[row.NewID], taken[row.NewID] = true, true
+				row.asNew, _, _ = importServer(id, cs, nil) // a server of its own
+				updates = append(updates, len(plan.Rows))
 			}
 		}
+		row.Fingerprint = fingerprint(row, old)
 		plan.Rows = append(plan.Rows, row)
+	}
+	taken := maps.Clone(used)
+	for id := range existing {
+		taken[id] = true
+	}
+	for _, i := range updates {
+		r := &plan.Rows[i]
+		r.NewID = uniqueID(r.ID, taken)
+		taken[r.NewID] = true
+		r.asNew.ID = r.NewID
+		r.Fingerprint = fingerprint(*r, existing[r.ID])
 	}
 	sort.SliceStable(plan.Rows, func(i, j int) bool {
 		a, b := plan.Rows[i], plan.Rows[j]
@@ -160,24 +182,37 @@ func PlanImport(st planStore, format string, text []byte) (ImportPlan, error) {
 	return plan, nil
 }
 
+// MaxImportEntries bounds the entries of one import.
+const MaxImportEntries = 500
+
+// fingerprint hashes what a row would do: its action and ids, the server
+// it would store, and the stored server it would change.
+func fingerprint(r ImportRow, old store.Server) string {
+	var h fieldHasher
+	h.add(r.Name, strconv.Itoa(r.Line), strconv.Itoa(r.Col), r.Action, r.ID, r.NewID, r.server.ConfigHash(),
+		strconv.FormatBool(r.server.Enabled), old.ID, old.ConfigHash(), strconv.FormatBool(old.Enabled))
+	return h.sum()
+}
+
 // ImportResult is what applying an import did, a line per row.
 type ImportResult struct {
 	Added   int      `json:"added"`
 	Updated int      `json:"updated"`
 	Skipped int      `json:"skipped"`
-	Failed  int      `json:"failed"`
+	Invalid int      `json:"invalid"` // rows that cannot be imported
+	Failed  int      `json:"failed"`  // rows the store refused
 	Lines   []string `json:"lines"`
 }
 
-// ApplyImport applies the plan with the person's choices (by entry name;
-// rows without one take their default Choice). Each row is its own store
-// change: one that fails (the id taken meanwhile) does not undo the
-// others.
-func ApplyImport(st planStore, plan ImportPlan, choices map[string]string) ImportResult {
+// ApplyImport applies the plan with the person's choices, by row index
+// (rows without one take their default Choice). Rows that cannot be
+// imported count as Invalid. Each row is its own store change: one that
+// fails (the id taken meanwhile) does not undo the others.
+func ApplyImport(st planStore, plan ImportPlan, choices map[int]string) ImportResult {
 	var res ImportResult
-	for _, r := range plan.Rows {
+	for i, r := range plan.Rows {
 		choice := r.Choice
-		if c, ok := choices[r.Name]; ok {
+		if c, ok := choices[i]; ok {
 			choice = c
 		}
 		fail := func(err error) {
@@ -185,11 +220,12 @@ func ApplyImport(st planStore, plan ImportPlan, choices map[string]string) Impor
 			res.Lines = append(res.Lines, fmt.Sprintf("%s: not imported: %v", r.Name, err))
 		}
 		switch {
+		case r.Action == ImportError:
+			res.Invalid++
+			res.Lines = append(res.Lines, fmt.Sprintf("%s: cannot be imported: %s", r.Name, strings.Join(r.Errors, "; ")))
 		case choice == ChoiceSkip || r.Action == ImportSame:
 			res.Skipped++
 			res.Lines = append(res.Lines, fmt.Sprintf("%s: skipped", r.Name))
-		case r.Action == ImportError:
-			fail(fmt.Errorf("%s", strings.Join(r.Errors, "; ")))
 		case choice == ChoiceAdd && r.Action == ImportAdd:
 			if err := st.CreateServer(r.server); err != nil {
 				fail(err)
@@ -198,9 +234,7 @@ func ApplyImport(st planStore, plan ImportPlan, choices map[string]string) Impor
 			res.Added++
 			res.Lines = append(res.Lines, fmt.Sprintf("%s: added as %s", r.Name, r.ID))
 		case choice == ChoiceNew && r.Action == ImportUpdate:
-			s := r.server
-			s.ID = r.NewID
-			if err := st.CreateServer(s); err != nil {
+			if err := st.CreateServer(r.asNew); err != nil {
 				fail(err)
 				continue
 			}
@@ -218,6 +252,30 @@ func ApplyImport(st planStore, plan ImportPlan, choices map[string]string) Impor
 		}
 	}
 	return res
+}
+
+// ChoicesByName turns choices by entry name (the API's and the command
+// line's) into choices by row. A name that more than one row has is an
+// error: the choice would be ambiguous.
+func ChoicesByName(plan ImportPlan, byName map[string]string) (map[int]string, error) {
+	out := map[int]string{}
+	for name, c := range byName {
+		found := -1
+		for i, r := range plan.Rows {
+			if r.Name != name || r.Action == ImportError {
+				continue
+			}
+			if found >= 0 {
+				return nil, fmt.Errorf("more than one entry is named %q; choose on the Import page", name)
+			}
+			found = i
+		}
+		if found < 0 {
+			return nil, fmt.Errorf("no entry %q can be chosen for", name)
+		}
+		out[found] = c
+	}
+	return out, nil
 }
 
 // importServer builds the server an entry describes, validated as the
@@ -244,7 +302,7 @@ func importServer(id string, cs clientconfig.Server, old *store.Server) (store.S
 		in.AutoRefresh = onOff(old.AutoRefresh)
 	}
 	if len(in.Name) > 100 {
-		in.Name = in.Name[:100]
+		in.Name = strings.ToValidUTF8(in.Name[:100], "")
 	}
 	rows := func(m, oldm map[string]string, placeholder func(string) string) []kv {
 		var out []kv
@@ -286,7 +344,7 @@ func diffServers(old, s store.Server) []FieldDiff {
 	add("transport", old.Transport, s.Transport)
 	add("command", old.Command, s.Command)
 	if !slices.Equal(old.Args, s.Args) {
-		out = append(out, FieldDiff{"args", commandLine("", old.Args), commandLine("", s.Args)})
+		out = append(out, FieldDiff{"args", argsLine(old.Args), argsLine(s.Args)})
 	}
 	add("cwd", old.Cwd, s.Cwd)
 	add("url", old.URL, s.URL)
@@ -309,6 +367,29 @@ func diffServers(old, s store.Server) []FieldDiff {
 	add("enabled", strconv.FormatBool(old.Enabled), strconv.FormatBool(s.Enabled))
 	return out
 }
+
+// argsLine is arguments as a shell would take them.
+func argsLine(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	return strings.Join(quoted, " ")
+}
+
+// fieldHasher hashes length-prefixed fields.
+type fieldHasher struct{ h hash.Hash }
+
+func (f *fieldHasher) add(fields ...string) {
+	if f.h == nil {
+		f.h = sha256.New()
+	}
+	for _, v := range fields {
+		fmt.Fprintf(f.h, "%d:%s", len(v), v)
+	}
+}
+
+func (f *fieldHasher) sum() string { return hex.EncodeToString(f.h.Sum(nil))[:16] }
 
 func unionKeys(a, b map[string]string) []string {
 	seen := map[string]bool{}

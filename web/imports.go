@@ -1,6 +1,8 @@
 package web
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +23,28 @@ import (
 	"github.com/switchboard-dev/switchboard/web/clientconfig"
 )
 
-// maxImport caps the text of one import (a pasted or uploaded config, or
-// a file found on this machine).
-const maxImport = 1 << 20
+// maxImport caps the text of one pasted or uploaded config; a file found
+// on this machine may be bigger (~/.claude.json keeps a lot besides its
+// servers), up to maxKnownFile.
+const (
+	maxImport    = 1 << 20
+	maxKnownFile = 16 << 20
+)
+
+// limitImportBodies refuses import requests over their cap before
+// anything reads the body (the CSRF check parses a form whole).
+func limitImportBodies(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if strings.HasPrefix(r.URL.Path, "/import/") || r.URL.Path == "/api/v1/import" {
+			if r.ContentLength > 3*maxImport {
+				return &apiError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("the config is over %d KiB", maxImport>>10)}
+			}
+			r.Body = http.MaxBytesReader(c.Response(), r.Body, 3*maxImport)
+		}
+		return next(c)
+	}
+}
 
 // heldImports keeps the text of a previewed import on the server, so that
 // neither the preview page nor the apply form carries the config back to
@@ -99,10 +120,17 @@ func (s *Server) knownFiles() []clientconfig.Location {
 	return clientconfig.WellKnown(home, cwd)
 }
 
+// knownKey names a found file in a form: stable while the file is there,
+// and never a path the server would read.
+func knownKey(path string) string {
+	sum := sha256.Sum256([]byte(path))
+	return hex.EncodeToString(sum[:8])
+}
+
 func (s *Server) importView(text, format string) views.ImportView {
 	v := views.ImportView{Text: text, Format: format, Formats: clientconfig.Formats}
-	for i, k := range s.knownFiles() {
-		v.Known = append(v.Known, views.KnownFile{Index: i, Path: k.Path, Client: k.Client, Format: k.Format})
+	for _, k := range s.knownFiles() {
+		v.Known = append(v.Known, views.KnownFile{Key: knownKey(k.Path), Path: k.Path, Client: k.Client, Format: k.Format})
 	}
 	if sums, err := s.store.Summaries(); err == nil {
 		for _, sum := range sums {
@@ -118,59 +146,63 @@ func (s *Server) handleImportPage(c echo.Context) error {
 }
 
 // importText reads what to import from the form: a file found on this
-// machine (by its index in knownFiles, never a path from the request), an
-// uploaded file, or the pasted text.
-func (s *Server) importText(c echo.Context) (text, format string, err error) {
-	r := c.Request()
-	r.Body = http.MaxBytesReader(c.Response(), r.Body, 3*maxImport)
+// machine (by its key in knownFiles, never a path from the request), an
+// uploaded file, or the pasted text. source names the file it came from
+// ("" for pasted text): text from a file is never sent back to the
+// browser, as it may hold secrets the person never typed here.
+func (s *Server) importText(c echo.Context) (text, format, source string, err error) {
 	format = c.FormValue("format")
 	if k := c.FormValue("known"); k != "" {
-		known := s.knownFiles()
-		i, err := strconv.Atoi(k)
-		if err != nil || i < 0 || i >= len(known) {
-			return "", "", &apiError{Status: http.StatusNotFound, Message: "that file is no longer there; reload the page"}
+		for _, known := range s.knownFiles() {
+			if knownKey(known.Path) == k {
+				data, err := readCapped(known.Path, maxKnownFile)
+				return string(data), known.Format, known.Path, err
+			}
 		}
-		data, err := readCapped(known[i].Path)
-		return string(data), known[i].Format, err
+		return "", "", "", &apiError{Status: http.StatusNotFound, Message: "that file is no longer there; reload the page"}
 	}
 	if fh, err := c.FormFile("file"); err == nil && fh.Size > 0 {
 		f, err := fh.Open()
 		if err != nil {
-			return "", format, err
+			return "", format, fh.Filename, err
 		}
 		defer f.Close()
 		data, err := io.ReadAll(io.LimitReader(f, maxImport+1))
 		if err == nil && len(data) > maxImport {
 			err = errImportTooBig
 		}
-		return string(data), format, err
+		return string(data), format, "the uploaded file " + fh.Filename, err
 	}
 	text = c.FormValue("text")
 	if len(text) > maxImport {
-		return text[:0], format, errImportTooBig
+		return "", format, "", errImportTooBig
 	}
-	return text, format, nil
+	return text, format, "", nil
 }
 
 var errImportTooBig = &apiError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("the config is over %d KiB", maxImport>>10)}
 
-func readCapped(path string) ([]byte, error) {
+func readCapped(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, &apiError{Status: http.StatusUnprocessableEntity, Message: "cannot read " + path + ": " + errors.Unwrap(err).Error()}
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxImport+1))
-	if err == nil && len(data) > maxImport {
-		return nil, errImportTooBig
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(data)) > limit {
+		return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("%s is over %d MiB", path, limit>>20)}
 	}
 	return data, err
 }
 
 // handleImportPreview serves POST /import/preview: the dry run.
 func (s *Server) handleImportPreview(c echo.Context) error {
-	text, format, err := s.importText(c)
+	text, format, source, err := s.importText(c)
 	v := s.importView(text, format)
+	v.Source = source
+	if source != "" {
+		v.Text = "" // from a file: never sent back
+	}
 	if err != nil {
 		var ae *apiError
 		if !errors.As(err, &ae) {
@@ -194,13 +226,18 @@ func (s *Server) handleImportPreview(c echo.Context) error {
 }
 
 // importFailed shows why a text could not be read, pointing at the line
-// and column, with the person's text kept.
+// and column; pasted text is kept (and the line shown), a file's is not.
 func (s *Server) importFailed(c echo.Context, v views.ImportView, err error) error {
 	v.Error = err.Error()
+	if v.Source != "" {
+		v.Error = v.Source + ": " + v.Error
+	}
 	var se *clientconfig.SyntaxError
 	if errors.As(err, &se) {
 		v.ErrorLine, v.ErrorCol = se.Pos.Line, se.Pos.Col
-		v.Excerpt, v.Caret = excerpt(v.Text, se.Pos.Line, se.Pos.Col)
+		if v.Text != "" {
+			v.Excerpt, v.Caret = excerpt(v.Text, se.Pos.Line, se.Pos.Col)
+		}
 	}
 	return render(c, http.StatusUnprocessableEntity, views.ImportPage(s.page(c, "Import"), v))
 }
@@ -231,7 +268,7 @@ func planView(p ImportPlan) *views.ImportPlanView {
 	v := &views.ImportPlanView{Format: p.Format, Warnings: p.Warnings, Add: counts[ImportAdd],
 		Update: counts[ImportUpdate], Same: counts[ImportSame], Errors: counts[ImportError]}
 	for i, r := range p.Rows {
-		row := views.ImportRowView{Index: i, Name: r.Name, ID: r.ID, Action: r.Action, Choice: r.Choice, NewID: r.NewID,
+		row := views.ImportRowView{Index: i, Fingerprint: r.Fingerprint, Name: r.Name, ID: r.ID, Action: r.Action, Choice: r.Choice, NewID: r.NewID,
 			Line: r.Line, Col: r.Col, Target: r.Target, Secrets: r.Secrets, Refs: r.Refs, Notes: r.Notes, Errors: r.Errors}
 		for _, d := range r.Diff {
 			row.Diff = append(row.Diff, views.FieldChange{Field: d.Field, Old: d.Old, New: d.New})
@@ -254,14 +291,29 @@ func (s *Server) handleImportApply(c echo.Context) error {
 	v := s.importView("", held.format)
 	plan, err := PlanImport(s.store, held.format, []byte(held.text))
 	if err != nil {
-		v.Text = held.text
-		return s.importFailed(c, v, err)
+		return s.importFailed(c, v, err) // without the text: it was held, not typed here
 	}
-	choices := map[string]string{}
+	// A row that would do something else than the preview showed (the
+	// store changed meanwhile) is not applied: the person sees the new
+	// plan and chooses again.
+	choices := map[int]string{}
+	var moved []string
 	for i, r := range plan.Rows {
-		if ch := c.FormValue("choice-" + strconv.Itoa(i)); ch != "" {
-			choices[r.Name] = ch
+		ch := c.FormValue("choice-" + strconv.Itoa(i))
+		if ch == "" {
+			continue
 		}
+		if c.FormValue("fp-"+strconv.Itoa(i)) != r.Fingerprint && ch != ChoiceSkip {
+			moved = append(moved, r.Name)
+			ch = ChoiceSkip
+		}
+		choices[i] = ch
+	}
+	if len(moved) > 0 {
+		v.Error = "Nothing was imported: what these entries would do changed since the preview: " + strings.Join(moved, ", ") + ". Review the plan below and import again."
+		v.Plan = planView(plan)
+		v.Plan.HeldID = id
+		return render(c, http.StatusConflict, views.ImportPage(s.page(c, "Import"), v))
 	}
 	res := ApplyImport(s.store, plan, choices)
 	if res.Failed > 0 {
@@ -314,7 +366,11 @@ func (s *Server) handleAPIImport(c echo.Context) error {
 	}
 	out := map[string]any{"format": plan.Format, "entries": plan.Rows, "warnings": plan.Warnings}
 	if body.Apply {
-		out["result"] = ApplyImport(s.store, plan, body.Choices)
+		choices, err := ChoicesByName(plan, body.Choices)
+		if err != nil {
+			return &apiError{Status: http.StatusUnprocessableEntity, Message: err.Error(), Fields: map[string]string{"choices": err.Error()}}
+		}
+		out["result"] = ApplyImport(s.store, plan, choices)
 	}
 	return c.JSON(http.StatusOK, out)
 }

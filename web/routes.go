@@ -14,7 +14,7 @@ import (
 func (s *Server) routes() {
 	e := s.echo
 	// Headers first, so responses the checks refuse carry them too.
-	e.Use(secureHeaders, hostCheck(s.cfg.AllowedHosts), refuseCrossSite)
+	e.Use(secureHeaders, hostCheck(s.cfg.AllowedHosts), refuseCrossSite, limitImportBodies)
 
 	// Public: health, login, static assets.
 	e.GET("/healthz", s.handleHealth)

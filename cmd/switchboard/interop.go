@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/web"
@@ -68,29 +70,42 @@ func importCmd(_ context.Context, args []string, getenv func(string) string, std
 		fset.Usage()
 		return usageError("import needs exactly one file; got %q", fset.Args())
 	}
-	var text []byte
-	var err error
-	if name := fset.Arg(0); name == "-" {
-		text, err = io.ReadAll(io.LimitReader(stdin, 1<<20+1))
-	} else {
-		text, err = os.ReadFile(name)
+	name := fset.Arg(0)
+	var in io.Reader = stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		defer f.Close()
+		in = f
 	}
+	text, err := io.ReadAll(io.LimitReader(in, maxImportFile+1))
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
-	st, err := openStoreFor("import", *db, stderr)
-	if err != nil {
-		return err
+	if len(text) > maxImportFile {
+		return fmt.Errorf("import: %s is over %d MiB", name, maxImportFile>>20)
 	}
-	defer st.Close()
+	// A dry run reads the database only if there is one: it must not
+	// create it.
+	var st importStore = emptyStore{}
+	if _, statErr := os.Stat(*db); statErr == nil || !*dry {
+		db, err := openStoreFor("import", *db, stderr)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		st = db
+	}
 	plan, err := web.PlanImport(st, *format, text)
 	if err != nil {
-		return fmt.Errorf("import: %s: %w", fset.Arg(0), err)
+		return fmt.Errorf("import: %s: %w", name, err)
 	}
-	choices := map[string]string{}
+	byName := map[string]string{}
 	for _, r := range plan.Rows {
 		if r.Action == web.ImportUpdate && *updateAll {
-			choices[r.Name] = web.ChoiceUpdate
+			byName[r.Name] = web.ChoiceUpdate
 		}
 	}
 	for _, names := range []struct {
@@ -101,8 +116,12 @@ func importCmd(_ context.Context, args []string, getenv func(string) string, std
 			if !hasRow(plan, n, web.ImportUpdate) {
 				return usageError("import: no entry %q differs from a server Switchboard has", n)
 			}
-			choices[n] = names.choice
+			byName[n] = names.choice
 		}
+	}
+	choices, err := web.ChoicesByName(plan, byName)
+	if err != nil {
+		return usageError("import: %v", err)
 	}
 	printPlan(stdout, plan, choices)
 	if *dry {
@@ -111,14 +130,45 @@ func importCmd(_ context.Context, args []string, getenv func(string) string, std
 	}
 	res := web.ApplyImport(st, plan, choices)
 	for _, l := range res.Lines {
-		fmt.Fprintln(stdout, l)
+		fmt.Fprintln(stdout, printable(l))
 	}
-	fmt.Fprintf(stdout, "Imported: %d added, %d updated, %d skipped, %d failed. Imported servers wait for your confirmation of their command before their first Verify.\n",
-		res.Added, res.Updated, res.Skipped, res.Failed)
-	if res.Failed > 0 {
-		return &exitError{code: 1, msg: fmt.Sprintf("import: %d entries not imported", res.Failed)}
+	fmt.Fprintf(stdout, "Imported: %d added, %d updated, %d skipped, %d not importable, %d failed. Imported servers wait for your confirmation of their command before their first Verify.\n",
+		res.Added, res.Updated, res.Skipped, res.Invalid, res.Failed)
+	if res.Failed > 0 || res.Invalid > 0 {
+		return &exitError{code: 1, msg: fmt.Sprintf("import: %d entries not imported", res.Failed+res.Invalid)}
 	}
 	return nil
+}
+
+// maxImportFile caps a config file the command reads.
+const maxImportFile = 16 << 20
+
+// importStore is what an import needs of the store.
+type importStore interface {
+	Summaries() ([]store.Summary, error)
+	CreateServer(s store.Server) error
+	UpdateServer(s store.Server) error
+}
+
+// emptyStore is the store of a dry run without a database yet.
+type emptyStore struct{}
+
+func (emptyStore) Summaries() ([]store.Summary, error) { return nil, nil }
+func (emptyStore) CreateServer(store.Server) error     { return errors.New("dry run") }
+func (emptyStore) UpdateServer(store.Server) error     { return errors.New("dry run") }
+
+// printable quotes what a config file wrote that a terminal would act on
+// (control characters, escape sequences).
+func printable(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) && r != '\t' {
+			b.WriteString(strconv.QuoteRune(r))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func hasRow(p web.ImportPlan, name, action string) bool {
@@ -131,19 +181,22 @@ func hasRow(p web.ImportPlan, name, action string) bool {
 }
 
 // printPlan prints the dry run: a line per entry, then its details.
-func printPlan(w io.Writer, p web.ImportPlan, choices map[string]string) {
+func printPlan(w io.Writer, p web.ImportPlan, choices map[int]string) {
 	fmt.Fprintf(w, "Format: %s\n", p.Format)
 	for _, warn := range p.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", warn)
+		fmt.Fprintf(w, "warning: %s\n", printable(warn))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ENTRY\tID\tACTION\tLINE\tDOES")
-	for _, r := range p.Rows {
+	for i, r := range p.Rows {
 		does := r.Choice
-		if c, ok := choices[r.Name]; ok {
+		if c, ok := choices[i]; ok {
 			does = c
 		}
-		if does == web.ChoiceNew {
+		switch {
+		case r.Action == web.ImportError:
+			does = "cannot be imported"
+		case does == web.ChoiceNew:
 			does = "add as " + r.NewID
 		}
 		fmt.Fprintf(tw, "%q\t%s\t%s\t%d:%d\t%s\n", r.Name, r.ID, r.Action, r.Line, r.Col, does)
@@ -151,6 +204,9 @@ func printPlan(w io.Writer, p web.ImportPlan, choices map[string]string) {
 	tw.Flush()
 	for _, r := range p.Rows {
 		var details []string
+		if r.Target != "" && r.Action != web.ImportSame {
+			details = append(details, "runs: "+r.Target)
+		}
 		for _, d := range r.Diff {
 			details = append(details, fmt.Sprintf("%s: %s → %s", d.Field, d.Old, d.New))
 		}
@@ -165,7 +221,7 @@ func printPlan(w io.Writer, p web.ImportPlan, choices map[string]string) {
 		if len(details) > 0 {
 			fmt.Fprintf(w, "%q:\n", r.Name)
 			for _, d := range details {
-				fmt.Fprintf(w, "  %s\n", d)
+				fmt.Fprintf(w, "  %s\n", printable(d))
 			}
 		}
 	}

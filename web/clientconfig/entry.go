@@ -112,7 +112,7 @@ func (r *entryReader) dict(key string, numbers bool) map[string]string {
 			out[k] = t
 		case number:
 			if !numbers {
-				r.problem("%s.%s must be a string, not a number (write \"%s\")", key, k, t)
+				r.problem("%s.%s must be a string, not a number (put its value in quotes)", key, k)
 				continue
 			}
 			out[k] = string(t)
