@@ -78,14 +78,8 @@ func (v *Verifier) Open(ctx context.Context, t Target, initTimeout time.Duration
 	if err == nil {
 		return s, nil
 	}
-	var tooLarge errTooLarge
-	if cut := run.tally.tooLarge(); cut != nil && !errors.As(err, &tooLarge) {
-		err = cut
-	}
-	exited, code := run.exited()
-	e := classify(err, run.phase, ctx, exited, code)
-	e.StderrTail = run.stderr()
-	e.Message = displayable(redact(e.Message, t.secrets()))
+	e, _, _ := run.failure(ctx, err)
+	e = run.shown(e)
 	if s != nil {
 		s.shut(e)
 	}
@@ -292,8 +286,7 @@ func (s *Session) lost(err error) {
 	}
 	var e *Error
 	if errors.As(err, &e) {
-		e.StderrTail = s.run.stderr()
-		e.Message = displayable(redact(e.Message, s.run.target.secrets()))
+		s.run.shown(e)
 	}
 	s.mu.Lock()
 	if s.err == nil {

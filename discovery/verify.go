@@ -189,23 +189,14 @@ func (v *Verifier) VerifyEarly(ctx context.Context, t Target, initTimeout time.D
 		killed, left = run.proc.escapeReport()
 	}
 	if err != nil {
-		var tooLarge errTooLarge
-		if cut := run.tally.tooLarge(); cut != nil && !errors.As(err, &tooLarge) {
-			// The body cut at the budget may have surfaced as something
-			// else (an SSE stream that ended, then a missing endpoint).
-			err = cut
-		}
-		exited, code := run.exited()
-		e := classify(err, run.phase, ctx, exited, code)
+		e, exited, code := run.failure(ctx, err)
 		if e.Class == ClassExited && t.MemoryBytes > 0 && exited && likelyOutOfMemory(code) {
 			e.Message += fmt.Sprintf(" (it ran under a memory cap of %d MiB: raise the cap if the server needs more)", t.MemoryBytes>>20)
 		}
 		if len(left) > 0 {
 			e.Message += "; " + leftWarning(left)
 		}
-		e.StderrTail = run.stderr()
-		e.Message = displayable(redact(e.Message, t.secrets()))
-		return nil, e
+		return nil, run.shown(e)
 	}
 	if len(killed)+len(left) > 0 {
 		// A copy: early may have handed res to someone already. Its
@@ -324,6 +315,26 @@ func (r *verification) exited() (bool, int) {
 		r.exitedSelf, r.exitCode = r.proc.exited()
 	}
 	return r.exitedSelf, r.exitCode
+}
+
+// failure classifies the error that ended a run: a body cut at the byte
+// budget wins over what the cut surfaced as first (an SSE stream that
+// ended, then a missing endpoint), and a child that exited says so.
+func (r *verification) failure(ctx context.Context, err error) (e *Error, exited bool, code int) {
+	var tooLarge errTooLarge
+	if cut := r.tally.tooLarge(); cut != nil && !errors.As(err, &tooLarge) {
+		err = cut
+	}
+	exited, code = r.exited()
+	return classify(err, r.phase, ctx, exited, code), exited, code
+}
+
+// shown finishes an error for a person: the stderr tail, and secrets
+// redacted from its message.
+func (r *verification) shown(e *Error) *Error {
+	e.StderrTail = r.stderr()
+	e.Message = displayable(redact(e.Message, r.target.secrets()))
+	return e
 }
 
 // stderr returns the server's stderr tail, redacted.

@@ -93,17 +93,8 @@ func (v *Verifier) Watch(ctx context.Context, t Target, initTimeout, ping time.D
 	if err == nil || ctx.Err() != nil {
 		return nil
 	}
-	var tooLarge errTooLarge
-	if cut := run.tally.tooLarge(); cut != nil && !errors.As(err, &tooLarge) {
-		// Cutting a body may have surfaced as something else first (the
-		// stream ended).
-		err = cut
-	}
-	exited, code := run.exited()
-	e := classify(err, run.phase, ctx, exited, code)
-	e.StderrTail = run.stderr()
-	e.Message = displayable(redact(e.Message, t.secrets()))
-	return e
+	e, _, _ := run.failure(ctx, err)
+	return run.shown(e)
 }
 
 // probed is what one ping found: an error, or, on a 2026-07-28

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -406,19 +405,9 @@ func (s *Server) export(c echo.Context, withSecrets bool) error {
 	if err != nil {
 		return err
 	}
-	want := map[string]bool{}
-	for _, id := range ids {
-		want[id] = true
-	}
-	var servers []store.Server
-	for _, sum := range sums {
-		if len(ids) == 0 || want[sum.Server.ID] {
-			servers = append(servers, sum.Server)
-			delete(want, sum.Server.ID)
-		}
-	}
-	if len(want) > 0 { // asked for, and not found
-		return &apiError{Status: http.StatusNotFound, Message: "no server " + strings.Join(sortedKeysBool(want), ", ")}
+	servers, missing := SelectServers(sums, ids)
+	if len(missing) > 0 {
+		return &apiError{Status: http.StatusNotFound, Message: "no server " + strings.Join(missing, ", ")}
 	}
 	data, err := ExportServers(format, servers, withSecrets)
 	if err != nil {
@@ -449,11 +438,18 @@ func exportFileName(format string) string {
 	return "claude_desktop_config.json"
 }
 
-func sortedKeysBool(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// SelectServers picks the servers with the given ids, in store order
+// (all of them if ids is empty), and lists the ids it did not find.
+func SelectServers(sums []store.Summary, ids []string) (servers []store.Server, missing []string) {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
 	}
-	sort.Strings(out)
-	return out
+	for _, sum := range sums {
+		if len(ids) == 0 || want[sum.Server.ID] {
+			servers = append(servers, sum.Server)
+			delete(want, sum.Server.ID)
+		}
+	}
+	return servers, sortedKeys(want)
 }

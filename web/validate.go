@@ -221,7 +221,7 @@ func validPolicy(p string) bool {
 }
 
 // sortedKeys returns the map's keys in order.
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -262,19 +262,9 @@ func exportCmd(_ context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	want := map[string]bool{}
-	for _, id := range ids {
-		want[id] = true
-	}
-	var servers []store.Server
-	for _, s := range sums {
-		if len(ids) == 0 || want[s.Server.ID] {
-			servers = append(servers, s.Server)
-			delete(want, s.Server.ID)
-		}
-	}
-	for id := range want {
-		return fmt.Errorf("export: no server %q", id)
+	servers, missing := web.SelectServers(sums, ids)
+	if len(missing) > 0 {
+		return fmt.Errorf("export: no server %s", strings.Join(missing, ", "))
 	}
 	data, err := web.ExportServers(*format, servers, *secrets)
 	if err != nil {
