@@ -107,6 +107,18 @@ func (s *Server) serverDetail(sum store.Summary, tools []store.ToolEntry) views.
 
 // toolItem builds a tool row. key is an opaque id for the row's element;
 // the tool's name never becomes an id, selector or URL.
+// settingsText is a server's timeout, memory cap, TTL and auto-refresh as
+// a form holds them ("" for the default).
+func settingsText(s store.Server) (timeoutMS, memoryMB, ttlSeconds, autoRefresh string) {
+	text := func(n int) string {
+		if n > 0 {
+			return strconv.Itoa(n)
+		}
+		return ""
+	}
+	return text(s.TimeoutMS), text(s.MemoryMB), text(s.TTLSeconds), onOff(s.AutoRefresh)
+}
+
 func toolItem(key string, t store.ToolEntry) views.ToolItem {
 	item := views.ToolItem{
 		Key:         key,
@@ -159,16 +171,7 @@ func formFromServer(s store.Server) views.ServerForm {
 		DefaultPolicy: s.DefaultPolicy,
 		Enabled:       s.Enabled,
 	}
-	if s.TimeoutMS > 0 {
-		f.TimeoutMS = strconv.Itoa(s.TimeoutMS)
-	}
-	if s.MemoryMB > 0 {
-		f.MemoryMB = strconv.Itoa(s.MemoryMB)
-	}
-	if s.TTLSeconds > 0 {
-		f.TTLSeconds = strconv.Itoa(s.TTLSeconds)
-	}
-	f.AutoRefresh = onOff(s.AutoRefresh)
+	f.TimeoutMS, f.MemoryMB, f.TTLSeconds, f.AutoRefresh = settingsText(s)
 	for _, k := range sortedKeys(s.Env) {
 		f.Env = append(f.Env, views.KV{Key: k, Set: true})
 	}

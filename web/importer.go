@@ -290,16 +290,7 @@ func importServer(id string, cs clientconfig.Server, old *store.Server) (store.S
 	}
 	if old != nil {
 		in.Name, in.DefaultPolicy = old.Name, old.DefaultPolicy
-		if old.TimeoutMS > 0 {
-			in.TimeoutMS = strconv.Itoa(old.TimeoutMS)
-		}
-		if old.MemoryMB > 0 {
-			in.MemoryMB = strconv.Itoa(old.MemoryMB)
-		}
-		if old.TTLSeconds > 0 {
-			in.TTLSeconds = strconv.Itoa(old.TTLSeconds)
-		}
-		in.AutoRefresh = onOff(old.AutoRefresh)
+		in.TimeoutMS, in.MemoryMB, in.TTLSeconds, in.AutoRefresh = settingsText(*old)
 	}
 	if len(in.Name) > 100 {
 		in.Name = strings.ToValidUTF8(in.Name[:100], "")

@@ -17,13 +17,9 @@ import (
 // it works only while no dashboard runs on it: a running dashboard holds
 // the file's lock, and a backup of it has to be taken by that process.
 func backup(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	dbPath := defaultDBPath(getenv)
-	if v := getenv("SWITCHBOARD_DB"); v != "" {
-		dbPath = v
-	}
 	fset := flag.NewFlagSet("backup", flag.ContinueOnError)
 	fset.SetOutput(stderr)
-	fset.StringVar(&dbPath, "db", dbPath, "database file (env SWITCHBOARD_DB)")
+	dbFlagValue := dbFlag(fset, getenv)
 	fset.Usage = func() {
 		fmt.Fprint(stderr, "usage: switchboard backup [--db PATH] OUT\n\n"+
 			"Writes a consistent, integrity-checked copy of the database to OUT, replacing OUT\n"+
@@ -40,7 +36,7 @@ func backup(ctx context.Context, args []string, getenv func(string) string, stdo
 		fset.Usage()
 		return usageError("backup needs exactly one argument, the file to write; got %q", fset.Args())
 	}
-	out := fset.Arg(0)
+	out, dbPath := fset.Arg(0), *dbFlagValue
 
 	// Open would create a missing database; a backup must not.
 	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
