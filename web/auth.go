@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -13,19 +14,40 @@ func (s *Server) handleHealth(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// handleEvents serves GET /events: the live updates of the session's tab,
+// until the tab goes away, the session is logged out or it expires.
+func (s *Server) handleEvents(c echo.Context) error {
+	sess, _ := c.Get(ctxSession).(session)
+	s.hub.ServeSession(c.Response(), c.Request(), sess.id, sess.expires)
+	return nil
+}
+
 // handleLoginPage serves GET /login. With ?code= it redeems the one-time
 // login code printed at start, sets the session cookie and redirects to a
 // clean URL; otherwise it shows the token form.
+//
+// A code is redeemed only when the person opened the link themselves
+// (Sec-Fetch-Site "none": typed, pasted or opened from another program)
+// or from this origin; a browser that sends no Fetch Metadata (curl) is
+// taken at its word. A page of another site that navigates to the link
+// (a frame, a link, a redirect) neither redeems a code nor spends the
+// budget of wrong codes: it only gets the login page back.
 func (s *Server) handleLoginPage(c echo.Context) error {
 	code := c.QueryParam("code")
 	if code == "" {
 		return render(c, http.StatusOK, views.LoginPage(""))
 	}
-	if err := s.limitAuth(c); err != nil {
+	switch c.Request().Header.Get("Sec-Fetch-Site") {
+	case "", "none", "same-origin":
+	default:
+		return render(c, http.StatusForbidden, views.LoginPage(
+			"This login link was opened from another web page, so it was not used. Paste the link from Switchboard's output into the address bar, or paste the access token."))
+	}
+	if err := limitBy(s.codeLimit, c); err != nil {
 		return err
 	}
 	if !s.sessions.redeemCode(code) {
-		s.authLimit.failed(clientOf(c))
+		s.codeLimit.failed(clientOf(c))
 		return render(c, http.StatusUnauthorized, views.LoginPage("This login link was already used or is not valid. Paste the access token instead."))
 	}
 	return s.startSession(c)
@@ -33,14 +55,29 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 
 // handleLogin serves POST /login: logging in with the access token.
 func (s *Server) handleLogin(c echo.Context) error {
-	if err := s.limitAuth(c); err != nil {
+	if err := limitBy(s.tokenLimit, c); err != nil {
 		return err
 	}
+	if err := c.Request().ParseForm(); err != nil {
+		// Over maxLoginBody, cut off by BodyTimeout, or not a form:
+		// not an attempt at the token, so not counted.
+		return render(c, statusOfBodyError(err), views.LoginPage("The login form could not be read; type the token again."))
+	}
 	if !s.sessions.validToken(c.FormValue("token")) {
-		s.authLimit.failed(clientOf(c))
+		s.tokenLimit.failed(clientOf(c))
 		return render(c, http.StatusUnauthorized, views.LoginPage("That token is not valid."))
 	}
 	return s.startSession(c)
+}
+
+// statusOfBodyError is the status for a body that could not be read: 413
+// when it was over its cap, else 400.
+func statusOfBodyError(err error) int {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
 }
 
 func (s *Server) startSession(c echo.Context) error {
@@ -57,10 +94,13 @@ func (s *Server) startSession(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/")
 }
 
-// handleLogout serves POST /logout.
+// handleLogout serves POST /logout. The session's event streams end at
+// once (in every tab): they carry what the pages show, approval cards
+// with call arguments among it.
 func (s *Server) handleLogout(c echo.Context) error {
 	if ck, err := c.Cookie(sessionCookie); err == nil {
 		s.sessions.delete(ck.Value)
+		s.hub.EndSession(ck.Value)
 	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	return c.Redirect(http.StatusSeeOther, "/login")

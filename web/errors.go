@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -29,6 +30,11 @@ const internalMessage = "something went wrong inside Switchboard; the log has th
 // otherwise.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
+		return
+	}
+	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
+		// The client went away (or its connection was closed, see
+		// connGuard): there is no one to answer.
 		return
 	}
 	status, msg, fields := http.StatusInternalServerError, internalMessage, map[string]string(nil)

@@ -48,6 +48,8 @@ type Hub struct {
 
 type conn struct {
 	cancel context.CancelFunc
+	// session is the browser session the stream belongs to ("" if none).
+	session string
 	// behind: a snapshot is due or being sent.
 	behind bool
 	// syncing: a goroutine is sending this connection a snapshot.
@@ -191,6 +193,20 @@ func (h *Hub) publish(ev *sse.Event) {
 	}
 }
 
+// EndSession ends every stream of a browser session at once.
+func (h *Hub) EndSession(session string) {
+	if session == "" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		if c.session == session {
+			c.cancel()
+		}
+	}
+}
+
 // Connections returns how many tabs are connected.
 func (h *Hub) Connections() int {
 	h.mu.Lock()
@@ -201,8 +217,20 @@ func (h *Hub) Connections() int {
 // ServeHTTP serves one browser connection until the client goes away or
 // the hub closes.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.ServeSession(w, r, "", time.Time{})
+}
+
+// ServeSession is ServeHTTP for a stream of a browser session: it also
+// ends when the session expires (at until, unless zero) or is ended (see
+// EndSession).
+func (h *Hub) ServeSession(w http.ResponseWriter, r *http.Request, session string, until time.Time) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	if !until.IsZero() {
+		var cancelDeadline context.CancelFunc
+		ctx, cancelDeadline = context.WithDeadline(ctx, until)
+		defer cancelDeadline()
+	}
 	id := newStreamID()
 	h.mu.Lock()
 	if h.closed {
@@ -211,7 +239,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The first snapshot is sent on subscribe.
-	h.conns[id] = &conn{cancel: cancel, behind: true, syncing: true, since: r.URL.Query().Get("rev")}
+	h.conns[id] = &conn{cancel: cancel, session: session, behind: true, syncing: true, since: r.URL.Query().Get("rev")}
 	h.sse.CreateStream(id)
 	h.mu.Unlock()
 	defer func() {

@@ -37,7 +37,10 @@ type sseStream struct {
 // first, so open streams end and the server can close.
 func (e *env) liveServer() (*httptest.Server, *http.Client) {
 	e.t.Helper()
-	srv := httptest.NewServer(e.app)
+	// The server as serve runs it: its timeouts and connection limits.
+	srv := httptest.NewUnstartedServer(e.app)
+	srv.Config, srv.Listener = e.app.HTTPServer(srv.Listener)
+	srv.Start()
 	tr := &http.Transport{}
 	e.t.Cleanup(func() {
 		e.app.Close()

@@ -225,3 +225,45 @@ func TestFailureLimiterWindow(t *testing.T) {
 		t.Errorf("%d clients tracked; want at most %d", n, authClients)
 	}
 }
+
+// A session's stream ends when the session expires, and EndSession ends
+// every stream of that session and no other.
+func TestHubSessionStreamsEnd(t *testing.T) {
+	h := NewHub()
+	defer h.Close()
+	serve := func(session string, until time.Time) chan struct{} {
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			r := httptest.NewRequest(http.MethodGet, "/events", nil)
+			h.ServeSession(&bodyWriter{header: http.Header{}}, r, session, until)
+		}()
+		return ended
+	}
+	wait := func(what string, ended chan struct{}) {
+		t.Helper()
+		select {
+		case <-ended:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: stream still open after 5 s", what)
+		}
+	}
+	expiring := serve("a", time.Now().Add(200*time.Millisecond))
+	b1, b2 := serve("b", time.Time{}), serve("b", time.Time{})
+	c := serve("c", time.Now().Add(time.Hour))
+	wait("expired session", expiring)
+	for h.Connections() != 3 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.EndSession("b")
+	wait("ended session, first tab", b1)
+	wait("ended session, second tab", b2)
+	select {
+	case <-c:
+		t.Fatal("another session's stream ended")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if n := h.Connections(); n != 1 {
+		t.Errorf("Connections() = %d; want 1", n)
+	}
+}

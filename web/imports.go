@@ -30,21 +30,6 @@ const (
 	maxKnownFile = 16 << 20
 )
 
-// limitImportBodies refuses import requests over their cap before
-// anything reads the body (the CSRF check parses a form whole).
-func limitImportBodies(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		if strings.HasPrefix(r.URL.Path, "/import/") || r.URL.Path == "/api/v1/import" {
-			if r.ContentLength > 3*maxImport {
-				return &apiError{Status: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("the config is over %d KiB", maxImport>>10)}
-			}
-			r.Body = http.MaxBytesReader(c.Response(), r.Body, 3*maxImport)
-		}
-		return next(c)
-	}
-}
-
 // heldImports keeps the text of a previewed import on the server, so that
 // neither the preview page nor the apply form carries the config back to
 // the browser: it holds secret values, which the UI never shows.
@@ -383,11 +368,11 @@ func (s *Server) handleExport(c echo.Context) error {
 // handleExportSecrets serves POST /export: the same download with secret
 // values, after the person typed the API token again.
 func (s *Server) handleExportSecrets(c echo.Context) error {
-	if err := s.limitAuth(c); err != nil {
+	if err := limitBy(s.tokenLimit, c); err != nil {
 		return err
 	}
 	if !s.sessions.validToken(c.FormValue("token")) {
-		s.authLimit.failed(clientOf(c))
+		s.tokenLimit.failed(clientOf(c))
 		return &apiError{Status: http.StatusForbidden, Message: "exporting secret values needs the API token; it did not match"}
 	}
 	return s.export(c, true)

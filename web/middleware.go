@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -68,8 +69,41 @@ func hostCheck(extra []string) echo.MiddlewareFunc {
 	}
 }
 
+// Body caps. Every body is capped before anything reads it, authentication
+// included: the login form needs a few hundred bytes, and nothing takes
+// more than maxBody (the MCP endpoint's 4 MiB). Handlers may cap lower.
+const (
+	maxLoginBody = 4 << 10
+	maxBody      = mcpMaxBody
+)
+
+// limitBodies refuses a request whose declared body is over its route's
+// cap at once, and cuts off one that turns out longer while being read
+// (a reader then gets an *http.MaxBytesError).
+func limitBodies(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		limit, msg := int64(maxBody), fmt.Sprintf("the request body is over %d MiB", maxBody>>20)
+		switch {
+		case r.URL.Path == "/login":
+			limit, msg = maxLoginBody, fmt.Sprintf("the login form is over %d KiB", maxLoginBody>>10)
+		case strings.HasPrefix(r.URL.Path, "/import/") || r.URL.Path == "/api/v1/import":
+			// A config of maxImport bytes, form- or JSON-encoded.
+			limit, msg = 3*maxImport, fmt.Sprintf("the config is over %d KiB", maxImport>>10)
+		}
+		if r.ContentLength > limit {
+			return &apiError{Status: http.StatusRequestEntityTooLarge, Message: msg}
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(c.Response(), r.Body, limit)
+		}
+		return next(c)
+	}
+}
+
 // session is one logged-in browser.
 type session struct {
+	id      string // the cookie's value
 	csrf    string
 	expires time.Time
 }
@@ -102,7 +136,7 @@ func (ss *sessions) validToken(t string) bool { return t != "" && equal(t, ss.to
 
 func (ss *sessions) create() (id string, s session) {
 	id = randomHex(32)
-	s = session{csrf: randomHex(32), expires: time.Now().Add(sessionTTL)}
+	s = session{id: id, csrf: randomHex(32), expires: time.Now().Add(sessionTTL)}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.byID[id] = s
@@ -140,7 +174,7 @@ func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		header := c.Request().Header.Get(echo.HeaderAuthorization)
 		if header != "" {
-			if err := s.limitAuth(c); err != nil {
+			if err := limitBy(s.tokenLimit, c); err != nil {
 				return err
 			}
 		}
@@ -148,7 +182,7 @@ func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 		scheme, token, _ := strings.Cut(header, " ")
 		if !strings.EqualFold(scheme, "Bearer") || !s.sessions.validToken(strings.TrimSpace(token)) {
 			if header != "" {
-				s.authLimit.failed(clientOf(c))
+				s.tokenLimit.failed(clientOf(c))
 			}
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 			return &apiError{Status: http.StatusUnauthorized, Message: "missing or invalid bearer token"}

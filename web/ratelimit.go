@@ -3,6 +3,7 @@ package web
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -10,12 +11,16 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Failed logins, login-link redemptions and bearer tokens are limited per
-// client address: after authFailures failures within authWindow, every
-// attempt from that address (right or wrong) is refused with 429 until
-// the window ends. The token is 256 random bits, so this matters most
-// for a token a person chose (SWITCHBOARD_TOKEN); it also keeps a
-// guessing loop from filling the log.
+// Failed authentication is limited per client (see clientKey): after
+// authFailures failures within authWindow, every attempt of the same kind
+// from that client (right or wrong) is refused with 429 until the window
+// ends. The token is 256 random bits, so this matters most for a token a
+// person chose (SWITCHBOARD_TOKEN); it also keeps a guessing loop from
+// filling the log.
+//
+// Each kind of credential has a budget of its own (Server.tokenLimit,
+// Server.codeLimit, the MCP endpoint's): spending one never blocks
+// another, so wrong login links cannot lock out the right API token.
 const (
 	authFailures = 10
 	authWindow   = time.Minute
@@ -87,21 +92,38 @@ func (l *failureLimiter) prune(now time.Time) {
 	}
 }
 
-// clientOf is the address a request came from (Switchboard is never
+// clientOf is the client a request came from (Switchboard is never
 // behind a proxy it trusts, so forwarding headers are ignored).
-func clientOf(c echo.Context) string {
-	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+func clientOf(c echo.Context) string { return clientKey(c.Request().RemoteAddr) }
+
+// clientKey names the client at a remote address ("host:port") for the
+// limits kept per client. Every loopback address (127.0.0.0/8, ::1) is
+// one client, "loopback": any local program can pick any of them, so
+// counting 127.0.0.2 apart from 127.0.0.1 would multiply its budget by
+// sixteen million. For the same reason an IPv6 client is its /64, the
+// block one host is usually given; an IPv4 client is its address.
+func clientKey(remoteAddr string) string {
+	host, _, err := net.SplitHostPort(remoteAddr)
 	if err != nil {
-		return c.Request().RemoteAddr
+		host = remoteAddr
 	}
-	return host
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	ip = ip.Unmap().WithZone("")
+	switch {
+	case ip.IsLoopback():
+		return "loopback"
+	case ip.Is6():
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
 }
 
-// limitAuth refuses authentication attempts from a client that failed
-// too often, with 429 and Retry-After.
-func (s *Server) limitAuth(c echo.Context) error { return limitBy(s.authLimit, c) }
-
-// limitBy is limitAuth with the given counts.
+// limitBy refuses authentication attempts from a client that used up
+// l's budget, with 429 and Retry-After.
 func limitBy(l *failureLimiter, c echo.Context) error {
 	retry, blocked := l.blocked(clientOf(c))
 	if !blocked {

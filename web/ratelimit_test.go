@@ -8,9 +8,10 @@ import (
 )
 
 // TestFailedAuthIsRateLimited: after ten wrong tokens from one address,
-// every attempt from it — right or wrong, bearer, login form or login
-// link — is refused with 429 and Retry-After; other addresses are not
-// affected, and a request without credentials does not count.
+// every attempt from it with the token — right or wrong, bearer or login
+// form — is refused with 429 and Retry-After; other addresses are not
+// affected, and a request without credentials does not count. Login
+// links have a budget of their own (TestLoginLinksAndTokensHaveSeparateBudgets).
 func TestFailedAuthIsRateLimited(t *testing.T) {
 	e := newEnv(t)
 	from := func(r *http.Request, addr string) *http.Request { r.RemoteAddr = addr + ":4242"; return r }
@@ -45,19 +46,22 @@ func TestFailedAuthIsRateLimited(t *testing.T) {
 	login.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	login.Header.Set("Sec-Fetch-Site", "same-origin")
 	wantStatus(t, e.serve(login), http.StatusTooManyRequests)
-	wantStatus(t, e.serve(from(newRequest(http.MethodGet, "/login?code="+loginCode, nil), "198.51.100.7")), http.StatusTooManyRequests)
 
-	// Another address is unaffected, and the login link was not used up.
+	// Another address is unaffected.
 	if got := bearer("203.0.113.9", testToken); got != http.StatusOK {
 		t.Errorf("right token from another address = %d; want 200", got)
 	}
-	wantStatus(t, e.serve(from(newRequest(http.MethodGet, "/login?code="+loginCode, nil), "203.0.113.9")), http.StatusSeeOther)
 
-	// Wrong login links and tokens in the form count as well.
+	// Wrong tokens in the login form count as well.
 	for range 10 {
-		wantStatus(t, e.serve(from(newRequest(http.MethodGet, "/login?code=nope", nil), "192.0.2.50")), http.StatusUnauthorized)
+		wrong := from(newRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"token": {"nope"}}.Encode())), "192.0.2.50")
+		wrong.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		wrong.Header.Set("Sec-Fetch-Site", "same-origin")
+		wantStatus(t, e.serve(wrong), http.StatusUnauthorized)
 	}
 	if got := bearer("192.0.2.50", testToken); got != http.StatusTooManyRequests {
-		t.Errorf("right token after 10 wrong login links = %d; want 429", got)
+		t.Errorf("right token after 10 wrong ones in the login form = %d; want 429", got)
 	}
+	// The login link was not used up by any of it.
+	wantStatus(t, e.serve(from(newRequest(http.MethodGet, "/login?code="+loginCode, nil), "198.51.100.7")), http.StatusSeeOther)
 }

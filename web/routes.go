@@ -14,7 +14,7 @@ import (
 func (s *Server) routes() {
 	e := s.echo
 	// Headers first, so responses the checks refuse carry them too.
-	e.Use(secureHeaders, hostCheck(s.cfg.AllowedHosts), refuseCrossSite, limitImportBodies)
+	e.Use(secureHeaders, hostCheck(s.cfg.AllowedHosts), refuseCrossSite, limitBodies)
 
 	// Public: health, login, static assets.
 	e.GET("/healthz", s.handleHealth)
@@ -25,7 +25,7 @@ func (s *Server) routes() {
 	// Browser: session cookie, CSRF on every state change.
 	ui := e.Group("", s.requireSession, csrfProtect)
 	ui.POST("/logout", s.handleLogout)
-	ui.GET("/events", echo.WrapHandler(s.hub))
+	ui.GET("/events", s.handleEvents)
 	ui.GET("/", s.handleServersPage)
 	ui.GET("/fragments/servers", s.handleServersFragment)
 	ui.GET("/servers/new", s.handleNewServerPage)

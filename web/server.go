@@ -73,6 +73,9 @@ type Config struct {
 	WatchPingInterval time.Duration
 	// MCP configures the MCP endpoint for agents.
 	MCP MCPConfig
+	// HeaderTimeout and BodyTimeout bound the reading of a request's
+	// header and body (see HTTPServer); the defaults if zero.
+	HeaderTimeout, BodyTimeout time.Duration
 	// ImportHome and ImportCwd are where the Import page looks for client
 	// configs (the user's home and the working directory if empty).
 	ImportHome, ImportCwd string
@@ -89,10 +92,13 @@ type Server struct {
 	runner   *discovery.Runner
 	hub      *Hub
 	sessions *sessions
-	// authLimit counts failed logins and tokens per client address.
-	authLimit *failureLimiter
-	cfg       Config
-	log       *slog.Logger
+	// tokenLimit counts wrong API tokens (bearer, login form, export)
+	// per client; codeLimit counts wrong login links, apart, so that
+	// they can never block the right token.
+	tokenLimit, codeLimit *failureLimiter
+	conns                 *connGuard // connection limits (see conns.go)
+	cfg                   Config
+	log                   *slog.Logger
 
 	// pubMu orders reading a server's state with publishing it, so the
 	// last fragment a tab gets is never older than one before it.
@@ -118,14 +124,22 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) (*Server, error)
 	if cfg.DefaultTTL <= 0 {
 		cfg.DefaultTTL = DefaultTTL
 	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = HeaderTimeout
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = BodyTimeout
+	}
 	s := &Server{
-		echo:      echo.New(),
-		store:     st,
-		hub:       hub,
-		sessions:  newSessions(cfg.Token, cfg.LoginCode),
-		authLimit: newFailureLimiter(),
-		cfg:       cfg,
-		log:       cfg.Logger,
+		echo:       echo.New(),
+		store:      st,
+		hub:        hub,
+		sessions:   newSessions(cfg.Token, cfg.LoginCode),
+		tokenLimit: newFailureLimiter(),
+		codeLimit:  newFailureLimiter(),
+		conns:      newConnGuard(maxConns()),
+		cfg:        cfg,
+		log:        cfg.Logger,
 	}
 	s.runner = discovery.NewRunner(v, discovery.RunnerConfig{
 		Concurrency: cfg.Concurrency,
@@ -154,7 +168,9 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) (*Server, error)
 }
 
 // ServeHTTP serves a request through the whole application.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.echo.ServeHTTP(w, s.bodyDeadline(w, r))
+}
 
 // Close cancels running verifications and waits for them (and their
 // processes) to end, then ends every SSE connection.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"path/filepath"
 	"regexp"
@@ -304,9 +303,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		hub.Close()
 		return fmt.Errorf("start: %w", err)
 	}
-	srv := &http.Server{Handler: app, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv, guarded := app.HTTPServer(ln)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(guarded) }()
 
 	base := "http://" + displayAddr(ln.Addr())
 	fmt.Fprintf(stdout, "Switchboard is running with database %s\n", cfg.DBPath)

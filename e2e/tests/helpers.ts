@@ -1,4 +1,7 @@
 import { expect, type Page } from '@playwright/test';
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { TOKEN } from '../playwright.config';
 
@@ -92,4 +95,38 @@ export async function api(page: Page, method: string, url: string, data?: unknow
     data: data === undefined ? undefined : JSON.stringify(data),
   });
   return { status: res.status(), body: res.status() === 204 ? null : await res.json() };
+}
+
+// OwnSwitchboard is a Switchboard of a test file's own, started as a
+// person starts it: no token chosen, so it generates one and prints it
+// with a one-time login URL.
+export interface OwnSwitchboard {
+  proc: ChildProcess;
+  loginURL: string;
+  apiToken: string;
+  stop: () => Promise<void>;
+}
+
+export async function startOwnSwitchboard(port: number, name: string): Promise<OwnSwitchboard> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `switchboard-${name}-`));
+  const proc = spawn(path.resolve(__dirname, '../../bin/switchboard'), [], {
+    env: { SWITCHBOARD_ADDR: `127.0.0.1:${port}`, SWITCHBOARD_DB: path.join(dir, 'sb.db'), HOME: dir, PATH: process.env.PATH || '/usr/bin:/bin' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  proc.stdout!.on('data', d => { output += d; });
+  proc.stderr!.on('data', d => { output += d; });
+  const stop = async () => {
+    proc.kill('SIGTERM');
+    await new Promise(r => proc.once('exit', r));
+  };
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    const url = output.match(/Open (http:\/\/127\.0\.0\.1:\d+\/login\?code=[0-9a-f]{64})/);
+    const token = output.match(/API token .*: ([0-9a-f]{64})/);
+    if (url && token) return { proc, loginURL: url[1], apiToken: token[1], stop };
+    await new Promise(r => setTimeout(r, 50));
+  }
+  await stop();
+  throw new Error(`no login URL printed: ${output}`);
 }

@@ -1,39 +1,19 @@
 import { test, expect } from '@playwright/test';
-import { spawn, type ChildProcess } from 'node:child_process';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
+import { startOwnSwitchboard, type OwnSwitchboard } from './helpers';
 
 // A Switchboard of its own, as a person starts it: no token chosen, so it
 // generates one, and prints a one-time login URL.
 const PORT = 7432;
-let proc: ChildProcess;
+let own: OwnSwitchboard;
 let loginURL = '';
 let apiToken = '';
-let output = '';
 
 test.beforeAll(async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-login-'));
-  proc = spawn(path.resolve(__dirname, '../../bin/switchboard'), [], {
-    env: { SWITCHBOARD_ADDR: `127.0.0.1:${PORT}`, SWITCHBOARD_DB: path.join(dir, 'sb.db'), HOME: dir, PATH: process.env.PATH || '/usr/bin:/bin' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  proc.stdout!.on('data', d => { output += d; });
-  proc.stderr!.on('data', d => { output += d; });
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const url = output.match(/Open (http:\/\/127\.0\.0\.1:\d+\/login\?code=[0-9a-f]{64})/);
-    const token = output.match(/API token .*: ([0-9a-f]{64})/);
-    if (url && token) { loginURL = url[1]; apiToken = token[1]; return; }
-    await new Promise(r => setTimeout(r, 50));
-  }
-  throw new Error(`no login URL printed: ${output}`);
+  own = await startOwnSwitchboard(PORT, 'login');
+  ({ loginURL, apiToken } = own);
 });
 
-test.afterAll(async () => {
-  proc.kill('SIGTERM');
-  await new Promise(r => proc.once('exit', r));
-});
+test.afterAll(async () => { await own.stop(); });
 
 test('the one-time login URL becomes a strict session cookie and a clean URL, once', async ({ browser }) => {
   const base = `http://127.0.0.1:${PORT}`;
