@@ -15,8 +15,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -89,16 +91,27 @@ type Options struct {
 	// Warn, if set, hears about permissions Open repaired or could not
 	// repair (see securePermissions).
 	Warn func(msg string)
+	// BeforeCommit, if set, is called in the transaction of every change
+	// (those OnChange hears of) with what it changes, after its writes,
+	// just before the commit. An error
+	// it returns fails the transaction the way a failed write to the file
+	// does: nothing is committed or announced, and the caller gets the
+	// error (wrapped). It is for tests of a full disk or a failing
+	// device; Open's own transaction and Close's do not call it.
+	BeforeCommit func([]Change) error
 }
 
 // DB is an open Switchboard store. It is safe for concurrent use.
 type DB struct {
-	bolt      *bolt.DB
-	path      string
-	onChange  func(Change)
-	claim     *claim
-	closeOnce sync.Once
-	closeErr  error
+	bolt         *bolt.DB
+	path         string
+	onChange     func(Change)
+	beforeCommit func([]Change) error
+	claim        *claim
+	closeOnce    sync.Once
+	closeErr     error
+
+	unsaved unsavedFailures // failures not written yet (see unsaved.go)
 
 	instance string        // keyInstance, hex
 	rev      atomic.Uint64 // the newest committed revision
@@ -181,7 +194,7 @@ func start(path string, opts Options, checked bool) (*DB, error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
-	db := &DB{bolt: bdb, path: path, onChange: opts.OnChange}
+	db := &DB{bolt: bdb, path: path, onChange: opts.OnChange, beforeCommit: opts.BeforeCommit}
 	if err := catchDamage(path, func() error { return db.init(checked) }); err != nil {
 		bdb.Close()
 		return nil, err
@@ -347,6 +360,7 @@ func reconcileInterrupted(tx *bolt.Tx) error {
 // its result.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
+		db.unsaved.stop()
 		mark := db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyOpen) })
 		if mark != nil {
 			mark = fmt.Errorf("store: mark %s closed (its next open will check it): %w", db.path, mark)
@@ -361,25 +375,71 @@ func (db *DB) Close() error {
 func (db *DB) Path() string { return db.path }
 
 // update runs fn in one read-write transaction and, only if it committed,
-// announces the change.
+// announces the change. An error of fn is returned as it is; a failure to
+// commit (the file could not be written) comes as a *writeError.
 func (db *DB) update(change Change, fn func(tx *bolt.Tx) error) error {
-	var rev uint64
+	return db.updateMany(func(tx *bolt.Tx) ([]Change, error) {
+		return []Change{change}, fn(tx)
+	})
+}
+
+// updateMany is update for a transaction that makes several changes, which
+// fn returns, and announces them in order.
+func (db *DB) updateMany(fn func(tx *bolt.Tx) ([]Change, error)) error {
+	var (
+		rev      uint64
+		changes  []Change
+		written  bool // fn is done: what fails from here on is the write
+		writeErr error
+	)
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		if err := fn(tx); err != nil {
+		var err error
+		if changes, err = fn(tx); err != nil {
 			return err
 		}
-		var err error
-		rev, err = bumpRevision(tx)
-		return err
+		if rev, err = bumpRevision(tx); err != nil {
+			return err
+		}
+		written = true
+		if db.beforeCommit != nil {
+			writeErr = db.beforeCommit(changes)
+		}
+		return writeErr
 	})
 	if err != nil {
+		if written {
+			return &writeError{path: db.path, err: err}
+		}
 		return err
 	}
 	db.noteRevision(rev)
 	if db.onChange != nil {
-		db.onChange(change)
+		for _, c := range changes {
+			db.onChange(c)
+		}
 	}
+	db.unsaved.kick()
 	return nil
+}
+
+// writeError is a change that could not be written to the file: the
+// transaction was rolled back, and the file holds what it held before.
+// It matches the underlying error, and syscall.ENOSPC for a full disk
+// even where bbolt kept only the message of the error (growing the file).
+type writeError struct {
+	path string
+	err  error
+}
+
+func (e *writeError) Error() string {
+	return fmt.Sprintf("store: could not write %s: %v", e.path, e.err)
+}
+
+func (e *writeError) Unwrap() []error {
+	if !errors.Is(e.err, syscall.ENOSPC) && strings.Contains(e.err.Error(), syscall.ENOSPC.Error()) {
+		return []error{e.err, syscall.ENOSPC}
+	}
+	return []error{e.err}
 }
 
 // CreateServer stores a new server. It returns ErrExists if the id is
@@ -446,7 +506,8 @@ func (db *DB) ConfirmLaunch(id, launchHash string) error {
 // DeleteServer removes a server with its discovery record, tools and
 // policies. It returns ErrNotFound if there is no such server.
 func (db *DB) DeleteServer(id string) error {
-	return db.update(Change{ServerID: id, Deleted: true}, func(tx *bolt.Tx) error {
+	u := db.unsaved.get(id)
+	err := db.update(Change{ServerID: id, Deleted: true}, func(tx *bolt.Tx) error {
 		key := []byte(id)
 		b := tx.Bucket(bucketServers)
 		if b.Get(key) == nil {
@@ -465,6 +526,10 @@ func (db *DB) DeleteServer(id string) error {
 		}
 		return nil
 	})
+	if u != nil && err == nil {
+		db.unsaved.forget(id, u)
+	}
+	return err
 }
 
 // Server returns the server with the given id, or ErrNotFound.
@@ -484,6 +549,9 @@ func (db *DB) Summary(id string) (Summary, error) {
 		sum, err = readSummary(tx, []byte(id))
 		return err
 	})
+	if err == nil {
+		db.unsaved.overlay(&sum)
+	}
 	return sum, err
 }
 
@@ -497,6 +565,7 @@ func (db *DB) Summaries() ([]Summary, error) {
 			if err != nil {
 				return err
 			}
+			db.unsaved.overlay(&sum)
 			out = append(out, sum)
 			return nil
 		})
@@ -519,7 +588,7 @@ func readSummary(tx *bolt.Tx, key []byte) (Summary, error) {
 // MarkRunning records that a verification job started for the server.
 // It returns ErrNotFound if the server is gone.
 func (db *DB) MarkRunning(id, jobID string, at time.Time) error {
-	return db.updateDiscovery(id, Change{ServerID: id}, func(_ *bolt.Tx, _ Server, d *Discovery) error {
+	return db.updateDiscovery(id, "", Change{ServerID: id}, func(_ *bolt.Tx, _ Server, d *Discovery) error {
 		d.Status = StatusRunning
 		d.JobID = jobID
 		d.LastAttemptAt = at.UTC()
@@ -536,7 +605,7 @@ var ErrOtherJob = errors.New("store: the discovery record is of another verifica
 // the discovery record, if the record is still that job's; otherwise it
 // returns ErrOtherJob and changes nothing.
 func (db *DB) AddLateWarnings(id, jobID string, warnings []string) error {
-	return db.updateDiscovery(id, Change{ServerID: id}, func(_ *bolt.Tx, _ Server, d *Discovery) error {
+	return db.updateDiscovery(id, "", Change{ServerID: id}, func(_ *bolt.Tx, _ Server, d *Discovery) error {
 		if d.JobID != jobID {
 			return ErrOtherJob
 		}
@@ -554,7 +623,7 @@ func (db *DB) AddLateWarnings(id, jobID string, warnings []string) error {
 // returned.
 func (db *DB) RecordSuccess(id string, v Verification) error {
 	var discarded bool
-	err := db.updateDiscovery(id, Change{ServerID: id, Tools: true, History: true}, func(tx *bolt.Tx, s Server, d *Discovery) error {
+	err := db.updateDiscovery(id, v.JobID, Change{ServerID: id, Tools: true, History: true}, func(tx *bolt.Tx, s Server, d *Discovery) error {
 		entry := HistoryEntry{JobID: v.JobID, Trigger: v.Trigger, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt}
 		if s.ConfigHash() != v.ConfigHash {
 			discarded = true
@@ -601,30 +670,52 @@ func (db *DB) RecordSuccess(id string, v Verification) error {
 // history entry. The tools and the time of the last success are kept, so
 // readers keep serving them, marked stale. A failure for an outdated
 // configuration is discarded the same way as in RecordSuccess.
+//
+// A failure that cannot be written (a full disk) is not lost: the error
+// is returned, and the store keeps f in memory, where every read of the
+// server's record shows it, until it is written — with the next change
+// of that record, or by a retry after any change committed or after a
+// pause (see retryUnsaved) — or a newer verification's record replaced
+// it. This way a verification whose outcome could not be saved never
+// stays "running" until a restart.
 func (db *DB) RecordFailure(id string, f Failure) error {
 	var discarded bool
-	err := db.updateDiscovery(id, Change{ServerID: id, History: true}, func(tx *bolt.Tx, s Server, d *Discovery) error {
-		entry := HistoryEntry{JobID: f.JobID, Trigger: f.Trigger, StartedAt: f.StartedAt, FinishedAt: f.FinishedAt}
-		if s.ConfigHash() != f.ConfigHash {
-			discarded = true
-			entry.Outcome, entry.Error = OutcomeDiscarded, markDiscarded(d, f.JobID, f.FinishedAt)
-			return appendHistory(tx, id, entry)
-		}
-		e := f.Error
-		d.Status = f.Status
-		d.JobID = f.JobID
-		d.LastAttemptAt = f.StartedAt.UTC()
-		d.DurationMS = f.FinishedAt.Sub(f.StartedAt).Milliseconds()
-		d.Timings = f.Timings
-		d.Error = &e
-		brief := VerifyError{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion}
-		entry.Outcome, entry.Error, entry.ToolCount = f.Status, &brief, d.ToolCount
+	var stored string // the job of the record as stored
+	err := db.updateDiscovery(id, f.JobID, Change{ServerID: id, History: true}, func(tx *bolt.Tx, s Server, d *Discovery) error {
+		stored = d.JobID
+		entry := applyFailure(s, d, f)
+		discarded = entry.Outcome == OutcomeDiscarded
 		return appendHistory(tx, id, entry)
 	})
+	var we *writeError
+	if errors.As(err, &we) {
+		db.keepUnsaved(id, &unsaved{f: f, stored: stored})
+	}
 	if err == nil && discarded {
 		return ErrConfigChanged
 	}
 	return err
+}
+
+// applyFailure changes d as recording f does, and returns f's history
+// entry (whose outcome is OutcomeDiscarded if s's configuration changed
+// since f's).
+func applyFailure(s Server, d *Discovery, f Failure) HistoryEntry {
+	entry := HistoryEntry{JobID: f.JobID, Trigger: f.Trigger, StartedAt: f.StartedAt, FinishedAt: f.FinishedAt}
+	if s.ConfigHash() != f.ConfigHash {
+		entry.Outcome, entry.Error = OutcomeDiscarded, markDiscarded(d, f.JobID, f.FinishedAt)
+		return entry
+	}
+	e := f.Error
+	d.Status = f.Status
+	d.JobID = f.JobID
+	d.LastAttemptAt = f.StartedAt.UTC()
+	d.DurationMS = f.FinishedAt.Sub(f.StartedAt).Milliseconds()
+	d.Timings = f.Timings
+	d.Error = &e
+	brief := VerifyError{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion}
+	entry.Outcome, entry.Error, entry.ToolCount = f.Status, &brief, d.ToolCount
+	return entry
 }
 
 // markDiscarded records on the discovery record that job's result was
@@ -648,19 +739,32 @@ func markDiscarded(d *Discovery, job string, at time.Time) *VerifyError {
 }
 
 // updateDiscovery reads the server and its record, lets fn change the
-// record, and writes it back, all in one transaction.
-func (db *DB) updateDiscovery(id string, change Change, fn func(tx *bolt.Tx, s Server, d *Discovery) error) error {
-	return db.update(change, func(tx *bolt.Tx) error {
+// record, and writes it back, all in one transaction. A failure of the
+// server not written yet (see RecordFailure) is written first, unless it
+// is of job, whose outcome fn records.
+func (db *DB) updateDiscovery(id, job string, change Change, fn func(tx *bolt.Tx, s Server, d *Discovery) error) error {
+	u := db.unsaved.get(id)
+	err := db.updateMany(func(tx *bolt.Tx) ([]Change, error) {
 		sum, err := readSummary(tx, []byte(id))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		d := sum.Discovery
-		if err := fn(tx, sum.Server, &d); err != nil {
-			return err
+		if u != nil && u.f.JobID != job && u.applies(d) {
+			if err := appendHistory(tx, id, applyFailure(sum.Server, &d, u.f)); err != nil {
+				return nil, err
+			}
+			change.History = true
 		}
-		return putJSON(tx.Bucket(bucketDiscovery), []byte(id), d)
+		if err := fn(tx, sum.Server, &d); err != nil {
+			return nil, err
+		}
+		return []Change{change}, putJSON(tx.Bucket(bucketDiscovery), []byte(id), d)
 	})
+	if u != nil && err == nil {
+		db.unsaved.forget(id, u)
+	}
+	return err
 }
 
 // mergeTools writes the tools of a successful verification for server s:
@@ -822,6 +926,7 @@ func (db *DB) Catalog(fn func(*Summary, ToolEntry) error) (string, error) {
 			if err != nil {
 				return err
 			}
+			db.unsaved.overlay(&sum)
 			return eachTool(tx, k, func(e ToolEntry) error { return fn(&sum, e) })
 		})
 	})

@@ -152,7 +152,8 @@ func (s *Server) jobStarted(j discovery.Job) {
 	}
 }
 
-// jobFinished records a job's outcome in the store.
+// jobFinished records a job's outcome in the store. An outcome that
+// cannot be saved makes the job fail (see saveFailed).
 func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *discovery.Error) error {
 	var err error
 	now := time.Now()
@@ -186,13 +187,25 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 		}
 		err = s.store.RecordSuccess(j.ServerID, v)
 	}
+	if verr := discarded(err); verr != nil {
+		return verr
+	}
+	if err != nil {
+		return s.saveFailed(j, now, err)
+	}
+	return nil
+}
+
+// discarded is the job's outcome when the store refused to record it
+// because the server changed or went away meanwhile, or nil.
+func discarded(err error) *discovery.Error {
 	switch {
 	case errors.Is(err, store.ErrConfigChanged):
 		return discovery.NewError(discovery.ClassCancelled, discovery.PhaseSaving, "the server's configuration changed while it was being verified; the result was discarded")
 	case errors.Is(err, store.ErrNotFound):
 		return discovery.NewError(discovery.ClassCancelled, discovery.PhaseSaving, "the server was deleted while it was being verified")
 	}
-	return err
+	return nil
 }
 
 // jobLateWarnings records warnings found after a job's success was

@@ -1,0 +1,160 @@
+package web_test
+
+import (
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/web"
+)
+
+// newEnvFull is newEnv on a store whose writes fail with ENOSPC, as on a
+// full disk, while diskFull says so for them; it returns the store's path.
+func newEnvFull(t *testing.T, diskFull func([]store.Change) bool) (*env, string) {
+	t.Helper()
+	hub := web.NewHub()
+	path := filepath.Join(t.TempDir(), "sb.db")
+	db, err := store.Open(path, store.Options{
+		OnChange: hub.StoreChanged,
+		BeforeCommit: func(changes []store.Change) error {
+			if diskFull(changes) {
+				return syscall.ENOSPC
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		hub.Close()
+		t.Fatal(err)
+	}
+	logs := &logRecorder{}
+	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: web.MCPConfig{Token: testMCPToken}}
+	app, err := web.New(cfg, db, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil), hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, app: app, db: db, hub: hub, secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
+	t.Cleanup(func() {
+		app.Close()
+		if errs := logs.errors(); len(errs) > 0 {
+			t.Errorf("the application logged errors:\n%s", strings.Join(errs, "\n"))
+		}
+		db.Close()
+	})
+	return e, path
+}
+
+// A verification whose result cannot be saved because the disk is full
+// ends failed — in the job, the API, the page and the live fragments —
+// saying so, never "running" or "success"; once the disk has room again
+// the store writes that failure in place of the record left running,
+// without a restart.
+func TestVerifyResultNotSavedOnFullDisk(t *testing.T) {
+	tests := []struct {
+		name string
+		// full says which writes fail while the disk is full: the result
+		// only (the job was marked running), or every write (it was not).
+		full func([]store.Change) bool
+	}{
+		{"result", func(cs []store.Change) bool { return len(cs) == 1 && cs[0].History }},
+		{"every write", func([]store.Change) bool { return true }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var full atomic.Bool
+			e, path := newEnvFull(t, func(cs []store.Change) bool { return full.Load() && tt.full(cs) })
+			e.createServer(fixtureServer("full"))
+			if job := e.verify("full"); job["status"] != discovery.JobSuccess {
+				t.Fatalf("first verification = %v; want success", job)
+			}
+			b := e.login()
+			srv, client := e.liveServer()
+			s := b.openEvents(srv, client)
+			s.until(t, 5*time.Second, "snapshot", named("status-full"))
+
+			full.Store(true)
+			job := e.verify("full")
+			jobID := job["id"].(string)
+			jerr, _ := job["error"].(map[string]any)
+			if job["status"] != discovery.JobFailed || jerr["message"] != "could not save: disk full" || jerr["phase"] != discovery.PhaseSaving {
+				t.Errorf("job on a full disk = %v; want failed in saving with \"could not save: disk full\"", job)
+			}
+			if sug, _ := jerr["suggestion"].(string); !strings.Contains(sug, "Free some disk space") {
+				t.Errorf("job suggestion = %q; want it to say to free disk space", sug)
+			}
+			e.logs.reset() // the cause is logged, as it should be
+
+			// The API, the page and the live fragments say the same.
+			rec := e.api(http.MethodGet, "/api/v1/servers/full", nil)
+			wantStatus(t, rec, http.StatusOK)
+			d, _ := decode(t, rec)["discovery"].(map[string]any)
+			derr, _ := d["error"].(map[string]any)
+			if d["status"] != store.StatusFailed || derr["message"] != "could not save: disk full" {
+				t.Errorf("GET /api/v1/servers/full discovery = %v; want failed, \"could not save: disk full\"", d)
+			}
+			if d["tool_count"] != float64(5) {
+				t.Errorf("discovery tool_count = %v; want 5, the last good tools kept", d["tool_count"])
+			}
+			page := b.get("/servers/full")
+			wantStatus(t, page, http.StatusOK)
+			doc := parseHTML(t, page.Body.String())
+			if got := attrOf(findAll(doc, byTestID("status"))[0], "data-status"); got != store.StatusFailed {
+				t.Errorf("page status = %q; want failed", got)
+			}
+			if got := testIDText(t, doc, "error-message"); got != "could not save: disk full" {
+				t.Errorf("page error message = %q; want \"could not save: disk full\"", got)
+			}
+			var status, row bool
+			s.until(t, 10*time.Second, "status-full and row-full failed", func(ev sseEvent) bool {
+				switch failed := strings.Contains(ev.text(), `data-status="failed"`); ev.name {
+				case "status-full":
+					status = failed && strings.Contains(ev.text(), "could not save: disk full")
+				case "row-full":
+					row = failed
+				}
+				return status && row
+			})
+			// Nothing of this job is written yet.
+			if h, _, err := e.db.History("full", 1); err != nil || len(h) != 1 || h[0].JobID == jobID {
+				t.Fatalf("History(full) while the disk is full = %+v, %v; want the first job's entry still the newest", h, err)
+			}
+
+			// Room again: the failure is written without a restart.
+			full.Store(false)
+			waitFor(t, 20*time.Second, "the failure written", func() bool {
+				h, _, err := e.db.History("full", 1)
+				return err == nil && len(h) == 1 && h[0].JobID == jobID
+			})
+			h, _, err := e.db.History("full", 1)
+			if err != nil || h[0].Outcome != store.StatusFailed || h[0].Error == nil || h[0].Error.Message != "could not save: disk full" {
+				t.Errorf("History(full)[0] once written = %+v, %v; want failed, \"could not save: disk full\"", h, err)
+			}
+			s.until(t, 10*time.Second, "history-full changed", named("history-full"))
+
+			// The file itself holds the failure: opened again, the record
+			// is not a verification left running (which Open would mark
+			// interrupted).
+			e.app.Close()
+			if err := e.db.Close(); err != nil {
+				t.Fatalf("Close() = %v; want nil", err)
+			}
+			db, err := store.Open(path, store.Options{})
+			if err != nil {
+				t.Fatalf("store.Open(%q) = %v; want nil", path, err)
+			}
+			defer db.Close()
+			sum, err := db.Summary("full")
+			if err != nil || sum.Discovery.Status != store.StatusFailed || sum.Discovery.JobID != jobID ||
+				sum.Discovery.Error == nil || sum.Discovery.Error.Message != "could not save: disk full" || sum.Discovery.ToolCount != 5 {
+				t.Errorf("Summary(full) from the file = %+v, %v; want job %s failed, \"could not save: disk full\", 5 tools", sum.Discovery, err, jobID)
+			}
+		})
+	}
+}
