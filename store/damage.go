@@ -101,18 +101,26 @@ func readBoltMeta(f *os.File, off int64) boltMeta {
 	}
 }
 
-// inspect looks at an existing database file before bbolt maps it. It
-// refuses an empty file, and returns why a file looks damaged (one meta
-// page bad, a size that does not match the header: a copy cut short, a
-// truncation; a freelist or root page that is not what the header says,
-// which bbolt would panic on while opening) so that Open checks it in a
-// child first; "" means nothing looks wrong, or the file is new. A file
-// with no valid meta page at all is left to bbolt, which refuses it
-// without reading further.
-func inspect(path string) (string, error) {
+// inspect looks at a database file before anything maps it: it reports
+// whether the file exists, refuses an empty one, and returns why a file
+// looks damaged from its header (one meta page bad, a size that does not
+// match the header: a copy cut short, a truncation; a freelist or root
+// page that is not what the header says), for the message of the check
+// that follows; "" means nothing looks wrong from here. A file with no
+// valid meta page at all is left to bbolt, which refuses it without
+// reading further.
+func inspect(path string) (exists bool, why string, err error) {
+	why, err = inspectFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, "", nil
+	}
+	return err == nil, why, err
+}
+
+func inspectFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+		return "", err
 	}
 	if err != nil {
 		return "", fmt.Errorf("store: open %s: %w", path, err)

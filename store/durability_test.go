@@ -379,7 +379,6 @@ func TestOpenDamaged(t *testing.T) {
 		cutShort = "was cut short"
 		checked  = "and the integrity check"
 		invalid  = "is not a valid switchboard database"
-		caught   = "reading it failed"
 		unclean  = "did not shut down cleanly"
 	)
 	tests := []struct {
@@ -408,11 +407,24 @@ func TestOpenDamaged(t *testing.T) {
 			return d
 		}, []string{"freelist page is damaged", checked}},
 		{"root page zeroed", false, func(d []byte, l layout) []byte { return zero(d, l, l.root) }, []string{"root page is damaged", checked}},
-		{"discovery page zeroed after a crash", true, func(d []byte, l layout) []byte { return zero(d, l, l.discovery) }, []string{unclean, checked + " found"}},
-		// The header looks sound and the last run closed the file, so no
-		// check runs: bbolt panics in the store's first transaction, in
-		// this process, and Open catches it.
-		{"discovery page zeroed", false, func(d []byte, l layout) []byte { return zero(d, l, l.discovery) }, []string{caught}},
+		// The check finds the zeroed page before it reads anything
+		// through bbolt, so without knowing how the last run ended.
+		{"discovery page zeroed after a crash", true, func(d []byte, l layout) []byte { return zero(d, l, l.discovery) }, []string{"the integrity check found a problem: page"}},
+		{"a record's JSON damaged after a crash", true, func(d []byte, l layout) []byte {
+			i := bytes.Index(d, []byte(`"status":"success"`))
+			d[i] = '{'
+			return d
+		}, []string{unclean, checked + " could not read it"}},
+		// The header looks sound and the last run closed the file: the
+		// check finds it all the same, before bbolt would panic in this
+		// process.
+		{"discovery page zeroed", false, func(d []byte, l layout) []byte { return zero(d, l, l.discovery) }, []string{"is damaged: the integrity check found"}},
+		// Damage inside a value: the pages are sound, the JSON is not.
+		{"a record's JSON damaged", false, func(d []byte, l layout) []byte {
+			i := bytes.Index(d, []byte(`"status":"success"`))
+			d[i] = '{'
+			return d
+		}, []string{"is damaged: the integrity check could not read it", `discovery/"srv-`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -441,8 +453,8 @@ func TestOpenDamaged(t *testing.T) {
 				}
 				rawCheck(t, path)
 				// The next commits rewrote both meta pages.
-				if why, err := inspect(path); why != "" || err != nil {
-					t.Errorf("inspect(%q) after Open = %q, %v; want nothing wrong", path, why, err)
+				if exists, why, err := inspect(path); !exists || why != "" || err != nil {
+					t.Errorf("inspect(%q) after Open = %v, %q, %v; want it there with nothing wrong", path, exists, why, err)
 				}
 				return
 			}
@@ -477,17 +489,37 @@ func TestOpenDamaged(t *testing.T) {
 	}
 }
 
-// The whole-file check runs only when it is needed: a file closed cleanly
-// opens without it (which this program could not even run, below), and
-// one left open by a crash is checked before it is used.
-func TestCheckOnlyAfterUncleanShutdown(t *testing.T) {
+// Every existing file is checked before it is used, however its last run
+// ended (which a program that cannot run checks cannot open, below); a
+// new file needs no check.
+func TestEveryOpenIsChecked(t *testing.T) {
 	path, _ := realDB(t)
 	childCheckReady.Store(false)
 	t.Cleanup(func() { childCheckReady.Store(true) })
 
-	db, err := Open(path, Options{})
+	fresh := filepath.Join(t.TempDir(), "new.db")
+	db, err := Open(fresh, Options{})
 	if err != nil {
-		t.Fatalf("Open(%q) after a clean shutdown, without child checks = %v; want nil", path, err)
+		t.Fatalf("Open(%q) of a new file, without child checks = %v; want nil", fresh, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close() = %v; want nil", err)
+	}
+	for _, p := range []string{path, fresh} {
+		db, err = Open(p, Options{})
+		if err == nil {
+			db.Close()
+			t.Fatalf("Open(%q) after a clean shutdown, without child checks = nil error; want a refusal to open it unchecked", p)
+		}
+		if !strings.Contains(err.Error(), "RunChildCheckIfAsked") {
+			t.Errorf("Open(%q) without child checks = %v; want it to name RunChildCheckIfAsked", p, err)
+		}
+	}
+
+	childCheckReady.Store(true)
+	db, err = Open(path, Options{})
+	if err != nil {
+		t.Fatalf("Open(%q) = %v; want nil (checked in a child)", path, err)
 	}
 	var marked bool
 	if err := db.bolt.View(func(tx *bolt.Tx) error {
@@ -508,17 +540,7 @@ func TestCheckOnlyAfterUncleanShutdown(t *testing.T) {
 		}
 		return nil
 	})
-
 	markUnclean(t, path)
-	db, err = Open(path, Options{})
-	if err == nil {
-		db.Close()
-		t.Fatalf("Open(%q) after a crash, without child checks = nil error; want a refusal to open it unchecked", path)
-	}
-	if !strings.Contains(err.Error(), "RunChildCheckIfAsked") {
-		t.Errorf("Open(%q) after a crash, without child checks = %v; want it to name RunChildCheckIfAsked", path, err)
-	}
-	childCheckReady.Store(true)
 	db, err = Open(path, Options{})
 	if err != nil {
 		t.Fatalf("Open(%q) after a crash = %v; want nil (checked in a child)", path, err)
@@ -537,19 +559,18 @@ func TestCheckInChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Cut after the two meta pages, and bbolt faults (SIGBUS or
+	// Cut after the two meta pages: bbolt would fault (SIGBUS or
 	// SIGSEGV, depending on how the mapping ends) on the first page it
-	// reads past the end, or panics on what it finds there: the child
-	// dies either way, and the parent reports the file as damaged.
+	// reads past the end, or panic on what it finds there; the child
+	// finds it cut short before bbolt reads a page.
 	l := fileLayout(t, path)
 	cut := filepath.Join(t.TempDir(), "cut.db")
 	if err := os.WriteFile(cut, data[:2*l.pageSize], 0o600); err != nil {
 		t.Fatal(err)
 	}
 	err = CheckInChild(t.Context(), cut)
-	died := err != nil && (strings.Contains(err.Error(), "SIGBUS") || strings.Contains(err.Error(), "SIGSEGV") || strings.Contains(err.Error(), "panic"))
-	if !errors.Is(err, ErrDamaged) || !died || !strings.Contains(err.Error(), cut) {
-		t.Errorf("CheckInChild(%q) on a file cut after its meta pages = %v; want ErrDamaged saying the check crashed or panicked", cut, err)
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "the file holds 2 pages") || !strings.Contains(err.Error(), cut) {
+		t.Errorf("CheckInChild(%q) on a file cut after its meta pages = %v; want ErrDamaged saying it holds 2 pages", cut, err)
 	}
 }
 

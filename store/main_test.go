@@ -79,6 +79,8 @@ func runHelper(mode, path string) int {
 			}
 		}
 		return 0
+	case "read":
+		return readEverything(db)
 	case "count":
 		return count(db)
 	case "fill":

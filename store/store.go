@@ -121,12 +121,13 @@ type DB struct {
 // records the schema version and marks verifications left running by a
 // crash as interrupted. A file open elsewhere yields ErrInUse: at once if
 // it is open in this process, after opts.Timeout if another process holds
-// it. A file that is empty, not a database, or damaged yields ErrDamaged;
-// it is never repaired or re-initialised. After a run that ended without
-// Close, or when the file's size does not match its header, the whole
-// file is checked first, in a child process (see RunChildCheckIfAsked);
-// otherwise Open reads only what it needs, so start-up stays fast. The
-// file is kept 0600 and a private directory 0700 (see securePermissions).
+// it. A file that is empty, not a database, or damaged yields ErrDamaged,
+// naming the file and saying what to do; it is never repaired or
+// re-initialised. Every existing file is checked in full first — every
+// page, and every key and value — in a child process (see
+// RunChildCheckIfAsked), because bbolt would panic or fault, at open or
+// on any later read, on damage that nothing short of that finds. The file
+// is kept 0600 and a private directory 0700 (see securePermissions).
 func Open(path string, opts Options) (*DB, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultOpenTimeout
@@ -153,21 +154,22 @@ func Open(path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
-// open opens a claimed path, checking it in a child first if it looks
-// damaged or was not closed cleanly.
+// open opens a claimed path, checking it in a child first unless it is
+// new.
 func open(path string, opts Options) (*DB, error) {
-	why, err := inspect(path)
+	exists, why, err := inspect(path)
 	if err != nil {
 		return nil, err
 	}
-	if why != "" {
+	if exists {
 		if err := checkInChild(context.Background(), path, opts.Timeout, why); err != nil {
 			return nil, err
 		}
 	}
-	db, err := start(path, opts, why != "")
+	db, err := start(path, opts, exists)
 	if errors.Is(err, errUnclean) {
-		// start has closed the file again, so the child can open it.
+		// Made meanwhile by a run that did not close it. start has
+		// closed the file again, so the child can open it.
 		if err := checkInChild(context.Background(), path, opts.Timeout, "its last run did not shut down cleanly"); err != nil {
 			return nil, err
 		}
@@ -181,9 +183,8 @@ func open(path string, opts Options) (*DB, error) {
 var errUnclean = errors.New("store: last shutdown was not clean")
 
 // start opens the file with bbolt and initialises it. Damage that makes
-// bbolt panic or fault on the way becomes an ErrDamaged error. (inspect
-// has ruled out the damage bbolt's own Open would panic on; a panic there
-// would leave the file locked until this process exits.)
+// bbolt panic or fault on the way becomes an ErrDamaged error (the check
+// has ruled it out; this is a safety net).
 func start(path string, opts Options, checked bool) (*DB, error) {
 	var bdb *bolt.DB
 	err := catchDamage(path, func() error {

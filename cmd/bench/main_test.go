@@ -64,6 +64,7 @@ func TestQuickRun(t *testing.T) {
 		"Servers page, 3 servers, server time p50",
 		"Detail page, 12 tools, server time p50",
 		"Start-up to serving (exec → GET /healthz 200), 15 tools stored",
+		"Integrity check at start-up (a child reads every page, key and value), 15 tools stored",
 		"RSS growth with 15 tools stored (warmed)",
 		"SSE fan-out: status event to 5 clients, p99",
 		"SSE fan-out: one stalled client's cost to the others (median of each event's p99)",
@@ -75,8 +76,8 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("no figure %q", want)
 		}
 	}
-	if len(report.Figures) < 19 {
-		t.Errorf("%d figures, want every group's (at least 19)", len(report.Figures))
+	if len(report.Figures) < 20 {
+		t.Errorf("%d figures, want every group's (at least 20)", len(report.Figures))
 	}
 	t.Logf("quick run:\n%s", stdout.String())
 }

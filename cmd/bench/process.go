@@ -56,11 +56,15 @@ func processFigures(ctx context.Context, cfg *config) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	mem, err := memoryFigure(ctx, cfg, dir, cat, empty)
+	check, err := checkFigure(ctx, cfg, cat, empty, start)
 	if err != nil {
 		return []figure{start}, err
 	}
-	return []figure{start, mem}, nil
+	mem, err := memoryFigure(ctx, cfg, dir, cat, empty)
+	if err != nil {
+		return []figure{start, check}, err
+	}
+	return []figure{start, check, mem}, nil
 }
 
 // createEmptyDB makes the baseline database as switchboard itself makes
