@@ -73,8 +73,8 @@ func RunChildCheckIfAsked() {
 // runCheck is the child's side: it opens path read-only, walks its pages
 // (see checkLayout), runs tx.Check, reads every key and value, decoding
 // those the store decodes (see readAll), and writes the outcome on
-// stdout. A panic or fault on the way
-// crashes the child, and the parent reports that.
+// stdout. A panic or fault on the way crashes the child, and the parent
+// reports that.
 func runCheck(path string, timeout time.Duration) int {
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
 	switch {
@@ -225,12 +225,12 @@ func valueDecoder(top string, depth int) (decode func([]byte) error, valuesOnly 
 	return nil, false
 }
 
-// CheckInChild checks the integrity of the database file at path (bbolt's
-// tx.Check over every page) in a child process, so that a file damaged
-// badly enough to crash bbolt cannot crash the caller. It returns nil for
-// a sound file, an ErrDamaged error naming the path with what was found,
-// or ErrInUse if another process has the file open for writing. The
-// program must call RunChildCheckIfAsked at start-up.
+// CheckInChild checks the integrity of the database file at path (every
+// page, key and value; see runCheck) in a child process, so that a file
+// damaged badly enough to crash bbolt cannot crash the caller. It returns
+// nil for a sound file, an ErrDamaged error naming the path with what was
+// found, or ErrInUse if another process has the file open for writing.
+// The program must call RunChildCheckIfAsked at start-up.
 func CheckInChild(ctx context.Context, path string) error {
 	return checkInChild(ctx, path, DefaultOpenTimeout, "")
 }
