@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,7 +90,9 @@ func isNotFound(err error) bool { return errors.Is(err, exec.ErrNotFound) }
 // RunMarkerVar names the environment variable that marks every process of
 // one verification with a random value. Children inherit it, also those
 // that leave the process group (setsid, setpgid) and are then orphaned,
-// which is how stop still finds them.
+// which is how stop still finds them, and, the run's value being written
+// down beside the database (see Containment), how the next start finds
+// them after a crash.
 const RunMarkerVar = "SWITCHBOARD_RUN"
 
 // process is a stdio server running in its own process group. Its stdin
@@ -112,6 +116,9 @@ type process struct {
 	stopOnce sync.Once
 
 	killEscapee func(pid int, sig syscall.Signal) error
+	// record is the run's record beside the database (nil without a
+	// Containment), removed once stop is done.
+	record *runRecord
 
 	mu      sync.Mutex
 	escaped map[int]uint64 // pid → start time of processes seen outside the group
@@ -134,6 +141,9 @@ type processConfig struct {
 	// KillEscapee signals a process that left the group; nil is
 	// syscall.Kill. Tests use it to stand for a kernel that refuses.
 	KillEscapee func(pid int, sig syscall.Signal) error
+	// Runs, if set, records the run before the process starts, so that
+	// what is left of it after a crash is stopped at the next start.
+	Runs *Containment
 }
 
 // startProcess starts the command in a new process group. The returned
@@ -162,7 +172,19 @@ func startProcess(pc processConfig) (*process, error) {
 	}
 	mark := make([]byte, 8)
 	rand.Read(mark)
-	marker := RunMarkerVar + "=" + hex.EncodeToString(mark)
+	markValue := hex.EncodeToString(mark)
+	marker := RunMarkerVar + "=" + markValue
+	// Written down before the process exists: from its first instruction
+	// on, a crash of ours leaves something the next start must find.
+	record, err := pc.Runs.begin(markValue)
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	forks, inUse := pidClock()
 	cmd := exec.Command(path, pc.Args...)
 	cmd.Args[0] = pc.Command
 	// Appended last: exec keeps the last of duplicate variables, so the
@@ -172,7 +194,7 @@ func startProcess(pc processConfig) (*process, error) {
 	cmd.Stdin = inR
 	cmd.Stdout = outW
 	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: newTail(pc.StderrCap), marker: append([]byte(marker), 0),
-		waitDone: make(chan struct{}), escaped: map[int]uint64{}, killEscapee: pc.KillEscapee}
+		waitDone: make(chan struct{}), escaped: map[int]uint64{}, killEscapee: pc.KillEscapee, record: record}
 	if p.killEscapee == nil {
 		p.killEscapee = syscall.Kill
 	}
@@ -181,30 +203,39 @@ func startProcess(pc processConfig) (*process, error) {
 	// WaitDelay bounds how long Wait waits for the stderr copy after the
 	// process exits, in case a grandchild still holds the pipe.
 	cmd.WaitDelay = 500 * time.Millisecond
-	err = cmd.Start()
+	err = startChild(cmd)
 	inR.Close()
 	outW.Close()
 	if err != nil {
 		inW.Close()
 		outR.Close()
-		return nil, err
-	}
-	if err := limit(cmd.Process.Pid, pc.MemoryBytes); err != nil {
-		// Fail closed: a server is never left running without its limits.
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-		inW.Close()
-		outR.Close()
+		record.end()
 		return nil, err
 	}
 	// The child exists (at worst as a zombie, not yet reaped) until Wait
 	// below returns, so its start time can be read.
-	if ps, ok := readProcStat(cmd.Process.Pid); ok {
+	if ps, _, ok := readStatAny(cmd.Process.Pid); ok {
 		p.startTicks = ps.start
+	}
+	err = limit(cmd.Process.Pid, pc.MemoryBytes)
+	if err == nil {
+		err = record.started(cmd.Process.Pid, p.startTicks, forks, inUse)
+	}
+	if err != nil {
+		// Fail closed: a server is never left running without its limits,
+		// nor unrecorded.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		childReaped(cmd.Process.Pid)
+		inW.Close()
+		outR.Close()
+		record.end()
+		return nil, err
 	}
 	p.startForks, _ = forkCount()
 	go func() {
 		p.waitErr = cmd.Wait()
+		childReaped(cmd.Process.Pid)
 		// The server is gone. Whatever is left of its group (e.g. a
 		// grandchild that holds its stdout) would keep the read loop,
 		// and so the verification, waiting until a deadline: end it.
@@ -269,7 +300,208 @@ func (p *process) stop(grace time.Duration) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		p.killEscapees()
+		p.record.end()
 	})
+}
+
+// Containment keeps the processes of one database's servers from
+// outliving a crash of Switchboard. Every run is written down in a
+// directory beside the database before its server starts (its run
+// marker, and once it started its process group and start time), and
+// crossed off when stop is done; a record still there at the next start
+// is a run a crash cut short, and Sweep stops whatever is left of it. On
+// Linux, while a Containment is open this process is also a child
+// subreaper: the orphaned descendants of its servers become its children,
+// not init's, and it reaps them.
+type Containment struct {
+	dir       string
+	boot      string // boot id; start times count from the boot
+	pidNS     string // pid namespace; pids are numbers in it
+	release   func()
+	subreaper error // why this process is no child subreaper, if it is not
+}
+
+// Contain opens the run records of the database at dbPath, in the
+// directory dbPath+".runs" (made if missing, closed to others), and
+// makes this process a child subreaper where the OS has them (see
+// Subreaper). Close ends it. Call Sweep before the first server starts.
+func Contain(dbPath string) (*Containment, error) {
+	dir := dbPath + ".runs"
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("run records: %w", err)
+	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("run records: %s is not a directory", dir)
+	} else if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("run records: %w", err)
+		}
+	}
+	c := &Containment{dir: dir, boot: bootID(), pidNS: pidNamespace(), release: func() {}}
+	if release, err := becomeReaper(); err != nil {
+		c.subreaper = fmt.Errorf("cannot become a child subreaper: %w", err)
+	} else {
+		c.release = release
+	}
+	return c, nil
+}
+
+// Subreaper returns why this process could not become a child subreaper
+// (a kernel or a seccomp policy that refuses), or nil if it is one.
+// Without it, orphans go to init while Switchboard runs, and only Sweep
+// at the next start finds those that outlive their run.
+func (c *Containment) Subreaper() error { return c.subreaper }
+
+// Close stops being a child subreaper (once no other Containment is
+// open), after reaping the orphans adopted so far. The records stay.
+func (c *Containment) Close() error {
+	c.release()
+	return nil
+}
+
+// Swept is what Sweep found of the runs a crash cut short.
+type Swept struct {
+	// Runs is how many runs were recorded and never crossed off.
+	Runs int
+	// Killed are the processes of those runs that Sweep stopped; Left
+	// those it could not (another user's, or still there after 2 s).
+	Killed, Left []int
+}
+
+// Sweep stops what is left of the runs recorded and never crossed off,
+// and removes their records. What is left of a run: the processes that
+// carry its marker, the members of its server's process group (only
+// while that group cannot be another's, see groupIsRun), and their
+// descendants. It must run before this process starts servers with the
+// Containment.
+func (c *Containment) Sweep() (Swept, error) {
+	entries, err := os.ReadDir(c.dir)
+	if err != nil {
+		return Swept{}, fmt.Errorf("run records: %w", err)
+	}
+	var runs []runInfo
+	for _, e := range entries {
+		if r, ok := readRun(filepath.Join(c.dir, e.Name())); ok {
+			runs = append(runs, r)
+		}
+	}
+	var sw Swept
+	if len(runs) > 0 {
+		sw.Runs = len(runs)
+		sw.Killed, sw.Left = sweepRuns(runs, c.boot, c.pidNS)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), runPrefix) {
+			os.Remove(filepath.Join(c.dir, e.Name()))
+		}
+	}
+	return sw, nil
+}
+
+// runPrefix starts the name of every run record.
+const runPrefix = "run-"
+
+// runRecord is the record of one run while it runs: "boot ID", "pidns
+// NS", "marker VALUE" lines, written before the server starts, and
+// "group PGID START FORKS INUSE" once it started. It is not synced: a
+// crash of Switchboard leaves it in the page cache, and a crash of the
+// machine leaves no process to find.
+type runRecord struct {
+	f    *os.File // open until the group line is written
+	path string
+}
+
+// begin writes the record of a run whose marker has value; a nil
+// Containment records nothing.
+func (c *Containment) begin(value string) (*runRecord, error) {
+	if c == nil {
+		return nil, nil
+	}
+	path := filepath.Join(c.dir, runPrefix+value)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("record the run: %w", err)
+	}
+	if _, err := fmt.Fprintf(f, "boot %s\npidns %s\nmarker %s\n", c.boot, c.pidNS, value); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("record the run: %w", err)
+	}
+	return &runRecord{f: f, path: path}, nil
+}
+
+// started adds the server's process group, its start time and the pid
+// clock read before it started (see groupIsRun).
+func (r *runRecord) started(pgid int, start, forks, inUse uint64) error {
+	if r == nil {
+		return nil
+	}
+	_, err := fmt.Fprintf(r.f, "group %d %d %d %d\n", pgid, start, forks, inUse)
+	if cerr := r.f.Close(); err == nil {
+		err = cerr
+	}
+	r.f = nil
+	if err != nil {
+		return fmt.Errorf("record the run: %w", err)
+	}
+	return nil
+}
+
+// end crosses the run off.
+func (r *runRecord) end() {
+	if r == nil {
+		return
+	}
+	if r.f != nil {
+		r.f.Close()
+	}
+	os.Remove(r.path)
+}
+
+// runInfo is a run record as read back.
+type runInfo struct {
+	boot, pidNS, marker string
+	pgid                int
+	start, forks, inUse uint64
+}
+
+// readRun reads a run record; ok is false if it is not one.
+func readRun(path string) (runInfo, bool) {
+	if !strings.HasPrefix(filepath.Base(path), runPrefix) {
+		return runInfo{}, false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return runInfo{}, false
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(io.LimitReader(f, 4096))
+	var r runInfo
+	for line := range strings.Lines(string(data)) {
+		key, value, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch key {
+		case "boot":
+			r.boot = value
+		case "pidns":
+			r.pidNS = value
+		case "marker":
+			r.marker = value
+		case "group":
+			var pgid int
+			var start, forks, inUse uint64
+			if n, _ := fmt.Sscanf(value, "%d %d %d %d", &pgid, &start, &forks, &inUse); n == 4 {
+				r.pgid, r.start, r.forks, r.inUse = pgid, start, forks, inUse
+			}
+		}
+	}
+	return r, r.marker != ""
+}
+
+// Contained has the Verifier record the runs of its stdio servers with c
+// (see Containment). It returns v.
+func (v *Verifier) Contained(c *Containment) *Verifier {
+	v.runs = c
+	return v
 }
 
 // limit sets the resource limits of a just-started child: no core dumps
@@ -541,15 +773,25 @@ func statOf(pid int, path string, buf []byte) (procStat, bool) {
 	return parseStat(pid, buf[:n])
 }
 
-// parseStat parses /proc/<pid>/stat: after the command name, which is in
-// parentheses and may contain anything, come state ppid pgrp ... with
-// starttime the 20th field.
+// parseStat parses /proc/<pid>/stat; ok is false for a zombie.
 func parseStat(pid int, data []byte) (procStat, bool) {
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
+	ps, state, ok := parseStatAny(pid, data)
+	if !ok || state == 'Z' || state == 'X' {
 		return procStat{}, false
 	}
-	ps := procStat{pid: pid}
+	return ps, true
+}
+
+// parseStatAny parses /proc/<pid>/stat, zombies included, and returns
+// the state letter too: after the command name, which is in parentheses
+// and may contain anything, come state ppid pgrp ... with starttime the
+// 20th field.
+func parseStatAny(pid int, data []byte) (ps procStat, state byte, ok bool) {
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return procStat{}, 0, false
+	}
+	ps = procStat{pid: pid}
 	field := 0
 	for rest := data[i+1:]; field < 20; field++ {
 		rest = bytes.TrimLeft(rest, " ")
@@ -561,21 +803,22 @@ func parseStat(pid int, data []byte) (procStat, bool) {
 		rest = rest[end:]
 		switch field {
 		case 0:
-			if len(f) == 0 || f[0] == 'Z' || f[0] == 'X' {
-				return procStat{}, false
+			if len(f) == 0 {
+				return procStat{}, 0, false
 			}
+			state = f[0]
 		case 1:
 			ps.ppid, _ = strconv.Atoi(string(f))
 		case 2:
 			ps.pgrp, _ = strconv.Atoi(string(f))
 		case 19:
 			if len(f) == 0 {
-				return procStat{}, false
+				return procStat{}, 0, false
 			}
 			ps.start, _ = strconv.ParseUint(string(bytes.TrimSpace(f)), 10, 64)
 		}
 	}
-	return ps, true
+	return ps, state, true
 }
 
 // tail keeps the last cap bytes written to it.

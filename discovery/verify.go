@@ -145,6 +145,8 @@ type Verifier struct {
 	killEscapee func(pid int, sig syscall.Signal) error
 	// watchWindow, if set, replaces WatchWindow (tests).
 	watchWindow time.Duration
+	// runs, if set, records every stdio run (see Contained).
+	runs *Containment
 }
 
 // NewVerifier returns a Verifier. getenv is read for the variables in
@@ -438,6 +440,7 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 			Grace:       r.limits.Grace,
 			MemoryBytes: t.MemoryBytes,
 			KillEscapee: r.v.killEscapee,
+			Runs:        r.v.runs,
 		})
 		if err != nil {
 			return nil, nil, spawnError(err, t.Command)

@@ -272,6 +272,24 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			log.Error("close database", "path", cfg.DBPath, "err", err)
 		}
 	}()
+	// Before anything starts a server: stop what a crash left running.
+	runs, err := discovery.Contain(cfg.DBPath)
+	if err != nil {
+		hub.Close()
+		return fmt.Errorf("start: %w", err)
+	}
+	defer runs.Close()
+	if err := runs.Subreaper(); err != nil {
+		log.Warn("servers' orphaned processes are not adopted while Switchboard runs", "err", err)
+	}
+	if swept, err := runs.Sweep(); err != nil {
+		log.Warn("could not look for processes left by an earlier run", "err", err)
+	} else if swept.Runs > 0 {
+		log.Warn("stopped the processes left by runs an earlier crash cut short", "runs", swept.Runs, "stopped", len(swept.Killed), "pids", swept.Killed)
+		if len(swept.Left) > 0 {
+			log.Error("could not stop processes left by runs an earlier crash cut short", "pids", swept.Left)
+		}
+	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -297,7 +315,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		NoVerifyOnStart: !cfg.VerifyOnStart,
 		MCP:             cfg.MCP,
 		Logger:          log,
-	}, db, discovery.NewVerifier(cfg.Limits, getenv), hub)
+	}, db, discovery.NewVerifier(cfg.Limits, getenv).Contained(runs), hub)
 	if err != nil {
 		ln.Close()
 		hub.Close()
