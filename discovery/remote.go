@@ -7,13 +7,9 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
-	"net/netip"
 	"sync"
 	"sync/atomic"
-	"syscall"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 )
@@ -107,18 +103,6 @@ func (t sseTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (
 	return resp, err
 }
 
-// errForbiddenAddress is returned when a URL resolves to an address
-// Switchboard never connects to.
-var errForbiddenAddress = errors.New("address is link-local or a cloud metadata endpoint, which Switchboard never connects to")
-
-// forbidden reports whether ip is link-local (which includes the cloud
-// metadata address 169.254.169.254) or another metadata endpoint.
-func forbidden(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip == netip.MustParseAddr("fd00:ec2::254") || ip == netip.MustParseAddr("100.100.100.200")
-}
-
 // httpTally is what the HTTP client of one verification saw, beyond what
 // mcp-go's errors tell.
 type httpTally struct {
@@ -157,33 +141,20 @@ func (t *httpTally) tooLarge() error {
 	return nil
 }
 
-// httpClient returns the client remote transports use: link-local and
-// metadata addresses are refused at connect time (so also after a
-// redirect or a DNS answer that changed), all response bodies together
-// are bounded by budget, and, if message is positive, each message in
-// them by message bytes (see cappedBody); an HTML page where MCP was
-// expected is refused with a sample of it, the secrets redacted. tally
-// records what happened. It has no Timeout, which would cut a held event
-// stream (mcp-go's WithHTTPTimeout sets one on it, for a verification).
-func httpClient(limits Limits, budget *byteBudget, message int, tally *httpTally, secrets []string) *http.Client {
-	dialer := &net.Dialer{
-		Timeout: 10 * time.Second,
-		Control: func(_, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err == nil && forbidden(ap.Addr()) {
-				return fmt.Errorf("%s: %w", address, errForbiddenAddress)
-			}
-			return nil
-		},
+// httpClient returns the client remote transports use: every request
+// is under policy (see OutboundPolicy: where it may connect and redirect,
+// and to which requests the configured headers go), all response bodies
+// together are bounded by budget, and, if message is positive, each
+// message in them by message bytes (see cappedBody); an HTML page where
+// MCP was expected is refused with a sample of it, the secrets redacted.
+// tally records what happened. It has no Timeout, which would cut a held
+// event stream (mcp-go's WithHTTPTimeout sets one on it, for a
+// verification).
+func httpClient(policy *OutboundPolicy, limits Limits, budget *byteBudget, message int, tally *httpTally, secrets []string) *http.Client {
+	return &http.Client{
+		Transport:     cappedTransport{policy.transport(baseTransport(limits.InitTimeout)), budget, message, tally, secrets},
+		CheckRedirect: policy.CheckRedirect,
 	}
-	tr := &http.Transport{
-		DialContext:           dialer.DialContext,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: limits.InitTimeout,
-		MaxIdleConnsPerHost:   2,
-		IdleConnTimeout:       30 * time.Second,
-	}
-	return &http.Client{Transport: cappedTransport{tr, budget, message, tally, secrets}}
 }
 
 // cappedTransport limits how many bytes all response bodies together may
@@ -310,11 +281,12 @@ func (b *cappedBody) Close() error {
 	return b.rc.Close()
 }
 
-// closeIdle releases the connections a client kept open.
-func closeIdle(c *http.Client) {
-	if ct, ok := c.Transport.(cappedTransport); ok {
-		if tr, ok := ct.base.(*http.Transport); ok {
-			tr.CloseIdleConnections()
-		}
+// CloseIdleConnections closes the connections the transport keeps.
+func (c cappedTransport) CloseIdleConnections() {
+	if ci, ok := c.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
 	}
 }
+
+// closeIdle releases the connections a client kept open.
+func closeIdle(c *http.Client) { c.CloseIdleConnections() }

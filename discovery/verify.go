@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"regexp"
 	"slices"
@@ -147,6 +149,10 @@ type Verifier struct {
 	watchWindow time.Duration
 	// runs, if set, records every stdio run (see Contained).
 	runs *Containment
+	// classOf and resolver, if set, replace how remote addresses are
+	// classed and host names resolved (tests; see OutboundPolicy).
+	classOf  func(netip.AddrPort) netClass
+	resolver *net.Resolver
 }
 
 // NewVerifier returns a Verifier. getenv is read for the variables in
@@ -451,10 +457,14 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 		return r.stdio, func() { r.stdio.Close() }, nil
 	case TransportHTTP:
 		r.tally = &httpTally{onOverflow: r.cutShort, onStreamEnd: r.streamEnded}
-		hc := r.httpClient()
+		hc, err := r.httpClient()
+		if err != nil {
+			return nil, nil, newError(ClassProtocol, PhaseStarting, "invalid URL: "+err.Error(), err)
+		}
+		// No WithHTTPHeaders: hc adds the headers, to the server's origin
+		// only (mcp-go's would follow a redirect anywhere).
 		opts := []transport.StreamableHTTPCOption{
 			transport.WithHTTPBasicClient(hc),
-			transport.WithHTTPHeaders(t.Headers),
 			transport.WithHTTPLogger(quiet),
 		}
 		if r.held {
@@ -470,10 +480,12 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 		return streamableTap{tr, r.rec, r.tally}, func() { tr.Close(); closeIdle(hc) }, nil
 	case TransportSSE:
 		r.tally = &httpTally{onOverflow: r.cutShort, onStreamEnd: r.streamEnded}
-		hc := r.httpClient()
+		hc, err := r.httpClient()
+		if err != nil {
+			return nil, nil, newError(ClassProtocol, PhaseStarting, "invalid URL: "+err.Error(), err)
+		}
 		tr, err := transport.NewSSE(t.URL,
-			transport.WithHTTPClient(hc),
-			transport.WithHeaders(t.Headers),
+			transport.WithHTTPClient(hc), // which adds the headers (see above)
 			transport.WithSSELogger(quiet),
 			transport.WithEndpointTimeout(r.limits.InitTimeout),
 			transport.WithResponseTimeout(r.limits.ListTimeout))
@@ -504,15 +516,21 @@ func (r *verification) budget() *byteBudget {
 	return newByteBudget(r.limits.TotalBytes, window)
 }
 
-// httpClient returns the HTTP client of a remote server. A watch's caps
-// each message as stdio does; a verification's bodies are bounded by its
-// byte budget alone.
-func (r *verification) httpClient() *http.Client {
+// httpClient returns the HTTP client of a remote server, under an
+// OutboundPolicy of its own for the target's URL and headers. A watch's
+// caps each message as stdio does; a verification's bodies are bounded by
+// its byte budget alone.
+func (r *verification) httpClient() (*http.Client, error) {
+	policy, err := NewOutboundPolicy(r.target.URL, r.target.Headers)
+	if err != nil {
+		return nil, err
+	}
+	policy.classOf, policy.resolver = r.v.classOf, r.v.resolver
 	message := 0
 	if r.held {
 		message = r.limits.MessageBytes
 	}
-	return httpClient(r.limits, r.budget(), message, r.tally, r.target.secrets())
+	return httpClient(policy, r.limits, r.budget(), message, r.tally, r.target.secrets()), nil
 }
 
 // maxWarnings bounds the warnings of one verification; past it, the last
