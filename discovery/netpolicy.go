@@ -118,8 +118,8 @@ var errForbiddenAddress = errors.New("the address is link-local or a cloud metad
 //     origin (its body would follow);
 //   - the configured headers are sent only to the origin, and never after
 //     a redirect has left it; credentials another layer set
-//     (Authorization, cookies, the MCP session id) are removed from a
-//     request to another origin.
+//     (Authorization, cookies, the MCP session id, and the Referer, which
+//     holds the URL entered) are removed from a request to another origin.
 //
 // Refusals are *Error values (class network or protocol) that name the
 // address or URL and the reason. An OutboundPolicy is safe for
@@ -351,8 +351,10 @@ func shownURL(u *url.URL) string {
 }
 
 // credentialHeaders are removed from every request to another origin
-// than the policy's: whatever set them meant them for the origin.
-var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "Mcp-Session-Id"}
+// than the policy's: whatever set them meant them for the origin. The
+// Referer http.Client sets on a redirect is the URL entered, whose query
+// may hold a key.
+var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "Mcp-Session-Id", "Referer"}
 
 // policyTransport adds the configured headers to requests to the
 // policy's origin that never left it, and removes credentials from every

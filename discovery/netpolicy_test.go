@@ -173,11 +173,11 @@ func TestRedirectOfPostToAnotherOriginRefused(t *testing.T) {
 
 // A GET may follow a redirect to another origin of the same class (the
 // legacy SSE stream here), but the configured headers and credentials do
-// not go with it.
+// not go with it, nor a Referer with the URL entered (and its query).
 func TestRedirectToAnotherOriginDropsHeaders(t *testing.T) {
 	admin := newRecordingServer(t)
 	origin := redirector(t, http.StatusTemporaryRedirect, admin.URL+"/elsewhere")
-	_, e := verifyWith(t, NewVerifier(Limits{InitTimeout: 500 * time.Millisecond}, nil), Target{Transport: TransportSSE, URL: origin.URL + "/sse", Headers: secretHeaders()})
+	_, e := verifyWith(t, NewVerifier(Limits{InitTimeout: 500 * time.Millisecond}, nil), Target{Transport: TransportSSE, URL: origin.URL + "/sse?token=query-secret-0123", Headers: secretHeaders()})
 	if e == nil {
 		t.Fatal("Verify succeeded against a server that sends no endpoint")
 	}
@@ -189,7 +189,7 @@ func TestRedirectToAnotherOriginDropsHeaders(t *testing.T) {
 		if r.Method != http.MethodGet {
 			t.Errorf("redirect target received %s; want only GET", r.Method)
 		}
-		for _, k := range []string{"X-Api-Key", "Authorization", "Cookie", "Mcp-Session-Id"} {
+		for _, k := range []string{"X-Api-Key", "Authorization", "Cookie", "Mcp-Session-Id", "Referer"} {
 			if v := r.Header.Get(k); v != "" {
 				t.Errorf("redirect target received %s: %q; want none", k, v)
 			}
@@ -450,4 +450,54 @@ func TestAddrClass(t *testing.T) {
 			t.Errorf("addrClass(%s) = %v; want %v", c.addr, got, c.want)
 		}
 	}
+}
+
+// Once a redirect has left the origin, the configured headers do not come
+// back with a redirect to the origin: the other server chose where on it
+// they would go.
+func TestRedirectBackToOriginWithoutHeaders(t *testing.T) {
+	back := newRecordingServer(t) // where the origin records the return
+	var origin *httptest.Server
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, origin.URL+"/chosen-by-elsewhere", http.StatusFound)
+	}))
+	defer elsewhere.Close()
+	origin = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/sse" {
+			http.Redirect(w, r, elsewhere.URL+"/hop", http.StatusFound)
+			return
+		}
+		back.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer origin.Close()
+	_, e := verifyWith(t, NewVerifier(Limits{InitTimeout: 500 * time.Millisecond}, nil), Target{Transport: TransportSSE, URL: origin.URL + "/sse", Headers: secretHeaders()})
+	if e == nil {
+		t.Fatal("Verify succeeded against a server that sends no endpoint")
+	}
+	got := back.requests()
+	if len(got) == 0 {
+		t.Fatal("the redirect back to the origin never arrived")
+	}
+	for _, r := range got {
+		for _, k := range []string{"X-Api-Key", "Authorization"} {
+			if v := r.Header.Get(k); v != "" {
+				t.Errorf("origin received %s: %q at %s after a redirect through another origin; want none", k, v, r.Path)
+			}
+		}
+	}
+}
+
+// A redirect to a host name is judged by the address the name resolves
+// to when it is dialled.
+func TestRedirectToNameOfNarrowerNetworkRefused(t *testing.T) {
+	admin := newRecordingServer(t)
+	name := "internal.switchboard.test:" + strconv.Itoa(int(port(t, admin.URL)))
+	origin := redirector(t, http.StatusFound, "http://"+name+"/internal/admin")
+	v := NewVerifier(Limits{InitTimeout: 5 * time.Second}, nil)
+	v.classOf = publicAt(t, origin.URL)
+	v.resolver = fakeDNS(t, func(string) []netip.Addr { return []netip.Addr{netip.MustParseAddr("127.0.0.1")} })
+	_, e := verifyWith(t, v, Target{Transport: TransportSSE, URL: origin.URL + "/sse", Headers: secretHeaders()})
+	admin.receivedNothing(t)
+	wantClass(t, e, ClassNetwork, PhaseStarting)
+	wantMessage(t, e, name+" (127.0.0.1)", "loopback", "public")
 }
