@@ -20,6 +20,11 @@ import (
 // toolsFilePoll is how often a -tools-file is read again while serving.
 const toolsFilePoll = 50 * time.Millisecond
 
+// toolsFileSettle is how long a problem with a -tools-file must last before
+// it is reported: a writer that truncates and then stalls (a loaded machine)
+// leaves an empty file for more than one poll.
+const toolsFileSettle = time.Second
+
 // defaultInputSchema is served for a file tool that has no inputSchema,
 // which MCP requires.
 const defaultInputSchema = `{"type":"object"}`
@@ -173,16 +178,17 @@ func (l *liveTools) setVersion(v string) {
 // of the version alone, or of white space, sends nothing.
 //
 // A file that is missing, unreadable or invalid keeps the last good tools
-// and version. The problem is written to stderr once, and only when a
-// second read a poll later finds it again, so that a file caught half
-// written (os.WriteFile truncates first) or between a remove and a create
-// is not reported.
+// and version. The problem is written to stderr once, and only when reads
+// have found it for toolsFileSettle, so that a file caught half written
+// (os.WriteFile truncates first) or between a remove and a create is not
+// reported.
 func (l *liveTools) watch(ctx context.Context, s *server.MCPServer, applied []byte, stderr io.Writer) {
 	tick := time.NewTicker(toolsFilePoll)
 	defer tick.Stop()
 	served := toolsKey(s)
-	var problem string // the problem the last read found, "" if none
-	reported := false  // whether problem has been written to stderr
+	var problem string  // the problem the last read found, "" if none
+	var since time.Time // when reads began to find problem
+	reported := false   // whether problem has been written to stderr
 	for {
 		select {
 		case <-ctx.Done():
@@ -205,8 +211,8 @@ func (l *liveTools) watch(ctx context.Context, s *server.MCPServer, applied []by
 			msg := err.Error()
 			switch {
 			case msg != problem:
-				problem, reported = msg, false // tell only if it lasts
-			case !reported:
+				problem, since, reported = msg, time.Now(), false // tell only if it lasts
+			case !reported && time.Since(since) >= toolsFileSettle:
 				fmt.Fprintf(stderr, "mcp-fixture: %s; still serving the previous tools\n", msg)
 				reported = true
 			}
