@@ -6,7 +6,7 @@ GO      ?= go
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run build test test-go test-e2e deps-e2e chromium check generate bench clean
+.PHONY: run build test test-go test-fuzz fuzz test-e2e deps-e2e chromium check generate bench clean
 
 run:
 	$(GO) run ./cmd/switchboard
@@ -16,8 +16,8 @@ build:
 	$(GO) build -o bin/mcp-fixture ./cmd/mcp-fixture
 
 # Everything CI runs: generated code up to date, vet, Go tests with the race
-# detector, then the browser tests.
-test: check deps-e2e test-go test-e2e
+# detector, each fuzz target for a few seconds, then the browser tests.
+test: check deps-e2e test-go test-fuzz test-e2e
 
 check:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -28,6 +28,20 @@ check:
 test-go: deps-e2e
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./store
+
+# Every Fuzz… target in the repository, one after another, for FUZZTIME
+# each (the seed corpora in testdata/fuzz also run in test-go). A failing
+# input is written to the package's testdata/fuzz/<target>/ to reproduce.
+FUZZTIME ?= 5s
+test-fuzz:
+	@git grep --untracked -o '^func Fuzz[A-Za-z0-9_]*' -- '*_test.go' | while IFS=: read -r file decl; do \
+		name=$${decl#func }; echo "fuzz $$name ($$(dirname $$file)) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$(dirname $$file) || exit 1; \
+	done
+
+# Longer fuzzing, not part of `make test`.
+fuzz:
+	$(MAKE) test-fuzz FUZZTIME=3m
 
 test-e2e: deps-e2e chromium build
 	cd e2e && npx playwright test

@@ -109,7 +109,7 @@ func benignGoroutine(stack string) bool {
 
 // env is one application with its store and hub.
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	app *web.Server
 	db  *store.DB
 	hub *web.Hub
@@ -123,7 +123,7 @@ type (
 	appOption func(*webConfig)
 )
 
-func newEnv(t *testing.T, opts ...appOption) *env {
+func newEnv(t testing.TB, opts ...appOption) *env {
 	t.Helper()
 	hub := web.NewHub()
 	db, err := store.Open(filepath.Join(t.TempDir(), "sb.db"), store.Options{OnChange: hub.StoreChanged})
@@ -275,7 +275,7 @@ func (e *env) api(method, path string, body any) *httptest.ResponseRecorder {
 }
 
 // decode parses a JSON answer into a generic map.
-func decode(t *testing.T, rec *httptest.ResponseRecorder) map[string]any {
+func decode(t testing.TB, rec *httptest.ResponseRecorder) map[string]any {
 	t.Helper()
 	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Fatalf("Content-Type = %q, want JSON; body: %s", ct, rec.Body.String())
@@ -287,7 +287,7 @@ func decode(t *testing.T, rec *httptest.ResponseRecorder) map[string]any {
 	return m
 }
 
-func wantStatus(t *testing.T, rec *httptest.ResponseRecorder, want int) {
+func wantStatus(t testing.TB, rec *httptest.ResponseRecorder, want int) {
 	t.Helper()
 	if rec.Code != want {
 		t.Fatalf("status = %d, want %d; body: %s", rec.Code, want, truncate(rec.Body.String()))
@@ -437,7 +437,7 @@ func (b *browser) post(path string, form url.Values) *httptest.ResponseRecorder 
 
 // --- HTML helpers (golang.org/x/net/html; goquery is not in go.mod) ---
 
-func parseHTML(t *testing.T, s string) *html.Node {
+func parseHTML(t testing.TB, s string) *html.Node {
 	t.Helper()
 	doc, err := html.Parse(strings.NewReader(s))
 	if err != nil {
@@ -448,7 +448,7 @@ func parseHTML(t *testing.T, s string) *html.Node {
 
 // parseFragment parses an htmx fragment in a body context (or a table
 // row context for rows).
-func parseFragment(t *testing.T, s string) *html.Node {
+func parseFragment(t testing.TB, s string) *html.Node {
 	t.Helper()
 	return parseHTML(t, "<!DOCTYPE html><html><body><table><tbody>"+s+"</tbody></table></body></html>")
 }
@@ -480,7 +480,7 @@ func findAll(root *html.Node, m matcher) []*html.Node {
 	return out
 }
 
-func findOne(t *testing.T, root *html.Node, m matcher) *html.Node {
+func findOne(t testing.TB, root *html.Node, m matcher) *html.Node {
 	t.Helper()
 	all := findAll(root, m)
 	if len(all) != 1 {
@@ -523,7 +523,7 @@ func textOf(n *html.Node) string {
 }
 
 // testIDText is the text of the one element with the data-testid.
-func testIDText(t *testing.T, root *html.Node, id string) string {
+func testIDText(t testing.TB, root *html.Node, id string) string {
 	t.Helper()
 	all := findAll(root, byTestID(id))
 	if len(all) != 1 {
@@ -533,7 +533,7 @@ func testIDText(t *testing.T, root *html.Node, id string) string {
 }
 
 // inputValue is the value of the form control with the name.
-func inputValue(t *testing.T, root *html.Node, name string) string {
+func inputValue(t testing.TB, root *html.Node, name string) string {
 	t.Helper()
 	all := findAll(root, func(n *html.Node) bool {
 		return n.Type == html.ElementNode && (n.Data == "input" || n.Data == "textarea") && attrOf(n, "name") == name

@@ -372,7 +372,7 @@ func TestStartupVerification(t *testing.T) {
 }
 
 // writeTools writes a fixture -tools-file.
-func writeTools(t *testing.T, file, version string, names ...string) {
+func writeTools(t testing.TB, file, version string, names ...string) {
 	t.Helper()
 	var tools []map[string]any
 	for _, n := range names {

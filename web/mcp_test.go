@@ -48,7 +48,7 @@ type mcpClient struct {
 	listChanged atomic.Int32
 }
 
-func connectMCP(t *testing.T, base, token string) *mcpClient {
+func connectMCP(t testing.TB, base, token string) *mcpClient {
 	t.Helper()
 	c, err := client.NewStreamableHttpClient(base+"/mcp",
 		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}),
@@ -81,7 +81,7 @@ func connectMCP(t *testing.T, base, token string) *mcpClient {
 	return mc
 }
 
-func (c *mcpClient) names(t *testing.T) []string {
+func (c *mcpClient) names(t testing.TB) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -141,7 +141,7 @@ type mcpSetup struct {
 	files  map[string]string // server id → tools file
 }
 
-func newMCPSetup(t *testing.T, opts ...appOption) *mcpSetup {
+func newMCPSetup(t testing.TB, opts ...appOption) *mcpSetup {
 	t.Helper()
 	opts = append([]appOption{func(c *webConfig) {
 		c.MCP.AskTimeout = 3 * time.Second
