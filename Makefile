@@ -6,7 +6,15 @@ GO      ?= go
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run build test test-go test-fuzz fuzz test-e2e deps-e2e chromium check generate bench clean
+# The platforms Switchboard builds for; `make check` vets each, `make dist`
+# builds each.
+PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
+DATE    := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+
+.PHONY: run build dist test test-go test-fuzz fuzz test-e2e deps-e2e chromium check generate bench clean
 
 run:
 	$(GO) run ./cmd/switchboard
@@ -14,6 +22,15 @@ run:
 build:
 	$(GO) build -o bin/switchboard ./cmd/switchboard
 	$(GO) build -o bin/mcp-fixture ./cmd/mcp-fixture
+
+# switchboard and mcp-fixture for every platform, version stamped, in dist/.
+dist:
+	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		for c in switchboard mcp-fixture; do \
+			echo "dist/$$c-$$os-$$arch$$ext"; \
+			GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o dist/$$c-$$os-$$arch$$ext ./cmd/$$c || exit 1; \
+		done; \
+	done
 
 # Everything CI runs: generated code up to date, vet, Go tests with the race
 # detector, each fuzz target for a few seconds, then the browser tests.
@@ -24,6 +41,10 @@ check:
 	$(GO) tool templ generate
 	@git diff --exit-code -- '*_templ.go' || { echo "templ generate changed files: commit them"; exit 1; }
 	$(GO) vet ./...
+	@for p in $(PLATFORMS); do \
+		[ "$$p" = "$$($(GO) env GOOS)/$$($(GO) env GOARCH)" ] && continue; \
+		echo "go vet ./... for $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./... || exit 1; \
+	done
 
 test-go: deps-e2e
 	$(GO) test -race -count=1 -timeout 15m ./...
@@ -68,4 +89,4 @@ bench: deps-e2e
 	$(GO) run ./cmd/bench -out bench-results/$$(git describe --always --dirty=+dirty).json
 
 clean:
-	rm -rf bin e2e/test-results e2e/playwright-report bench-results
+	rm -rf bin dist e2e/test-results e2e/playwright-report bench-results

@@ -1,3 +1,5 @@
+//go:build linux
+
 package discovery
 
 import (
@@ -25,6 +27,7 @@ var fixture string
 const everythingEntry = "../e2e/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 func TestMain(m *testing.M) {
+	RunLauncherIfAsked()
 	if mode := os.Getenv(testServerEnv); mode != "" {
 		os.Exit(serveTestServer(mode))
 	}

@@ -324,6 +324,7 @@ type Running struct {
 	ServerName    string
 	ServerVersion string
 	Protocol      string
+	Isolation     string
 }
 
 // Running lists the sessions open or opening, by server id.
@@ -339,6 +340,7 @@ func (p *Pool) Running() []Running {
 				r.Opening = false
 				r.Started = e.s.Started()
 				r.ServerName, r.ServerVersion, r.Protocol = e.s.ServerInfo()
+				r.Isolation = e.s.Isolation()
 			}
 		default:
 		}

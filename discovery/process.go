@@ -1,7 +1,6 @@
 package discovery
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -13,19 +12,11 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
-
-// AllowedEnv lists the variables of Switchboard's own environment that a
-// child may inherit. Everything else, including Switchboard's token, stays
-// out; the server's own env is added on top.
-var AllowedEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "TMPDIR"}
 
 // childEnv builds a child's environment from the allow-list, read through
 // getenv, plus the server's own variables, which win.
@@ -49,40 +40,6 @@ func childEnv(getenv func(string) string, own map[string]string) []string {
 		out = append(out, k+"="+env[k])
 	}
 	return out
-}
-
-// lookPath resolves command against the PATH the child will get, not
-// Switchboard's own.
-func lookPath(command string, env []string) (string, error) {
-	if strings.Contains(command, "/") {
-		fi, err := os.Stat(command)
-		if err != nil {
-			return "", fmt.Errorf("command %q: %w", command, err)
-		}
-		if fi.IsDir() {
-			return "", fmt.Errorf("command %q is a directory: %w", command, syscall.EISDIR)
-		}
-		if fi.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("command %q is not executable: %w", command, os.ErrPermission)
-		}
-		return command, nil
-	}
-	path := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, command)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("command %q not found in PATH %q: %w", command, path, exec.ErrNotFound)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, exec.ErrNotFound) }
@@ -116,6 +73,10 @@ type process struct {
 	stopOnce sync.Once
 
 	killEscapee func(pid int, sig syscall.Signal) error
+	// isolation says what startIsolated got (see Isolation).
+	isolation string
+	// job is the Windows Job Object of the process tree (0 elsewhere).
+	job uintptr
 	// record is the run's record beside the database (nil without a
 	// Containment), removed once stop is done.
 	record *runRecord
@@ -139,15 +100,17 @@ type processConfig struct {
 	// MemoryBytes, if positive, is the child's RLIMIT_DATA.
 	MemoryBytes int64
 	// KillEscapee signals a process that left the group; nil is
-	// syscall.Kill. Tests use it to stand for a kernel that refuses.
+	// syscall.Kill (Linux and macOS). Tests use it to stand for a kernel
+	// that refuses.
 	KillEscapee func(pid int, sig syscall.Signal) error
 	// Runs, if set, records the run before the process starts, so that
 	// what is left of it after a crash is stopped at the next start.
 	Runs *Containment
 }
 
-// startProcess starts the command in a new process group. The returned
-// process must be stopped with stop, which always reaps it.
+// startProcess starts the command isolated as this operating system
+// allows (see startIsolated and Isolation). The returned process must be
+// stopped with stop, which always reaps it.
 func startProcess(pc processConfig) (*process, error) {
 	path, err := lookPath(pc.Command, pc.Env)
 	if err != nil {
@@ -195,38 +158,24 @@ func startProcess(pc processConfig) (*process, error) {
 	cmd.Stdout = outW
 	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: newTail(pc.StderrCap), marker: append([]byte(marker), 0),
 		waitDone: make(chan struct{}), escaped: map[int]uint64{}, killEscapee: pc.KillEscapee, record: record}
-	if p.killEscapee == nil {
-		p.killEscapee = syscall.Kill
-	}
 	cmd.Stderr = p.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// WaitDelay bounds how long Wait waits for the stderr copy after the
 	// process exits, in case a grandchild still holds the pipe.
 	cmd.WaitDelay = 500 * time.Millisecond
-	err = startChild(cmd)
+	err = p.startIsolated(path, pc)
 	inR.Close()
 	outW.Close()
-	if err != nil {
-		inW.Close()
-		outR.Close()
-		record.end()
-		return nil, err
-	}
-	// The child exists (at worst as a zombie, not yet reaped) until Wait
-	// below returns, so its start time can be read.
-	if ps, _, ok := readStatAny(cmd.Process.Pid); ok {
-		p.startTicks = ps.start
-	}
-	err = limit(cmd.Process.Pid, pc.MemoryBytes)
 	if err == nil {
 		err = record.started(cmd.Process.Pid, p.startTicks, forks, inUse)
+		if err != nil {
+			// Fail closed: a server is never left running unrecorded.
+			p.killAll()
+			cmd.Wait()
+			childReaped(cmd.Process.Pid)
+			p.release()
+		}
 	}
 	if err != nil {
-		// Fail closed: a server is never left running without its limits,
-		// nor unrecorded.
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-		childReaped(cmd.Process.Pid)
 		inW.Close()
 		outR.Close()
 		record.end()
@@ -239,14 +188,11 @@ func startProcess(pc processConfig) (*process, error) {
 		// The server is gone. Whatever is left of its group (e.g. a
 		// grandchild that holds its stdout) would keep the read loop,
 		// and so the verification, waiting until a deadline: end it.
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		p.killAll()
 		close(p.waitDone)
 	}()
 	return p, nil
 }
-
-// pgid is the process group id, which equals the child's pid.
-func (p *process) pgid() int { return p.cmd.Process.Pid }
 
 // exited reports whether the direct child has exited, and its exit code
 // (-1 if it was killed by a signal).
@@ -273,33 +219,33 @@ func (p *process) waitExit(d time.Duration) bool {
 
 // stop ends the process and everything in its group: close stdin (and
 // stdout, so a server blocked writing to us fails instead of waiting for
-// a signal), wait up to grace; SIGTERM the group, wait up to grace;
-// SIGKILL the group. Whatever the child did, the group is SIGKILLed at
-// the end (catching grandchildren that outlived it), the child is reaped,
-// and stop returns once no process of the group is left or a second has
-// passed. Processes that left the group are looked for before anything
-// exits (while their parents still lead back to the child) and killed
-// once the group is gone; see escapees. That look is always taken, also
-// when the caller looked just before: a process may have left the group
-// since.
+// a signal), wait up to grace; ask the group to terminate (SIGTERM, where
+// there is one), wait up to grace; kill the group. Whatever the child
+// did, the group is killed at the end (catching grandchildren that
+// outlived it), the child is reaped, and stop returns once no process of
+// the group is left or a second has passed. Processes that left the
+// group are looked for before anything exits (while their parents still
+// lead back to the child) and killed once the group is gone; see
+// escapees. That look is always taken, also when the caller looked just
+// before: a process may have left the group since.
 func (p *process) stop(grace time.Duration) {
 	p.stopOnce.Do(func() {
 		p.escapees()
 		p.stdin.Close()
 		p.stdout.Close()
 		if !p.waitExit(grace) {
-			syscall.Kill(-p.pgid(), syscall.SIGTERM)
-			if !p.waitExit(grace) {
-				syscall.Kill(-p.pgid(), syscall.SIGKILL)
+			if !p.terminate() || !p.waitExit(grace) {
+				p.killAll()
 				<-p.waitDone
 			}
 		}
-		syscall.Kill(-p.pgid(), syscall.SIGKILL)
+		p.killAll()
 		deadline := time.Now().Add(time.Second)
-		for !groupGone(p.pgid()) && time.Now().Before(deadline) {
+		for !p.groupGone() && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		p.killEscapees()
+		p.release()
 		p.record.end()
 	})
 }
@@ -504,321 +450,11 @@ func (v *Verifier) Contained(c *Containment) *Verifier {
 	return v
 }
 
-// limit sets the resource limits of a just-started child: no core dumps
-// (a core file of a server would hold the secrets in its environment),
-// and data memory at most memory bytes if memory is positive. Go cannot
-// set limits between fork and exec, so they take effect microseconds
-// after the server's program starts: before it has read a byte from us,
-// and for every process it starts from then on.
-func limit(pid int, memory int64) error {
-	if err := unix.Prlimit(pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil); err != nil {
-		return fmt.Errorf("disable core dumps of pid %d: %w", pid, err)
-	}
-	if memory > 0 {
-		m := uint64(memory)
-		if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: m, Max: m}, nil); err != nil {
-			return fmt.Errorf("cap the memory of pid %d: %w", pid, err)
-		}
-	}
-	return nil
-}
-
-// escapees returns the live processes that belong to the server but are
-// outside its process group, where a signal to the group misses them:
-// descendants of the child or of its group (by parent pid), and processes
-// started since the child that carry its run marker (orphans whose parent
-// exited, e.g. after a double fork). They are remembered by pid and start
-// time, so one seen once is found again after it is reparented, and a
-// reused pid is never taken for it. Likewise a member of the group counts
-// only if it started no earlier than the child: once the group is gone,
-// its id may be reused by a group of strangers.
-func (p *process) escapees() []int {
-	pgid := p.pgid()
-	procs := scanProcs(p.newSince)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	byPid := make(map[int]procStat, len(procs))
-	kids := map[int][]int{}
-	var roots []int
-	for _, ps := range procs {
-		byPid[ps.pid] = ps
-		kids[ps.ppid] = append(kids[ps.ppid], ps.pid)
-		switch {
-		case ps.pgrp == pgid && ps.start >= p.startTicks, p.escaped[ps.pid] == ps.start && ps.start != 0:
-			roots = append(roots, ps.pid)
-		case ps.start >= p.startTicks && hasMarker(ps.pid, p.marker):
-			roots = append(roots, ps.pid)
-		}
-	}
-	if ps, ok := byPid[pgid]; ok && ps.start == p.startTicks {
-		roots = append(roots, pgid)
-	}
-	family := map[int]bool{}
-	for len(roots) > 0 {
-		pid := roots[len(roots)-1]
-		roots = roots[:len(roots)-1]
-		if !family[pid] {
-			family[pid] = true
-			roots = append(roots, kids[pid]...)
-		}
-	}
-	var out []int
-	for pid := range family {
-		if ps := byPid[pid]; ps.pgrp != pgid {
-			out = append(out, pid)
-			p.escaped[pid] = ps.start
-		}
-	}
-	sort.Ints(out)
-	return out
-}
-
-// killEscapees SIGKILLs the escapees, and whatever they start meanwhile,
-// until none is left, only those it may not signal are left, or a second
-// has passed. It records which it killed and which are left.
-func (p *process) killEscapees() {
-	deadline := time.Now().Add(time.Second)
-	killed := map[int]bool{}
-	for {
-		esc := p.escapees()
-		refused := 0
-		for _, pid := range esc {
-			if err := p.killEscapee(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-				refused++
-			} else {
-				killed[pid] = true
-			}
-		}
-		if len(esc) == 0 || refused == len(esc) || time.Now().After(deadline) {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			for pid := range killed {
-				if !slices.Contains(esc, pid) {
-					p.killed = append(p.killed, pid)
-				}
-			}
-			sort.Ints(p.killed)
-			p.left = esc
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // escapeReport returns the escapees stop killed and those it could not.
 func (p *process) escapeReport() (killed, left []int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.killed), slices.Clone(p.left)
-}
-
-// hasMarker reports whether the environment pid started with holds marker
-// (NUL-terminated). Unreadable environments (another user's) do not.
-func hasMarker(pid int, marker []byte) bool {
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	return err == nil && (bytes.HasPrefix(env, marker) || bytes.Contains(env, append([]byte{0}, marker...)))
-}
-
-// groupGone reports whether no live process is left in the group. The
-// cheap check comes first: once the group is empty (the usual case, the
-// child reaped), kill(-pgid, 0) fails with ESRCH; only when something is
-// left, zombies included, is /proc read to tell the living from zombies.
-func groupGone(pgid int) bool {
-	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	return len(GroupMembers(pgid)) == 0
-}
-
-// GroupMembers returns the pids of live processes (not zombies) in the
-// process group, read from /proc.
-func GroupMembers(pgid int) []int {
-	return LiveProcesses(func(_, pgrp int) bool { return pgrp == pgid })
-}
-
-// LiveProcesses returns the pids of live processes (not zombies) whose
-// parent pid and process group match, read from /proc.
-func LiveProcesses(match func(ppid, pgrp int) bool) []int {
-	var pids []int
-	for _, ps := range scanProcs(nil) {
-		if match(ps.ppid, ps.pgrp) {
-			pids = append(pids, ps.pid)
-		}
-	}
-	return pids
-}
-
-// procStat is what stop needs of /proc/<pid>/stat.
-type procStat struct {
-	pid, ppid, pgrp int
-	start           uint64 // clock ticks after boot
-}
-
-// scanProcs returns the live processes (not zombies), read from /proc:
-// all of them, or with a non-nil from, those whose pid is at least
-// from(number of processes). It runs twice per verification, so it reads
-// each stat file into one buffer with plain system calls rather than
-// allocating per process.
-func scanProcs(from func(live int) int) []procStat {
-	dir, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	names, _ := dir.Readdirnames(-1)
-	dir.Close()
-	lowest := 0
-	if from != nil {
-		lowest = from(len(names))
-	}
-	out := make([]procStat, 0, len(names))
-	var buf [1024]byte
-	for _, name := range names {
-		pid, err := strconv.Atoi(name)
-		if err != nil || pid < lowest {
-			continue
-		}
-		if ps, ok := statOf(pid, "/proc/"+name+"/stat", buf[:]); ok {
-			out = append(out, ps)
-		}
-	}
-	return out
-}
-
-// newSince returns the lowest pid a process started since the server can
-// have, given about how many processes exist: the server's own pid, as
-// long as the kernel's pid cursor cannot have come round to lower pids
-// since; otherwise 0 (look at every process). Pids are handed out in
-// increasing order and wrap at pid_max, skipping pids in use. The cursor
-// is past the server's pid, and no more processes were created since
-// than it takes to go all the way round (pid_max, less the pids in use
-// and the ones below 300 the kernel never reuses, less a margin for the
-// processes created before startForks was read), so nothing newer can
-// sit below it.
-func (p *process) newSince(live int) int {
-	pid := p.pgid()
-	last, ok1 := lastPid()
-	forks, ok2 := forkCount()
-	if !ok1 || !ok2 || p.startForks == 0 || last < pid || forks < p.startForks {
-		return 0
-	}
-	if forks-p.startForks+uint64(live)+300+1000 >= uint64(pidMax()) {
-		return 0
-	}
-	return pid
-}
-
-// forkCount returns the number of processes created since boot, from the
-// "processes" line of /proc/stat.
-func forkCount() (uint64, bool) {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, false
-	}
-	_, rest, ok := bytes.Cut(data, []byte("\nprocesses "))
-	if !ok {
-		return 0, false
-	}
-	line, _, _ := bytes.Cut(rest, []byte("\n"))
-	n, err := strconv.ParseUint(string(line), 10, 64)
-	return n, err == nil
-}
-
-// lastPid returns the pid the kernel handed out last in this pid
-// namespace, the last field of /proc/loadavg.
-func lastPid() (int, bool) {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0, false
-	}
-	f := bytes.Fields(data)
-	if len(f) != 5 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(string(f[4]))
-	return n, err == nil
-}
-
-// pidMax is the kernel's pid_max (the smallest it can be, when unknown,
-// so that the pid space counts as small).
-var pidMax = sync.OnceValue(func() int {
-	data, err := os.ReadFile("/proc/sys/kernel/pid_max")
-	if err != nil {
-		return 0
-	}
-	n, err := strconv.Atoi(string(bytes.TrimSpace(data)))
-	if err != nil {
-		return 0
-	}
-	return n
-})
-
-// readProcStat reads one process's stat; ok is false if it is gone or a
-// zombie.
-func readProcStat(pid int) (procStat, bool) {
-	var buf [1024]byte
-	return statOf(pid, "/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
-}
-
-// statOf reads and parses the stat file at path, using buf.
-func statOf(pid int, path string, buf []byte) (procStat, bool) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return procStat{}, false
-	}
-	n, err := syscall.Read(fd, buf)
-	syscall.Close(fd)
-	if err != nil || n <= 0 {
-		return procStat{}, false
-	}
-	return parseStat(pid, buf[:n])
-}
-
-// parseStat parses /proc/<pid>/stat; ok is false for a zombie.
-func parseStat(pid int, data []byte) (procStat, bool) {
-	ps, state, ok := parseStatAny(pid, data)
-	if !ok || state == 'Z' || state == 'X' {
-		return procStat{}, false
-	}
-	return ps, true
-}
-
-// parseStatAny parses /proc/<pid>/stat, zombies included, and returns
-// the state letter too: after the command name, which is in parentheses
-// and may contain anything, come state ppid pgrp ... with starttime the
-// 20th field.
-func parseStatAny(pid int, data []byte) (ps procStat, state byte, ok bool) {
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return procStat{}, 0, false
-	}
-	ps = procStat{pid: pid}
-	field := 0
-	for rest := data[i+1:]; field < 20; field++ {
-		rest = bytes.TrimLeft(rest, " ")
-		end := bytes.IndexByte(rest, ' ')
-		if end < 0 {
-			end = len(rest)
-		}
-		f := rest[:end]
-		rest = rest[end:]
-		switch field {
-		case 0:
-			if len(f) == 0 {
-				return procStat{}, 0, false
-			}
-			state = f[0]
-		case 1:
-			ps.ppid, _ = strconv.Atoi(string(f))
-		case 2:
-			ps.pgrp, _ = strconv.Atoi(string(f))
-		case 19:
-			if len(f) == 0 {
-				return procStat{}, 0, false
-			}
-			ps.start, _ = strconv.ParseUint(string(bytes.TrimSpace(f)), 10, 64)
-		}
-	}
-	return ps, state, true
 }
 
 // tail keeps the last cap bytes written to it.

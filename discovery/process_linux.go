@@ -3,6 +3,7 @@ package discovery
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -16,9 +17,39 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// This file holds what containment needs of Linux: being a child
-// subreaper, reaping the orphans that brings, and the start-up sweep of
-// what a crash left behind (see Containment).
+// This file holds what isolation and containment need of Linux: the
+// parent-death signal, limits, /proc, being a child subreaper, reaping
+// the orphans that brings, and the start-up sweep of what a crash left
+// behind (see Containment).
+
+// groupAttr starts a server in a process group of its own, killed if
+// this process dies (the launcher's exec keeps the signal).
+func groupAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// limitAfterStart sets the limits of a child started without the
+// launcher, just after its program started.
+func limitAfterStart(pid int, memory int64) (string, error) {
+	return "limits set after start", limit(pid, memory)
+}
+
+// isolationOf says what a server started now gets.
+func isolationOf(limits string) string {
+	parts := []string{"process group", limits, "escapee sweep"}
+	reaper.mu.Lock()
+	if reaper.users > 0 {
+		parts = append(parts, "child subreaper")
+	}
+	reaper.mu.Unlock()
+	return strings.Join(parts, " + ")
+}
+
+// closeRangeOnExec marks every descriptor above stderr close-on-exec in
+// one call (Linux 5.11 and later).
+func closeRangeOnExec() bool {
+	return unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil
+}
 
 // forking is held for reading while a server is started and recorded in
 // owned, and for writing while adopted orphans are reaped, so that the
@@ -219,12 +250,8 @@ func pidNamespace() string {
 // pidsInUse returns how many pids are in use at most, every thread
 // counted (the total of the fourth field of /proc/loadavg).
 func pidsInUse() (uint64, bool) {
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0, false
-	}
-	f := bytes.Fields(data)
-	if len(f) != 5 {
+	f, ok := loadavg()
+	if !ok {
 		return 0, false
 	}
 	_, total, ok := bytes.Cut(f[3], []byte("/"))
@@ -410,4 +437,203 @@ func killExactly(pid int, start uint64) error {
 		return syscall.ESRCH
 	}
 	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+}
+
+// limit sets the resource limits of a just-started child: no core dumps
+// (a core file of a server would hold the secrets in its environment),
+// and data memory at most memory bytes if memory is positive. Go cannot
+// set limits between fork and exec, so they take effect microseconds
+// after the server's program starts: before it has read a byte from us,
+// and for every process it starts from then on.
+func limit(pid int, memory int64) error {
+	if err := unix.Prlimit(pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil); err != nil {
+		return fmt.Errorf("disable core dumps of pid %d: %w", pid, err)
+	}
+	if memory > 0 {
+		m := uint64(memory)
+		if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &unix.Rlimit{Cur: m, Max: m}, nil); err != nil {
+			return fmt.Errorf("cap the memory of pid %d: %w", pid, err)
+		}
+	}
+	return nil
+}
+
+// hasMarker reports whether the environment pid started with holds marker
+// (NUL-terminated). Unreadable environments (another user's) do not.
+func hasMarker(pid int, marker []byte) bool {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	return err == nil && (bytes.HasPrefix(env, marker) || bytes.Contains(env, append([]byte{0}, marker...)))
+}
+
+// scanProcs returns the live processes (not zombies), read from /proc:
+// all of them, or with a non-nil from, those whose pid is at least
+// from(number of processes). It runs twice per verification, so it reads
+// each stat file into one buffer with plain system calls rather than
+// allocating per process.
+func scanProcs(from func(live int) int) []procStat {
+	dir, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	names, _ := dir.Readdirnames(-1)
+	dir.Close()
+	lowest := 0
+	if from != nil {
+		lowest = from(len(names))
+	}
+	out := make([]procStat, 0, len(names))
+	var buf [1024]byte
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid < lowest {
+			continue
+		}
+		if ps, ok := statOf(pid, "/proc/"+name+"/stat", buf[:]); ok {
+			out = append(out, ps)
+		}
+	}
+	return out
+}
+
+// newSince returns the lowest pid a process started since the server can
+// have, given about how many processes exist: the server's own pid, as
+// long as the kernel's pid cursor cannot have come round to lower pids
+// since; otherwise 0 (look at every process). Pids are handed out in
+// increasing order and wrap at pid_max, skipping pids in use. The cursor
+// is past the server's pid, and no more processes were created since
+// than it takes to go all the way round (pid_max, less the pids in use
+// and the ones below 300 the kernel never reuses, less a margin for the
+// processes created before startForks was read), so nothing newer can
+// sit below it.
+func (p *process) newSince(live int) int {
+	pid := p.pgid()
+	last, ok1 := lastPid()
+	forks, ok2 := forkCount()
+	if !ok1 || !ok2 || p.startForks == 0 || last < pid || forks < p.startForks {
+		return 0
+	}
+	if forks-p.startForks+uint64(live)+300+1000 >= uint64(pidMax()) {
+		return 0
+	}
+	return pid
+}
+
+// forkCount returns the number of processes created since boot, from the
+// "processes" line of /proc/stat.
+func forkCount() (uint64, bool) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	_, rest, ok := bytes.Cut(data, []byte("\nprocesses "))
+	if !ok {
+		return 0, false
+	}
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	n, err := strconv.ParseUint(string(line), 10, 64)
+	return n, err == nil
+}
+
+// lastPid returns the pid the kernel handed out last in this pid
+// namespace, the last field of /proc/loadavg.
+func lastPid() (int, bool) {
+	f, ok := loadavg()
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(f[4]))
+	return n, err == nil
+}
+
+// loadavg returns the five fields of /proc/loadavg.
+func loadavg() ([][]byte, bool) {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return nil, false
+	}
+	f := bytes.Fields(data)
+	return f, len(f) == 5
+}
+
+// pidMax is the kernel's pid_max (the smallest it can be, when unknown,
+// so that the pid space counts as small).
+var pidMax = sync.OnceValue(func() int {
+	data, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(string(bytes.TrimSpace(data)))
+	if err != nil {
+		return 0
+	}
+	return n
+})
+
+// readProcStat reads one process's stat; ok is false if it is gone or a
+// zombie.
+func readProcStat(pid int) (procStat, bool) {
+	var buf [1024]byte
+	return statOf(pid, "/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
+}
+
+// statOf reads and parses the stat file at path, using buf.
+func statOf(pid int, path string, buf []byte) (procStat, bool) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return procStat{}, false
+	}
+	n, err := syscall.Read(fd, buf)
+	syscall.Close(fd)
+	if err != nil || n <= 0 {
+		return procStat{}, false
+	}
+	return parseStat(pid, buf[:n])
+}
+
+// parseStat parses /proc/<pid>/stat; ok is false for a zombie.
+func parseStat(pid int, data []byte) (procStat, bool) {
+	ps, state, ok := parseStatAny(pid, data)
+	if !ok || state == 'Z' || state == 'X' {
+		return procStat{}, false
+	}
+	return ps, true
+}
+
+// parseStatAny parses /proc/<pid>/stat, zombies included, and returns
+// the state letter too: after the command name, which is in parentheses
+// and may contain anything, come state ppid pgrp ... with starttime the
+// 20th field.
+func parseStatAny(pid int, data []byte) (ps procStat, state byte, ok bool) {
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return procStat{}, 0, false
+	}
+	ps = procStat{pid: pid}
+	field := 0
+	for rest := data[i+1:]; field < 20; field++ {
+		rest = bytes.TrimLeft(rest, " ")
+		end := bytes.IndexByte(rest, ' ')
+		if end < 0 {
+			end = len(rest)
+		}
+		f := rest[:end]
+		rest = rest[end:]
+		switch field {
+		case 0:
+			if len(f) == 0 {
+				return procStat{}, 0, false
+			}
+			state = f[0]
+		case 1:
+			ps.ppid, _ = strconv.Atoi(string(f))
+		case 2:
+			ps.pgrp, _ = strconv.Atoi(string(f))
+		case 19:
+			if len(f) == 0 {
+				return procStat{}, 0, false
+			}
+			ps.start, _ = strconv.ParseUint(string(bytes.TrimSpace(f)), 10, 64)
+		}
+	}
+	return ps, state, true
 }

@@ -203,6 +203,15 @@ func (s *Session) ServerInfo() (name, version, protocol string) {
 	return s.serverName, s.serverVer, s.protocol
 }
 
+// Isolation says how the session's stdio server is isolated (see
+// Result.Isolation); empty for a remote server.
+func (s *Session) Isolation() string {
+	if s.run.proc == nil {
+		return ""
+	}
+	return s.run.proc.isolation
+}
+
 // Started is when the session was opened.
 func (s *Session) Started() time.Time { return s.started }
 

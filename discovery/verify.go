@@ -126,15 +126,19 @@ type Tool struct {
 // Result is a successful verification.
 type Result struct {
 	ProtocolVersion string
-	ServerName      string
-	ServerVersion   string
-	Capabilities    json.RawMessage
-	Instructions    string
-	Tools           []Tool
-	Pages           int
-	Timings         []Timing
-	Warnings        []string
-	StderrTail      string
+	// Isolation says how a stdio server was isolated on this operating
+	// system ("process group + limits set before exec + …"); empty for a
+	// remote server.
+	Isolation     string
+	ServerName    string
+	ServerVersion string
+	Capabilities  json.RawMessage
+	Instructions  string
+	Tools         []Tool
+	Pages         int
+	Timings       []Timing
+	Warnings      []string
+	StderrTail    string
 }
 
 // Verifier runs verifications. The zero value is not usable; use
@@ -397,6 +401,9 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 		return nil, err
 	}
 	res := &Result{ProtocolVersion: initRes.ProtocolVersion}
+	if r.proc != nil {
+		res.Isolation = r.proc.isolation
+	}
 	res.ServerName = capText(res, "name", initRes.ServerInfo.Name, r.limits.ServerInfoBytes)
 	res.ServerVersion = capText(res, "version", initRes.ServerInfo.Version, r.limits.ServerInfoBytes)
 	res.Instructions = capText(res, "instructions", initRes.Instructions, r.limits.InstructionsBytes)

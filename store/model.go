@@ -225,6 +225,7 @@ type Discovery struct {
 	DurationMS      int64           `json:"duration_ms,omitempty"`
 	Timings         []PhaseTiming   `json:"timings,omitempty"`
 	ProtocolVersion string          `json:"protocol_version,omitempty"`
+	Isolation       string          `json:"isolation,omitempty"`
 	ServerName      string          `json:"server_name,omitempty"`
 	ServerVersion   string          `json:"server_version,omitempty"`
 	Capabilities    json.RawMessage `json:"capabilities,omitempty"`
@@ -329,6 +330,7 @@ type Verification struct {
 	FinishedAt      time.Time
 	Timings         []PhaseTiming
 	ProtocolVersion string
+	Isolation       string
 	ServerName      string
 	ServerVersion   string
 	Capabilities    json.RawMessage

@@ -646,6 +646,7 @@ func (db *DB) RecordSuccess(id string, v Verification) error {
 			DurationMS:      v.FinishedAt.Sub(v.StartedAt).Milliseconds(),
 			Timings:         v.Timings,
 			ProtocolVersion: v.ProtocolVersion,
+			Isolation:       v.Isolation,
 			ServerName:      v.ServerName,
 			ServerVersion:   v.ServerVersion,
 			Capabilities:    v.Capabilities,

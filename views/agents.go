@@ -49,6 +49,8 @@ type Upstream struct {
 	Calls    int
 	InFlight int
 	Opening  bool
+	// Isolation says how the server's process is isolated (stdio).
+	Isolation string
 }
 
 // CallsView is the recent calls table.

@@ -59,11 +59,14 @@ type ServerItem struct {
 	// Changed is how many tools have a change awaiting approval.
 	Changed         int
 	ProtocolVersion string
-	ServerName      string
-	ServerVersion   string
-	Timings         []Timing
-	Error           *ErrorView
-	Warnings        []string
+	// Isolation says how the last verification isolated the server's
+	// process (stdio only).
+	Isolation     string
+	ServerName    string
+	ServerVersion string
+	Timings       []Timing
+	Error         *ErrorView
+	Warnings      []string
 }
 
 // Freshness is how far the stored tools can be trusted to describe the

@@ -76,7 +76,7 @@ func (s *Server) upstreams() []views.Upstream {
 	var out []views.Upstream
 	for _, r := range s.mcp.pool.Running() {
 		out = append(out, views.Upstream{ServerID: r.ServerID, Started: r.Started, LastUsed: r.LastUsed,
-			Calls: r.Calls, InFlight: r.InFlight, Opening: r.Opening})
+			Calls: r.Calls, InFlight: r.InFlight, Opening: r.Opening, Isolation: r.Isolation})
 	}
 	return out
 }
@@ -95,6 +95,8 @@ type upstreamJSON struct {
 	Calls    int       `json:"calls"`
 	InFlight int       `json:"in_flight"`
 	Opening  bool      `json:"opening"`
+	// Isolation says how the server's process is isolated (stdio).
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // handleAPIUpstreams serves GET /api/v1/upstreams: the servers running for
@@ -103,7 +105,7 @@ func (s *Server) handleAPIUpstreams(c echo.Context) error {
 	out := []upstreamJSON{}
 	for _, r := range s.mcp.pool.Running() {
 		out = append(out, upstreamJSON{ServerID: r.ServerID, Started: r.Started, LastUsed: r.LastUsed,
-			Calls: r.Calls, InFlight: r.InFlight, Opening: r.Opening})
+			Calls: r.Calls, InFlight: r.InFlight, Opening: r.Opening, Isolation: r.Isolation})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"upstreams": out})
 }

@@ -59,6 +59,7 @@ func (s *Server) serverItem(sum store.Summary) views.ServerItem {
 		AutoRefresh:     srv.AutoRefreshOn(),
 		Changed:         d.Changed,
 		ProtocolVersion: d.ProtocolVersion,
+		Isolation:       d.Isolation,
 		ServerName:      d.ServerName,
 		ServerVersion:   d.ServerVersion,
 		Warnings:        d.Warnings,
@@ -232,6 +233,7 @@ type discoveryJSON struct {
 	// one is.
 	Watch           *watchState `json:"watch,omitempty"`
 	ProtocolVersion string      `json:"protocol_version,omitempty"`
+	Isolation       string      `json:"isolation,omitempty"`
 	ServerName      string      `json:"server_name,omitempty"`
 	ServerVersion   string      `json:"server_version,omitempty"`
 	Warnings        []string    `json:"warnings,omitempty"`
@@ -288,7 +290,7 @@ func (s *Server) serverToJSON(sum store.Summary) serverJSON {
 	dj := &discoveryJSON{
 		Status: d.Status, VerifiedAt: timePtr(d.VerifiedAt), LastAttemptAt: timePtr(d.LastAttemptAt),
 		ToolCount: d.ToolCount, Stale: tooOld(fresh), Freshness: freshToJSON(fresh), Delta: deltaToJSON(d.Delta),
-		Changed: d.Changed, Watch: s.watches.state(srv.ID), ProtocolVersion: d.ProtocolVersion,
+		Changed: d.Changed, Watch: s.watches.state(srv.ID), ProtocolVersion: d.ProtocolVersion, Isolation: d.Isolation,
 		ServerName: d.ServerName, ServerVersion: d.ServerVersion, Warnings: d.Warnings,
 	}
 	if e := d.Error; e != nil {

@@ -39,7 +39,8 @@ const (
 var fixtureBin string
 
 func TestMain(m *testing.M) {
-	store.RunChildCheckIfAsked() // the store checks a damaged file in a child: this binary
+	store.RunChildCheckIfAsked()   // the store checks a damaged file in a child: this binary
+	discovery.RunLauncherIfAsked() // and servers start through it (see discovery/launcher.go)
 	os.Exit(runMain(m))
 }
 

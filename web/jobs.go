@@ -174,7 +174,7 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 	} else {
 		v := store.Verification{
 			JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, StartedAt: startOf(j), FinishedAt: now,
-			Timings: storeTimings(res.Timings), ProtocolVersion: res.ProtocolVersion,
+			Timings: storeTimings(res.Timings), ProtocolVersion: res.ProtocolVersion, Isolation: res.Isolation,
 			ServerName: res.ServerName, ServerVersion: res.ServerVersion, Capabilities: res.Capabilities,
 			Instructions: res.Instructions, Warnings: res.Warnings,
 		}

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bench measures Switchboard against baselines measured in the
 // same run and prints one table: each figure, its baseline, the ratio and
 // the target, marked ok or MISS. Ratios, not absolute times, are what hold
@@ -27,11 +29,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 )
 
 func main() {
-	store.RunChildCheckIfAsked() // the store checks a damaged file in a child: this program
+	store.RunChildCheckIfAsked()
+	discovery.RunLauncherIfAsked() // servers start through this program (discovery/launcher.go) // the store checks a damaged file in a child: this program
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
 	if os.Getenv(roleEnv) == roleBareClient {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 )
 
@@ -110,6 +113,7 @@ func TestQuantile(t *testing.T) {
 // program does (see roleEnv).
 func TestMain(m *testing.M) {
 	store.RunChildCheckIfAsked()
+	discovery.RunLauncherIfAsked()
 	if os.Getenv(roleEnv) == roleBareClient {
 		os.Exit(runBareClient(context.Background(), os.Args[1:]))
 	}

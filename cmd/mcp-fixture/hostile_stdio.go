@@ -208,16 +208,8 @@ func flood(w io.Writer, n int64) error {
 // stderr ("limits core=0 data=67108864", -1 for unlimited), then
 // allocates n bytes and touches every page, so that they count.
 func allocate(n int64, stderr io.Writer) error {
-	var core, data syscall.Rlimit
-	syscall.Getrlimit(syscall.RLIMIT_CORE, &core)
-	syscall.Getrlimit(syscall.RLIMIT_DATA, &data)
-	show := func(v uint64) int64 {
-		if v == ^uint64(0) { // RLIM_INFINITY
-			return -1
-		}
-		return int64(v)
-	}
-	fmt.Fprintf(stderr, "mcp-fixture: limits core=%d data=%d\n", show(core.Cur), show(data.Cur))
+	core, data := limits()
+	fmt.Fprintf(stderr, "mcp-fixture: limits core=%d data=%d\n", core, data)
 	if n > 0 {
 		buf := make([]byte, n)
 		for i := 0; i < len(buf); i += 4096 {
@@ -272,7 +264,7 @@ func startSelf(mode string, stdio [3]*os.File, setsid bool) (*os.Process, error)
 	if stdio[2] != nil {
 		cmd.Stderr = stdio[2]
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: setsid}
+	cmd.SysProcAttr = sessionAttr(setsid)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

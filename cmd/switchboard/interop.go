@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -31,7 +32,7 @@ func openStoreFor(cmd, dbPath string, stderr io.Writer) (*store.DB, error) {
 }
 
 func dbFlag(fset *flag.FlagSet, getenv func(string) string) *string {
-	dbPath := defaultDBPath(getenv)
+	dbPath := defaultDBPath(runtime.GOOS, getenv)
 	if v := getenv("SWITCHBOARD_DB"); v != "" {
 		dbPath = v
 	}

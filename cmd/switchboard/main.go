@@ -18,11 +18,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 )
 
 func main() {
 	store.RunChildCheckIfAsked()
+	discovery.RunLauncherIfAsked() // servers start through this program (discovery/launcher.go)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
@@ -55,7 +57,7 @@ func usageError(format string, args ...any) error {
 // the command is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "backup" || args[0] == "import" || args[0] == "export" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "backup" || args[0] == "import" || args[0] == "export" || args[0] == "version" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -69,6 +71,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return importCmd(ctx, args, getenv, stdin, stdout, stderr)
 	case "export":
 		return exportCmd(ctx, args, getenv, stdout, stderr)
+	case "version":
+		return versionCmd(args, stdout)
 	}
 	fmt.Fprint(stdout, usage)
 	return nil
@@ -84,4 +88,5 @@ Usage:
   switchboard import [--dry-run] FILE       import servers from a Claude, Cursor, Windsurf, VS Code or Codex config
   switchboard export --format F [--server ID]... [--include-secrets]
                                             write servers as claude, cursor, vscode or codex config
+  switchboard version                       print the version, commit, build date and platform
 `

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"go.uber.org/goleak"
 )
@@ -24,6 +25,7 @@ var fixture string // path of the built mcp-fixture binary
 
 func TestMain(m *testing.M) {
 	store.RunChildCheckIfAsked()
+	discovery.RunLauncherIfAsked()
 	// A program built with -race sleeps 1 s before exiting, by default;
 	// the integrity-check children need not.
 	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))

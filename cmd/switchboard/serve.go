@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +44,22 @@ type serveConfig struct {
 	MCP web.MCPConfig
 }
 
-func defaultDBPath(getenv func(string) string) string {
+// defaultDBPath is where the database lives by default, by each
+// system's convention for an application's own data: on Linux
+// $XDG_DATA_HOME/switchboard (or ~/.local/share/switchboard), on macOS
+// ~/Library/Application Support/Switchboard, on Windows
+// %LOCALAPPDATA%\Switchboard.
+func defaultDBPath(goos string, getenv func(string) string) string {
+	switch goos {
+	case "darwin":
+		return filepath.Join(getenv("HOME"), "Library", "Application Support", "Switchboard", "switchboard.db")
+	case "windows":
+		base := getenv("LOCALAPPDATA")
+		if base == "" {
+			base = filepath.Join(getenv("USERPROFILE"), "AppData", "Local")
+		}
+		return filepath.Join(base, "Switchboard", "switchboard.db")
+	}
 	base := getenv("XDG_DATA_HOME")
 	if base == "" {
 		base = filepath.Join(getenv("HOME"), ".local", "share")
@@ -54,7 +70,7 @@ func defaultDBPath(getenv func(string) string) string {
 func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
 	cfg := serveConfig{
 		Addr:          "127.0.0.1:" + strconv.Itoa(DefaultPort),
-		DBPath:        defaultDBPath(getenv),
+		DBPath:        defaultDBPath(runtime.GOOS, getenv),
 		Token:         getenv("SWITCHBOARD_TOKEN"),
 		Concurrency:   2,
 		TTL:           web.DefaultTTL,
@@ -258,7 +274,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	hub := web.NewHub()
 	db, err := store.Open(cfg.DBPath, store.Options{
 		OnChange:   hub.StoreChanged,
-		PrivateDir: cfg.DBPath == defaultDBPath(getenv),
+		PrivateDir: cfg.DBPath == defaultDBPath(runtime.GOOS, getenv),
 		Warn:       func(msg string) { log.Warn(msg) },
 	})
 	if err != nil {

@@ -22,11 +22,13 @@ var wellKnown = []struct {
 }{
 	{true, ".config/Claude/claude_desktop_config.json", Claude, "Claude Desktop"},
 	{true, "Library/Application Support/Claude/claude_desktop_config.json", Claude, "Claude Desktop"},
+	{true, "AppData/Roaming/Claude/claude_desktop_config.json", Claude, "Claude Desktop"},
 	{true, ".claude.json", Claude, "Claude Code"},
 	{true, ".cursor/mcp.json", Cursor, "Cursor"},
 	{true, ".codeium/windsurf/mcp_config.json", Claude, "Windsurf"},
 	{true, ".config/Code/User/mcp.json", VSCode, "VS Code"},
 	{true, "Library/Application Support/Code/User/mcp.json", VSCode, "VS Code"},
+	{true, "AppData/Roaming/Code/User/mcp.json", VSCode, "VS Code"},
 	{true, ".codex/config.toml", Codex, "Codex"},
 	{false, ".mcp.json", Claude, "Claude Code"},
 	{false, ".vscode/mcp.json", VSCode, "VS Code"},
@@ -35,7 +37,7 @@ var wellKnown = []struct {
 }
 
 // WellKnown lists the well-known config files that exist (as regular
-// files, symbolic links followed) under home (Linux and macOS paths) and
+// files, symbolic links followed) under home (Linux, macOS and Windows paths) and
 // in cwd (project files: .mcp.json, .vscode/mcp.json, .cursor/mcp.json,
 // .codex/config.toml), in that order. An empty home or cwd is skipped; a
 // file found through both (cwd is home) is listed once.
