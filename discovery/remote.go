@@ -65,6 +65,10 @@ type streamableTap struct {
 }
 
 func (t streamableTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	return sendDiscover(ctx, t.send, req)
+}
+
+func (t streamableTap) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
 	if err == nil {
 		resp = t.rec.tap(req.Method, resp)
@@ -96,6 +100,10 @@ type sseTap struct {
 }
 
 func (t sseTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	return sendDiscover(ctx, t.send, req)
+}
+
+func (t sseTap) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.SSE.SendRequest(ctx, req)
 	if err == nil {
 		resp = t.rec.tap(req.Method, resp)

@@ -106,7 +106,7 @@ func (r *verification) open(ctx context.Context) (*Session, error) {
 		return nil, err
 	}
 	s.cleanup = cleanup
-	s.c = client.NewClient(tr, client.WithDiscoverTimeout(r.limits.DiscoverTimeout))
+	s.c = r.newClient(tr)
 	s.c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
 			s.mu.Lock()
@@ -128,9 +128,7 @@ func (r *verification) open(ctx context.Context) (*Session, error) {
 		return s, initCtx.Err()
 	}
 	r.enter(PhaseInitializing, 0)
-	initRes, err := s.c.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "switchboard", Version: "1"},
-	}})
+	initRes, err := initialize(initCtx, s.c)
 	if err != nil {
 		return s, err
 	}
@@ -138,7 +136,7 @@ func (r *verification) open(ctx context.Context) (*Session, error) {
 	var res Result
 	s.serverName = capText(&res, "name", initRes.ServerInfo.Name, r.limits.ServerInfoBytes)
 	s.serverVer = capText(&res, "version", initRes.ServerInfo.Version, r.limits.ServerInfoBytes)
-	if mcp.IsModernProtocol(initRes.ProtocolVersion) && r.target.Transport != TransportSSE {
+	if listensForChanges(initRes, r.target) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -252,7 +250,11 @@ func (s *Session) Call(ctx context.Context, tool, pin string, args any, maxResul
 	case live.Pin != pin:
 		return nil, &PinMismatchError{Tool: tool, Want: pin, Live: &live}
 	}
-	res, err := s.c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}}
+	if mcp.IsModernProtocol(s.protocol) && s.run.target.Transport == TransportHTTP {
+		req.Header = paramHeaders(live, args)
+	}
+	res, err := s.c.CallTool(ctx, req)
 	if err != nil {
 		return nil, s.classify(ctx, err)
 	}

@@ -454,6 +454,10 @@ func blockedOr(ctxErr error) error {
 // SendRequest writes the request and waits for its response, the end of
 // ctx, or the end of the server's stdout.
 func (t *stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	return sendDiscover(ctx, t.send, req)
+}
+
+func (t *stdioTransport) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	ch := make(chan reply, 1)
 	key := req.ID.String()
 	t.mu.Lock()

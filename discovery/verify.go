@@ -377,7 +377,7 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 		}
 		cleanup()
 	}()
-	c := client.NewClient(tr, client.WithDiscoverTimeout(r.limits.DiscoverTimeout))
+	c := r.newClient(tr)
 	// The context given to Start owns the connection (the SSE stream), so
 	// it must last the whole verification; the init deadline still bounds
 	// Start itself.
@@ -394,9 +394,7 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 	}
 
 	r.enter(PhaseInitializing, 0)
-	initRes, err := c.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "switchboard", Version: "1"},
-	}})
+	initRes, err := initialize(initCtx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -809,6 +807,9 @@ func decodeTool(raw json.RawMessage, l Limits) (Tool, error) {
 		flag(ToolInvalid, "its name is outside the MCP tool name charset (1 to 128 of A-Z a-z 0-9 _ - .)")
 	}
 	for _, problem := range shapeProblems(raw) {
+		flag(ToolInvalid, problem)
+	}
+	if problem := headerProblem(t); problem != "" {
 		flag(ToolInvalid, problem)
 	}
 

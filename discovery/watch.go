@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -149,7 +148,7 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 		wg.Wait()
 	}()
 
-	c := client.NewClient(tr, client.WithDiscoverTimeout(r.limits.DiscoverTimeout))
+	c := r.newClient(tr)
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
 			select {
@@ -171,9 +170,7 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 		return err
 	}
 	r.enter(PhaseInitializing, 0)
-	initRes, err := c.Initialize(initCtx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "switchboard", Version: "1"},
-	}})
+	initRes, err := initialize(initCtx, c)
 	if err != nil {
 		return err
 	}
@@ -181,11 +178,7 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 	r.enter(PhaseWatching, 0)
 	close(watching)
 	modern := mcp.IsModernProtocol(initRes.ProtocolVersion)
-	if modern && r.target.Transport != TransportSSE {
-		// Since 2026-07-28 a client opts in to notifications on a
-		// stream of their own; it lasts as long as the session. Over
-		// legacy SSE they arrive on the event stream without it (and
-		// mcp-go's SSE server would hold the request past the session).
+	if listensForChanges(initRes, r.target) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

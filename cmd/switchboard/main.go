@@ -4,6 +4,7 @@
 //	switchboard [serve] [flags]            run the dashboard (default)
 //	switchboard verify [--json] -- CMD ARGS  verify a stdio server once, without the store
 //	switchboard verify [--json] URL          verify a remote server once
+//	switchboard call [--json] (URL | -- CMD ARGS...) TOOL [JSON]  call one tool once
 //	switchboard backup [--db PATH] OUT       copy the database, checked, while no dashboard runs
 //	switchboard import [--dry-run] FILE      import servers from another MCP client's config
 //	switchboard export --format F            write servers in another MCP client's config format
@@ -57,7 +58,7 @@ func usageError(format string, args ...any) error {
 // the command is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "backup" || args[0] == "import" || args[0] == "export" || args[0] == "version" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "call" || args[0] == "backup" || args[0] == "import" || args[0] == "export" || args[0] == "version" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -65,6 +66,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return serve(ctx, args, getenv, stdout, stderr)
 	case "verify":
 		return verify(ctx, args, getenv, stdout, stderr)
+	case "call":
+		return call(ctx, args, getenv, stdout, stderr)
 	case "backup":
 		return backup(ctx, args, getenv, stdout, stderr)
 	case "import":
@@ -84,6 +87,9 @@ Usage:
   switchboard [serve] [flags]               run the dashboard (see: switchboard serve -h)
   switchboard verify [--json] -- CMD ARGS   verify a stdio server once, without the store
   switchboard verify [--json] URL           verify a Streamable HTTP (or --transport sse) server once
+  switchboard call [--json] URL TOOL ['{JSON}']
+  switchboard call [--json] -- CMD ARGS... TOOL ['{JSON}']
+                                            call one tool of a server once, bounded like a verification
   switchboard backup [--db PATH] OUT        write a checked copy of the database (dashboard stopped)
   switchboard import [--dry-run] FILE       import servers from a Claude, Cursor, Windsurf, VS Code or Codex config
   switchboard export --format F [--server ID]... [--include-secrets]

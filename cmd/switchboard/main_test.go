@@ -307,11 +307,19 @@ func TestVerifyJSONFixture(t *testing.T) {
 	}
 }
 
-func TestVerifyServerEverything(t *testing.T) {
+// everything is the path of @modelcontextprotocol/server-everything's
+// entry point, installed by make deps-e2e.
+func everything(t *testing.T) string {
+	t.Helper()
 	entry, _ := filepath.Abs("../../e2e/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("server-everything is not installed (%v): run `npm ci --prefix e2e` (make test does)", err)
+		t.Fatalf("server-everything is not installed (%v): run `make deps-e2e`", err)
 	}
+	return entry
+}
+
+func TestVerifyServerEverything(t *testing.T) {
+	entry := everything(t)
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
 	if err := run(context.Background(), []string{"verify", "--json", "--", "node", entry, "stdio"}, os.Getenv, nil, &stdout, &stderr); err != nil {

@@ -53,35 +53,8 @@ type verifyError struct {
 // verify runs one verification without the store and prints the result.
 // It exits 0 on success, 1 on a failed verification, 2 on bad usage.
 func verify(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	transport := fs.String("transport", "", "for a URL: http (Streamable HTTP, default) or sse")
-	timeout := fs.Duration("timeout", 30*time.Second, "deadline for start + initialize, and again for listing tools (-limit init and list win)")
-	var limits discovery.Limits
-	limitFlag(fs, &limits, "")
-	env := map[string]string{}
-	fs.Func("env", "NAME=VALUE for a stdio server's environment, repeatable", func(v string) error {
-		k, val, ok := strings.Cut(v, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("want NAME=VALUE, got %q", v)
-		}
-		env[k] = val
-		return nil
-	})
-	headers := map[string]string{}
-	fs.Func("header", "Name: value for a remote server, repeatable", func(v string) error {
-		k, val, ok := strings.Cut(v, ":")
-		if !ok || strings.TrimSpace(k) == "" {
-			return fmt.Errorf("want Name: value, got %q", v)
-		}
-		headers[strings.TrimSpace(k)] = strings.TrimSpace(val)
-		return nil
-	})
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: switchboard verify [--json] [--env K=V]... -- CMD ARGS...\n       switchboard verify [--json] [--transport sse] [--header 'K: V']... URL\n")
-		fs.PrintDefaults()
-	}
+	fs, asJSON, tf := targetCommand("verify", "usage: switchboard verify [--json] [--env K=V]... -- CMD ARGS...\n"+
+		"       switchboard verify [--json] [--transport sse] [--header 'K: V']... URL\n", stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -93,21 +66,9 @@ func verify(ctx context.Context, args []string, getenv func(string) string, stdo
 		fs.Usage()
 		return usageError("verify needs a command (after --) or a URL")
 	}
-	t := discovery.Target{Transport: discovery.TransportStdio, Command: rest[0], Args: rest[1:], Env: env}
-	if len(rest) == 1 && (strings.HasPrefix(rest[0], "http://") || strings.HasPrefix(rest[0], "https://")) {
-		t = discovery.Target{Transport: discovery.TransportHTTP, URL: rest[0], Headers: headers}
-		if *transport == "sse" {
-			t.Transport = discovery.TransportSSE
-		} else if *transport != "" && *transport != "http" {
-			return usageError("--transport must be http or sse, got %q", *transport)
-		}
-	}
-
-	if limits.InitTimeout == 0 {
-		limits.InitTimeout = *timeout
-	}
-	if limits.ListTimeout == 0 {
-		limits.ListTimeout = *timeout
+	t, limits, err := tf.target(rest)
+	if err != nil {
+		return err
 	}
 	v := discovery.NewVerifier(limits, getenv)
 	start := time.Now()
@@ -131,21 +92,11 @@ func verify(ctx context.Context, args []string, getenv func(string) string, stdo
 	out.TotalMS = float64(time.Since(start).Microseconds()) / 1000
 	var verr *discovery.Error
 	if errors.As(err, &verr) {
-		out.Error = &verifyError{Class: verr.Class, Phase: verr.Phase, Message: verr.Message, Suggestion: verr.Suggestion, StderrTail: verr.StderrTail}
-		if verr.ExitCode >= 0 {
-			code := verr.ExitCode
-			out.Error.ExitCode = &code
-		}
+		out.Error = errorJSON(verr)
 	}
 
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		if isTerminal(stdout) {
-			// Indented for a person; a program (or jq) gets it compact,
-			// without the cost of indenting (≈ 1–2 ms for 25 tools).
-			enc.SetIndent("", "  ")
-		}
-		if err := enc.Encode(out); err != nil {
+		if err := writeJSON(stdout, out); err != nil {
 			return err
 		}
 	} else {
@@ -158,6 +109,98 @@ func verify(ctx context.Context, args []string, getenv func(string) string, stdo
 		return &exitError{code: 1, msg: "verification failed: " + err.Error()}
 	}
 	return nil
+}
+
+// errorJSON is a verification's *discovery.Error as the --json output
+// shows it.
+func errorJSON(e *discovery.Error) *verifyError {
+	out := &verifyError{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail}
+	if e.ExitCode >= 0 {
+		code := e.ExitCode
+		out.ExitCode = &code
+	}
+	return out
+}
+
+// writeJSON writes v as one line of JSON to w: indented for a person at
+// a terminal, compact for a program (or jq), without the cost of
+// indenting (≈ 1–2 ms for 25 tools).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	if isTerminal(w) {
+		enc.SetIndent("", "  ")
+	}
+	return enc.Encode(v)
+}
+
+// targetCommand is the flag set of a command that reaches one server
+// (verify, call): --json and the targetFlags, usage and errors to stderr.
+func targetCommand(name, usage string, stderr io.Writer) (*flag.FlagSet, *bool, *targetFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	tf := addTargetFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs, asJSON, tf
+}
+
+// targetFlags are the flags that say how to reach a server, shared by
+// verify and call.
+type targetFlags struct {
+	transport *string
+	timeout   *time.Duration
+	limits    discovery.Limits
+	env       map[string]string
+	headers   map[string]string
+}
+
+func addTargetFlags(fs *flag.FlagSet) *targetFlags {
+	tf := &targetFlags{env: map[string]string{}, headers: map[string]string{}}
+	tf.transport = fs.String("transport", "", "for a URL: http (Streamable HTTP, default) or sse")
+	tf.timeout = fs.Duration("timeout", 30*time.Second, "deadline for start + initialize, and again for listing tools (-limit init and list win)")
+	limitFlag(fs, &tf.limits, "")
+	fs.Func("env", "NAME=VALUE for a stdio server's environment, repeatable", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want NAME=VALUE, got %q", v)
+		}
+		tf.env[k] = val
+		return nil
+	})
+	fs.Func("header", "Name: value for a remote server, repeatable", func(v string) error {
+		k, val, ok := strings.Cut(v, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return fmt.Errorf("want Name: value, got %q", v)
+		}
+		tf.headers[strings.TrimSpace(k)] = strings.TrimSpace(val)
+		return nil
+	})
+	return tf
+}
+
+// target is the server rest names (one URL, or a command and its
+// arguments), with the limits the flags set.
+func (tf *targetFlags) target(rest []string) (discovery.Target, discovery.Limits, error) {
+	t := discovery.Target{Transport: discovery.TransportStdio, Command: rest[0], Args: rest[1:], Env: tf.env}
+	if len(rest) == 1 && (strings.HasPrefix(rest[0], "http://") || strings.HasPrefix(rest[0], "https://")) {
+		t = discovery.Target{Transport: discovery.TransportHTTP, URL: rest[0], Headers: tf.headers}
+		if *tf.transport == "sse" {
+			t.Transport = discovery.TransportSSE
+		} else if *tf.transport != "" && *tf.transport != "http" {
+			return t, tf.limits, usageError("--transport must be http or sse, got %q", *tf.transport)
+		}
+	}
+	limits := tf.limits
+	if limits.InitTimeout == 0 {
+		limits.InitTimeout = *tf.timeout
+	}
+	if limits.ListTimeout == 0 {
+		limits.ListTimeout = *tf.timeout
+	}
+	return t, limits, nil
 }
 
 func printVerify(w io.Writer, out verifyOutput, res *discovery.Result) {

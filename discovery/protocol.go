@@ -1,0 +1,143 @@
+package discovery
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Protocol revisions. mcp-go speaks them all: it first sends
+// server/discover at 2026-07-28 (the stateless revision: _meta on every
+// request, the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers over
+// HTTP), and falls back to the initialize handshake of the older
+// revisions when the server does not answer it. What Switchboard adds is
+// here: how long the probe may take, and one retry mcp-go leaves out.
+
+// remoteDiscoverTimeout is the least time the server/discover probe gets
+// from a remote server. Every HTTP server answers a POST (an older one
+// with a JSON-RPC error or a 4xx status), so waiting costs nothing there,
+// while giving up early would make a 2026-07-28-only server behind a slow
+// link look like an older one, and fail its verification.
+const remoteDiscoverTimeout = 5 * time.Second
+
+// clientInfo is how Switchboard introduces itself to servers: in
+// initialize, and in the _meta of every 2026-07-28 request.
+var clientInfo = mcp.Implementation{Name: "switchboard", Version: "1"}
+
+// newClient is the MCP client of one run over tr. On stdio the probe
+// gets Limits.DiscoverTimeout: a server of an older revision may ignore
+// the unknown method, and what the probe waits is added to every
+// verification of it.
+func (r *verification) newClient(tr transport.Interface) *client.Client {
+	probe := r.limits.DiscoverTimeout
+	if r.target.Transport != TransportStdio && probe > 0 && probe < remoteDiscoverTimeout {
+		probe = min(remoteDiscoverTimeout, r.limits.InitTimeout/2)
+	}
+	return client.NewClient(tr, client.WithDiscoverTimeout(probe))
+}
+
+// initialize runs the handshake on c: server/discover, or initialize for
+// a server of an older revision.
+func initialize(ctx context.Context, c *client.Client) (*mcp.InitializeResult, error) {
+	return c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: clientInfo}})
+}
+
+// sendFunc is a transport's SendRequest.
+type sendFunc func(context.Context, transport.JSONRPCRequest) (*transport.JSONRPCResponse, error)
+
+// sendDiscover sends req, and sends a server/discover once more when the
+// server refused its protocol version (-32022) while listing that very
+// version as supported. MCP asks a client to retry a refused version
+// with one the server supports; mcp-go retries only with another version
+// than the refused one, and otherwise falls back to initialize, which a
+// 2026-07-28-only server does not know. (The conformance suite's
+// request-metadata scenario refuses the first request this way.) Other
+// requests are sent once.
+func sendDiscover(ctx context.Context, send sendFunc, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := send(ctx, req)
+	if err != nil || req.Method != string(mcp.MethodServerDiscover) || !refusedAsSupported(req, resp) {
+		return resp, err
+	}
+	return send(ctx, req)
+}
+
+// refusedAsSupported reports whether resp refuses the protocol version
+// req declared in its _meta, and lists it among the supported ones.
+func refusedAsSupported(req transport.JSONRPCRequest, resp *transport.JSONRPCResponse) bool {
+	if resp == nil || resp.Error == nil || resp.Error.Code != mcp.UNSUPPORTED_PROTOCOL_VERSION {
+		return false
+	}
+	var data mcp.UnsupportedProtocolVersionData
+	if raw, err := json.Marshal(resp.Error.Data); err != nil || json.Unmarshal(raw, &data) != nil {
+		return false
+	}
+	var params struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if raw, err := json.Marshal(req.Params); err != nil || json.Unmarshal(raw, &params) != nil {
+		return false
+	}
+	var sent string
+	if json.Unmarshal(params.Meta[mcp.MetaKeyProtocolVersion], &sent) != nil {
+		return false
+	}
+	return mcp.IsModernProtocol(sent) && slices.Contains(data.Supported, sent)
+}
+
+// headerProblem says what is wrong with the x-mcp-header annotations of
+// t's input schema (2026-07-28: a string, integer or boolean parameter
+// may ask to be sent as an Mcp-Param-<name> HTTP header too), or "".
+// MCP asks clients to leave such a tool out over HTTP; Switchboard
+// flags it invalid, so it is never offered or called, whatever the
+// transport.
+func headerProblem(t Tool) string {
+	err := mcp.ValidateParamHeaderAnnotations(&mcp.Tool{Name: t.Name, RawInputSchema: t.InputSchema})
+	if err == nil {
+		return ""
+	}
+	return cutText("its x-mcp-header annotations break MCP's rules: "+err.Error(), maxProblemBytes)
+}
+
+// maxProblemBytes bounds a problem that quotes what the server sent.
+const maxProblemBytes = 300
+
+// paramHeaders are the Mcp-Param-<name> headers of a call of t with args
+// on a 2026-07-28 connection over HTTP: each argument whose parameter
+// has an x-mcp-header annotation, mirrored so that gateways can route on
+// it. (mcp-go would add them itself, from the tools it decoded; it never
+// sees the lists the pipeline decodes instead, see listStub.)
+func paramHeaders(t Tool, args any) http.Header {
+	params, err := json.Marshal(mcp.CallToolParams{Name: t.Name, Arguments: args})
+	if err != nil {
+		return nil
+	}
+	mirrored := mcp.GenerateParamHeaders(&mcp.Tool{Name: t.Name, RawInputSchema: t.InputSchema}, params)
+	if len(mirrored) == 0 {
+		return nil
+	}
+	h := make(http.Header, len(mirrored))
+	for name, value := range mirrored {
+		h.Set(name, value)
+	}
+	return h
+}
+
+// listensForChanges reports whether a held connection opens a
+// subscriptions/listen stream for notifications/tools/list_changed: on
+// 2026-07-28, a client opts in to notifications on a stream of their
+// own, which lasts as long as the connection, and which a server that
+// does not declare tools.listChanged refuses or ends at once (that is no
+// reason to end the connection). Over legacy SSE the notifications
+// arrive on the event stream without it (and mcp-go's SSE server would
+// hold the request past the session); older revisions send them
+// unasked.
+func listensForChanges(init *mcp.InitializeResult, t Target) bool {
+	return mcp.IsModernProtocol(init.ProtocolVersion) && t.Transport != TransportSSE &&
+		init.Capabilities.Tools != nil && init.Capabilities.Tools.ListChanged
+}

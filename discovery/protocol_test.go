@@ -1,0 +1,212 @@
+//go:build linux
+
+package discovery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// A 2026-07-28 server that does not declare tools.listChanged keeps a
+// held session and a watch: they do not subscribe to a notification it
+// never sends (it would end that stream at once).
+func TestModernServerWithoutListChanged(t *testing.T) {
+	url := serveStreamable(t, newToolServer(2)) // tools capability, listChanged false
+	target := Target{Transport: TransportHTTP, URL: url}
+	res, e, _ := verify(t, Limits{}, target, nil)
+	if e != nil || res.ProtocolVersion != mcp.ProtocolVersion20260728 {
+		t.Fatalf("verify = %+v, %v; want protocol %s", res, e, mcp.ProtocolVersion20260728)
+	}
+
+	s, err := NewVerifier(Limits{}, nil).Open(context.Background(), target, 5*time.Second)
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	defer s.Close()
+	select {
+	case <-s.Done():
+		t.Fatalf("the session ended by itself: %v", s.Err())
+	case <-time.After(500 * time.Millisecond):
+	}
+	tool := s.Tools()["tool_001"]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if out, err := s.Call(ctx, tool.Name, tool.Pin, map[string]any{"q": "x"}, 0); err != nil || resultText(out) != "ok" {
+		t.Fatalf("Call = %q, %v; want ok", resultText(out), err)
+	}
+
+	w := startWatch(t, nil, target, time.Minute)
+	if ev := w.waitCount(t, WatchConnected, 1); ev.ListChanged {
+		t.Errorf("WatchConnected.ListChanged = true; the server does not declare it")
+	}
+	select {
+	case err := <-w.done:
+		t.Fatalf("the watch ended by itself: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+// A server that refuses the protocol version of the first
+// server/discover while listing it as supported (as the conformance
+// suite's request-metadata scenario does) gets the request again at that
+// version, and the verification speaks 2026-07-28, not the older
+// handshake the server does not know.
+func TestDiscoverRetriedAtRefusedSupportedVersion(t *testing.T) {
+	inner := server.NewStreamableHTTPServer(newToolServer(1))
+	var refused atomic.Bool
+	var seen sync.Map // method → MCP-Protocol-Version header
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal(body, &req)
+		if req.Method == "initialize" {
+			t.Errorf("the client fell back to initialize")
+		}
+		seen.Store(req.Method, r.Header.Get(mcp.HeaderProtocolVersion))
+		if req.Method == string(mcp.MethodServerDiscover) && refused.CompareAndSwap(false, true) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}`, req.ID)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		inner.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	res, e, _ := verify(t, Limits{}, Target{Transport: TransportHTTP, URL: ts.URL + "/mcp"}, nil)
+	if e != nil {
+		t.Fatalf("verify: %v", e)
+	}
+	if res.ProtocolVersion != mcp.ProtocolVersion20260728 || len(res.Tools) != 1 || !refused.Load() {
+		t.Fatalf("verify = protocol %q, %d tools (refused once: %v); want %s, 1 tool", res.ProtocolVersion, len(res.Tools), refused.Load(), mcp.ProtocolVersion20260728)
+	}
+	for _, method := range []string{"server/discover", "tools/list"} {
+		if v, _ := seen.Load(method); v != mcp.ProtocolVersion20260728 {
+			t.Errorf("%s sent MCP-Protocol-Version %q; want %s", method, v, mcp.ProtocolVersion20260728)
+		}
+	}
+}
+
+func TestRefusedAsSupported(t *testing.T) {
+	discover := func(version string) transport.JSONRPCRequest {
+		params := map[string]any{}
+		if version != "" {
+			params["_meta"] = map[string]any{mcp.MetaKeyProtocolVersion: version}
+		}
+		return transport.JSONRPCRequest{Method: string(mcp.MethodServerDiscover), Params: params}
+	}
+	refusal := func(code int, supported ...string) *transport.JSONRPCResponse {
+		return &transport.JSONRPCResponse{Error: &mcp.JSONRPCErrorDetails{Code: code, Message: "no",
+			Data: map[string]any{"supported": supported, "requested": "2026-07-28"}}}
+	}
+	for _, c := range []struct {
+		name string
+		req  transport.JSONRPCRequest
+		resp *transport.JSONRPCResponse
+		want bool
+	}{
+		{"refused yet listed", discover("2026-07-28"), refusal(mcp.UNSUPPORTED_PROTOCOL_VERSION, "2026-07-28"), true},
+		{"refused, other versions listed", discover("2026-07-28"), refusal(mcp.UNSUPPORTED_PROTOCOL_VERSION, "2025-11-25"), false},
+		{"another error", discover("2026-07-28"), refusal(mcp.METHOD_NOT_FOUND, "2026-07-28"), false},
+		{"no version sent", discover(""), refusal(mcp.UNSUPPORTED_PROTOCOL_VERSION, "2026-07-28"), false},
+		{"an older version sent", discover("2025-11-25"), refusal(mcp.UNSUPPORTED_PROTOCOL_VERSION, "2025-11-25"), false},
+		{"an answer", discover("2026-07-28"), &transport.JSONRPCResponse{Result: json.RawMessage(`{}`)}, false},
+	} {
+		if got := refusedAsSupported(c.req, c.resp); got != c.want {
+			t.Errorf("%s: refusedAsSupported = %v; want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// Over HTTP on 2026-07-28, a call mirrors each argument whose parameter
+// carries an x-mcp-header annotation into its Mcp-Param-<name> header,
+// encoded as MCP says (Base64 where the value is not plain ASCII).
+func TestParamHeaders(t *testing.T) {
+	s := server.NewMCPServer("headers", "1", server.WithToolCapabilities(false))
+	ok := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	}
+	s.AddTool(mcp.NewToolWithRawSchema("routed", "Routed by region.",
+		json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"note":{"type":"string","x-mcp-header":"Note"},"n":{"type":"integer"}}}`)), ok)
+	inner := server.NewStreamableHTTPServer(s)
+	calls := make(chan http.Header, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodToolsCall) {
+			calls <- r.Header.Clone()
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	target := Target{Transport: TransportHTTP, URL: ts.URL + "/mcp"}
+
+	sess, err := NewVerifier(Limits{}, nil).Open(context.Background(), target, 5*time.Second)
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	defer sess.Close()
+	tool := sess.Tools()["routed"]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := sess.Call(ctx, tool.Name, tool.Pin, map[string]any{"region": "us-west1", "note": "Grüße", "n": 3}, 0); err != nil {
+		t.Fatalf("Call = %v", err)
+	}
+	h := <-calls
+	if got := h.Get("Mcp-Param-Region"); got != "us-west1" {
+		t.Errorf("Mcp-Param-Region = %q; want us-west1", got)
+	}
+	if got := h.Get("Mcp-Param-Note"); got != "=?base64?R3LDvMOfZQ==?=" {
+		t.Errorf("Mcp-Param-Note = %q; want the Base64 form of Grüße", got)
+	}
+	if got := h.Get(mcp.HeaderName); got != "routed" {
+		t.Errorf("%s = %q; want routed", mcp.HeaderName, got)
+	}
+	for name := range h {
+		if strings.HasPrefix(name, "Mcp-Param-") && name != "Mcp-Param-Region" && name != "Mcp-Param-Note" {
+			t.Errorf("header %s sent; only annotated parameters are mirrored", name)
+		}
+	}
+}
+
+// A tool whose x-mcp-header annotations break MCP's rules is flagged
+// invalid (never offered or called), saying which property.
+func TestHeaderAnnotationsChecked(t *testing.T) {
+	for _, c := range []struct {
+		name, schema, want string
+	}{
+		{"valid", `{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`, ""},
+		{"object", `{"type":"object","properties":{"data":{"type":"object","x-mcp-header":"Data"}}}`, `"data"`},
+		{"empty", `{"type":"object","properties":{"v":{"type":"string","x-mcp-header":""}}}`, `"v"`},
+		{"number", `{"type":"object","properties":{"score":{"type":"number","x-mcp-header":"Score"}}}`, `"score"`},
+		{"duplicate", `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"MyField"},"b":{"type":"string","x-mcp-header":"myfield"}}}`, "duplicate"},
+		{"space in name", `{"type":"object","properties":{"v":{"type":"string","x-mcp-header":"My Field"}}}`, `"v"`},
+	} {
+		tool, err := decodeTool(json.RawMessage(`{"name":"t","inputSchema":`+c.schema+`}`), DefaultLimits)
+		if err != nil {
+			t.Fatalf("%s: decodeTool = %v", c.name, err)
+		}
+		switch {
+		case c.want == "" && (tool.State != "" || len(tool.Problems) != 0):
+			t.Errorf("%s: state %q, problems %q; want a valid tool", c.name, tool.State, tool.Problems)
+		case c.want != "" && (tool.State != ToolInvalid || len(tool.Problems) != 1 ||
+			!strings.Contains(tool.Problems[0], "x-mcp-header") || !strings.Contains(tool.Problems[0], c.want)):
+			t.Errorf("%s: state %q, problems %q; want invalid, one problem naming x-mcp-header and %s", c.name, tool.State, tool.Problems, c.want)
+		}
+	}
+}
