@@ -28,6 +28,7 @@ const everythingEntry = "../e2e/node_modules/@modelcontextprotocol/server-everyt
 
 func TestMain(m *testing.M) {
 	RunLauncherIfAsked()
+	runConformanceClientIfAsked()
 	if mode := os.Getenv(testServerEnv); mode != "" {
 		os.Exit(serveTestServer(mode))
 	}

@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -59,12 +60,51 @@ type sendFunc func(context.Context, transport.JSONRPCRequest) (*transport.JSONRP
 // 2026-07-28-only server does not know. (The conformance suite's
 // request-metadata scenario refuses the first request this way.) Other
 // requests are sent once.
+//
+// A server/discover answered with a result that does not list the
+// version asked for among its supportedVersions is turned into an error:
+// it comes from a server of an older revision that answers any method it
+// does not know with an empty result (the suite's initialize scenario
+// does), and mcp-go would take the connection for a 2026-07-28 one and
+// never run the handshake that server needs.
 func sendDiscover(ctx context.Context, send sendFunc, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := send(ctx, req)
-	if err != nil || req.Method != string(mcp.MethodServerDiscover) || !refusedAsSupported(req, resp) {
+	if err != nil || req.Method != string(mcp.MethodServerDiscover) {
 		return resp, err
 	}
-	return send(ctx, req)
+	if refusedAsSupported(req, resp) {
+		if resp, err = send(ctx, req); err != nil {
+			return resp, err
+		}
+	}
+	if resp == nil || resp.Error != nil {
+		return resp, nil
+	}
+	sent := metaVersion(req)
+	var result struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	if json.Unmarshal(resp.Result, &result) == nil && slices.Contains(result.SupportedVersions, sent) {
+		return resp, nil
+	}
+	notModern := *resp
+	notModern.Result = nil
+	notModern.Error = &mcp.JSONRPCErrorDetails{Code: mcp.METHOD_NOT_FOUND,
+		Message: fmt.Sprintf("server/discover answered without listing protocol version %s as supported", sent)}
+	return &notModern, nil
+}
+
+// metaVersion is the protocol version req declares in its _meta, or "".
+func metaVersion(req transport.JSONRPCRequest) string {
+	var params struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if raw, err := json.Marshal(req.Params); err != nil || json.Unmarshal(raw, &params) != nil {
+		return ""
+	}
+	var sent string
+	json.Unmarshal(params.Meta[mcp.MetaKeyProtocolVersion], &sent)
+	return sent
 }
 
 // refusedAsSupported reports whether resp refuses the protocol version
@@ -77,16 +117,7 @@ func refusedAsSupported(req transport.JSONRPCRequest, resp *transport.JSONRPCRes
 	if raw, err := json.Marshal(resp.Error.Data); err != nil || json.Unmarshal(raw, &data) != nil {
 		return false
 	}
-	var params struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if raw, err := json.Marshal(req.Params); err != nil || json.Unmarshal(raw, &params) != nil {
-		return false
-	}
-	var sent string
-	if json.Unmarshal(params.Meta[mcp.MetaKeyProtocolVersion], &sent) != nil {
-		return false
-	}
+	sent := metaVersion(req)
 	return mcp.IsModernProtocol(sent) && slices.Contains(data.Supported, sent)
 }
 
@@ -140,4 +171,21 @@ func paramHeaders(t Tool, args any) http.Header {
 func listensForChanges(init *mcp.InitializeResult, t Target) bool {
 	return mcp.IsModernProtocol(init.ProtocolVersion) && t.Transport != TransportSSE &&
 		init.Capabilities.Tools != nil && init.Capabilities.Tools.ListChanged
+}
+
+// maxListTTL bounds a list's ttlMs that is kept (a year): a server may
+// send any number, and a duration overflows past 292 years.
+const maxListTTL = 365 * 24 * time.Hour
+
+// listTTL is a tools/list result's ttlMs as a duration: nil when absent
+// or negative, at most maxListTTL.
+func listTTL(ms *int64) *time.Duration {
+	if ms == nil || *ms < 0 {
+		return nil
+	}
+	d := maxListTTL
+	if *ms < int64(maxListTTL/time.Millisecond) {
+		d = time.Duration(*ms) * time.Millisecond
+	}
+	return &d
 }

@@ -210,3 +210,58 @@ func TestHeaderAnnotationsChecked(t *testing.T) {
 		}
 	}
 }
+
+// A server/discover answered without the version asked for among the
+// supported ones is an older server's answer to any method: the client
+// is told it is not a 2026-07-28 server (and runs initialize).
+func TestDiscoverAnswerWithoutSupportedVersion(t *testing.T) {
+	req := transport.JSONRPCRequest{Method: string(mcp.MethodServerDiscover),
+		Params: map[string]any{"_meta": map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28"}}}
+	for _, c := range []struct {
+		result string
+		modern bool
+	}{
+		{`{}`, false},
+		{`{"supportedVersions":["2025-11-25"]}`, false},
+		{`{"supportedVersions":"2026-07-28"}`, false},
+		{`{"supportedVersions":["2026-07-28"],"capabilities":{}}`, true},
+	} {
+		send := func(context.Context, transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+			return &transport.JSONRPCResponse{Result: json.RawMessage(c.result)}, nil
+		}
+		resp, err := sendDiscover(context.Background(), send, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if modern := resp.Error == nil; modern != c.modern {
+			t.Errorf("discover answered %s: taken as 2026-07-28 %v (error %+v); want %v", c.result, modern, resp.Error, c.modern)
+		}
+	}
+}
+
+// A list's ttlMs and cacheScope are kept with the result: the least
+// ttlMs of all pages.
+func TestListCacheHints(t *testing.T) {
+	res, e, _ := verify(t, Limits{}, Target{Transport: TransportHTTP,
+		URL: serveStreamable(t, newToolServer(3, server.WithCacheHints(90_000, mcp.CacheScopePrivate), server.WithPaginationLimit(2)))}, nil)
+	if e != nil {
+		t.Fatalf("verify: %v", e)
+	}
+	if res.Pages != 2 || res.ListTTL == nil || *res.ListTTL != 90*time.Second || res.CacheScope != "private" {
+		t.Fatalf("verify = %d pages, ttl %v, scope %q; want 2 pages, 90s, private", res.Pages, res.ListTTL, res.CacheScope)
+	}
+	for _, c := range []struct {
+		ms   *int64
+		want string
+	}{{nil, "none"}, {ptr(int64(-1)), "none"}, {ptr(int64(0)), "0s"}, {ptr(int64(1) << 62), "8760h0m0s"}} {
+		got := "none"
+		if d := listTTL(c.ms); d != nil {
+			got = d.String()
+		}
+		if got != c.want {
+			t.Errorf("listTTL(%v) = %s; want %s", c.ms, got, c.want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -126,6 +126,11 @@ type Tool struct {
 // Result is a successful verification.
 type Result struct {
 	ProtocolVersion string
+	// ListTTL is how long the server said its tool list may be cached
+	// (2026-07-28's ttlMs, the least of all pages), nil if it did not
+	// say; CacheScope is the scope it gave with it (public, private).
+	ListTTL    *time.Duration
+	CacheScope string
 	// Isolation says how a stdio server was isolated on this operating
 	// system ("process group + limits set before exec + …"); empty for a
 	// remote server.
@@ -594,9 +599,17 @@ func (r *verification) listTools(ctx context.Context, c *client.Client, res *Res
 		var raw struct {
 			Tools      []json.RawMessage `json:"tools"`
 			NextCursor string            `json:"nextCursor"`
+			TTLMs      *int64            `json:"ttlMs"`
+			CacheScope string            `json:"cacheScope"`
 		}
 		if err := json.Unmarshal(r.rec.take(), &raw); err != nil {
 			return fmt.Errorf("tools/list page %d is not a valid result: %w", page, err)
+		}
+		if ttl := listTTL(raw.TTLMs); ttl != nil && (res.ListTTL == nil || *ttl < *res.ListTTL) {
+			res.ListTTL = ttl
+		}
+		if raw.CacheScope == "public" || raw.CacheScope == "private" {
+			res.CacheScope = raw.CacheScope
 		}
 		if len(res.Tools)+len(raw.Tools) > r.limits.MaxTools {
 			msg := fmt.Sprintf("server offers more than %d tools (page %d lists %d", r.limits.MaxTools, page, len(raw.Tools))

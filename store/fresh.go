@@ -37,6 +37,9 @@ type Freshness struct {
 	Since time.Time
 	// Reason is StaleTTL or StaleConfig (State stale only).
 	Reason string
+	// Hint says the server's own list TTL (ttlMs) set Until or Since,
+	// being shorter than the server's TTL here.
+	Hint bool
 	// Error is the failed attempt's error (State failed only).
 	Error *VerifyError
 }
@@ -55,7 +58,9 @@ func (sum Summary) Freshness(def time.Duration, now time.Time) Freshness {
 	case d.ConfigHash != sum.Server.currentConfigHash():
 		f.State, f.Reason, f.Since = FreshStale, StaleConfig, sum.Server.UpdatedAt
 	default:
-		until := d.VerifiedAt.Add(sum.Server.TTL(def))
+		ttl, hint := sum.TTL(def)
+		f.Hint = hint
+		until := d.VerifiedAt.Add(ttl)
 		if now.Before(until) {
 			f.State, f.Until = FreshFresh, until
 		} else {
@@ -63,4 +68,25 @@ func (sum Summary) Freshness(def time.Duration, now time.Time) Freshness {
 		}
 	}
 	return f
+}
+
+// MinListTTL is the least time a server's list TTL (ttlMs) keeps its
+// tools fresh: a server that says 0 ("do not cache") must not make
+// Switchboard re-verify it over and over.
+const MinListTTL = time.Minute
+
+// TTL is how long the summary's last successful verification counts as
+// fresh: the server's TTL (def if it sets none), or the TTL its tool list
+// came with (2026-07-28's ttlMs, at least MinListTTL) where that is
+// shorter; hint reports the latter. A list TTL never makes tools fresh
+// for longer than the server's TTL here.
+func (sum Summary) TTL(def time.Duration) (ttl time.Duration, hint bool) {
+	ttl = sum.Server.TTL(def)
+	if ms := sum.Discovery.ListTTLMS; ms != nil {
+		capped := min(max(*ms, 0), int64(ttl/time.Millisecond)) // no overflow
+		if list := max(time.Duration(capped)*time.Millisecond, MinListTTL); list < ttl {
+			return list, true
+		}
+	}
+	return ttl, false
 }

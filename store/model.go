@@ -217,24 +217,29 @@ type VerifyError struct {
 // VerifiedAt is the time of the last successful one; a later failure keeps
 // it (and the tools) and sets Status and Error instead.
 type Discovery struct {
-	ServerID        string          `json:"server_id"`
-	Status          string          `json:"status"`
-	JobID           string          `json:"job_id,omitempty"`
-	LastAttemptAt   time.Time       `json:"last_attempt_at,omitzero"`
-	VerifiedAt      time.Time       `json:"verified_at,omitzero"`
-	DurationMS      int64           `json:"duration_ms,omitempty"`
-	Timings         []PhaseTiming   `json:"timings,omitempty"`
-	ProtocolVersion string          `json:"protocol_version,omitempty"`
-	Isolation       string          `json:"isolation,omitempty"`
-	ServerName      string          `json:"server_name,omitempty"`
-	ServerVersion   string          `json:"server_version,omitempty"`
-	Capabilities    json.RawMessage `json:"capabilities,omitempty"`
-	Instructions    string          `json:"instructions,omitempty"`
-	ConfigHash      string          `json:"config_hash,omitempty"`
-	ToolsHash       string          `json:"tools_hash,omitempty"`
-	ToolCount       int             `json:"tool_count"`
-	Error           *VerifyError    `json:"error,omitempty"`
-	Warnings        []string        `json:"warnings,omitempty"`
+	ServerID        string        `json:"server_id"`
+	Status          string        `json:"status"`
+	JobID           string        `json:"job_id,omitempty"`
+	LastAttemptAt   time.Time     `json:"last_attempt_at,omitzero"`
+	VerifiedAt      time.Time     `json:"verified_at,omitzero"`
+	DurationMS      int64         `json:"duration_ms,omitempty"`
+	Timings         []PhaseTiming `json:"timings,omitempty"`
+	ProtocolVersion string        `json:"protocol_version,omitempty"`
+	// ListTTLMS is how long the server said its tool list may be cached
+	// (ttlMs of 2026-07-28), nil if it did not say; CacheScope is the
+	// scope it gave. See Freshness.
+	ListTTLMS     *int64          `json:"list_ttl_ms,omitempty"`
+	CacheScope    string          `json:"cache_scope,omitempty"`
+	Isolation     string          `json:"isolation,omitempty"`
+	ServerName    string          `json:"server_name,omitempty"`
+	ServerVersion string          `json:"server_version,omitempty"`
+	Capabilities  json.RawMessage `json:"capabilities,omitempty"`
+	Instructions  string          `json:"instructions,omitempty"`
+	ConfigHash    string          `json:"config_hash,omitempty"`
+	ToolsHash     string          `json:"tools_hash,omitempty"`
+	ToolCount     int             `json:"tool_count"`
+	Error         *VerifyError    `json:"error,omitempty"`
+	Warnings      []string        `json:"warnings,omitempty"`
 	// Delta is what the last successful verification changed, in counts
 	// (its history entry names the tools).
 	Delta *Delta `json:"delta,omitempty"`
@@ -330,6 +335,8 @@ type Verification struct {
 	FinishedAt      time.Time
 	Timings         []PhaseTiming
 	ProtocolVersion string
+	ListTTLMS       *int64
+	CacheScope      string
 	Isolation       string
 	ServerName      string
 	ServerVersion   string

@@ -646,6 +646,8 @@ func (db *DB) RecordSuccess(id string, v Verification) error {
 			DurationMS:      v.FinishedAt.Sub(v.StartedAt).Milliseconds(),
 			Timings:         v.Timings,
 			ProtocolVersion: v.ProtocolVersion,
+			ListTTLMS:       v.ListTTLMS,
+			CacheScope:      v.CacheScope,
 			Isolation:       v.Isolation,
 			ServerName:      v.ServerName,
 			ServerVersion:   v.ServerVersion,

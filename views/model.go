@@ -75,6 +75,8 @@ type Freshness struct {
 	State      string // fresh, stale, failed or never
 	VerifiedAt time.Time
 	Until      time.Time // fresh: when it turns stale
+	// Hint: the server's list TTL (ttlMs) set Until or Since.
+	Hint       bool
 	Since      time.Time // stale: since when; failed: when it failed
 	Reason     string    // stale: ttl or config
 	ErrorClass string    // failed

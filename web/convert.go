@@ -233,11 +233,15 @@ type discoveryJSON struct {
 	// one is.
 	Watch           *watchState `json:"watch,omitempty"`
 	ProtocolVersion string      `json:"protocol_version,omitempty"`
-	Isolation       string      `json:"isolation,omitempty"`
-	ServerName      string      `json:"server_name,omitempty"`
-	ServerVersion   string      `json:"server_version,omitempty"`
-	Warnings        []string    `json:"warnings,omitempty"`
-	Error           *errorJSON  `json:"error,omitempty"`
+	// ListTTLMS and CacheScope are what the server's tools/list said
+	// about caching it (2026-07-28's ttlMs and cacheScope).
+	ListTTLMS     *int64     `json:"list_ttl_ms,omitempty"`
+	CacheScope    string     `json:"cache_scope,omitempty"`
+	Isolation     string     `json:"isolation,omitempty"`
+	ServerName    string     `json:"server_name,omitempty"`
+	ServerVersion string     `json:"server_version,omitempty"`
+	Warnings      []string   `json:"warnings,omitempty"`
+	Error         *errorJSON `json:"error,omitempty"`
 }
 
 type errorJSON struct {
@@ -291,6 +295,7 @@ func (s *Server) serverToJSON(sum store.Summary) serverJSON {
 		Status: d.Status, VerifiedAt: timePtr(d.VerifiedAt), LastAttemptAt: timePtr(d.LastAttemptAt),
 		ToolCount: d.ToolCount, Stale: tooOld(fresh), Freshness: freshToJSON(fresh), Delta: deltaToJSON(d.Delta),
 		Changed: d.Changed, Watch: s.watches.state(srv.ID), ProtocolVersion: d.ProtocolVersion, Isolation: d.Isolation,
+		ListTTLMS: d.ListTTLMS, CacheScope: d.CacheScope,
 		ServerName: d.ServerName, ServerVersion: d.ServerVersion, Warnings: d.Warnings,
 	}
 	if e := d.Error; e != nil {

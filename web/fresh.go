@@ -14,7 +14,7 @@ func tooOld(f store.Freshness) bool {
 }
 
 func freshnessView(f store.Freshness) views.Freshness {
-	v := views.Freshness{State: f.State, VerifiedAt: f.VerifiedAt, Until: f.Until, Since: f.Since, Reason: f.Reason}
+	v := views.Freshness{State: f.State, VerifiedAt: f.VerifiedAt, Until: f.Until, Since: f.Since, Reason: f.Reason, Hint: f.Hint}
 	if f.Error != nil {
 		v.ErrorClass, v.ErrorPhase = f.Error.Class, f.Error.Phase
 	}
@@ -32,13 +32,17 @@ type freshJSON struct {
 	StaleSince *time.Time `json:"stale_since,omitempty"`
 	// Reason is ttl or config (state stale).
 	Reason string `json:"reason,omitempty"`
+	// ListTTLHint says the server's list TTL (2026-07-28's ttlMs, at
+	// least a minute) set fresh_until or stale_since, being shorter than
+	// the server's fresh-for time.
+	ListTTLHint bool `json:"list_ttl_hint,omitempty"`
 	// Error is the failed verification's class and phase (state failed).
 	Error *errorJSON `json:"error,omitempty"`
 }
 
 func freshToJSON(f store.Freshness) freshJSON {
 	out := freshJSON{State: f.State, VerifiedAt: timePtr(f.VerifiedAt), FreshUntil: timePtr(f.Until),
-		StaleSince: timePtr(f.Since), Reason: f.Reason}
+		StaleSince: timePtr(f.Since), Reason: f.Reason, ListTTLHint: f.Hint}
 	if e := f.Error; e != nil {
 		out.Error = &errorJSON{Class: e.Class, Phase: e.Phase, Message: e.Message}
 	}

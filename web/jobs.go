@@ -175,6 +175,7 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 		v := store.Verification{
 			JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, StartedAt: startOf(j), FinishedAt: now,
 			Timings: storeTimings(res.Timings), ProtocolVersion: res.ProtocolVersion, Isolation: res.Isolation,
+			ListTTLMS: listTTLMS(res.ListTTL), CacheScope: res.CacheScope,
 			ServerName: res.ServerName, ServerVersion: res.ServerVersion, Capabilities: res.Capabilities,
 			Instructions: res.Instructions, Warnings: res.Warnings,
 		}
@@ -231,4 +232,14 @@ func storeTimings(ts []discovery.Timing) []store.PhaseTiming {
 		out = append(out, store.PhaseTiming{Phase: t.Phase, MS: t.Duration.Milliseconds()})
 	}
 	return out
+}
+
+// listTTLMS is a list TTL as the store keeps it: milliseconds, nil if
+// the server gave none.
+func listTTLMS(ttl *time.Duration) *int64 {
+	if ttl == nil {
+		return nil
+	}
+	ms := ttl.Milliseconds()
+	return &ms
 }

@@ -3,6 +3,7 @@ package web_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -523,4 +524,30 @@ func TestToolRemovedAndRestored(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("~1", map[string][2]string{"keep": {"changed", "deny"}, "flaky": {"active", "deny"}})
+}
+
+// The cache hints of a 2026-07-28 list (the fixture, as mcp-go, says
+// ttlMs 0, private) are kept and shown: the tools are fresh for
+// MinListTTL, not the global 5 minutes, and the API says why.
+func TestListTTLHintShown(t *testing.T) {
+	e := newEnv(t)
+	file := filepath.Join(t.TempDir(), "tools.json")
+	writeTools(t, file, "1.0.0", "alpha")
+	u, _ := startFixtureHTTP(t, "127.0.0.1:0", "-tools-file", file)
+	e.createServer(map[string]any{"id": "hinted", "transport": "http", "url": u, "auto_refresh": false})
+	if job := e.verify("hinted"); job["status"] != "success" {
+		t.Fatalf("verify: %v", job)
+	}
+	d := e.discovery("hinted")
+	f, _ := d["freshness"].(map[string]any)
+	verified, err1 := time.Parse(time.RFC3339Nano, fmt.Sprint(f["verified_at"]))
+	until, err2 := time.Parse(time.RFC3339Nano, fmt.Sprint(f["fresh_until"]))
+	if err1 != nil || err2 != nil || d["list_ttl_ms"] != float64(0) || d["cache_scope"] != "private" ||
+		f["list_ttl_hint"] != true || until.Sub(verified) != store.MinListTTL {
+		t.Fatalf("discovery = list_ttl_ms %v, cache_scope %v, freshness %v; want 0, private, fresh for %s by the hint",
+			d["list_ttl_ms"], d["cache_scope"], f, store.MinListTTL)
+	}
+	if page := e.login().get("/servers/hinted").Body.String(); !strings.Contains(page, `data-testid="freshness-hint"`) {
+		t.Errorf("the server page does not say the list TTL set the freshness")
+	}
 }

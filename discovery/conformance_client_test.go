@@ -1,0 +1,161 @@
+//go:build linux
+
+package discovery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/conformance"
+)
+
+// The client side of the MCP conformance suite: the suite starts a mock
+// server per scenario and runs a client command with the server's URL as
+// its last argument. That command is this test binary, with harnessEnv
+// set: it does with the discovery package what Switchboard does with a
+// server (a held session: the handshake, tools/list, then calls through
+// Session.Call with the tool's pin, as the MCP endpoint routes them).
+
+// harnessEnv makes the test binary the suite's client (see TestMain).
+const harnessEnv = "SWITCHBOARD_CONFORMANCE_CLIENT"
+
+// runConformanceClientIfAsked runs the client harness and exits, when
+// the test binary was started as the suite's client.
+func runConformanceClientIfAsked() {
+	if os.Getenv(harnessEnv) == "" || len(os.Args) < 2 {
+		return
+	}
+	os.Exit(conformanceClient(os.Args[len(os.Args)-1], os.Getenv("MCP_CONFORMANCE_SCENARIO"),
+		os.Getenv("MCP_CONFORMANCE_CONTEXT"), os.Stderr))
+}
+
+// conformanceClient opens a session to url and calls every tool the
+// server lists that Switchboard would offer (a valid one), each once,
+// with the arguments the scenario asks for: those in the scenario's
+// context (toolCalls), the inputSchema of json_schema_2020_12_tool echoed
+// back as it was received (json-schema-2020-12-preservation), two numbers
+// for add_numbers (tools_call), and otherwise none. It returns the exit
+// code: 0 when every call was answered.
+func conformanceClient(url, scenario, scenarioContext string, log io.Writer) int {
+	var sc struct {
+		ToolCalls []struct {
+			Name      string         `json:"name"`
+			Arguments map[string]any `json:"arguments"`
+		} `json:"toolCalls"`
+	}
+	if scenarioContext != "" {
+		if err := json.Unmarshal([]byte(scenarioContext), &sc); err != nil {
+			fmt.Fprintf(log, "harness: MCP_CONFORMANCE_CONTEXT: %v\n", err)
+			return 2
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := NewVerifier(Limits{}, nil).Open(ctx, Target{Transport: TransportHTTP, URL: url}, 10*time.Second)
+	if err != nil {
+		fmt.Fprintf(log, "harness (%s): open %s: %v\n", scenario, url, err)
+		return 1
+	}
+	defer s.Close()
+	tools := s.Tools()
+
+	type call struct {
+		name string
+		args any
+	}
+	var calls []call
+	if len(sc.ToolCalls) > 0 {
+		for _, c := range sc.ToolCalls {
+			calls = append(calls, call{c.Name, c.Arguments})
+		}
+	} else {
+		names := make([]string, 0, len(tools))
+		for name, t := range tools {
+			if t.State != ToolInvalid {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			var args any = map[string]any{}
+			switch name {
+			case "add_numbers":
+				args = map[string]any{"a": 2, "b": 3}
+			case "json_schema_echo":
+				args = map[string]any{"schema": tools["json_schema_2020_12_tool"].InputSchema}
+			}
+			calls = append(calls, call{name, args})
+		}
+	}
+	failed := 0
+	for _, c := range calls {
+		t, ok := tools[c.name]
+		if !ok || t.State == ToolInvalid {
+			fmt.Fprintf(log, "harness (%s): tool %s is not offered (listed: %v, problems %q)\n", scenario, c.name, ok, t.Problems)
+			failed++
+			continue
+		}
+		res, err := s.Call(ctx, c.name, t.Pin, c.args, 0)
+		switch {
+		case err != nil:
+			fmt.Fprintf(log, "harness (%s): call %s: %v\n", scenario, c.name, err)
+			failed++
+		case res.IsError:
+			fmt.Fprintf(log, "harness (%s): call %s answered an error result\n", scenario, c.name)
+		}
+	}
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+// TestConformanceClient runs the suite's client scenarios of 2026-07-28
+// and of 2025-11-25 against the harness above. The scenarios a client
+// of approved tools must pass are required; the rest are listed, each
+// with its reason, in testdata/conformance-client-<revision>.txt, and a
+// listed scenario that passes fails the test.
+func TestConformanceClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the conformance suite takes a minute")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rev := range []struct {
+		revision string
+		required []string
+	}{
+		{"2026-07-28", []string{"tools_call", "request-metadata", "http-standard-headers", "http-custom-headers",
+			"http-invalid-tool-headers", "json-schema-ref-no-deref", "json-schema-2020-12-preservation"}},
+		{"2025-11-25", []string{"initialize", "tools_call", "json-schema-2020-12-preservation"}},
+	} {
+		t.Run(rev.revision, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			rep, err := conformance.Run(ctx, conformance.Options{
+				Mode: conformance.Client, Command: self, Requirements: rev.revision,
+				ExpectedFailures: "testdata/conformance-client-" + rev.revision + ".txt",
+				Required:         rev.required,
+				Env:              []string{harnessEnv + "=1"},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(rep.Summary())
+			for _, p := range rep.Problems() {
+				t.Error(p)
+			}
+			if t.Failed() {
+				t.Log(rep.Output)
+			}
+		})
+	}
+}

@@ -1,0 +1,42 @@
+package store
+
+import (
+	"testing"
+	"time"
+)
+
+// A list TTL (2026-07-28's ttlMs) shortens freshness, never below
+// MinListTTL and never beyond the server's own TTL.
+func TestListTTLHint(t *testing.T) {
+	ms := func(d time.Duration) *int64 { n := d.Milliseconds(); return &n }
+	verified := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name      string
+		ttlSecs   int
+		list      *int64
+		wantTTL   time.Duration
+		wantHint  bool
+		wantState string // at verified + 2 min
+	}{
+		{"no list TTL", 0, nil, 5 * time.Minute, false, FreshFresh},
+		{"shorter list TTL", 0, ms(90 * time.Second), 90 * time.Second, true, FreshStale},
+		{"list TTL 0 is at least a minute", 0, ms(0), MinListTTL, true, FreshStale},
+		{"longer list TTL changes nothing", 0, ms(time.Hour), 5 * time.Minute, false, FreshFresh},
+		{"the server's own TTL bounds it", 60, ms(time.Hour), time.Minute, false, FreshStale},
+		{"an absurd list TTL", 600, ms(1 << 62), 10 * time.Minute, false, FreshFresh},
+	} {
+		sum := Summary{Server: Server{Transport: TransportHTTP, URL: "https://example.com/mcp", TTLSeconds: c.ttlSecs},
+			Discovery: Discovery{Status: StatusSuccess, VerifiedAt: verified, ListTTLMS: c.list}}
+		sum.Discovery.ConfigHash = sum.Server.currentConfigHash()
+		if ttl, hint := sum.TTL(5 * time.Minute); ttl != c.wantTTL || hint != c.wantHint {
+			t.Errorf("%s: TTL = %s, hint %v; want %s, %v", c.name, ttl, hint, c.wantTTL, c.wantHint)
+		}
+		f := sum.Freshness(5*time.Minute, verified.Add(2*time.Minute))
+		if f.State != c.wantState || f.Hint != c.wantHint {
+			t.Errorf("%s: Freshness = %s (hint %v); want %s (hint %v)", c.name, f.State, f.Hint, c.wantState, c.wantHint)
+		}
+		if f.State == FreshStale && !f.Since.Equal(verified.Add(c.wantTTL)) {
+			t.Errorf("%s: stale since %s; want %s", c.name, f.Since, verified.Add(c.wantTTL))
+		}
+	}
+}
