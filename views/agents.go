@@ -7,10 +7,12 @@ import (
 
 // Approval is a call to an ask tool waiting for a person.
 type Approval struct {
-	ID         string // opaque
-	At         time.Time
-	Deadline   time.Time
-	Session    string
+	ID       string // opaque
+	At       time.Time
+	Deadline time.Time
+	Session  string
+	// Stateless is a call from a 2026-07-28 client, which has no session.
+	Stateless  bool
 	Client     string
 	ServerID   string
 	ServerName string
@@ -26,6 +28,7 @@ type AgentsView struct {
 	Token      string
 	FixedToken bool // set by configuration: not rotatable here
 	Sessions   []AgentSession
+	Stateless  []StatelessAgent
 	Upstreams  []Upstream
 	Offered    int // tools offered to agents
 	Calls      CallsView
@@ -39,6 +42,16 @@ type AgentSession struct {
 	ID      string
 	Client  string
 	Started time.Time
+}
+
+// StatelessAgent is a 2026-07-28 client, known by the name its requests
+// give (clientInfo, "" if none).
+type StatelessAgent struct {
+	Client    string
+	FirstSeen time.Time
+	LastUsed  time.Time
+	Requests  int
+	Listening int // open subscriptions/listen streams
 }
 
 // Upstream is one server session open for calls.

@@ -126,7 +126,7 @@ func (a *approvals) list() []views.Approval {
 	out := make([]views.Approval, 0, len(a.pending))
 	for _, ap := range a.pending {
 		out = append(out, views.Approval{
-			ID: ap.ID, At: ap.At, Deadline: ap.Deadline, Session: shortSession(ap.Session), Client: ap.Client,
+			ID: ap.ID, At: ap.At, Deadline: ap.Deadline, Session: shortSession(ap.Session), Stateless: ap.Session == statelessSession, Client: ap.Client,
 			ServerID: ap.ServerID, ServerName: ap.ServerName, Tool: ap.Tool, AgentName: ap.AgentName, Args: ap.Args,
 		})
 	}

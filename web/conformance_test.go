@@ -3,41 +3,51 @@
 package web_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"regexp"
-	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/conformance"
 )
 
 // The MCP conformance suite (@modelcontextprotocol/conformance, pinned in
-// e2e/package.json) in server mode against /mcp.
+// e2e/package.json) in server mode against /mcp, once per protocol
+// revision /mcp speaks as its own era: 2026-07-28 (stateless) and
+// 2025-11-25 (the last with sessions).
 
-const (
-	// conformanceCLI is the suite's command, installed by
-	// `npm ci --prefix e2e`, relative to this package.
-	conformanceCLI = "../e2e/node_modules/.bin/conformance"
-	// conformanceExpected lists the scenarios that do not apply to
-	// Switchboard, one per line, each with the reason in a # comment.
-	conformanceExpected = "testdata/conformance-expected-failures.txt"
-	// conformanceTimeout bounds the whole run of the suite.
-	conformanceTimeout = 3 * time.Minute
-)
+// conformanceRevisions are the requirement sets run against /mcp, each
+// with its expected-failures file and the scenarios that must pass: every
+// one a gateway of approved tools can pass. (A check of a required
+// scenario may still be listed, with its reason, when the check needs
+// something a gateway cannot have, such as a test tool of a bare name.)
+var conformanceRevisions = []struct {
+	revision, expected string
+	required           []string
+}{
+	{
+		revision: "2026-07-28",
+		expected: "testdata/conformance-2026-07-28.txt",
+		required: []string{"server-stateless", "tools-list", "dns-rebinding-protection", "caching",
+			"http-header-validation", "http-custom-header-server-validation", "server-sse-multiple-streams",
+			"prompts-list", "resources-list", "input-required-result-unsupported-methods"},
+	},
+	{
+		revision: "2025-11-25",
+		expected: "testdata/conformance-2025-11-25.txt",
+		required: []string{"server-initialize", "tools-list", "ping", "dns-rebinding-protection", "server-sse-multiple-streams",
+			"prompts-list", "resources-list", "server-session-lifecycle"},
+	},
+}
 
 // schemaTool and schema2020 are the tool of the suite's json-schema-2020-12
 // scenario (SEP-1613): $schema, $defs and additionalProperties must reach
@@ -50,35 +60,25 @@ const (
 		"additionalProperties": false}`
 )
 
-// conformanceRequired are the scenarios /mcp must pass; they may never be
-// listed as expected failures.
-var conformanceRequired = []string{"server-initialize", "tools-list", "ping", "dns-rebinding-protection"}
-
-// TestConformance runs every server scenario of the MCP conformance suite
-// against /mcp behind a proxy that adds the endpoint's bearer token (the
-// suite cannot send one). It fails when a required scenario fails, when a
-// scenario fails that the expected-failures file does not list, and when a
-// listed scenario passes (so the file stays honest).
+// TestConformance runs the server scenarios of each revision's
+// requirement set against /mcp behind a proxy that adds the endpoint's
+// bearer token (the suite cannot send one), judged by the revision's
+// expected-failures file (see internal/conformance): a scenario that
+// fails unlisted, a listed one that passes, and a required one listed
+// all fail the test.
 func TestConformance(t *testing.T) {
-	cli, err := filepath.Abs(conformanceCLI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(cli); err != nil {
-		t.Fatalf("@modelcontextprotocol/conformance is not installed (%v): run `npm ci --prefix e2e` in the repository root", err)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("node is not installed: %v", err)
-	}
-	scenarios := conformanceScenarios(t, cli)
-	expected := readExpectedFailures(t, conformanceExpected, scenarios)
-
 	e := newEnv(t)
 	srv, client := e.liveServer()
 	file := filepath.Join(t.TempDir(), "tools.json")
+	// add comes first in the offer: http-header-validation calls the
+	// first tool listed with no arguments. region has the string
+	// parameter with an x-mcp-header that http-custom-header-server-
+	// validation sends in Mcp-Param-Region.
 	tools := `{"version": "1", "tools": [
 		{"name": "echo", "description": "Echoes.", "inputSchema": {"type": "object"}},
 		{"name": "add", "description": "Adds.", "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}},
+		{"name": "region", "description": "Answers for a region.", "inputSchema": {"type": "object",
+			"properties": {"region": {"type": "string", "x-mcp-header": "Region"}, "query": {"type": "string"}}, "required": ["region"]}},
 		{"name": "` + schemaTool + `", "description": "Tool with JSON Schema 2020-12 features", "inputSchema": ` + schema2020 + `}]}`
 	if err := os.WriteFile(file, []byte(tools), 0o600); err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestConformance(t *testing.T) {
 	if job := e.verify("conf"); job["status"] != "success" {
 		t.Fatalf("verify conf = %v; want success", job)
 	}
-	for _, tool := range []string{"echo", "add", schemaTool} {
+	for _, tool := range []string{"echo", "add", "region", schemaTool} {
 		e.setPolicy("conf", tool, "allow")
 	}
 
@@ -98,87 +98,20 @@ func TestConformance(t *testing.T) {
 	// agents see it namespaced, so check the same here.
 	checkSchemaKept(t, client, proxy.URL, "conf__"+schemaTool, schema2020)
 
-	results, exitErr := runConformance(t, cli, proxy.URL+"/mcp", expected)
-
-	var problems []string
-	asExpected := true
-	for _, name := range scenarios {
-		res, ran := results[name]
-		passed := ran && res.passed()
-		if passed == expected[name] {
-			asExpected = false
-		}
-		switch {
-		case slices.Contains(conformanceRequired, name) && !passed:
-			problems = append(problems, fmt.Sprintf("required scenario %s failed: %s", name, res.failures(ran)))
-		case !passed && !expected[name]:
-			problems = append(problems, fmt.Sprintf("scenario %s failed and is not listed in %s: %s", name, conformanceExpected, res.failures(ran)))
-		case passed && expected[name]:
-			problems = append(problems, fmt.Sprintf("scenario %s passes but is listed in %s: remove it", name, conformanceExpected))
-		}
+	for _, rev := range conformanceRevisions {
+		t.Run(rev.revision, func(t *testing.T) {
+			rep, err := conformance.Run(context.Background(), conformance.Options{Mode: conformance.Server, URL: proxy.URL + "/mcp",
+				Requirements: rev.revision, ExpectedFailures: rev.expected, Required: rev.required, Timeout: 4 * time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("conformance server --requirements %s:\n%s", rev.revision, rep.Output)
+			t.Log(rep.Summary())
+			for _, p := range rep.Problems() {
+				t.Error(p)
+			}
+		})
 	}
-	for _, p := range problems {
-		t.Error(p)
-	}
-	if asExpected != (exitErr == nil) {
-		t.Errorf("the suite's own baseline check: exit error %v; want one exactly when a scenario is not as expected (all as expected: %v)", exitErr, asExpected)
-	}
-}
-
-// resultDir is the name of a scenario's result directory:
-// server-<scenario>-<ISO time with : and . replaced by ->.
-var resultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
-
-// conformanceScenarios lists the suite's server scenarios.
-func conformanceScenarios(t *testing.T, cli string) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, cli, "list", "--server").CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s list --server: %v\n%s", cli, err, out)
-	}
-	var names []string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if name, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "- "); ok {
-			names = append(names, name)
-		}
-	}
-	for _, name := range conformanceRequired {
-		if !slices.Contains(names, name) {
-			t.Fatalf("%s list --server = %q; want it to hold %s", cli, names, name)
-		}
-	}
-	return names
-}
-
-// readExpectedFailures reads the expected-failures file: a scenario name
-// per line, # starts a comment. Every name must be a scenario of the
-// suite, and none a required one.
-func readExpectedFailures(t *testing.T, file string, scenarios []string) map[string]bool {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expected := map[string]bool{}
-	for i, line := range strings.Split(string(data), "\n") {
-		line, _, _ = strings.Cut(line, "#")
-		name := strings.TrimSpace(line)
-		switch {
-		case name == "":
-			continue
-		case !slices.Contains(scenarios, name):
-			t.Fatalf("%s:%d: %q is not a server scenario of the suite", file, i+1, name)
-		case slices.Contains(conformanceRequired, name):
-			t.Fatalf("%s:%d: %s is required to pass; it cannot be an expected failure", file, i+1, name)
-		case expected[name]:
-			t.Fatalf("%s:%d: %s is listed twice", file, i+1, name)
-		}
-		expected[name] = true
-	}
-	return expected
 }
 
 // startTokenProxy serves a reverse proxy to target on 127.0.0.1:0 that
@@ -312,105 +245,4 @@ func checkSchemaKept(t *testing.T, client *http.Client, base, tool, schema strin
 		}
 	}
 	t.Fatalf("tools/list = %v; want a tool %s", list, tool)
-}
-
-// conformanceCheck is one check of a scenario, as the suite writes it in
-// checks.json.
-type conformanceCheck struct {
-	ID           string `json:"id"`
-	Status       string `json:"status"` // SUCCESS, FAILURE, WARNING, INFO
-	ErrorMessage string `json:"errorMessage"`
-}
-
-type conformanceResult []conformanceCheck
-
-// passed is the suite's own verdict for an expected-failures baseline: no
-// check failed and none warned.
-func (r conformanceResult) passed() bool {
-	return !slices.ContainsFunc(r, func(c conformanceCheck) bool { return c.Status == "FAILURE" || c.Status == "WARNING" })
-}
-
-// failures describes the failed and warning checks.
-func (r conformanceResult) failures(ran bool) string {
-	if !ran {
-		return "the suite wrote no results for it (see its output above)"
-	}
-	var out []string
-	for _, c := range r {
-		if c.Status == "FAILURE" || c.Status == "WARNING" {
-			out = append(out, fmt.Sprintf("%s %s: %s", c.ID, c.Status, c.ErrorMessage))
-		}
-	}
-	return strings.Join(out, "; ")
-}
-
-// runConformance runs every server scenario against url, bounded by
-// conformanceTimeout (the process group is killed then), and returns the
-// checks of each scenario by name, and the suite's exit error: the suite
-// is handed the expected failures too, so it exits non-zero when its own
-// baseline check fails.
-func runConformance(t *testing.T, cli, url string, expected map[string]bool) (map[string]conformanceResult, error) {
-	t.Helper()
-	dir := t.TempDir()
-	outDir := filepath.Join(dir, "results")
-	baseline := filepath.Join(dir, "expected-failures.yaml")
-	names := make([]string, 0, len(expected))
-	for name := range expected {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	yaml, err := json.Marshal(map[string][]string{"server": names}) // JSON is YAML
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(baseline, yaml, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), conformanceTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, cli, "server", "--url", url, "--suite", "all",
-		"--expected-failures", baseline, "--output-dir", outDir)
-	cmd.Env = append(os.Environ(), "NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	start := time.Now()
-	runErr := cmd.Run()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // anything it left behind
-	}
-	t.Logf("conformance %s (%s):\n%s", strings.Join(cmd.Args[1:], " "), time.Since(start).Round(time.Millisecond), out.String())
-	if ctx.Err() != nil {
-		t.Fatalf("the conformance suite did not finish within %s", conformanceTimeout)
-	}
-	var exitErr *exec.ExitError
-	if runErr != nil && !errors.As(runErr, &exitErr) {
-		t.Fatalf("run the conformance suite: %v", runErr)
-	}
-
-	results := map[string]conformanceResult{}
-	files, err := filepath.Glob(filepath.Join(outDir, "server-*", "checks.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var res conformanceResult
-		if err := json.Unmarshal(data, &res); err != nil {
-			t.Fatalf("decode %s: %v", f, err)
-		}
-		// The directory is server-<scenario>-<timestamp>.
-		m := resultDir.FindStringSubmatch(filepath.Base(filepath.Dir(f)))
-		if m == nil {
-			t.Fatalf("unexpected result directory %s", f)
-		}
-		results[m[1]] = res
-	}
-	return results, runErr
 }

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -34,13 +36,24 @@ import (
 // or ask, of a server that is enabled and whose launch a person
 // confirmed; each under its agent name, as the canonical JSON of the
 // definition that was approved (icons left out: they are URLs). The
-// offer is rebuilt when the store changes, and connected agents hear
-// notifications/tools/list_changed when the offer does.
+// offer is rebuilt when the store changes, and agents hear
+// notifications/tools/list_changed when the offer does: in their session
+// (2025-11-25 and earlier), or on a subscriptions/listen stream
+// (2026-07-28).
 //
 // mcp-go's own tools/list encodes each tool through a map, which costs
 // ~65 ms for 10 000 tools; the offer keeps the whole list encoded, so a
-// tools/list of a live session is written from those bytes. The tools
-// registered with mcp-go carry only what routing a call needs.
+// tools/list is written from those bytes, for a live session or a valid
+// 2026-07-28 request. The tools registered with mcp-go carry only what
+// routing a call needs.
+//
+// The endpoint speaks both eras of MCP. A session-based client
+// (2025-03-26 to 2025-11-25) initializes and is known by its
+// Mcp-Session-Id; a 2026-07-28 client opens no session, sends its
+// protocol version, capabilities and (optionally) clientInfo in the _meta
+// of every request, and is known by that clientInfo (see mcpSessions).
+// Everything else is the same for both: the offer, the call path
+// (mcpcall.go), the refusals and the audit.
 
 // MCP endpoint defaults.
 const (
@@ -48,14 +61,30 @@ const (
 	DefaultCallTimeout = 2 * time.Minute
 	// mcpMaxBody caps a request body to the endpoint.
 	mcpMaxBody = 4 << 20
-	// mcpSessionIdle ends an agent session unused for this long.
+	// mcpSessionIdle ends an agent session unused for this long, and
+	// forgets a stateless client unseen for this long.
 	mcpSessionIdle = time.Hour
+	// mcpServerName and mcpServerVersion are the endpoint's serverInfo.
+	mcpServerName    = "switchboard"
+	mcpServerVersion = "1"
 )
 
-// mcpProtocolVersions are the versions the endpoint speaks: the
-// session-based ones. 2026-07-28 has no sessions, and the endpoint's
-// audit names the agent session and sends list changes to it.
-var mcpProtocolVersions = []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326}
+// mcpProtocolVersions are the versions the endpoint speaks, newest first:
+// the stateless 2026-07-28 and the session-based ones before it.
+var mcpProtocolVersions = []string{mcp.ProtocolVersion20260728, mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326}
+
+// offerTTL and offerScope are the caching fields of a 2026-07-28
+// tools/list result (SEP-2549). The offer changes the moment a person
+// changes a policy or a verification finds a tool changed, which nothing
+// can schedule, so no time can be promised: a client should list again
+// before relying on the list, or keep a subscriptions/listen stream open
+// and list again on tools/list_changed. The list is what the holder of
+// this endpoint's token is offered, so it is private: no shared cache
+// may hand it to anyone else.
+const (
+	offerTTL   = 0
+	offerScope = mcp.CacheScopePrivate
+)
 
 // MCPConfig configures the MCP endpoint.
 type MCPConfig struct {
@@ -75,9 +104,18 @@ type MCPConfig struct {
 // offer is what agents are offered at one store revision.
 type offer struct {
 	revision string
-	list     []byte          // the JSON array of tool objects
-	hash     string          // of list
-	tools    map[string]bool // by agent name
+	list     []byte // the JSON array of tool objects
+	hash     string // of list
+	// tools holds the inputSchema of each tool, by agent name (for the
+	// Mcp-Param headers of a 2026-07-28 call).
+	tools map[string]json.RawMessage
+}
+
+// offeredTool is a tool as the offer holds it: its definition for the
+// list and its inputSchema.
+type offeredTool struct {
+	def         []byte
+	inputSchema json.RawMessage
 }
 
 type mcpEndpoint struct {
@@ -96,8 +134,11 @@ type mcpEndpoint struct {
 	authLimit *failureLimiter
 
 	offer     atomic.Pointer[offer]
-	buildMu   sync.Mutex        // one build at a time
-	canonical map[string][]byte // tool JSON by pin and agent name (buildMu)
+	buildMu   sync.Mutex             // one build at a time
+	canonical map[string]offeredTool // by pin and agent name (buildMu)
+	// listHeads are the JSON of a tools/list result up to its list, for
+	// a session and for a 2026-07-28 request (see listHead).
+	listHeads [2][]byte
 
 	approvals *approvals
 	audit     *auditLog
@@ -115,8 +156,9 @@ func newMCPEndpoint(s *Server, cfg MCPConfig, v *discovery.Verifier) *mcpEndpoin
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
-	e := &mcpEndpoint{s: s, cfg: cfg, sessions: newMCPSessions(), canonical: map[string][]byte{}, authLimit: newFailureLimiter(),
-		rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
+	e := &mcpEndpoint{s: s, cfg: cfg, sessions: newMCPSessions(), canonical: map[string]offeredTool{}, authLimit: newFailureLimiter(),
+		listHeads: [2][]byte{listHead(false), listHead(true)},
+		rebuild:   make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 	poolCfg := cfg.Pool
 	poolCfg.OnChange = e.upstreamChanged
 	e.pool = discovery.NewPool(v, poolCfg)
@@ -126,11 +168,16 @@ func newMCPEndpoint(s *Server, cfg MCPConfig, v *discovery.Verifier) *mcpEndpoin
 	hooks := &server.Hooks{}
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
 		if cs := server.ClientSessionFromContext(ctx); cs != nil {
-			e.sessions.setClient(cs.SessionID(), req.Params.ClientInfo.Name+" "+req.Params.ClientInfo.Version)
+			e.sessions.setClient(cs.SessionID(), clientName(&req.Params.ClientInfo))
 		}
 	})
-	e.srv = server.NewMCPServer("switchboard", "1",
+	e.srv = server.NewMCPServer(mcpServerName, mcpServerVersion,
 		server.WithToolCapabilities(true),
+		// No prompts or resources are offered; the capabilities say so
+		// with empty lists (which carry 2026-07-28's caching fields)
+		// rather than leaving clients to probe methods not found.
+		server.WithPromptCapabilities(false),
+		server.WithResourceCapabilities(false, false),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithInstructions("Switchboard offers the tools a person approved on the MCP servers registered with it, named server__tool. Calls to some tools wait for the person's approval."))
@@ -173,6 +220,7 @@ func (e *mcpEndpoint) start() error {
 				}
 			case <-sweep.C:
 				e.endIdleSessions(time.Now().Add(-mcpSessionIdle))
+				e.sessions.forgetStateless(time.Now().Add(-mcpSessionIdle))
 			case <-e.quit:
 				return
 			}
@@ -254,7 +302,9 @@ func (e *mcpEndpoint) current() (*offer, error) {
 				Handler: e.handleCall,
 			})
 		}
-		e.srv.SetTools(tools...) // tells every agent session the list changed
+		// Tells every agent the list changed: each session, and each
+		// subscriptions/listen stream that asked for tools.
+		e.srv.SetTools(tools...)
 	}
 	return o, nil
 }
@@ -267,29 +317,29 @@ func offerable(sum *store.Summary, t store.ToolEntry) bool {
 
 // build reads the catalog and encodes the offer (buildMu held).
 func (e *mcpEndpoint) build() (*offer, error) {
-	o := &offer{tools: map[string]bool{}}
+	o := &offer{tools: map[string]json.RawMessage{}}
 	var list bytes.Buffer
 	list.WriteByte('[')
-	used := make(map[string][]byte, len(e.canonical))
+	used := make(map[string]offeredTool, len(e.canonical))
 	rev, err := e.s.store.Catalog(func(sum *store.Summary, t store.ToolEntry) error {
 		if !offerable(sum, t) {
 			return nil
 		}
 		key := t.Pin + " " + t.AgentName
-		def, ok := e.canonical[key]
+		tool, ok := e.canonical[key]
 		if !ok {
 			var err error
-			if def, err = agentDefinition(t); err != nil {
+			if tool, err = agentDefinition(t); err != nil {
 				e.s.log.Warn("tool left out of the MCP offer", "server", t.ServerID, "tool", t.Name, "err", err)
 				return nil
 			}
 		}
-		used[key] = def
+		used[key] = tool
 		if len(o.tools) > 0 {
 			list.WriteByte(',')
 		}
-		list.Write(def)
-		o.tools[t.AgentName] = true
+		list.Write(tool.def)
+		o.tools[t.AgentName] = tool.inputSchema
 		return nil
 	})
 	if err != nil {
@@ -303,17 +353,19 @@ func (e *mcpEndpoint) build() (*offer, error) {
 	return o, nil
 }
 
-// agentDefinition is the tool object agents get: the canonical JSON
-// (RFC 8785) of the definition as approved, named with the agent name,
-// without icons.
-func agentDefinition(t store.ToolEntry) ([]byte, error) {
+// agentDefinition is the tool as agents get it: the canonical JSON (RFC
+// 8785) of the definition as approved, named with the agent name, without
+// icons. A tool whose x-mcp-header annotations break SEP-2243's rules is
+// refused, as MCP asks of a server: a 2026-07-28 client would drop it,
+// and its headers could not be checked.
+func agentDefinition(t store.ToolEntry) (offeredTool, error) {
 	canon, err := jcs.Transform(t.Raw)
 	if err != nil {
-		return nil, err
+		return offeredTool{}, err
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(canon, &fields); err != nil {
-		return nil, err
+		return offeredTool{}, err
 	}
 	name, _ := json.Marshal(t.AgentName)
 	fields["name"] = name
@@ -321,11 +373,17 @@ func agentDefinition(t store.ToolEntry) ([]byte, error) {
 	if _, ok := fields["inputSchema"]; !ok {
 		fields["inputSchema"] = json.RawMessage(`{"type":"object"}`)
 	}
-	return json.Marshal(fields) // sorted keys, as canonical JSON has them
+	if err := mcp.ValidateParamHeaderAnnotations(&mcp.Tool{Name: t.AgentName, RawInputSchema: fields["inputSchema"]}); err != nil {
+		return offeredTool{}, err
+	}
+	def, err := json.Marshal(fields) // sorted keys, as canonical JSON has them
+	return offeredTool{def: def, inputSchema: fields["inputSchema"]}, err
 }
 
-// handleMCP serves /mcp: the bearer token, a capped body, tools/list from
-// the offer, everything else through mcp-go.
+// handleMCP serves /mcp: the bearer token and a capped body for every
+// request; tools/list from the offer and calls of tools not offered
+// refused, for a live session or a valid 2026-07-28 request; everything
+// else through mcp-go.
 func (e *mcpEndpoint) handleMCP(c echo.Context) error {
 	r, w := c.Request(), c.Response()
 	header := r.Header.Get(echo.HeaderAuthorization)
@@ -351,25 +409,82 @@ func (e *mcpEndpoint) handleMCP(c echo.Context) error {
 			}
 			return &apiError{Status: http.StatusBadRequest, Message: "cannot read the request body"}
 		}
-		if req, ok := parseRequest(r, body); ok && e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
-			switch req.Method {
-			case string(mcp.MethodToolsList):
-				if req.Params.Cursor != "" { // the offer is one page: no cursor was ever given
-					return c.JSON(http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": req.ID,
-						"error": map[string]any{"code": mcp.INVALID_PARAMS, "message": "invalid cursor: Switchboard lists every tool in one page"}})
-				}
-				return e.writeList(c, req.ID)
-			case string(mcp.MethodToolsCall):
-				if o, err := e.current(); err == nil && !o.tools[req.Params.Name] {
-					return e.refuseCall(c, req)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if req, ok := parseRequest(r, body); ok {
+			if req.modern(r.Header) {
+				return e.serveModern(c, req)
+			}
+			if e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
+				if answered, err := e.answer(c, req, agent{session: r.Header.Get(server.HeaderKeySessionID)}); answered {
+					return err
 				}
 			}
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	e.sessions.touch(r.Header.Get(server.HeaderKeySessionID))
 	e.h.ServeHTTP(w, r)
 	return nil
+}
+
+// serveModern serves a 2026-07-28 request. One that passes the checks
+// mcp-go would make (see checkModern) is known by its clientInfo; its
+// tools/list, or call of a tool not offered, is answered here, and a
+// check that fails is answered as mcp-go would answer it. Everything else
+// goes to mcp-go, which makes the same checks.
+func (e *mcpEndpoint) serveModern(c echo.Context, req rpcRequest) error {
+	r, w := c.Request(), c.Response()
+	o, err := e.current()
+	if err != nil {
+		return err
+	}
+	if failed := e.checkModern(r.Header, req, o); failed != nil {
+		if req.Method == string(mcp.MethodToolsList) || req.Method == string(mcp.MethodToolsCall) {
+			return writeRPCError(c, true, req.ID, *failed)
+		}
+	} else {
+		client := req.client()
+		if req.Method == string(mcp.MethodSubscriptionsListen) {
+			defer e.sessions.listening(client)()
+		} else {
+			e.sessions.seen(client)
+		}
+		if answered, err := e.answer(c, req, agent{session: statelessSession, client: client, modern: true}); answered {
+			return err
+		}
+	}
+	e.h.ServeHTTP(w, r)
+	return nil
+}
+
+// agent is who sent a request: a session, or a 2026-07-28 client, which
+// has none.
+type agent struct {
+	session, client string
+	modern          bool
+}
+
+// statelessSession stands for the session in the audit and on approval
+// cards of a call from a 2026-07-28 client, which has none.
+const statelessSession = "stateless"
+
+// answer answers a valid request here if it is a tools/list or a call of
+// a tool not offered, and reports whether it did.
+func (e *mcpEndpoint) answer(c echo.Context, req rpcRequest, from agent) (bool, error) {
+	switch req.Method {
+	case string(mcp.MethodToolsList):
+		if req.Params.Cursor != "" { // the offer is one page: no cursor was ever given
+			return true, writeRPCError(c, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS,
+				Message: "invalid cursor: Switchboard lists every tool in one page"})
+		}
+		return true, e.writeList(c, req.ID, from.modern)
+	case string(mcp.MethodToolsCall):
+		if o, err := e.current(); err == nil {
+			if _, offered := o.tools[req.Params.Name]; !offered {
+				return true, e.refuseCall(c, req, from)
+			}
+		}
+	}
+	return false, nil
 }
 
 // rpcRequest is what the endpoint reads of a JSON-RPC request itself.
@@ -383,49 +498,154 @@ type rpcRequest struct {
 		Arguments any       `json:"arguments"`
 		Meta      *mcp.Meta `json:"_meta"`
 	} `json:"params"`
+	// RawParams is params as sent.
+	RawParams json.RawMessage `json:"-"`
 }
 
-// parseRequest reads body as a single JSON-RPC request of a
-// session-based protocol version.
+// parseRequest reads body as a single JSON-RPC request, sent as JSON (as
+// mcp-go requires: anything else is left to it to refuse).
 func parseRequest(r *http.Request, body []byte) (rpcRequest, bool) {
 	var req rpcRequest
-	if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || json.Unmarshal(body, &req) != nil ||
-		req.JSONRPC != "2.0" || len(req.ID) == 0 || string(req.ID) == "null" || mcp.IsModernProtocol(req.Params.Meta.ProtocolVersion()) {
+	var raw struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if media, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType)); err != nil || media != echo.MIMEApplicationJSON ||
+		json.Unmarshal(body, &req) != nil || json.Unmarshal(body, &raw) != nil ||
+		req.JSONRPC != "2.0" || len(req.ID) == 0 || string(req.ID) == "null" || req.Method == "" {
 		return req, false
 	}
+	req.RawParams = raw.Params
 	return req, true
+}
+
+// modern reports whether the request is of protocol version 2026-07-28 or
+// later, as mcp-go decides it: by its header or its _meta.
+func (req rpcRequest) modern(h http.Header) bool {
+	return mcp.IsModernProtocol(h.Get(mcp.HeaderProtocolVersion)) || mcp.IsModernProtocol(req.Params.Meta.ProtocolVersion())
+}
+
+// client is the clientInfo of a 2026-07-28 request (see clientName).
+func (req rpcRequest) client() string { return clientName(req.Params.Meta.ClientInfo()) }
+
+// rpcError is a JSON-RPC error to answer with.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+// checkModern checks a 2026-07-28 request as mcp-go checks one before
+// handing it to a method (the transport's validateModernRequest, then the
+// server's _meta and header checks: server/streamable_http_modern.go,
+// server/protocol.go, mcp.ValidateStandardHeaders), so that what this
+// endpoint answers itself is refused exactly when mcp-go would refuse it;
+// TestMCPModernChecksAsMCPGo holds the two together. It also checks a
+// call's Mcp-Param headers against the offered tool's inputSchema
+// (SEP-2243), which mcp-go cannot: the tools registered with it carry no
+// schema. nil means the request is valid.
+func (e *mcpEndpoint) checkModern(h http.Header, req rpcRequest, o *offer) *rpcError {
+	headerVersion, metaVersion := h.Get(mcp.HeaderProtocolVersion), req.Params.Meta.ProtocolVersion()
+	switch {
+	case h.Get(mcp.HeaderLastEventID) != "":
+		return &rpcError{Code: mcp.HEADER_MISMATCH, Message: "Last-Event-ID is not supported in protocol version " + mcp.ProtocolVersion20260728 + ": streams are not resumable"}
+	case headerVersion == "":
+		return &rpcError{Code: mcp.HEADER_MISMATCH, Message: mcp.HeaderProtocolVersion + " header is required for requests carrying " + mcp.MetaKeyProtocolVersion}
+	case metaVersion == "":
+		return &rpcError{Code: mcp.INVALID_PARAMS, Message: "missing or invalid _meta field " + mcp.MetaKeyProtocolVersion}
+	case headerVersion != metaVersion:
+		return &rpcError{Code: mcp.HEADER_MISMATCH, Message: mcp.HeaderProtocolVersion + " header " + headerVersion + " does not match " + mcp.MetaKeyProtocolVersion + " " + metaVersion}
+	case !e.h.SupportsProtocolVersion(metaVersion):
+		unsupported := mcp.UnsupportedProtocolVersionError{Version: metaVersion, Supported: server.FilterSupportedVersions(e.h)}.JSONRPCError()
+		return &rpcError{Code: unsupported.Error.Code, Message: unsupported.Error.Message, Data: unsupported.Error.Data}
+	case req.Params.Meta.ClientCapabilities() == nil:
+		return &rpcError{Code: mcp.INVALID_PARAMS, Message: "missing or invalid _meta field " + mcp.MetaKeyClientCapabilities}
+	}
+	if err := mcp.ValidateStandardHeaders(h.Get, metaVersion, mcp.MCPMethod(req.Method), req.RawParams); err != nil {
+		return &rpcError{Code: mcp.HEADER_MISMATCH, Message: err.Error()}
+	}
+	if schema, offered := o.tools[req.Params.Name]; offered && req.Method == string(mcp.MethodToolsCall) {
+		lookup := func(name string) (string, bool) {
+			v := h.Values(name)
+			if len(v) == 0 {
+				return "", false
+			}
+			return v[0], true
+		}
+		if err := mcp.ValidateParamHeadersLookup(lookup, &mcp.Tool{RawInputSchema: schema}, req.RawParams); err != nil {
+			return &rpcError{Code: mcp.HEADER_MISMATCH, Message: err.Error()}
+		}
+	}
+	return nil
+}
+
+// writeRPCError answers a request with a JSON-RPC error; for a 2026-07-28
+// request with the HTTP status that revision gives its code.
+func writeRPCError(c echo.Context, modern bool, id json.RawMessage, e rpcError) error {
+	status := http.StatusOK
+	if modern {
+		switch e.Code {
+		case mcp.METHOD_NOT_FOUND:
+			status = http.StatusNotFound
+		case mcp.HEADER_MISMATCH, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, mcp.UNSUPPORTED_PROTOCOL_VERSION,
+			mcp.INVALID_REQUEST, mcp.INVALID_PARAMS, mcp.PARSE_ERROR:
+			status = http.StatusBadRequest
+		}
+	}
+	return c.JSON(status, map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
 }
 
 // refuseCall answers a tools/call of a tool that is not offered: the
 // call path says why (and audits it), as an invalid-params error, which
 // is what MCP answers for an unknown tool.
-func (e *mcpEndpoint) refuseCall(c echo.Context, req rpcRequest) error {
-	session := c.Request().Header.Get(server.HeaderKeySessionID)
-	res, err := e.call(c.Request().Context(), callRequest{Session: session, Client: e.sessions.client(session),
-		AgentName: req.Params.Name, Args: req.Params.Arguments})
-	answer := map[string]any{"jsonrpc": "2.0", "id": req.ID}
-	if err != nil {
-		answer["error"] = map[string]any{"code": mcp.INVALID_PARAMS, "message": err.Error()}
-	} else { // offered since the offer was read
-		answer["result"] = res
+func (e *mcpEndpoint) refuseCall(c echo.Context, req rpcRequest, from agent) error {
+	client := from.client
+	if !from.modern {
+		client = e.sessions.client(from.session)
 	}
-	return c.JSON(http.StatusOK, answer)
+	res, err := e.call(c.Request().Context(), callRequest{Session: from.session, Client: client,
+		AgentName: req.Params.Name, Args: req.Params.Arguments})
+	if err != nil {
+		return writeRPCError(c, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: err.Error()})
+	}
+	// Offered since the offer was read.
+	return c.JSON(http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res})
+}
+
+// listHead is the JSON of a tools/list result up to its list of tools,
+// as mcp-go's types encode it: for a 2026-07-28 request with the fields
+// that revision adds (resultType, serverInfo, ttlMs and cacheScope).
+func listHead(modern bool) []byte {
+	res := mcp.ListToolsResult{Tools: []mcp.Tool{}}
+	if modern {
+		res.SetResultType(mcp.ResultTypeComplete)
+		res.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: mcpServerName, Version: mcpServerVersion})
+		res.SetCacheHints(offerTTL, offerScope)
+	}
+	b, err := json.Marshal(res)
+	if err != nil || !bytes.HasSuffix(b, []byte(`"tools":[]}`)) {
+		panic(fmt.Sprintf("mcp.ListToolsResult encodes as %s, %v; want its tools last", b, err))
+	}
+	return bytes.TrimSuffix(b, []byte(`[]}`))
 }
 
 // writeList answers a tools/list request from the offer, writing its
 // encoded list as it is.
-func (e *mcpEndpoint) writeList(c echo.Context, id json.RawMessage) error {
+func (e *mcpEndpoint) writeList(c echo.Context, id json.RawMessage, modern bool) error {
 	o, err := e.current()
 	if err != nil {
 		return err
 	}
-	head := append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":{"tools":`...)
+	head := append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...)
+	result := e.listHeads[0]
+	if modern {
+		result = e.listHeads[1]
+	}
 	tail := []byte(`}}`)
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	w.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(head)+len(o.list)+len(tail)))
+	w.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(head)+len(result)+len(o.list)+len(tail)))
 	w.WriteHeader(http.StatusOK)
-	for _, b := range [][]byte{head, o.list, tail} {
+	for _, b := range [][]byte{head, result, o.list, tail} {
 		if _, err := w.Write(b); err != nil {
 			return nil // the agent went away
 		}

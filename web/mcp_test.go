@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -21,25 +20,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/proctest"
 )
-
-// procsWith counts the live processes whose command line holds marker.
-func procsWith(marker string) int {
-	n := 0
-	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, f := range dirs {
-		b, err := os.ReadFile(f)
-		if err != nil || !bytes.Contains(b, []byte(marker)) {
-			continue
-		}
-		stat, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "stat"))
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
-			continue // exited
-		}
-		n++
-	}
-	return n
-}
 
 // mcpClient connects a real MCP client to the app's /mcp, listening for
 // server notifications, and counts tools/list_changed.
@@ -171,7 +153,7 @@ func newMCPSetup(t testing.TB, opts ...appOption) *mcpSetup {
 	e.setPolicy("alpha", "write", "ask")
 	e.setPolicy("alpha", "drop", "deny")
 	e.setPolicy("beta", "secret", "deny")
-	if n := procsWith(m.marker); n != 0 {
+	if n := proctest.Count(m.marker); n != 0 {
 		t.Fatalf("%d fixture processes left after the verifications", n)
 	}
 	return m
@@ -213,7 +195,7 @@ func TestMCPListFromCatalog(t *testing.T) {
 	if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "alpha__odd_name-v2_") }) || !slices.Contains(names, "beta__read") {
 		t.Errorf("names %q lack alpha__odd_name-v2_<hash> or beta__read", names)
 	}
-	if n := procsWith(m.marker); n != 0 {
+	if n := proctest.Count(m.marker); n != 0 {
 		t.Errorf("%d upstream processes running after tools/list; want none started", n)
 	}
 
@@ -289,7 +271,7 @@ func TestMCPCallRouting(t *testing.T) {
 	if err != nil || text(res) != `read {"path":"/x"}` {
 		t.Fatalf("call alpha__read = %q, %v; want the fixture's echo", text(res), err)
 	}
-	if n := procsWith(m.marker); n != 1 {
+	if n := proctest.Count(m.marker); n != 1 {
 		t.Errorf("%d upstream processes after the first call; want 1", n)
 	}
 	odd := ""
@@ -301,7 +283,7 @@ func TestMCPCallRouting(t *testing.T) {
 	if res, err = c.call(odd, nil); err != nil || !strings.HasPrefix(text(res), "odd.name-v2 ") {
 		t.Errorf("call by the shortened name = %q, %v; want the tool called by its own name", text(res), err)
 	}
-	if n := procsWith(m.marker); n != 1 {
+	if n := proctest.Count(m.marker); n != 1 {
 		t.Errorf("%d upstream processes after a second call to the same server; want it reused (1)", n)
 	}
 	call := e.waitCall(2)
@@ -309,7 +291,7 @@ func TestMCPCallRouting(t *testing.T) {
 		call["tool"] != "odd.name-v2" || !strings.HasPrefix(call["session"].(string), "sb-") || call["client"] != "test-agent 0.1" {
 		t.Errorf("audited call = %v", call)
 	}
-	waitFor(t, 5*time.Second, "the idle upstream stopped", func() bool { return procsWith(m.marker) == 0 })
+	waitFor(t, 5*time.Second, "the idle upstream stopped", func() bool { return proctest.Count(m.marker) == 0 })
 
 	_, err = c.call("alpha__drop", nil)
 	if err == nil || !strings.Contains(err.Error(), "policy is deny") {
@@ -341,7 +323,7 @@ func TestMCPCallRouting(t *testing.T) {
 	if call := e.waitCall(6); call["tool"] != "drop" || call["decision"] != "denied" {
 		t.Errorf("audited call with _meta = %v", call)
 	}
-	if n := procsWith(m.marker); n != 0 {
+	if n := proctest.Count(m.marker); n != 0 {
 		t.Errorf("%d upstream processes after refused calls; want none", n)
 	}
 }

@@ -53,7 +53,9 @@ func (e *refusedError) Error() string { return "Switchboard refused the call: " 
 // handleCall is the mcp-go handler of every offered tool.
 func (e *mcpEndpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	cr := callRequest{AgentName: req.Params.Name, Args: req.Params.Arguments}
-	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		cr.Session, cr.Client = statelessSession, clientName(info.ClientInfo)
+	} else if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		cr.Session = cs.SessionID()
 		cr.Client = e.sessions.client(cr.Session)
 	}

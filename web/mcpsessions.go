@@ -2,20 +2,31 @@ package web
 
 import (
 	"errors"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// mcpSessions is the MCP endpoint's session id manager: ids are 192
-// random bits (crypto/rand), a session is valid only while it is live,
-// and a terminated id stays known as terminated (mcp-go answers 404 to
-// it), a bounded number of them.
+// mcpSessions is who uses the MCP endpoint. It is the session id manager
+// of session-based clients (2025-11-25 and earlier): ids are 192 random
+// bits (crypto/rand), a session is valid only while it is live, and a
+// terminated id stays known as terminated (mcp-go answers 404 to it), a
+// bounded number of them.
+//
+// A 2026-07-28 client opens no session: each of its requests stands
+// alone, naming the client in its _meta (clientInfo, which it should but
+// need not send). So such clients are known by that name, as they give
+// it: clients that give the same one are one entry, and one that gives
+// none is "". The entries are bounded too, and forgotten an hour after
+// their last request, as sessions end.
 type mcpSessions struct {
 	mu         sync.Mutex
 	live       map[string]*agentSession
 	terminated map[string]time.Time
+	stateless  map[string]*statelessClient
 }
 
 // agentSession is one agent connected to the endpoint.
@@ -26,16 +37,30 @@ type agentSession struct {
 	LastUsed time.Time
 }
 
+// statelessClient is a 2026-07-28 client, by the name its requests give.
+type statelessClient struct {
+	Client    string
+	FirstSeen time.Time
+	LastUsed  time.Time
+	Requests  int
+	// Listening counts its open subscriptions/listen streams.
+	Listening int
+}
+
 // maxClient caps the client name kept per session.
 const maxClient = 200
 
 // maxTerminated bounds the terminated ids kept.
 const maxTerminated = 4096
 
+// maxStateless bounds the stateless clients kept: past it, the one
+// unused for longest is forgotten.
+const maxStateless = 256
+
 var errUnknownSession = errors.New("unknown MCP session")
 
 func newMCPSessions() *mcpSessions {
-	return &mcpSessions{live: map[string]*agentSession{}, terminated: map[string]time.Time{}}
+	return &mcpSessions{live: map[string]*agentSession{}, terminated: map[string]time.Time{}, stateless: map[string]*statelessClient{}}
 }
 
 // Generate makes a new session id.
@@ -104,11 +129,21 @@ func (m *mcpSessions) idleSince(before time.Time) []string {
 	return out
 }
 
+// clientName is how a client is named on the dashboard and in the audit:
+// its clientInfo as "name version", cut to maxClient bytes; "" if it
+// gave none.
+func clientName(info *mcp.Implementation) string {
+	if info == nil {
+		return ""
+	}
+	return strings.ToValidUTF8(cutString(strings.TrimSpace(info.Name+" "+info.Version), maxClient), "")
+}
+
 func (m *mcpSessions) setClient(id, client string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s, ok := m.live[id]; ok {
-		s.Client = strings.ToValidUTF8(cutString(client, maxClient), "")
+		s.Client = client
 	}
 }
 
@@ -125,10 +160,82 @@ func (m *mcpSessions) client(id string) string {
 func (m *mcpSessions) list() []agentSession {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]agentSession, 0, len(m.live))
-	for _, s := range m.live {
-		out = append(out, *s)
+	return sortedCopies(m.live, func(a, b agentSession) int { return a.Started.Compare(b.Started) })
+}
+
+// sortedCopies returns copies of the values of m, sorted by cmp.
+func sortedCopies[T any](m map[string]*T, cmp func(a, b T) int) []T {
+	out := make([]T, 0, len(m))
+	for _, v := range m {
+		out = append(out, *v)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	slices.SortFunc(out, cmp)
 	return out
+}
+
+// seen records a request of a stateless client.
+func (m *mcpSessions) seen(client string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.statelessLocked(client).Requests++
+}
+
+// listening records a subscriptions/listen stream of a stateless client
+// opening; the function returned records it closing.
+func (m *mcpSessions) listening(client string) (closed func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.statelessLocked(client)
+	c.Requests++
+	c.Listening++
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		c.Listening-- // on the entry it opened on, even if forgotten since
+		c.LastUsed = time.Now()
+	}
+}
+
+// statelessLocked returns the entry of a stateless client, made if new
+// (forgetting another if there are too many), with its last use now.
+func (m *mcpSessions) statelessLocked(client string) *statelessClient {
+	now := time.Now()
+	c, ok := m.stateless[client]
+	if !ok {
+		if len(m.stateless) >= maxStateless {
+			// The one to forget: not listening if any is not, and of
+			// those the one unused for longest.
+			var forget *statelessClient
+			for _, o := range m.stateless {
+				if forget == nil || (o.Listening == 0) != (forget.Listening == 0) && o.Listening == 0 ||
+					(o.Listening == 0) == (forget.Listening == 0) && o.LastUsed.Before(forget.LastUsed) {
+					forget = o
+				}
+			}
+			delete(m.stateless, forget.Client)
+		}
+		c = &statelessClient{Client: client, FirstSeen: now}
+		m.stateless[client] = c
+	}
+	c.LastUsed = now
+	return c
+}
+
+// forgetStateless forgets the stateless clients unused since before and
+// not listening.
+func (m *mcpSessions) forgetStateless(before time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, c := range m.stateless {
+		if c.Listening == 0 && c.LastUsed.Before(before) {
+			delete(m.stateless, name)
+		}
+	}
+}
+
+// statelessList returns the stateless clients, most recently used first.
+func (m *mcpSessions) statelessList() []statelessClient {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return sortedCopies(m.stateless, func(a, b statelessClient) int { return b.LastUsed.Compare(a.LastUsed) })
 }

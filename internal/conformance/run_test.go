@@ -3,7 +3,6 @@
 package conformance
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/proctest"
 )
 
 // The test binary is also the client under test of Client mode: with
@@ -43,24 +44,6 @@ func stubClient(t *testing.T) (command, marker string) {
 	t.Helper()
 	marker = "stub-client-" + strings.ReplaceAll(t.Name(), "/", "-")
 	return os.Args[0] + " " + marker, marker
-}
-
-// procsWith counts the live processes whose command line holds marker.
-func procsWith(marker string) int {
-	n := 0
-	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil || !bytes.Contains(b, []byte(marker)) {
-			continue
-		}
-		stat, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "stat"))
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 && len(stat) > i+2 && (stat[i+2] == 'Z' || stat[i+2] == 'X') {
-			continue // exited
-		}
-		n++
-	}
-	return n
 }
 
 // Client mode runs the command once per scenario of the requirement set,
@@ -106,7 +89,7 @@ func TestRunClient(t *testing.T) {
 		slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, "exited with status") }) {
 		t.Errorf("Problems() = %q; want initialize failed, and the suite's status agreeing", problems)
 	}
-	if n := procsWith(marker); n != 0 {
+	if n := proctest.Count(marker); n != 0 {
 		t.Errorf("%d client processes left after the run", n)
 	}
 }
@@ -125,9 +108,9 @@ func TestRunTimeout(t *testing.T) {
 		t.Errorf("Run took %s; want it bounded by its 3s timeout", d)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for procsWith(marker) != 0 {
+	for proctest.Count(marker) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d client processes still running after the run ended", procsWith(marker))
+			t.Fatalf("%d client processes still running after the run ended", proctest.Count(marker))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
