@@ -71,9 +71,10 @@ func (sum Summary) Freshness(def time.Duration, now time.Time) Freshness {
 }
 
 // MinListTTL is the least time a server's list TTL (ttlMs) keeps its
-// tools fresh: a server that says 0 ("do not cache") must not make
-// Switchboard re-verify it over and over.
-const MinListTTL = time.Minute
+// tools fresh: a server that says 0 ("do not cache"), as every mcp-go
+// server does unless told otherwise, must not make Switchboard re-verify
+// it (and add a history entry) more often than the default TTL would.
+const MinListTTL = 5 * time.Minute
 
 // TTL is how long the summary's last successful verification counts as
 // fresh: the server's TTL (def if it sets none), or the TTL its tool list

@@ -16,13 +16,14 @@ func TestListTTLHint(t *testing.T) {
 		list      *int64
 		wantTTL   time.Duration
 		wantHint  bool
-		wantState string // at verified + 2 min
+		wantState string // at verified + MinListTTL + 1 min
 	}{
-		{"no list TTL", 0, nil, 5 * time.Minute, false, FreshFresh},
-		{"shorter list TTL", 0, ms(90 * time.Second), 90 * time.Second, true, FreshStale},
-		{"list TTL 0 is at least a minute", 0, ms(0), MinListTTL, true, FreshStale},
-		{"longer list TTL changes nothing", 0, ms(time.Hour), 5 * time.Minute, false, FreshFresh},
+		{"no list TTL", 3600, nil, time.Hour, false, FreshFresh},
+		{"shorter list TTL", 3600, ms(330 * time.Second), 330 * time.Second, true, FreshStale},
+		{"list TTL 0 is at least MinListTTL", 3600, ms(0), MinListTTL, true, FreshStale},
+		{"longer list TTL changes nothing", 3600, ms(2 * time.Hour), time.Hour, false, FreshFresh},
 		{"the server's own TTL bounds it", 60, ms(time.Hour), time.Minute, false, FreshStale},
+		{"the default TTL bounds it", 0, ms(0), 5 * time.Minute, false, FreshStale},
 		{"an absurd list TTL", 600, ms(1 << 62), 10 * time.Minute, false, FreshFresh},
 	} {
 		sum := Summary{Server: Server{Transport: TransportHTTP, URL: "https://example.com/mcp", TTLSeconds: c.ttlSecs},
@@ -31,7 +32,7 @@ func TestListTTLHint(t *testing.T) {
 		if ttl, hint := sum.TTL(5 * time.Minute); ttl != c.wantTTL || hint != c.wantHint {
 			t.Errorf("%s: TTL = %s, hint %v; want %s, %v", c.name, ttl, hint, c.wantTTL, c.wantHint)
 		}
-		f := sum.Freshness(5*time.Minute, verified.Add(2*time.Minute))
+		f := sum.Freshness(5*time.Minute, verified.Add(MinListTTL+time.Minute))
 		if f.State != c.wantState || f.Hint != c.wantHint {
 			t.Errorf("%s: Freshness = %s (hint %v); want %s (hint %v)", c.name, f.State, f.Hint, c.wantState, c.wantHint)
 		}

@@ -463,7 +463,7 @@ func TestListChangedAndVersionTriggers(t *testing.T) {
 	}
 
 	// Auto-refresh off: no session is held.
-	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/remote", map[string]any{"transport": "http", "url": u, "auto_refresh": false}), http.StatusOK)
+	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/remote", map[string]any{"transport": "http", "url": u, "auto_refresh": false, "ttl_seconds": 3600}), http.StatusOK)
 	waitFor(t, 5*time.Second, "the watch to stop", func() bool {
 		_, watching := e.discovery("remote")["watch"]
 		return !watching
@@ -527,14 +527,14 @@ func TestToolRemovedAndRestored(t *testing.T) {
 }
 
 // The cache hints of a 2026-07-28 list (the fixture, as mcp-go, says
-// ttlMs 0, private) are kept and shown: the tools are fresh for
-// MinListTTL, not the global 5 minutes, and the API says why.
+// ttlMs 0, private) are kept and shown: the tools of a server fresh for
+// an hour here are fresh for MinListTTL only, and the API says why.
 func TestListTTLHintShown(t *testing.T) {
 	e := newEnv(t)
 	file := filepath.Join(t.TempDir(), "tools.json")
 	writeTools(t, file, "1.0.0", "alpha")
 	u, _ := startFixtureHTTP(t, "127.0.0.1:0", "-tools-file", file)
-	e.createServer(map[string]any{"id": "hinted", "transport": "http", "url": u, "auto_refresh": false})
+	e.createServer(map[string]any{"id": "hinted", "transport": "http", "url": u, "auto_refresh": false, "ttl_seconds": 3600})
 	if job := e.verify("hinted"); job["status"] != "success" {
 		t.Fatalf("verify: %v", job)
 	}
