@@ -29,7 +29,9 @@ const everythingEntry = "../e2e/node_modules/@modelcontextprotocol/server-everyt
 func TestMain(m *testing.M) {
 	RunLauncherIfAsked()
 	runConformanceClientIfAsked()
-	if mode := os.Getenv(testServerEnv); mode != "" {
+	if mode := os.Getenv(testServerEnv); mode == modernOnly {
+		os.Exit(serveModernOnly())
+	} else if mode != "" {
 		os.Exit(serveTestServer(mode))
 	}
 	dir, err := os.MkdirTemp("", "discovery-test-")

@@ -3,13 +3,16 @@
 package discovery
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -265,3 +268,70 @@ func TestListCacheHints(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// modernOnly is the testServer mode of serveModernOnly.
+const modernOnly = "modern-only"
+
+// refuseInitialize is the answer of a server that speaks only 2026-07-28
+// to initialize.
+func refuseInitialize(id json.RawMessage) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"initialize: this server speaks only MCP 2026-07-28"}}`, id)
+}
+
+// serveModernOnly serves newToolServer(2) over stdio as a server that
+// speaks only 2026-07-28: initialize is refused, everything else is
+// mcp-go's. (Writes of whole lines under 4 KiB to a pipe do not
+// interleave.)
+func serveModernOnly() int {
+	r, w := io.Pipe()
+	go func() {
+		in := bufio.NewScanner(os.Stdin)
+		in.Buffer(nil, 1<<20)
+		for in.Scan() {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(in.Bytes(), &m) == nil && m.Method == "initialize" {
+				os.Stdout.WriteString(refuseInitialize(m.ID) + "\n")
+				continue
+			}
+			w.Write(append(in.Bytes(), '\n'))
+		}
+		w.Close()
+	}()
+	if err := server.NewStdioServer(newToolServer(2)).Listen(context.Background(), r, os.Stdout); err != nil && !errors.Is(err, io.EOF) {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// A server that speaks only 2026-07-28 (initialize refused) verifies,
+// over stdio and Streamable HTTP, on 2026-07-28.
+func TestModernOnlyServer(t *testing.T) {
+	stdio, _ := testServer(t, modernOnly)
+	inner := server.NewStreamableHTTPServer(newToolServer(2), server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20260728))
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(body, &m) == nil && m.Method == "initialize" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, refuseInitialize(m.ID))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		inner.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	for _, target := range []Target{stdio, {Transport: TransportHTTP, URL: ts.URL + "/mcp"}} {
+		res, e, _ := verify(t, Limits{}, target, nil)
+		if e != nil || res.ProtocolVersion != mcp.ProtocolVersion20260728 || len(res.Tools) != 2 {
+			t.Errorf("verify over %s = %+v, %v; want 2 tools on %s", target.Transport, res, e, mcp.ProtocolVersion20260728)
+		}
+	}
+}
