@@ -97,7 +97,7 @@ var limitFields = map[string]struct {
 }{
 	"init":         {"start + initialize deadline (duration)", func(l *Limits) any { return &l.InitTimeout }},
 	"list":         {"tools/list walk deadline (duration)", func(l *Limits) any { return &l.ListTimeout }},
-	"discover":     {"server/discover probe deadline (duration)", func(l *Limits) any { return &l.DiscoverTimeout }},
+	"discover":     {"server/discover probe deadline of a stdio server; a remote one gets the init deadline (duration)", func(l *Limits) any { return &l.DiscoverTimeout }},
 	"grace":        {"each stop step: stdin closed, SIGTERM (duration)", func(l *Limits) any { return &l.Grace }},
 	"message":      {"one message (bytes)", func(l *Limits) any { return &l.MessageBytes }},
 	"total":        {"all bytes of one verification, and of each minute of a watch (bytes)", func(l *Limits) any { return &l.TotalBytes }},

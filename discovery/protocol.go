@@ -20,13 +20,6 @@ import (
 // revisions when the server does not answer it. What Switchboard adds is
 // here: how long the probe may take, and one retry mcp-go leaves out.
 
-// remoteDiscoverTimeout is the least time the server/discover probe gets
-// from a remote server. Every HTTP server answers a POST (an older one
-// with a JSON-RPC error or a 4xx status), so waiting costs nothing there,
-// while giving up early would make a 2026-07-28-only server behind a slow
-// link look like an older one, and fail its verification.
-const remoteDiscoverTimeout = 5 * time.Second
-
 // clientInfo is how Switchboard introduces itself to servers: in
 // initialize, and in the _meta of every 2026-07-28 request.
 var clientInfo = mcp.Implementation{Name: "switchboard", Version: "1"}
@@ -34,11 +27,15 @@ var clientInfo = mcp.Implementation{Name: "switchboard", Version: "1"}
 // newClient is the MCP client of one run over tr. On stdio the probe
 // gets Limits.DiscoverTimeout: a server of an older revision may ignore
 // the unknown method, and what the probe waits is added to every
-// verification of it.
+// verification of it. A remote server gets the whole handshake deadline:
+// every HTTP server answers a POST (an older one with a JSON-RPC error
+// or a 4xx status), so a probe that gave up early would only take a slow
+// 2026-07-28 server (a slow link, a loaded machine) for an older one and
+// send it an initialize it does not know.
 func (r *verification) newClient(tr transport.Interface) *client.Client {
 	probe := r.limits.DiscoverTimeout
-	if r.target.Transport != TransportStdio && probe > 0 && probe < remoteDiscoverTimeout {
-		probe = min(remoteDiscoverTimeout, r.limits.InitTimeout/2)
+	if r.target.Transport != TransportStdio {
+		probe = r.limits.InitTimeout // the handshake's context bounds it too
 	}
 	return client.NewClient(tr, client.WithDiscoverTimeout(probe))
 }
