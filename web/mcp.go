@@ -445,6 +445,7 @@ func (e *mcpEndpoint) serveModern(c echo.Context, req rpcRequest) error {
 		client := req.client()
 		if req.Method == string(mcp.MethodSubscriptionsListen) {
 			defer e.sessions.listening(client)()
+			r = e.endWithEndpoint(r)
 		} else {
 			e.sessions.seen(client)
 		}
@@ -454,6 +455,22 @@ func (e *mcpEndpoint) serveModern(c echo.Context, req rpcRequest) error {
 	}
 	e.h.ServeHTTP(w, r)
 	return nil
+}
+
+// endWithEndpoint returns r with a context that also ends when the
+// endpoint closes. A subscriptions/listen stream lasts until its request
+// ends, and mcp-go's Shutdown ends the streams of sessions but not these,
+// which belong to none: they would hold the HTTP server's shutdown up.
+func (e *mcpEndpoint) endWithEndpoint(r *http.Request) *http.Request {
+	ctx, cancel := context.WithCancel(r.Context())
+	go func() { // ends with the request or the endpoint
+		defer cancel()
+		select {
+		case <-e.quit:
+		case <-ctx.Done():
+		}
+	}()
+	return r.WithContext(ctx)
 }
 
 // agent is who sent a request: a session, or a 2026-07-28 client, which

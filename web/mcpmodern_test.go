@@ -360,3 +360,24 @@ func TestMCPModernAndSessionCallsTogether(t *testing.T) {
 		t.Errorf("audited calls by session and client = %v; want 10 stateless of modern-agent 0.2 and 10 of the session", clients)
 	}
 }
+
+// A subscriptions/listen stream ends when the application closes, as a
+// session's stream does, so that it holds no shutdown up.
+func TestMCPListenEndsWithTheApp(t *testing.T) {
+	e := newEnv(t)
+	srv, _ := e.liveServer()
+	c := connectMCPAs(t, srv.URL, testMCPToken, mcp.ProtocolVersion20260728, modernAgent)
+	ended := make(chan error, 1)
+	go func() { ended <- c.Listen(context.Background(), mcp.SubscriptionFilter{ToolsListChanged: true}) }()
+	waitFor(t, 5*time.Second, "the listen stream acknowledged", func() bool { return c.acknowledged.Load() == 1 })
+	start := time.Now()
+	e.app.Close()
+	select {
+	case <-ended:
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Errorf("the listen stream ended %s after Close; want at once", d)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the listen stream is still open 2s after the application closed")
+	}
+}
