@@ -48,7 +48,6 @@ type AgentSession struct {
 // give (clientInfo, "" if none).
 type StatelessAgent struct {
 	Client    string
-	FirstSeen time.Time
 	LastUsed  time.Time
 	Requests  int
 	Listening int // open subscriptions/listen streams

@@ -34,7 +34,7 @@ func (s *Server) handleAgentsPage(c echo.Context) error {
 		v.Sessions = append(v.Sessions, views.AgentSession{ID: a.ID, Client: a.Client, Started: a.Started})
 	}
 	for _, a := range s.mcp.sessions.statelessList() {
-		v.Stateless = append(v.Stateless, views.StatelessAgent{Client: a.Client, FirstSeen: a.FirstSeen, LastUsed: a.LastUsed,
+		v.Stateless = append(v.Stateless, views.StatelessAgent{Client: a.Client, LastUsed: a.LastUsed,
 			Requests: a.Requests, Listening: a.Listening})
 	}
 	return render(c, http.StatusOK, views.AgentsPage(s.page(c, "Agents"), v))

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"math/big"
@@ -17,6 +18,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/web"
@@ -178,18 +181,38 @@ func FuzzAPI(f *testing.F) {
 }
 
 // FuzzMCP sends any JSON-RPC body to /mcp, in an initialized session or
-// none. The answer is never a 5xx; a JSON answer is JSON-RPC 2.0, and a
-// response to a request carries its id.
+// none; outside a session, a body whose _meta names 2026-07-28 or later
+// goes with the headers a client of that revision sends (its version,
+// Mcp-Method, Mcp-Name). The answer is never a 5xx; a JSON answer is
+// JSON-RPC 2.0, and a response to a request carries its id.
 func FuzzMCP(f *testing.F) {
 	e := newFuzzEnv(f)
 	post := func(session string, body []byte) *httptest.ResponseRecorder {
-		r := newRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
+		// A subscriptions/listen stream lasts until its client goes.
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		r := newRequest(http.MethodPost, "/mcp", bytes.NewReader(body)).WithContext(ctx)
 		r.Header.Set("Authorization", "Bearer "+testMCPToken)
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("Accept", "application/json, text/event-stream")
 		if session != "" {
 			r.Header.Set("Mcp-Session-Id", session)
 			r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		}
+		var req struct {
+			Method mcp.MCPMethod   `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		var params struct {
+			Meta *mcp.Meta `json:"_meta"`
+		}
+		if session == "" && json.Unmarshal(body, &req) == nil && json.Unmarshal(req.Params, &params) == nil {
+			if version := params.Meta.ProtocolVersion(); mcp.IsModernProtocol(version) {
+				r.Header.Set("MCP-Protocol-Version", version)
+				for k, v := range mcp.StandardHeaders(version, req.Method, req.Params) {
+					r.Header.Set(k, v)
+				}
+			}
 		}
 		return e.serveFuzz(r)
 	}

@@ -69,6 +69,9 @@ const (
 	mcpServerVersion = "1"
 )
 
+// serverInfo is the endpoint's serverInfo, as 2026-07-28 results carry it.
+var serverInfo = mcp.Implementation{Name: mcpServerName, Version: mcpServerVersion}
+
 // mcpProtocolVersions are the versions the endpoint speaks, newest first:
 // the stateless 2026-07-28 and the session-based ones before it.
 var mcpProtocolVersions = []string{mcp.ProtocolVersion20260728, mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326}
@@ -136,9 +139,6 @@ type mcpEndpoint struct {
 	offer     atomic.Pointer[offer]
 	buildMu   sync.Mutex             // one build at a time
 	canonical map[string]offeredTool // by pin and agent name (buildMu)
-	// listHeads are the JSON of a tools/list result up to its list, for
-	// a session and for a 2026-07-28 request (see listHead).
-	listHeads [2][]byte
 
 	approvals *approvals
 	audit     *auditLog
@@ -157,8 +157,7 @@ func newMCPEndpoint(s *Server, cfg MCPConfig, v *discovery.Verifier) *mcpEndpoin
 		cfg.CallTimeout = DefaultCallTimeout
 	}
 	e := &mcpEndpoint{s: s, cfg: cfg, sessions: newMCPSessions(), canonical: map[string]offeredTool{}, authLimit: newFailureLimiter(),
-		listHeads: [2][]byte{listHead(false), listHead(true)},
-		rebuild:   make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
+		rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 	poolCfg := cfg.Pool
 	poolCfg.OnChange = e.upstreamChanged
 	e.pool = discovery.NewPool(v, poolCfg)
@@ -445,6 +444,7 @@ func (e *mcpEndpoint) serveModern(c echo.Context, req rpcRequest) error {
 		client := req.client()
 		if req.Method == string(mcp.MethodSubscriptionsListen) {
 			defer e.sessions.listening(client)()
+			r = e.endWithEndpoint(r)
 		} else {
 			e.sessions.seen(client)
 		}
@@ -454,6 +454,22 @@ func (e *mcpEndpoint) serveModern(c echo.Context, req rpcRequest) error {
 	}
 	e.h.ServeHTTP(w, r)
 	return nil
+}
+
+// endWithEndpoint returns r with a context that also ends when the
+// endpoint closes. A subscriptions/listen stream lasts until its request
+// ends, and mcp-go's Shutdown ends the streams of sessions but not these,
+// which belong to none: they would hold the HTTP server's shutdown up.
+func (e *mcpEndpoint) endWithEndpoint(r *http.Request) *http.Request {
+	ctx, cancel := context.WithCancel(r.Context())
+	go func() { // ends with the request or the endpoint
+		defer cancel()
+		select {
+		case <-e.quit:
+		case <-ctx.Done():
+		}
+	}()
+	return r.WithContext(ctx)
 }
 
 // agent is who sent a request: a session, or a 2026-07-28 client, which
@@ -489,32 +505,34 @@ func (e *mcpEndpoint) answer(c echo.Context, req rpcRequest, from agent) (bool, 
 
 // rpcRequest is what the endpoint reads of a JSON-RPC request itself.
 type rpcRequest struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  struct {
+	ID     json.RawMessage
+	Method string
+	Params struct {
 		Cursor    string    `json:"cursor"`
 		Name      string    `json:"name"`
 		Arguments any       `json:"arguments"`
 		Meta      *mcp.Meta `json:"_meta"`
-	} `json:"params"`
+	}
 	// RawParams is params as sent.
-	RawParams json.RawMessage `json:"-"`
+	RawParams json.RawMessage
 }
 
 // parseRequest reads body as a single JSON-RPC request, sent as JSON (as
 // mcp-go requires: anything else is left to it to refuse).
 func parseRequest(r *http.Request, body []byte) (rpcRequest, bool) {
-	var req rpcRequest
-	var raw struct {
-		Params json.RawMessage `json:"params"`
+	var msg struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
 	}
+	req := rpcRequest{}
 	if media, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType)); err != nil || media != echo.MIMEApplicationJSON ||
-		json.Unmarshal(body, &req) != nil || json.Unmarshal(body, &raw) != nil ||
-		req.JSONRPC != "2.0" || len(req.ID) == 0 || string(req.ID) == "null" || req.Method == "" {
+		json.Unmarshal(body, &msg) != nil || msg.JSONRPC != "2.0" || len(msg.ID) == 0 || string(msg.ID) == "null" || msg.Method == "" ||
+		len(msg.Params) > 0 && json.Unmarshal(msg.Params, &req.Params) != nil {
 		return req, false
 	}
-	req.RawParams = raw.Params
+	req.ID, req.Method, req.RawParams = msg.ID, msg.Method, msg.Params
 	return req, true
 }
 
@@ -607,9 +625,17 @@ func (e *mcpEndpoint) refuseCall(c echo.Context, req rpcRequest, from agent) err
 	if err != nil {
 		return writeRPCError(c, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: err.Error()})
 	}
-	// Offered since the offer was read.
+	// Offered since the offer was read: answered as mcp-go would.
+	if from.modern {
+		res.SetResultType(mcp.ResultTypeComplete)
+		res.EnsureResultMeta().SetServerInfo(serverInfo)
+	}
 	return c.JSON(http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res})
 }
+
+// sessionListHead and modernListHead are the JSON of a tools/list result
+// up to its list of tools, for a session and for a 2026-07-28 request.
+var sessionListHead, modernListHead = listHead(false), listHead(true)
 
 // listHead is the JSON of a tools/list result up to its list of tools,
 // as mcp-go's types encode it: for a 2026-07-28 request with the fields
@@ -618,7 +644,7 @@ func listHead(modern bool) []byte {
 	res := mcp.ListToolsResult{Tools: []mcp.Tool{}}
 	if modern {
 		res.SetResultType(mcp.ResultTypeComplete)
-		res.EnsureResultMeta().SetServerInfo(mcp.Implementation{Name: mcpServerName, Version: mcpServerVersion})
+		res.EnsureResultMeta().SetServerInfo(serverInfo)
 		res.SetCacheHints(offerTTL, offerScope)
 	}
 	b, err := json.Marshal(res)
@@ -636,9 +662,9 @@ func (e *mcpEndpoint) writeList(c echo.Context, id json.RawMessage, modern bool)
 		return err
 	}
 	head := append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...)
-	result := e.listHeads[0]
+	result := sessionListHead
 	if modern {
-		result = e.listHeads[1]
+		result = modernListHead
 	}
 	tail := []byte(`}}`)
 	w := c.Response()

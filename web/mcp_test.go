@@ -28,20 +28,39 @@ import (
 type mcpClient struct {
 	*client.Client
 	listChanged atomic.Int32
+	// acknowledged counts the subscriptions/listen streams the server
+	// acknowledged (2026-07-28).
+	acknowledged atomic.Int32
 }
 
+// connectMCP connects as a session-based client (2025-11-25) with its
+// stream for server notifications open.
 func connectMCP(t testing.TB, base, token string) *mcpClient {
 	t.Helper()
-	c, err := client.NewStreamableHttpClient(base+"/mcp",
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}),
-		transport.WithContinuousListening())
+	return connectMCPAs(t, base, token, mcp.ProtocolVersion20251125, mcp.Implementation{Name: "test-agent", Version: "0.1"})
+}
+
+// connectMCPAs connects a client of the protocol version: session-based
+// with its notification stream open before 2026-07-28; from it
+// stateless, discovering the server, and hearing notifications only on a
+// subscriptions/listen stream it opens (Listen).
+func connectMCPAs(t testing.TB, base, token, version string, info mcp.Implementation) *mcpClient {
+	t.Helper()
+	opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token})}
+	if !mcp.IsModernProtocol(version) {
+		opts = append(opts, transport.WithContinuousListening())
+	}
+	c, err := client.NewStreamableHttpClient(base+"/mcp", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mc := &mcpClient{Client: c}
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+		switch n.Method {
+		case string(mcp.MethodNotificationToolsListChanged):
 			mc.listChanged.Add(1)
+		case mcp.MethodNotificationSubscriptionsAcknowledged:
+			mc.acknowledged.Add(1)
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -50,15 +69,15 @@ func connectMCP(t testing.TB, base, token string) *mcpClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	res, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: mcp.ProtocolVersion20251125,
-		ClientInfo:      mcp.Implementation{Name: "test-agent", Version: "0.1"},
-	}})
+	res, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: version, ClientInfo: info}})
 	if err != nil {
-		t.Fatalf("initialize: %v", err)
+		t.Fatalf("initialize at %s: %v", version, err)
 	}
 	if res.ServerInfo.Name != "switchboard" || res.Capabilities.Tools == nil || !res.Capabilities.Tools.ListChanged {
 		t.Fatalf("initialize = %+v; want switchboard with tools.listChanged", res)
+	}
+	if got := c.ProtocolVersion(); got != version {
+		t.Fatalf("the client speaks %s to /mcp; want %s", got, version)
 	}
 	return mc
 }
@@ -107,9 +126,16 @@ func (e *env) calls() []map[string]any {
 // waitCall waits for the audit log to hold n calls and returns the newest.
 func (e *env) waitCall(n int) map[string]any {
 	e.t.Helper()
+	return e.waitCalls(n)[0]
+}
+
+// waitCalls waits for the audit log to hold n calls and returns them,
+// newest first.
+func (e *env) waitCalls(n int) []map[string]any {
+	e.t.Helper()
 	var calls []map[string]any
-	waitFor(e.t, 5*time.Second, "the call audited", func() bool { calls = e.calls(); return len(calls) >= n })
-	return calls[0]
+	waitFor(e.t, 5*time.Second, "the calls audited", func() bool { calls = e.calls(); return len(calls) >= n })
+	return calls
 }
 
 var agentNameSyntax = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)

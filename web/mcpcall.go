@@ -149,7 +149,26 @@ func (e *mcpEndpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallTo
 	case err != nil:
 		return nil, fmt.Errorf("the server %s failed: %w", srv.ID, err)
 	}
-	return res, nil
+	return relayed(res), nil
+}
+
+// relayed is an upstream server's result as Switchboard answers it: the
+// fields of the upstream's own exchange are removed, its serverInfo and
+// its "complete" resultType (2026-07-28). The agent is answered by
+// Switchboard, in its own protocol version: mcp-go adds Switchboard's
+// serverInfo and the resultType to a 2026-07-28 answer, and a session's
+// answer has neither.
+func relayed(res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res.ResultType == mcp.ResultTypeComplete {
+		res.ResultType = ""
+	}
+	if m := res.Meta; m != nil {
+		delete(m.AdditionalFields, mcp.MetaKeyServerInfo)
+		if m.ProgressToken == nil && len(m.AdditionalFields) == 0 {
+			res.Meta = nil
+		}
+	}
+	return res
 }
 
 // lookup reads a tool by its agent name with its server, and says why it

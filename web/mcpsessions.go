@@ -39,10 +39,9 @@ type agentSession struct {
 
 // statelessClient is a 2026-07-28 client, by the name its requests give.
 type statelessClient struct {
-	Client    string
-	FirstSeen time.Time
-	LastUsed  time.Time
-	Requests  int
+	Client   string
+	LastUsed time.Time
+	Requests int
 	// Listening counts its open subscriptions/listen streams.
 	Listening int
 }
@@ -53,8 +52,8 @@ const maxClient = 200
 // maxTerminated bounds the terminated ids kept.
 const maxTerminated = 4096
 
-// maxStateless bounds the stateless clients kept: past it, the one
-// unused for longest is forgotten.
+// maxStateless bounds the stateless clients kept: past it, one is
+// forgotten (see forgetFirst).
 const maxStateless = 256
 
 var errUnknownSession = errors.New("unknown MCP session")
@@ -203,22 +202,28 @@ func (m *mcpSessions) statelessLocked(client string) *statelessClient {
 	c, ok := m.stateless[client]
 	if !ok {
 		if len(m.stateless) >= maxStateless {
-			// The one to forget: not listening if any is not, and of
-			// those the one unused for longest.
 			var forget *statelessClient
 			for _, o := range m.stateless {
-				if forget == nil || (o.Listening == 0) != (forget.Listening == 0) && o.Listening == 0 ||
-					(o.Listening == 0) == (forget.Listening == 0) && o.LastUsed.Before(forget.LastUsed) {
+				if forget == nil || forgetFirst(o, forget) {
 					forget = o
 				}
 			}
 			delete(m.stateless, forget.Client)
 		}
-		c = &statelessClient{Client: client, FirstSeen: now}
+		c = &statelessClient{Client: client}
 		m.stateless[client] = c
 	}
 	c.LastUsed = now
 	return c
+}
+
+// forgetFirst reports whether a is to be forgotten before b: one not
+// listening before one listening, then the one unused for longer.
+func forgetFirst(a, b *statelessClient) bool {
+	if (a.Listening == 0) != (b.Listening == 0) {
+		return a.Listening == 0
+	}
+	return a.LastUsed.Before(b.LastUsed)
 }
 
 // forgetStateless forgets the stateless clients unused since before and

@@ -5,13 +5,17 @@
 //
 // In Server mode the suite is a client of a server that is already
 // running at Options.URL. In Client mode the suite starts a test server of
-// its own per scenario and runs Options.Command once for each, with that
-// server's URL appended as the last argument and MCP_CONFORMANCE_SCENARIO
-// (and MCP_CONFORMANCE_PROTOCOL_VERSION) in its environment; the suite
-// splits Command at spaces and runs it through a shell, so neither the
-// command nor its arguments may contain spaces. A client harness is
-// typically the test binary itself, told by an environment variable
-// (Options.Env) to act as the client for the scenario it is given.
+// its own per scenario (several at once) and runs Options.Command once for
+// each, with that server's URL appended as the last argument, and in its
+// environment MCP_CONFORMANCE_SCENARIO (the scenario's name),
+// MCP_CONFORMANCE_PROTOCOL_VERSION (the revision to speak: stateful up to
+// 2025-11-25, stateless from 2026-07-28) and, for scenarios that need it
+// (credentials), MCP_CONFORMANCE_CONTEXT (JSON). The suite splits Command
+// at spaces and hands the pieces and the URL to a shell (sh -c), so no
+// argument can hold a space, and shell syntax in Command is the shell's.
+// A client harness is typically the test binary itself, told by a
+// variable in Options.Env to act as the client of the scenario it is
+// given (see TestMain in run_test.go).
 //
 // A run is bounded by Options.Timeout. The suite runs in its own process
 // group, which is killed when the run ends, so nothing it started (the

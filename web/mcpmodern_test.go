@@ -1,0 +1,397 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// modernAgent is the clientInfo of the 2026-07-28 client in these tests.
+var modernAgent = mcp.Implementation{Name: "modern-agent", Version: "0.2"}
+
+// A 2026-07-28 client gets what a session-based one gets: the same offer
+// (the same bytes, with the revision's caching fields), the same calls,
+// refusals, approvals and audit, named by its clientInfo; and it hears of a
+// change to the offer on its subscriptions/listen stream.
+func TestMCPModernClient(t *testing.T) {
+	m := newMCPSetup(t)
+	e := m.e
+	// The Agents page shows the endpoint's token: that is what it is for.
+	e.secrets = slices.DeleteFunc(e.secrets, func(s string) bool { return s == testMCPToken })
+	b := e.login()
+	srv, hc := e.liveServer()
+	events := b.openEvents(srv, hc)
+	events.until(t, 5*time.Second, "snapshot", named("approvals"))
+	old := connectMCP(t, m.base, testMCPToken)
+	c := connectMCPAs(t, m.base, testMCPToken, mcp.ProtocolVersion20260728, modernAgent)
+	if id := c.GetSessionId(); id != "" {
+		t.Errorf("the 2026-07-28 client has session %q; want none", id)
+	}
+
+	// The offer: the same tools, as the same bytes, private and not to be
+	// reused without asking again.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatalf("tools/list at 2026-07-28: %v", err)
+	}
+	if names := c.names(t); !slices.Equal(names, old.names(t)) || len(names) != 6 {
+		t.Errorf("tools/list at 2026-07-28 = %q; want the 6 tools a session gets, %q", names, old.names(t))
+	}
+	if list.TTLMs == nil || *list.TTLMs != 0 || list.CacheScope != mcp.CacheScopePrivate || list.ResultType != mcp.ResultTypeComplete {
+		t.Errorf("tools/list result fields: ttlMs %v, cacheScope %q, resultType %q; want 0, private, complete", list.TTLMs, list.CacheScope, list.ResultType)
+	}
+	modern := postModern(t, m.base, "tools/list", nil, nil)
+	legacy := postMCP(t, m.base, map[string]string{"Mcp-Session-Id": old.GetSessionId(), "Mcp-Protocol-Version": mcp.ProtocolVersion20251125},
+		map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
+	if modern.status != http.StatusOK || legacy.status != http.StatusOK || !bytes.Equal(modern.result["tools"], legacy.result["tools"]) {
+		t.Errorf("tools/list: 2026-07-28 answered %d %s, a session %d %s; want the same list, byte for byte",
+			modern.status, truncate(string(modern.result["tools"])), legacy.status, truncate(string(legacy.result["tools"])))
+	}
+	if got := string(modern.result["_meta"]); got != `{"io.modelcontextprotocol/serverInfo":{"name":"switchboard","version":"1"}}` {
+		t.Errorf("tools/list result _meta = %s; want switchboard's serverInfo", got)
+	}
+	if _, ok := legacy.result["ttlMs"]; ok {
+		t.Errorf("tools/list of a session = %s; want no 2026-07-28 fields", legacy.result)
+	}
+
+	// Calls: allowed, denied, not offered; audited as stateless, by name.
+	res, err := c.call("alpha__read", map[string]any{"path": "/x"})
+	if err != nil || text(res) != `read {"path":"/x"}` {
+		t.Fatalf("call alpha__read at 2026-07-28 = %q, %v; want the fixture's echo", text(res), err)
+	}
+	if call := e.waitCall(1); call["decision"] != "allowed" || call["outcome"] != "ok" || call["session"] != "stateless" || call["client"] != "modern-agent 0.2" {
+		t.Errorf("audited call = %v; want allowed, ok, session stateless, client modern-agent 0.2", call)
+	}
+	if _, err := c.call("alpha__drop", nil); err == nil || !strings.Contains(err.Error(), "policy is deny") {
+		t.Errorf("call of a denied tool at 2026-07-28 = %v; want refused, policy deny", err)
+	}
+	if call := e.waitCall(2); call["decision"] != "denied" || call["outcome"] != "refused" || call["session"] != "stateless" || call["client"] != "modern-agent 0.2" {
+		t.Errorf("audited refusal = %v; want denied, refused, session stateless, client modern-agent 0.2", call)
+	}
+	if _, err := c.call("alpha__nope", nil); err == nil || !strings.Contains(err.Error(), `no tool is offered as "alpha__nope"`) {
+		t.Errorf("call of a tool not offered at 2026-07-28 = %v; want refused, not offered", err)
+	}
+	e.waitCall(3)
+	// A result is Switchboard's answer: its serverInfo at 2026-07-28, none
+	// for a session, whatever the upstream server's own answer said.
+	modern = postModern(t, m.base, "tools/call", map[string]any{"name": "alpha__read", "arguments": map[string]any{}}, nil)
+	legacy = postMCP(t, m.base, map[string]string{"Mcp-Session-Id": old.GetSessionId(), "Mcp-Protocol-Version": mcp.ProtocolVersion20251125},
+		map[string]any{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": map[string]any{"name": "alpha__read", "arguments": map[string]any{}}})
+	if got := string(modern.result["_meta"]) + " " + string(modern.result["resultType"]); got != `{"io.modelcontextprotocol/serverInfo":{"name":"switchboard","version":"1"}} "complete"` {
+		t.Errorf("tools/call result at 2026-07-28: _meta and resultType %s; want switchboard's serverInfo, complete", got)
+	}
+	if legacy.result["_meta"] != nil || legacy.result["resultType"] != nil || legacy.result["content"] == nil {
+		t.Errorf("tools/call result of a session = %s; want content without _meta or resultType", legacy.result)
+	}
+	e.waitCall(5)
+
+	// ask: the call waits for a person, whose card names the client.
+	done := make(chan error, 1)
+	go func() {
+		res, err := c.call("alpha__write", map[string]any{"text": "hello"})
+		if err == nil && !strings.HasPrefix(text(res), "write ") {
+			err = fmt.Errorf("result %q", text(res))
+		}
+		done <- err
+	}()
+	var approval map[string]any
+	waitFor(t, 5*time.Second, "the approval waiting", func() bool {
+		var body struct {
+			Approvals []map[string]any `json:"approvals"`
+		}
+		json.Unmarshal(e.api(http.MethodGet, "/api/v1/approvals", nil).Body.Bytes(), &body)
+		if len(body.Approvals) == 1 {
+			approval = body.Approvals[0]
+		}
+		return approval != nil
+	})
+	if approval["session"] != "stateless" || approval["client"] != "modern-agent 0.2" {
+		t.Errorf("approval = %v; want session stateless, client modern-agent 0.2", approval)
+	}
+	seen := events.until(t, 5*time.Second, "the card pushed", func(ev sseEvent) bool {
+		return ev.name == "approvals" && strings.Contains(ev.text(), `data-testid="approval-card"`)
+	})
+	card := findOne(t, parseFragment(t, seen[len(seen)-1].text()), byTestID("approval-card"))
+	if got := squash(textOf(card)); !strings.Contains(got, "no session (MCP 2026-07-28) · modern-agent 0.2") {
+		t.Errorf("approval card = %q; want it to say the client has no session, and its name", got)
+	}
+	wantStatus(t, b.htmx(http.MethodPost, "/approvals/"+approval["id"].(string), url.Values{"decision": {"approve"}}), http.StatusNoContent)
+	if err := <-done; err != nil {
+		t.Errorf("call approved in the dashboard = %v; want it through", err)
+	}
+	if call := e.waitCall(6); call["decision"] != "approved" || call["decided_by"] != "dashboard" || call["session"] != "stateless" {
+		t.Errorf("audited approved call = %v; want approved by the dashboard, session stateless", call)
+	}
+
+	// The Agents page lists it by name apart from the sessions, and the
+	// calls table names it.
+	doc := parseHTML(t, b.get("/agents").Body.String())
+	agents := findAll(doc, byTestID("stateless-agent"))
+	if len(agents) != 1 || !strings.HasPrefix(squash(textOf(agents[0])), "modern-agent 0.2 · 9 requests · last ") || strings.Contains(textOf(agents[0]), "listening") {
+		t.Fatalf("stateless agents on the Agents page = %d, first %q; want modern-agent 0.2 after 9 requests, not listening", len(agents), textOf(agents[0]))
+	}
+	if sessions := testIDText(t, doc, "agent-sessions"); !strings.Contains(sessions, "test-agent 0.1") {
+		t.Errorf("connected agents = %q; want the session of test-agent 0.1 too", sessions)
+	}
+
+	// list_changed on the listen stream, when a person changes a policy.
+	stop, err := c.ListenAsync(context.Background(), mcp.SubscriptionFilter{ToolsListChanged: true}, func(err error) { t.Errorf("listen: %v", err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the listen stream acknowledged", func() bool { return c.acknowledged.Load() == 1 })
+	if got := textOf(findAll(parseHTML(t, b.get("/agents").Body.String()), byTestID("stateless-agent"))[0]); !strings.Contains(got, "listening for changes") {
+		t.Errorf("stateless agent while listening = %q; want it listening for changes", got)
+	}
+	heard, sessionHeard := c.listChanged.Load(), old.listChanged.Load()
+	e.setPolicy("alpha", "read", "deny")
+	waitFor(t, 5*time.Second, "tools/list_changed on the listen stream", func() bool { return c.listChanged.Load() > heard })
+	waitFor(t, 5*time.Second, "tools/list_changed in the session", func() bool { return old.listChanged.Load() > sessionHeard })
+	if names := c.names(t); slices.Contains(names, "alpha__read") || len(names) != 5 {
+		t.Errorf("tools/list after alpha read was denied = %q; want the 5 others", names)
+	}
+	stop()
+	waitFor(t, 5*time.Second, "the listen stream closed", func() bool {
+		return !strings.Contains(textOf(findAll(parseHTML(t, b.get("/agents").Body.String()), byTestID("stateless-agent"))[0]), "listening")
+	})
+	heard, sessionHeard = c.listChanged.Load(), old.listChanged.Load()
+	e.setPolicy("alpha", "read", "allow")
+	waitFor(t, 5*time.Second, "tools/list_changed in the session", func() bool { return old.listChanged.Load() > sessionHeard })
+	time.Sleep(100 * time.Millisecond)
+	if n := c.listChanged.Load(); n != heard {
+		t.Errorf("%d tools/list_changed after the listen stream closed; want none", n-heard)
+	}
+}
+
+// squash is s with each run of white space made one space.
+func squash(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// mcpAnswer is an answer of /mcp: its status, and its result or error.
+type mcpAnswer struct {
+	status int
+	id     json.RawMessage
+	result map[string]json.RawMessage
+	error  *struct {
+		Code int             `json:"code"`
+		Data json.RawMessage `json:"data"`
+	}
+}
+
+// postMCP posts a JSON-RPC message to /mcp with the token and headers.
+func postMCP(t *testing.T, base string, header map[string]string, msg any) mcpAnswer {
+	t.Helper()
+	body, err := json.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := http.NewRequest(http.MethodPost, base+"/mcp", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Authorization", "Bearer "+testMCPToken)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		r.Header.Set(k, v)
+	}
+	// No connection is kept: none is left open when the tests end.
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(r)
+	if err != nil {
+		t.Fatalf("POST /mcp %s: %v", body, err)
+	}
+	defer resp.Body.Close()
+	var data bytes.Buffer
+	data.ReadFrom(resp.Body)
+	a := mcpAnswer{status: resp.StatusCode}
+	var envelope struct {
+		ID     json.RawMessage            `json:"id"`
+		Result map[string]json.RawMessage `json:"result"`
+		Error  *struct {
+			Code int             `json:"code"`
+			Data json.RawMessage `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(data.Bytes(), &envelope); err != nil {
+		t.Fatalf("POST /mcp %s = %d %q: %v", body, resp.StatusCode, truncate(data.String()), err)
+	}
+	a.id, a.result, a.error = envelope.ID, envelope.Result, envelope.Error
+	return a
+}
+
+// modernRequest is a well-formed 2026-07-28 request and its headers; the
+// tests break one part of it at a time.
+func modernRequest(method string, params map[string]any) (map[string]string, map[string]any) {
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["_meta"] = map[string]any{
+		mcp.MetaKeyProtocolVersion:    mcp.ProtocolVersion20260728,
+		mcp.MetaKeyClientCapabilities: map[string]any{},
+		mcp.MetaKeyClientInfo:         modernAgent,
+	}
+	header := map[string]string{"Mcp-Protocol-Version": mcp.ProtocolVersion20260728, "Mcp-Method": method}
+	if name, ok := params["name"].(string); ok {
+		header["Mcp-Name"] = name
+	}
+	return header, map[string]any{"jsonrpc": "2.0", "id": 41, "method": method, "params": params}
+}
+
+// postModern posts a well-formed 2026-07-28 request, changed by edit if
+// it is not nil.
+func postModern(t *testing.T, base, method string, params map[string]any, edit func(header map[string]string, msg map[string]any)) mcpAnswer {
+	t.Helper()
+	header, msg := modernRequest(method, params)
+	if edit != nil {
+		edit(header, msg)
+	}
+	return postMCP(t, base, header, msg)
+}
+
+// What /mcp answers itself for a 2026-07-28 client (tools/list, a call of
+// a tool not offered) is refused exactly as mcp-go refuses what it answers
+// (prompts/list, prompts/get): same HTTP status, same JSON-RPC error and
+// data, the request's id; and a valid list carries the same result fields.
+func TestMCPModernChecksAsMCPGo(t *testing.T) {
+	m := newMCPSetup(t)
+	meta := func(msg map[string]any) map[string]any {
+		return msg["params"].(map[string]any)["_meta"].(map[string]any)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(header map[string]string, msg map[string]any)
+		// want is the status and error code both must answer.
+		want, code int
+	}{
+		{name: "valid", want: http.StatusOK},
+		{name: "no MCP-Protocol-Version header", edit: func(h map[string]string, _ map[string]any) { delete(h, "Mcp-Protocol-Version") },
+			want: http.StatusBadRequest, code: mcp.HEADER_MISMATCH},
+		{name: "no protocol version in _meta", edit: func(_ map[string]string, msg map[string]any) { delete(meta(msg), mcp.MetaKeyProtocolVersion) },
+			want: http.StatusBadRequest, code: mcp.INVALID_PARAMS},
+		{name: "header and _meta disagree", edit: func(h map[string]string, _ map[string]any) { h["Mcp-Protocol-Version"] = mcp.ProtocolVersion20251125 },
+			want: http.StatusBadRequest, code: mcp.HEADER_MISMATCH},
+		{name: "a version not served", edit: func(h map[string]string, msg map[string]any) {
+			h["Mcp-Protocol-Version"] = "2099-01-01"
+			meta(msg)[mcp.MetaKeyProtocolVersion] = "2099-01-01"
+		}, want: http.StatusBadRequest, code: mcp.UNSUPPORTED_PROTOCOL_VERSION},
+		{name: "no client capabilities", edit: func(_ map[string]string, msg map[string]any) { delete(meta(msg), mcp.MetaKeyClientCapabilities) },
+			want: http.StatusBadRequest, code: mcp.INVALID_PARAMS},
+		{name: "client capabilities not an object", edit: func(_ map[string]string, msg map[string]any) { meta(msg)[mcp.MetaKeyClientCapabilities] = "all" },
+			want: http.StatusBadRequest, code: mcp.INVALID_PARAMS},
+		{name: "no Mcp-Method", edit: func(h map[string]string, _ map[string]any) { delete(h, "Mcp-Method") },
+			want: http.StatusBadRequest, code: mcp.HEADER_MISMATCH},
+		{name: "Mcp-Method of another method", edit: func(h map[string]string, _ map[string]any) { h["Mcp-Method"] = "resources/list" },
+			want: http.StatusBadRequest, code: mcp.HEADER_MISMATCH},
+		{name: "Last-Event-ID", edit: func(h map[string]string, _ map[string]any) { h["Last-Event-ID"] = "1" },
+			want: http.StatusBadRequest, code: mcp.HEADER_MISMATCH},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ours := postModern(t, m.base, "tools/list", nil, tc.edit)
+			theirs := postModern(t, m.base, "prompts/list", nil, tc.edit)
+			compareAnswers(t, ours, theirs, tc.want, tc.code)
+			if tc.code == 0 {
+				for _, field := range []string{"_meta", "resultType", "ttlMs", "cacheScope"} {
+					if !bytes.Equal(ours.result[field], theirs.result[field]) {
+						t.Errorf("tools/list result %s = %s; want %s, as mcp-go's prompts/list has it", field, ours.result[field], theirs.result[field])
+					}
+				}
+			}
+		})
+	}
+	// A call names its tool in Mcp-Name, as prompts/get names its prompt.
+	for _, tc := range []struct {
+		name string
+		edit func(header map[string]string, msg map[string]any)
+	}{
+		{name: "no Mcp-Name", edit: func(h map[string]string, _ map[string]any) { delete(h, "Mcp-Name") }},
+		{name: "Mcp-Name of another", edit: func(h map[string]string, _ map[string]any) { h["Mcp-Name"] = "other" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ours := postModern(t, m.base, "tools/call", map[string]any{"name": "alpha__nope"}, tc.edit)
+			theirs := postModern(t, m.base, "prompts/get", map[string]any{"name": "nope"}, tc.edit)
+			compareAnswers(t, ours, theirs, http.StatusBadRequest, mcp.HEADER_MISMATCH)
+		})
+	}
+	if calls := m.e.calls(); len(calls) != 0 {
+		t.Errorf("audited calls = %v; want none: no call was valid", calls)
+	}
+}
+
+func compareAnswers(t *testing.T, ours, theirs mcpAnswer, status, code int) {
+	t.Helper()
+	if ours.status != status || theirs.status != status {
+		t.Errorf("status: /mcp's own answer %d, mcp-go's %d; want %d", ours.status, theirs.status, status)
+	}
+	if string(ours.id) != "41" || string(theirs.id) != "41" {
+		t.Errorf("id: /mcp's own answer %s, mcp-go's %s; want the request's, 41", ours.id, theirs.id)
+	}
+	switch {
+	case code == 0 && (ours.error != nil || theirs.error != nil):
+		t.Errorf("errors: /mcp's own %+v, mcp-go's %+v; want none", ours.error, theirs.error)
+	case code == 0:
+	case ours.error == nil || theirs.error == nil:
+		t.Errorf("errors: /mcp's own %+v, mcp-go's %+v; want code %d", ours.error, theirs.error, code)
+	case ours.error.Code != code || theirs.error.Code != code || !bytes.Equal(ours.error.Data, theirs.error.Data):
+		t.Errorf("errors: /mcp's own %d %s, mcp-go's %d %s; want code %d, the same data", ours.error.Code, ours.error.Data, theirs.error.Code, theirs.error.Data, code)
+	}
+}
+
+// Calls from a 2026-07-28 client and from a session run at once, as agents
+// do; each is audited under its own name.
+func TestMCPModernAndSessionCallsTogether(t *testing.T) {
+	m := newMCPSetup(t)
+	old := connectMCP(t, m.base, testMCPToken)
+	c := connectMCPAs(t, m.base, testMCPToken, mcp.ProtocolVersion20260728, modernAgent)
+	var wg sync.WaitGroup
+	for i := range 10 {
+		for _, cl := range []*mcpClient{old, c} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if res, err := cl.call("beta__read", map[string]any{"i": i}); err != nil || !strings.HasPrefix(text(res), "read ") {
+					t.Errorf("call %d = %q, %v", i, text(res), err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	clients := map[string]int{}
+	for _, call := range m.e.waitCalls(20) {
+		clients[call["session"].(string)+" "+call["client"].(string)]++
+	}
+	if len(clients) != 2 || clients["stateless modern-agent 0.2"] != 10 {
+		t.Errorf("audited calls by session and client = %v; want 10 stateless of modern-agent 0.2 and 10 of the session", clients)
+	}
+}
+
+// A subscriptions/listen stream ends when the application closes, as a
+// session's stream does, so that it holds no shutdown up.
+func TestMCPListenEndsWithTheApp(t *testing.T) {
+	e := newEnv(t)
+	srv, _ := e.liveServer()
+	c := connectMCPAs(t, srv.URL, testMCPToken, mcp.ProtocolVersion20260728, modernAgent)
+	ended := make(chan error, 1)
+	go func() { ended <- c.Listen(context.Background(), mcp.SubscriptionFilter{ToolsListChanged: true}) }()
+	waitFor(t, 5*time.Second, "the listen stream acknowledged", func() bool { return c.acknowledged.Load() == 1 })
+	start := time.Now()
+	e.app.Close()
+	select {
+	case <-ended:
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("the listen stream ended %s after Close; want it within serve's 1 s shutdown deadline", d)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the listen stream is still open 2s after the application closed")
+	}
+}
