@@ -1,5 +1,3 @@
-//go:build linux
-
 package discovery
 
 import (
@@ -9,10 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
-	"testing"
 	"time"
-
-	"github.com/switchboard-dev/switchboard/internal/conformance"
 )
 
 // The client side of the MCP conformance suite: the suite starts a mock
@@ -116,48 +111,4 @@ func conformanceClient(url, scenario, scenarioContext string, log io.Writer) int
 		return 1
 	}
 	return 0
-}
-
-// TestConformanceClient runs the suite's client scenarios of 2026-07-28
-// and of 2025-11-25 against the harness above. The scenarios a client
-// of approved tools must pass are required; the rest are listed, each
-// with its reason, in testdata/conformance-client-<revision>.txt, and a
-// listed scenario that passes fails the test.
-func TestConformanceClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the conformance suite takes a minute")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rev := range []struct {
-		revision string
-		required []string
-	}{
-		{"2026-07-28", []string{"tools_call", "request-metadata", "http-standard-headers", "http-custom-headers",
-			"http-invalid-tool-headers", "json-schema-ref-no-deref", "json-schema-2020-12-preservation"}},
-		{"2025-11-25", []string{"initialize", "tools_call", "json-schema-2020-12-preservation"}},
-	} {
-		t.Run(rev.revision, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			rep, err := conformance.Run(ctx, conformance.Options{
-				Mode: conformance.Client, Command: self, Requirements: rev.revision,
-				ExpectedFailures: "testdata/conformance-client-" + rev.revision + ".txt",
-				Required:         rev.required,
-				Env:              []string{harnessEnv + "=1"},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Log(rep.Summary())
-			for _, p := range rep.Problems() {
-				t.Error(p)
-			}
-			if t.Failed() {
-				t.Log(rep.Output)
-			}
-		})
-	}
 }

@@ -1,5 +1,3 @@
-//go:build linux
-
 package discovery
 
 import (
@@ -11,16 +9,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -28,11 +21,12 @@ import (
 	"go.uber.org/goleak"
 )
 
-// The tests in this file walk the catalogue of hostile and broken servers
-// (hostile-servers.md), one table per section, each row a mode of
-// cmd/mcp-fixture. Every row checks what Verify made of it, that no
-// goroutine outlived it and, for stdio, that no process of the server's
-// group is left. Each logs a greppable line:
+// The tests in this file, hostile_unix_test.go and hostile_linux_test.go
+// walk the catalogue of hostile and broken servers (hostile-servers.md),
+// one table per section, each row a mode of cmd/mcp-fixture. Every row
+// checks what Verify made of it, that no goroutine outlived it and, for
+// stdio on Unix, that no process of the server's group is left. Each logs
+// a greppable line:
 //
 //	hostile #4 trickle: timeout/initializing in 512ms
 
@@ -88,9 +82,12 @@ func runHostile(t *testing.T, c hostileCase) {
 	if c.env != nil {
 		target.Env = c.env
 	}
-	pidfile := ""
-	if target.Transport == TransportStdio && !c.unwrapped {
-		target, pidfile = withPidfile(t, target)
+	processesGone := func() {}
+	switch {
+	case c.unwrapped:
+		processesGone = func() { assertNoChildren(t) }
+	case target.Transport == TransportStdio:
+		target, processesGone = withGroupCheck(t, target)
 	}
 	ignore := goleak.IgnoreCurrent()
 
@@ -112,14 +109,7 @@ func runHostile(t *testing.T, c hostileCase) {
 		runtime.ReadMemStats(&after)
 	}
 
-	if pidfile != "" {
-		assertGroupGone(t, readPid(t, pidfile))
-	}
-	if c.unwrapped {
-		if left := children(); len(left) > 0 {
-			t.Errorf("child processes %v left", left)
-		}
-	}
+	processesGone()
 	goleak.VerifyNone(t, ignore)
 
 	var e *Error
@@ -178,297 +168,6 @@ func checkDisplayable(t *testing.T, what, s string) {
 	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f || r == '\u202e' }) {
 		t.Errorf("%s %q holds invalid UTF-8 or control characters", what, s)
 	}
-}
-
-// reportedPid returns the pid the fixture reported on stderr after what.
-func reportedPid(t *testing.T, stderr, what string) int {
-	t.Helper()
-	m := regexp.MustCompile(regexp.QuoteMeta(what) + ` (\d+)`).FindStringSubmatch(stderr)
-	if m == nil {
-		t.Fatalf("stderr %q does not report %q", stderr, what)
-	}
-	pid, _ := strconv.Atoi(m[1])
-	return pid
-}
-
-// killAtEnd makes sure pid is dead when the test ends, in case Verify let
-// it escape.
-func killAtEnd(t *testing.T, pid int) {
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-}
-
-// escapeeCheck checks a case whose server leaves a process in a new
-// session: Verify killed it and said so.
-func escapeeCheck(t *testing.T, res *Result, _ *Error) {
-	t.Helper()
-	pid := reportedPid(t, res.StderrTail, "background process pid")
-	killAtEnd(t, pid)
-	assertDead(t, pid, "the process that left the group")
-	if !slices.ContainsFunc(res.Warnings, func(w string) bool {
-		return strings.Contains(w, "left its process group") && strings.Contains(w, strconv.Itoa(pid)) && strings.Contains(w, "killed")
-	}) {
-		t.Errorf("no warning names pid %d as killed: %q", pid, res.Warnings)
-	}
-	if len(res.Tools) != 2 {
-		t.Errorf("%d tools, want 2", len(res.Tools))
-	}
-}
-
-func TestHostileProcess(t *testing.T) {
-	dir := t.TempDir()
-	plain := filepath.Join(dir, "plain.sh")
-	if err := os.WriteFile(plain, []byte("#!/bin/sh\nexit 0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	spawn := func(tg Target) func(*testing.T) Target {
-		tg.Transport = TransportStdio
-		return func(*testing.T) Target { return tg }
-	}
-	const secret = "hunter2-fixture-secret"
-	grace := 200 * time.Millisecond
-	for _, c := range []hostileCase{
-		{num: 1, name: "missing command", target: spawn(Target{Command: "switchboard-no-such-command-xyz"}), unwrapped: true,
-			class: ClassNotFound, phase: PhaseStarting, message: []string{"not found"}, max: time.Second},
-		{num: 1, name: "missing path", target: spawn(Target{Command: filepath.Join(dir, "nope")}), unwrapped: true,
-			class: ClassNotFound, phase: PhaseStarting, max: time.Second},
-		{num: 1, name: "not executable", target: spawn(Target{Command: plain}), unwrapped: true,
-			class: ClassPermission, phase: PhaseStarting, message: []string{"not executable"}, max: time.Second},
-		{num: 1, name: "directory", target: spawn(Target{Command: dir}), unwrapped: true,
-			class: ClassPermission, phase: PhaseStarting, message: []string{"is a directory"}, max: time.Second},
-		{num: 1, name: "missing cwd", target: spawn(Target{Command: fixture, Cwd: filepath.Join(dir, "no-such-dir")}), unwrapped: true,
-			class: ClassNotFound, phase: PhaseStarting, max: time.Second},
-		{num: 1, name: "cwd is a file", target: spawn(Target{Command: fixture, Cwd: plain}), unwrapped: true,
-			class: ClassNotFound, phase: PhaseStarting, max: time.Second},
-		{num: 1, name: "missing from the server's PATH", target: spawn(Target{Command: "sh", Env: map[string]string{"PATH": dir}}), unwrapped: true,
-			class: ClassNotFound, phase: PhaseStarting, max: time.Second},
-		{num: 2, name: "crash", args: []string{"-exit-code", "1"}, env: map[string]string{"FIXTURE_SECRET": secret},
-			class: ClassExited, phase: PhaseInitializing, message: []string{"code 1"}, max: 2 * time.Second,
-			check: func(t *testing.T, _ *Result, e *Error) {
-				if e.ExitCode != 1 || !strings.Contains(e.StderrTail, "simulated crash: database unreachable") ||
-					!strings.Contains(e.StderrTail, "postgres://app:[redacted]@db") || strings.Contains(e.StderrTail, secret) {
-					t.Errorf("ExitCode %d, StderrTail %q: want 1 and the crash lines, redacted", e.ExitCode, e.StderrTail)
-				}
-			}},
-		{num: 3, name: "hang-init", limits: Limits{InitTimeout: 500 * time.Millisecond, Grace: grace},
-			class: ClassTimeout, phase: PhaseInitializing, min: 500 * time.Millisecond, max: 1500 * time.Millisecond},
-		// Forty bytes arrive before the deadline, and more after it: none
-		// of them moves it.
-		{num: 4, name: "trickle", args: []string{"-interval", "10ms"}, limits: Limits{InitTimeout: 500 * time.Millisecond, Grace: grace},
-			class: ClassTimeout, phase: PhaseInitializing, min: 500 * time.Millisecond, max: 1500 * time.Millisecond},
-		{num: 5, name: "progress-forever", args: []string{"-interval", "10ms"}, limits: Limits{InitTimeout: 700 * time.Millisecond, Grace: grace},
-			class: ClassTimeout, phase: PhaseInitializing, min: 700 * time.Millisecond, max: 1700 * time.Millisecond},
-		// Keeps running after stdin closes: SIGTERM after one grace period.
-		{num: 6, name: "close-stdout", limits: Limits{Grace: grace},
-			class: ClassExited, phase: PhaseInitializing, message: []string{"closed stdout before answering", "kept running"}, max: 1500 * time.Millisecond},
-		{num: 7, name: "exit-after-init", args: []string{"-exit-code", "5"},
-			class: ClassExited, phase: PhaseListing, message: []string{"code 5 during listing"}, max: 2 * time.Second,
-			check: func(t *testing.T, _ *Result, e *Error) {
-				if e.ExitCode != 5 || !strings.Contains(e.StderrTail, "exiting with status 5 after initialize") {
-					t.Errorf("ExitCode %d, StderrTail %q", e.ExitCode, e.StderrTail)
-				}
-			}},
-		// The child holds stdout and stderr after the server exits; Wait
-		// returns after WaitDelay and the group kill takes the child.
-		{num: 8, name: "fork-child", args: []string{"-tools", "2"}, max: 3 * time.Second,
-			check: func(t *testing.T, res *Result, _ *Error) {
-				pid := reportedPid(t, res.StderrTail, "started child pid")
-				killAtEnd(t, pid)
-				assertDead(t, pid, "the child holding the pipes")
-				if len(res.Tools) != 2 {
-					t.Errorf("%d tools, want 2", len(res.Tools))
-				}
-			}},
-		// The background process's parent, the server, still runs when
-		// stop looks for it.
-		{num: 9, name: "setsid-child", args: []string{"-tools", "2"}, max: 3 * time.Second, check: escapeeCheck},
-		// Double fork: the background process is an orphan by the time the
-		// server is stopped; only its run marker ties it to the server.
-		{num: 9, name: "daemonize", args: []string{"-tools", "2"}, max: 3 * time.Second, check: escapeeCheck},
-		{num: 10, name: "ignore-sigterm", limits: Limits{InitTimeout: 300 * time.Millisecond, Grace: grace},
-			class: ClassTimeout, phase: PhaseInitializing, min: 300*time.Millisecond + 2*grace, max: 2 * time.Second},
-		{num: 11, name: "flood-stderr", args: []string{"-flood-bytes", "200000000", "-tools", "2"}, max: 15 * time.Second, maxAlloc: 16 << 20,
-			check: func(t *testing.T, res *Result, _ *Error) {
-				if len(res.Tools) != 2 || len(res.StderrTail) > DefaultLimits.StderrBytes || !strings.Contains(res.StderrTail, "flooding stderr") {
-					t.Errorf("%d tools, StderrTail of %d bytes (limit %d)", len(res.Tools), len(res.StderrTail), DefaultLimits.StderrBytes)
-				}
-			}},
-		// Its pings' answers fill the stdin pipe; the initialize request
-		// then cannot be written before the deadline.
-		{num: 12, name: "no-read", limits: Limits{InitTimeout: time.Second, Grace: grace},
-			class: ClassTimeout, phase: PhaseInitializing, message: []string{"stopped reading its stdin"}, min: time.Second, max: 2500 * time.Millisecond},
-		// A blocked write does not hold up a cancellation either.
-		{num: 12, name: "no-read", limits: Limits{InitTimeout: 20 * time.Second, Grace: grace}, cancelAfter: 700 * time.Millisecond,
-			class: ClassCancelled, phase: PhaseInitializing, min: 700 * time.Millisecond, max: 2 * time.Second},
-	} {
-		t.Run(fmt.Sprintf("%02d %s", c.num, c.name), func(t *testing.T) { runHostile(t, c) })
-	}
-}
-
-// TestEscapeeThatCannotBeKilled is #9 where the kernel refuses the kill
-// (a process of another user, say): Verify still returns, and says which
-// processes were left behind. The refusal is simulated; the test kills
-// the process itself afterwards.
-func TestEscapeeThatCannotBeKilled(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	target, pidfile := withPidfile(t, fixtureTarget("daemonize", "-tools", "2"))
-	v := NewVerifier(Limits{}, nil)
-	v.killEscapee = func(int, syscall.Signal) error { return syscall.EPERM }
-	start := time.Now()
-	res, err := v.Verify(context.Background(), target, 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := time.Since(start)
-	assertGroupGone(t, readPid(t, pidfile))
-	pid := reportedPid(t, res.StderrTail, "background process pid")
-	killAtEnd(t, pid)
-	if syscall.Kill(pid, 0) != nil {
-		t.Fatalf("pid %d is gone: the refusal was not simulated", pid)
-	}
-	want := "left background processes: pid " + strconv.Itoa(pid) + " (outside the server's process group, and they could not be killed)"
-	if !slices.Contains(res.Warnings, want) {
-		t.Errorf("warnings %q, want %q", res.Warnings, want)
-	}
-	if len(res.Tools) != 2 || d > 3*time.Second {
-		t.Errorf("%d tools in %v; want 2, within the stop's bound", len(res.Tools), d)
-	}
-	syscall.Kill(pid, syscall.SIGKILL)
-}
-
-// TestSandboxLimits checks the resource limits a stdio server runs
-// under: never core dumps, and the optional memory cap, which a server
-// that needs more than it allows runs into. The test process's own core
-// limit is raised first, so a child that merely inherited it would not
-// show 0.
-func TestSandboxLimits(t *testing.T) {
-	var core syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_CORE, &core); err != nil {
-		t.Fatal(err)
-	}
-	raised := syscall.Rlimit{Cur: 1 << 20, Max: max(core.Max, 1<<20)}
-	if err := syscall.Setrlimit(syscall.RLIMIT_CORE, &raised); err != nil {
-		t.Fatalf("raise own core limit to show it is not inherited: %v", err)
-	}
-	defer syscall.Setrlimit(syscall.RLIMIT_CORE, &core)
-
-	const capMiB = 200 // a Go program needs most of that to start
-	capped := func(args ...string) func(*testing.T) Target {
-		return func(*testing.T) Target {
-			tg := fixtureTarget("alloc", args...)
-			tg.MemoryBytes = capMiB << 20
-			return tg
-		}
-	}
-	cappedSh := func(script string) func(*testing.T) Target {
-		return func(t *testing.T) Target {
-			tg, _ := shTarget(t, script)
-			tg.MemoryBytes = capMiB << 20
-			return tg
-		}
-	}
-	noCapNote := func(t *testing.T, _ *Result, e *Error) {
-		if strings.Contains(e.Message, "memory cap") {
-			t.Errorf("Message = %q; want no note on the memory cap", e.Message)
-		}
-	}
-	limits := func(core, data string) func(*testing.T, *Result, *Error) {
-		return func(t *testing.T, res *Result, _ *Error) {
-			if want := "limits core=" + core + " data=" + data; !strings.Contains(res.StderrTail, want) {
-				t.Errorf("stderr %q does not say %q", res.StderrTail, want)
-			}
-		}
-	}
-	for _, c := range []hostileCase{
-		{name: "alloc", args: []string{"-tools", "1", "-alloc-bytes", "314572800"}, max: 5 * time.Second,
-			check: limits("0", "-1")},
-		{name: "alloc capped", target: capped("-tools", "1"), max: 5 * time.Second,
-			check: limits("0", strconv.Itoa(capMiB<<20))},
-		{name: "alloc over the cap", target: capped("-tools", "1", "-alloc-bytes", "314572800"), max: 5 * time.Second,
-			class: ClassExited, phase: PhaseInitializing, message: []string{"server exited with code 2", "memory cap of 200 MiB"}},
-		// The note on the cap comes only with an exit that looks like
-		// memory ran out (see likelyOutOfMemory).
-		{name: "exit 1 under a cap", target: cappedSh("echo 'config missing' >&2; exit 1"), max: 5 * time.Second,
-			class: ClassExited, phase: PhaseInitializing, message: []string{"server exited with code 1"}, check: noCapNote},
-		{name: "exit 137 under a cap", target: cappedSh("exit 137"), max: 5 * time.Second,
-			class: ClassExited, phase: PhaseInitializing, message: []string{"server exited with code 137", "memory cap of 200 MiB"}},
-		{name: "killed under a cap", target: cappedSh("kill -KILL $$"), max: 5 * time.Second,
-			class: ClassExited, phase: PhaseInitializing, message: []string{"killed by a signal", "memory cap of 200 MiB"}},
-	} {
-		t.Run(c.name, func(t *testing.T) { runHostile(t, c) })
-	}
-}
-
-// TestHostileVerifyRepeated is #13: Verify clicked over and over while
-// one runs joins that one. The rest of #13 is covered elsewhere: the
-// global limit by TestRunnerConcurrencyLimit, a changed configuration
-// getting a job of its own by TestRunnerSingleFlight, and the result of
-// a verification whose configuration changed being discarded by the store
-// (store.TestConfigChangedWhileVerifying, ErrConfigChanged).
-func TestHostileVerifyRepeated(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	l := newRunLog()
-	r := NewRunner(NewVerifier(Limits{}, nil), l.config(2))
-	defer r.Close()
-	pids := filepath.Join(t.TempDir(), "pids")
-	target := Target{Transport: TransportStdio, Command: "sh",
-		Args: []string{"-c", `echo $$ >> "$0"; exec "$@"`, pids, fixture, "-startup-delay", "300ms", "-tools", "2"}}
-	req := Request{ServerID: "clicked", ConfigHash: "h", Target: target}
-
-	const clicks = 20
-	start := time.Now()
-	var wg sync.WaitGroup
-	jobs := make([]Job, clicks)
-	joined := make([]bool, clicks)
-	for i := range clicks {
-		wg.Go(func() {
-			var err error
-			jobs[i], joined[i], err = r.Submit(req)
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	for i := range clicks {
-		if jobs[i].ID != jobs[0].ID {
-			t.Fatalf("click %d got job %s, click 0 got %s", i, jobs[i].ID, jobs[0].ID)
-		}
-	}
-	if n := clicks - countTrue(joined); n != 1 {
-		t.Errorf("%d clicks started a job, want 1", n)
-	}
-	final := l.waitDone(t, jobs[0].ID)
-	d := time.Since(start)
-	if final.Status != JobSuccess || final.ToolCount != 2 {
-		t.Fatalf("job %+v", final)
-	}
-	r.Close() // the server is stopped
-	data, err := os.ReadFile(pids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	started := strings.Fields(string(data))
-	if len(started) != 1 {
-		t.Fatalf("%d servers started for %d clicks: %v", len(started), clicks, started)
-	}
-	pid, _ := strconv.Atoi(started[0])
-	assertGroupGone(t, pid)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.started[final.ID] != 1 || len(l.finishes[final.ID]) != 1 {
-		t.Errorf("Started %d times, Finish %d times, want 1 and 1", l.started[final.ID], len(l.finishes[final.ID]))
-	}
-	t.Logf("hostile #13 verify clicked %d times: 1 job, 1 server, %s in %v", clicks, final.Status, d.Round(time.Millisecond))
-}
-
-func countTrue(bs []bool) int {
-	n := 0
-	for _, b := range bs {
-		if b {
-			n++
-		}
-	}
-	return n
 }
 
 func TestHostileFraming(t *testing.T) {
@@ -735,55 +434,6 @@ func TestJSONDepth(t *testing.T) {
 		if got := jsonDepth([]byte(in)); got != want {
 			t.Errorf("jsonDepth(%.30q) = %d; want %d", in, got, want)
 		}
-	}
-}
-
-func TestHostileRemote(t *testing.T) {
-	refused := func(transport, path string) func(*testing.T) Target {
-		return func(t *testing.T) Target { return Target{Transport: transport, URL: "http://" + freePort(t) + path} }
-	}
-	fixed := func(transport, url string) func(*testing.T) Target {
-		return func(*testing.T) Target { return Target{Transport: transport, URL: url} }
-	}
-	short := Limits{InitTimeout: 2 * time.Second}
-	oneMiB := int64(1 << 20)
-	for _, c := range []hostileCase{
-		{num: 35, name: "refused http", target: refused(TransportHTTP, "/mcp"), limits: short,
-			class: ClassNetwork, phase: PhaseInitializing, message: []string{"connection refused"}, max: time.Second},
-		{num: 35, name: "refused sse", target: refused(TransportSSE, "/sse"), limits: short,
-			class: ClassNetwork, phase: PhaseStarting, message: []string{"connection refused"}, max: time.Second},
-		{num: 35, name: "dns failure", target: fixed(TransportHTTP, "http://switchboard-hostile-test.invalid/mcp"), limits: short,
-			class: ClassNetwork, phase: PhaseInitializing, message: []string{"no such host"}, max: 2 * time.Second},
-		{num: 36, name: "http-status 401 http", target: remoteTarget(TransportHTTP, "-mode", "http-status", "-status", "401"), limits: short,
-			class: ClassHTTPStatus, phase: PhaseInitializing, message: []string{"401", "check credentials"}, max: time.Second},
-		{num: 36, name: "http-status 403 http", target: remoteTarget(TransportHTTP, "-mode", "http-status", "-status", "403"), limits: short,
-			class: ClassHTTPStatus, phase: PhaseInitializing, message: []string{"403", "check credentials"}, max: time.Second},
-		{num: 36, name: "http-status 401 sse", target: remoteTarget(TransportSSE, "-mode", "http-status", "-status", "401"), limits: short,
-			class: ClassHTTPStatus, phase: PhaseStarting, message: []string{"401", "check credentials"}, max: time.Second},
-		{num: 36, name: "http-status 403 sse", target: remoteTarget(TransportSSE, "-mode", "http-status", "-status", "403"), limits: short,
-			class: ClassHTTPStatus, phase: PhaseStarting, message: []string{"403", "check credentials"}, max: time.Second},
-		{num: 37, name: "html http", target: remoteTarget(TransportHTTP, "-mode", "html"), limits: short,
-			class: ClassProtocol, phase: PhaseInitializing, max: time.Second,
-			message: []string{"HTML page instead of MCP", `"<!DOCTYPE html>\n<html><head><title>Sign in</title></head>\n<body>\x1b[31m<script>`}},
-		{num: 37, name: "html sse", target: remoteTarget(TransportSSE, "-mode", "html"), limits: short,
-			class: ClassProtocol, phase: PhaseStarting, message: []string{"HTML page instead of MCP", `\x1b[31m<script>`}, max: time.Second},
-		{num: 38, name: "redirect http", target: remoteTarget(TransportHTTP, "-mode", "redirect"), limits: short,
-			class: ClassNetwork, phase: PhaseInitializing, message: []string{"169.254.169.254", "link-local", "never connects"}, max: time.Second},
-		{num: 38, name: "redirect sse", target: remoteTarget(TransportSSE, "-mode", "redirect", "-redirect-to", "http://[fe80::1]:8080/sse"), limits: short,
-			class: ClassNetwork, phase: PhaseStarting, message: []string{"[fe80::1]:8080", "link-local"}, max: time.Second},
-		{num: 39, name: "sse-no-endpoint", target: remoteTarget(TransportSSE, "-mode", "sse-no-endpoint", "-interval", "50ms"),
-			limits: Limits{InitTimeout: time.Second}, class: ClassTimeout, phase: PhaseStarting, min: time.Second, max: 2 * time.Second},
-		{num: 40, name: "endless-body http", target: remoteTarget(TransportHTTP, "-mode", "endless-body", "-interval", "0"),
-			limits: Limits{TotalBytes: oneMiB}, class: ClassTooLarge, phase: PhaseInitializing,
-			message: []string{"more than 1048576 bytes"}, max: 2 * time.Second, maxAlloc: 8 << 20},
-		{num: 40, name: "endless-body sse", target: remoteTarget(TransportSSE, "-mode", "endless-body", "-interval", "0"),
-			limits: Limits{TotalBytes: oneMiB}, class: ClassTooLarge, phase: PhaseStarting,
-			message: []string{"more than 1048576 bytes"}, max: 3 * time.Second, maxAlloc: 8 << 20},
-		// A body that never ends slowly: the deadline ends it.
-		{num: 40, name: "endless-body slow", target: remoteTarget(TransportHTTP, "-mode", "endless-body", "-interval", "20ms"),
-			limits: Limits{InitTimeout: time.Second}, class: ClassTimeout, phase: PhaseInitializing, min: time.Second, max: 2 * time.Second},
-	} {
-		t.Run(fmt.Sprintf("%02d %s", c.num, c.name), func(t *testing.T) { runHostile(t, c) })
 	}
 }
 

@@ -1,18 +1,12 @@
-//go:build linux
-
 package discovery
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 )
 
 // runLog records the Runner callbacks of a test.
@@ -149,24 +143,12 @@ func submit(t *testing.T, r *Runner, req Request) Job {
 	return j
 }
 
-// fixtureReq asks to verify the fixture through a pid-recording wrapper;
-// at the end of the test (when every job has finished), no process of its
-// group may be left. A success is reported before the server is stopped,
-// so the check allows the stop (a few milliseconds for the fixture) a
-// bounded time.
+// fixtureReq asks to verify the fixture with the arguments; at the end of
+// the test (when every job has finished), no process of its group may be
+// left (see groupGoneAtEnd).
 func fixtureReq(t *testing.T, server, hash string, args ...string) Request {
 	t.Helper()
-	target, pidfile := pidWrapped(t, append([]string{fixture}, args...)...)
-	t.Cleanup(func() {
-		if pid, err := readPidNoWait(pidfile); err == nil {
-			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-				if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-					break
-				}
-			}
-			assertGroupGone(t, pid)
-		}
-	})
+	target := groupGoneAtEnd(t, Target{Transport: TransportStdio, Command: fixture, Args: args})
 	return Request{ServerID: server, ConfigHash: hash, Target: target}
 }
 
@@ -305,81 +287,6 @@ func TestRunnerSingleFlight(t *testing.T) {
 	}
 }
 
-func TestRunnerCancelRunning(t *testing.T) {
-	r, l := newTestRunner(t, Limits{Grace: 200 * time.Millisecond}, 2)
-	target, pidfile := pidWrapped(t, fixture, "-mode", "hang-init")
-	j := submit(t, r, Request{ServerID: "srv", ConfigHash: "h", Target: target})
-	l.waitPhase(t, j.ID, PhaseInitializing)
-	pgid := readPid(t, pidfile)
-	if len(GroupMembers(pgid)) == 0 {
-		t.Fatal("the server is not running")
-	}
-	start := time.Now()
-	if !r.Cancel(j.ID) {
-		t.Fatal("Cancel of a running job returned false")
-	}
-	final := l.waitDone(t, j.ID)
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("cancel took %v", d)
-	}
-	assertGroupGone(t, pgid)
-	if final.Status != JobCancelled || final.Error == nil || final.Error.Class != ClassCancelled || final.Error.Phase != PhaseInitializing {
-		t.Errorf("final %+v error %v", final, final.Error)
-	}
-	if r.Cancel(j.ID) {
-		t.Error("Cancel of a finished job returned true")
-	}
-	if r.Cancel("job_unknown") {
-		t.Error("Cancel of an unknown job returned true")
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if f := l.finishes[j.ID]; len(f) != 1 || f[0].res != nil || f[0].verr == nil || f[0].verr.Class != ClassCancelled {
-		t.Errorf("Finish calls %+v", f)
-	}
-}
-
-func TestRunnerCancelQueued(t *testing.T) {
-	r, l := newTestRunner(t, Limits{Grace: 200 * time.Millisecond}, 1)
-	blocker := submit(t, r, fixtureReq(t, "a", "h", "-mode", "hang-init"))
-	l.waitPhase(t, blocker.ID, PhaseInitializing)
-	queuedTarget, pidfile := pidWrapped(t, fixture, "-tools", "1")
-	queued := submit(t, r, Request{ServerID: "b", ConfigHash: "h", Target: queuedTarget})
-	time.Sleep(50 * time.Millisecond)
-	if j, _ := r.Job(queued.ID); j.Status != JobQueued {
-		t.Fatalf("second job is %s with concurrency 1", j.Status)
-	}
-	if !r.Cancel(queued.ID) {
-		t.Fatal("Cancel of a queued job returned false")
-	}
-	final := l.waitDone(t, queued.ID)
-	if final.Status != JobCancelled || final.Error == nil || final.Error.Class != ClassCancelled || final.Error.Phase != PhaseQueued || !final.StartedAt.IsZero() {
-		t.Errorf("final %+v error %v", final, final.Error)
-	}
-	// The blocker is still running, unaffected.
-	if j, _ := r.Job(blocker.ID); j.Done() {
-		t.Errorf("blocker finished: %+v", j)
-	}
-	r.Cancel(blocker.ID)
-	l.waitDone(t, blocker.ID)
-	if _, err := readPidNoWait(pidfile); err == nil {
-		t.Error("the cancelled queued job started its server")
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.started[queued.ID] != 0 {
-		t.Error("Started was called for a job cancelled while queued")
-	}
-	for _, ev := range l.events[queued.ID] {
-		if ev.Status == JobRunning {
-			t.Errorf("cancelled queued job had a running event: %+v", ev)
-		}
-	}
-	if f := l.finishes[queued.ID]; len(f) != 1 || f[0].verr == nil || f[0].verr.Class != ClassCancelled {
-		t.Errorf("Finish calls %+v", f)
-	}
-}
-
 func TestRunnerFinish(t *testing.T) {
 	r, l := newTestRunner(t, Limits{Grace: 200 * time.Millisecond}, 4)
 	ok := submit(t, r, fixtureReq(t, "ok", "h", "-tools", "5"))
@@ -451,72 +358,6 @@ func TestRunnerFinishError(t *testing.T) {
 	}
 }
 
-func TestRunnerClose(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	l := newRunLog()
-	r := NewRunner(NewVerifier(Limits{Grace: 200 * time.Millisecond}, nil), l.config(2))
-	var pidfiles []string
-	var ids []string
-	for i := range 3 {
-		target, pidfile := pidWrapped(t, fixture, "-mode", "hang-init")
-		pidfiles = append(pidfiles, pidfile)
-		j, _, err := r.Submit(Request{ServerID: fmt.Sprintf("s%d", i), ConfigHash: "h", Target: target})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, j.ID)
-	}
-	// Two running (concurrency 2), one queued.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		initializing, queued := 0, 0
-		for _, id := range ids {
-			j, _ := l.last(id)
-			switch j.Phase {
-			case PhaseInitializing:
-				initializing++
-			case PhaseQueued:
-				queued++
-			}
-		}
-		if initializing == 2 && queued == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d jobs initializing, %d queued", initializing, queued)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	start := time.Now()
-	r.Close()
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("Close took %v", d)
-	}
-	for _, id := range ids {
-		j, ok := r.Job(id)
-		if !ok || !j.Done() || j.Status != JobCancelled {
-			t.Errorf("after Close, job %s: %+v", id, j)
-		}
-		if last, _ := l.last(id); !last.Done() {
-			t.Errorf("last event of %s is not final: %+v", id, last)
-		}
-	}
-	started := 0
-	for _, f := range pidfiles {
-		if pid, err := readPidNoWait(f); err == nil {
-			started++
-			assertGroupGone(t, pid)
-		}
-	}
-	if started != 2 {
-		t.Errorf("%d servers were started before Close, want 2", started)
-	}
-	if _, _, err := r.Submit(fixtureReq(t, "late", "h")); !errors.Is(err, ErrClosed) {
-		t.Errorf("Submit after Close: %v, want ErrClosed", err)
-	}
-	r.Close() // idempotent
-}
-
 func TestRunnerRetain(t *testing.T) {
 	l := newRunLog()
 	cfg := l.config(1)
@@ -539,74 +380,5 @@ func TestRunnerRetain(t *testing.T) {
 		if j, ok := r.Job(id); !ok || j.Status != JobFailed || j.Error.Class != ClassNotFound {
 			t.Errorf("Job(%s) = %+v, %v", id, j, ok)
 		}
-	}
-}
-
-// TestRunnerReportsBeforeStop: a success is recorded once the tools are
-// listed, without waiting for the server to exit (here a wrapper lingers
-// for a second after its server ends); the runner still holds the job
-// until the process group is gone.
-func TestRunnerReportsBeforeStop(t *testing.T) {
-	l := newRunLog()
-	r := NewRunner(NewVerifier(Limits{Grace: 5 * time.Second}, nil), l.config(1))
-	const linger = time.Second
-	target := Target{Transport: TransportStdio, Command: "sh",
-		Args: []string{"-c", `"$@"; sleep 1`, "sh", fixture, "-tools", "3"}}
-	j := submit(t, r, Request{ServerID: "slow-exit", ConfigHash: "h", Target: target})
-	done := l.waitDone(t, j.ID)
-	finished := time.Now()
-	if done.Status != JobSuccess || done.ToolCount != 3 {
-		t.Fatalf("job %+v", done)
-	}
-	if took := done.FinishedAt.Sub(done.QueuedAt); took >= linger {
-		t.Errorf("the success was recorded %v after the job was queued: it waited for the server to exit", took)
-	}
-	r.Close() // waits for the job's process to be gone
-	if waited := time.Since(finished); waited < linger/2 {
-		t.Errorf("Close returned %v after the success: the server cannot have exited yet", waited)
-	}
-}
-
-// TestRunnerEscapeeFoundWhileStopping is hostile #9 through the runner,
-// where a success is recorded before the server is stopped: the server
-// starts its background process only on the way out, when its stdin
-// closes, so only the stop finds it. The warning still reaches the job
-// and Late, and the process is killed.
-func TestRunnerEscapeeFoundWhileStopping(t *testing.T) {
-	l := newRunLog()
-	r := NewRunner(NewVerifier(Limits{}, nil), l.config(1))
-	defer r.Close()
-	// The fixture's stderr goes to a file, where its report of the pid
-	// is still there after the stop.
-	target, pidfile := shTarget(t, `exec "$@" 2>"$0.err"`, fixture, "-mode", "setsid-on-exit", "-tools", "2")
-	j := submit(t, r, Request{ServerID: "escapes-late", ConfigHash: "h", Target: target})
-	done := l.waitDone(t, j.ID)
-	if done.Status != JobSuccess || done.ToolCount != 2 {
-		t.Fatalf("job %+v", done)
-	}
-	r.Close() // the server is stopped
-	assertGroupGone(t, readPid(t, pidfile))
-	stderr, err := os.ReadFile(pidfile + ".err")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid := reportedPid(t, string(stderr), "background process pid")
-	killAtEnd(t, pid)
-	assertDead(t, pid, "the process started on the way out")
-
-	want := fmt.Sprintf("the server started background processes that left its process group (pid %d); they were killed when it stopped", pid)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if f := l.finishes[j.ID]; len(f) != 1 || f[0].res == nil || slices.Contains(f[0].res.Warnings, want) {
-		t.Fatalf("Finish calls %+v: want one, with a result recorded before the stop", f)
-	}
-	if late := l.late[j.ID]; len(late) != 1 || !slices.Equal(late[0], []string{want}) {
-		t.Errorf("Late got %q, want once [%q]", late, want)
-	}
-	if got, _ := r.Job(j.ID); !slices.Equal(got.LateWarnings, []string{want}) {
-		t.Errorf("Job(%s).LateWarnings = %q, want [%q]", j.ID, got.LateWarnings, want)
-	}
-	if ev := l.events[j.ID]; !slices.Equal(ev[len(ev)-1].LateWarnings, []string{want}) {
-		t.Errorf("last event %+v does not show the late warning", ev[len(ev)-1])
 	}
 }

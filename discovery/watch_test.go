@@ -1,5 +1,3 @@
-//go:build linux
-
 package discovery
 
 import (
@@ -12,12 +10,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -383,38 +379,6 @@ func TestWatchRemoteFlood(t *testing.T) {
 	}
 }
 
-// A server restarted at the same address is noticed, though its
-// successor answers pings: the session's event stream ended.
-func TestWatchRemoteRestart(t *testing.T) {
-	start := func(addr string) (*exec.Cmd, string) {
-		cmd := exec.Command(fixture, "-transport", "http", "-tools", "2", "-addr", addr)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		u, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
-		if !ok {
-			t.Fatalf("fixture said %q", line)
-		}
-		return cmd, u
-	}
-	first, u := start("127.0.0.1:0")
-	w := startWatch(t, nil, Target{Transport: TransportHTTP, URL: u}, time.Minute)
-	w.waitCount(t, WatchConnected, 1)
-	first.Process.Signal(syscall.SIGTERM)
-	first.Wait()
-	start(strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/mcp"))
-	e := w.ended(t, 5*time.Second) // its ping interval is a minute
-	if e.Class != ClassNetwork || e.Phase != PhaseWatching {
-		t.Errorf("Watch across a restart = %v; want a network error in phase watching", e)
-	}
-}
-
 // A stdio server is held as a process in its own group: a change of its
 // tools file is heard, a new version is reported (2026-07-28 has no
 // handshake to repeat: a ping asks), and cancelling ends the whole
@@ -432,12 +396,11 @@ func TestWatchStdio(t *testing.T) {
 		}
 	}
 	write("4.5.6", "a")
-	target, pidfile := withPidfile(t, Target{Transport: TransportStdio, Command: fixture, Args: []string{"-tools-file", file}})
+	target, groupGone := withGroupCheck(t, Target{Transport: TransportStdio, Command: fixture, Args: []string{"-tools-file", file}})
 	w := startWatch(t, nil, target, 100*time.Millisecond)
 	if ev := w.waitCount(t, WatchConnected, 1); ev.ServerName != "mcp-fixture" || ev.ServerVersion != "4.5.6" || !ev.ListChanged {
 		t.Errorf("connected = %+v; want mcp-fixture 4.5.6 with listChanged", ev)
 	}
-	pid := readPid(t, pidfile)
 	write("4.5.6", "a", "b")
 	w.waitCount(t, WatchToolsChanged, 1)
 	write("4.6.0", "a", "b")
@@ -447,36 +410,13 @@ func TestWatchStdio(t *testing.T) {
 	if err := w.stop(t); err != nil {
 		t.Errorf("Watch after cancel = %v; want nil", err)
 	}
-	assertGroupGone(t, pid)
-}
-
-// A stdio server that exits ends the watch with its exit code and its
-// stderr tail, secrets redacted; its group is gone.
-func TestWatchStdioExit(t *testing.T) {
-	const secret = "tok-8c1f2e-very-secret"
-	target, pidfile := shTarget(t, `echo "starting with token $API_TOKEN" >&2; exec "$@"`, fixture, "-mode", "exit-after-init", "-exit-code", "5")
-	target.Env = map[string]string{"API_TOKEN": secret}
-	w := startWatch(t, nil, target, time.Minute)
-	e := w.ended(t, 10*time.Second)
-	if e.Class != ClassExited || e.Phase != PhaseWatching || e.ExitCode != 5 {
-		t.Errorf("Watch of a server that exits = %v (exit code %d); want exited with 5 in phase watching", e, e.ExitCode)
-	}
-	if !strings.Contains(e.StderrTail, "starting with token [redacted]") || !strings.Contains(e.StderrTail, "exiting with status 5") {
-		t.Errorf("stderr tail = %q; want the token redacted and the fixture's last words", e.StderrTail)
-	}
-	if strings.Contains(e.StderrTail+e.Message, secret) {
-		t.Errorf("the secret shows in %q / %q", e.Message, e.StderrTail)
-	}
-	if n, _ := w.count(WatchConnected); n != 1 {
-		t.Errorf("%d WatchConnected events; want 1", n)
-	}
-	assertGroupGone(t, readPid(t, pidfile))
+	groupGone()
 }
 
 // A stdio server that sends requests to the client (sampling,
 // elicitation, roots) is refused, and the watch goes on.
 func TestWatchStdioClientRequests(t *testing.T) {
-	target, pidfile := withPidfile(t, fixtureTarget("client-requests"))
+	target, groupGone := withGroupCheck(t, fixtureTarget("client-requests"))
 	w := startWatch(t, nil, target, 50*time.Millisecond)
 	w.waitCount(t, WatchConnected, 1)
 	time.Sleep(200 * time.Millisecond) // pings answered
@@ -484,7 +424,7 @@ func TestWatchStdioClientRequests(t *testing.T) {
 	if err := w.stop(t); err != nil {
 		t.Errorf("Watch after cancel = %v; want nil", err)
 	}
-	assertGroupGone(t, readPid(t, pidfile))
+	groupGone()
 }
 
 // testServerEnv, set in a child's environment, makes this test binary a
@@ -550,14 +490,15 @@ func serveTestServer(mode string) int {
 }
 
 // testServer returns a target that runs this test binary as a stdio
-// server in the mode (see serveTestServer), and its pid file.
-func testServer(t *testing.T, mode string) (Target, string) {
+// server in the mode (see serveTestServer), and the check that its group
+// is gone (see withGroupCheck).
+func testServer(t *testing.T, mode string) (Target, func()) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return withPidfile(t, Target{Transport: TransportStdio, Command: self, Env: map[string]string{testServerEnv: mode}})
+	return withGroupCheck(t, Target{Transport: TransportStdio, Command: self, Env: map[string]string{testServerEnv: mode}})
 }
 
 // Over stdio, notifications a thousand a second are coalesced to one
@@ -570,19 +511,19 @@ func TestWatchStdioFlood(t *testing.T) {
 	limits := Limits{TotalBytes: 32 << 10}
 	for _, c := range []struct {
 		name    string
-		target  func(t *testing.T) (Target, string)
+		target  func(t *testing.T) (Target, func())
 		window  time.Duration
 		tooLong bool   // ends with too_large
 		phase   string // where it ends
 	}{
-		{name: "paced", target: func(t *testing.T) (Target, string) { return testServer(t, "paced") }, window: 250 * time.Millisecond},
-		{name: "flood", target: func(t *testing.T) (Target, string) { return testServer(t, "flood") }, tooLong: true, phase: PhaseWatching},
-		{name: "before the handshake", target: func(t *testing.T) (Target, string) {
-			return withPidfile(t, fixtureTarget("notify-flood"))
+		{name: "paced", target: func(t *testing.T) (Target, func()) { return testServer(t, "paced") }, window: 250 * time.Millisecond},
+		{name: "flood", target: func(t *testing.T) (Target, func()) { return testServer(t, "flood") }, tooLong: true, phase: PhaseWatching},
+		{name: "before the handshake", target: func(t *testing.T) (Target, func()) {
+			return withGroupCheck(t, fixtureTarget("notify-flood"))
 		}, tooLong: true, phase: PhaseInitializing},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			target, pidfile := c.target(t)
+			target, groupGone := c.target(t)
 			v := NewVerifier(limits, nil)
 			v.watchWindow = c.window
 			start := time.Now()
@@ -606,7 +547,7 @@ func TestWatchStdioFlood(t *testing.T) {
 			if n, _ := w.count(WatchToolsChanged); n > 1+int(time.Since(start)/WatchCoalesce) {
 				t.Errorf("%d WatchToolsChanged events in %s; want at most one a second", n, time.Since(start))
 			}
-			assertGroupGone(t, readPid(t, pidfile))
+			groupGone()
 		})
 	}
 }

@@ -1,5 +1,3 @@
-//go:build linux
-
 package store
 
 import (
@@ -8,10 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -153,18 +148,6 @@ func fill(db *DB) int {
 		fmt.Fprintln(os.Stderr, "close:", err)
 	}
 	return exitFull
-}
-
-// limitFileSize sets RLIMIT_FSIZE to the given number of bytes, the way a
-// full disk looks without root: writes past it fail with EFBIG. SIGXFSZ,
-// which would kill the process instead, is ignored.
-func limitFileSize(v string) error {
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%s=%q: %w", helperFileSizeEnv, v, err)
-	}
-	signal.Ignore(syscall.SIGXFSZ)
-	return syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: n, Max: n})
 }
 
 // helperCommand returns a command that runs this test binary as a helper

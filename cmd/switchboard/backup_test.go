@@ -1,5 +1,3 @@
-//go:build linux
-
 package main
 
 import (
@@ -10,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -110,33 +106,6 @@ func TestBackupWhileDashboardRuns(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("GET /healthz after the refused backup = %d; want 200", resp.StatusCode)
-	}
-}
-
-// Another process's dashboard holds bbolt's lock (flock, per open file
-// description on Linux, so a second descriptor here stands in for it).
-func TestBackupWhileAnotherProcessHoldsTheDatabase(t *testing.T) {
-	db := seedDB(t)
-	f, err := os.OpenFile(db, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "backup.db")
-	var stdout, stderr bytes.Buffer
-	start := time.Now()
-	err = run(context.Background(), []string{"backup", "--db", db, out}, env(nil), nil, &stdout, &stderr)
-	if !errors.Is(err, store.ErrInUse) || !strings.Contains(err.Error(), "stop it") {
-		t.Fatalf("backup of a database locked elsewhere = %v; want an in-use error saying to stop the dashboard", err)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("backup took %v to give up; want about %v", d, store.DefaultOpenTimeout)
-	}
-	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("Stat(%q) after the refused backup = %v; want not exist", out, err)
 	}
 }
 

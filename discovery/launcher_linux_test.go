@@ -1,29 +1,16 @@
-//go:build linux
+// TestLaunchedInPlace reads the server's program and descriptors from
+// /proc.
 
 package discovery
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
-
-// startForTest starts command through startProcess with the allow-listed
-// environment and stops it when the test ends.
-func startForTest(t *testing.T, command string, args ...string) (*process, error) {
-	t.Helper()
-	p, err := startProcess(processConfig{Command: command, Args: args, Env: childEnv(os.Getenv, nil),
-		StderrCap: 4096, Grace: 200 * time.Millisecond})
-	if err == nil {
-		t.Cleanup(func() { p.stop(200 * time.Millisecond) })
-	}
-	return p, err
-}
 
 // A server started through the launcher is the launcher's process,
 // exec'd in place: same pid and group, the server's program, limits set
@@ -74,26 +61,5 @@ func TestLaunchedInPlace(t *testing.T) {
 	}
 	if want := "process group + limits set after start + escapee sweep"; !strings.HasPrefix(direct.isolation, want) {
 		t.Errorf("isolation without the launcher = %q; want it to start with %q", direct.isolation, want)
-	}
-}
-
-// A command the launcher cannot exec fails at start with the errno, as a
-// direct start would (so it is classified the same), and leaves no
-// process.
-func TestLaunchExecError(t *testing.T) {
-	garbage := filepath.Join(t.TempDir(), "not-a-program")
-	if err := os.WriteFile(garbage, []byte("\x00\x01\x02 not a program"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	before := len(LiveProcesses(func(ppid, _ int) bool { return ppid == os.Getpid() }))
-	_, err := startForTest(t, garbage)
-	if !errors.Is(err, syscall.ENOEXEC) {
-		t.Fatalf("start of a file that is no program = %v; want ENOEXEC", err)
-	}
-	if !strings.Contains(err.Error(), garbage) {
-		t.Errorf("error %q does not name the file", err)
-	}
-	if after := len(LiveProcesses(func(ppid, _ int) bool { return ppid == os.Getpid() })); after > before {
-		t.Errorf("%d children after the failed start; want %d", after, before)
 	}
 }
