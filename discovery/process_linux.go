@@ -328,6 +328,10 @@ func sweepRuns(runs []runInfo, boot, pidNS string) (killed, left []int) {
 	}
 }
 
+// killWaitMillis bounds how long killExactly waits for a killed process
+// to die.
+const killWaitMillis = 500
+
 func contains(s []int, v int) bool {
 	for _, x := range s {
 		if x == v {
@@ -420,7 +424,8 @@ func carriesMarker(pid int, markers map[string]bool) bool {
 // killExactly SIGKILLs pid if it is still the process that started at
 // start. It signals through a pidfd opened before the check, so that the
 // signal cannot reach a process that took the pid after the check; where
-// the kernel has no pidfds, by pid right after the check.
+// the kernel has no pidfds, by pid right after the check. With a pidfd
+// it also waits, up to killWaitMillis, for the process to die.
 func killExactly(pid int, start uint64) error {
 	fd, err := unix.PidfdOpen(pid, 0)
 	switch {
@@ -436,7 +441,16 @@ func killExactly(pid int, start uint64) error {
 	if ps, ok := readProcStat(pid); !ok || ps.start != start {
 		return syscall.ESRCH
 	}
-	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
+		return err
+	}
+	// The pidfd turns readable once the process has died: wait for that
+	// (briefly, SIGKILL cannot be caught), so that what the caller found
+	// killed is dead, not dying, when it returns. A process found only
+	// through another one (the child of an escapee, say) is not found
+	// again once that one is gone.
+	unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, killWaitMillis)
+	return nil
 }
 
 // limit sets the resource limits of a just-started child: no core dumps
