@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,9 @@ import (
 // set: it does with the discovery package what Switchboard does with a
 // server (a held session: the handshake, tools/list, then calls through
 // Session.Call with the tool's pin, as the MCP endpoint routes them).
+
+// maxSignIns bounds the sign-ins of one harness run.
+const maxSignIns = 3
 
 // harnessEnv makes the test binary the suite's client (see TestMain).
 const harnessEnv = "SWITCHBOARD_CONFORMANCE_CLIENT"
@@ -43,6 +47,9 @@ func conformanceClient(url, scenario, scenarioContext string, log io.Writer) int
 			Name      string         `json:"name"`
 			Arguments map[string]any `json:"arguments"`
 		} `json:"toolCalls"`
+		// A pre-registered client (auth/pre-registration).
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
 	}
 	if scenarioContext != "" {
 		if err := json.Unmarshal([]byte(scenarioContext), &sc); err != nil {
@@ -54,12 +61,50 @@ func conformanceClient(url, scenario, scenarioContext string, log io.Writer) int
 	// under the race detector on two cores, that is slow going.
 	ctx, cancel := context.WithTimeout(context.Background(), 28*time.Second)
 	defer cancel()
-	s, err := NewVerifier(Limits{}, nil).Open(ctx, Target{Transport: TransportHTTP, URL: url}, 20*time.Second)
+	v := NewVerifier(Limits{}, nil)
+	target := Target{Transport: TransportHTTP, URL: url, Headers: map[string]string{}}
+	// The suite's authorization servers approve at once and redirect to
+	// any URI; its Client ID Metadata Document URL is fixed.
+	client := OAuthClient{RedirectURI: "http://localhost:3000/callback", MetadataURL: "https://conformance-test.local/client-metadata.json",
+		ClientID: sc.ClientID, ClientSecret: sc.ClientSecret}
+	signIns := 0
+	var grant *OAuthGrant
+	// signedIn signs in when err asks for it (a 401, or a 403
+	// insufficient_scope): at most maxSignIns times in all, so that a
+	// server that never accepts a token cannot hold the client in a loop.
+	signedIn := func(err error) bool {
+		var e *Error
+		if !errors.As(err, &e) || e.Class != ClassAuth || signIns >= maxSignIns {
+			return false
+		}
+		signIns++
+		g, err := v.SignIn(ctx, url, *e.Auth, client, grant, v.AuthorizeNonInteractive)
+		if err != nil {
+			fmt.Fprintf(log, "harness (%s): sign in: %v\n", scenario, err)
+			return false
+		}
+		grant = g
+		target.Headers["Authorization"] = "Bearer " + g.AccessToken
+		return true
+	}
+	open := func() (*Session, error) {
+		for {
+			s, err := v.Open(ctx, target, 20*time.Second)
+			if err == nil || !signedIn(err) {
+				return s, err
+			}
+		}
+	}
+	s, err := open()
 	if err != nil {
 		fmt.Fprintf(log, "harness (%s): open %s: %v\n", scenario, url, err)
 		return 1
 	}
-	defer s.Close()
+	defer func() {
+		if s != nil {
+			s.Close()
+		}
+	}()
 	tools := s.Tools()
 
 	type call struct {
@@ -99,6 +144,14 @@ func conformanceClient(url, scenario, scenarioContext string, log io.Writer) int
 			continue
 		}
 		res, err := s.Call(ctx, c.name, t.Pin, c.args, 0)
+		for err != nil && signedIn(err) { // step-up: a token with the scopes the call needs
+			s.Close()
+			if s, err = open(); err != nil {
+				fmt.Fprintf(log, "harness (%s): open again %s: %v\n", scenario, url, err)
+				return 1
+			}
+			res, err = s.Call(ctx, c.name, t.Pin, c.args, 0)
+		}
 		switch {
 		case err != nil:
 			fmt.Fprintf(log, "harness (%s): call %s: %v\n", scenario, c.name, err)

@@ -27,8 +27,12 @@ const (
 	ClassTooLarge   = "too_large"
 	ClassHTTPStatus = "http_status"
 	ClassNetwork    = "network"
-	ClassCancelled  = "cancelled"
-	ClassInternal   = "internal"
+	// ClassAuth: the server wants a signed-in client (a 401, or a 403
+	// insufficient_scope, with a Bearer challenge); Error.Auth says what
+	// it asked for. Not a failure of the server: sign in (see DiscoverAuth).
+	ClassAuth      = "auth_required"
+	ClassCancelled = "cancelled"
+	ClassInternal  = "internal"
 )
 
 // Error is why a verification failed. Message and StderrTail are redacted:
@@ -40,7 +44,9 @@ type Error struct {
 	Suggestion string
 	StderrTail string
 	ExitCode   int // -1 unless Class is ClassExited
-	err        error
+	// Auth is the server's challenge (Class ClassAuth only).
+	Auth *AuthChallenge
+	err  error
 }
 
 func (e *Error) Error() string {
@@ -62,6 +68,7 @@ var suggestions = map[string]string{
 	ClassTooLarge:   "The server sent more data than the limits allow; raise the limit only if you trust it.",
 	ClassHTTPStatus: "The server refused the request; check the URL and the credentials in the headers.",
 	ClassNetwork:    "The server could not be reached; check the URL, that it is running, and your network.",
+	ClassAuth:       "The server asks you to sign in: Sign in on its page (or run switchboard verify/call, which sign in too).",
 	ClassCancelled:  "The verification was cancelled; Verify again when ready.",
 	ClassInternal:   "Something went wrong inside Switchboard; the log has details.",
 }

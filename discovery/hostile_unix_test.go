@@ -109,11 +109,11 @@ func TestHostileRemote(t *testing.T) {
 		{num: 35, name: "dns failure", target: fixed(TransportHTTP, "http://switchboard-hostile-test.invalid/mcp"), limits: short,
 			class: ClassNetwork, phase: PhaseInitializing, message: []string{"no such host"}, max: 2 * time.Second},
 		{num: 36, name: "http-status 401 http", target: remoteTarget(TransportHTTP, "-mode", "http-status", "-status", "401"), limits: short,
-			class: ClassHTTPStatus, phase: PhaseInitializing, message: []string{"401", "check credentials"}, max: time.Second},
+			class: ClassAuth, phase: PhaseInitializing, message: []string{"401", "signed-in"}, max: time.Second}, // a Bearer challenge: sign in
 		{num: 36, name: "http-status 403 http", target: remoteTarget(TransportHTTP, "-mode", "http-status", "-status", "403"), limits: short,
 			class: ClassHTTPStatus, phase: PhaseInitializing, message: []string{"403", "check credentials"}, max: time.Second},
 		{num: 36, name: "http-status 401 sse", target: remoteTarget(TransportSSE, "-mode", "http-status", "-status", "401"), limits: short,
-			class: ClassHTTPStatus, phase: PhaseStarting, message: []string{"401", "check credentials"}, max: time.Second},
+			class: ClassAuth, phase: PhaseStarting, message: []string{"401", "signed-in"}, max: time.Second}, // a Bearer challenge: sign in
 		{num: 36, name: "http-status 403 sse", target: remoteTarget(TransportSSE, "-mode", "http-status", "-status", "403"), limits: short,
 			class: ClassHTTPStatus, phase: PhaseStarting, message: []string{"403", "check credentials"}, max: time.Second},
 		{num: 37, name: "html http", target: remoteTarget(TransportHTTP, "-mode", "html"), limits: short,

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -238,6 +239,38 @@ func (p *OutboundPolicy) originClass() netClass {
 	return classPublic
 }
 
+// resolveOrigin sets the origin's class from what its host resolves to
+// now (the widest of its addresses), as a first connection would: for
+// requests made on the server's behalf to other hosts before, or without,
+// connecting to it (an OAuth sign-in: the authorization server is held
+// to the server's class).
+func (p *OutboundPolicy) resolveOrigin(ctx context.Context) error {
+	host, portText, err := net.SplitHostPort(p.hostPort)
+	if err != nil {
+		return err
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil {
+		return err
+	}
+	r := p.resolver
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range addrs {
+		if c := p.class(netip.AddrPortFrom(a.Unmap(), uint16(port))); !p.seen || c > p.pinned {
+			p.pinned, p.seen = c, true
+		}
+	}
+	return nil
+}
+
 // refused is the error for a connection the policy refuses.
 func refused(msg string, cause error) *Error {
 	return newError(ClassNetwork, "", msg, cause)
@@ -361,7 +394,13 @@ var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie
 // other request.
 type policyTransport struct {
 	p    *OutboundPolicy
-	base *http.Transport
+	base idleCloser // an *http.Transport dialling through p, maybe wrapped (credentialTransport)
+}
+
+// idleCloser is an http.RoundTripper that keeps connections.
+type idleCloser interface {
+	http.RoundTripper
+	CloseIdleConnections()
 }
 
 func (t policyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -383,9 +422,13 @@ func (t policyTransport) CloseIdleConnections() { t.base.CloseIdleConnections() 
 
 // atOrigin reports whether r, and every request of the redirects that
 // led to it, is to the policy's origin.
-func (p *OutboundPolicy) atOrigin(r *http.Request) bool {
+func (p *OutboundPolicy) atOrigin(r *http.Request) bool { return onlyAt(r, p.origin) }
+
+// onlyAt reports whether r, and every request of the redirects that led
+// to it, is to origin.
+func onlyAt(r *http.Request, origin string) bool {
 	for {
-		if originOf(r.URL) != p.origin {
+		if originOf(r.URL) != origin {
 			return false
 		}
 		if r.Response == nil || r.Response.Request == nil {
@@ -393,4 +436,39 @@ func (p *OutboundPolicy) atOrigin(r *http.Request) bool {
 		}
 		r = r.Response.Request
 	}
+}
+
+// credentialTransport adds header to the requests base sends to origin
+// that never left it: credentials for another host than the policy's
+// origin (an authorization server's token endpoint), which the policy
+// would strip, and which must not follow a redirect either.
+type credentialTransport struct {
+	base   idleCloser
+	origin string
+	header http.Header
+}
+
+func (t credentialTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !onlyAt(r, t.origin) {
+		return t.base.RoundTrip(r)
+	}
+	r2 := r.Clone(r.Context())
+	for k, vs := range t.header {
+		r2.Header[k] = vs
+	}
+	return t.base.RoundTrip(r2)
+}
+
+// CloseIdleConnections closes the connections the transport keeps.
+func (t credentialTransport) CloseIdleConnections() { t.base.CloseIdleConnections() }
+
+// withCredentials returns hc (a policy's client) sending header with its
+// requests to origin that never left it, after the policy's own header
+// rules.
+func withCredentials(hc *http.Client, origin string, header http.Header) *http.Client {
+	pt := hc.Transport.(policyTransport)
+	pt.base = credentialTransport{base: pt.base, origin: origin, header: header}
+	c := *hc
+	c.Transport = pt
+	return &c
 }

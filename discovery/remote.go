@@ -115,6 +115,9 @@ func (t sseTap) send(ctx context.Context, req transport.JSONRPCRequest) (*transp
 // mcp-go's errors tell.
 type httpTally struct {
 	status atomic.Int32 // the last HTTP status >= 400
+	// auth is the Bearer challenge of the last 401 or 403 (see
+	// challenge).
+	auth atomic.Pointer[AuthChallenge]
 	// cut is why a body was cut (the byte budget, or a message over the
 	// cap), the first time one was.
 	cut atomic.Pointer[errTooLarge]
@@ -136,6 +139,15 @@ func (t *httpTally) cutShort(e errTooLarge) {
 	if t.cut.CompareAndSwap(nil, &e) && t.onOverflow != nil {
 		t.onOverflow()
 	}
+}
+
+// challenge is the Bearer challenge of the last 401 (or 403
+// insufficient_scope) the server answered, or nil.
+func (t *httpTally) challenge() *AuthChallenge {
+	if t == nil {
+		return nil
+	}
+	return t.auth.Load()
 }
 
 // tooLarge returns why a body was cut, or nil.
@@ -183,6 +195,11 @@ func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if resp.StatusCode >= 400 {
 		c.tally.status.Store(int32(resp.StatusCode))
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		if ch, ok := parseChallenge(resp.StatusCode, resp.Header.Values("WWW-Authenticate")); ok && (resp.StatusCode == http.StatusUnauthorized || ch.Error == "insufficient_scope") {
+			c.tally.auth.Store(&ch)
+		}
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	body := &cappedBody{rc: resp.Body, budget: c.budget, message: c.message, events: mt == "text/event-stream", tally: c.tally}

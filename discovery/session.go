@@ -250,6 +250,9 @@ func (s *Session) Call(ctx context.Context, tool, pin string, args any, maxResul
 	case live.Pin != pin:
 		return nil, &PinMismatchError{Tool: tool, Want: pin, Live: &live}
 	}
+	if s.run.tally != nil {
+		s.run.tally.auth.Store(nil) // a challenge now is this call's
+	}
 	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}}
 	if mcp.IsModernProtocol(s.protocol) && s.run.target.Transport == TransportHTTP {
 		req.Header = paramHeaders(live, args)
@@ -281,6 +284,13 @@ func (s *Session) classify(ctx context.Context, err error) error {
 	}
 	if cut := s.run.tally.tooLarge(); cut != nil {
 		err = cut
+	}
+	if c := s.run.tally.challenge(); c != nil {
+		// Step-up: the call needs a token with more scopes (or a fresh
+		// one); the caller signs in again and calls again.
+		e := newError(ClassAuth, PhaseCalling, fmt.Sprintf("the server answered %d %s to the call: it wants a sign-in with the scopes %q", c.Status, c.Error, c.Scope), err)
+		e.Auth = c
+		return e
 	}
 	e := classify(err, PhaseCalling, ctx, false, 0)
 	e.Message = displayable(redact(e.Message, s.run.target.secrets()))

@@ -343,6 +343,15 @@ func (r *verification) failure(ctx context.Context, err error) (e *Error, exited
 		err = cut
 	}
 	exited, code = r.exited()
+	if c := r.tally.challenge(); c != nil && ctx.Err() == nil {
+		msg := fmt.Sprintf("the server answered %d: it wants a signed-in client", c.Status)
+		if c.Error == "insufficient_scope" {
+			msg = fmt.Sprintf("the server answered %d insufficient_scope: it wants a sign-in with the scopes %q", c.Status, c.Scope)
+		}
+		e := newError(ClassAuth, r.phase, msg, err)
+		e.Auth = c
+		return e, exited, code
+	}
 	return classify(err, r.phase, ctx, exited, code), exited, code
 }
 

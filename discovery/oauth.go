@@ -1,0 +1,661 @@
+package discovery
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The MCP authorization flow (OAuth 2.1, as the 2025-11-25 and 2026-07-28
+// revisions describe it), for a remote server that answers 401:
+//
+//  1. The 401's WWW-Authenticate names the protected resource metadata
+//     (RFC 9728), else it is looked for at the well-known paths; its
+//     resource must be the server's URL.
+//  2. Its first authorization server's metadata (RFC 8414, then OpenID
+//     discovery) must name the issuer it was asked for.
+//  3. The client is a Client ID Metadata Document URL where the server
+//     supports those, else a pre-registered client, else one registered
+//     dynamically (RFC 7591).
+//  4. The person is sent to the authorization endpoint: code flow with
+//     PKCE S256, state, resource (RFC 8707) and the scopes the 401 named
+//     (else all the resource supports); the answer's iss (RFC 9207) must
+//     be the issuer.
+//  5. The code is exchanged (resource again); the tokens are the
+//     caller's to keep, as secrets, keyed by issuer, and refreshed ahead
+//     of expiry.
+//
+// Every request goes through the outgoing-request policy of the server's
+// URL: the authorization server is "another host", so it must be of the
+// server's network class or wider, and no link-local or metadata
+// address, whatever a metadata document says.
+
+// oauthBodyBytes bounds a metadata or token response.
+const oauthBodyBytes = 256 << 10
+
+// AuthChallenge is what a 401 or 403 said in its WWW-Authenticate
+// header about the Bearer scheme.
+type AuthChallenge struct {
+	Status           int    // 401 or 403
+	ResourceMetadata string // resource_metadata: the protected resource metadata URL
+	Scope            string // scope: the scopes the resource asks for
+	Error            string // error: e.g. insufficient_scope
+}
+
+// parseChallenge reads the Bearer challenge of WWW-Authenticate values;
+// ok is false when there is none (a 401 of another scheme is about
+// credentials Switchboard cannot get by signing in).
+func parseChallenge(status int, values []string) (c AuthChallenge, ok bool) {
+	c.Status = status
+	for _, v := range values {
+		scheme, params, _ := strings.Cut(strings.TrimSpace(v), " ")
+		if !strings.EqualFold(scheme, "Bearer") {
+			continue
+		}
+		ok = true
+		for name, value := range authParams(params) {
+			switch name {
+			case "resource_metadata":
+				c.ResourceMetadata = value
+			case "scope":
+				c.Scope = value
+			case "error":
+				c.Error = value
+			}
+		}
+		break
+	}
+	return c, ok
+}
+
+// authParams parses auth-params: name=token or name="quoted string",
+// separated by commas.
+func authParams(s string) map[string]string {
+	out := map[string]string{}
+	for s = strings.TrimSpace(s); s != ""; {
+		name, rest, ok := strings.Cut(s, "=")
+		if !ok {
+			break
+		}
+		name = strings.ToLower(strings.TrimSpace(strings.TrimLeft(name, ", ")))
+		rest = strings.TrimSpace(rest)
+		var value string
+		if strings.HasPrefix(rest, `"`) {
+			var b strings.Builder
+			i := 1
+			for ; i < len(rest) && rest[i] != '"'; i++ {
+				if rest[i] == '\\' && i+1 < len(rest) {
+					i++
+				}
+				b.WriteByte(rest[i])
+			}
+			value, rest = b.String(), rest[min(i+1, len(rest)):]
+		} else {
+			value, rest, _ = strings.Cut(rest, ",")
+			value = strings.TrimSpace(value)
+		}
+		out[name] = value
+		s = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(rest), ","))
+	}
+	return out
+}
+
+// AuthServer is an authorization server's metadata (RFC 8414), as far as
+// the flow uses it.
+type AuthServer struct {
+	Issuer                            string   `json:"issuer"`
+	AuthorizationEndpoint             string   `json:"authorization_endpoint"`
+	TokenEndpoint                     string   `json:"token_endpoint"`
+	RegistrationEndpoint              string   `json:"registration_endpoint,omitempty"`
+	RevocationEndpoint                string   `json:"revocation_endpoint,omitempty"`
+	ScopesSupported                   []string `json:"scopes_supported,omitempty"`
+	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported,omitempty"`
+	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported,omitempty"`
+	ClientIDMetadataDocumentSupported bool     `json:"client_id_metadata_document_supported,omitempty"`
+	IssParameterSupported             bool     `json:"authorization_response_iss_parameter_supported,omitempty"`
+}
+
+// AuthPlan is what the discovery of a server's authorization found.
+type AuthPlan struct {
+	// Resource is the protected resource (the server's URL as its
+	// metadata names it), sent as resource in every request.
+	Resource string
+	// Server is its authorization server.
+	Server AuthServer
+	// Scopes are those to ask for: the challenge's, else all the resource
+	// supports, else none (the scope parameter is left out).
+	Scopes []string
+}
+
+// OAuthClient says who Switchboard is to an authorization server.
+type OAuthClient struct {
+	// RedirectURI is where the authorization server sends the browser
+	// back (the dashboard's callback, or the CLI's loopback listener).
+	RedirectURI string
+	// MetadataURL is Switchboard's Client ID Metadata Document, used as
+	// client_id where the server supports those (empty: not offered).
+	MetadataURL string
+	// ClientID and ClientSecret are a client pre-registered with the
+	// server (ClientSecret empty for a public client).
+	ClientID     string
+	ClientSecret string
+	// Name is the client_name of a dynamic registration.
+	Name string
+}
+
+// OAuthGrant is the outcome of a sign-in: the client the server knows,
+// and its tokens. AccessToken, RefreshToken and ClientSecret are secrets.
+type OAuthGrant struct {
+	Issuer        string    `json:"issuer"`
+	TokenEndpoint string    `json:"token_endpoint"`
+	Revocation    string    `json:"revocation_endpoint,omitempty"`
+	Resource      string    `json:"resource"`
+	ClientID      string    `json:"client_id"`
+	ClientSecret  string    `json:"client_secret,omitempty"`
+	AuthMethod    string    `json:"token_endpoint_auth_method"` // none, client_secret_basic or client_secret_post
+	Scope         string    `json:"scope,omitempty"`
+	AccessToken   string    `json:"access_token"`
+	RefreshToken  string    `json:"refresh_token,omitempty"`
+	ExpiresAt     time.Time `json:"expires_at,omitzero"` // zero: the server gave no lifetime
+}
+
+// PendingAuth is a sign-in under way: what the callback is checked
+// against and the code exchanged with. It stays on the server side.
+type PendingAuth struct {
+	Plan         AuthPlan
+	State        string
+	CodeVerifier string
+	RedirectURI  string
+	ClientID     string
+	ClientSecret string
+	AuthMethod   string
+	// URL is where to send the person.
+	URL string
+}
+
+// OAuthError is a refusal of the authorization flow, with what to do.
+type OAuthError struct {
+	Step    string // discovery, registration, authorization, token, refresh
+	Message string
+}
+
+func (e *OAuthError) Error() string { return "sign-in (" + e.Step + "): " + e.Message }
+
+func oauthErr(step, format string, args ...any) error {
+	return &OAuthError{Step: step, Message: fmt.Sprintf(format, args...)}
+}
+
+// oauthHTTP is the HTTP client of a sign-in's requests: every request
+// under the outgoing-request policy of the server's URL, with the
+// server's network class taken from what its name resolves to now.
+func (v *Verifier) oauthHTTP(ctx context.Context, serverURL string) (*http.Client, error) {
+	policy, err := NewOutboundPolicy(serverURL, nil)
+	if err != nil {
+		return nil, oauthErr("discovery", "invalid server URL: %v", err)
+	}
+	policy.classOf, policy.resolver = v.classOf, v.resolver
+	if err := policy.resolveOrigin(ctx); err != nil {
+		return nil, oauthErr("discovery", "cannot resolve the server's host: %v", err)
+	}
+	return policy.Client(), nil
+}
+
+// DiscoverAuth finds how to sign in to the server at serverURL, from the
+// challenge of its 401 (or 403 insufficient_scope). granted are the
+// scopes of an earlier sign-in, asked for again with the challenge's (a
+// step-up must not lose what the other operations need).
+func (v *Verifier) DiscoverAuth(ctx context.Context, serverURL string, challenge AuthChallenge, granted ...string) (*AuthPlan, error) {
+	hc, err := v.oauthHTTP(ctx, serverURL)
+	if err != nil {
+		return nil, err
+	}
+	defer hc.CloseIdleConnections()
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return nil, oauthErr("discovery", "invalid server URL: %v", err)
+	}
+	var prm struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+		ScopesSupported      []string `json:"scopes_supported"`
+	}
+	candidates := []string{}
+	if challenge.ResourceMetadata != "" {
+		candidates = append(candidates, challenge.ResourceMetadata)
+	}
+	origin := u.Scheme + "://" + u.Host
+	if p := strings.TrimSuffix(u.EscapedPath(), "/"); p != "" {
+		candidates = append(candidates, origin+"/.well-known/oauth-protected-resource"+p)
+	}
+	candidates = append(candidates, origin+"/.well-known/oauth-protected-resource")
+	var tried []string
+	for _, c := range candidates {
+		if err = getJSON(ctx, hc, c, &prm); err == nil {
+			break
+		}
+		tried = append(tried, fmt.Sprintf("%s: %v", c, err))
+	}
+	if err != nil {
+		return nil, oauthErr("discovery", "no protected resource metadata (RFC 9728) found: %s", strings.Join(tried, "; "))
+	}
+	if !sameResource(prm.Resource, serverURL) {
+		return nil, oauthErr("discovery", "the protected resource metadata names the resource %q, not this server's URL %q: refused", prm.Resource, serverURL)
+	}
+	if len(prm.AuthorizationServers) == 0 {
+		return nil, oauthErr("discovery", "the protected resource metadata names no authorization server")
+	}
+	as, err := authServerMetadata(ctx, hc, prm.AuthorizationServers[0])
+	if err != nil {
+		return nil, err
+	}
+	plan := &AuthPlan{Resource: prm.Resource, Server: *as}
+	switch {
+	case challenge.Scope != "":
+		plan.Scopes = strings.Fields(challenge.Scope)
+	case len(prm.ScopesSupported) > 0:
+		plan.Scopes = slices.Clone(prm.ScopesSupported)
+	}
+	for _, sc := range granted {
+		if !slices.Contains(plan.Scopes, sc) {
+			plan.Scopes = append(plan.Scopes, sc)
+		}
+	}
+	// A refresh token is what lets Switchboard keep a server verified
+	// without the person: ask for it where the server says how.
+	if slices.Contains(as.ScopesSupported, "offline_access") && !slices.Contains(plan.Scopes, "offline_access") {
+		plan.Scopes = append(plan.Scopes, "offline_access")
+	}
+	return plan, nil
+}
+
+// sameResource reports whether the resource a metadata document names
+// covers the server's URL: the same origin, and a path that is the
+// server's or one of its parents (a resource may be the whole origin),
+// whole segments only.
+func sameResource(resource, serverURL string) bool {
+	r, err1 := url.Parse(resource)
+	u, err2 := url.Parse(serverURL)
+	if err1 != nil || err2 != nil || r.Host == "" || r.RawQuery != "" || r.Fragment != "" || originOf(r) != originOf(u) {
+		return false
+	}
+	rp, up := strings.TrimSuffix(r.EscapedPath(), "/"), strings.TrimSuffix(u.EscapedPath(), "/")
+	return rp == up || strings.HasPrefix(up, rp+"/")
+}
+
+// authServerMetadata fetches the metadata of issuer: RFC 8414's
+// well-known URL (the path after it), then OpenID discovery's (inserted
+// and appended). Its issuer must be issuer exactly.
+func authServerMetadata(ctx context.Context, hc *http.Client, issuer string) (*AuthServer, error) {
+	u, err := url.Parse(issuer)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, oauthErr("discovery", "the authorization server %q is not an http(s) URL", issuer)
+	}
+	origin, p := u.Scheme+"://"+u.Host, strings.TrimSuffix(u.EscapedPath(), "/")
+	urls := []string{origin + "/.well-known/oauth-authorization-server" + p, origin + "/.well-known/openid-configuration" + p}
+	if p != "" {
+		urls = append(urls, origin+p+"/.well-known/openid-configuration")
+	}
+	var tried []string
+	for _, m := range urls {
+		var as AuthServer
+		if err := getJSON(ctx, hc, m, &as); err != nil {
+			tried = append(tried, fmt.Sprintf("%s: %v", m, err))
+			continue
+		}
+		if as.Issuer != issuer {
+			return nil, oauthErr("discovery", "the authorization server metadata at %s names the issuer %q, not %q: refused (RFC 8414)", m, as.Issuer, issuer)
+		}
+		if as.AuthorizationEndpoint == "" || as.TokenEndpoint == "" {
+			return nil, oauthErr("discovery", "the authorization server metadata at %s has no authorization or token endpoint", m)
+		}
+		if len(as.CodeChallengeMethodsSupported) > 0 && !slices.Contains(as.CodeChallengeMethodsSupported, "S256") {
+			return nil, oauthErr("discovery", "the authorization server %s does not support PKCE S256", issuer)
+		}
+		return &as, nil
+	}
+	return nil, oauthErr("discovery", "no authorization server metadata for %s: %s", issuer, strings.Join(tried, "; "))
+}
+
+// StartAuth prepares a sign-in with plan as client: it registers a
+// client dynamically where it must, and returns the pending sign-in with
+// the URL to send the person to.
+func (v *Verifier) StartAuth(ctx context.Context, plan *AuthPlan, client OAuthClient) (*PendingAuth, error) {
+	p := &PendingAuth{Plan: *plan, RedirectURI: client.RedirectURI, State: randomToken(), CodeVerifier: randomToken() + randomToken()}
+	as := plan.Server
+	switch {
+	case as.ClientIDMetadataDocumentSupported && client.MetadataURL != "":
+		p.ClientID, p.AuthMethod = client.MetadataURL, "none"
+	case client.ClientID != "":
+		p.ClientID, p.ClientSecret = client.ClientID, client.ClientSecret
+		p.AuthMethod = "none"
+		if client.ClientSecret != "" {
+			p.AuthMethod = "client_secret_post"
+			if slices.Contains(as.TokenEndpointAuthMethodsSupported, "client_secret_basic") || len(as.TokenEndpointAuthMethodsSupported) == 0 {
+				p.AuthMethod = "client_secret_basic" // RFC 8414's default
+			}
+		}
+	case as.RegistrationEndpoint != "":
+		if err := v.register(ctx, plan, client, p); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, oauthErr("registration", "the authorization server %s offers neither client metadata documents nor dynamic registration: enter a client registered with it (client id, and secret if it gave one)", as.Issuer)
+	}
+	q := url.Values{}
+	q.Set("response_type", "code")
+	q.Set("client_id", p.ClientID)
+	q.Set("redirect_uri", p.RedirectURI)
+	q.Set("state", p.State)
+	sum := sha256.Sum256([]byte(p.CodeVerifier))
+	q.Set("code_challenge", base64.RawURLEncoding.EncodeToString(sum[:]))
+	q.Set("code_challenge_method", "S256")
+	q.Set("resource", plan.Resource)
+	if len(plan.Scopes) > 0 {
+		q.Set("scope", strings.Join(plan.Scopes, " "))
+	}
+	sep := "?"
+	if strings.Contains(as.AuthorizationEndpoint, "?") {
+		sep = "&"
+	}
+	p.URL = as.AuthorizationEndpoint + sep + q.Encode()
+	return p, nil
+}
+
+// register registers a client dynamically (RFC 7591).
+func (v *Verifier) register(ctx context.Context, plan *AuthPlan, client OAuthClient, p *PendingAuth) error {
+	method := "none"
+	if ms := plan.Server.TokenEndpointAuthMethodsSupported; len(ms) > 0 && !slices.Contains(ms, "none") {
+		method = ms[0]
+	}
+	name := client.Name
+	if name == "" {
+		name = "Switchboard"
+	}
+	body, _ := json.Marshal(map[string]any{
+		"client_name": name, "redirect_uris": []string{client.RedirectURI},
+		"grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"},
+		"token_endpoint_auth_method": method, "application_type": applicationType(client.RedirectURI),
+	})
+	hc, err := v.oauthHTTP(ctx, plan.Resource)
+	if err != nil {
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, plan.Server.RegistrationEndpoint, strings.NewReader(string(body)))
+	if err != nil {
+		return oauthErr("registration", "invalid registration endpoint: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	var reg struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+		AuthMethod   string `json:"token_endpoint_auth_method"`
+	}
+	if err := doJSON(hc, req, &reg); err != nil {
+		return oauthErr("registration", "dynamic registration at %s failed: %v", plan.Server.RegistrationEndpoint, err)
+	}
+	if reg.ClientID == "" {
+		return oauthErr("registration", "dynamic registration at %s answered no client_id", plan.Server.RegistrationEndpoint)
+	}
+	p.ClientID, p.ClientSecret, p.AuthMethod = reg.ClientID, reg.ClientSecret, reg.AuthMethod
+	if p.AuthMethod == "" {
+		p.AuthMethod = method
+	}
+	return nil
+}
+
+// applicationType is the application_type of a dynamic registration
+// (OpenID Connect Registration, as MCP asks): native for a client whose
+// redirect goes to this machine (the CLI's listener, a dashboard on
+// loopback), web otherwise.
+func applicationType(redirectURI string) string {
+	if u, err := url.Parse(redirectURI); err == nil {
+		switch h := u.Hostname(); {
+		case h == "localhost", strings.HasSuffix(h, ".localhost"):
+			return "native"
+		default:
+			if ip, err := netip.ParseAddr(h); err == nil && ip.IsLoopback() {
+				return "native"
+			}
+		}
+	}
+	return "web"
+}
+
+// FinishAuth checks the authorization server's answer (the query of the
+// redirect to the callback) against p, and exchanges its code for
+// tokens.
+func (v *Verifier) FinishAuth(ctx context.Context, p *PendingAuth, answer url.Values) (*OAuthGrant, error) {
+	if answer.Get("state") != p.State {
+		return nil, oauthErr("authorization", "the answer's state does not match the sign-in's: refused")
+	}
+	// RFC 9207: where the server says it sends iss, it must; where it
+	// sends one, it must be the issuer, compared as strings.
+	iss, hasIss := answer["iss"]
+	switch {
+	case hasIss && (len(iss) != 1 || iss[0] != p.Plan.Server.Issuer):
+		return nil, oauthErr("authorization", "the answer comes from the issuer %q, not %q: refused (RFC 9207)", answer.Get("iss"), p.Plan.Server.Issuer)
+	case !hasIss && p.Plan.Server.IssParameterSupported:
+		return nil, oauthErr("authorization", "the authorization server %s says it names itself in its answers (iss), and this one does not: refused (RFC 9207)", p.Plan.Server.Issuer)
+	}
+	if e := answer.Get("error"); e != "" {
+		return nil, oauthErr("authorization", "the authorization server refused: %s %s", e, answer.Get("error_description"))
+	}
+	code := answer.Get("code")
+	if code == "" {
+		return nil, oauthErr("authorization", "the answer holds no code")
+	}
+	g := &OAuthGrant{Issuer: p.Plan.Server.Issuer, TokenEndpoint: p.Plan.Server.TokenEndpoint, Revocation: p.Plan.Server.RevocationEndpoint,
+		Resource: p.Plan.Resource, ClientID: p.ClientID, ClientSecret: p.ClientSecret, AuthMethod: p.AuthMethod}
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {p.RedirectURI},
+		"code_verifier": {p.CodeVerifier}, "resource": {p.Plan.Resource}}
+	if err := v.token(ctx, g, form, "token"); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// RefreshAuth gets g new tokens with its refresh token, in place.
+func (v *Verifier) RefreshAuth(ctx context.Context, g *OAuthGrant) error {
+	if g.RefreshToken == "" {
+		return oauthErr("refresh", "no refresh token is held: sign in again")
+	}
+	return v.token(ctx, g, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {g.RefreshToken}, "resource": {g.Resource}}, "refresh")
+}
+
+// token posts form to g's token endpoint, authenticated as g's client,
+// and keeps the tokens answered in g.
+func (v *Verifier) token(ctx context.Context, g *OAuthGrant, form url.Values, step string) error {
+	hc, err := v.oauthHTTP(ctx, g.Resource)
+	if err != nil {
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	switch g.AuthMethod {
+	case "client_secret_post":
+		form.Set("client_id", g.ClientID)
+		form.Set("client_secret", g.ClientSecret)
+	case "client_secret_basic":
+	default:
+		form.Set("client_id", g.ClientID)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.TokenEndpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return oauthErr(step, "invalid token endpoint: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if g.AuthMethod == "client_secret_basic" {
+		// The policy strips credentials from requests to other hosts than
+		// the server's: these go to the token endpoint only, and follow no
+		// redirect (RFC 6749 2.3.1: the id and secret form-encoded first).
+		basic := &http.Request{Header: http.Header{}}
+		basic.SetBasicAuth(url.QueryEscape(g.ClientID), url.QueryEscape(g.ClientSecret))
+		hc = withCredentials(hc, originOf(req.URL), basic.Header)
+	}
+	var tok struct {
+		AccessToken  string `json:"access_token"`
+		TokenType    string `json:"token_type"`
+		RefreshToken string `json:"refresh_token"`
+		ExpiresIn    int64  `json:"expires_in"`
+		Scope        string `json:"scope"`
+	}
+	if err := doJSON(hc, req, &tok); err != nil {
+		return oauthErr(step, "the token endpoint %s refused: %v", g.TokenEndpoint, err)
+	}
+	if tok.AccessToken == "" || (tok.TokenType != "" && !strings.EqualFold(tok.TokenType, "Bearer")) {
+		return oauthErr(step, "the token endpoint answered no Bearer access token")
+	}
+	g.AccessToken = tok.AccessToken
+	if tok.RefreshToken != "" {
+		g.RefreshToken = tok.RefreshToken
+	}
+	if tok.Scope != "" {
+		g.Scope = tok.Scope
+	}
+	g.ExpiresAt = time.Time{}
+	if tok.ExpiresIn > 0 {
+		g.ExpiresAt = time.Now().Add(time.Duration(min(tok.ExpiresIn, 10*365*86400)) * time.Second)
+	}
+	return nil
+}
+
+// getJSON GETs u into v: 200 and a JSON body within oauthBodyBytes.
+func getJSON(ctx context.Context, hc *http.Client, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	return doJSON(hc, req, v)
+}
+
+// doJSON sends req and decodes a 2xx JSON answer into v; another status
+// is an error with the OAuth error the body gives, if any.
+func doJSON(hc *http.Client, req *http.Request, v any) error {
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, oauthBodyBytes+1))
+	if err != nil {
+		return err
+	}
+	if len(body) > oauthBodyBytes {
+		return fmt.Errorf("answer over %d KiB", oauthBodyBytes>>10)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error       string `json:"error"`
+			Description string `json:"error_description"`
+		}
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			return fmt.Errorf("HTTP %d: %s %s", resp.StatusCode, e.Error, e.Description)
+		}
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" && !strings.HasSuffix(mt, "+json") {
+		return fmt.Errorf("answered %q, not JSON", mt)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("not valid JSON: %v", err)
+	}
+	return nil
+}
+
+// randomToken is 32 random bytes, base64url: state and PKCE verifiers.
+func randomToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ErrSignInRequired is the class of a verification that ended because
+// the server wants a signed-in client (see Error.Auth).
+var ErrSignInRequired = errors.New("sign-in required")
+
+// SignIn runs the whole flow for the server at serverURL, which
+// answered challenge: discovery, the client, the authorization (by
+// authorize, which sends the person to p.URL and returns the query of
+// the redirect to p.RedirectURI) and the code exchange.
+//
+// prev, if not nil, is the grant the server refused (a step-up): its
+// scopes are asked for again.
+func (v *Verifier) SignIn(ctx context.Context, serverURL string, challenge AuthChallenge, client OAuthClient, prev *OAuthGrant,
+	authorize func(context.Context, *PendingAuth) (url.Values, error)) (*OAuthGrant, error) {
+	var granted []string
+	if prev != nil {
+		granted = strings.Fields(prev.Scope)
+	}
+	plan, err := v.DiscoverAuth(ctx, serverURL, challenge, granted...)
+	if err != nil {
+		return nil, err
+	}
+	p, err := v.StartAuth(ctx, plan, client)
+	if err != nil {
+		return nil, err
+	}
+	answer, err := authorize(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	g, err := v.FinishAuth(ctx, p, answer)
+	if err == nil && g.Scope == "" {
+		g.Scope = strings.Join(plan.Scopes, " ") // the server said none: as asked
+	}
+	return g, err
+}
+
+// AuthorizeNonInteractive is an authorize for SignIn without a person:
+// it GETs the authorization URL and follows redirects (under the
+// outgoing-request policy) until one goes to the redirect URI, whose
+// query it returns. Only an authorization server that approves at once
+// answers so (a test server, or one with a standing consent).
+func (v *Verifier) AuthorizeNonInteractive(ctx context.Context, p *PendingAuth) (url.Values, error) {
+	hc, err := v.oauthHTTP(ctx, p.Plan.Resource)
+	if err != nil {
+		return nil, err
+	}
+	defer hc.CloseIdleConnections()
+	var answer *url.URL
+	policyRedirect := hc.CheckRedirect
+	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if strings.HasPrefix(req.URL.String(), p.RedirectURI) {
+			answer = req.URL
+			return http.ErrUseLastResponse
+		}
+		return policyRedirect(req, via)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL, nil)
+	if err != nil {
+		return nil, oauthErr("authorization", "invalid authorization URL: %v", err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, oauthErr("authorization", "GET the authorization endpoint: %v", err)
+	}
+	resp.Body.Close()
+	if answer == nil {
+		if loc, err := resp.Location(); err == nil && strings.HasPrefix(loc.String(), p.RedirectURI) {
+			answer = loc
+		}
+	}
+	if answer == nil {
+		return nil, oauthErr("authorization", "the authorization server did not approve at once (HTTP %d): sign in with a browser", resp.StatusCode)
+	}
+	return answer.Query(), nil
+}
