@@ -56,7 +56,12 @@ func call(ctx context.Context, args []string, getenv func(string) string, stdout
 	if t.Transport == discovery.TransportStdio {
 		out.Target = strings.Join(server, " ")
 	}
-	res, err := callTool(ctx, discovery.NewVerifier(limits, getenv), t, tool, arguments, *callTimeout, limits.MessageBytes, &out)
+	v := discovery.NewVerifier(limits, getenv)
+	var res *mcp.CallToolResult
+	err = tf.oauth.signingIn(ctx, v, &t, stderr, func() (err error) {
+		res, err = callTool(ctx, v, t, tool, arguments, *callTimeout, limits.MessageBytes, &out)
+		return err
+	})
 	out.TotalMS = float64(time.Since(start).Microseconds()) / 1000
 	if err == nil {
 		out.Result, err = json.Marshal(res)

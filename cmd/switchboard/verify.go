@@ -72,7 +72,11 @@ func verify(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	v := discovery.NewVerifier(limits, getenv)
 	start := time.Now()
-	res, err := v.Verify(ctx, t, 0, nil)
+	var res *discovery.Result
+	err = tf.oauth.signingIn(ctx, v, &t, stderr, func() (err error) {
+		res, err = v.Verify(ctx, t, 0, nil)
+		return err
+	})
 	out := verifyOutput{OK: err == nil, Transport: t.Transport, Target: t.URL, Tools: []json.RawMessage{}, Timings: []timing{}}
 	if t.Transport == discovery.TransportStdio {
 		out.Target = strings.Join(rest, " ")
@@ -140,6 +144,7 @@ func targetCommand(name, usage string, stderr io.Writer) (*flag.FlagSet, *bool, 
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	tf := addTargetFlags(fs)
+	tf.oauth = addOAuthFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -150,6 +155,7 @@ func targetCommand(name, usage string, stderr io.Writer) (*flag.FlagSet, *bool, 
 // targetFlags are the flags that say how to reach a server, shared by
 // verify and call.
 type targetFlags struct {
+	oauth     *oauthFlags
 	transport *string
 	timeout   *time.Duration
 	limits    discovery.Limits
