@@ -10,13 +10,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -471,6 +474,105 @@ func TestOAuthWithRealAuthorizationServer(t *testing.T) {
 	}
 	if status, answer = c.refresh(refreshed.refresh, endpoint); status != http.StatusBadRequest || answer["error"] != "invalid_grant" {
 		t.Errorf("refresh with a revoked refresh token = %d %v; want 400 invalid_grant", status, answer)
+	}
+}
+
+// formPattern and hiddenPattern find the form of oidc-provider's login
+// and consent pages and its hidden fields.
+var (
+	formPattern   = regexp.MustCompile(`<form[^>]*action="([^"]+)"[^>]*method="post"`)
+	hiddenPattern = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)"`)
+)
+
+// TestOAuthProviderLoginPages signs in through provider.mjs's login and
+// consent pages, as a person (or Playwright) in a browser would: the
+// login name typed becomes the token's subject. The client is known by its
+// Client ID Metadata Document (--cimd, registration turned off), and the
+// provider serves RFC 8414 metadata only (--discovery oauth).
+func TestOAuthProviderLoginPages(t *testing.T) {
+	issuer := startProvider(t, "--cimd", "--no-registration", "--discovery", "oauth")
+	resource := "http://127.0.0.1:47614/mcp"
+	redirectURI := "http://127.0.0.1:47615/oauth/callback"
+	var as struct {
+		authServer
+		CIMD bool `json:"client_id_metadata_document_supported"`
+	}
+	getJSON(t, issuer+"/.well-known/oauth-authorization-server", &as)
+	if !as.CIMD || as.RegistrationEndpoint != "" {
+		t.Errorf("metadata = %+v; want client_id_metadata_document_supported and no registration_endpoint", as)
+	}
+	oidc, err := noRedirects.Get(issuer + "/.well-known/openid-configuration")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oidc.Body.Close()
+	if oidc.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /.well-known/openid-configuration with --discovery oauth = %s; want 404", oidc.Status)
+	}
+	// The provider fetches https://127.0.0.1:PORT/… documents over http.
+	var clientID string
+	cimd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"client_id": clientID, "client_name": "mcp-fixture test", "redirect_uris": []string{redirectURI},
+			"token_endpoint_auth_method": "none", "grant_types": []string{"authorization_code", "refresh_token"},
+		})
+	}))
+	defer cimd.Close()
+	clientID = "https://" + strings.TrimPrefix(cimd.URL, "http://") + "/client.json"
+
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if strings.HasPrefix(req.URL.String(), redirectURI) {
+			return http.ErrUseLastResponse // the client's redirect URI: nothing listens there
+		}
+		return nil
+	}}
+	verifier := rand.Text() + rand.Text()
+	sum := sha256.Sum256([]byte(verifier))
+	resp, err := browser.Get(as.AuthorizationEndpoint + "?" + url.Values{
+		"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {redirectURI}, "state": {"s1"},
+		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"},
+		"resource": {resource}, "scope": {"mcp"},
+	}.Encode())
+	for _, prompt := range []string{"login", "consent"} {
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		form := formPattern.FindSubmatch(page)
+		fields := url.Values{}
+		for _, m := range hiddenPattern.FindAllSubmatch(page, -1) {
+			fields.Set(string(m[1]), string(m[2]))
+		}
+		if resp.StatusCode != http.StatusOK || form == nil || fields.Get("prompt") != prompt {
+			t.Fatalf("%s page = %s with form %q and fields %v; want 200, a form, prompt=%s:\n%s", prompt, resp.Status, form, fields, prompt, page)
+		}
+		if prompt == "login" {
+			fields.Set("login", "alice")
+			fields.Set("password", "anything")
+		}
+		resp, err = browser.PostForm(html.UnescapeString(string(form[1])), fields)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	back, _ := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusSeeOther || back.Query().Get("code") == "" || back.Query().Get("iss") != issuer {
+		t.Fatalf("after consent = %s to %q; want 303 to %s with code and iss", resp.Status, back, redirectURI)
+	}
+	status, answer := postJSON(t, as.TokenEndpoint, url.Values{
+		"grant_type": {"authorization_code"}, "code": {back.Query().Get("code")}, "redirect_uri": {redirectURI},
+		"client_id": {clientID}, "code_verifier": {verifier}, "resource": {resource},
+	})
+	access, _ := answer["access_token"].(string)
+	if status != http.StatusOK || strings.Count(access, ".") != 2 {
+		t.Fatalf("code exchange = %d %v; want a JWT access token", status, answer)
+	}
+	if claims := claimsOf(t, access); claims["sub"] != "alice" || claims["aud"] != resource {
+		t.Errorf("access token claims = %v; want sub alice, aud %s", claims, resource)
 	}
 }
 

@@ -13,7 +13,9 @@
 //   - resource indicators (RFC 8707): a request naming resource=URL gets a
 //     JWT access token (typ at+jwt, RS256) whose aud is that URL;
 //   - refresh tokens for every client allowed the refresh_token grant
-//     (without offline_access), rotated on use for public clients;
+//     (the default grant_types of a registration are authorization_code
+//     and refresh_token; no offline_access needed), rotated on every use
+//     for public clients: reusing a spent one is refused and ends its grant;
 //   - token revocation at /token/revocation (RFC 7009): revoking a
 //     refresh token ends its grant;
 //   - signing keys at /jwks, made fresh at every start.
@@ -24,13 +26,17 @@
 // answered with the redirect to the client, code, state and iss included.
 //
 // Flags (each also read from the environment variable OIDC_<FLAG>, for
-// example OIDC_PORT; a flag wins over its variable):
+// example OIDC_PORT or OIDC_AUTO_APPROVE=1; a flag wins over its variable;
+// OIDC_RESOURCE holds URLs separated by spaces, OIDC_CLIENT a JSON object
+// or array of objects):
 //
 //   --port N             port on 127.0.0.1 (0, the default: any free port)
 //   --resource URL       accept this resource indicator; repeat for more.
 //                        Without it any absolute http(s) URL is accepted.
-//   --scopes "a b"       scopes of every resource (default "mcp"); an
-//                        authorization request naming none gets them all
+//   --scopes "a b"       scopes of every resource (default "mcp"); a GET
+//                        authorization request naming no scope gets them
+//                        all; other scopes asked for are dropped, and a
+//                        request left with none is refused (access_denied)
 //   --access-ttl S       access token lifetime in seconds (default 3600)
 //   --refresh-ttl S      refresh token lifetime in seconds (default 14 days)
 //   --auto-approve       sign in as --account and consent without a page
@@ -89,6 +95,7 @@ function options(argv, env) {
     const value = env[`OIDC_${name.toUpperCase().replaceAll('-', '_')}`];
     if (value === undefined || value === '' || given.has(name)) continue;
     if (type === 'boolean') values[name] = value === '1' || value === 'true';
+    else if (name === 'client') values[name] = [JSON.parse(value)].flat().map((c) => JSON.stringify(c));
     else if (multiple) values[name] = value.split(/\s+/).filter(Boolean);
     else values[name] = value;
   }
@@ -203,10 +210,15 @@ function configuration(opts) {
       Session: opts.refreshTTL,
     },
     // The tests run over plain http on loopback: fetch Client ID Metadata
-    // Documents from loopback https URLs over http.
+    // Documents from loopback https URLs over http, without the dispatcher
+    // that refuses to connect to special-use (here: loopback) addresses.
     fetch: (url, init) => {
       const u = new URL(url);
-      if (opts.cimd && u.protocol === 'https:' && LOOPBACK_HOSTS.has(u.hostname)) u.protocol = 'http:';
+      if (opts.cimd && u.protocol === 'https:' && LOOPBACK_HOSTS.has(u.hostname)) {
+        u.protocol = 'http:';
+        const { dispatcher, ...rest } = init;
+        return globalThis.fetch(u, rest);
+      }
       return globalThis.fetch(u, init);
     },
     renderError: async (ctx, out) => {
