@@ -11,7 +11,12 @@
 //   - the authorization code flow at /auth with PKCE S256 required for
 //     every client, and the iss parameter in every authorization response;
 //   - resource indicators (RFC 8707): a request naming resource=URL gets a
-//     JWT access token (typ at+jwt, RS256) whose aud is that URL;
+//     JWT access token (typ at+jwt, RS256) whose aud is that URL and whose
+//     scope claim holds the scopes granted; the code exchange and refresh
+//     may name it again or not. An authorization request naming no
+//     resource is answered error=access_denied (its scopes belong to no
+//     resource) unless it asks for openid, which gets an opaque access
+//     token that no resource server here accepts;
 //   - refresh tokens for every client allowed the refresh_token grant
 //     (the default grant_types of a registration are authorization_code
 //     and refresh_token; no offline_access needed), rotated on every use
@@ -42,7 +47,8 @@
 //   --auto-approve       sign in as --account and consent without a page
 //   --account ID         subject of --auto-approve (default "test-user")
 //   --client JSON        pre-register a client (RFC 7591 metadata with
-//                        client_id); repeat for more
+//                        client_id; token_endpoint_auth_method defaults to
+//                        none, as for registered clients); repeat for more
 //   --no-registration    turn dynamic client registration off
 //   --discovery WHICH    both (default), openid (only
 //                        /.well-known/openid-configuration) or oauth (only
