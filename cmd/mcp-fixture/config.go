@@ -221,6 +221,15 @@ type config struct {
 	descriptionBytes int
 	// entries is how many entries many-tiny-tools lists.
 	entries int
+	// oauthIssuer, if set, protects the http transport's endpoint with
+	// bearer tokens from this authorization server; see oauth.go.
+	oauthIssuer string
+	// oauthScopes are the scopes hinted in 401 answers and listed in the
+	// protected resource metadata, space-separated.
+	oauthScopes string
+	// oauthRequiredScope, if set, is a scope every token must carry;
+	// tokens without it are answered 403 insufficient_scope.
+	oauthRequiredScope string
 }
 
 // defaultConfig returns the configuration used when no flag or environment
@@ -300,6 +309,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.Int64Var(&cfg.allocBytes, "alloc-bytes", cfg.allocBytes, "bytes allocated by -mode alloc")
 	fs.IntVar(&cfg.descriptionBytes, "description-bytes", cfg.descriptionBytes, "minimum length of the description listed by -mode injection")
 	fs.IntVar(&cfg.entries, "entries", cfg.entries, "entries listed by -mode many-tiny-tools, besides the generated tools")
+	fs.StringVar(&cfg.oauthIssuer, "oauth-issuer", cfg.oauthIssuer, "protect /mcp (-transport http, -mode normal) with JWT access tokens from this OAuth authorization server: 401 with WWW-Authenticate resource_metadata without a valid token (iss, aud = the /mcp URL, exp, signature by the issuer's JWKS), protected resource metadata (RFC 9728) at /.well-known/oauth-protected-resource[/mcp]")
+	fs.StringVar(&cfg.oauthScopes, "oauth-scopes", cfg.oauthScopes, `scopes, space-separated, hinted as scope="..." in 401 answers and listed in the protected resource metadata (needs -oauth-issuer)`)
+	fs.StringVar(&cfg.oauthRequiredScope, "oauth-required-scope", cfg.oauthRequiredScope, `a scope every token must carry; a token without it is answered 403 error="insufficient_scope" with scope="<-oauth-scopes and this one>" (needs -oauth-issuer)`)
 
 	fs.VisitAll(func(f *flag.Flag) {
 		f.Usage += fmt.Sprintf(" (env %s)", envName(f.Name))
@@ -390,5 +402,25 @@ func (c config) validate() error {
 	if c.transport != transportStdio && c.addr == "" {
 		return errors.New("-addr must not be empty for the http and sse transports")
 	}
-	return nil
+	return c.validateOAuth()
+}
+
+// validateOAuth checks the -oauth-* flags.
+func (c config) validateOAuth() error {
+	if c.oauthIssuer == "" {
+		if c.oauthScopes != "" || c.oauthRequiredScope != "" {
+			return errors.New("-oauth-scopes and -oauth-required-scope need -oauth-issuer")
+		}
+		return nil
+	}
+	if c.transport != transportHTTP || c.mode != modeNormal {
+		return errors.New("-oauth-issuer works with -transport http and -mode normal only")
+	}
+	if strings.ContainsAny(c.oauthRequiredScope, " \t\n\"\\") {
+		return fmt.Errorf("invalid -oauth-required-scope %q: want one scope", c.oauthRequiredScope)
+	}
+	if strings.ContainsAny(c.oauthScopes, "\"\\") {
+		return fmt.Errorf("invalid -oauth-scopes %q: scopes hold no quotes or backslashes", c.oauthScopes)
+	}
+	return validIssuer(c.oauthIssuer)
 }

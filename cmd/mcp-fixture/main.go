@@ -17,6 +17,13 @@
 // example FIXTURE_PAGE_SIZE for -page-size; a flag given on the command
 // line wins over its variable.
 //
+// With -oauth-issuer (http transport, normal mode) the fixture is an OAuth
+// 2.1 resource server: /mcp wants a JWT access token from that issuer and
+// answers 401 or 403 with the WWW-Authenticate challenge of the MCP
+// authorization specification, and the protected resource metadata
+// (RFC 9728) is served under /.well-known/oauth-protected-resource (see
+// oauth.go; e2e/oidc/provider.mjs is an issuer to pair it with).
+//
 // For the http and sse transports the server prints exactly one line to
 // stdout, "listening <URL>", where URL is the endpoint to connect to. For the
 // stdio transport stdout carries nothing but protocol messages.

@@ -166,7 +166,11 @@ func serveHTTP(ctx context.Context, cfg config, s *server.MCPServer, stdout, std
 				server.WithStreamableHTTPServer(httpServer),
 				server.WithStreamableHTTPLogger(slog.New(slog.NewTextHandler(stderr, nil))),
 			)
-			mux.Handle(endpoint, streamable)
+			if cfg.oauthIssuer != "" {
+				newOAuthGuard(cfg, baseURL, endpoint).routes(mux, endpoint, streamable)
+			} else {
+				mux.Handle(endpoint, streamable)
+			}
 			shutdown = streamable.Shutdown
 		}
 		httpServer.Handler = mux
