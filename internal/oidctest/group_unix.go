@@ -1,12 +1,12 @@
 //go:build unix
 
-package main
+package oidctest
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -17,19 +17,17 @@ func ownGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: t
 // killGroup kills the process group of cmd, if anything is left in it.
 func killGroup(cmd *exec.Cmd) { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 
-// assertGroupGone fails t unless the process group of cmd, which has
-// been waited for, is empty within 5 s.
-func assertGroupGone(t *testing.T, cmd *exec.Cmd) {
-	t.Helper()
+// groupGone says what is left of the process group of cmd, which has
+// been waited for, after 5 s; nil once it is empty.
+func groupGone(cmd *exec.Cmd) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		err := syscall.Kill(-cmd.Process.Pid, 0)
 		if errors.Is(err, syscall.ESRCH) {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("process group %d of %s still has processes (kill 0: %v)", cmd.Process.Pid, cmd.Path, err)
-			return
+			return fmt.Errorf("process group %d of %s still has processes (kill 0: %v)", cmd.Process.Pid, cmd.Path, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
