@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -442,7 +443,7 @@ func applicationType(redirectURI string) string {
 // redirect to the callback) against p, and exchanges its code for
 // tokens.
 func (v *Verifier) FinishAuth(ctx context.Context, p *PendingAuth, answer url.Values) (*OAuthGrant, error) {
-	if answer.Get("state") != p.State {
+	if subtle.ConstantTimeCompare([]byte(answer.Get("state")), []byte(p.State)) != 1 {
 		return nil, oauthErr("authorization", "the answer's state does not match the sign-in's: refused")
 	}
 	// RFC 9207: where the server says it sends iss, it must; where it
@@ -636,8 +637,15 @@ func (v *Verifier) AuthorizeNonInteractive(ctx context.Context, p *PendingAuth) 
 	defer hc.CloseIdleConnections()
 	var answer *url.URL
 	policyRedirect := hc.CheckRedirect
+	redirect, err := url.Parse(p.RedirectURI)
+	if err != nil {
+		return nil, oauthErr("authorization", "invalid redirect URI: %v", err)
+	}
+	toRedirect := func(u *url.URL) bool {
+		return u.Scheme == redirect.Scheme && u.Host == redirect.Host && u.Path == redirect.Path
+	}
 	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if strings.HasPrefix(req.URL.String(), p.RedirectURI) {
+		if toRedirect(req.URL) {
 			answer = req.URL
 			return http.ErrUseLastResponse
 		}
@@ -653,7 +661,7 @@ func (v *Verifier) AuthorizeNonInteractive(ctx context.Context, p *PendingAuth) 
 	}
 	resp.Body.Close()
 	if answer == nil {
-		if loc, err := resp.Location(); err == nil && strings.HasPrefix(loc.String(), p.RedirectURI) {
+		if loc, err := resp.Location(); err == nil && toRedirect(loc) {
 			answer = loc
 		}
 	}
