@@ -221,6 +221,8 @@ func valueDecoder(top string, depth int) (decode func([]byte) error, valuesOnly 
 		return into(func() any { return new(HistoryEntry) }), true
 	case depth == 1 && top == string(bucketAgentNames):
 		return nil, true
+	case depth == 1 && top == string(bucketGrants):
+		return into(func() any { return new(Grant) }), true
 	}
 	return nil, false
 }

@@ -48,8 +48,11 @@ var (
 	// name (see agentname.go).
 	bucketAgentNames = []byte("agent_names")
 
+	// bucketGrants holds, per server, its OAuth grants by issuer (see
+	// Grant).
+	bucketGrants = []byte("grants")
 	// perServerBuckets hold one nested bucket per server id.
-	perServerBuckets = [][]byte{bucketTools, bucketPolicies, bucketApproved, bucketHistory, bucketAgentNames}
+	perServerBuckets = [][]byte{bucketTools, bucketPolicies, bucketApproved, bucketHistory, bucketAgentNames, bucketGrants}
 
 	keySchemaVersion = []byte("schema_version")
 	keyInstance      = []byte("instance") // random, set when the file is created
