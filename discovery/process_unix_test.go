@@ -226,7 +226,9 @@ func TestWriteStopsAfterPartialWrite(t *testing.T) {
 	// More than the pipe takes (64 KiB), so the write stops part way.
 	big := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: "x",
 		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"pad": strings.Repeat("p", 1<<20)}}}}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// Long enough for the writer to fill the pipe on a loaded machine
+	// (CI saw nothing written within 200 ms under the race detector).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := tr.write(ctx, big); !errors.Is(err, errStdinBlocked) {
 		t.Fatalf("write of 1 MiB to a pipe nobody reads = %v; want %v", err, errStdinBlocked)
