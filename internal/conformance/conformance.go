@@ -304,13 +304,21 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	// A step that the timeout cut short says so, whichever it was (a
+	// loaded machine may spend it on listing the scenarios).
+	timedOut := func(err error) error {
+		if ctx.Err() != nil {
+			return fmt.Errorf("conformance: the suite did not finish within %s: %w", timeout, err)
+		}
+		return err
+	}
 	s, err := findSuite(ctx, opts.Root)
 	if err != nil {
-		return nil, err
+		return nil, timedOut(err)
 	}
 	scenarios, err := s.list(ctx, opts.Mode, opts.Requirements)
 	if err != nil {
-		return nil, err
+		return nil, timedOut(err)
 	}
 	names := make([]string, len(scenarios))
 	for i, sc := range scenarios {
