@@ -526,7 +526,8 @@ func TestToolRemovedAndRestored(t *testing.T) {
 	step("~1", map[string][2]string{"keep": {"changed", "deny"}, "flaky": {"active", "deny"}})
 }
 
-// The cache hints of a 2026-07-28 list (the fixture, as mcp-go, says
+// The revision negotiated is shown, in the API and on the page; the
+// cache hints of a 2026-07-28 list (the fixture, as mcp-go, says
 // ttlMs 0, private) are kept and shown: the tools of a server fresh for
 // an hour here are fresh for MinListTTL only, and the API says why.
 func TestListTTLHintShown(t *testing.T) {
@@ -547,7 +548,14 @@ func TestListTTLHintShown(t *testing.T) {
 		t.Fatalf("discovery = list_ttl_ms %v, cache_scope %v, freshness %v; want 0, private, fresh for %s by the hint",
 			d["list_ttl_ms"], d["cache_scope"], f, store.MinListTTL)
 	}
-	if page := e.login().get("/servers/hinted").Body.String(); !strings.Contains(page, `data-testid="freshness-hint"`) {
+	if d["protocol_version"] != "2026-07-28" {
+		t.Errorf("discovery.protocol_version = %v; want the revision negotiated, 2026-07-28", d["protocol_version"])
+	}
+	page := e.login().get("/servers/hinted").Body.String()
+	if !strings.Contains(page, `data-testid="freshness-hint"`) {
 		t.Errorf("the server page does not say the list TTL set the freshness")
+	}
+	if !strings.Contains(page, `<dd data-testid="protocol-version">2026-07-28</dd>`) {
+		t.Errorf("the server page does not show the negotiated revision 2026-07-28")
 	}
 }
