@@ -8,8 +8,20 @@ import (
 	"io"
 	"os"
 	"sort"
+	"sync/atomic"
 	"time"
 )
+
+// grantSource is the harness's TokenSource, as the dashboard's: the
+// access token of the last sign-in, none before one.
+type grantSource struct{ grant atomic.Pointer[OAuthGrant] }
+
+func (s *grantSource) Token(context.Context) (string, error) {
+	if g := s.grant.Load(); g != nil {
+		return g.AccessToken, nil
+	}
+	return "", nil
+}
 
 // The client side of the MCP conformance suite: the suite starts a mock
 // server per scenario and runs a client command with the server's URL as
@@ -62,7 +74,8 @@ func conformanceClient(url, scenario, scenarioContext string, log io.Writer) int
 	ctx, cancel := context.WithTimeout(context.Background(), 28*time.Second)
 	defer cancel()
 	v := NewVerifier(Limits{}, nil)
-	target := Target{Transport: TransportHTTP, URL: url, Headers: map[string]string{}}
+	token := &grantSource{}
+	target := Target{Transport: TransportHTTP, URL: url, Token: token}
 	// The suite's authorization servers approve at once and redirect to
 	// any URI; its Client ID Metadata Document URL is fixed.
 	client := OAuthClient{RedirectURI: "http://localhost:3000/callback", MetadataURL: "https://conformance-test.local/client-metadata.json",
@@ -84,7 +97,7 @@ func conformanceClient(url, scenario, scenarioContext string, log io.Writer) int
 			return false
 		}
 		grant = g
-		target.Headers["Authorization"] = "Bearer " + g.AccessToken
+		token.grant.Store(g)
 		return true
 	}
 	open := func() (*Session, error) {

@@ -28,8 +28,10 @@ const (
 	ClassHTTPStatus = "http_status"
 	ClassNetwork    = "network"
 	// ClassAuth: the server wants a signed-in client (a 401, or a 403
-	// insufficient_scope, with a Bearer challenge); Error.Auth says what
-	// it asked for. Not a failure of the server: sign in (see DiscoverAuth).
+	// insufficient_scope, with a Bearer challenge), or the target's
+	// TokenSource says the person must sign in (again); Error.Auth says
+	// what the server asked for. Not a failure of the server: sign in
+	// (see Error.SignIn, DiscoverAuth).
 	ClassAuth      = "auth_required"
 	ClassCancelled = "cancelled"
 	ClassInternal  = "internal"
@@ -44,9 +46,20 @@ type Error struct {
 	Suggestion string
 	StderrTail string
 	ExitCode   int // -1 unless Class is ClassExited
-	// Auth is the server's challenge (Class ClassAuth only).
+	// Auth is the server's challenge (Class ClassAuth only, and never
+	// nil then). When the TokenSource asked for the sign-in and the
+	// server said nothing, it is a zero challenge (Status 0): the sign-in
+	// is found from the server's well-known metadata locations.
 	Auth *AuthChallenge
-	err  error
+	// SignIn is where to sign in, found when a verification of a remote
+	// server ends with ClassAuth (Verify and VerifyEarly only, not a
+	// watch or a session): the DiscoverAuth of the challenge, with the
+	// target's OAuthScopes. It is nil if that discovery failed, and
+	// SignInProblem then says why (displayable, redacted), e.g. that the
+	// protected resource metadata names another resource.
+	SignIn        *AuthPlan
+	SignInProblem string
+	err           error
 }
 
 func (e *Error) Error() string {

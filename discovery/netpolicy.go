@@ -117,8 +117,10 @@ var errForbiddenAddress = errors.New("the address is link-local or a cloud metad
 //     private is refused;
 //   - a request that is not a GET or HEAD is never redirected to another
 //     origin (its body would follow);
-//   - the configured headers are sent only to the origin, and never after
-//     a redirect has left it; credentials another layer set
+//   - the configured headers, and the access token of its TokenSource
+//     (as Authorization: Bearer, in place of a configured Authorization
+//     header), are sent only to the origin, and never after a redirect
+//     has left it; credentials another layer set
 //     (Authorization, cookies, the MCP session id, and the Referer, which
 //     holds the URL entered) are removed from a request to another origin.
 //
@@ -131,6 +133,11 @@ type OutboundPolicy struct {
 	hostPort string         // host:port as http.Transport dials it
 	literal  netip.AddrPort // the origin's address, if the person typed one
 	headers  http.Header
+	// token, if set, gives the access token of each request to the
+	// origin that never left it, asked for as the request is sent (a
+	// held stream or session outlives one token). An error it returns
+	// ends the request.
+	token TokenSource
 
 	// classOf, if set, replaces addrClass (tests declare a loopback port
 	// public with it).
@@ -389,9 +396,9 @@ func shownURL(u *url.URL) string {
 // may hold a key.
 var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "Mcp-Session-Id", "Referer"}
 
-// policyTransport adds the configured headers to requests to the
-// policy's origin that never left it, and removes credentials from every
-// other request.
+// policyTransport adds the configured headers and the access token to
+// requests to the policy's origin that never left it, and removes
+// credentials from every other request.
 type policyTransport struct {
 	p    *OutboundPolicy
 	base idleCloser // an *http.Transport dialling through p, maybe wrapped (credentialTransport)
@@ -408,6 +415,18 @@ func (t policyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if t.p.atOrigin(r) {
 		for k, vs := range t.p.headers {
 			r2.Header[k] = append([]string(nil), vs...)
+		}
+		if t.p.token != nil {
+			tok, err := t.p.token.Token(r.Context())
+			if err != nil {
+				if r.Body != nil {
+					r.Body.Close() // as RoundTrip must, even on errors
+				}
+				return nil, err
+			}
+			if tok != "" {
+				r2.Header.Set("Authorization", "Bearer "+tok)
+			}
 		}
 	} else {
 		for _, k := range credentialHeaders {

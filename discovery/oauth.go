@@ -31,12 +31,14 @@ import (
 //     supports those, else a pre-registered client, else one registered
 //     dynamically (RFC 7591).
 //  4. The person is sent to the authorization endpoint: code flow with
-//     PKCE S256, state, resource (RFC 8707) and the scopes the 401 named
-//     (else all the resource supports); the answer's iss (RFC 9207) must
-//     be the issuer.
+//     PKCE S256, state, resource (RFC 8707) and the scopes the person
+//     chose, else those the 401 named, else all the resource supports
+//     (see AuthScopes); the answer's iss (RFC 9207) must be the issuer.
 //  5. The code is exchanged (resource again); the tokens are the
 //     caller's to keep, as secrets, keyed by issuer, and refreshed ahead
-//     of expiry.
+//     of expiry (an OAuthError says whether a refusal needs a new
+//     sign-in: SignInAgain). A Target's TokenSource hands the access
+//     token to each request to the server.
 //
 // Every request goes through the outgoing-request policy of the server's
 // URL: the authorization server is "another host", so it must be of the
@@ -135,9 +137,15 @@ type AuthPlan struct {
 	Resource string
 	// Server is its authorization server.
 	Server AuthServer
-	// Scopes are those to ask for: the challenge's, else all the resource
-	// supports, else none (the scope parameter is left out).
+	// Scopes are those to ask for (see AuthScopes for the rule); none
+	// leaves the scope parameter out.
 	Scopes []string
+}
+
+// AuthScopes says which scopes a sign-in asks for besides the challenge's.
+type AuthScopes struct {
+	Configured []string // chosen by the person: replace the default choice (scopes_supported)
+	Granted    []string // of an earlier sign-in: asked for again (a step-up must not lose them)
 }
 
 // OAuthClient says who Switchboard is to an authorization server.
@@ -154,6 +162,10 @@ type OAuthClient struct {
 	ClientSecret string
 	// Name is the client_name of a dynamic registration.
 	Name string
+	// Scopes are the scopes configured for the server, which SignIn asks
+	// for in place of the default choice (see AuthScopes.Configured);
+	// none leaves the choice to the challenge and the resource.
+	Scopes []string
 }
 
 // OAuthGrant is the outcome of a sign-in: the client the server knows,
@@ -190,12 +202,58 @@ type PendingAuth struct {
 type OAuthError struct {
 	Step    string // discovery, registration, authorization, token, refresh
 	Message string
+	// Code is the OAuth error the authorization server answered (its
+	// error field, e.g. invalid_grant); "" if it gave none.
+	Code string
+	// Status is the HTTP status of the authorization server's answer; 0
+	// when there was no answer (a network error, say).
+	Status int
+
+	// mustSignIn marks a refusal without an answer that only a new
+	// sign-in ends (no refresh token is held).
+	mustSignIn bool
 }
 
 func (e *OAuthError) Error() string { return "sign-in (" + e.Step + "): " + e.Message }
 
+// SignInAgain reports whether the refusal means the grant cannot be used
+// again and the person must sign in: the authorization server answered
+// invalid_grant, invalid_client, unauthorized_client or invalid_scope, or
+// a 400/401 without a code. A network error, a 5xx or 429 is not (retry
+// later).
+//
+// A refresh of a grant that holds no refresh token is one too: there is
+// nothing to retry with.
+func (e *OAuthError) SignInAgain() bool {
+	switch e.Code {
+	case "invalid_grant", "invalid_client", "unauthorized_client", "invalid_scope":
+		return true
+	case "":
+		return e.mustSignIn || e.Status == http.StatusBadRequest || e.Status == http.StatusUnauthorized
+	}
+	return false
+}
+
 func oauthErr(step, format string, args ...any) error {
 	return &OAuthError{Step: step, Message: fmt.Sprintf(format, args...)}
+}
+
+// answerErr is the OAuthError of a request to the authorization server
+// that failed with err (from doJSON): what failed, the status and OAuth
+// error of the answer if there was one, and what to do.
+func answerErr(step, what string, err error) *OAuthError {
+	e := &OAuthError{Step: step, Message: fmt.Sprintf("%s: %v", what, err)}
+	var ae *answerError
+	if errors.As(err, &ae) {
+		e.Status, e.Code = ae.Status, ae.Code
+	}
+	switch {
+	case e.SignInAgain() && (step == "token" || step == "refresh"):
+		e.Message += ": sign in again"
+	case e.Status == 0, e.Status == http.StatusTooManyRequests, e.Status >= 500:
+		e.Message += ": try again later"
+	}
+	return e
 }
 
 // oauthHTTP is the HTTP client of a sign-in's requests: every request
@@ -214,10 +272,16 @@ func (v *Verifier) oauthHTTP(ctx context.Context, serverURL string) (*http.Clien
 }
 
 // DiscoverAuth finds how to sign in to the server at serverURL, from the
-// challenge of its 401 (or 403 insufficient_scope). granted are the
-// scopes of an earlier sign-in, asked for again with the challenge's (a
-// step-up must not lose what the other operations need).
-func (v *Verifier) DiscoverAuth(ctx context.Context, serverURL string, challenge AuthChallenge, granted ...string) (*AuthPlan, error) {
+// challenge of its 401 (or 403 insufficient_scope; a zero challenge
+// looks at the well-known locations only). The scopes asked for are
+// scopes.Configured if any, else the challenge's scope, else all the
+// resource supports (scopes_supported); then, for a step-up (a challenge
+// with error insufficient_scope), the challenge's scope is added, then
+// scopes.Granted (what an earlier sign-in had, which the other
+// operations still need); last offline_access, when other scopes are
+// asked for and the authorization server supports it. A failure is an
+// *OAuthError.
+func (v *Verifier) DiscoverAuth(ctx context.Context, serverURL string, challenge AuthChallenge, scopes AuthScopes) (*AuthPlan, error) {
 	hc, err := v.oauthHTTP(ctx, serverURL)
 	if err != nil {
 		return nil, err
@@ -261,18 +325,7 @@ func (v *Verifier) DiscoverAuth(ctx context.Context, serverURL string, challenge
 	if err != nil {
 		return nil, err
 	}
-	plan := &AuthPlan{Resource: prm.Resource, Server: *as}
-	switch {
-	case challenge.Scope != "":
-		plan.Scopes = strings.Fields(challenge.Scope)
-	case len(prm.ScopesSupported) > 0:
-		plan.Scopes = slices.Clone(prm.ScopesSupported)
-	}
-	for _, sc := range granted {
-		if !slices.Contains(plan.Scopes, sc) {
-			plan.Scopes = append(plan.Scopes, sc)
-		}
-	}
+	plan := &AuthPlan{Resource: prm.Resource, Server: *as, Scopes: scopesFor(challenge, scopes, prm.ScopesSupported)}
 	// A refresh token is what lets Switchboard keep a server verified
 	// without the person: ask for it where the server says how. Not when
 	// no scope is asked for: the scope parameter is then left out, and
@@ -282,6 +335,35 @@ func (v *Verifier) DiscoverAuth(ctx context.Context, serverURL string, challenge
 		plan.Scopes = append(plan.Scopes, "offline_access")
 	}
 	return plan, nil
+}
+
+// scopesFor is the scopes a sign-in asks for before offline_access (see
+// DiscoverAuth): scopes.Configured, else the challenge's, else supported
+// (the resource's scopes_supported); then the challenge's for a step-up,
+// then scopes.Granted; each once, in that order.
+func scopesFor(challenge AuthChallenge, scopes AuthScopes, supported []string) []string {
+	var out []string
+	add := func(list []string) {
+		for _, sc := range list {
+			if sc != "" && !slices.Contains(out, sc) {
+				out = append(out, sc)
+			}
+		}
+	}
+	asked := strings.Fields(challenge.Scope)
+	switch {
+	case len(scopes.Configured) > 0:
+		add(scopes.Configured)
+	case len(asked) > 0:
+		add(asked)
+	default:
+		add(supported)
+	}
+	if challenge.Error == "insufficient_scope" {
+		add(asked)
+	}
+	add(scopes.Granted)
+	return out
 }
 
 // sameResource reports whether the resource a metadata document names
@@ -409,7 +491,7 @@ func (v *Verifier) register(ctx context.Context, plan *AuthPlan, client OAuthCli
 		AuthMethod   string `json:"token_endpoint_auth_method"`
 	}
 	if err := doJSON(hc, req, &reg); err != nil {
-		return oauthErr("registration", "dynamic registration at %s failed: %v", plan.Server.RegistrationEndpoint, err)
+		return answerErr("registration", "dynamic registration at "+plan.Server.RegistrationEndpoint+" failed", err)
 	}
 	if reg.ClientID == "" {
 		return oauthErr("registration", "dynamic registration at %s answered no client_id", plan.Server.RegistrationEndpoint)
@@ -475,7 +557,7 @@ func (v *Verifier) FinishAuth(ctx context.Context, p *PendingAuth, answer url.Va
 // RefreshAuth gets g new tokens with its refresh token, in place.
 func (v *Verifier) RefreshAuth(ctx context.Context, g *OAuthGrant) error {
 	if g.RefreshToken == "" {
-		return oauthErr("refresh", "no refresh token is held: sign in again")
+		return &OAuthError{Step: "refresh", Message: "no refresh token is held: sign in again", mustSignIn: true}
 	}
 	return v.token(ctx, g, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {g.RefreshToken}, "resource": {g.Resource}}, "refresh")
 }
@@ -518,7 +600,11 @@ func (v *Verifier) token(ctx context.Context, g *OAuthGrant, form url.Values, st
 		Scope        string `json:"scope"`
 	}
 	if err := doJSON(hc, req, &tok); err != nil {
-		return oauthErr(step, "the token endpoint %s refused: %v", g.TokenEndpoint, err)
+		what := "the token endpoint " + g.TokenEndpoint + " refused"
+		if !errors.As(err, new(*answerError)) {
+			what = "the token endpoint " + g.TokenEndpoint + " did not answer"
+		}
+		return answerErr(step, what, err)
 	}
 	if tok.AccessToken == "" || (tok.TokenType != "" && !strings.EqualFold(tok.TokenType, "Bearer")) {
 		return oauthErr(step, "the token endpoint answered no Bearer access token")
@@ -547,8 +633,30 @@ func getJSON(ctx context.Context, hc *http.Client, u string, v any) error {
 	return doJSON(hc, req, v)
 }
 
-// doJSON sends req and decodes a 2xx JSON answer into v; another status
-// is an error with the OAuth error the body gives, if any.
+// answerError is an answer of an authorization server (or of a
+// metadata URL) that doJSON refuses: another status than 2xx, with the
+// OAuth error its body gives if any, or a body that is not the JSON asked
+// for or is over oauthBodyBytes (Problem says which).
+type answerError struct {
+	Status      int
+	Code        string // the body's error, if any
+	Description string // the body's error_description, if any
+	Problem     string // why the body is refused, if it is
+}
+
+func (e *answerError) Error() string {
+	switch {
+	case e.Problem != "":
+		return e.Problem
+	case e.Code != "":
+		return strings.TrimSpace(fmt.Sprintf("HTTP %d: %s %s", e.Status, e.Code, e.Description))
+	}
+	return fmt.Sprintf("HTTP %d", e.Status)
+}
+
+// doJSON sends req and decodes a 2xx JSON answer into v. An answer it
+// refuses is an *answerError; no answer (a network error, a body cut
+// off) is another error.
 func doJSON(hc *http.Client, req *http.Request, v any) error {
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -560,23 +668,21 @@ func doJSON(hc *http.Client, req *http.Request, v any) error {
 		return err
 	}
 	if len(body) > oauthBodyBytes {
-		return fmt.Errorf("answer over %d KiB", oauthBodyBytes>>10)
+		return &answerError{Status: resp.StatusCode, Problem: fmt.Sprintf("answer over %d KiB", oauthBodyBytes>>10)}
 	}
 	if resp.StatusCode/100 != 2 {
 		var e struct {
 			Error       string `json:"error"`
 			Description string `json:"error_description"`
 		}
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return fmt.Errorf("HTTP %d: %s %s", resp.StatusCode, e.Error, e.Description)
-		}
-		return fmt.Errorf("HTTP %d", resp.StatusCode)
+		_ = json.Unmarshal(body, &e) // a body that is not an OAuth error leaves them empty
+		return &answerError{Status: resp.StatusCode, Code: e.Error, Description: e.Description}
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" && !strings.HasSuffix(mt, "+json") {
-		return fmt.Errorf("answered %q, not JSON", mt)
+		return &answerError{Status: resp.StatusCode, Problem: fmt.Sprintf("answered %q, not JSON", mt)}
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("not valid JSON: %v", err)
+		return &answerError{Status: resp.StatusCode, Problem: fmt.Sprintf("not valid JSON: %v", err)}
 	}
 	return nil
 }
@@ -597,15 +703,16 @@ var ErrSignInRequired = errors.New("sign-in required")
 // authorize, which sends the person to p.URL and returns the query of
 // the redirect to p.RedirectURI) and the code exchange.
 //
-// prev, if not nil, is the grant the server refused (a step-up): its
-// scopes are asked for again.
+// The scopes asked for are client.Scopes, if any, in place of the
+// default choice (see DiscoverAuth). prev, if not nil, is the grant the
+// server refused (a step-up): its scopes are asked for again.
 func (v *Verifier) SignIn(ctx context.Context, serverURL string, challenge AuthChallenge, client OAuthClient, prev *OAuthGrant,
 	authorize func(context.Context, *PendingAuth) (url.Values, error)) (*OAuthGrant, error) {
-	var granted []string
+	scopes := AuthScopes{Configured: client.Scopes}
 	if prev != nil {
-		granted = strings.Fields(prev.Scope)
+		scopes.Granted = strings.Fields(prev.Scope)
 	}
-	plan, err := v.DiscoverAuth(ctx, serverURL, challenge, granted...)
+	plan, err := v.DiscoverAuth(ctx, serverURL, challenge, scopes)
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func TestSignInAndRefreshWithRealAuthorizationServer(t *testing.T) {
 	again := *g
 	again.RefreshToken = spent
 	var oe *OAuthError
-	if err := v.RefreshAuth(ctx, &again); !errors.As(err, &oe) || oe.Step != "refresh" || !strings.Contains(err.Error(), "invalid_grant") {
-		t.Errorf("RefreshAuth with the spent refresh token = %v; want a refresh error, invalid_grant", err)
+	if err := v.RefreshAuth(ctx, &again); !errors.As(err, &oe) || oe.Step != "refresh" || oe.Code != "invalid_grant" || oe.Status != 400 || !oe.SignInAgain() {
+		t.Errorf("RefreshAuth with the spent refresh token = %v (%+v); want a refresh error, invalid_grant, HTTP 400, to sign in again", err, oe)
 	}
 }

@@ -118,6 +118,10 @@ type httpTally struct {
 	// auth is the Bearer challenge of the last 401 or 403 (see
 	// challenge).
 	auth atomic.Pointer[AuthChallenge]
+	// signIn is the last refusal of the TokenSource saying the person
+	// must sign in (a ClassAuth *Error): mcp-go wraps it, or, for a
+	// stream it reopens, only logs it.
+	signIn atomic.Pointer[Error]
 	// cut is why a body was cut (the byte budget, or a message over the
 	// cap), the first time one was.
 	cut atomic.Pointer[errTooLarge]
@@ -150,6 +154,24 @@ func (t *httpTally) challenge() *AuthChallenge {
 	return t.auth.Load()
 }
 
+// signInAsked is the last refusal of the TokenSource that says the
+// person must sign in, or nil.
+func (t *httpTally) signInAsked() *Error {
+	if t == nil {
+		return nil
+	}
+	return t.signIn.Load()
+}
+
+// forget clears the challenge and the TokenSource's refusal: what comes
+// next is a new request's (a session's call).
+func (t *httpTally) forget() {
+	if t != nil {
+		t.auth.Store(nil)
+		t.signIn.Store(nil)
+	}
+}
+
 // tooLarge returns why a body was cut, or nil.
 func (t *httpTally) tooLarge() error {
 	if t == nil {
@@ -166,11 +188,11 @@ func (t *httpTally) tooLarge() error {
 // and to which requests the configured headers go), all response bodies
 // together are bounded by budget, and, if message is positive, each
 // message in them by message bytes (see cappedBody); an HTML page where
-// MCP was expected is refused with a sample of it, the secrets redacted.
-// tally records what happened. It has no Timeout, which would cut a held
-// event stream (mcp-go's WithHTTPTimeout sets one on it, for a
-// verification).
-func httpClient(policy *OutboundPolicy, limits Limits, budget *byteBudget, message int, tally *httpTally, secrets []string) *http.Client {
+// MCP was expected is refused with a sample of it, the secrets (as
+// secrets returns them then) redacted. tally records what happened. It
+// has no Timeout, which would cut a held event stream (mcp-go's
+// WithHTTPTimeout sets one on it, for a verification).
+func httpClient(policy *OutboundPolicy, limits Limits, budget *byteBudget, message int, tally *httpTally, secrets func() []string) *http.Client {
 	return &http.Client{
 		Transport:     cappedTransport{policy.transport(baseTransport(limits.InitTimeout)), budget, message, tally, secrets},
 		CheckRedirect: policy.CheckRedirect,
@@ -185,12 +207,15 @@ type cappedTransport struct {
 	budget  *byteBudget
 	message int // 0: no cap of its own
 	tally   *httpTally
-	secrets []string
+	secrets func() []string // the values to redact, tokens handed out so far included
 }
 
 func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := c.base.RoundTrip(r)
 	if err != nil {
+		if e := signInRequired(err); e != nil {
+			c.tally.signIn.Store(e) // only the TokenSource's refusals are of this class
+		}
 		return nil, err
 	}
 	if resp.StatusCode >= 400 {
@@ -212,10 +237,11 @@ func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	// event that never comes.
 	if resp.StatusCode == http.StatusOK && mt == "text/html" {
 		// Enough to see whole any secret that starts in the sample.
-		head, _ := io.ReadAll(io.LimitReader(resp.Body, int64(sampleBytes+longest(c.secrets))))
+		secrets := c.secrets()
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, int64(sampleBytes+longest(secrets))))
 		resp.Body.Close()
 		return nil, newError(ClassProtocol, "", fmt.Sprintf("server answered with an HTML page instead of MCP (HTTP %d, %s): %q",
-			resp.StatusCode, mt, sample(head, c.secrets)), nil)
+			resp.StatusCode, mt, sample(head, secrets)), nil)
 	}
 	return resp, nil
 }

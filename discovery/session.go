@@ -238,6 +238,7 @@ func (s *Session) Call(ctx context.Context, tool, pin string, args any, maxResul
 	if ended != nil {
 		return nil, ended
 	}
+	s.run.tally.forget() // a challenge or a refused token now is this call's
 	if stale {
 		if err := s.list(ctx); err != nil {
 			return nil, s.classify(ctx, err)
@@ -249,9 +250,6 @@ func (s *Session) Call(ctx context.Context, tool, pin string, args any, maxResul
 		return nil, &PinMismatchError{Tool: tool, Want: pin}
 	case live.Pin != pin:
 		return nil, &PinMismatchError{Tool: tool, Want: pin, Live: &live}
-	}
-	if s.run.tally != nil {
-		s.run.tally.auth.Store(nil) // a challenge now is this call's
 	}
 	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}}
 	if mcp.IsModernProtocol(s.protocol) && s.run.target.Transport == TransportHTTP {
@@ -284,6 +282,13 @@ func (s *Session) classify(ctx context.Context, err error) error {
 	}
 	if cut := s.run.tally.tooLarge(); cut != nil {
 		err = cut
+	}
+	if te := s.run.tally.signInAsked(); te != nil {
+		// The TokenSource says the person must sign in (again): the
+		// caller signs in and calls again.
+		e := tokenRefused(te, PhaseCalling, s.run.tally.challenge(), err)
+		e.Message = displayable(redact(e.Message, s.run.target.secrets()))
+		return e
 	}
 	if c := s.run.tally.challenge(); c != nil {
 		// Step-up: the call needs a token with more scopes (or a fresh

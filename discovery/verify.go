@@ -58,17 +58,38 @@ type Target struct {
 	Cwd       string
 	URL       string
 	Headers   map[string]string
+	// Token, if set, gives the OAuth access token of a remote server's
+	// requests (ignored for stdio): asked for each HTTP request, and sent
+	// as Authorization: Bearer (in place of a configured Authorization
+	// header) to the server's origin only, as the headers are (see
+	// OutboundPolicy). A *Error of class ClassAuth it returns ends the
+	// verification, watch or call as ClassAuth, with its message. The
+	// tokens it hands out are redacted from errors, warnings and stderr
+	// like header values.
+	Token TokenSource
+	// OAuthScopes are the scopes a person configured for the server's
+	// sign-in (see AuthScopes.Configured): the sign-in a failed
+	// verification finds (Error.SignIn) asks for them.
+	OAuthScopes []string
 	// MemoryBytes caps a stdio server's data memory (RLIMIT_DATA); 0 is
 	// no cap.
 	MemoryBytes int64
 }
 
 // secrets returns the values that must never be shown: env and header
-// values.
+// values, and the access tokens handed out so far (once a verification
+// has wrapped Token in its tokenRecorder).
 func (t Target) secrets() []string {
 	var out []string
 	for _, m := range []map[string]string{t.Env, t.Headers} {
 		for _, v := range m {
+			if len(v) >= 4 {
+				out = append(out, v)
+			}
+		}
+	}
+	if rec, ok := t.Token.(*tokenRecorder); ok {
+		for _, v := range rec.handedOut() {
 			if len(v) >= 4 {
 				out = append(out, v)
 			}
@@ -194,6 +215,10 @@ func (v *Verifier) Verify(ctx context.Context, t Target, initTimeout time.Durati
 // what the stop found is added as warnings at the end: processes the
 // server left behind (which a caller of early hears of only this way).
 // early is not called on failure.
+//
+// A remote server's verification that ends asking for a sign-in
+// (ClassAuth) also says where to sign in (Error.SignIn, or
+// Error.SignInProblem), which takes up to signInDiscoveryTimeout more.
 func (v *Verifier) VerifyEarly(ctx context.Context, t Target, initTimeout time.Duration, progress func(Progress), early func(*Result)) (*Result, error) {
 	limits := v.limits
 	if initTimeout > 0 {
@@ -212,6 +237,9 @@ func (v *Verifier) VerifyEarly(ctx context.Context, t Target, initTimeout time.D
 		}
 		if len(left) > 0 {
 			e.Message += "; " + leftWarning(left)
+		}
+		if e.Class == ClassAuth && e.Auth != nil && t.Transport != TransportStdio {
+			e.SignIn, e.SignInProblem = run.signInPlan(ctx, *e.Auth)
 		}
 		return nil, run.shown(e)
 	}
@@ -343,6 +371,9 @@ func (r *verification) failure(ctx context.Context, err error) (e *Error, exited
 		err = cut
 	}
 	exited, code = r.exited()
+	if te := r.tally.signInAsked(); te != nil && ctx.Err() == nil {
+		return tokenRefused(te, r.phase, r.tally.challenge(), err), exited, code
+	}
 	if c := r.tally.challenge(); c != nil && ctx.Err() == nil {
 		msg := fmt.Sprintf("the server answered %d: it wants a signed-in client", c.Status)
 		if c.Error == "insufficient_scope" {
@@ -353,6 +384,44 @@ func (r *verification) failure(ctx context.Context, err error) (e *Error, exited
 		return e, exited, code
 	}
 	return classify(err, r.phase, ctx, exited, code), exited, code
+}
+
+// signInDiscoveryTimeout bounds the discovery of where to sign in that a
+// verification ending with ClassAuth runs (see Error.SignIn).
+const signInDiscoveryTimeout = 10 * time.Second
+
+// signInPlan finds where to sign in to the run's server, which answered
+// challenge: the plan, or why there is none (displayable, the run's
+// secrets redacted). It takes at most signInDiscoveryTimeout.
+func (r *verification) signInPlan(ctx context.Context, challenge AuthChallenge) (*AuthPlan, string) {
+	ctx, cancel := context.WithTimeout(ctx, signInDiscoveryTimeout)
+	defer cancel()
+	plan, err := r.v.DiscoverAuth(ctx, r.target.URL, challenge, AuthScopes{Configured: r.target.OAuthScopes})
+	if err == nil {
+		return plan, ""
+	}
+	msg := err.Error()
+	var oe *OAuthError
+	if errors.As(err, &oe) {
+		msg = oe.Message
+	}
+	return nil, displayable(redact(msg, r.target.secrets()))
+}
+
+// tokenRefused is the ClassAuth error of a run that ended because its
+// TokenSource refused with te: te's message (and suggestion, if it has
+// one), and the server's last challenge if it gave one, else a zero one
+// (the sign-in is then found from the well-known locations).
+func tokenRefused(te *Error, phase string, c *AuthChallenge, cause error) *Error {
+	e := newError(ClassAuth, phase, te.Message, cause)
+	if te.Suggestion != "" {
+		e.Suggestion = te.Suggestion
+	}
+	e.Auth = c
+	if e.Auth == nil {
+		e.Auth = &AuthChallenge{}
+	}
+	return e
 }
 
 // shown finishes an error for a person: the stderr tail, and secrets
@@ -536,20 +605,25 @@ func (r *verification) budget() *byteBudget {
 }
 
 // httpClient returns the HTTP client of a remote server, under an
-// OutboundPolicy of its own for the target's URL and headers. A watch's
-// caps each message as stdio does; a verification's bodies are bounded by
-// its byte budget alone.
+// OutboundPolicy of its own for the target's URL, headers and token
+// source, which it wraps in a tokenRecorder (so the run's secrets hold
+// the tokens handed out). A watch's caps each message as stdio does; a
+// verification's bodies are bounded by its byte budget alone.
 func (r *verification) httpClient() (*http.Client, error) {
 	policy, err := NewOutboundPolicy(r.target.URL, r.target.Headers)
 	if err != nil {
 		return nil, err
 	}
 	policy.classOf, policy.resolver = r.v.classOf, r.v.resolver
+	if r.target.Token != nil {
+		rec := &tokenRecorder{src: r.target.Token}
+		r.target.Token, policy.token = rec, rec
+	}
 	message := 0
 	if r.held {
 		message = r.limits.MessageBytes
 	}
-	return httpClient(policy, r.limits, r.budget(), message, r.tally, r.target.secrets()), nil
+	return httpClient(policy, r.limits, r.budget(), message, r.tally, func() []string { return r.target.secrets() }), nil
 }
 
 // maxWarnings bounds the warnings of one verification; past it, the last
@@ -590,9 +664,10 @@ func (r *verification) listTools(ctx context.Context, c *client.Client, res *Res
 	seen := map[string]bool{"": true}
 	cursor := ""
 	byName := map[string]int{} // index in res.Tools
-	secrets := r.target.secrets()
 	var odd oddEntries
-	defer func() { res.Warnings = append(res.Warnings, odd.warnings(secrets)...) }()
+	// The secrets as they are when quoted: a token handed out meanwhile
+	// is one.
+	defer func() { res.Warnings = append(res.Warnings, odd.warnings(r.target.secrets())...) }()
 	for page := 1; ; page++ {
 		if page > r.limits.MaxPages {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("stopped after %d pages of tools/list (page limit); more tools may exist", r.limits.MaxPages))
@@ -646,7 +721,7 @@ func (r *verification) listTools(ctx context.Context, c *client.Client, res *Res
 			return nil
 		}
 		if seen[raw.NextCursor] {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("tools/list repeated cursor %q on page %d; stopped the walk", sample([]byte(raw.NextCursor), secrets), page))
+			res.Warnings = append(res.Warnings, fmt.Sprintf("tools/list repeated cursor %q on page %d; stopped the walk", sample([]byte(raw.NextCursor), r.target.secrets()), page))
 			return nil
 		}
 		seen[raw.NextCursor] = true

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"os/exec"
 	"runtime"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
@@ -20,7 +22,8 @@ import (
 // The CLI signs in to a remote server that answers 401 as the dashboard
 // does (discovery.SignIn), holding the tokens for the one command: the
 // person is sent to the authorization server in a browser (or given the
-// URL), which sends them back to a listener on 127.0.0.1 (RFC 8252).
+// URL), which sends them back to a listener on 127.0.0.1 (RFC 8252). The
+// access token goes to the server through the target's TokenSource.
 
 // signInWait bounds how long the CLI waits for the person to sign in.
 const signInWait = 5 * time.Minute
@@ -37,6 +40,7 @@ type oauthFlags struct {
 	clientID       *string
 	clientSecret   *string
 	metadataURL    *string
+	scopes         *string
 }
 
 func addOAuthFlags(fs *flag.FlagSet) *oauthFlags {
@@ -46,21 +50,52 @@ func addOAuthFlags(fs *flag.FlagSet) *oauthFlags {
 		clientID:       fs.String("oauth-client-id", "", "a client registered with the authorization server, for one that offers neither client metadata documents nor dynamic registration"),
 		clientSecret:   fs.String("oauth-client-secret", "", "that client's secret, if it has one"),
 		metadataURL:    fs.String("oauth-client-metadata-url", "", "Switchboard's Client ID Metadata Document URL, used as client_id where the authorization server supports those"),
+		scopes:         fs.String("oauth-scopes", "", `the scopes to sign in with, space-separated ("a b"), in place of those the server asks for (else all it supports)`),
 	}
 }
 
+// grantToken is the TokenSource of a command's requests: the access
+// token of its last sign-in, none before one.
+type grantToken struct {
+	mu    sync.Mutex
+	grant *discovery.OAuthGrant
+}
+
+// Token returns the access token of the last sign-in, or "".
+func (s *grantToken) Token(context.Context) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.grant == nil {
+		return "", nil
+	}
+	return s.grant.AccessToken, nil
+}
+
+// set makes g the grant whose access token is sent.
+func (s *grantToken) set(g *discovery.OAuthGrant) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.grant = g
+}
+
 // signingIn runs attempt, and when it ends asking for a sign-in (an
-// *discovery.Error of class auth_required), signs in to t's server, puts
-// the access token in t's headers and runs attempt again.
+// *discovery.Error of class auth_required), signs in to t's server, has
+// t send the access token (t.Token) and runs attempt again.
 func (of *oauthFlags) signingIn(ctx context.Context, v *discovery.Verifier, t *discovery.Target, stderr io.Writer, attempt func() error) error {
 	var grant *discovery.OAuthGrant
+	t.OAuthScopes = strings.Fields(*of.scopes)
+	token := &grantToken{}
+	if t.Transport != discovery.TransportStdio {
+		t.Token = token
+	}
 	for signIns := 0; ; signIns++ {
 		err := attempt()
 		var e *discovery.Error
 		if !errors.As(err, &e) || e.Class != discovery.ClassAuth || t.Transport == discovery.TransportStdio || signIns >= maxSignIns {
 			return err
 		}
-		client := discovery.OAuthClient{ClientID: *of.clientID, ClientSecret: *of.clientSecret, MetadataURL: *of.metadataURL, Name: "Switchboard CLI"}
+		client := discovery.OAuthClient{ClientID: *of.clientID, ClientSecret: *of.clientSecret, MetadataURL: *of.metadataURL, Name: "Switchboard CLI",
+			Scopes: t.OAuthScopes}
 		var authorize func(context.Context, *discovery.PendingAuth) (url.Values, error)
 		var stop func()
 		if *of.nonInteractive {
@@ -83,10 +118,7 @@ func (of *oauthFlags) signingIn(ctx context.Context, v *discovery.Verifier, t *d
 			return err
 		}
 		grant = g
-		if t.Headers == nil {
-			t.Headers = map[string]string{}
-		}
-		t.Headers["Authorization"] = "Bearer " + g.AccessToken
+		token.set(g)
 		fmt.Fprintf(stderr, "switchboard: signed in at %s\n", g.Issuer)
 	}
 }

@@ -92,6 +92,8 @@ func TestSignInNonInteractive(t *testing.T) {
 
 // A call the server refuses with 403 insufficient_scope signs in again
 // asking for the scopes it had and the one missing (step-up), once.
+// With --oauth-scopes naming the missing one, the first sign-in asks for
+// it, and there is no step-up.
 func TestSignInStepUp(t *testing.T) {
 	issuer := oidctest.Start(t, "../..", "--auto-approve", "--scopes", "mcp:read mcp:write")
 	u := protectedFixture(t, issuer, "-oauth-scopes", "mcp:read", "-oauth-required-scope", "mcp:write")
@@ -99,6 +101,11 @@ func TestSignInStepUp(t *testing.T) {
 	if out := decodeCall(t, stdout); code != 0 || !out.OK || strings.Count(stderr, "signed in at") != 2 {
 		t.Fatalf("call = %d, %+v, stderr %s; want the answer after two sign-ins (the second with mcp:write)", code, out.Error, stderr)
 	}
+	code, stdout, stderr = runCall(t, "--json", "--oauth-non-interactive", "--oauth-scopes", "mcp:read mcp:write", u, "tool_001")
+	if out := decodeCall(t, stdout); code != 0 || !out.OK || strings.Count(stderr, "signed in at") != 1 {
+		t.Fatalf("call --oauth-scopes 'mcp:read mcp:write' = %d, %+v, stderr %s; want the answer after one sign-in", code, out.Error, stderr)
+	}
+	noTokens(t, stdout, stderr)
 }
 
 // Without --oauth-non-interactive the person is sent to the
