@@ -160,6 +160,11 @@ type OAuthClient struct {
 	// server (ClientSecret empty for a public client).
 	ClientID     string
 	ClientSecret string
+	// AuthMethod is how that client authenticates at the token endpoint
+	// (none, client_secret_basic or client_secret_post), if known: a
+	// client registered dynamically at an earlier sign-in, used again.
+	// Empty: chosen from the server's metadata.
+	AuthMethod string
 	// Name is the client_name of a dynamic registration.
 	Name string
 	// Scopes are the scopes configured for the server, which SignIn asks
@@ -432,6 +437,9 @@ func (v *Verifier) StartAuth(ctx context.Context, plan *AuthPlan, client OAuthCl
 				p.AuthMethod = "client_secret_basic" // RFC 8414's default
 			}
 		}
+		if client.AuthMethod != "" {
+			p.AuthMethod = client.AuthMethod
+		}
 	case as.RegistrationEndpoint != "":
 		if err := v.register(ctx, plan, client, p); err != nil {
 			return nil, err
@@ -570,28 +578,11 @@ func (v *Verifier) token(ctx context.Context, g *OAuthGrant, form url.Values, st
 		return err
 	}
 	defer hc.CloseIdleConnections()
-	switch g.AuthMethod {
-	case "client_secret_post":
-		form.Set("client_id", g.ClientID)
-		form.Set("client_secret", g.ClientSecret)
-	case "client_secret_basic":
-	default:
-		form.Set("client_id", g.ClientID)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.TokenEndpoint, strings.NewReader(form.Encode()))
+	req, hc, err := clientRequest(ctx, hc, g, g.TokenEndpoint, form)
 	if err != nil {
 		return oauthErr(step, "invalid token endpoint: %v", err)
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	if g.AuthMethod == "client_secret_basic" {
-		// The policy strips credentials from requests to other hosts than
-		// the server's: these go to the token endpoint only, and follow no
-		// redirect (RFC 6749 2.3.1: the id and secret form-encoded first).
-		basic := &http.Request{Header: http.Header{}}
-		basic.SetBasicAuth(url.QueryEscape(g.ClientID), url.QueryEscape(g.ClientSecret))
-		hc = withCredentials(hc, originOf(req.URL), basic.Header)
-	}
 	var tok struct {
 		AccessToken  string `json:"access_token"`
 		TokenType    string `json:"token_type"`
@@ -621,6 +612,35 @@ func (v *Verifier) token(ctx context.Context, g *OAuthGrant, form url.Values, st
 		g.ExpiresAt = time.Now().Add(time.Duration(min(tok.ExpiresIn, 10*365*86400)) * time.Second)
 	}
 	return nil
+}
+
+// clientRequest is a POST of form to endpoint (the token or the
+// revocation endpoint) authenticated as g's client, and the client to
+// send it with: the id in the form (none), the id and secret in the form
+// (client_secret_post) or in an Authorization header that goes to the
+// endpoint only and follows no redirect (client_secret_basic; the policy
+// strips credentials from requests to other origins).
+func clientRequest(ctx context.Context, hc *http.Client, g *OAuthGrant, endpoint string, form url.Values) (*http.Request, *http.Client, error) {
+	switch g.AuthMethod {
+	case "client_secret_post":
+		form.Set("client_id", g.ClientID)
+		form.Set("client_secret", g.ClientSecret)
+	case "client_secret_basic":
+	default:
+		form.Set("client_id", g.ClientID)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if g.AuthMethod == "client_secret_basic" {
+		// RFC 6749 2.3.1: the id and secret form-encoded first.
+		basic := &http.Request{Header: http.Header{}}
+		basic.SetBasicAuth(url.QueryEscape(g.ClientID), url.QueryEscape(g.ClientSecret))
+		hc = withCredentials(hc, originOf(req.URL), basic.Header)
+	}
+	return req, hc, nil
 }
 
 // getJSON GETs u into v: 200 and a JSON body within oauthBodyBytes.

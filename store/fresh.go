@@ -15,6 +15,9 @@ const (
 	// FreshFailed: the latest verification did not succeed; any tools
 	// come from an earlier success.
 	FreshFailed = "failed"
+	// FreshSignIn: the latest verification found the server wants a
+	// signed-in client; any tools come from an earlier success.
+	FreshSignIn = "sign_in_required"
 )
 
 // Why a server's tools are stale.
@@ -33,14 +36,15 @@ type Freshness struct {
 	// Until is when fresh tools turn stale (State fresh only).
 	Until time.Time
 	// Since is when the tools became stale, or when the failed attempt
-	// was made (State stale or failed).
+	// was made (State stale, failed or sign_in_required).
 	Since time.Time
 	// Reason is StaleTTL or StaleConfig (State stale only).
 	Reason string
 	// Hint says the server's own list TTL (ttlMs) set Until or Since,
 	// being shorter than the server's TTL here.
 	Hint bool
-	// Error is the failed attempt's error (State failed only).
+	// Error is the failed attempt's error (State failed and
+	// sign_in_required only).
 	Error *VerifyError
 }
 
@@ -51,6 +55,8 @@ func (sum Summary) Freshness(def time.Duration, now time.Time) Freshness {
 	d := sum.Discovery
 	f := Freshness{VerifiedAt: d.VerifiedAt}
 	switch {
+	case d.Status == StatusSignIn:
+		f.State, f.Since, f.Error = FreshSignIn, d.LastAttemptAt, d.Error
 	case d.Status == StatusFailed || d.Status == StatusTimeout || d.Status == StatusCancelled || d.Status == StatusInterrupted:
 		f.State, f.Since, f.Error = FreshFailed, d.LastAttemptAt, d.Error
 	case d.VerifiedAt.IsZero():

@@ -41,3 +41,39 @@ func TestListTTLHint(t *testing.T) {
 		}
 	}
 }
+
+// A verification that ended asking for a sign-in is its own state, not a
+// failure: the server's record says where to sign in, the tools of an
+// earlier success stay (stale), and the history keeps the outcome.
+func TestSignInRequiredIsItsOwnState(t *testing.T) {
+	db := mustOpen(t)
+	s := mustCreate(t, db, Server{ID: "remote", Name: "remote", Transport: TransportHTTP, URL: "https://mcp.example/mcp", DefaultPolicy: PolicyAsk, Enabled: true})
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	if err := db.RecordSuccess(s.ID, Verification{JobID: "j1", ConfigHash: s.ConfigHash(), StartedAt: at, FinishedAt: at.Add(time.Second),
+		Tools: []Tool{{Name: "t", Raw: []byte(`{"name":"t"}`), Pin: "p", State: ToolActive}}}); err != nil {
+		t.Fatal(err)
+	}
+	need := &SignInNeed{Status: 401, Scope: "mcp", Issuer: "https://as.example", Scopes: []string{"mcp", "offline_access"}}
+	if err := db.RecordFailure(s.ID, Failure{JobID: "j2", ConfigHash: s.ConfigHash(), Status: StatusSignIn, StartedAt: at.Add(time.Hour),
+		FinishedAt: at.Add(time.Hour + time.Second), Error: VerifyError{Class: "auth_required", Message: "the server answered 401", SignIn: need}}); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := db.Summary(s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sum.Discovery
+	if d.Status != StatusSignIn || d.Error == nil || d.Error.SignIn == nil || d.Error.SignIn.Issuer != need.Issuer || len(d.Error.SignIn.Scopes) != 2 {
+		t.Fatalf("record = %s, error %+v; want sign_in_required with where to sign in", d.Status, d.Error)
+	}
+	if !d.Stale() || d.ToolCount != 1 {
+		t.Errorf("stale %v, %d tools; want the earlier tools kept, stale", d.Stale(), d.ToolCount)
+	}
+	if f := sum.Freshness(time.Hour, at.Add(2*time.Hour)); f.State != FreshSignIn || !f.Since.Equal(at.Add(time.Hour)) || f.Error == nil {
+		t.Errorf("freshness = %+v; want %s since the attempt", f, FreshSignIn)
+	}
+	h, _, err := db.History(s.ID, 1)
+	if err != nil || len(h) != 1 || h[0].Outcome != StatusSignIn {
+		t.Errorf("history = %+v, %v; want the sign_in_required outcome", h, err)
+	}
+}

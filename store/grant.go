@@ -24,6 +24,14 @@ type Grant struct {
 	AccessToken   string    `json:"access_token"`
 	RefreshToken  string    `json:"refresh_token,omitempty"`
 	ExpiresAt     time.Time `json:"expires_at,omitzero"`
+	// RedirectURI is where the sign-in sent the browser back: a client
+	// registered for it serves the next sign-in at the same issuer.
+	RedirectURI string `json:"redirect_uri,omitempty"`
+	// Problem is set when the authorization server refused a refresh in
+	// a way no retry mends (the grant was revoked, say): the person must
+	// sign in again. ProblemAt is when.
+	Problem   string    `json:"problem,omitempty"`
+	ProblemAt time.Time `json:"problem_at,omitzero"`
 	// SavedAt is when the grant was signed in to, or last refreshed.
 	SavedAt time.Time `json:"saved_at"`
 }

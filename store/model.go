@@ -34,6 +34,9 @@ const (
 	StatusTimeout     = "timeout"
 	StatusCancelled   = "cancelled"
 	StatusInterrupted = "interrupted"
+	// StatusSignIn: the server wants a signed-in client (OAuth); not a
+	// failure of the server. VerifyError.SignIn says where to sign in.
+	StatusSignIn = "sign_in_required"
 )
 
 // Tool states. Oversized and invalid tools come so from discovery (see
@@ -82,6 +85,32 @@ type Server struct {
 	// SavedConfigHash is ConfigHash as the store last wrote the server
 	// (it sets it), so that readers of many servers need not hash each.
 	SavedConfigHash string `json:"config_hash,omitempty"`
+	// OAuth is the client a person registered with the server's
+	// authorization server, and the scopes to ask for; nil for none (a
+	// sign-in then registers a client by itself where it can). It does
+	// not change what the server is (no part of ConfigHash).
+	OAuth *OAuthClient `json:"oauth,omitempty"`
+}
+
+// OAuthClient is a remote server's sign-in client, as a person entered
+// it. ClientSecret is a secret, masked like env values.
+type OAuthClient struct {
+	// ClientID and ClientSecret are a client pre-registered with the
+	// authorization server (both empty: none; the secret empty for a
+	// public client).
+	ClientID     string `json:"client_id,omitempty"`
+	ClientSecret string `json:"client_secret,omitempty"`
+	// Scopes replace the scopes a sign-in would ask for by default.
+	Scopes []string `json:"scopes,omitempty"`
+}
+
+// OAuthSettings returns the server's sign-in client settings (zero if
+// none).
+func (s Server) OAuthSettings() OAuthClient {
+	if s.OAuth == nil {
+		return OAuthClient{}
+	}
+	return *s.OAuth
 }
 
 // currentConfigHash is ConfigHash, from SavedConfigHash when the store set
@@ -211,6 +240,27 @@ type VerifyError struct {
 	Message    string `json:"message"`
 	Suggestion string `json:"suggestion,omitempty"`
 	StderrTail string `json:"stderr_tail,omitempty"`
+	// SignIn says where to sign in (Class auth_required only).
+	SignIn *SignInNeed `json:"sign_in,omitempty"`
+}
+
+// SignInNeed is what a server that wants a signed-in client said (its
+// Bearer challenge) and what Switchboard found about signing in to it.
+// None of it is secret.
+type SignInNeed struct {
+	// Status is the HTTP status of the challenge: 401, or 403 for a
+	// token without the scopes asked (Error insufficient_scope).
+	Status int    `json:"status"`
+	Error  string `json:"error,omitempty"`
+	// Scope is the challenge's scope parameter; ResourceMetadata its
+	// protected resource metadata URL.
+	Scope            string `json:"scope,omitempty"`
+	ResourceMetadata string `json:"resource_metadata,omitempty"`
+	// Issuer is the authorization server, Scopes what a sign-in asks
+	// for; both empty if finding them failed, Problem saying why.
+	Issuer  string   `json:"issuer,omitempty"`
+	Scopes  []string `json:"scopes,omitempty"`
+	Problem string   `json:"problem,omitempty"`
 }
 
 // Discovery is what Switchboard knows about a server's last verifications.
@@ -255,7 +305,7 @@ func (d Discovery) Stale() bool {
 		return false
 	}
 	switch d.Status {
-	case StatusFailed, StatusTimeout, StatusCancelled, StatusInterrupted:
+	case StatusFailed, StatusTimeout, StatusCancelled, StatusInterrupted, StatusSignIn:
 		return true
 	}
 	return false
@@ -351,7 +401,7 @@ type Failure struct {
 	JobID      string
 	Trigger    string
 	ConfigHash string
-	Status     string // StatusFailed, StatusTimeout or StatusCancelled
+	Status     string // StatusFailed, StatusTimeout, StatusCancelled or StatusSignIn
 	StartedAt  time.Time
 	FinishedAt time.Time
 	Timings    []PhaseTiming

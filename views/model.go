@@ -67,12 +67,50 @@ type ServerItem struct {
 	Timings       []Timing
 	Error         *ErrorView
 	Warnings      []string
+	// SignIn is the server's OAuth sign-in (remote servers only).
+	SignIn *SignInView
+}
+
+// SignInView is a remote server's OAuth sign-in: what the server asked
+// for, the grant held, and what went wrong. It holds no token.
+type SignInView struct {
+	// Needed: the last verification found the server wants a signed-in
+	// client; Issuer and Scopes say where and what, if they were found.
+	Needed bool
+	Issuer string
+	Scopes []string
+	// StepUp: the server refused the token held for lack of scopes.
+	StepUp bool
+	// Problem is why signing in cannot start or did not finish;
+	// NeedsClient says the server's form must name a registered client.
+	Problem     string
+	NeedsClient bool
+	Grant       *GrantView
+}
+
+// GrantView is the sign-in held for a server.
+type GrantView struct {
+	Issuer    string
+	Scope     string
+	ExpiresAt time.Time // zero: the server gave no lifetime
+	Refresh   bool      // a refresh token is held
+	SavedAt   time.Time // signed in, or last refreshed
+	// Problem says why the grant no longer serves (sign in again).
+	Problem string
+}
+
+// SignInLabel is the sign-in button's text.
+func (v SignInView) SignInLabel() string {
+	if v.Grant != nil {
+		return "Sign in again"
+	}
+	return "Sign in"
 }
 
 // Freshness is how far the stored tools can be trusted to describe the
 // server now (see store.Freshness).
 type Freshness struct {
-	State      string // fresh, stale, failed or never
+	State      string // fresh, stale, failed, sign_in_required or never
 	VerifiedAt time.Time
 	Until      time.Time // fresh: when it turns stale
 	// Hint: the server's list TTL (ttlMs) set Until or Since.
@@ -117,8 +155,11 @@ func (s ServerItem) StatusLabel() string {
 	if s.Running() {
 		return s.PhaseLabel()
 	}
-	if s.Status == "never" {
+	switch s.Status {
+	case "never":
 		return "not verified"
+	case "sign_in_required":
+		return "Sign-in required"
 	}
 	return s.Status
 }
@@ -183,6 +224,13 @@ type ServerForm struct {
 	AutoRefresh   string // "", "on" or "off"
 	DefaultPolicy string
 	Enabled       bool
+	// The sign-in client (remote servers): OAuthClientSecretSet says a
+	// secret is stored (an empty input keeps it), OAuthClientSecretRetype
+	// that one was typed and must be typed again.
+	OAuthClientID           string
+	OAuthClientSecretSet    bool
+	OAuthClientSecretRetype bool
+	OAuthScopes             string
 }
 
 // KV is one env or header row. Secret values are never rendered back:
@@ -205,6 +253,24 @@ type FormView struct {
 	Form   ServerForm
 	Errors FormErrors
 	Edit   bool
+	// CallbackURL is the sign-in callback a client registered by hand
+	// must allow.
+	CallbackURL string
+}
+
+// hasOAuthError reports whether a sign-in client field is invalid.
+func hasOAuthError(f FormView) bool {
+	for _, k := range []string{"oauth_client_id", "oauth_client_secret", "oauth_scopes"} {
+		if _, ok := f.Errors[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// secretPlaceholder is the placeholder of a write-only secret input.
+func secretPlaceholder(set, retype bool) string {
+	return valuePlaceholder(KV{Set: set, Retype: retype})
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

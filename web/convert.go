@@ -74,6 +74,9 @@ func (s *Server) serverItem(sum store.Summary) views.ServerItem {
 	if e := d.Error; e != nil {
 		item.Error = &views.ErrorView{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail}
 	}
+	if srv.Transport != store.TransportStdio {
+		item.SignIn = s.signInView(srv.ID, d)
+	}
 	if j, ok := s.runner.Active(srv.ID); ok {
 		item.Status = j.Status
 		item.Phase = j.Phase
@@ -83,6 +86,35 @@ func (s *Server) serverItem(sum store.Summary) views.ServerItem {
 		item.Elapsed = j.Elapsed(time.Now())
 	}
 	return item
+}
+
+// signInView is a remote server's sign-in as its page shows it, nil if
+// there is nothing to show: the server never asked, nothing is held and
+// nothing went wrong.
+func (s *Server) signInView(id string, d store.Discovery) *views.SignInView {
+	v := &views.SignInView{}
+	if d.Status == store.StatusSignIn {
+		v.Needed = true
+		if e := d.Error; e != nil && e.SignIn != nil {
+			v.Issuer, v.Scopes, v.Problem = e.SignIn.Issuer, e.SignIn.Scopes, e.SignIn.Problem
+			v.StepUp = e.SignIn.Error == "insufficient_scope"
+		}
+	}
+	if p, ok := s.signIns.problem(id); ok {
+		v.Problem, v.NeedsClient = p.Message, p.NeedsClient
+	}
+	g, ok, err := s.store.LatestGrant(id)
+	if err != nil {
+		s.log.Error("read a server's sign-in", "server", id, "err", err)
+	}
+	if ok {
+		v.Grant = &views.GrantView{Issuer: g.Issuer, Scope: g.Scope, ExpiresAt: g.ExpiresAt,
+			Refresh: g.RefreshToken != "", SavedAt: g.SavedAt, Problem: g.Problem}
+	}
+	if !v.Needed && v.Grant == nil && v.Problem == "" {
+		return nil
+	}
+	return v
 }
 
 func (s *Server) serverDetail(sum store.Summary, tools []store.ToolEntry) views.ServerDetail {
@@ -179,21 +211,29 @@ func formFromServer(s store.Server) views.ServerForm {
 	for _, k := range sortedKeys(s.Headers) {
 		f.Headers = append(f.Headers, views.KV{Key: k, Set: true})
 	}
+	oc := s.OAuthSettings()
+	f.OAuthClientID, f.OAuthClientSecretSet, f.OAuthScopes = oc.ClientID, oc.ClientSecret != "", strings.Join(oc.Scopes, " ")
 	return f
 }
 
-// discoveryTarget is what the verifier needs to reach a server.
-func discoveryTarget(s store.Server) discovery.Target {
-	return discovery.Target{
-		Transport:   s.Transport,
-		Command:     s.Command,
-		Args:        s.Args,
-		Env:         s.Env,
-		Cwd:         s.Cwd,
-		URL:         s.URL,
-		Headers:     s.Headers,
-		MemoryBytes: int64(s.MemoryMB) << 20,
+// target is what the verifier needs to reach a server: for a remote
+// one, with its OAuth grant's tokens.
+func (s *Server) target(srv store.Server) discovery.Target {
+	t := discovery.Target{
+		Transport:   srv.Transport,
+		Command:     srv.Command,
+		Args:        srv.Args,
+		Env:         srv.Env,
+		Cwd:         srv.Cwd,
+		URL:         srv.URL,
+		Headers:     srv.Headers,
+		MemoryBytes: int64(srv.MemoryMB) << 20,
 	}
+	if srv.Transport != store.TransportStdio {
+		t.Token = s.tokens.source(srv.ID)
+		t.OAuthScopes = srv.OAuthSettings().Scopes
+	}
+	return t
 }
 
 // --- JSON shapes of the API (design.md "Web, API and CLI") ---
@@ -214,7 +254,27 @@ type serverJSON struct {
 	AutoRefresh   *bool             `json:"auto_refresh"`
 	DefaultPolicy string            `json:"default_policy"`
 	Enabled       *bool             `json:"enabled,omitempty"`
-	Discovery     *discoveryJSON    `json:"discovery,omitempty"`
+	// OAuth is the sign-in client (its secret masked); SignIn the
+	// sign-in held (answers only, never a token).
+	OAuth     *oauthJSON     `json:"oauth,omitempty"`
+	SignIn    *grantJSON     `json:"sign_in,omitempty"`
+	Discovery *discoveryJSON `json:"discovery,omitempty"`
+}
+
+type oauthJSON struct {
+	ClientID     string   `json:"client_id,omitempty"`
+	ClientSecret string   `json:"client_secret,omitempty"`
+	Scopes       []string `json:"scopes,omitempty"`
+}
+
+// grantJSON is a server's sign-in as the API shows it.
+type grantJSON struct {
+	Issuer       string     `json:"issuer"`
+	Scope        string     `json:"scope,omitempty"`
+	ExpiresAt    *time.Time `json:"expires_at"`
+	RefreshToken bool       `json:"refresh_token_held"`
+	SignedInAt   time.Time  `json:"refreshed_at"`
+	Problem      string     `json:"problem,omitempty"`
 }
 
 type discoveryJSON struct {
@@ -245,11 +305,12 @@ type discoveryJSON struct {
 }
 
 type errorJSON struct {
-	Class      string `json:"class"`
-	Phase      string `json:"phase,omitempty"`
-	Message    string `json:"message"`
-	Suggestion string `json:"suggestion,omitempty"`
-	StderrTail string `json:"stderr_tail,omitempty"`
+	Class      string            `json:"class"`
+	Phase      string            `json:"phase,omitempty"`
+	Message    string            `json:"message"`
+	Suggestion string            `json:"suggestion,omitempty"`
+	StderrTail string            `json:"stderr_tail,omitempty"`
+	SignIn     *store.SignInNeed `json:"sign_in,omitempty"`
 }
 
 // onOff spells an optional switch as the form does: "", "on" or "off".
@@ -299,7 +360,19 @@ func (s *Server) serverToJSON(sum store.Summary) serverJSON {
 		ServerName: d.ServerName, ServerVersion: d.ServerVersion, Warnings: d.Warnings,
 	}
 	if e := d.Error; e != nil {
-		dj.Error = &errorJSON{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail}
+		dj.Error = &errorJSON{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: e.SignIn}
+	}
+	if srv.OAuth != nil {
+		out.OAuth = &oauthJSON{ClientID: srv.OAuth.ClientID, Scopes: srv.OAuth.Scopes}
+		if srv.OAuth.ClientSecret != "" {
+			out.OAuth.ClientSecret = secretMask
+		}
+	}
+	if srv.Transport != store.TransportStdio {
+		if g, ok, err := s.store.LatestGrant(srv.ID); err == nil && ok {
+			out.SignIn = &grantJSON{Issuer: g.Issuer, Scope: g.Scope, ExpiresAt: timePtr(g.ExpiresAt),
+				RefreshToken: g.RefreshToken != "", SignedInAt: g.SavedAt, Problem: g.Problem}
+		}
 	}
 	if j, ok := s.runner.Active(srv.ID); ok {
 		dj.Status, dj.Phase, dj.JobID = j.Status, j.Phase, j.ID
@@ -328,6 +401,9 @@ func inputFromJSON(j serverJSON) serverInput {
 	}
 	for _, k := range sortedKeys(j.Headers) {
 		in.Headers = append(in.Headers, kv{k, j.Headers[k]})
+	}
+	if o := j.OAuth; o != nil {
+		in.OAuthClientID, in.OAuthClientSecret, in.OAuthScopes = o.ClientID, o.ClientSecret, o.Scopes
 	}
 	return in
 }

@@ -313,6 +313,10 @@ func importServer(id string, cs clientconfig.Server, old *store.Server) (store.S
 	var oldEnv, oldHeaders map[string]string
 	if old != nil {
 		oldEnv, oldHeaders = old.Env, old.Headers
+		// Client configs cannot say how to sign in: an update keeps the
+		// server's sign-in client.
+		oc := old.OAuthSettings()
+		in.OAuthClientID, in.OAuthScopes = oc.ClientID, oc.Scopes
 	}
 	in.Env = rows(cs.Env, oldEnv, envPlaceholder)
 	in.Headers = rows(cs.Headers, oldHeaders, headerPlaceholder)

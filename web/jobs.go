@@ -34,7 +34,7 @@ func (s *Server) submit(srv store.Server, trigger string) (discovery.Job, error)
 		Trigger:     trigger,
 		ServerID:    srv.ID,
 		ConfigHash:  srv.ConfigHash(),
-		Target:      discoveryTarget(srv),
+		Target:      s.target(srv),
 		InitTimeout: time.Duration(srv.TimeoutMS) * time.Millisecond,
 	})
 	if errors.Is(err, discovery.ErrClosed) {
@@ -164,12 +164,14 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 			status = store.StatusTimeout
 		case discovery.ClassCancelled:
 			status = store.StatusCancelled
+		case discovery.ClassAuth:
+			status = store.StatusSignIn
 		}
 		err = s.store.RecordFailure(j.ServerID, store.Failure{
 			JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: status, StartedAt: startOf(j), FinishedAt: now,
 			Timings: storeTimings(j.Timings),
 			Error: store.VerifyError{Class: verr.Class, Phase: verr.Phase, Message: verr.Message,
-				Suggestion: verr.Suggestion, StderrTail: verr.StderrTail},
+				Suggestion: verr.Suggestion, StderrTail: verr.StderrTail, SignIn: signInNeed(verr)},
 		})
 	} else {
 		v := store.Verification{
@@ -195,6 +197,20 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 		return s.saveFailed(j, now, err)
 	}
 	return nil
+}
+
+// signInNeed is what a verification that ended auth_required found
+// about signing in (nil for another error).
+func signInNeed(e *discovery.Error) *store.SignInNeed {
+	if e.Class != discovery.ClassAuth || e.Auth == nil {
+		return nil
+	}
+	need := &store.SignInNeed{Status: e.Auth.Status, Error: e.Auth.Error, Scope: e.Auth.Scope,
+		ResourceMetadata: e.Auth.ResourceMetadata, Problem: e.SignInProblem}
+	if p := e.SignIn; p != nil {
+		need.Issuer, need.Scopes = p.Server.Issuer, p.Scopes
+	}
+	return need
 }
 
 // discarded is the job's outcome when the store refused to record it

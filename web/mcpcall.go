@@ -132,7 +132,7 @@ func (e *mcpEndpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallTo
 
 	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
 	defer cancel()
-	res, _, err = e.pool.Call(cctx, srv.ID, srv.ConfigHash(), discoveryTarget(srv),
+	res, _, err = e.pool.Call(cctx, srv.ID, srv.ConfigHash(), e.s.target(srv),
 		time.Duration(srv.TimeoutMS)*time.Millisecond, entry.Name, entry.Policy.Pin, cr.Args)
 	var mismatch *discovery.PinMismatchError
 	var de *discovery.Error
@@ -144,6 +144,9 @@ func (e *mcpEndpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallTo
 		}
 		rec.Decision = store.DecisionDenied
 		return nil, refuse(byPinCheck, mismatch.Error()+"; the call was not made, and the server is being re-verified for a person to review")
+	case errors.As(err, &de) && de.Class == discovery.ClassAuth:
+		// The grant is gone, revoked or refused: a person must sign in.
+		return nil, fmt.Errorf("the server %s wants a signed-in client: sign in again on its page in Switchboard (%s)", srv.ID, de.Message)
 	case errors.As(err, &de):
 		return nil, fmt.Errorf("the server %s failed (%s while %s): %s", srv.ID, de.Class, de.Phase, de.Message)
 	case err != nil:

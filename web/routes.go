@@ -20,6 +20,9 @@ func (s *Server) routes() {
 	e.GET("/healthz", s.handleHealth)
 	e.GET("/login", s.handleLoginPage)
 	e.POST("/login", s.handleLogin)
+	// The authorization server's redirect after a sign-in: no session
+	// cookie comes with it (see signin.go).
+	e.GET(callbackPath, s.handleOAuthCallback)
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(static.FS)))))
 
 	// Browser: session cookie, CSRF on every state change.
@@ -36,6 +39,8 @@ func (s *Server) routes() {
 	ui.POST("/servers/:id/delete", s.handleDeleteServer)
 	ui.GET("/servers/:id/confirm", s.handleConfirmPage)
 	ui.POST("/servers/:id/verify", s.handleVerify)
+	ui.POST("/servers/:id/signin", s.handleSignIn)
+	ui.POST("/servers/:id/signout", s.handleSignOut)
 	ui.GET("/servers/:id/tools", s.handleToolsFragment)
 	ui.POST("/servers/:id/policy", s.handleSetPolicyForm)
 	ui.POST("/jobs/:id/cancel", s.handleCancelJob)

@@ -50,6 +50,9 @@ type Store interface {
 	Calls(limit int) ([]store.Call, int, error)
 	MCPToken() (string, error)
 	RotateMCPToken() (string, error)
+	LatestGrant(id string) (store.Grant, bool, error)
+	SaveGrant(id string, g store.Grant) error
+	DeleteGrants(id string) error
 }
 
 // Config configures the web server.
@@ -79,7 +82,12 @@ type Config struct {
 	// ImportHome and ImportCwd are where the Import page looks for client
 	// configs (the user's home and the working directory if empty).
 	ImportHome, ImportCwd string
-	Logger                *slog.Logger
+	// OAuthClientMetadataURL is where Switchboard's Client ID Metadata
+	// Document is published (an https URL authorization servers can
+	// fetch), used as its client_id where they support those; empty:
+	// none, a client is registered dynamically instead.
+	OAuthClientMetadataURL string
+	Logger                 *slog.Logger
 }
 
 // DefaultTTL is the default of Config.DefaultTTL.
@@ -112,6 +120,8 @@ type Server struct {
 	verifier *discovery.Verifier
 	mcp      *mcpEndpoint
 	held     heldImports // previewed imports
+	tokens   *tokenKeeper
+	signIns  *signIns
 }
 
 // New builds the application. hub must be the one the store reports its
@@ -151,6 +161,8 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) (*Server, error)
 	s.refresh = newRefresher(s)
 	s.watches.s = s
 	s.verifier = v
+	s.tokens = newTokenKeeper(st, v)
+	s.signIns = newSignIns()
 	s.mcp = newMCPEndpoint(s, cfg.MCP, v)
 	if err := s.mcp.start(); err != nil {
 		s.mcp.close()
@@ -275,6 +287,8 @@ func (s *Server) storeChanged(c store.Change) {
 	if c.Deleted || c.Created {
 		s.hub.Publish(&sse.Event{Event: []byte("servers"), Data: []byte("changed")})
 		if c.Deleted {
+			s.tokens.forget(c.ServerID)
+			s.signIns.forget(c.ServerID)
 			return
 		}
 	}

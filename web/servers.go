@@ -95,7 +95,7 @@ func notFound(err error) error {
 
 // handleNewServerPage serves GET /servers/new: the empty add form.
 func (s *Server) handleNewServerPage(c echo.Context) error {
-	f := views.FormView{Form: views.ServerForm{Transport: store.TransportStdio, DefaultPolicy: store.PolicyAsk, Enabled: true}}
+	f := views.FormView{Form: views.ServerForm{Transport: store.TransportStdio, DefaultPolicy: store.PolicyAsk, Enabled: true}, CallbackURL: s.callbackURL(c)}
 	return render(c, http.StatusOK, views.FormPage(s.page(c, "Add server"), f))
 }
 
@@ -105,7 +105,7 @@ func (s *Server) handleEditServerPage(c echo.Context) error {
 	if err != nil {
 		return notFound(err)
 	}
-	f := views.FormView{Form: formFromServer(srv), Edit: true}
+	f := views.FormView{Form: formFromServer(srv), Edit: true, CallbackURL: s.callbackURL(c)}
 	return render(c, http.StatusOK, views.FormPage(s.page(c, "Edit "+srv.Name), f))
 }
 
@@ -117,18 +117,21 @@ func formInput(c echo.Context) (serverInput, views.ServerForm, error) {
 	}
 	r := c.Request()
 	in := serverInput{
-		ID:            r.PostForm.Get("id"),
-		Name:          r.PostForm.Get("name"),
-		Transport:     r.PostForm.Get("transport"),
-		Command:       r.PostForm.Get("command"),
-		Cwd:           r.PostForm.Get("cwd"),
-		URL:           r.PostForm.Get("url"),
-		TimeoutMS:     r.PostForm.Get("timeout_ms"),
-		MemoryMB:      r.PostForm.Get("memory_mb"),
-		TTLSeconds:    r.PostForm.Get("ttl_seconds"),
-		AutoRefresh:   r.PostForm.Get("auto_refresh"),
-		DefaultPolicy: r.PostForm.Get("default_policy"),
-		Enabled:       r.PostForm.Get("enabled") == "on",
+		ID:                r.PostForm.Get("id"),
+		Name:              r.PostForm.Get("name"),
+		Transport:         r.PostForm.Get("transport"),
+		Command:           r.PostForm.Get("command"),
+		Cwd:               r.PostForm.Get("cwd"),
+		URL:               r.PostForm.Get("url"),
+		TimeoutMS:         r.PostForm.Get("timeout_ms"),
+		MemoryMB:          r.PostForm.Get("memory_mb"),
+		TTLSeconds:        r.PostForm.Get("ttl_seconds"),
+		AutoRefresh:       r.PostForm.Get("auto_refresh"),
+		DefaultPolicy:     r.PostForm.Get("default_policy"),
+		Enabled:           r.PostForm.Get("enabled") == "on",
+		OAuthClientID:     r.PostForm.Get("oauth_client_id"),
+		OAuthClientSecret: r.PostForm.Get("oauth_client_secret"),
+		OAuthScopes:       strings.Fields(r.PostForm.Get("oauth_scopes")),
 	}
 	argsText := strings.ReplaceAll(r.PostForm.Get("args"), "\r\n", "\n")
 	for _, a := range strings.Split(argsText, "\n") {
@@ -142,6 +145,7 @@ func formInput(c echo.Context) (serverInput, views.ServerForm, error) {
 		ID: in.ID, Name: in.Name, Transport: in.Transport, Command: in.Command, Args: argsText,
 		Cwd: in.Cwd, URL: in.URL, TimeoutMS: in.TimeoutMS, MemoryMB: in.MemoryMB, TTLSeconds: in.TTLSeconds,
 		AutoRefresh: in.AutoRefresh, DefaultPolicy: in.DefaultPolicy, Enabled: in.Enabled,
+		OAuthClientID: in.OAuthClientID, OAuthClientSecretRetype: in.OAuthClientSecret != "", OAuthScopes: r.PostForm.Get("oauth_scopes"),
 	}
 	// Secret values are write-only: a re-rendered form never carries them,
 	// and asks for the ones that were typed.
@@ -185,7 +189,7 @@ func (s *Server) handleCreateServer(c echo.Context) error {
 		}
 	}
 	if len(errs) > 0 {
-		return render(c, http.StatusUnprocessableEntity, views.FormPage(s.page(c, "Add server"), views.FormView{Form: form, Errors: errs}))
+		return render(c, http.StatusUnprocessableEntity, views.FormPage(s.page(c, "Add server"), views.FormView{Form: form, Errors: errs, CallbackURL: s.callbackURL(c)}))
 	}
 	return c.Redirect(http.StatusSeeOther, "/servers/"+srv.ID)
 }
@@ -211,7 +215,8 @@ func (s *Server) handleUpdateServer(c echo.Context) error {
 		for i, r := range form.Headers {
 			_, form.Headers[i].Set = old.Headers[r.Key]
 		}
-		return render(c, http.StatusUnprocessableEntity, views.FormPage(s.page(c, "Edit "+old.Name), views.FormView{Form: form, Errors: errs, Edit: true}))
+		form.OAuthClientSecretSet = old.OAuthSettings().ClientSecret != ""
+		return render(c, http.StatusUnprocessableEntity, views.FormPage(s.page(c, "Edit "+old.Name), views.FormView{Form: form, Errors: errs, Edit: true, CallbackURL: s.callbackURL(c)}))
 	}
 	if err := s.store.UpdateServer(srv); err != nil {
 		return notFound(err)

@@ -42,6 +42,11 @@ type serverInput struct {
 	AutoRefresh   string // "" (the default), "on" or "off"
 	DefaultPolicy string
 	Enabled       bool
+	// The sign-in client (remote servers); a secret left empty (or
+	// masked) keeps the stored one.
+	OAuthClientID     string
+	OAuthClientSecret string
+	OAuthScopes       []string
 }
 
 type kv struct{ Key, Value string }
@@ -154,10 +159,63 @@ func validate(in serverInput, old *store.Server) (store.Server, map[string]strin
 			errs["url"] = msg
 		}
 		s.Headers = secretMap(in.Headers, oldHeaders, headerKeyPattern, "Header names", "header", errs)
+		s.OAuth = validateOAuth(in, old, errs)
 	default:
 		errs["transport"] = "Transport must be stdio, http or sse."
 	}
 	return s, errs
+}
+
+// Bounds of a sign-in client's fields.
+const (
+	maxOAuthClientID = 512
+	maxOAuthSecret   = 1024
+	maxOAuthScopes   = 32
+	maxOAuthScope    = 256
+)
+
+// scopeToken is an OAuth scope (RFC 6749 3.3: printable ASCII without
+// space, " and \).
+var scopeToken = regexp.MustCompile(`^[\x21\x23-\x5B\x5D-\x7E]+$`)
+
+// validateOAuth checks a remote server's sign-in client; nil if none is
+// set. old's secret is kept when the secret is left empty (or masked)
+// and the client id stays the same.
+func validateOAuth(in serverInput, old *store.Server, errs map[string]string) *store.OAuthClient {
+	c := store.OAuthClient{ClientID: strings.TrimSpace(in.OAuthClientID), ClientSecret: in.OAuthClientSecret, Scopes: in.OAuthScopes}
+	switch {
+	case len(c.ClientID) > maxOAuthClientID:
+		errs["oauth_client_id"] = fmt.Sprintf("Client id must be at most %d characters.", maxOAuthClientID)
+	case strings.ContainsFunc(c.ClientID, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		errs["oauth_client_id"] = "Client id must be one line of visible characters."
+	}
+	if c.ClientSecret == "" || c.ClientSecret == secretMask {
+		c.ClientSecret = ""
+		if old != nil && old.OAuthSettings().ClientID == c.ClientID {
+			c.ClientSecret = old.OAuthSettings().ClientSecret
+		}
+	}
+	switch {
+	case len(c.ClientSecret) > maxOAuthSecret:
+		errs["oauth_client_secret"] = fmt.Sprintf("Client secret must be at most %d characters.", maxOAuthSecret)
+	case strings.ContainsAny(c.ClientSecret, "\r\n\x00"):
+		errs["oauth_client_secret"] = "Client secret must be one line."
+	case c.ClientSecret != "" && c.ClientID == "":
+		errs["oauth_client_secret"] = "A client secret needs its client id."
+	}
+	if len(c.Scopes) > maxOAuthScopes {
+		errs["oauth_scopes"] = fmt.Sprintf("At most %d scopes.", maxOAuthScopes)
+	}
+	for _, sc := range c.Scopes {
+		if len(sc) > maxOAuthScope || !scopeToken.MatchString(sc) {
+			errs["oauth_scopes"] = fmt.Sprintf("%q is not a scope: scopes are separated by spaces and use printable ASCII without quotes or backslashes.", cutString(sc, 40))
+			break
+		}
+	}
+	if c.ClientID == "" && c.ClientSecret == "" && len(c.Scopes) == 0 {
+		return nil
+	}
+	return &c
 }
 
 // secretMap turns rows into a map. A row with a name and an empty (or

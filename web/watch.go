@@ -62,6 +62,9 @@ func wanted(sum store.Summary) bool {
 	if !verifiable(sum.Server) || !sum.Server.AutoRefreshOn() || sum.Discovery.VerifiedAt.IsZero() {
 		return false
 	}
+	if sum.Discovery.Status == store.StatusSignIn {
+		return false // it would be refused until a person signs in
+	}
 	var caps struct {
 		Tools *struct {
 			ListChanged bool `json:"listChanged"`
@@ -132,7 +135,7 @@ func (ws *watches) run(ctx context.Context, w *watch, srv store.Server) {
 	retry := watchRetryMin
 	for ctx.Err() == nil {
 		began := time.Now()
-		err := s.verifier.Watch(ctx, discoveryTarget(srv), time.Duration(srv.TimeoutMS)*time.Millisecond, s.cfg.WatchPingInterval, func(ev discovery.WatchEvent) {
+		err := s.verifier.Watch(ctx, s.target(srv), time.Duration(srv.TimeoutMS)*time.Millisecond, s.cfg.WatchPingInterval, func(ev discovery.WatchEvent) {
 			switch ev.Kind {
 			case discovery.WatchConnected:
 				ws.update(w, srv.ID, func(w *watch) { w.connected, w.since, w.lastError = true, time.Now(), "" })

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -42,6 +43,9 @@ type serveConfig struct {
 	VerifyOnStart bool
 	// MCP configures the MCP endpoint for agents.
 	MCP web.MCPConfig
+	// OAuthClientMetadataURL is where Switchboard's OAuth Client ID
+	// Metadata Document is published, if it is (see web.Config).
+	OAuthClientMetadataURL string
 }
 
 // defaultDBPath is where the database lives by default, by each
@@ -80,6 +84,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	}
 	if v := getenv("SWITCHBOARD_ADDR"); v != "" {
 		cfg.Addr = v
+	}
+	if v := getenv("SWITCHBOARD_OAUTH_CLIENT_METADATA_URL"); v != "" {
+		cfg.OAuthClientMetadataURL = v
 	}
 	if v := getenv("SWITCHBOARD_DB"); v != "" {
 		cfg.DBPath = v
@@ -145,6 +152,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.DurationVar(&cfg.MCP.Pool.Idle, "upstream-idle", cfg.MCP.Pool.Idle, "a server started for calls stops after this long without one (env SWITCHBOARD_UPSTREAM_IDLE)")
 	fs.IntVar(&cfg.MCP.Pool.MaxRunning, "upstream-max", cfg.MCP.Pool.MaxRunning, "servers running for calls at once (env SWITCHBOARD_UPSTREAM_MAX)")
 	fs.IntVar(&cfg.MCP.Pool.MaxResult, "max-result", cfg.MCP.Pool.MaxResult, "largest tool result relayed to an agent, in bytes")
+	fs.StringVar(&cfg.OAuthClientMetadataURL, "oauth-client-metadata-url", cfg.OAuthClientMetadataURL, "https URL where you publish Switchboard's OAuth Client ID Metadata Document (its redirect_uris: this dashboard's /oauth/callback), used as client_id by authorization servers that support those; empty: clients are registered dynamically (env SWITCHBOARD_OAUTH_CLIENT_METADATA_URL)")
 	fs.BoolVar(&cfg.DangerouslyBindAll, "dangerously-bind-all", false, "allow listening on all interfaces (anyone who can reach the port can try to start commands)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -182,6 +190,11 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	}
 	if cfg.MCP.Token != "" && len(cfg.MCP.Token) < 16 {
 		return cfg, usageError("the MCP token must be at least 16 characters")
+	}
+	if u := cfg.OAuthClientMetadataURL; u != "" {
+		if p, err := url.Parse(u); err != nil || p.Scheme != "https" || p.Host == "" || p.Path == "" || p.Path == "/" || p.Fragment != "" {
+			return cfg, usageError("-oauth-client-metadata-url must be an https URL with a path (a Client ID Metadata Document), got %q", u)
+		}
 	}
 	if err := checkBind(cfg.Addr, cfg.DangerouslyBindAll); err != nil {
 		return cfg, err
@@ -331,6 +344,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		NoVerifyOnStart: !cfg.VerifyOnStart,
 		MCP:             cfg.MCP,
 		Logger:          log,
+
+		OAuthClientMetadataURL: cfg.OAuthClientMetadataURL,
 	}, db, discovery.NewVerifier(cfg.Limits, getenv).Contained(runs), hub)
 	if err != nil {
 		ln.Close()
