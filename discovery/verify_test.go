@@ -1,7 +1,6 @@
 package discovery
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,47 +22,15 @@ import (
 	"github.com/gowebpki/jcs"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-dev/switchboard/internal/fixturetest"
 )
 
 // startRemoteFixture runs the fixture with -transport http|sse and returns
 // the URL it prints. The process is killed and reaped in t.Cleanup.
 func startRemoteFixture(t *testing.T, transport string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(fixture, append([]string{"-transport", transport}, args...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	line := make(chan string, 1)
-	go func() {
-		s, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- s
-	}()
-	select {
-	case s := <-line:
-		u, ok := strings.CutPrefix(strings.TrimSpace(s), "listening ")
-		if !ok {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("fixture printed %q, want \"listening <URL>\"; stderr: %s", s, stderr.String())
-		}
-		return u
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		cmd.Wait()
-		<-line
-		t.Fatalf("fixture did not print its URL; stderr: %s", stderr.String())
-	}
-	return ""
+	return fixturetest.Start(t, fixture, transport, args...)
 }
 
 // checkTools checks the tools of a fixture with n tools: names in order,

@@ -510,7 +510,7 @@ func StatusBadge(s ServerItem) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if !s.Running() && s.Error != nil {
+		if !s.Running() && s.Error != nil && s.Status != "sign_in_required" {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "<div class=\"muted\" data-testid=\"error-class\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

@@ -1,19 +1,17 @@
 package web_test
 
 import (
-	"bufio"
 	"context"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/fixturetest"
 	"github.com/switchboard-dev/switchboard/internal/oidctest"
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -26,28 +24,7 @@ import (
 // /mcp wants access tokens from issuer, and returns its MCP URL.
 func protectedFixture(t *testing.T, issuer string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(fixtureBin, append([]string{"-transport", "http", "-addr", "127.0.0.1:0", "-tools", "2", "-oauth-issuer", issuer}, args...)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "listening ") {
-		t.Fatalf("fixture said %q, %v", line, err)
-	}
-	u := strings.TrimSpace(strings.TrimPrefix(line, "listening "))
-	if !strings.HasSuffix(u, "/mcp") {
-		u += "/mcp"
-	}
-	return u
+	return fixturetest.MCP(fixturetest.Start(t, fixtureBin, "http", append([]string{"-addr", "127.0.0.1:0", "-tools", "2", "-oauth-issuer", issuer}, args...)...))
 }
 
 // addProtected adds the remote server id at u and verifies it: it must

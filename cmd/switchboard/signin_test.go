@@ -8,11 +8,11 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/fixturetest"
 	"github.com/switchboard-dev/switchboard/internal/oidctest"
 )
 
@@ -21,28 +21,7 @@ import (
 // mode), and returns its MCP URL.
 func protectedFixture(t *testing.T, issuer string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(fixture, append([]string{"-transport", "http", "-addr", "127.0.0.1:0", "-tools", "2", "-oauth-issuer", issuer}, args...)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "listening ") {
-		t.Fatalf("fixture said %q, %v", line, err)
-	}
-	u := strings.TrimSpace(strings.TrimPrefix(line, "listening "))
-	if !strings.HasSuffix(u, "/mcp") {
-		u += "/mcp"
-	}
-	return u
+	return fixturetest.MCP(fixturetest.Start(t, fixture, "http", append([]string{"-addr", "127.0.0.1:0", "-tools", "2", "-oauth-issuer", issuer}, args...)...))
 }
 
 // noTokens fails t if what a command printed holds an access token (a
