@@ -56,6 +56,12 @@
 //   --cimd               accept Client ID Metadata Documents (client_id is
 //                        an https URL); documents at https://127.0.0.1:PORT/…
 //                        and https://localhost:PORT/… are fetched over http
+//   --admin              serve POST /admin/revoke-all (204): every grant
+//                        issued so far is revoked with its codes and
+//                        tokens, as when a person revokes an app's access
+//                        at the authorization server (a refresh then
+//                        answers invalid_grant; JWT access tokens stay
+//                        valid until they expire)
 //
 // Once it listens it prints one line to stdout, "listening <issuer URL>";
 // everything else goes to stderr. It exits on SIGTERM or SIGINT and, when
@@ -93,6 +99,7 @@ function options(argv, env) {
     'no-registration': { type: 'boolean', default: false },
     discovery: { type: 'string', default: 'both' },
     cimd: { type: 'boolean', default: false },
+    admin: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   };
   const { values } = parseArgs({ args: argv, options: spec, strict: true });
@@ -138,6 +145,7 @@ function options(argv, env) {
     registration: !values['no-registration'],
     discovery: values.discovery,
     cimd: values.cimd,
+    admin: values.admin,
   };
 }
 
@@ -343,6 +351,35 @@ function autoApprove(provider, opts) {
   };
 }
 
+// adminRoutes serves POST /admin/revoke-all: it revokes every grant the
+// provider issued a code or token for, with all of them.
+function adminRoutes(provider) {
+  const grants = new Set();
+  for (const event of ['authorization_code.saved', 'access_token.saved', 'refresh_token.saved']) {
+    provider.on(event, (token) => {
+      if (token.grantId) grants.add(token.grantId);
+    });
+  }
+  return async (ctx, next) => {
+    if (ctx.path !== '/admin/revoke-all') {
+      await next();
+      return;
+    }
+    if (ctx.method !== 'POST') {
+      ctx.status = 405;
+      return;
+    }
+    for (const grantId of grants) {
+      await Promise.all([provider.AccessToken, provider.RefreshToken, provider.AuthorizationCode]
+        .map((model) => model.revokeByGrantId(grantId))
+        .concat(provider.Grant.adapter.destroy(grantId)));
+    }
+    console.error(`provider.mjs: revoked ${grants.size} grant(s)`);
+    grants.clear();
+    ctx.status = 204;
+  };
+}
+
 // listen starts the server on 127.0.0.1:port and resolves to it once it
 // listens.
 function listen(server, port) {
@@ -377,6 +414,7 @@ async function main() {
 
   const provider = new Provider(issuer, configuration(opts));
   allowLoopbackRedirects(provider);
+  if (opts.admin) provider.use(adminRoutes(provider));
   provider.use(discoveryRoutes(opts));
   provider.use(defaultScope(opts));
   if (opts.autoApprove) provider.use(autoApprove(provider, opts));

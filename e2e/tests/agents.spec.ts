@@ -1,6 +1,5 @@
-import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
-import { MCP_TOKEN } from '../playwright.config';
-import { EVERYTHING, FIXTURE, api, login, waitLive } from './helpers';
+import { expect, test, type Page } from '@playwright/test';
+import { Agent, EVERYTHING, FIXTURE, api, login, waitLive } from './helpers';
 
 // addVerified registers a stdio server through the API, confirms and
 // verifies it, and waits for the verification to succeed.
@@ -11,36 +10,6 @@ async function addVerified(page: Page, id: string, command: string, args: string
   expect(started.status).toBe(202);
   await expect.poll(async () => (await api(page, 'GET', `/api/v1/jobs/${started.body.job.id}`)).body.job.status,
     { timeout: 30_000 }).toBe('success');
-}
-
-// rpc is a minimal MCP client over Streamable HTTP, as an agent is.
-class Agent {
-  session = '';
-  constructor(private request: APIRequestContext) {}
-  async post(body: unknown) {
-    const headers: Record<string, string> = {
-      Authorization: `Bearer ${MCP_TOKEN}`,
-      'Content-Type': 'application/json',
-      Accept: 'application/json, text/event-stream',
-    };
-    if (this.session) { headers['Mcp-Session-Id'] = this.session; }
-    const res = await this.request.post('/mcp', { headers, data: JSON.stringify(body), timeout: 60_000 });
-    if (!this.session) { this.session = res.headers()['mcp-session-id'] || ''; }
-    const text = await res.text();
-    // A JSON answer, or the last data line of an SSE answer.
-    const data = text.trim().startsWith('{') ? text : (text.split('\n').filter(l => l.startsWith('data:')).pop() || '').slice(5);
-    return { status: res.status(), body: data ? JSON.parse(data) : null };
-  }
-  async connect() {
-    const init = await this.post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
-      protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'playwright-agent', version: '1' } } });
-    expect(init.status).toBe(200);
-    expect(this.session).not.toBe('');
-    await this.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
-  }
-  call(name: string, args: unknown) {
-    return this.post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name, arguments: args } });
-  }
 }
 
 test('an ask call waits as a card on every tab until a person approves it', async ({ context, playwright }) => {

@@ -1,9 +1,9 @@
-import { expect, type Page } from '@playwright/test';
+import { expect, type APIRequestContext, type Page } from '@playwright/test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { TOKEN } from '../playwright.config';
+import { MCP_TOKEN, TOKEN } from '../playwright.config';
 
 // The fixture server, built by `make build`.
 export const FIXTURE = path.resolve(__dirname, '../../bin/mcp-fixture');
@@ -77,12 +77,13 @@ export async function clickToLastPhaseMS(page: Page): Promise<number> {
 }
 
 // verifyConfirming clicks Verify on a server whose launch is not yet
-// confirmed: the confirmation page must show the exact command line, and
+// confirmed: the confirmation page must show the exact command line (or
+// URL, for a remote server), and
 // confirming it starts the Verify and returns to the server's page.
 export async function verifyConfirming(page: Page, id: string, commandLine: string) {
   await page.click('[data-testid=status-panel] [data-testid=verify-button]');
   await expect(page).toHaveURL(new RegExp(`/servers/${id}/confirm$`));
-  await expect(page.locator('[data-testid=confirm-command-line]')).toHaveText(commandLine);
+  await expect(page.locator('[data-testid=confirm-command-line], [data-testid=confirm-url]')).toHaveText(commandLine);
   await page.click('[data-testid=confirm-button]');
   await expect(page).toHaveURL(new RegExp(`/servers/${id}$`));
 }
@@ -129,4 +130,35 @@ export async function startOwnSwitchboard(port: number, name: string): Promise<O
   }
   await stop();
   throw new Error(`no login URL printed: ${output}`);
+}
+
+// Agent is a minimal MCP client of /mcp over Streamable HTTP, as an
+// agent is.
+export class Agent {
+  session = '';
+  constructor(private request: APIRequestContext) {}
+  async post(body: unknown) {
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${MCP_TOKEN}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+    };
+    if (this.session) { headers['Mcp-Session-Id'] = this.session; }
+    const res = await this.request.post('/mcp', { headers, data: JSON.stringify(body), timeout: 60_000 });
+    if (!this.session) { this.session = res.headers()['mcp-session-id'] || ''; }
+    const text = await res.text();
+    // A JSON answer, or the last data line of an SSE answer.
+    const data = text.trim().startsWith('{') ? text : (text.split('\n').filter(l => l.startsWith('data:')).pop() || '').slice(5);
+    return { status: res.status(), body: data ? JSON.parse(data) : null };
+  }
+  async connect() {
+    const init = await this.post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: {
+      protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'playwright-agent', version: '1' } } });
+    expect(init.status).toBe(200);
+    expect(this.session).not.toBe('');
+    await this.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  }
+  call(name: string, args: unknown) {
+    return this.post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name, arguments: args } });
+  }
 }
