@@ -403,6 +403,13 @@ func TestPreRegisteredClient(t *testing.T) {
 		t.Error("saving the form with an empty secret lost the stored secret")
 	}
 
+	// Not even an export with secrets carries it: client configs have no
+	// place for a sign-in, and a secret must not travel where none is.
+	for _, f := range []string{"claude", "vscode", "codex"} {
+		rec := e.api(http.MethodGet, "/api/v1/export?format="+f+"&secrets=true", nil)
+		wantStatus(t, rec, http.StatusOK)
+	}
+
 	b.signIn("o4")
 	waitFor(t, 20*time.Second, "verified with the pre-registered client", func() bool { return e.serverStatus("o4") == store.StatusSuccess })
 	g := e.grant("o4")
