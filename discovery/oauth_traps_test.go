@@ -11,9 +11,10 @@ import (
 	"testing"
 )
 
-// The traps of the authorization flow, each refused with a message that
-// says why (the conformance suite's auth/* scenarios run the same against
-// its own servers).
+// The traps of the authorization flow (hostile #42), each refused with a
+// message that says why and before any token is asked for (the
+// conformance suite's auth/* scenarios run the same against its own
+// servers).
 
 // oauthServers serves a protected resource's metadata naming resource
 // and the authorization server at its own origin, whose metadata names

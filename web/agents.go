@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/tryit"
 )
 
 // handleAgentsPage serves GET /agents: how to connect an agent, who is
@@ -140,7 +141,7 @@ func (s *Server) handleTry(c echo.Context) error {
 	if err != nil {
 		return &apiError{Status: http.StatusBadRequest, Message: "cannot read the form (at most 2 MiB)"}
 	}
-	args, f, ok := formArgs(entry.InputSchema, form)
+	args, f, ok := tryit.Args(entry.InputSchema, form)
 	v.Form = f
 	if !ok {
 		v.FormError = "Some arguments are not right; see the fields below."
@@ -197,5 +198,5 @@ func (s *Server) tryView(agent string) (views.TryView, store.ToolEntry, error) {
 		return views.TryView{}, entry, notFound(err)
 	}
 	return views.TryView{AgentName: entry.AgentName, ServerID: srv.ID, ServerName: srv.Name, Tool: entry.Name,
-		Description: entry.Description, Policy: entry.Effective, Form: schemaForm(entry.InputSchema)}, entry, nil
+		Description: entry.Description, Policy: entry.Effective, Form: tryit.Form(entry.InputSchema)}, entry, nil
 }

@@ -15,6 +15,9 @@ import (
 	"github.com/switchboard-dev/switchboard/store"
 )
 
+// Hostile #43: an authorization server that refuses refresh, or a server
+// deleted or disabled while its tokens are held.
+
 // tokenEndpoint is an authorization server's token endpoint that answers
 // with answer and counts the requests it gets.
 type tokenEndpoint struct {

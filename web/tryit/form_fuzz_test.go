@@ -1,4 +1,4 @@
-package web
+package tryit
 
 import (
 	"bytes"
@@ -23,37 +23,37 @@ func FuzzSchemaForm(f *testing.F) {
 		if err != nil {
 			return // the handler refuses such a body before the schema is used
 		}
-		shown := schemaForm(schema)
-		if again := schemaForm(schema); !reflect.DeepEqual(shown, again) {
-			t.Fatalf("schemaForm(%q) differs from one call to the next", schema)
+		shown := Form(schema)
+		if again := Form(schema); !reflect.DeepEqual(shown, again) {
+			t.Fatalf("Form(%q) differs from one call to the next", schema)
 		}
 		var names func([]views.TryField)
 		names = func(fields []views.TryField) {
 			for _, fl := range fields {
 				if !opaque.MatchString(fl.Name) {
-					t.Fatalf("schemaForm(%q) has the field name %q; want only f0, f1, …", schema, fl.Name)
+					t.Fatalf("Form(%q) has the field name %q; want only f0, f1, …", schema, fl.Name)
 				}
 				names(fl.Children)
 			}
 		}
 		names(shown.Fields)
 
-		args, back, ok := formArgs(schema, form)
+		args, back, ok := Args(schema, form)
 		if !ok {
 			if args != nil {
-				t.Fatalf("formArgs(%q, %q) refused the form but returned %v", schema, body, args)
+				t.Fatalf("Args(%q, %q) refused the form but returned %v", schema, body, args)
 			}
 			if !hasFieldError(back.Fields) {
-				t.Fatalf("formArgs(%q, %q) refused the form without saying at which field", schema, body)
+				t.Fatalf("Args(%q, %q) refused the form without saying at which field", schema, body)
 			}
 			return
 		}
 		if args == nil {
-			t.Fatalf("formArgs(%q, %q) accepted the form with nil arguments", schema, body)
+			t.Fatalf("Args(%q, %q) accepted the form with nil arguments", schema, body)
 		}
 		data, err := json.Marshal(args)
 		if err != nil {
-			t.Fatalf("formArgs(%q, %q) = arguments that are not JSON: %v", schema, body, err)
+			t.Fatalf("Args(%q, %q) = arguments that are not JSON: %v", schema, body, err)
 		}
 		// A "json" field sends numbers exactly as typed, 1e700 included:
 		// valid JSON, beyond float64.
@@ -61,7 +61,7 @@ func FuzzSchemaForm(f *testing.F) {
 		dec.UseNumber()
 		var obj map[string]any
 		if err := dec.Decode(&obj); err != nil || obj == nil {
-			t.Fatalf("formArgs(%q, %q) = %s, not a JSON object", schema, body, data)
+			t.Fatalf("Args(%q, %q) = %s, not a JSON object", schema, body, data)
 		}
 	})
 }

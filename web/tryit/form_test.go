@@ -1,4 +1,4 @@
-package web
+package tryit
 
 import (
 	"bytes"
@@ -290,9 +290,9 @@ func TestSchemaForm(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := schemaForm(json.RawMessage(tt.schema))
+			got := Form(json.RawMessage(tt.schema))
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("schemaForm(%s) = %s; want %s", tt.schema, sfJSON(got), sfJSON(tt.want))
+				t.Errorf("Form(%s) = %s; want %s", tt.schema, sfJSON(got), sfJSON(tt.want))
 			}
 		})
 	}
@@ -306,14 +306,14 @@ func TestSchemaFormEnumLimit(t *testing.T) {
 		}
 		return `{"type":"object","properties":{"e":{"enum":[` + strings.Join(vals, ",") + `]}}}`
 	}
-	f := schemaForm(json.RawMessage(enum(tryMaxOptions)))
+	f := Form(json.RawMessage(enum(tryMaxOptions)))
 	if len(f.Fields) != 1 || f.Fields[0].Kind != "enum" || len(f.Fields[0].Options) != tryMaxOptions || len(f.Notes) != 0 {
-		t.Errorf("schemaForm(%d values): kind %q, %d options, notes %q; want enum, %d, none", tryMaxOptions, f.Fields[0].Kind, len(f.Fields[0].Options), f.Notes, tryMaxOptions)
+		t.Errorf("Form(%d values): kind %q, %d options, notes %q; want enum, %d, none", tryMaxOptions, f.Fields[0].Kind, len(f.Fields[0].Options), f.Notes, tryMaxOptions)
 	}
-	f = schemaForm(json.RawMessage(enum(tryMaxOptions + 1)))
+	f = Form(json.RawMessage(enum(tryMaxOptions + 1)))
 	wantNotes := []string{`"e": has 501 enum values, more than 500: edited as JSON`}
 	if len(f.Fields) != 1 || f.Fields[0].Kind != "json" || f.Fields[0].Options != nil || !reflect.DeepEqual(f.Notes, wantNotes) {
-		t.Errorf("schemaForm(%d values) = %s; want one json field and notes %q", tryMaxOptions+1, sfJSON(f), wantNotes)
+		t.Errorf("Form(%d values) = %s; want one json field and notes %q", tryMaxOptions+1, sfJSON(f), wantNotes)
 	}
 }
 
@@ -340,9 +340,9 @@ func sfManyProps(n, required int) string {
 }
 
 func TestSchemaFormFieldLimit(t *testing.T) {
-	f := schemaForm(json.RawMessage(sfManyProps(tryMaxFields+5, tryMaxFields+2)))
+	f := Form(json.RawMessage(sfManyProps(tryMaxFields+5, tryMaxFields+2)))
 	if len(f.Fields) != tryMaxFields+1 {
-		t.Fatalf("schemaForm(%d properties) has %d fields; want %d", tryMaxFields+5, len(f.Fields), tryMaxFields+1)
+		t.Fatalf("Form(%d properties) has %d fields; want %d", tryMaxFields+5, len(f.Fields), tryMaxFields+1)
 	}
 	if got := f.Fields[tryMaxFields-1]; got.Name != "f199" || got.Label != "p199" || got.Kind != "string" {
 		t.Errorf("field 199 = %+v; want f199, p199, string", got)
@@ -365,7 +365,7 @@ func TestSchemaFormFieldLimit(t *testing.T) {
 	nested := `{"type":"object","properties":{"o":{"type":"object","properties":` +
 		strings.TrimPrefix(strings.TrimSuffix(sfManyProps(tryMaxFields, 0), `,"required":[]}`), `{"type":"object","properties":`) +
 		`},"after":{"type":"string"}}}`
-	f = schemaForm(json.RawMessage(nested))
+	f = Form(json.RawMessage(nested))
 	if len(f.Fields) != 2 || f.Fields[0].Label != "o" || f.Fields[1].Label != "other arguments" || f.Fields[1].Name != "f201" {
 		t.Fatalf("nested: top fields = %s; want o, other arguments (f201)", sfJSON(f.Fields))
 	}
@@ -495,22 +495,22 @@ func TestFormArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			args, f, ok := formArgs(json.RawMessage(sfArgsSchema), tt.form)
+			args, f, ok := Args(json.RawMessage(sfArgsSchema), tt.form)
 			if ok != tt.wantOK || !reflect.DeepEqual(args, tt.wantArgs) {
-				t.Errorf("formArgs(%v) = %#v, %v; want %#v, %v", tt.form, args, ok, tt.wantArgs, tt.wantOK)
+				t.Errorf("Args(%v) = %#v, %v; want %#v, %v", tt.form, args, ok, tt.wantArgs, tt.wantOK)
 			}
 			if gotErrs := sfErrors(f.Fields); !reflect.DeepEqual(gotErrs, sfOrEmpty(tt.wantErrs)) {
-				t.Errorf("formArgs(%v) errors = %v; want %v", tt.form, gotErrs, tt.wantErrs)
+				t.Errorf("Args(%v) errors = %v; want %v", tt.form, gotErrs, tt.wantErrs)
 			}
 			// Every field shows what was submitted, right or wrong.
 			for name, v := range sfValues(f.Fields) {
 				if want := formValue(tt.form, name); v != want {
-					t.Errorf("formArgs(%v): field %s value = %q; want %q", tt.form, name, v, want)
+					t.Errorf("Args(%v): field %s value = %q; want %q", tt.form, name, v, want)
 				}
 			}
 			// The form is the schema's form, with values and errors.
-			if got, want := sfShape(f), sfShape(schemaForm(json.RawMessage(sfArgsSchema))); !reflect.DeepEqual(got, want) {
-				t.Errorf("formArgs form = %s; want the shape %s", sfJSON(got), sfJSON(want))
+			if got, want := sfShape(f), sfShape(Form(json.RawMessage(sfArgsSchema))); !reflect.DeepEqual(got, want) {
+				t.Errorf("Args form = %s; want the shape %s", sfJSON(got), sfJSON(want))
 			}
 		})
 	}
@@ -600,15 +600,15 @@ func TestFormArgsMore(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			args, f, ok := formArgs(tt.schema, tt.form)
+			args, f, ok := Args(tt.schema, tt.form)
 			if ok != tt.wantOK || !reflect.DeepEqual(args, tt.wantArgs) {
-				t.Errorf("formArgs(%v) = %#v, %v; want %#v, %v", tt.form, args, ok, tt.wantArgs, tt.wantOK)
+				t.Errorf("Args(%v) = %#v, %v; want %#v, %v", tt.form, args, ok, tt.wantArgs, tt.wantOK)
 			}
 			if gotErrs := sfErrors(f.Fields); !reflect.DeepEqual(gotErrs, sfOrEmpty(tt.wantErrs)) {
-				t.Errorf("formArgs(%v) errors = %v; want %v", tt.form, gotErrs, tt.wantErrs)
+				t.Errorf("Args(%v) errors = %v; want %v", tt.form, gotErrs, tt.wantErrs)
 			}
-			if !reflect.DeepEqual(f.Notes, schemaForm(tt.schema).Notes) {
-				t.Errorf("formArgs notes = %q; want schemaForm's %q", f.Notes, schemaForm(tt.schema).Notes)
+			if !reflect.DeepEqual(f.Notes, Form(tt.schema).Notes) {
+				t.Errorf("Args notes = %q; want Form's %q", f.Notes, Form(tt.schema).Notes)
 			}
 		})
 	}
@@ -640,14 +640,14 @@ func TestSchemaFormRoundTrip(t *testing.T) {
 	"$defs":{"Person":{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"]}}}`)
 
 	// The defaults, submitted unchanged, are the defaults.
-	f := schemaForm(schema)
+	f := Form(schema)
 	form := url.Values{}
 	sfWalk(f.Fields, func(fl views.TryField) { form.Set(fl.Name, fl.Value) })
 	form.Set(sfByLabel(t, f, "path"), "/tmp")
-	args, back, ok := formArgs(schema, form)
+	args, back, ok := Args(schema, form)
 	want := map[string]any{"path": "/tmp", "count": int64(10), "recursive": false, "mode": "fast", "tags": []any{"a"}}
 	if !ok || !reflect.DeepEqual(args, want) {
-		t.Fatalf("formArgs(defaults) = %#v, %v (errors %v); want %#v", args, ok, sfErrors(back.Fields), want)
+		t.Fatalf("Args(defaults) = %#v, %v (errors %v); want %#v", args, ok, sfErrors(back.Fields), want)
 	}
 
 	// Values typed into each field come back as the values.
@@ -659,14 +659,14 @@ func TestSchemaFormRoundTrip(t *testing.T) {
 	for label, v := range fill {
 		form.Set(sfByLabel(t, f, label), v)
 	}
-	args, back, ok = formArgs(schema, form)
+	args, back, ok = Args(schema, form)
 	want = map[string]any{
 		"path": "/srv/<data>", "count": int64(-3), "ratio": 0.25, "recursive": true,
 		"mode": map[string]any{"slow": true}, "tags": []any{"x", "y"},
 		"owner": map[string]any{"name": "Ann", "age": int64(40)},
 	}
 	if !ok || !reflect.DeepEqual(args, want) {
-		t.Fatalf("formArgs(filled) = %#v, %v (errors %v); want %#v", args, ok, sfErrors(back.Fields), want)
+		t.Fatalf("Args(filled) = %#v, %v (errors %v); want %#v", args, ok, sfErrors(back.Fields), want)
 	}
 	// The arguments are JSON the tool gets.
 	var b bytes.Buffer
@@ -681,7 +681,7 @@ func TestSchemaFormRoundTrip(t *testing.T) {
 	}
 	// Unchanged, the returned form has the same fields and the values.
 	if !reflect.DeepEqual(sfShape(back), sfShape(f)) {
-		t.Errorf("formArgs form shape = %s; want %s", sfJSON(sfShape(back)), sfJSON(sfShape(f)))
+		t.Errorf("Args form shape = %s; want %s", sfJSON(sfShape(back)), sfJSON(sfShape(f)))
 	}
 	sfWalk(back.Fields, func(fl views.TryField) {
 		if fl.Kind != "object" && fl.Value != form.Get(fl.Name) {
@@ -696,9 +696,9 @@ func TestFormArgsKeepsInputOnErrors(t *testing.T) {
 		"f0": {"kept <text>"}, "f1": {"one point five"}, "f2": {"1.5"}, "f3": {"true"}, "f4": {"true"},
 		"f5": {"1"}, "f6": {"{broken"}, "f7": {""}, "f10": {"7"},
 	}
-	_, f, ok := formArgs(schema, form)
+	_, f, ok := Args(schema, form)
 	if ok {
-		t.Fatalf("formArgs(%v) ok = true; want false", form)
+		t.Fatalf("Args(%v) ok = true; want false", form)
 	}
 	wantErrs := map[string]string{
 		"f1": "must be a number", "f2": "must be a whole number", "f6": "not valid JSON (at character 2)",
@@ -808,23 +808,23 @@ func TestSchemaFormHostile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			f := schemaForm(json.RawMessage(tt.schema))
+			f := Form(json.RawMessage(tt.schema))
 			// A form with every field filled in with something odd.
 			form := url.Values{}
 			for i := range tryMaxFields + tryMaxDepth + 1 {
 				form.Set(fmt.Sprintf("f%d", i), `{"x":1}`)
 			}
-			_, back, _ := formArgs(json.RawMessage(tt.schema), form)
+			_, back, _ := Args(json.RawMessage(tt.schema), form)
 			// About 0.2 s for the largest (100 000 properties, 3 MB),
 			// a few times that with the race detector.
 			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("schemaForm and formArgs took %v; want well under 5 s", d)
+				t.Errorf("Form and Args took %v; want well under 5 s", d)
 			}
 			if n, depth := sfCount(f.Fields, 1); n > tryMaxFields+tryMaxDepth || depth > tryMaxDepth {
-				t.Errorf("schemaForm made %d fields %d deep; want at most %d, %d deep", n, depth, tryMaxFields+tryMaxDepth, tryMaxDepth)
+				t.Errorf("Form made %d fields %d deep; want at most %d, %d deep", n, depth, tryMaxFields+tryMaxDepth, tryMaxDepth)
 			}
 			if got, want := sfShape(back), sfShape(f); !reflect.DeepEqual(got, want) {
-				t.Errorf("formArgs form differs from schemaForm's")
+				t.Errorf("Args form differs from Form's")
 			}
 			for _, n := range f.Notes {
 				if len(n) > 2000 {
@@ -851,7 +851,7 @@ func TestTryItFieldsEscapesAndLabels(t *testing.T) {
 		"obj":{"type":"object","description":"An object","properties":{"inner":{"type":"integer"}},"required":["inner"]},
 		"hidden\u202e":{"type":"string"}
 	},"required":[` + sfQuote(evilName) + `,"must"]}`)
-	f := schemaForm(schema)
+	f := Form(schema)
 	f.Fields[0].Error = `bad <b>value</b>`
 	var buf bytes.Buffer
 	if err := views.TryItFields(f).Render(context.Background(), &buf); err != nil {
@@ -937,7 +937,7 @@ func TestTryItFieldsEscapesAndLabels(t *testing.T) {
 }
 
 func TestTryItFieldsNotes(t *testing.T) {
-	f := schemaForm(json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"http://x/<y>"}}}`))
+	f := Form(json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"http://x/<y>"}}}`))
 	doc := sfRender(t, f)
 	notes := sfOne(t, doc, func(n *html.Node) bool { return sfAttr(n, "data-testid") == "try-notes" })
 	if got, want := sfText(notes), `"a": has a $ref that is not to #/$defs or #/definitions ("http://x/<y>"): edited as JSON`; got != want {

@@ -1,4 +1,6 @@
-package web
+// Package tryit builds the "Try it" form of a tool from its input
+// schema, and turns a submitted form back into the tool's arguments.
+package tryit
 
 import (
 	"bytes"
@@ -19,7 +21,7 @@ import (
 )
 
 // The "Try it" form is generated from a tool's input schema, which an
-// untrusted server sent. schemaForm and formArgs share one traversal
+// untrusted server sent. Form and Args share one traversal
 // (planForm), so the opaque field names f0, f1, … always mean the same
 // property in both.
 //
@@ -78,17 +80,17 @@ const (
 	kindObject  = "object"
 )
 
-// schemaForm builds the form for an input schema.
-func schemaForm(schema json.RawMessage) views.TryForm {
+// Form builds the form for an input schema.
+func Form(schema json.RawMessage) views.TryForm {
 	p := planForm(schema)
 	return views.TryForm{Fields: formFields(p.fields), Notes: p.notes}
 }
 
-// formArgs turns a submitted form back into tool arguments, following the
-// same traversal as schemaForm. It returns the form again with the
+// Args turns a submitted form back into tool arguments, following the
+// same traversal as Form. It returns the form again with the
 // person's values and per-field errors, and ok=false if any field is wrong
 // (args is nil then). Only the generated field names are read from form.
-func formArgs(schema json.RawMessage, form url.Values) (args map[string]any, f views.TryForm, ok bool) {
+func Args(schema json.RawMessage, form url.Values) (args map[string]any, f views.TryForm, ok bool) {
 	p := planForm(schema)
 	ok = true
 	if len(p.fields) == 1 && p.fields[0].role == roleWhole {
@@ -142,7 +144,7 @@ type formPlan struct {
 	notes  []string
 }
 
-// planForm is the traversal that schemaForm and formArgs share.
+// planForm is the traversal that Form and Args share.
 func planForm(schema json.RawMessage) formPlan {
 	b := &planner{}
 	if len(schema) > tryMaxSchema {
