@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // Before Switchboard first starts a server's command (or contacts its
@@ -65,7 +66,7 @@ func launchView(srv store.Server) views.Launch {
 		Hash: srv.LaunchHash(), Changed: srv.LaunchConfirmed != "",
 	}
 	if srv.Transport == store.TransportStdio {
-		l.CommandLine = commandLine(srv.Command, srv.Args)
+		l.CommandLine = serverconfig.CommandLine(srv.Command, srv.Args)
 		l.Command, l.Args, l.Cwd, l.EnvKeys = srv.Command, srv.Args, srv.Cwd, sortedKeys(srv.Env)
 		l.MemoryMB = srv.MemoryMB
 	} else {

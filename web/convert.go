@@ -3,7 +3,8 @@ package web
 import (
 	"bytes"
 	"encoding/json"
-	"regexp"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,33 +12,8 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
-
-// commandLine renders the exact command as a shell would need it typed,
-// quoting every argument that needs it, never truncated.
-func commandLine(command string, args []string) string {
-	parts := make([]string, 0, 1+len(args))
-	for _, p := range append([]string{command}, args...) {
-		parts = append(parts, shellQuote(p))
-	}
-	return strings.Join(parts, " ")
-}
-
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
-
-func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'"
-}
-
-func target(s store.Server) string {
-	if s.Transport == store.TransportStdio {
-		return commandLine(s.Command, s.Args)
-	}
-	return s.URL
-}
 
 // serverItem merges a stored summary with the server's job in flight.
 func (s *Server) serverItem(sum store.Summary) views.ServerItem {
@@ -47,7 +23,7 @@ func (s *Server) serverItem(sum store.Summary) views.ServerItem {
 		ID:              srv.ID,
 		Name:            srv.Name,
 		Transport:       srv.Transport,
-		Target:          target(srv),
+		Target:          serverconfig.Target(srv),
 		Enabled:         srv.Enabled,
 		NeedsConfirm:    !srv.LaunchConfirmedNow(),
 		Status:          d.Status,
@@ -140,17 +116,6 @@ func (s *Server) serverDetail(sum store.Summary, tools []store.ToolEntry) views.
 
 // toolItem builds a tool row. key is an opaque id for the row's element;
 // the tool's name never becomes an id, selector or URL.
-// settingsText is a server's timeout, memory cap, TTL and auto-refresh as
-// a form holds them ("" for the default).
-func settingsText(s store.Server) (timeoutMS, memoryMB, ttlSeconds, autoRefresh string) {
-	text := func(n int) string {
-		if n > 0 {
-			return strconv.Itoa(n)
-		}
-		return ""
-	}
-	return text(s.TimeoutMS), text(s.MemoryMB), text(s.TTLSeconds), onOff(s.AutoRefresh)
-}
 
 func toolItem(key string, t store.ToolEntry) views.ToolItem {
 	item := views.ToolItem{
@@ -175,20 +140,15 @@ func toolItem(key string, t store.ToolEntry) views.ToolItem {
 	}
 	var ann map[string]json.RawMessage
 	if json.Unmarshal(t.Annotations, &ann) == nil {
-		for _, k := range sortedRawKeys(ann) {
+		for _, k := range sortedKeys(ann) {
 			item.Annotations = append(item.Annotations, views.Annotation{Key: k, Value: string(ann[k])})
 		}
 	}
 	return item
 }
 
-func sortedRawKeys(m map[string]json.RawMessage) []string {
-	s := make(map[string]string, len(m))
-	for k := range m {
-		s[k] = ""
-	}
-	return sortedKeys(s)
-}
+// sortedKeys returns the map's keys in order.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // formFromServer fills the edit form from a stored server. Secret values
 // are not sent to the browser; rows only say they are set.
@@ -204,7 +164,7 @@ func formFromServer(s store.Server) views.ServerForm {
 		DefaultPolicy: s.DefaultPolicy,
 		Enabled:       s.Enabled,
 	}
-	f.TimeoutMS, f.MemoryMB, f.TTLSeconds, f.AutoRefresh = settingsText(s)
+	f.TimeoutMS, f.MemoryMB, f.TTLSeconds, f.AutoRefresh = serverconfig.SettingsText(s)
 	for _, k := range sortedKeys(s.Env) {
 		f.Env = append(f.Env, views.KV{Key: k, Set: true})
 	}
@@ -313,24 +273,13 @@ type errorJSON struct {
 	SignIn     *store.SignInNeed `json:"sign_in,omitempty"`
 }
 
-// onOff spells an optional switch as the form does: "", "on" or "off".
-func onOff(b *bool) string {
-	switch {
-	case b == nil:
-		return ""
-	case *b:
-		return "on"
-	}
-	return "off"
-}
-
 func mask(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return nil
 	}
 	out := make(map[string]string, len(m))
 	for k := range m {
-		out[k] = secretMask
+		out[k] = serverconfig.SecretMask
 	}
 	return out
 }
@@ -365,7 +314,7 @@ func (s *Server) serverToJSON(sum store.Summary) serverJSON {
 	if srv.OAuth != nil {
 		out.OAuth = &oauthJSON{ClientID: srv.OAuth.ClientID, Scopes: srv.OAuth.Scopes}
 		if srv.OAuth.ClientSecret != "" {
-			out.OAuth.ClientSecret = secretMask
+			out.OAuth.ClientSecret = serverconfig.SecretMask
 		}
 	}
 	if srv.Transport != store.TransportStdio {
@@ -381,8 +330,8 @@ func (s *Server) serverToJSON(sum store.Summary) serverJSON {
 	return out
 }
 
-func inputFromJSON(j serverJSON) serverInput {
-	in := serverInput{
+func inputFromJSON(j serverJSON) serverconfig.Input {
+	in := serverconfig.Input{
 		ID: j.ID, Name: j.Name, Transport: j.Transport, Command: j.Command, Args: j.Args,
 		Cwd: j.Cwd, URL: j.URL, DefaultPolicy: j.DefaultPolicy, Enabled: j.Enabled == nil || *j.Enabled,
 	}
@@ -395,12 +344,12 @@ func inputFromJSON(j serverJSON) serverInput {
 	if j.TTLSeconds != 0 {
 		in.TTLSeconds = strconv.Itoa(j.TTLSeconds)
 	}
-	in.AutoRefresh = onOff(j.AutoRefresh)
+	in.AutoRefresh = serverconfig.OnOff(j.AutoRefresh)
 	for _, k := range sortedKeys(j.Env) {
-		in.Env = append(in.Env, kv{k, j.Env[k]})
+		in.Env = append(in.Env, serverconfig.KV{Key: k, Value: j.Env[k]})
 	}
 	for _, k := range sortedKeys(j.Headers) {
-		in.Headers = append(in.Headers, kv{k, j.Headers[k]})
+		in.Headers = append(in.Headers, serverconfig.KV{Key: k, Value: j.Headers[k]})
 	}
 	if o := j.OAuth; o != nil {
 		in.OAuthClientID, in.OAuthClientSecret, in.OAuthScopes = o.ClientID, o.ClientSecret, o.Scopes

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -22,8 +21,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-dev/switchboard/store"
-	"github.com/switchboard-dev/switchboard/web"
-	"github.com/switchboard-dev/switchboard/web/clientconfig"
 )
 
 // Fuzz targets for everything a client sends: the JSON API's bodies, the
@@ -334,63 +331,6 @@ func FuzzForms(f *testing.F) {
 			inputs := findAll(page, byAttr("name", name))
 			if len(inputs) != 1 || attrOf(inputs[0], "value") != typed {
 				t.Fatalf("%s: the form shown again lost %s=%q", what, name, typed)
-			}
-		}
-	})
-}
-
-// FuzzImport plans any text in each format against the store, applies
-// the default choices and plans it again: a text that does not parse has
-// its error inside the text; every row is counted once; and what was
-// added is then identical to the text.
-func FuzzImport(f *testing.F) {
-	db, err := store.Open(filepath.Join(f.TempDir(), "sb.db"), store.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { db.Close() })
-	formats := append([]string{""}, clientconfig.Formats...)
-	f.Fuzz(func(t *testing.T, format uint8, text []byte) {
-		defer func() {
-			sums, err := db.Summaries()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range sums {
-				if err := db.DeleteServer(s.Server.ID); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}()
-		name := formats[int(format)%len(formats)]
-		plan, err := web.PlanImport(db, name, text)
-		var se *clientconfig.SyntaxError
-		if errors.As(err, &se) {
-			lines := strings.Split(string(text), "\n")
-			if se.Pos.Line < 1 || se.Pos.Line > len(lines) {
-				t.Fatalf("PlanImport(%q, %q) = error at line %d of %d", name, text, se.Pos.Line, len(lines))
-			}
-		}
-		if err != nil {
-			if err.Error() == "" {
-				t.Fatalf("PlanImport(%q, %q) = an error without a message", name, text)
-			}
-			return
-		}
-		res := web.ApplyImport(db, plan, nil)
-		if n := res.Added + res.Updated + res.Skipped + res.Invalid + res.Failed; n != len(plan.Rows) || len(res.Lines) != n {
-			t.Fatalf("import of %q: %+v for %d rows", text, res, len(plan.Rows))
-		}
-		if res.Failed != 0 {
-			t.Fatalf("import of %q into an empty store: %v", text, res.Lines)
-		}
-		again, err := web.PlanImport(db, name, text)
-		if err != nil {
-			t.Fatalf("PlanImport of %q a second time = %v", text, err)
-		}
-		for i, row := range plan.Rows {
-			if row.Action == web.ImportAdd && again.Rows[i].Action != web.ImportSame {
-				t.Fatalf("import of %q: row %q was added, then plans as %s: %+v", text, row.Name, again.Rows[i].Action, again.Rows[i].Diff)
 			}
 		}
 	})

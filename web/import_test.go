@@ -3,13 +3,14 @@ package web_test
 import (
 	"encoding/json"
 
-	"golang.org/x/net/html"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/html"
 )
 
 // claudeConfig is a Claude Desktop config as people have them: a local

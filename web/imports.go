@@ -17,9 +17,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/clientconfig"
+	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // maxImport caps the text of one pasted or uploaded config; a file found
@@ -199,7 +199,7 @@ func (s *Server) handleImportPreview(c echo.Context) error {
 		v.Error = "Paste a config, upload one, or read one found on this machine."
 		return render(c, http.StatusUnprocessableEntity, views.ImportPage(s.page(c, "Import"), v))
 	}
-	plan, err := PlanImport(s.store, format, []byte(text))
+	plan, err := serverconfig.PlanImport(s.store, format, []byte(text))
 	if err != nil {
 		return s.importFailed(c, v, err)
 	}
@@ -247,10 +247,10 @@ func excerpt(text string, line, col int) (string, string) {
 	return shown, caret
 }
 
-func planView(p ImportPlan) *views.ImportPlanView {
+func planView(p serverconfig.ImportPlan) *views.ImportPlanView {
 	counts := p.Counts()
-	v := &views.ImportPlanView{Format: p.Format, Warnings: p.Warnings, Add: counts[ImportAdd],
-		Update: counts[ImportUpdate], Same: counts[ImportSame], Errors: counts[ImportError]}
+	v := &views.ImportPlanView{Format: p.Format, Warnings: p.Warnings, Add: counts[serverconfig.ImportAdd],
+		Update: counts[serverconfig.ImportUpdate], Same: counts[serverconfig.ImportSame], Errors: counts[serverconfig.ImportError]}
 	for i, r := range p.Rows {
 		row := views.ImportRowView{Index: i, Fingerprint: r.Fingerprint, Name: r.Name, ID: r.ID, Action: r.Action, Choice: r.Choice, NewID: r.NewID,
 			Line: r.Line, Col: r.Col, Target: r.Target, Secrets: r.Secrets, Refs: r.Refs, Notes: r.Notes, Errors: r.Errors}
@@ -273,7 +273,7 @@ func (s *Server) handleImportApply(c echo.Context) error {
 		return render(c, http.StatusGone, views.ImportPage(s.page(c, "Import"), v))
 	}
 	v := s.importView("", held.format)
-	plan, err := PlanImport(s.store, held.format, []byte(held.text))
+	plan, err := serverconfig.PlanImport(s.store, held.format, []byte(held.text))
 	if err != nil {
 		return s.importFailed(c, v, err) // without the text: it was held, not typed here
 	}
@@ -287,9 +287,9 @@ func (s *Server) handleImportApply(c echo.Context) error {
 		if ch == "" {
 			continue
 		}
-		if c.FormValue("fp-"+strconv.Itoa(i)) != r.Fingerprint && ch != ChoiceSkip {
+		if c.FormValue("fp-"+strconv.Itoa(i)) != r.Fingerprint && ch != serverconfig.ChoiceSkip {
 			moved = append(moved, r.Name)
-			ch = ChoiceSkip
+			ch = serverconfig.ChoiceSkip
 		}
 		choices[i] = ch
 	}
@@ -299,10 +299,10 @@ func (s *Server) handleImportApply(c echo.Context) error {
 		v.Plan.HeldID = id
 		return render(c, http.StatusConflict, views.ImportPage(s.page(c, "Import"), v))
 	}
-	res := ApplyImport(s.store, plan, choices)
+	res := serverconfig.ApplyImport(s.store, plan, choices)
 	if res.Failed > 0 {
 		v.Error = "Some entries were not imported: " + strings.Join(res.Lines, "; ")
-		if plan, err := PlanImport(s.store, held.format, []byte(held.text)); err == nil {
+		if plan, err := serverconfig.PlanImport(s.store, held.format, []byte(held.text)); err == nil {
 			v.Plan = planView(plan)
 			v.Plan.HeldID = id
 		}
@@ -339,7 +339,7 @@ func (s *Server) handleAPIImport(c echo.Context) error {
 	if err := decodeJSON(c, 3*maxImport, &body); err != nil {
 		return err
 	}
-	plan, err := PlanImport(s.store, body.Format, []byte(body.Text))
+	plan, err := serverconfig.PlanImport(s.store, body.Format, []byte(body.Text))
 	if err != nil {
 		out := map[string]any{"error": err.Error()}
 		var se *clientconfig.SyntaxError
@@ -350,11 +350,11 @@ func (s *Server) handleAPIImport(c echo.Context) error {
 	}
 	out := map[string]any{"format": plan.Format, "entries": plan.Rows, "warnings": plan.Warnings}
 	if body.Apply {
-		choices, err := ChoicesByName(plan, body.Choices)
+		choices, err := serverconfig.ChoicesByName(plan, body.Choices)
 		if err != nil {
 			return &apiError{Status: http.StatusUnprocessableEntity, Message: err.Error(), Fields: map[string]string{"choices": err.Error()}}
 		}
-		out["result"] = ApplyImport(s.store, plan, choices)
+		out["result"] = serverconfig.ApplyImport(s.store, plan, choices)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -390,11 +390,11 @@ func (s *Server) export(c echo.Context, withSecrets bool) error {
 	if err != nil {
 		return err
 	}
-	servers, missing := SelectServers(sums, ids)
+	servers, missing := serverconfig.SelectServers(sums, ids)
 	if len(missing) > 0 {
 		return &apiError{Status: http.StatusNotFound, Message: "no server " + strings.Join(missing, ", ")}
 	}
-	data, err := ExportServers(format, servers, withSecrets)
+	data, err := serverconfig.ExportServers(format, servers, withSecrets)
 	if err != nil {
 		return &apiError{Status: http.StatusUnprocessableEntity, Message: err.Error(),
 			Fields: map[string]string{"format": "must be one of " + strings.Join(clientconfig.Formats, ", ")}}
@@ -421,20 +421,4 @@ func exportFileName(format string) string {
 		return "mcp.json"
 	}
 	return "claude_desktop_config.json"
-}
-
-// SelectServers picks the servers with the given ids, in store order
-// (all of them if ids is empty), and lists the ids it did not find.
-func SelectServers(sums []store.Summary, ids []string) (servers []store.Server, missing []string) {
-	want := map[string]bool{}
-	for _, id := range ids {
-		want[id] = true
-	}
-	for _, sum := range sums {
-		if len(ids) == 0 || want[sum.Server.ID] {
-			servers = append(servers, sum.Server)
-			delete(want, sum.Server.ID)
-		}
-	}
-	return servers, sortedKeys(want)
 }

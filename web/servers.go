@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 func (s *Server) page(c echo.Context, title string) views.Page {
@@ -23,7 +24,7 @@ func (s *Server) page(c echo.Context, title string) views.Page {
 // flash is the notice a redirect asked for. Only notices Switchboard
 // wrote can show: a link cannot put text of its own into the page.
 func flash(c echo.Context) string {
-	if id := c.QueryParam("deleted"); idPattern.MatchString(id) {
+	if id := c.QueryParam("deleted"); serverconfig.IDPattern.MatchString(id) {
 		return "Deleted " + id
 	}
 	return importedNotice(c.QueryParam("imported"))
@@ -111,12 +112,12 @@ func (s *Server) handleEditServerPage(c echo.Context) error {
 
 // formInput reads the add/edit form, keeping what was typed for a
 // re-render.
-func formInput(c echo.Context) (serverInput, views.ServerForm, error) {
+func formInput(c echo.Context) (serverconfig.Input, views.ServerForm, error) {
 	if _, err := c.FormParams(); err != nil {
-		return serverInput{}, views.ServerForm{}, &apiError{Status: http.StatusBadRequest, Message: "could not read the form"}
+		return serverconfig.Input{}, views.ServerForm{}, &apiError{Status: http.StatusBadRequest, Message: "could not read the form"}
 	}
 	r := c.Request()
-	in := serverInput{
+	in := serverconfig.Input{
 		ID:                r.PostForm.Get("id"),
 		Name:              r.PostForm.Get("name"),
 		Transport:         r.PostForm.Get("transport"),
@@ -158,8 +159,8 @@ func formInput(c echo.Context) (serverInput, views.ServerForm, error) {
 	return in, f, nil
 }
 
-func formRows(keys, values []string) []kv {
-	var rows []kv
+func formRows(keys, values []string) []serverconfig.KV {
+	var rows []serverconfig.KV
 	for i, k := range keys {
 		v := ""
 		if i < len(values) {
@@ -168,7 +169,7 @@ func formRows(keys, values []string) []kv {
 		if k == "" && v == "" {
 			continue
 		}
-		rows = append(rows, kv{k, v})
+		rows = append(rows, serverconfig.KV{Key: k, Value: v})
 	}
 	return rows
 }
@@ -179,7 +180,7 @@ func (s *Server) handleCreateServer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, errs := validate(in, nil)
+	srv, errs := serverconfig.Validate(in, nil)
 	if len(errs) == 0 {
 		err = s.store.CreateServer(srv)
 		if errors.Is(err, store.ErrExists) {
@@ -206,7 +207,7 @@ func (s *Server) handleUpdateServer(c echo.Context) error {
 	}
 	in.ID = old.ID
 	form.ID = old.ID
-	srv, errs := validate(in, &old)
+	srv, errs := serverconfig.Validate(in, &old)
 	if len(errs) > 0 {
 		// Rows whose value was kept from the store are shown as "set".
 		for i, r := range form.Env {
@@ -315,7 +316,7 @@ func (s *Server) handleAPICreateServer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, errs := validate(inputFromJSON(j), nil)
+	srv, errs := serverconfig.Validate(inputFromJSON(j), nil)
 	if len(errs) > 0 {
 		return validationError(errs)
 	}
@@ -346,7 +347,7 @@ func (s *Server) handleAPIUpdateServer(c echo.Context) error {
 		return validationError(map[string]string{"id": "the id of a server cannot change"})
 	}
 	j.ID = old.ID
-	srv, errs := validate(inputFromJSON(j), &old)
+	srv, errs := serverconfig.Validate(inputFromJSON(j), &old)
 	if len(errs) > 0 {
 		return validationError(errs)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // handleToolsFragment serves GET /servers/:id/tools: the detail page's
@@ -33,7 +34,7 @@ func (s *Server) handleToolsFragment(c echo.Context) error {
 // It answers with the updated row.
 func (s *Server) handleSetPolicyForm(c echo.Context) error {
 	policy := c.FormValue("policy")
-	if !validPolicy(policy) {
+	if !serverconfig.ValidPolicy(policy) {
 		return &apiError{Status: http.StatusUnprocessableEntity, Message: "policy must be allow, ask or deny"}
 	}
 	// The key becomes the row's element id and its hx-target selector, so
@@ -85,7 +86,7 @@ func (s *Server) handleAPISetPolicy(c echo.Context) error {
 	if err := decodeJSON(c, 4096, &body); err != nil {
 		return err
 	}
-	if !validPolicy(body.Policy) {
+	if !serverconfig.ValidPolicy(body.Policy) {
 		return validationError(map[string]string{"policy": "must be allow, ask or deny"})
 	}
 	e, err := s.store.SetPolicy(c.Param("id"), name, body.Policy, "api")

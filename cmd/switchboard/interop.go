@@ -14,8 +14,8 @@ import (
 	"unicode"
 
 	"github.com/switchboard-dev/switchboard/store"
-	"github.com/switchboard-dev/switchboard/web"
 	"github.com/switchboard-dev/switchboard/web/clientconfig"
+	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // openStoreFor opens the database for a command that changes or reads it
@@ -99,28 +99,28 @@ func importCmd(_ context.Context, args []string, getenv func(string) string, std
 		defer db.Close()
 		st = db
 	}
-	plan, err := web.PlanImport(st, *format, text)
+	plan, err := serverconfig.PlanImport(st, *format, text)
 	if err != nil {
 		return fmt.Errorf("import: %s: %w", name, err)
 	}
 	byName := map[string]string{}
 	for _, r := range plan.Rows {
-		if r.Action == web.ImportUpdate && *updateAll {
-			byName[r.Name] = web.ChoiceUpdate
+		if r.Action == serverconfig.ImportUpdate && *updateAll {
+			byName[r.Name] = serverconfig.ChoiceUpdate
 		}
 	}
 	for _, names := range []struct {
 		list   []string
 		choice string
-	}{{update, web.ChoiceUpdate}, {asNew, web.ChoiceNew}} {
+	}{{update, serverconfig.ChoiceUpdate}, {asNew, serverconfig.ChoiceNew}} {
 		for _, n := range names.list {
-			if !hasRow(plan, n, web.ImportUpdate) {
+			if !hasRow(plan, n, serverconfig.ImportUpdate) {
 				return usageError("import: no entry %q differs from a server Switchboard has", n)
 			}
 			byName[n] = names.choice
 		}
 	}
-	choices, err := web.ChoicesByName(plan, byName)
+	choices, err := serverconfig.ChoicesByName(plan, byName)
 	if err != nil {
 		return usageError("import: %v", err)
 	}
@@ -129,7 +129,7 @@ func importCmd(_ context.Context, args []string, getenv func(string) string, std
 		fmt.Fprintln(stdout, "Dry run: nothing changed.")
 		return nil
 	}
-	res := web.ApplyImport(st, plan, choices)
+	res := serverconfig.ApplyImport(st, plan, choices)
 	for _, l := range res.Lines {
 		fmt.Fprintln(stdout, printable(l))
 	}
@@ -172,7 +172,7 @@ func printable(s string) string {
 	return b.String()
 }
 
-func hasRow(p web.ImportPlan, name, action string) bool {
+func hasRow(p serverconfig.ImportPlan, name, action string) bool {
 	for _, r := range p.Rows {
 		if r.Name == name && r.Action == action {
 			return true
@@ -182,7 +182,7 @@ func hasRow(p web.ImportPlan, name, action string) bool {
 }
 
 // printPlan prints the dry run: a line per entry, then its details.
-func printPlan(w io.Writer, p web.ImportPlan, choices map[int]string) {
+func printPlan(w io.Writer, p serverconfig.ImportPlan, choices map[int]string) {
 	fmt.Fprintf(w, "Format: %s\n", p.Format)
 	for _, warn := range p.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", printable(warn))
@@ -195,9 +195,9 @@ func printPlan(w io.Writer, p web.ImportPlan, choices map[int]string) {
 			does = c
 		}
 		switch {
-		case r.Action == web.ImportError:
+		case r.Action == serverconfig.ImportError:
 			does = "cannot be imported"
-		case does == web.ChoiceNew:
+		case does == serverconfig.ChoiceNew:
 			does = "add as " + r.NewID
 		}
 		fmt.Fprintf(tw, "%q\t%s\t%s\t%d:%d\t%s\n", r.Name, r.ID, r.Action, r.Line, r.Col, does)
@@ -205,7 +205,7 @@ func printPlan(w io.Writer, p web.ImportPlan, choices map[int]string) {
 	tw.Flush()
 	for _, r := range p.Rows {
 		var details []string
-		if r.Target != "" && r.Action != web.ImportSame {
+		if r.Target != "" && r.Action != serverconfig.ImportSame {
 			details = append(details, "runs: "+r.Target)
 		}
 		for _, d := range r.Diff {
@@ -263,11 +263,11 @@ func exportCmd(_ context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	servers, missing := web.SelectServers(sums, ids)
+	servers, missing := serverconfig.SelectServers(sums, ids)
 	if len(missing) > 0 {
 		return fmt.Errorf("export: no server %s", strings.Join(missing, ", "))
 	}
-	data, err := web.ExportServers(*format, servers, *secrets)
+	data, err := serverconfig.ExportServers(*format, servers, *secrets)
 	if err != nil {
 		return usageError("export: %v", err)
 	}

@@ -1,4 +1,4 @@
-package web
+package serverconfig
 
 import (
 	"crypto/sha256"
@@ -67,7 +67,7 @@ type ImportRow struct {
 }
 
 // FieldDiff is one field an update would change; secret values show as
-// secretMask.
+// SecretMask.
 type FieldDiff struct {
 	Field string `json:"field"`
 	Old   string `json:"old"`
@@ -143,7 +143,7 @@ func PlanImport(st planStore, format string, text []byte) (ImportPlan, error) {
 		for _, r := range cs.Refs {
 			row.Refs = append(row.Refs, r.Field+": "+r.Ref)
 		}
-		row.server, row.Target = srv, target(srv)
+		row.server, row.Target = srv, Target(srv)
 		switch {
 		case len(errs) > 0:
 			row.Action, row.Choice = ImportError, ChoiceSkip
@@ -282,7 +282,7 @@ func ChoicesByName(plan ImportPlan, byName map[string]string) (map[int]string, e
 // add form validates. An existing server (old) keeps its display name,
 // policy, limits and secrets that the entry only holds placeholders for.
 func importServer(id string, cs clientconfig.Server, old *store.Server) (store.Server, []string, map[string]string) {
-	in := serverInput{ID: id, Name: cs.Name, Transport: cs.Transport, Command: cs.Command, Args: cs.Args,
+	in := Input{ID: id, Name: cs.Name, Transport: cs.Transport, Command: cs.Command, Args: cs.Args,
 		Cwd: cs.Cwd, URL: cs.URL, Enabled: !cs.Disabled}
 	var notes []string
 	if cs.Disabled {
@@ -290,23 +290,23 @@ func importServer(id string, cs clientconfig.Server, old *store.Server) (store.S
 	}
 	if old != nil {
 		in.Name, in.DefaultPolicy = old.Name, old.DefaultPolicy
-		in.TimeoutMS, in.MemoryMB, in.TTLSeconds, in.AutoRefresh = settingsText(*old)
+		in.TimeoutMS, in.MemoryMB, in.TTLSeconds, in.AutoRefresh = SettingsText(*old)
 	}
 	if len(in.Name) > 100 {
 		in.Name = strings.ToValidUTF8(in.Name[:100], "")
 	}
-	rows := func(m, oldm map[string]string, placeholder func(string) string) []kv {
-		var out []kv
+	rows := func(m, oldm map[string]string, placeholder func(string) string) []KV {
+		var out []KV
 		for _, k := range sortedKeys(m) {
 			v := m[k]
 			if v == placeholder(k) || v == inputPlaceholder(id, k) {
 				if _, ok := oldm[k]; ok {
-					v = secretMask // keep the stored value
+					v = SecretMask // keep the stored value
 				} else {
 					notes = append(notes, fmt.Sprintf("%s holds Switchboard's placeholder: set its value before verifying", k))
 				}
 			}
-			out = append(out, kv{k, v})
+			out = append(out, KV{k, v})
 		}
 		return out
 	}
@@ -323,7 +323,7 @@ func importServer(id string, cs clientconfig.Server, old *store.Server) (store.S
 	if in.Transport == "" {
 		in.Transport = store.TransportStdio
 	}
-	srv, errs := validate(in, old)
+	srv, errs := Validate(in, old)
 	return srv, notes, errs
 }
 
@@ -349,11 +349,11 @@ func diffServers(old, s store.Server) []FieldDiff {
 			vb, okb := b[k]
 			switch {
 			case oka && !okb:
-				out = append(out, FieldDiff{what + "." + k, secretMask, "(removed)"})
+				out = append(out, FieldDiff{what + "." + k, SecretMask, "(removed)"})
 			case !oka && okb:
-				out = append(out, FieldDiff{what + "." + k, "(none)", secretMask})
+				out = append(out, FieldDiff{what + "." + k, "(none)", SecretMask})
 			case va != vb:
-				out = append(out, FieldDiff{what + "." + k, secretMask, secretMask + " (a new value)"})
+				out = append(out, FieldDiff{what + "." + k, SecretMask, SecretMask + " (a new value)"})
 			}
 		}
 	}
@@ -513,4 +513,20 @@ func ExportServers(format string, servers []store.Server, withSecrets bool) ([]b
 	}
 	sort.Slice(inputs, func(i, j int) bool { return inputs[i].ID < inputs[j].ID })
 	return clientconfig.Export(format, out, inputs)
+}
+
+// SelectServers picks the servers with the given ids, in store order
+// (all of them if ids is empty), and lists the ids it did not find.
+func SelectServers(sums []store.Summary, ids []string) (servers []store.Server, missing []string) {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	for _, sum := range sums {
+		if len(ids) == 0 || want[sum.Server.ID] {
+			servers = append(servers, sum.Server)
+			delete(want, sum.Server.ID)
+		}
+	}
+	return servers, sortedKeys(want)
 }

@@ -1,12 +1,13 @@
-package web
+package serverconfig
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,28 +15,28 @@ import (
 )
 
 var (
-	idPattern     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+	IDPattern     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 	envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// headerKeyPattern is an HTTP token (RFC 9110).
 	headerKeyPattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
 
-// secretMask stands for a stored secret value in API answers; sending it
+// SecretMask stands for a stored secret value in API answers; sending it
 // back in a PUT keeps the stored value.
-const secretMask = "********"
+const SecretMask = "********"
 
-// serverInput is a server as a person or program submitted it, before
+// Input is a server as a person or program submitted it, before
 // validation. Form and API both fill it.
-type serverInput struct {
+type Input struct {
 	ID            string
 	Name          string
 	Transport     string
 	Command       string
 	Args          []string
-	Env           []kv
+	Env           []KV
 	Cwd           string
 	URL           string
-	Headers       []kv
+	Headers       []KV
 	TimeoutMS     string
 	MemoryMB      string
 	TTLSeconds    string
@@ -49,7 +50,7 @@ type serverInput struct {
 	OAuthScopes       []string
 }
 
-type kv struct{ Key, Value string }
+type KV struct{ Key, Value string }
 
 // Bounds of a server's TTL, in seconds: from 10 s to a week.
 const (
@@ -64,10 +65,10 @@ const (
 	maxMemoryMB = 1 << 20
 )
 
-// validate checks in and builds the server. old is the stored server when
+// Validate checks in and builds the server. old is the stored server when
 // editing (nil when adding): secret values left empty or masked keep the
 // stored value. The returned map has one message per invalid field.
-func validate(in serverInput, old *store.Server) (store.Server, map[string]string) {
+func Validate(in Input, old *store.Server) (store.Server, map[string]string) {
 	errs := map[string]string{}
 	s := store.Server{
 		ID:            strings.TrimSpace(in.ID),
@@ -79,7 +80,7 @@ func validate(in serverInput, old *store.Server) (store.Server, map[string]strin
 	switch {
 	case s.ID == "":
 		errs["id"] = "Id is required."
-	case !idPattern.MatchString(s.ID):
+	case !IDPattern.MatchString(s.ID):
 		errs["id"] = "Id must be 1–32 characters: lower-case letters, digits and dashes, starting with a letter or digit."
 	case s.ID == "new":
 		// /servers/new is the add form: a server "new" could not be shown.
@@ -94,7 +95,7 @@ func validate(in serverInput, old *store.Server) (store.Server, map[string]strin
 	if s.DefaultPolicy == "" {
 		s.DefaultPolicy = store.PolicyAsk
 	}
-	if !validPolicy(s.DefaultPolicy) {
+	if !ValidPolicy(s.DefaultPolicy) {
 		errs["default_policy"] = "Default policy must be allow, ask or deny."
 	}
 	if t := strings.TrimSpace(in.TimeoutMS); t != "" {
@@ -181,7 +182,7 @@ var scopeToken = regexp.MustCompile(`^[\x21\x23-\x5B\x5D-\x7E]+$`)
 // validateOAuth checks a remote server's sign-in client; nil if none is
 // set. old's secret is kept when the secret is left empty (or masked)
 // and the client id stays the same.
-func validateOAuth(in serverInput, old *store.Server, errs map[string]string) *store.OAuthClient {
+func validateOAuth(in Input, old *store.Server, errs map[string]string) *store.OAuthClient {
 	c := store.OAuthClient{ClientID: strings.TrimSpace(in.OAuthClientID), ClientSecret: in.OAuthClientSecret, Scopes: in.OAuthScopes}
 	switch {
 	case len(c.ClientID) > maxOAuthClientID:
@@ -189,7 +190,7 @@ func validateOAuth(in serverInput, old *store.Server, errs map[string]string) *s
 	case strings.ContainsFunc(c.ClientID, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		errs["oauth_client_id"] = "Client id must be one line of visible characters."
 	}
-	if c.ClientSecret == "" || c.ClientSecret == secretMask {
+	if c.ClientSecret == "" || c.ClientSecret == SecretMask {
 		c.ClientSecret = ""
 		if old != nil && old.OAuthSettings().ClientID == c.ClientID {
 			c.ClientSecret = old.OAuthSettings().ClientSecret
@@ -208,7 +209,7 @@ func validateOAuth(in serverInput, old *store.Server, errs map[string]string) *s
 	}
 	for _, sc := range c.Scopes {
 		if len(sc) > maxOAuthScope || !scopeToken.MatchString(sc) {
-			errs["oauth_scopes"] = fmt.Sprintf("%q is not a scope: scopes are separated by spaces and use printable ASCII without quotes or backslashes.", cutString(sc, 40))
+			errs["oauth_scopes"] = fmt.Sprintf("%q is not a scope: scopes are separated by spaces and use printable ASCII without quotes or backslashes.", sc)
 			break
 		}
 	}
@@ -220,7 +221,7 @@ func validateOAuth(in serverInput, old *store.Server, errs map[string]string) *s
 
 // secretMap turns rows into a map. A row with a name and an empty (or
 // masked) value keeps the stored value of that name.
-func secretMap(rows []kv, old map[string]string, pattern *regexp.Regexp, what, field string, errs map[string]string) map[string]string {
+func secretMap(rows []KV, old map[string]string, pattern *regexp.Regexp, what, field string, errs map[string]string) map[string]string {
 	out := map[string]string{}
 	for i, r := range rows {
 		key := strings.TrimSpace(r.Key)
@@ -238,7 +239,7 @@ func secretMap(rows []kv, old map[string]string, pattern *regexp.Regexp, what, f
 			errs[field] = fmt.Sprintf("%q appears twice.", key)
 		}
 		v := r.Value
-		if prev, ok := old[key]; ok && (v == "" || v == secretMask) {
+		if prev, ok := old[key]; ok && (v == "" || v == SecretMask) {
 			v = prev
 		}
 		if strings.ContainsAny(v, "\r\n\x00") {
@@ -274,16 +275,9 @@ func checkURL(u string) string {
 	return ""
 }
 
-func validPolicy(p string) bool {
+func ValidPolicy(p string) bool {
 	return p == store.PolicyAllow || p == store.PolicyAsk || p == store.PolicyDeny
 }
 
 // sortedKeys returns the map's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
