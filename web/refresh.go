@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -24,7 +25,7 @@ const refreshMaxSleep = time.Minute
 // interrupted or that were never verified. It only ever verifies enabled
 // servers whose launch a person confirmed.
 type refresher struct {
-	s        *Server
+	deps     refreshDeps
 	wake     chan struct{} // a store change: look again now
 	stop     chan struct{}
 	done     chan struct{}
@@ -34,9 +35,27 @@ type refresher struct {
 	shown map[string]string
 }
 
-func newRefresher(s *Server) *refresher {
+// refreshDeps is what the refresher needs from the rest of the
+// application.
+type refreshDeps struct {
+	// summaries reads every server; ttl is the fresh-for time of servers
+	// that set none.
+	summaries func() ([]store.Summary, error)
+	ttl       time.Duration
+	// running reports whether a verification of the server is queued or
+	// running; submit queues one.
+	running func(id string) bool
+	submit  func(srv store.Server, trigger string) (discovery.Job, error)
+	// publish shows a server's state again (its freshness changed by the
+	// clock); watch holds the sessions the servers want (see watches).
+	publish func(id string)
+	watch   func([]store.Summary)
+	log     *slog.Logger
+}
+
+func newRefresher(deps refreshDeps) *refresher {
 	return &refresher{
-		s:     s,
+		deps:  deps,
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
@@ -95,9 +114,9 @@ func verifiable(srv store.Server) bool { return srv.Enabled && srv.LaunchConfirm
 // startup verifies the servers a crash interrupted, and the enabled ones
 // never verified.
 func (r *refresher) startup() {
-	sums, err := r.s.store.Summaries()
+	sums, err := r.deps.summaries()
 	if err != nil {
-		r.s.log.Error("read servers for start-up verification", "err", err)
+		r.deps.log.Error("read servers for start-up verification", "err", err)
 		return
 	}
 	for _, sum := range sums {
@@ -114,20 +133,20 @@ func (r *refresher) startup() {
 // returns when to look again.
 func (r *refresher) pass(now time.Time) time.Time {
 	next := now.Add(refreshMaxSleep)
-	sums, err := r.s.store.Summaries()
+	sums, err := r.deps.summaries()
 	if err != nil {
-		r.s.log.Error("read servers to refresh", "err", err)
+		r.deps.log.Error("read servers to refresh", "err", err)
 		return next
 	}
 	seen := make(map[string]bool, len(sums))
-	ttl := r.s.cfg.DefaultTTL
+	ttl := r.deps.ttl
 	for _, sum := range sums {
 		id := sum.Server.ID
 		seen[id] = true
 		f := sum.Freshness(ttl, now)
 		if state := f.State + "/" + f.Reason; r.shown[id] != state {
 			if _, known := r.shown[id]; known {
-				r.s.publishServer(id)
+				r.deps.publish(id)
 			}
 			r.shown[id] = state
 		}
@@ -136,7 +155,7 @@ func (r *refresher) pass(now time.Time) time.Time {
 		}
 		due, at := dueForRefresh(sum, f, ttl, now)
 		if due {
-			if _, running := r.s.runner.Active(id); !running {
+			if !r.deps.running(id) {
 				r.submit(sum.Server, triggerTTL)
 			}
 		} else if !at.IsZero() && at.Before(next) {
@@ -148,7 +167,7 @@ func (r *refresher) pass(now time.Time) time.Time {
 			delete(r.shown, id)
 		}
 	}
-	r.s.watches.reconcile(sums)
+	r.deps.watch(sums)
 	return next
 }
 
@@ -174,10 +193,10 @@ func dueForRefresh(sum store.Summary, f store.Freshness, ttl time.Duration, now 
 }
 
 func (r *refresher) submit(srv store.Server, trigger string) {
-	if _, err := r.s.submit(srv, trigger); err != nil && !errors.Is(err, discovery.ErrClosed) {
+	if _, err := r.deps.submit(srv, trigger); err != nil && !errors.Is(err, discovery.ErrClosed) {
 		var ae *apiError
 		if !errors.As(err, &ae) { // not "shutting down"
-			r.s.log.Error("start verification", "server", srv.ID, "trigger", trigger, "err", err)
+			r.deps.log.Error("start verification", "server", srv.ID, "trigger", trigger, "err", err)
 		}
 	}
 }

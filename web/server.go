@@ -158,9 +158,24 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) (*Server, error)
 		Event:       s.jobEvent,
 		Late:        s.jobLateWarnings,
 	})
-	s.refresh = newRefresher(s)
-	s.watches.s = s
 	s.verifier = v
+	s.watches.deps = watchDeps{
+		watch: func(ctx context.Context, srv store.Server, onEvent func(discovery.WatchEvent)) error {
+			return v.Watch(ctx, s.target(srv), time.Duration(srv.TimeoutMS)*time.Millisecond, cfg.WatchPingInterval, onEvent)
+		},
+		summary: st.Summary,
+		verify:  func(srv store.Server, trigger string) { s.refresh.submit(srv, trigger) },
+		publish: s.publishServer,
+	}
+	s.refresh = newRefresher(refreshDeps{
+		summaries: st.Summaries,
+		ttl:       cfg.DefaultTTL,
+		running:   func(id string) bool { _, ok := s.runner.Active(id); return ok },
+		submit:    s.submit,
+		publish:   s.publishServer,
+		watch:     s.watches.reconcile,
+		log:       cfg.Logger,
+	})
 	s.tokens = newTokenKeeper(st, v)
 	s.signIns = newSignIns()
 	s.mcp = newMCPEndpoint(s, cfg.MCP, v)

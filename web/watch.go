@@ -25,10 +25,22 @@ const (
 // session (re)connects, re-verify it. A watch is keyed by the server's
 // configuration: an edit ends it and starts another.
 type watches struct {
-	s  *Server
-	mu sync.Mutex
-	m  map[string]*watch // by server id
-	wg sync.WaitGroup
+	deps watchDeps
+	mu   sync.Mutex
+	m    map[string]*watch // by server id
+	wg   sync.WaitGroup
+}
+
+// watchDeps is what the watches need from the rest of the application.
+type watchDeps struct {
+	// watch holds a session to srv until ctx ends (discovery's Watch, with
+	// the server's target and settings), telling onEvent what it hears.
+	watch func(ctx context.Context, srv store.Server, onEvent func(discovery.WatchEvent)) error
+	// summary reads a server; verify queues a verification of it.
+	summary func(id string) (store.Summary, error)
+	verify  func(srv store.Server, trigger string)
+	// publish shows a server's state again (its watch changed).
+	publish func(id string)
 }
 
 type watch struct {
@@ -126,25 +138,24 @@ func (ws *watches) update(w *watch, id string, fn func(*watch)) {
 	ws.mu.Lock()
 	fn(w)
 	ws.mu.Unlock()
-	ws.s.publishServer(id)
+	ws.deps.publish(id)
 }
 
 // run holds the watch until ctx ends, reconnecting with a growing pause.
 func (ws *watches) run(ctx context.Context, w *watch, srv store.Server) {
-	s := ws.s
 	retry := watchRetryMin
 	for ctx.Err() == nil {
 		began := time.Now()
-		err := s.verifier.Watch(ctx, s.target(srv), time.Duration(srv.TimeoutMS)*time.Millisecond, s.cfg.WatchPingInterval, func(ev discovery.WatchEvent) {
+		err := ws.deps.watch(ctx, srv, func(ev discovery.WatchEvent) {
 			switch ev.Kind {
 			case discovery.WatchConnected:
 				ws.update(w, srv.ID, func(w *watch) { w.connected, w.since, w.lastError = true, time.Now(), "" })
-				sum, err := s.store.Summary(srv.ID)
+				sum, err := ws.deps.summary(srv.ID)
 				if err == nil && !sum.Discovery.VerifiedAt.IsZero() && ev.ServerVersion != sum.Discovery.ServerVersion {
-					s.refresh.submit(srv, triggerVersion)
+					ws.deps.verify(srv, triggerVersion)
 				}
 			case discovery.WatchToolsChanged:
-				s.refresh.submit(srv, triggerListChanged)
+				ws.deps.verify(srv, triggerListChanged)
 			}
 		})
 		if ctx.Err() != nil {
