@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,8 +13,20 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/tryit"
 )
+
+// handleMCP serves GET, POST and DELETE /mcp: the MCP endpoint for
+// agents (see web/gateway), with its own token.
+func (s *Server) handleMCP(c echo.Context) error {
+	err := s.mcp.Serve(c.Response(), c.Request())
+	var he *gateway.HTTPError
+	if errors.As(err, &he) {
+		return &apiError{Status: he.Status, Message: he.Message}
+	}
+	return err
+}
 
 // handleAgentsPage serves GET /agents: how to connect an agent, who is
 // connected, the servers running for calls, the recent calls.
@@ -22,19 +35,20 @@ func (s *Server) handleAgentsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, err := s.mcp.current()
+	offered, err := s.mcp.Offered()
 	if err != nil {
 		return err
 	}
+	cfg := s.mcp.Config()
 	v := views.AgentsView{
-		URL: "http://" + c.Request().Host + "/mcp", Token: s.mcp.Token(), FixedToken: s.mcp.fixedToken,
-		Upstreams: s.upstreams(), Offered: len(o.tools), Calls: calls,
-		AskTimeout: s.mcp.cfg.AskTimeout, IdleAfter: s.mcp.cfg.Pool.Idle, MaxRunning: s.mcp.cfg.Pool.MaxRunning,
+		URL: "http://" + c.Request().Host + "/mcp", Token: s.mcp.Token(), FixedToken: cfg.Token != "",
+		Upstreams: s.upstreams(), Offered: offered, Calls: calls,
+		AskTimeout: cfg.AskTimeout, IdleAfter: cfg.Pool.Idle, MaxRunning: cfg.Pool.MaxRunning,
 	}
-	for _, a := range s.mcp.sessions.list() {
+	for _, a := range s.mcp.Sessions() {
 		v.Sessions = append(v.Sessions, views.AgentSession{ID: a.ID, Client: a.Client, Started: a.Started})
 	}
-	for _, a := range s.mcp.sessions.statelessList() {
+	for _, a := range s.mcp.StatelessClients() {
 		v.Stateless = append(v.Stateless, views.StatelessAgent{Client: a.Client, LastUsed: a.LastUsed,
 			Requests: a.Requests, Listening: a.Listening})
 	}
@@ -43,7 +57,9 @@ func (s *Server) handleAgentsPage(c echo.Context) error {
 
 // handleRotateToken serves POST /agents/token.
 func (s *Server) handleRotateToken(c echo.Context) error {
-	if err := s.mcp.rotate(); err != nil {
+	if err := s.mcp.Rotate(); errors.Is(err, gateway.ErrFixedToken) {
+		return &apiError{Status: http.StatusConflict, Message: err.Error()}
+	} else if err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/agents")
@@ -56,6 +72,25 @@ func (s *Server) handleCallsFragment(c echo.Context) error {
 		return err
 	}
 	return render(c, http.StatusOK, views.CallsTable(calls))
+}
+
+// handleAPICalls serves GET /api/v1/calls?limit=N (newest first; 100 by
+// default, at most store.MaxCalls).
+func (s *Server) handleAPICalls(c echo.Context) error {
+	limit := 100
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > store.MaxCalls {
+			return &apiError{Status: http.StatusUnprocessableEntity, Message: "invalid limit",
+				Fields: map[string]string{"limit": "must be a whole number from 1 to " + strconv.Itoa(store.MaxCalls)}}
+		}
+		limit = n
+	}
+	calls, total, err := s.store.Calls(limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"calls": calls, "total": total})
 }
 
 // shownCalls is how many recent calls the dashboard shows.
@@ -79,7 +114,7 @@ func (s *Server) callsView() (views.CallsView, error) {
 
 func (s *Server) upstreams() []views.Upstream {
 	var out []views.Upstream
-	for _, r := range s.mcp.pool.Running() {
+	for _, r := range s.mcp.Running() {
 		out = append(out, views.Upstream{ServerID: r.ServerID, Started: r.Started, LastUsed: r.LastUsed,
 			Calls: r.Calls, InFlight: r.InFlight, Opening: r.Opening, Isolation: r.Isolation})
 	}
@@ -108,7 +143,7 @@ type upstreamJSON struct {
 // calls.
 func (s *Server) handleAPIUpstreams(c echo.Context) error {
 	out := []upstreamJSON{}
-	for _, r := range s.mcp.pool.Running() {
+	for _, r := range s.mcp.Running() {
 		out = append(out, upstreamJSON{ServerID: r.ServerID, Started: r.Started, LastUsed: r.LastUsed,
 			Calls: r.Calls, InFlight: r.InFlight, Opening: r.Opening, Isolation: r.Isolation})
 	}
@@ -152,7 +187,7 @@ func (s *Server) handleTry(c echo.Context) error {
 		return render(c, status, views.TryPage(s.page(c, "Try "+v.Tool), v))
 	}
 	start := time.Now()
-	res, err := s.mcp.call(c.Request().Context(), callRequest{Session: "dashboard", Client: "Try it", AgentName: v.AgentName, Args: args, ApprovedBy: byDashboard})
+	res, err := s.mcp.Try(c.Request().Context(), v.AgentName, args)
 	out := &views.TryResult{Duration: time.Since(start)}
 	if err != nil {
 		out.Text = err.Error()
@@ -173,10 +208,10 @@ func resultText(res *mcp.CallToolResult) string {
 			parts = append(parts, t.Text)
 			continue
 		}
-		parts = append(parts, prettyArgs(c))
+		parts = append(parts, gateway.PrettyJSON(c))
 	}
 	if res.StructuredContent != nil {
-		parts = append(parts, "structured content:\n"+prettyArgs(res.StructuredContent))
+		parts = append(parts, "structured content:\n"+gateway.PrettyJSON(res.StructuredContent))
 	}
 	if len(parts) == 0 {
 		return "(an empty result)"

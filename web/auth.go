@@ -47,7 +47,7 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 		return err
 	}
 	if !s.sessions.redeemCode(code) {
-		s.codeLimit.failed(clientOf(c))
+		s.codeLimit.Failed(clientOf(c))
 		return render(c, http.StatusUnauthorized, views.LoginPage("This login link was already used or is not valid. Paste the access token instead."))
 	}
 	return s.startSession(c)
@@ -64,7 +64,7 @@ func (s *Server) handleLogin(c echo.Context) error {
 		return render(c, statusOfBodyError(err), views.LoginPage("The login form could not be read; type the token again."))
 	}
 	if !s.sessions.validToken(c.FormValue("token")) {
-		s.tokenLimit.failed(clientOf(c))
+		s.tokenLimit.Failed(clientOf(c))
 		return render(c, http.StatusUnauthorized, views.LoginPage("That token is not valid."))
 	}
 	return s.startSession(c)

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
 )
 
 // Connection limits. A client that opens connections and never finishes
@@ -23,7 +25,7 @@ import (
 //     long as they need (see bodyDeadline).
 //   - a connection is "waiting" from the moment it is accepted until its
 //     request has been read whole, and again while it is idle between
-//     requests. Each client (see clientKey: all of loopback is one) may
+//     requests. Each client (see authlimit.Client: all of loopback is one) may
 //     have at most waitingPerClient waiting connections; one more closes
 //     the client's connection that has waited longest. A person's request
 //     waits for milliseconds and gets through; a stalled one is the oldest.
@@ -65,7 +67,7 @@ func newConnGuard(max int) *connGuard {
 // to make room if the limits say so. It reports false if c itself must
 // be closed.
 func (g *connGuard) admit(c net.Conn) bool {
-	client := clientKey(c.RemoteAddr().String())
+	client := authlimit.Client(c.RemoteAddr().String())
 	var evict []net.Conn
 	g.mu.Lock()
 	if g.waiting[client] >= waitingPerClient {

@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/web"
+	"github.com/switchboard-dev/switchboard/web/gateway"
 )
 
 const (
@@ -133,7 +134,7 @@ func newEnv(t testing.TB, opts ...appOption) *env {
 		t.Fatal(err)
 	}
 	logs := &logRecorder{}
-	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: web.MCPConfig{Token: testMCPToken}}
+	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}
 	for _, o := range opts {
 		o(&cfg)
 	}

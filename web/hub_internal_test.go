@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -193,36 +192,6 @@ func TestHubEndsStalledClient(t *testing.T) {
 	case <-closed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Hub.Close hangs")
-	}
-}
-
-// TestFailureLimiterWindow: a client is blocked at the tenth failure in a
-// window, for the rest of that window only, and the table stays bounded
-// however many addresses fail.
-func TestFailureLimiterWindow(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := newFailureLimiter()
-	l.now = func() time.Time { return now }
-	for i := range authFailures {
-		if _, blocked := l.blocked("a"); blocked {
-			t.Fatalf("blocked after %d failures; want only after %d", i, authFailures)
-		}
-		l.failed("a")
-	}
-	now = now.Add(authWindow / 2)
-	retry, blocked := l.blocked("a")
-	if !blocked || retry != authWindow/2 {
-		t.Fatalf("blocked = %v, retry %v; want blocked for the %v left", blocked, retry, authWindow/2)
-	}
-	now = now.Add(authWindow / 2)
-	if _, blocked := l.blocked("a"); blocked {
-		t.Fatal("still blocked after the window ended")
-	}
-	for i := range 3 * authClients {
-		l.failed("client-" + strconv.Itoa(i))
-	}
-	if n := len(l.clients); n > authClients {
-		t.Errorf("%d clients tracked; want at most %d", n, authClients)
 	}
 }
 

@@ -372,7 +372,7 @@ func (s *Server) handleExportSecrets(c echo.Context) error {
 		return err
 	}
 	if !s.sessions.validToken(c.FormValue("token")) {
-		s.tokenLimit.failed(clientOf(c))
+		s.tokenLimit.Failed(clientOf(c))
 		return &apiError{Status: http.StatusForbidden, Message: "exporting secret values needs the API token; it did not match"}
 	}
 	return s.export(c, true)

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard-dev/switchboard/web/gateway"
+	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
 )
 
 // headerHXRequest marks requests made by htmx.
@@ -74,7 +77,7 @@ func hostCheck(extra []string) echo.MiddlewareFunc {
 // more than maxBody (the MCP endpoint's 4 MiB). Handlers may cap lower.
 const (
 	maxLoginBody = 4 << 10
-	maxBody      = mcpMaxBody
+	maxBody      = gateway.MaxBody
 )
 
 // limitBodies refuses a request whose declared body is over its route's
@@ -169,6 +172,18 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// clientOf is the client a request came from (see authlimit.Client).
+func clientOf(c echo.Context) string { return authlimit.Client(c.Request().RemoteAddr) }
+
+// limitBy refuses authentication attempts from a client that used up
+// l's budget, with 429 and Retry-After.
+func limitBy(l *authlimit.Limiter, c echo.Context) error {
+	if l.Refused(c.Response().Header(), c.Request().RemoteAddr) {
+		return &apiError{Status: http.StatusTooManyRequests, Message: authlimit.Message}
+	}
+	return nil
+}
+
 // requireBearer guards the JSON API with the bearer token.
 func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -182,7 +197,7 @@ func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 		scheme, token, _ := strings.Cut(header, " ")
 		if !strings.EqualFold(scheme, "Bearer") || !s.sessions.validToken(strings.TrimSpace(token)) {
 			if header != "" {
-				s.tokenLimit.failed(clientOf(c))
+				s.tokenLimit.Failed(clientOf(c))
 			}
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
 			return &apiError{Status: http.StatusUnauthorized, Message: "missing or invalid bearer token"}

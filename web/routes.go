@@ -87,6 +87,6 @@ func (s *Server) routes() {
 	api.POST("/import", s.handleAPIImport)
 	api.GET("/export", s.handleAPIExport)
 
-	// The MCP endpoint for agents, with its own token (see mcp.go).
-	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", s.mcp.handleMCP)
+	// The MCP endpoint for agents, with its own token (see web/gateway).
+	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", s.handleMCP)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/web"
+	"github.com/switchboard-dev/switchboard/web/gateway"
 )
 
 // newEnvFull is newEnv on a store whose writes fail with ENOSPC, as on a
@@ -35,7 +36,7 @@ func newEnvFull(t *testing.T, diskFull func([]store.Change) bool) (*env, string)
 		t.Fatal(err)
 	}
 	logs := &logRecorder{}
-	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: web.MCPConfig{Token: testMCPToken}}
+	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}
 	app, err := web.New(cfg, db, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil), hub)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,8 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/gateway"
+	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
 )
 
 // Store is what the handlers need from the store.
@@ -75,7 +77,7 @@ type Config struct {
 	// server is pinged (the discovery default if zero).
 	WatchPingInterval time.Duration
 	// MCP configures the MCP endpoint for agents.
-	MCP MCPConfig
+	MCP gateway.Config
 	// HeaderTimeout and BodyTimeout bound the reading of a request's
 	// header and body (see HTTPServer); the defaults if zero.
 	HeaderTimeout, BodyTimeout time.Duration
@@ -103,7 +105,7 @@ type Server struct {
 	// tokenLimit counts wrong API tokens (bearer, login form, export)
 	// per client; codeLimit counts wrong login links, apart, so that
 	// they can never block the right token.
-	tokenLimit, codeLimit *failureLimiter
+	tokenLimit, codeLimit *authlimit.Limiter
 	conns                 *connGuard // connection limits (see conns.go)
 	cfg                   Config
 	log                   *slog.Logger
@@ -118,7 +120,7 @@ type Server struct {
 	refresh  *refresher
 	watches  watches
 	verifier *discovery.Verifier
-	mcp      *mcpEndpoint
+	mcp      *gateway.Endpoint
 	held     heldImports // previewed imports
 	tokens   *tokenKeeper
 	signIns  *signIns
@@ -145,8 +147,8 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) (*Server, error)
 		store:      st,
 		hub:        hub,
 		sessions:   newSessions(cfg.Token, cfg.LoginCode),
-		tokenLimit: newFailureLimiter(),
-		codeLimit:  newFailureLimiter(),
+		tokenLimit: authlimit.New(),
+		codeLimit:  authlimit.New(),
 		conns:      newConnGuard(maxConns()),
 		cfg:        cfg,
 		log:        cfg.Logger,
@@ -178,12 +180,24 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) (*Server, error)
 	})
 	s.tokens = newTokenKeeper(st, v)
 	s.signIns = newSignIns()
-	s.mcp = newMCPEndpoint(s, cfg.MCP, v)
-	if err := s.mcp.start(); err != nil {
-		s.mcp.close()
+	mcp, err := gateway.New(cfg.MCP, gateway.Deps{
+		Store:    st,
+		Verifier: v,
+		Target:   s.target,
+		Verify: func(srv store.Server, trigger string) error {
+			_, err := s.submit(srv, trigger)
+			return err
+		},
+		ApprovalsChanged: func() { s.hub.Publish(s.approvalsEvent()) },
+		CallsChanged:     func() { s.hub.Publish(&sse.Event{Event: []byte("calls"), Data: []byte("changed")}) },
+		UpstreamsChanged: s.publishAgents,
+		Logger:           s.log,
+	})
+	if err != nil {
 		s.runner.Close()
 		return nil, err
 	}
+	s.mcp = mcp
 	hub.snapshot = s.snapshot
 	hub.onChange = s.storeChanged
 	s.echo.HideBanner = true
@@ -204,7 +218,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Close() {
 	s.refresh.close()
 	s.watches.closeAll()
-	s.mcp.close()
+	s.mcp.Close()
 	s.runner.Close()
 	s.hub.Close()
 }
@@ -287,7 +301,7 @@ func (s *Server) snapshot(since string) []*sse.Event {
 	if ev := s.batchEvent(); ev != nil {
 		events = append(events, ev)
 	}
-	events = append(events, s.mcp.approvals.event(), s.upstreamsEvent())
+	events = append(events, s.approvalsEvent(), s.upstreamsEvent())
 	return events
 }
 
@@ -298,7 +312,7 @@ func toolsChanged(id string) *sse.Event {
 // storeChanged reacts to a committed store change.
 func (s *Server) storeChanged(c store.Change) {
 	s.refresh.poke()
-	s.mcp.storeChanged(c)
+	s.mcp.StoreChanged(c)
 	if c.Deleted || c.Created {
 		s.hub.Publish(&sse.Event{Event: []byte("servers"), Data: []byte("changed")})
 		if c.Deleted {

@@ -337,7 +337,7 @@ func (s *Server) handleSignOut(c echo.Context) error {
 	}
 	s.tokens.forget(id)
 	s.signIns.clearProblem(id)
-	s.mcp.pool.Stop(id) // a held session would go on with the tokens
+	s.mcp.StopUpstream(id) // a held session would go on with the tokens
 	if c.Request().Header.Get(headerHXRequest) != "" {
 		return c.NoContent(http.StatusNoContent)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/web"
+	"github.com/switchboard-dev/switchboard/web/gateway"
 )
 
 const (
@@ -68,7 +69,7 @@ func startApp(dbPath string, concurrency int) (*app, error) {
 	srv, err := web.New(web.Config{
 		Token:       benchToken,
 		Concurrency: concurrency,
-		MCP:         web.MCPConfig{Token: benchMCPToken},
+		MCP:         gateway.Config{Token: benchMCPToken},
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, db, discovery.NewVerifier(discovery.Limits{}, nil), hub)
 	if err != nil {

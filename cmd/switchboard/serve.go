@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/web"
+	"github.com/switchboard-dev/switchboard/web/gateway"
 )
 
 // DefaultPort is Switchboard's fixed default port.
@@ -42,7 +43,7 @@ type serveConfig struct {
 	// and enabled ones never verified (whose command was confirmed).
 	VerifyOnStart bool
 	// MCP configures the MCP endpoint for agents.
-	MCP web.MCPConfig
+	MCP gateway.Config
 	// OAuthClientMetadataURL is where Switchboard's OAuth Client ID
 	// Metadata Document is published, if it is (see web.Config).
 	OAuthClientMetadataURL string
@@ -79,7 +80,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		Concurrency:   2,
 		TTL:           web.DefaultTTL,
 		VerifyOnStart: true,
-		MCP: web.MCPConfig{AskTimeout: web.DefaultAskTimeout, CallTimeout: web.DefaultCallTimeout,
+		MCP: gateway.Config{AskTimeout: gateway.DefaultAskTimeout, CallTimeout: gateway.DefaultCallTimeout,
 			Pool: discovery.PoolConfig{Idle: discovery.DefaultIdle, MaxRunning: discovery.DefaultMaxRunning, MaxResult: discovery.DefaultMaxResult}},
 	}
 	if v := getenv("SWITCHBOARD_ADDR"); v != "" {

@@ -1,4 +1,4 @@
-package web
+package gateway
 
 import (
 	"bytes"
@@ -23,11 +23,11 @@ import (
 // definition than the approved one.
 const triggerPinMismatch = "pin-mismatch"
 
-// Who decides a call.
+// Who decides a call, as the call log and Decide name them.
 const (
+	ByDashboard = "dashboard" // a person in the dashboard
+	ByAPI       = "api"       // a program with the API token
 	byPolicy    = "policy"
-	byDashboard = "dashboard" // a person in the dashboard
-	byAPI       = "api"       // a program with the API token
 	byTimeout   = "timeout"
 	byPinCheck  = "pin check"
 	bySwitch    = "switchboard"
@@ -50,8 +50,17 @@ type refusedError struct{ reason string }
 
 func (e *refusedError) Error() string { return "Switchboard refused the call: " + e.reason }
 
+// Try routes a call a person started with the Try it form in the
+// dashboard: as an agent's call, approved by the person (an ask tool
+// waits for no other approval), and in the call log as the dashboard's.
+// A refusal or a failure of the server is an error saying what happened,
+// fit to show.
+func (e *Endpoint) Try(ctx context.Context, agentName string, args any) (*mcp.CallToolResult, error) {
+	return e.call(ctx, callRequest{Session: "dashboard", Client: "Try it", AgentName: agentName, Args: args, ApprovedBy: ByDashboard})
+}
+
 // handleCall is the mcp-go handler of every offered tool.
-func (e *mcpEndpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	cr := callRequest{AgentName: req.Params.Name, Args: req.Params.Arguments}
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		cr.Session, cr.Client = statelessSession, clientName(info.ClientInfo)
@@ -67,7 +76,7 @@ func (e *mcpEndpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (
 // through its pooled session (checked against the approved pin), and
 // audits the outcome. A refusal is a *refusedError; a failure of the
 // server an error saying what failed.
-func (e *mcpEndpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolResult, err error) {
+func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolResult, err error) {
 	start := time.Now()
 	rec := store.Call{At: start.UTC(), Session: cr.Session, Client: cr.Client, AgentName: cr.AgentName, ArgsHash: argsHash(cr.Args)}
 	defer func() {
@@ -96,7 +105,7 @@ func (e *mcpEndpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallTo
 	}
 	entry, srv, by, reason, err := e.lookup(cr.AgentName)
 	if err != nil {
-		e.s.log.Error("read a tool for a call", "tool", cr.AgentName, "err", err)
+		e.log.Error("read a tool for a call", "tool", cr.AgentName, "err", err)
 		return nil, errors.New("Switchboard could not read the tool; its log has the details")
 	}
 	rec.ServerID, rec.Tool, rec.Pin, rec.Policy = entry.ServerID, entry.Name, entry.Policy.Pin, entry.Policy.Policy
@@ -110,7 +119,7 @@ func (e *mcpEndpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallTo
 		} else {
 			ok, by, reason := e.approvals.ask(ctx, &approval{
 				Session: cr.Session, Client: cr.Client, ServerID: srv.ID, ServerName: srv.Name,
-				Tool: entry.Name, AgentName: cr.AgentName, Args: prettyArgs(cr.Args),
+				Tool: entry.Name, AgentName: cr.AgentName, Args: PrettyJSON(cr.Args),
 			}, e.cfg.AskTimeout)
 			if !ok {
 				return nil, refuse(by, reason)
@@ -132,15 +141,15 @@ func (e *mcpEndpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallTo
 
 	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
 	defer cancel()
-	res, _, err = e.pool.Call(cctx, srv.ID, srv.ConfigHash(), e.s.target(srv),
+	res, _, err = e.pool.Call(cctx, srv.ID, srv.ConfigHash(), e.deps.Target(srv),
 		time.Duration(srv.TimeoutMS)*time.Millisecond, entry.Name, entry.Policy.Pin, cr.Args)
 	var mismatch *discovery.PinMismatchError
 	var de *discovery.Error
 	switch {
 	case errors.As(err, &mismatch):
 		// Verify, so the dashboard shows the change for review.
-		if _, verr := e.s.submit(srv, triggerPinMismatch); verr != nil {
-			e.s.log.Warn("verify after a pin mismatch", "server", srv.ID, "err", verr)
+		if verr := e.deps.Verify(srv, triggerPinMismatch); verr != nil {
+			e.log.Warn("verify after a pin mismatch", "server", srv.ID, "err", verr)
 		}
 		rec.Decision = store.DecisionDenied
 		return nil, refuse(byPinCheck, mismatch.Error()+"; the call was not made, and the server is being re-verified for a person to review")
@@ -177,15 +186,15 @@ func relayed(res *mcp.CallToolResult) *mcp.CallToolResult {
 // lookup reads a tool by its agent name with its server, and says why it
 // is not offered now (who decided and why), if it is not. err is for a
 // store that cannot be read.
-func (e *mcpEndpoint) lookup(agentName string) (entry store.ToolEntry, srv store.Server, by, reason string, err error) {
-	entry, _, err = e.s.store.ToolByAgentName(agentName)
+func (e *Endpoint) lookup(agentName string) (entry store.ToolEntry, srv store.Server, by, reason string, err error) {
+	entry, _, err = e.st.ToolByAgentName(agentName)
 	switch {
 	case errors.Is(err, store.ErrAgentNameUnknown):
 		return entry, srv, bySwitch, fmt.Sprintf("no tool is offered as %q", agentName), nil
 	case err != nil:
 		return entry, srv, "", "", err
 	}
-	srv, err = e.s.store.Server(entry.ServerID)
+	srv, err = e.st.Server(entry.ServerID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return entry, srv, bySwitch, "its server is gone", nil
@@ -240,17 +249,17 @@ func argsHash(args any) string {
 // maxShownArgs caps the arguments shown on an approval card.
 const maxShownArgs = 16 << 10
 
-// prettyArgs is the arguments as indented JSON for a person, cut (and
-// saying so) past maxShownArgs.
-func prettyArgs(args any) string {
-	if args == nil {
+// PrettyJSON is v (a call's arguments, a part of its result) as
+// indented JSON for a person, cut (and saying so) past 16 KiB.
+func PrettyJSON(v any) string {
+	if v == nil {
 		return "{}"
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // shown escaped by the page, read by a person
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(args); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprintf("(arguments that cannot be shown: %v)", err)
 	}
 	b := bytes.TrimRight(buf.Bytes(), "\n")

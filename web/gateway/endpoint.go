@@ -1,14 +1,25 @@
-package web
+// Package gateway is the MCP gateway for agents: one Streamable HTTP MCP
+// server (mcp-go) at /mcp that offers agents the approved catalog and
+// routes their calls to the upstream servers (through a discovery.Pool),
+// with the calls to ask tools waiting for a person (approvals) and every
+// call written to the store's call log (audit). The web package mounts
+// it, shows its state on the Agents page and in the API, and tells it of
+// store changes; it gets what it needs of the rest of Switchboard as
+// Deps.
+package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/http/httptest"
@@ -19,17 +30,14 @@ import (
 	"time"
 
 	"github.com/gowebpki/jcs"
-	"github.com/labstack/echo/v4"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
 )
 
-// The MCP endpoint: one Streamable HTTP MCP server (mcp-go) at /mcp that
-// offers agents the approved catalog and routes their calls.
-//
 // tools/list is answered from an offer built from the store, never by
 // contacting an upstream server. The offer holds every tool that is
 // active (its pin is the approved one), whose effective policy is allow
@@ -53,14 +61,18 @@ import (
 // protocol version, capabilities and (optionally) clientInfo in the _meta
 // of every request, and is known by that clientInfo (see mcpSessions).
 // Everything else is the same for both: the offer, the call path
-// (mcpcall.go), the refusals and the audit.
+// (call.go), the refusals and the audit.
 
-// MCP endpoint defaults.
+// The defaults of Config.
 const (
 	DefaultAskTimeout  = 60 * time.Second
 	DefaultCallTimeout = 2 * time.Minute
-	// mcpMaxBody caps a request body to the endpoint.
-	mcpMaxBody = 4 << 20
+)
+
+// MaxBody caps a request body to the endpoint.
+const MaxBody = 4 << 20
+
+const (
 	// mcpSessionIdle ends an agent session unused for this long, and
 	// forgets a stateless client unseen for this long.
 	mcpSessionIdle = time.Hour
@@ -89,8 +101,8 @@ const (
 	offerScope = mcp.CacheScopePrivate
 )
 
-// MCPConfig configures the MCP endpoint.
-type MCPConfig struct {
+// Config configures the MCP endpoint.
+type Config struct {
 	// Token is the endpoint's bearer token; if empty, the store's (made
 	// once, kept across restarts, rotatable from the dashboard).
 	Token string
@@ -121,9 +133,44 @@ type offeredTool struct {
 	inputSchema json.RawMessage
 }
 
-type mcpEndpoint struct {
-	s        *Server
-	cfg      MCPConfig
+// Store is what the gateway reads and writes in the store.
+type Store interface {
+	Server(id string) (store.Server, error)
+	Catalog(fn func(*store.Summary, store.ToolEntry) error) (revision string, err error)
+	Revision() string
+	ToolByAgentName(agentName string) (store.ToolEntry, *store.Tool, error)
+	AppendCalls(calls []store.Call) error
+	MCPToken() (string, error)
+	RotateMCPToken() (string, error)
+}
+
+// Deps is what the gateway needs of the rest of Switchboard.
+type Deps struct {
+	Store Store
+	// Verifier starts and checks the upstream servers calls are routed to.
+	Verifier *discovery.Verifier
+	// Target is how a server is reached (with its OAuth token source).
+	Target func(store.Server) discovery.Target
+	// Verify has a server verified again, for the trigger given: a
+	// routed call found it offering another definition than the
+	// approved one.
+	Verify func(srv store.Server, trigger string) error
+	// ApprovalsChanged is called when a call starts or stops waiting for
+	// a person (see Endpoint.Approvals), CallsChanged when calls were
+	// written to the call log, UpstreamsChanged when an upstream session
+	// opened or ended (see Endpoint.Running). Any may be nil.
+	ApprovalsChanged, CallsChanged, UpstreamsChanged func()
+	// Logger is slog.Default() if nil.
+	Logger *slog.Logger
+}
+
+// Endpoint is the MCP endpoint. Close it to end the upstream sessions
+// and write the last calls to the log.
+type Endpoint struct {
+	st       Store
+	deps     Deps
+	log      *slog.Logger
+	cfg      Config
 	srv      *server.MCPServer
 	h        *server.StreamableHTTPServer
 	sessions *mcpSessions
@@ -134,7 +181,7 @@ type mcpEndpoint struct {
 	// authLimit counts failed MCP tokens per address, apart from the
 	// dashboard's: an agent retrying a rotated token must not lock the
 	// person out of the dashboard (agents and browser share 127.0.0.1).
-	authLimit *failureLimiter
+	authLimit *authlimit.Limiter
 
 	offer     atomic.Pointer[offer]
 	buildMu   sync.Mutex             // one build at a time
@@ -144,26 +191,35 @@ type mcpEndpoint struct {
 	audit     *auditLog
 
 	rebuild   chan struct{} // a store change to catch up with (see storeChanged)
-	quit      chan struct{} // closed by close
+	quit      chan struct{} // closed by Close
 	stopped   chan struct{} // closed when the rebuild loop ended
 	closeOnce sync.Once
 }
 
-func newMCPEndpoint(s *Server, cfg MCPConfig, v *discovery.Verifier) *mcpEndpoint {
+// New makes the endpoint, reads its token (unless cfg sets it), builds
+// the first offer and starts the loop that rebuilds it after store
+// changes (see StoreChanged). It fails only if the store cannot be read.
+func New(cfg Config, deps Deps) (*Endpoint, error) {
+	for _, f := range []*func(){&deps.ApprovalsChanged, &deps.CallsChanged, &deps.UpstreamsChanged} {
+		if *f == nil {
+			*f = func() {}
+		}
+	}
+	deps.Logger = cmp.Or(deps.Logger, slog.Default())
 	if cfg.AskTimeout <= 0 {
 		cfg.AskTimeout = DefaultAskTimeout
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
-	e := &mcpEndpoint{s: s, cfg: cfg, sessions: newMCPSessions(), canonical: map[string]offeredTool{}, authLimit: newFailureLimiter(),
-		rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
+	e := &Endpoint{st: deps.Store, deps: deps, log: deps.Logger, cfg: cfg, sessions: newMCPSessions(), canonical: map[string]offeredTool{},
+		authLimit: authlimit.New(), rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 	poolCfg := cfg.Pool
-	poolCfg.OnChange = e.upstreamChanged
-	e.pool = discovery.NewPool(v, poolCfg)
+	poolCfg.OnChange = deps.UpstreamsChanged
+	e.pool = discovery.NewPool(deps.Verifier, poolCfg)
 	e.cfg.Pool = e.pool.Config()
-	e.approvals = newApprovals(s)
-	e.audit = newAuditLog(s)
+	e.approvals = newApprovals(deps.ApprovalsChanged)
+	e.audit = newAuditLog(deps.Store, deps.CallsChanged, deps.Logger)
 	hooks := &server.Hooks{}
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
 		if cs := server.ClientSessionFromContext(ctx); cs != nil {
@@ -184,19 +240,23 @@ func newMCPEndpoint(s *Server, cfg MCPConfig, v *discovery.Verifier) *mcpEndpoin
 		server.WithEndpointPath("/mcp"),
 		server.WithSessionIdManager(e.sessions),
 		server.WithStreamableHTTPProtocolVersions(mcpProtocolVersions...),
-		server.WithStreamableHTTPLogger(s.log.With("part", "mcp")))
+		server.WithStreamableHTTPLogger(e.log.With("part", "mcp")))
 	if cfg.Token != "" {
 		e.token.Store(&cfg.Token)
 		e.fixedToken = true
 	}
-	return e
+	if err := e.start(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
 }
 
 // start reads the token, builds the first offer and starts the loop that
 // rebuilds it after store changes.
-func (e *mcpEndpoint) start() error {
+func (e *Endpoint) start() error {
 	if !e.fixedToken {
-		tok, err := e.s.store.MCPToken()
+		tok, err := e.st.MCPToken()
 		if err != nil {
 			close(e.stopped)
 			return err
@@ -215,7 +275,7 @@ func (e *mcpEndpoint) start() error {
 			select {
 			case <-e.rebuild:
 				if _, err := e.current(); err != nil {
-					e.s.log.Error("rebuild the MCP offer", "err", err)
+					e.log.Error("rebuild the MCP offer", "err", err)
 				}
 			case <-sweep.C:
 				e.endIdleSessions(time.Now().Add(-mcpSessionIdle))
@@ -228,10 +288,10 @@ func (e *mcpEndpoint) start() error {
 	return nil
 }
 
-// close denies waiting calls, stops the upstream sessions and the
+// Close denies waiting calls, stops the upstream sessions and the
 // endpoint, and writes the audit log's last records. It may be called
 // more than once.
-func (e *mcpEndpoint) close() {
+func (e *Endpoint) Close() {
 	e.closeOnce.Do(func() {
 		close(e.quit)
 		<-e.stopped
@@ -243,19 +303,28 @@ func (e *mcpEndpoint) close() {
 }
 
 // Token is the endpoint's bearer token.
-func (e *mcpEndpoint) Token() string {
+func (e *Endpoint) Token() string {
 	if t := e.token.Load(); t != nil {
 		return *t
 	}
 	return ""
 }
 
-// rotate replaces a stored token; a token set by configuration stays.
-func (e *mcpEndpoint) rotate() error {
+// Config is the endpoint's configuration, with the defaults it uses for
+// what was left zero. Its Token is set only if configuration fixed it
+// (then Rotate refuses).
+func (e *Endpoint) Config() Config { return e.cfg }
+
+// ErrFixedToken is Rotate's refusal of a token set by configuration.
+var ErrFixedToken = errors.New("the MCP token is set by SWITCHBOARD_MCP_TOKEN (or -mcp-token); change it there")
+
+// Rotate replaces a stored token; a token set by configuration stays
+// (ErrFixedToken).
+func (e *Endpoint) Rotate() error {
 	if e.fixedToken {
-		return &apiError{Status: http.StatusConflict, Message: "the MCP token is set by SWITCHBOARD_MCP_TOKEN (or -mcp-token); change it there"}
+		return ErrFixedToken
 	}
-	tok, err := e.s.store.RotateMCPToken()
+	tok, err := e.st.RotateMCPToken()
 	if err != nil {
 		return err
 	}
@@ -263,12 +332,12 @@ func (e *mcpEndpoint) rotate() error {
 	return nil
 }
 
-// storeChanged has the offer rebuilt after a committed change (which
+// StoreChanged has the offer rebuilt after a committed change (which
 // tells agents if it changed), in the background: the change's own
 // request does not wait for a catalog read. Reads that come first
 // rebuild it themselves (see current).
-func (e *mcpEndpoint) storeChanged(c store.Change) {
-	if srv, err := e.s.store.Server(c.ServerID); err != nil || !srv.Enabled || !srv.LaunchConfirmedNow() {
+func (e *Endpoint) StoreChanged(c store.Change) {
+	if srv, err := e.st.Server(c.ServerID); err != nil || !srv.Enabled || !srv.LaunchConfirmedNow() {
 		e.pool.Stop(c.ServerID) // deleted, disabled, or its launch awaits a person
 	}
 	select {
@@ -279,13 +348,13 @@ func (e *mcpEndpoint) storeChanged(c store.Change) {
 
 // current returns the offer for the store's current revision, building
 // it if the store moved on.
-func (e *mcpEndpoint) current() (*offer, error) {
-	if o := e.offer.Load(); o != nil && o.revision == e.s.store.Revision() {
+func (e *Endpoint) current() (*offer, error) {
+	if o := e.offer.Load(); o != nil && o.revision == e.st.Revision() {
 		return o, nil
 	}
 	e.buildMu.Lock()
 	defer e.buildMu.Unlock()
-	if o := e.offer.Load(); o != nil && o.revision == e.s.store.Revision() {
+	if o := e.offer.Load(); o != nil && o.revision == e.st.Revision() {
 		return o, nil
 	}
 	o, err := e.build()
@@ -315,12 +384,12 @@ func offerable(sum *store.Summary, t store.ToolEntry) bool {
 }
 
 // build reads the catalog and encodes the offer (buildMu held).
-func (e *mcpEndpoint) build() (*offer, error) {
+func (e *Endpoint) build() (*offer, error) {
 	o := &offer{tools: map[string]json.RawMessage{}}
 	var list bytes.Buffer
 	list.WriteByte('[')
 	used := make(map[string]offeredTool, len(e.canonical))
-	rev, err := e.s.store.Catalog(func(sum *store.Summary, t store.ToolEntry) error {
+	rev, err := e.st.Catalog(func(sum *store.Summary, t store.ToolEntry) error {
 		if !offerable(sum, t) {
 			return nil
 		}
@@ -329,7 +398,7 @@ func (e *mcpEndpoint) build() (*offer, error) {
 		if !ok {
 			var err error
 			if tool, err = agentDefinition(t); err != nil {
-				e.s.log.Warn("tool left out of the MCP offer", "server", t.ServerID, "tool", t.Name, "err", err)
+				e.log.Warn("tool left out of the MCP offer", "server", t.ServerID, "tool", t.Name, "err", err)
 				return nil
 			}
 		}
@@ -379,42 +448,50 @@ func agentDefinition(t store.ToolEntry) (offeredTool, error) {
 	return offeredTool{def: def, inputSchema: fields["inputSchema"]}, err
 }
 
-// handleMCP serves /mcp: the bearer token and a capped body for every
-// request; tools/list from the offer and calls of tools not offered
-// refused, for a live session or a valid 2026-07-28 request; everything
-// else through mcp-go.
-func (e *mcpEndpoint) handleMCP(c echo.Context) error {
-	r, w := c.Request(), c.Response()
-	header := r.Header.Get(echo.HeaderAuthorization)
-	if header != "" {
-		if err := limitBy(e.authLimit, c); err != nil {
-			return err
-		}
+// HTTPError is a request to /mcp refused before MCP: the status to
+// answer with and a message fit to show.
+type HTTPError struct {
+	Status  int
+	Message string
+}
+
+func (e *HTTPError) Error() string { return e.Message }
+
+// Serve serves a request to /mcp (GET, POST or DELETE): the bearer token
+// and a capped body for every request; tools/list from the offer and
+// calls of tools not offered refused, for a live session or a valid
+// 2026-07-28 request; everything else through mcp-go. It answers the
+// request unless it returns an error: an *HTTPError, or one of the store
+// (an internal error), for the caller to answer.
+func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
+	header := r.Header.Get("Authorization")
+	if header != "" && e.authLimit.Refused(w.Header(), r.RemoteAddr) {
+		return &HTTPError{Status: http.StatusTooManyRequests, Message: authlimit.Message}
 	}
 	scheme, token, _ := strings.Cut(header, " ")
-	if !strings.EqualFold(scheme, "Bearer") || !equal(strings.TrimSpace(token), e.Token()) {
+	if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(e.Token())) != 1 {
 		if header != "" {
-			e.authLimit.failed(clientOf(c))
+			e.authLimit.Failed(authlimit.Client(r.RemoteAddr))
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard-mcp"`)
-		return &apiError{Status: http.StatusUnauthorized, Message: "missing or invalid MCP bearer token (see Agents in the dashboard)"}
+		return &HTTPError{Status: http.StatusUnauthorized, Message: "missing or invalid MCP bearer token (see Agents in the dashboard)"}
 	}
 	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcpMaxBody))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				return &apiError{Status: http.StatusRequestEntityTooLarge, Message: "request body over 4 MiB"}
+				return &HTTPError{Status: http.StatusRequestEntityTooLarge, Message: "request body over 4 MiB"}
 			}
-			return &apiError{Status: http.StatusBadRequest, Message: "cannot read the request body"}
+			return &HTTPError{Status: http.StatusBadRequest, Message: "cannot read the request body"}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if req, ok := parseRequest(r, body); ok {
 			if req.modern(r.Header) {
-				return e.serveModern(c, req)
+				return e.serveModern(w, r, req)
 			}
 			if e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
-				if answered, err := e.answer(c, req, agent{session: r.Header.Get(server.HeaderKeySessionID)}); answered {
+				if answered, err := e.answer(w, r, req, agent{session: r.Header.Get(server.HeaderKeySessionID)}); answered {
 					return err
 				}
 			}
@@ -430,15 +507,14 @@ func (e *mcpEndpoint) handleMCP(c echo.Context) error {
 // tools/list, or call of a tool not offered, is answered here, and a
 // check that fails is answered as mcp-go would answer it. Everything else
 // goes to mcp-go, which makes the same checks.
-func (e *mcpEndpoint) serveModern(c echo.Context, req rpcRequest) error {
-	r, w := c.Request(), c.Response()
+func (e *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, req rpcRequest) error {
 	o, err := e.current()
 	if err != nil {
 		return err
 	}
 	if failed := e.checkModern(r.Header, req, o); failed != nil {
 		if req.Method == string(mcp.MethodToolsList) || req.Method == string(mcp.MethodToolsCall) {
-			return writeRPCError(c, true, req.ID, *failed)
+			return writeRPCError(w, r, true, req.ID, *failed)
 		}
 	} else {
 		client := req.client()
@@ -448,7 +524,7 @@ func (e *mcpEndpoint) serveModern(c echo.Context, req rpcRequest) error {
 		} else {
 			e.sessions.seen(client)
 		}
-		if answered, err := e.answer(c, req, agent{session: statelessSession, client: client, modern: true}); answered {
+		if answered, err := e.answer(w, r, req, agent{session: statelessSession, client: client, modern: true}); answered {
 			return err
 		}
 	}
@@ -460,7 +536,7 @@ func (e *mcpEndpoint) serveModern(c echo.Context, req rpcRequest) error {
 // endpoint closes. A subscriptions/listen stream lasts until its request
 // ends, and mcp-go's Shutdown ends the streams of sessions but not these,
 // which belong to none: they would hold the HTTP server's shutdown up.
-func (e *mcpEndpoint) endWithEndpoint(r *http.Request) *http.Request {
+func (e *Endpoint) endWithEndpoint(r *http.Request) *http.Request {
 	ctx, cancel := context.WithCancel(r.Context())
 	go func() { // ends with the request or the endpoint
 		defer cancel()
@@ -485,18 +561,18 @@ const statelessSession = "stateless"
 
 // answer answers a valid request here if it is a tools/list or a call of
 // a tool not offered, and reports whether it did.
-func (e *mcpEndpoint) answer(c echo.Context, req rpcRequest, from agent) (bool, error) {
+func (e *Endpoint) answer(w http.ResponseWriter, r *http.Request, req rpcRequest, from agent) (bool, error) {
 	switch req.Method {
 	case string(mcp.MethodToolsList):
 		if req.Params.Cursor != "" { // the offer is one page: no cursor was ever given
-			return true, writeRPCError(c, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS,
+			return true, writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS,
 				Message: "invalid cursor: Switchboard lists every tool in one page"})
 		}
-		return true, e.writeList(c, req.ID, from.modern)
+		return true, e.writeList(w, req.ID, from.modern)
 	case string(mcp.MethodToolsCall):
 		if o, err := e.current(); err == nil {
 			if _, offered := o.tools[req.Params.Name]; !offered {
-				return true, e.refuseCall(c, req, from)
+				return true, e.refuseCall(w, r, req, from)
 			}
 		}
 	}
@@ -527,7 +603,7 @@ func parseRequest(r *http.Request, body []byte) (rpcRequest, bool) {
 		Params  json.RawMessage `json:"params"`
 	}
 	req := rpcRequest{}
-	if media, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType)); err != nil || media != echo.MIMEApplicationJSON ||
+	if media, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || media != "application/json" ||
 		json.Unmarshal(body, &msg) != nil || msg.JSONRPC != "2.0" || len(msg.ID) == 0 || string(msg.ID) == "null" || msg.Method == "" ||
 		len(msg.Params) > 0 && json.Unmarshal(msg.Params, &req.Params) != nil {
 		return req, false
@@ -561,7 +637,7 @@ type rpcError struct {
 // call's Mcp-Param headers against the offered tool's inputSchema
 // (SEP-2243), which mcp-go cannot: the tools registered with it carry no
 // schema. nil means the request is valid.
-func (e *mcpEndpoint) checkModern(h http.Header, req rpcRequest, o *offer) *rpcError {
+func (e *Endpoint) checkModern(h http.Header, req rpcRequest, o *offer) *rpcError {
 	headerVersion, metaVersion := h.Get(mcp.HeaderProtocolVersion), req.Params.Meta.ProtocolVersion()
 	switch {
 	case h.Get(mcp.HeaderLastEventID) != "":
@@ -598,7 +674,7 @@ func (e *mcpEndpoint) checkModern(h http.Header, req rpcRequest, o *offer) *rpcE
 
 // writeRPCError answers a request with a JSON-RPC error; for a 2026-07-28
 // request with the HTTP status that revision gives its code.
-func writeRPCError(c echo.Context, modern bool, id json.RawMessage, e rpcError) error {
+func writeRPCError(w http.ResponseWriter, r *http.Request, modern bool, id json.RawMessage, e rpcError) error {
 	status := http.StatusOK
 	if modern {
 		switch e.Code {
@@ -609,28 +685,42 @@ func writeRPCError(c echo.Context, modern bool, id json.RawMessage, e rpcError) 
 			status = http.StatusBadRequest
 		}
 	}
-	return c.JSON(status, map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
+	return writeJSON(w, r, status, map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
+}
+
+// writeJSON answers with v as JSON, as the web package's handlers do
+// (Echo's Context.JSON): indented if the query has "pretty".
+func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) error {
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	if _, pretty := r.URL.Query()["pretty"]; pretty {
+		enc.SetIndent("", "  ")
+	}
+	return enc.Encode(v)
 }
 
 // refuseCall answers a tools/call of a tool that is not offered: the
 // call path says why (and audits it), as an invalid-params error, which
 // is what MCP answers for an unknown tool.
-func (e *mcpEndpoint) refuseCall(c echo.Context, req rpcRequest, from agent) error {
+func (e *Endpoint) refuseCall(w http.ResponseWriter, r *http.Request, req rpcRequest, from agent) error {
 	client := from.client
 	if !from.modern {
 		client = e.sessions.client(from.session)
 	}
-	res, err := e.call(c.Request().Context(), callRequest{Session: from.session, Client: client,
+	res, err := e.call(r.Context(), callRequest{Session: from.session, Client: client,
 		AgentName: req.Params.Name, Args: req.Params.Arguments})
 	if err != nil {
-		return writeRPCError(c, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: err.Error()})
+		return writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: err.Error()})
 	}
 	// Offered since the offer was read: answered as mcp-go would.
 	if from.modern {
 		res.SetResultType(mcp.ResultTypeComplete)
 		res.EnsureResultMeta().SetServerInfo(serverInfo)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res})
+	return writeJSON(w, r, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res})
 }
 
 // sessionListHead and modernListHead are the JSON of a tools/list result
@@ -656,7 +746,7 @@ func listHead(modern bool) []byte {
 
 // writeList answers a tools/list request from the offer, writing its
 // encoded list as it is.
-func (e *mcpEndpoint) writeList(c echo.Context, id json.RawMessage, modern bool) error {
+func (e *Endpoint) writeList(w http.ResponseWriter, id json.RawMessage, modern bool) error {
 	o, err := e.current()
 	if err != nil {
 		return err
@@ -667,9 +757,8 @@ func (e *mcpEndpoint) writeList(c echo.Context, id json.RawMessage, modern bool)
 		result = modernListHead
 	}
 	tail := []byte(`}}`)
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	w.Header().Set(echo.HeaderContentLength, strconv.Itoa(len(head)+len(result)+len(o.list)+len(tail)))
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(result)+len(o.list)+len(tail)))
 	w.WriteHeader(http.StatusOK)
 	for _, b := range [][]byte{head, result, o.list, tail} {
 		if _, err := w.Write(b); err != nil {
@@ -682,7 +771,7 @@ func (e *mcpEndpoint) writeList(c echo.Context, id json.RawMessage, modern bool)
 // endIdleSessions ends the agent sessions unused since before, as an
 // agent's DELETE would, so mcp-go forgets them too. (mcp-go's own idle
 // sweep does not see the requests this endpoint answers itself.)
-func (e *mcpEndpoint) endIdleSessions(before time.Time) {
+func (e *Endpoint) endIdleSessions(before time.Time) {
 	for _, id := range e.sessions.idleSince(before) {
 		r := httptest.NewRequest(http.MethodDelete, "/mcp", nil)
 		r.Header.Set(server.HeaderKeySessionID, id)
@@ -690,6 +779,18 @@ func (e *mcpEndpoint) endIdleSessions(before time.Time) {
 	}
 }
 
-// upstreamChanged tells the dashboard that an upstream session opened or
-// ended.
-func (e *mcpEndpoint) upstreamChanged() { e.s.publishAgents() }
+// Offered is how many tools agents are offered now.
+func (e *Endpoint) Offered() (int, error) {
+	o, err := e.current()
+	if err != nil {
+		return 0, err
+	}
+	return len(o.tools), nil
+}
+
+// Running is the upstream servers running for calls.
+func (e *Endpoint) Running() []discovery.Running { return e.pool.Running() }
+
+// StopUpstream ends the upstream session to a server, if one is open (its
+// next call opens another).
+func (e *Endpoint) StopUpstream(serverID string) { e.pool.Stop(serverID) }

@@ -1,6 +1,8 @@
-package web
+package gateway
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"slices"
 	"strings"
@@ -24,21 +26,21 @@ import (
 // their last request, as sessions end.
 type mcpSessions struct {
 	mu         sync.Mutex
-	live       map[string]*agentSession
+	live       map[string]*Session
 	terminated map[string]time.Time
-	stateless  map[string]*statelessClient
+	stateless  map[string]*StatelessClient
 }
 
-// agentSession is one agent connected to the endpoint.
-type agentSession struct {
+// Session is an agent's session with the endpoint.
+type Session struct {
 	ID       string
 	Client   string // clientInfo name and version, cut to maxClient
 	Started  time.Time
 	LastUsed time.Time
 }
 
-// statelessClient is a 2026-07-28 client, by the name its requests give.
-type statelessClient struct {
+// StatelessClient is a 2026-07-28 client, by the name its requests give.
+type StatelessClient struct {
 	Client   string
 	LastUsed time.Time
 	Requests int
@@ -59,7 +61,14 @@ const maxStateless = 256
 var errUnknownSession = errors.New("unknown MCP session")
 
 func newMCPSessions() *mcpSessions {
-	return &mcpSessions{live: map[string]*agentSession{}, terminated: map[string]time.Time{}, stateless: map[string]*statelessClient{}}
+	return &mcpSessions{live: map[string]*Session{}, terminated: map[string]time.Time{}, stateless: map[string]*StatelessClient{}}
+}
+
+// randomHex is n random bytes (crypto/rand) in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // Generate makes a new session id.
@@ -68,7 +77,7 @@ func (m *mcpSessions) Generate() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
-	m.live[id] = &agentSession{ID: id, Started: now, LastUsed: now}
+	m.live[id] = &Session{ID: id, Started: now, LastUsed: now}
 	return id
 }
 
@@ -156,10 +165,10 @@ func (m *mcpSessions) client(id string) string {
 }
 
 // list returns the live sessions, oldest first.
-func (m *mcpSessions) list() []agentSession {
+func (m *mcpSessions) list() []Session {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return sortedCopies(m.live, func(a, b agentSession) int { return a.Started.Compare(b.Started) })
+	return sortedCopies(m.live, func(a, b Session) int { return a.Started.Compare(b.Started) })
 }
 
 // sortedCopies returns copies of the values of m, sorted by cmp.
@@ -197,12 +206,12 @@ func (m *mcpSessions) listening(client string) (closed func()) {
 
 // statelessLocked returns the entry of a stateless client, made if new
 // (forgetting another if there are too many), with its last use now.
-func (m *mcpSessions) statelessLocked(client string) *statelessClient {
+func (m *mcpSessions) statelessLocked(client string) *StatelessClient {
 	now := time.Now()
 	c, ok := m.stateless[client]
 	if !ok {
 		if len(m.stateless) >= maxStateless {
-			var forget *statelessClient
+			var forget *StatelessClient
 			for _, o := range m.stateless {
 				if forget == nil || forgetFirst(o, forget) {
 					forget = o
@@ -210,7 +219,7 @@ func (m *mcpSessions) statelessLocked(client string) *statelessClient {
 			}
 			delete(m.stateless, forget.Client)
 		}
-		c = &statelessClient{Client: client}
+		c = &StatelessClient{Client: client}
 		m.stateless[client] = c
 	}
 	c.LastUsed = now
@@ -219,7 +228,7 @@ func (m *mcpSessions) statelessLocked(client string) *statelessClient {
 
 // forgetFirst reports whether a is to be forgotten before b: one not
 // listening before one listening, then the one unused for longer.
-func forgetFirst(a, b *statelessClient) bool {
+func forgetFirst(a, b *StatelessClient) bool {
 	if (a.Listening == 0) != (b.Listening == 0) {
 		return a.Listening == 0
 	}
@@ -239,8 +248,15 @@ func (m *mcpSessions) forgetStateless(before time.Time) {
 }
 
 // statelessList returns the stateless clients, most recently used first.
-func (m *mcpSessions) statelessList() []statelessClient {
+func (m *mcpSessions) statelessList() []StatelessClient {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return sortedCopies(m.stateless, func(a, b statelessClient) int { return b.LastUsed.Compare(a.LastUsed) })
+	return sortedCopies(m.stateless, func(a, b StatelessClient) int { return b.LastUsed.Compare(a.LastUsed) })
 }
+
+// Sessions is the agents' live sessions, oldest first.
+func (e *Endpoint) Sessions() []Session { return e.sessions.list() }
+
+// StatelessClients is the 2026-07-28 clients seen in the last hour (or
+// listening), most recently used first.
+func (e *Endpoint) StatelessClients() []StatelessClient { return e.sessions.statelessList() }

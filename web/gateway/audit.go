@@ -1,0 +1,89 @@
+package gateway
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// auditLog writes call records in the background, in batches, so that a
+// routed call does not wait for a disk sync; close writes what is left.
+// Nothing is dropped: when the queue is full, add waits.
+type auditLog struct {
+	st      Store
+	changed func() // after a batch was written
+	log     *slog.Logger
+	queue   chan store.Call
+	done    chan struct{}
+	mu      sync.RWMutex // closed, and sends on queue
+	closed  bool
+}
+
+// auditFlush is the longest a record waits before it is written.
+const auditFlush = 100 * time.Millisecond
+
+func newAuditLog(st Store, changed func(), log *slog.Logger) *auditLog {
+	a := &auditLog{st: st, changed: changed, log: log, queue: make(chan store.Call, 1024), done: make(chan struct{})}
+	go a.run()
+	return a
+}
+
+// add queues a record. A call that ends after close (its HTTP handler
+// outlived the shutdown) is written at once.
+func (a *auditLog) add(c store.Call) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.closed {
+		if err := a.st.AppendCalls([]store.Call{c}); err != nil {
+			a.log.Error("write the call audit log", "calls", 1, "err", err)
+		}
+		return
+	}
+	a.queue <- c
+}
+
+func (a *auditLog) run() {
+	defer close(a.done)
+	var batch []store.Call
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		if err := a.st.AppendCalls(batch); err != nil {
+			a.log.Error("write the call audit log", "calls", len(batch), "err", err)
+		}
+		batch = batch[:0]
+		a.changed()
+	}
+	tick := time.NewTicker(auditFlush)
+	defer tick.Stop()
+	for {
+		select {
+		case c, ok := <-a.queue:
+			if !ok {
+				flush()
+				return
+			}
+			batch = append(batch, c)
+			if len(batch) >= 256 {
+				flush()
+			}
+		case <-tick.C:
+			flush()
+		}
+	}
+}
+
+// close writes the records still queued and stops the writer; no call
+// may be added after it.
+func (a *auditLog) close() {
+	a.mu.Lock()
+	if !a.closed {
+		a.closed = true
+		close(a.queue)
+	}
+	a.mu.Unlock()
+	<-a.done
+}
