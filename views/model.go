@@ -94,7 +94,6 @@ type GrantView struct {
 	Scope     string
 	ExpiresAt time.Time // zero: the server gave no lifetime
 	Refresh   bool      // a refresh token is held
-	SavedAt   time.Time // signed in, or last refreshed
 	// Problem says why the grant no longer serves (sign in again).
 	Problem string
 }

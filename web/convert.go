@@ -85,7 +85,7 @@ func (s *Server) signInView(id string, d store.Discovery) *views.SignInView {
 	}
 	if ok {
 		v.Grant = &views.GrantView{Issuer: g.Issuer, Scope: g.Scope, ExpiresAt: g.ExpiresAt,
-			Refresh: g.RefreshToken != "", SavedAt: g.SavedAt, Problem: g.Problem}
+			Refresh: g.RefreshToken != "", Problem: g.Problem}
 	}
 	if !v.Needed && v.Grant == nil && v.Problem == "" {
 		return nil

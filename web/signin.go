@@ -78,7 +78,6 @@ type signInProblem struct {
 	// NeedsClient: the authorization server registers no client by
 	// itself; the server's form must name one.
 	NeedsClient bool
-	At          time.Time
 }
 
 func newSignIns() *signIns {
@@ -224,7 +223,7 @@ func (s *Server) startSignIn(ctx context.Context, srv store.Server, redirectURI,
 		scopes.Granted = strings.Fields(prev.Scope)
 	}
 	fail := func(err error) (string, error) {
-		p := signInProblem{Message: err.Error(), At: time.Now()}
+		p := signInProblem{Message: err.Error()}
 		var oe *discovery.OAuthError
 		if errors.As(err, &oe) {
 			p.Message = oe.Error()
@@ -285,7 +284,7 @@ func (s *Server) handleOAuthCallback(c echo.Context) error {
 	defer cancel()
 	g, err := s.verifier.FinishAuth(ctx, p.auth, q)
 	if err != nil {
-		s.signIns.setProblem(p.serverID, signInProblem{Message: err.Error(), At: time.Now()})
+		s.signIns.setProblem(p.serverID, signInProblem{Message: err.Error()})
 		s.publishServer(p.serverID)
 		return page(http.StatusBadRequest, views.CallbackView{Back: back, Message: err.Error()})
 	}
