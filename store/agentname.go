@@ -3,12 +3,8 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Agent names: the names agents call tools by through Switchboard's MCP
@@ -20,8 +16,8 @@ import (
 // long names with the same first 60 characters) stay apart, the same in
 // any order and on any machine. A name, once given, is stored with the
 // tool and kept for as long as the tool is known, so it never moves to
-// another tool when tools come and go, and the per-server map from agent
-// name to tool name (bucketAgentNames) turns a call back into its tool.
+// another tool when tools come and go; a backend keeps a map from agent
+// name to tool name to turn a call back into its tool.
 
 // MaxAgentName is the longest agent name.
 const MaxAgentName = 64
@@ -30,10 +26,6 @@ const MaxAgentName = 64
 // Server ids never contain it (see the id rules), so the first one in an
 // agent name ends the server id.
 const AgentSeparator = "__"
-
-// ErrAgentNameUnknown is the answer to a lookup of an agent name no tool
-// has.
-var ErrAgentNameUnknown = errors.New("store: no tool has this agent name")
 
 // agentNameBase is server__tool with every character outside
 // [a-zA-Z0-9_-] replaced by '_', cut to MaxAgentName; changed says it is
@@ -66,11 +58,11 @@ func withSuffix(base, suffix string) string {
 	return base + suffix
 }
 
-// agentName is the agent name a tool gets from its names alone: server__tool
+// AgentName is the agent name a tool gets from its names alone: server__tool
 // if that is safe as it is, else the safe form with a short hash of the
 // tool's name, so that a.b and a_b, or two long names alike in their
 // first 60 characters, never meet, whatever order they come in.
-func agentName(serverID, tool string) string {
+func AgentName(serverID, tool string) string {
 	base, changed := agentNameBase(serverID, tool)
 	if !changed {
 		return base
@@ -79,92 +71,23 @@ func agentName(serverID, tool string) string {
 	return withSuffix(base, "_"+hex.EncodeToString(sum[:])[:8])
 }
 
-// assignAgentName gives t its agent name: the one it had (old), or
-// agentName, or (if another tool of the server has that, which takes a
-// name built to look like another's hash) that with a counter. It
-// records the name in the server's map.
-func assignAgentName(tx *bolt.Tx, t *Tool, old string) error {
-	nb, err := tx.Bucket(bucketAgentNames).CreateBucketIfNotExists([]byte(t.ServerID))
-	if err != nil {
-		return err
-	}
+// AgentNameFor is the agent name of a server's tool: old, the name it
+// was given before, if it has one; else AgentName, or (if another tool of
+// the server holds that, which takes a name built to look like another's
+// hash) that with a counter. owner says which tool of the server holds an
+// agent name ("" for none).
+func AgentNameFor(serverID, tool, old string, owner func(agentName string) string) string {
 	if old != "" {
-		t.AgentName = old
-		if nb.Get([]byte(old)) == nil { // a map lost to an older version
-			return nb.Put([]byte(old), []byte(t.Name))
-		}
-		return nil
+		return old
 	}
 	free := func(name string) bool {
-		v := nb.Get([]byte(name))
-		return v == nil || string(v) == t.Name
+		o := owner(name)
+		return o == "" || o == tool
 	}
-	first := agentName(t.ServerID, t.Name)
+	first := AgentName(serverID, tool)
 	name := first
 	for n := 2; !free(name); n++ {
 		name = withSuffix(first, "_"+strconv.Itoa(n))
 	}
-	t.AgentName = name
-	return nb.Put([]byte(name), []byte(t.Name))
-}
-
-// migrateAgentNames gives every stored tool its agent name, server by
-// server, in tool name order (schema 3).
-func migrateAgentNames(tx *bolt.Tx) error {
-	return tx.Bucket(bucketTools).ForEachBucket(func(server []byte) error {
-		tb := tx.Bucket(bucketTools).Bucket(server)
-		var tools []Tool
-		err := tb.ForEach(func(k, v []byte) error {
-			var t Tool
-			if err := getJSON(tb, k, &t); err != nil {
-				return err
-			}
-			tools = append(tools, t)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, t := range tools {
-			if t.ServerID == "" {
-				t.ServerID = string(server)
-			}
-			if err := assignAgentName(tx, &t, t.AgentName); err != nil {
-				return err
-			}
-			if err := putJSON(tb, []byte(t.Name), t); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// ToolByAgentName finds a tool by its agent name and returns it as
-// ToolVersions does: with its policy and the definition that policy was
-// approved at. It returns ErrAgentNameUnknown if no tool has the name.
-func (db *DB) ToolByAgentName(agentName string) (ToolEntry, *Tool, error) {
-	serverID, _, ok := strings.Cut(agentName, AgentSeparator)
-	if !ok {
-		return ToolEntry{}, nil, ErrAgentNameUnknown
-	}
-	var e ToolEntry
-	var approved *Tool
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		nb := tx.Bucket(bucketAgentNames).Bucket([]byte(serverID))
-		if nb == nil {
-			return ErrAgentNameUnknown
-		}
-		tool := nb.Get([]byte(agentName))
-		if tool == nil {
-			return ErrAgentNameUnknown
-		}
-		var err error
-		e, approved, err = readToolVersions(tx, serverID, string(tool))
-		if errors.Is(err, ErrToolNotFound) || errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("%w (its tool %q is gone)", ErrAgentNameUnknown, tool)
-		}
-		return err
-	})
-	return e, approved, err
+	return name
 }

@@ -17,37 +17,50 @@ const (
 	TransportSSE   = "sse"
 )
 
+// Policy is what happens when an agent calls a tool: it runs, a person
+// is asked first, or it is refused.
+type Policy string
+
 // Policies a person can set on a tool.
 const (
-	PolicyAllow = "allow"
-	PolicyAsk   = "ask"
-	PolicyDeny  = "deny"
+	PolicyAllow Policy = "allow"
+	PolicyAsk   Policy = "ask"
+	PolicyDeny  Policy = "deny"
 )
+
+// Valid reports whether p is one of the three policies.
+func (p Policy) Valid() bool { return p == PolicyAllow || p == PolicyAsk || p == PolicyDeny }
+
+// Status is where a server's verifications stand.
+type Status string
 
 // Discovery statuses. Running is the only non-terminal one that is stored;
 // queued and the individual phases live only in the job runner and in events.
 const (
-	StatusNever       = "never"
-	StatusRunning     = "running"
-	StatusSuccess     = "success"
-	StatusFailed      = "failed"
-	StatusTimeout     = "timeout"
-	StatusCancelled   = "cancelled"
-	StatusInterrupted = "interrupted"
+	StatusNever       Status = "never"
+	StatusRunning     Status = "running"
+	StatusSuccess     Status = "success"
+	StatusFailed      Status = "failed"
+	StatusTimeout     Status = "timeout"
+	StatusCancelled   Status = "cancelled"
+	StatusInterrupted Status = "interrupted"
 	// StatusSignIn: the server wants a signed-in client (OAuth); not a
 	// failure of the server. VerifyError.SignIn says where to sign in.
-	StatusSignIn = "sign_in_required"
+	StatusSignIn Status = "sign_in_required"
 )
+
+// ToolState is where a tool stands against what was approved.
+type ToolState string
 
 // Tool states. Oversized and invalid tools come so from discovery (see
 // Tool.Problems); the store decides the others. Only an active tool is
 // offered to agents with its policy; the others are effectively denied.
 const (
-	ToolActive    = "active"
-	ToolChanged   = "changed"
-	ToolMissing   = "missing"
-	ToolOversized = "oversized"
-	ToolInvalid   = "invalid"
+	ToolActive    ToolState = "active"
+	ToolChanged   ToolState = "changed"
+	ToolMissing   ToolState = "missing"
+	ToolOversized ToolState = "oversized"
+	ToolInvalid   ToolState = "invalid"
 )
 
 // Server is one registered MCP server: how to reach it and how to treat
@@ -67,7 +80,7 @@ type Server struct {
 	// MemoryMB caps a stdio server's data memory (RLIMIT_DATA); 0 is no
 	// cap.
 	MemoryMB      int       `json:"memory_mb,omitempty"`
-	DefaultPolicy string    `json:"default_policy"`
+	DefaultPolicy Policy    `json:"default_policy"`
 	Enabled       bool      `json:"enabled"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
@@ -268,7 +281,7 @@ type SignInNeed struct {
 // it (and the tools) and sets Status and Error instead.
 type Discovery struct {
 	ServerID        string        `json:"server_id"`
-	Status          string        `json:"status"`
+	Status          Status        `json:"status"`
 	JobID           string        `json:"job_id,omitempty"`
 	LastAttemptAt   time.Time     `json:"last_attempt_at,omitzero"`
 	VerifiedAt      time.Time     `json:"verified_at,omitzero"`
@@ -332,8 +345,8 @@ type Tool struct {
 	Pin          string          `json:"pin"`
 	// AgentName is the name agents call the tool by (see agentname.go);
 	// the store gives it and keeps it.
-	AgentName string `json:"agent_name,omitempty"`
-	State     string `json:"state"`
+	AgentName string    `json:"agent_name,omitempty"`
+	State     ToolState `json:"state"`
 	// Problems says why an oversized or invalid tool cannot be offered as
 	// the server sent it, one sentence each.
 	Problems  []string  `json:"problems,omitempty"`
@@ -341,10 +354,11 @@ type Tool struct {
 	LastSeen  time.Time `json:"last_seen"`
 }
 
-// Policy is a person's decision about one tool, and the pin of the tool
-// definition it was made for. SetBy is "default" until a person sets it.
-type Policy struct {
-	Policy string    `json:"policy"`
+// PolicySetting is a person's decision about one tool, and the pin of the
+// tool definition it was made for. SetBy is "default" until a person sets
+// it.
+type PolicySetting struct {
+	Policy Policy    `json:"policy"`
 	Pin    string    `json:"pin"`
 	SetBy  string    `json:"set_by"`
 	SetAt  time.Time `json:"set_at"`
@@ -359,14 +373,27 @@ const PolicySetByDefault = "default"
 // ToolEntry is a tool with its policy and the policy that actually applies.
 type ToolEntry struct {
 	Tool
-	Policy Policy
+	Policy PolicySetting
 	// Effective is Policy.Policy, except that a tool whose definition
 	// changed since it was approved is denied until a person approves it,
 	// and an oversized or invalid tool is always denied.
-	Effective string
+	Effective Policy
 }
 
-func effectivePolicy(t Tool, p Policy) string {
+// Ref is the tool's reference.
+func (t Tool) Ref() ToolRef { return ToolRef{ServerID: t.ServerID, Tool: t.Name} }
+
+// ToolRef names one tool of one server.
+type ToolRef struct {
+	ServerID string
+	Tool     string
+}
+
+// EffectivePolicy is the policy that applies to t under p: p's, except
+// that a tool whose definition changed since it was approved is denied
+// until a person approves it, and an oversized or invalid tool is always
+// denied.
+func EffectivePolicy(t Tool, p PolicySetting) Policy {
 	switch t.State {
 	case ToolChanged, ToolOversized, ToolInvalid:
 		return PolicyDeny
@@ -401,24 +428,11 @@ type Failure struct {
 	JobID      string
 	Trigger    string
 	ConfigHash string
-	Status     string // StatusFailed, StatusTimeout, StatusCancelled or StatusSignIn
+	Status     Status // StatusFailed, StatusTimeout, StatusCancelled or StatusSignIn
 	StartedAt  time.Time
 	FinishedAt time.Time
 	Timings    []PhaseTiming
 	Error      VerifyError
-}
-
-// Change tells subscribers what a committed transaction touched.
-type Change struct {
-	ServerID string
-	// Created is set when the server is new.
-	Created bool
-	// Deleted is set when the server is gone.
-	Deleted bool
-	// Tools is set when the server's tools or policies changed.
-	Tools bool
-	// History is set when a verification was added to its history.
-	History bool
 }
 
 // hashStrings returns the hex SHA-256 over the length-prefixed strings.

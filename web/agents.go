@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -31,7 +32,8 @@ func (s *Server) handleMCP(c echo.Context) error {
 // handleAgentsPage serves GET /agents: how to connect an agent, who is
 // connected, the servers running for calls, the recent calls.
 func (s *Server) handleAgentsPage(c echo.Context) error {
-	calls, err := s.callsView()
+	ctx := c.Request().Context()
+	calls, err := s.callsView(ctx)
 	if err != nil {
 		return err
 	}
@@ -67,7 +69,8 @@ func (s *Server) handleRotateToken(c echo.Context) error {
 
 // handleCallsFragment serves GET /fragments/calls.
 func (s *Server) handleCallsFragment(c echo.Context) error {
-	calls, err := s.callsView()
+	ctx := c.Request().Context()
+	calls, err := s.callsView(ctx)
 	if err != nil {
 		return err
 	}
@@ -77,6 +80,7 @@ func (s *Server) handleCallsFragment(c echo.Context) error {
 // handleAPICalls serves GET /api/v1/calls?limit=N (newest first; 100 by
 // default, at most store.MaxCalls).
 func (s *Server) handleAPICalls(c echo.Context) error {
+	ctx := c.Request().Context()
 	limit := 100
 	if v := c.QueryParam("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -86,7 +90,7 @@ func (s *Server) handleAPICalls(c echo.Context) error {
 		}
 		limit = n
 	}
-	calls, total, err := s.store.Calls(limit)
+	calls, total, err := s.store.Calls(ctx, limit)
 	if err != nil {
 		return err
 	}
@@ -96,8 +100,8 @@ func (s *Server) handleAPICalls(c echo.Context) error {
 // shownCalls is how many recent calls the dashboard shows.
 const shownCalls = 50
 
-func (s *Server) callsView() (views.CallsView, error) {
-	calls, total, err := s.store.Calls(shownCalls)
+func (s *Server) callsView(ctx context.Context) (views.CallsView, error) {
+	calls, total, err := s.store.Calls(ctx, shownCalls)
 	if err != nil {
 		return views.CallsView{}, err
 	}
@@ -155,7 +159,8 @@ const maxTryBody = 2 << 20
 
 // handleTryPage serves GET /tools/:agent: the Try it form of one tool.
 func (s *Server) handleTryPage(c echo.Context) error {
-	v, _, err := s.tryView(c.Param("agent"))
+	ctx := c.Request().Context()
+	v, _, err := s.tryView(ctx, c.Param("agent"))
 	if err != nil {
 		return err
 	}
@@ -166,7 +171,8 @@ func (s *Server) handleTryPage(c echo.Context) error {
 // through the same path as an agent's call, approved by the person who
 // pressed the button.
 func (s *Server) handleTry(c echo.Context) error {
-	v, entry, err := s.tryView(c.Param("agent"))
+	ctx := c.Request().Context()
+	v, entry, err := s.tryView(ctx, c.Param("agent"))
 	if err != nil {
 		return err
 	}
@@ -220,18 +226,18 @@ func resultText(res *mcp.CallToolResult) string {
 }
 
 // tryView reads a tool by its agent name for the Try it page.
-func (s *Server) tryView(agent string) (views.TryView, store.ToolEntry, error) {
-	entry, _, err := s.store.ToolByAgentName(agent)
+func (s *Server) tryView(ctx context.Context, agent string) (views.TryView, store.ToolEntry, error) {
+	entry, _, err := s.store.ToolByAgentName(ctx, agent)
 	if errors.Is(err, store.ErrAgentNameUnknown) {
 		return views.TryView{}, entry, &apiError{Status: http.StatusNotFound, Message: "no tool has this name"}
 	}
 	if err != nil {
 		return views.TryView{}, entry, err
 	}
-	srv, err := s.store.Server(entry.ServerID)
+	srv, err := s.store.Server(ctx, entry.ServerID)
 	if err != nil {
 		return views.TryView{}, entry, notFound(err)
 	}
 	return views.TryView{AgentName: entry.AgentName, ServerID: srv.ID, ServerName: srv.Name, Tool: entry.Name,
-		Description: entry.Description, Policy: entry.Effective, Form: tryit.Form(entry.InputSchema)}, entry, nil
+		Description: entry.Description, Policy: string(entry.Effective), Form: tryit.Form(entry.InputSchema)}, entry, nil
 }

@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
 var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func TestAPIServersCRUD(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t)
 	const secret = "api-secret-value-1"
 	e.secrets = append(e.secrets, secret, "header-secret-2")
@@ -40,7 +42,7 @@ func TestAPIServersCRUD(t *testing.T) {
 	if d["status"] != "never" || d["stale"] != false || d["verified_at"] != nil || d["tool_count"] != float64(0) {
 		t.Errorf("discovery = %v", d)
 	}
-	if srv, _ := e.db.Server("crud"); srv.Env["API_KEY"] != secret {
+	if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != secret {
 		t.Errorf("stored env = %v", srv.Env)
 	}
 
@@ -112,7 +114,7 @@ func TestAPIServersCRUD(t *testing.T) {
 			t.Errorf("400 for %q without error", raw)
 		}
 	}
-	if _, err := e.db.Server("x1"); err == nil {
+	if _, err := e.db.Server(ctx, "x1"); err == nil {
 		t.Error("a refused body created a server")
 	}
 
@@ -122,7 +124,7 @@ func TestAPIServersCRUD(t *testing.T) {
 	if f, _ := decode(t, rec)["fields"].(map[string]any); f["id"] == nil {
 		t.Errorf("409 without id field")
 	}
-	if srv, _ := e.db.Server("crud"); srv.Env["API_KEY"] != secret {
+	if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != secret {
 		t.Error("a duplicate create overwrote the server")
 	}
 
@@ -164,14 +166,14 @@ func TestAPIServersCRUD(t *testing.T) {
 	if g := decode(t, rec); g["name"] != "Renamed" || g["env"].(map[string]any)["API_KEY"] != "********" {
 		t.Errorf("put = %v", g)
 	}
-	if srv, _ := e.db.Server("crud"); srv.Env["API_KEY"] != secret || srv.Name != "Renamed" {
+	if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != secret || srv.Name != "Renamed" {
 		t.Errorf("after PUT with mask: %+v", srv)
 	}
 	// A new value replaces it.
 	put["env"] = map[string]string{"API_KEY": "replaced-value-3"}
 	e.secrets = append(e.secrets, "replaced-value-3")
 	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/crud", put), http.StatusOK)
-	if srv, _ := e.db.Server("crud"); srv.Env["API_KEY"] != "replaced-value-3" {
+	if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != "replaced-value-3" {
 		t.Errorf("after PUT with a new value: %v", srv.Env)
 	}
 	// The id cannot change; an invalid PUT changes nothing.
@@ -184,12 +186,12 @@ func TestAPIServersCRUD(t *testing.T) {
 	put["id"] = "crud"
 	put["command"] = ""
 	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/crud", put), http.StatusUnprocessableEntity)
-	if srv, _ := e.db.Server("crud"); srv.Command != fixtureBin {
+	if srv, _ := e.db.Server(ctx, "crud"); srv.Command != fixtureBin {
 		t.Error("an invalid PUT changed the server")
 	}
 	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/crud", `{"id":"crud","bogus":1}`), http.StatusBadRequest)
 	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/nope", fixtureServer("nope")), http.StatusNotFound)
-	if _, err := e.db.Server("other"); err == nil {
+	if _, err := e.db.Server(ctx, "other"); err == nil {
 		t.Error("PUT created a server under a new id")
 	}
 
@@ -390,16 +392,17 @@ func TestAPIVerifyAndTools(t *testing.T) {
 }
 
 func TestAPIPolicyToolNamesInPath(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t)
 	e.createServer(fixtureServer("odd"))
-	srv, _ := e.db.Server("odd")
+	srv, _ := e.db.Server(ctx, "odd")
 	names := []string{"50%off", "a/b", "sp ace", "a%41", "ümlaut", "q?x"}
 	var tools []store.Tool
 	for i, n := range names {
 		tools = append(tools, store.Tool{Name: n, Raw: json.RawMessage(`{}`), Pin: strings.Repeat(string(rune('a'+i)), 64)})
 	}
 	now := time.Now()
-	if err := e.db.RecordSuccess("odd", store.Verification{JobID: "j", ConfigHash: srv.ConfigHash(), StartedAt: now, FinishedAt: now, Tools: tools}); err != nil {
+	if err := e.db.RecordSuccess(ctx, "odd", store.Verification{JobID: "j", ConfigHash: srv.ConfigHash(), StartedAt: now, FinishedAt: now, Tools: tools}); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range names {
@@ -413,7 +416,7 @@ func TestAPIPolicyToolNamesInPath(t *testing.T) {
 			t.Errorf("PUT %s set the policy of %q, want %q", path, got, n)
 		}
 	}
-	all, _ := e.db.Tools("odd")
+	all, _ := e.db.Tools(ctx, "odd")
 	for _, tl := range all {
 		if tl.Policy.Policy != "deny" {
 			t.Errorf("tool %q policy %q", tl.Name, tl.Policy.Policy)
@@ -436,6 +439,7 @@ func TestAPIPolicyToolNamesInPath(t *testing.T) {
 // database, which opens as a store with the same servers, tools and
 // policies.
 func TestAPIBackup(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t)
 	e.createServer(fixtureServer("bk"))
 	if job := e.verify("bk"); job["status"] != "success" {
@@ -452,12 +456,12 @@ func TestAPIBackup(t *testing.T) {
 	if err := os.WriteFile(path, rec.Body.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db, err := store.Open(path, store.Options{})
+	db, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatalf("the backup does not open: %v", err)
 	}
 	defer db.Close()
-	tools, err := db.Tools("bk")
+	tools, err := db.Tools(ctx, "bk")
 	if err != nil || len(tools) != 5 {
 		t.Fatalf("backup has %d tools of bk, %v", len(tools), err)
 	}

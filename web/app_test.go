@@ -67,6 +67,7 @@ func TestHealthzIsOpen(t *testing.T) {
 }
 
 func TestPagesWithoutSession(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t)
 	e.createServer(fixtureServer("s1"))
 	pages := []string{"/", "/servers/new", "/servers/s1", "/servers/s1/edit", "/fragments/servers", "/servers/s1/tools"}
@@ -107,7 +108,7 @@ func TestPagesWithoutSession(t *testing.T) {
 		}
 	}
 	// The server is still there, unverified.
-	srv, err := e.db.Summary("s1")
+	srv, err := e.db.Summary(ctx, "s1")
 	if err != nil || srv.Discovery.Status != "never" {
 		t.Errorf("server after unauthenticated requests: %+v, %v", srv.Discovery, err)
 	}
@@ -268,6 +269,7 @@ func TestHostCheck(t *testing.T) {
 }
 
 func TestCSRF(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t)
 	b := e.login()
 	form := func(id string) url.Values {
@@ -285,7 +287,7 @@ func TestCSRF(t *testing.T) {
 		return e.serve(r).Code
 	}
 	exists := func(id string) bool {
-		_, err := e.db.Server(id)
+		_, err := e.db.Server(ctx, id)
 		return err == nil
 	}
 	cases := []struct {

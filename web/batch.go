@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
@@ -132,8 +133,8 @@ func (b *batch) view() views.BatchView {
 // verifyAll starts a verification of every enabled server whose launch a
 // person confirmed; the runner's concurrency limit paces them. Disabled
 // and unconfirmed servers are skipped, with the reason.
-func (s *Server) verifyAll() (*batch, error) {
-	sums, err := s.store.Summaries()
+func (s *Server) verifyAll(ctx context.Context) (*batch, error) {
+	sums, err := s.store.Summaries(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +180,8 @@ func (s *Server) publishBatch() {
 // handleVerifyAll serves POST /verify-all (htmx, from the servers page);
 // progress arrives over SSE.
 func (s *Server) handleVerifyAll(c echo.Context) error {
-	if _, err := s.verifyAll(); err != nil {
+	ctx := c.Request().Context()
+	if _, err := s.verifyAll(ctx); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusAccepted)
@@ -187,7 +189,8 @@ func (s *Server) handleVerifyAll(c echo.Context) error {
 
 // handleAPIVerifyAll serves POST /api/v1/verify-all: 202 with the batch.
 func (s *Server) handleAPIVerifyAll(c echo.Context) error {
-	b, err := s.verifyAll()
+	ctx := c.Request().Context()
+	b, err := s.verifyAll(ctx)
 	if err != nil {
 		return err
 	}

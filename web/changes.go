@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -13,12 +14,12 @@ import (
 )
 
 // changes returns a server's changed tools with their diffs.
-func (s *Server) changes(id string) (store.Server, []views.ToolChange, error) {
-	srv, err := s.store.Server(id)
+func (s *Server) changes(ctx context.Context, id string) (store.Server, []views.ToolChange, error) {
+	srv, err := s.store.Server(ctx, id)
 	if err != nil {
 		return srv, nil, notFound(err)
 	}
-	tools, err := s.store.Tools(id)
+	tools, err := s.store.Tools(ctx, id)
 	if err != nil {
 		return srv, nil, notFound(err)
 	}
@@ -27,14 +28,14 @@ func (s *Server) changes(id string) (store.Server, []views.ToolChange, error) {
 		if t.State != store.ToolChanged {
 			continue
 		}
-		cur, approved, err := s.store.ToolVersions(id, t.Name)
+		cur, approved, err := s.store.ToolVersions(ctx, t.Ref())
 		if errors.Is(err, store.ErrToolNotFound) {
 			continue // gone since the list was read
 		} else if err != nil {
 			return srv, nil, err
 		}
 		out = append(out, views.ToolChange{
-			Key: strconv.Itoa(len(out)), Name: cur.Name, Pin: cur.Pin, Policy: cur.Policy.Policy,
+			Key: strconv.Itoa(len(out)), Name: cur.Name, Pin: cur.Pin, Policy: string(cur.Policy.Policy),
 			ApprovedKnown: approved != nil, Fields: toolDiff(approved, cur.Tool),
 		})
 	}
@@ -48,7 +49,8 @@ func (s *Server) handleChangesPage(c echo.Context) error {
 }
 
 func (s *Server) renderChanges(c echo.Context, status int, notice string) error {
-	srv, changes, err := s.changes(c.Param("id"))
+	ctx := c.Request().Context()
+	srv, changes, err := s.changes(ctx, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -64,6 +66,7 @@ func (s *Server) renderChanges(c echo.Context, status int, notice string) error 
 // repeated, in pairs). A tool that changed again since the page was
 // rendered approves nothing, and the page shows the new version.
 func (s *Server) handleApproveForm(c echo.Context) error {
+	ctx := c.Request().Context()
 	if _, err := c.FormParams(); err != nil {
 		return &apiError{Status: http.StatusBadRequest, Message: "could not read the form"}
 	}
@@ -77,7 +80,7 @@ func (s *Server) handleApproveForm(c echo.Context) error {
 		want[t] = pins[i]
 	}
 	id := c.Param("id")
-	_, err := s.store.ApproveChanges(id, want, "dashboard")
+	_, err := s.store.ApproveChanges(ctx, id, want, "dashboard")
 	switch {
 	case errors.Is(err, store.ErrPinMismatch), errors.Is(err, store.ErrNotChanged):
 		return s.renderChanges(c, http.StatusConflict, "Nothing was approved: a tool changed again, or was approved meanwhile. Review what is shown now.")
@@ -117,11 +120,12 @@ type fieldDiffJSON struct {
 // definition its policy approved (null if unknown), and for a changed
 // tool the diff between the two.
 func (s *Server) handleAPITool(c echo.Context) error {
+	ctx := c.Request().Context()
 	name, err := toolParam(c)
 	if err != nil {
 		return err
 	}
-	cur, approved, err := s.store.ToolVersions(c.Param("id"), name)
+	cur, approved, err := s.store.ToolVersions(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name})
 	if err != nil {
 		return notFound(err)
 	}
@@ -148,6 +152,7 @@ func (s *Server) handleAPITool(c echo.Context) error {
 // handleAPIApproveTool serves POST /api/v1/servers/:id/tools/:name/approve
 // with {"pin": "<the version reviewed>"}.
 func (s *Server) handleAPIApproveTool(c echo.Context) error {
+	ctx := c.Request().Context()
 	name, err := toolParam(c)
 	if err != nil {
 		return err
@@ -161,7 +166,7 @@ func (s *Server) handleAPIApproveTool(c echo.Context) error {
 	if body.Pin == "" {
 		return validationError(map[string]string{"pin": "required: the pin of the version you reviewed"})
 	}
-	e, err := s.store.ApproveTool(c.Param("id"), name, body.Pin, "api")
+	e, err := s.store.ApproveTool(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name}, body.Pin, "api")
 	if err != nil {
 		return approveError(err)
 	}
@@ -171,6 +176,7 @@ func (s *Server) handleAPIApproveTool(c echo.Context) error {
 // handleAPIApproveChanges serves POST /api/v1/servers/:id/approve with
 // {"tools": {"<name>": "<pin reviewed>", ...}}: all or none.
 func (s *Server) handleAPIApproveChanges(c echo.Context) error {
+	ctx := c.Request().Context()
 	var body struct {
 		Tools map[string]string `json:"tools"`
 	}
@@ -180,7 +186,7 @@ func (s *Server) handleAPIApproveChanges(c echo.Context) error {
 	if len(body.Tools) == 0 {
 		return validationError(map[string]string{"tools": "required: each tool name with the pin of the version you reviewed"})
 	}
-	es, err := s.store.ApproveChanges(c.Param("id"), body.Tools, "api")
+	es, err := s.store.ApproveChanges(ctx, c.Param("id"), body.Tools, "api")
 	if err != nil {
 		return approveError(err)
 	}

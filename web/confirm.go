@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -34,7 +35,7 @@ func (e *launchUnconfirmed) Error() string {
 // confirmLaunch makes sure srv's launch is confirmed before it starts:
 // already, or now with the launch hash the person confirmed ("" for
 // none).
-func (s *Server) confirmLaunch(srv store.Server, confirmed string) error {
+func (s *Server) confirmLaunch(ctx context.Context, srv store.Server, confirmed string) error {
 	if srv.LaunchConfirmedNow() {
 		return nil
 	}
@@ -44,11 +45,11 @@ func (s *Server) confirmLaunch(srv store.Server, confirmed string) error {
 	if confirmed != srv.LaunchHash() {
 		return &launchUnconfirmed{srv: srv, outdated: true}
 	}
-	err := s.store.ConfirmLaunch(srv.ID, confirmed)
+	err := s.store.ConfirmLaunch(ctx, srv.ID, confirmed)
 	switch {
 	case errors.Is(err, store.ErrLaunchChanged):
 		// Edited since srv was read: show the new launch.
-		if now, rerr := s.store.Server(srv.ID); rerr == nil {
+		if now, rerr := s.store.Server(ctx, srv.ID); rerr == nil {
 			srv = now
 		}
 		return &launchUnconfirmed{srv: srv, outdated: true}
@@ -98,7 +99,8 @@ func launchToJSON(l views.Launch) launchJSON {
 // handleConfirmPage serves GET /servers/:id/confirm: the exact launch and
 // a form that confirms it and starts the Verify.
 func (s *Server) handleConfirmPage(c echo.Context) error {
-	srv, err := s.store.Server(c.Param("id"))
+	ctx := c.Request().Context()
+	srv, err := s.store.Server(ctx, c.Param("id"))
 	if err != nil {
 		return notFound(err)
 	}

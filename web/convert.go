@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -16,7 +17,7 @@ import (
 )
 
 // serverItem merges a stored summary with the server's job in flight.
-func (s *Server) serverItem(sum store.Summary) views.ServerItem {
+func (s *Server) serverItem(ctx context.Context, sum store.Summary) views.ServerItem {
 	srv, d := sum.Server, sum.Discovery
 	fresh := sum.Freshness(s.cfg.DefaultTTL, time.Now())
 	item := views.ServerItem{
@@ -26,7 +27,7 @@ func (s *Server) serverItem(sum store.Summary) views.ServerItem {
 		Target:          serverconfig.Target(srv),
 		Enabled:         srv.Enabled,
 		NeedsConfirm:    !srv.LaunchConfirmedNow(),
-		Status:          d.Status,
+		Status:          string(d.Status),
 		ToolCount:       d.ToolCount,
 		VerifiedAt:      d.VerifiedAt,
 		LastAttemptAt:   d.LastAttemptAt,
@@ -51,7 +52,7 @@ func (s *Server) serverItem(sum store.Summary) views.ServerItem {
 		item.Error = &views.ErrorView{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail}
 	}
 	if srv.Transport != store.TransportStdio {
-		item.SignIn = s.signInView(srv.ID, d)
+		item.SignIn = s.signInView(ctx, srv.ID, d)
 	}
 	if j, ok := s.runner.Active(srv.ID); ok {
 		item.Status = j.Status
@@ -67,7 +68,7 @@ func (s *Server) serverItem(sum store.Summary) views.ServerItem {
 // signInView is a remote server's sign-in as its page shows it, nil if
 // there is nothing to show: the server never asked, nothing is held and
 // nothing went wrong.
-func (s *Server) signInView(id string, d store.Discovery) *views.SignInView {
+func (s *Server) signInView(ctx context.Context, id string, d store.Discovery) *views.SignInView {
 	v := &views.SignInView{}
 	if d.Status == store.StatusSignIn {
 		v.Needed = true
@@ -79,7 +80,7 @@ func (s *Server) signInView(id string, d store.Discovery) *views.SignInView {
 	if p, ok := s.signIns.problem(id); ok {
 		v.Problem, v.NeedsClient = p.Message, p.NeedsClient
 	}
-	g, ok, err := s.store.LatestGrant(id)
+	g, ok, err := s.store.LatestGrant(ctx, id)
 	if err != nil {
 		s.log.Error("read a server's sign-in", "server", id, "err", err)
 	}
@@ -93,17 +94,17 @@ func (s *Server) signInView(id string, d store.Discovery) *views.SignInView {
 	return v
 }
 
-func (s *Server) serverDetail(sum store.Summary, tools []store.ToolEntry) views.ServerDetail {
+func (s *Server) serverDetail(ctx context.Context, sum store.Summary, tools []store.ToolEntry) views.ServerDetail {
 	srv := sum.Server
 	d := views.ServerDetail{
-		Item:          s.serverItem(sum),
+		Item:          s.serverItem(ctx, sum),
 		Command:       srv.Command,
 		Args:          srv.Args,
 		EnvKeys:       sortedKeys(srv.Env),
 		Cwd:           srv.Cwd,
 		URL:           srv.URL,
 		HeaderKeys:    sortedKeys(srv.Headers),
-		DefaultPolicy: srv.DefaultPolicy,
+		DefaultPolicy: string(srv.DefaultPolicy),
 		TimeoutMS:     srv.TimeoutMS,
 		MemoryMB:      srv.MemoryMB,
 		Instructions:  sum.Discovery.Instructions,
@@ -124,10 +125,10 @@ func toolItem(key string, t store.ToolEntry) views.ToolItem {
 		Name:        t.Name,
 		Title:       t.Title,
 		Description: t.Description,
-		State:       t.State,
+		State:       string(t.State),
 		Problems:    t.Problems,
-		Policy:      t.Policy.Policy,
-		Effective:   t.Effective,
+		Policy:      string(t.Policy.Policy),
+		Effective:   string(t.Effective),
 		AgentName:   offeredName(t),
 	}
 	if len(t.InputSchema) > 0 {
@@ -161,7 +162,7 @@ func formFromServer(s store.Server) views.ServerForm {
 		Args:          strings.Join(s.Args, "\n"),
 		Cwd:           s.Cwd,
 		URL:           s.URL,
-		DefaultPolicy: s.DefaultPolicy,
+		DefaultPolicy: string(s.DefaultPolicy),
 		Enabled:       s.Enabled,
 	}
 	f.TimeoutMS, f.MemoryMB, f.TTLSeconds, f.AutoRefresh = serverconfig.SettingsText(s)
@@ -212,7 +213,7 @@ type serverJSON struct {
 	MemoryMB      int               `json:"memory_mb,omitempty"`
 	TTLSeconds    int               `json:"ttl_seconds,omitempty"`
 	AutoRefresh   *bool             `json:"auto_refresh"`
-	DefaultPolicy string            `json:"default_policy"`
+	DefaultPolicy store.Policy      `json:"default_policy"`
 	Enabled       *bool             `json:"enabled,omitempty"`
 	// OAuth is the sign-in client (its secret masked); SignIn the
 	// sign-in held (answers only, never a token).
@@ -291,7 +292,7 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-func (s *Server) serverToJSON(sum store.Summary) serverJSON {
+func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON {
 	srv, d := sum.Server, sum.Discovery
 	enabled := srv.Enabled
 	out := serverJSON{
@@ -302,7 +303,7 @@ func (s *Server) serverToJSON(sum store.Summary) serverJSON {
 	}
 	fresh := sum.Freshness(s.cfg.DefaultTTL, time.Now())
 	dj := &discoveryJSON{
-		Status: d.Status, VerifiedAt: timePtr(d.VerifiedAt), LastAttemptAt: timePtr(d.LastAttemptAt),
+		Status: string(d.Status), VerifiedAt: timePtr(d.VerifiedAt), LastAttemptAt: timePtr(d.LastAttemptAt),
 		ToolCount: d.ToolCount, Stale: tooOld(fresh), Freshness: freshToJSON(fresh), Delta: deltaToJSON(d.Delta),
 		Changed: d.Changed, Watch: s.watches.state(srv.ID), ProtocolVersion: d.ProtocolVersion, Isolation: d.Isolation,
 		ListTTLMS: d.ListTTLMS, CacheScope: d.CacheScope,
@@ -318,7 +319,7 @@ func (s *Server) serverToJSON(sum store.Summary) serverJSON {
 		}
 	}
 	if srv.Transport != store.TransportStdio {
-		if g, ok, err := s.store.LatestGrant(srv.ID); err == nil && ok {
+		if g, ok, err := s.store.LatestGrant(ctx, srv.ID); err == nil && ok {
 			out.SignIn = &grantJSON{Issuer: g.Issuer, Scope: g.Scope, ExpiresAt: timePtr(g.ExpiresAt),
 				RefreshToken: g.RefreshToken != "", SignedInAt: g.SavedAt, Problem: g.Problem}
 		}
@@ -333,7 +334,7 @@ func (s *Server) serverToJSON(sum store.Summary) serverJSON {
 func inputFromJSON(j serverJSON) serverconfig.Input {
 	in := serverconfig.Input{
 		ID: j.ID, Name: j.Name, Transport: j.Transport, Command: j.Command, Args: j.Args,
-		Cwd: j.Cwd, URL: j.URL, DefaultPolicy: j.DefaultPolicy, Enabled: j.Enabled == nil || *j.Enabled,
+		Cwd: j.Cwd, URL: j.URL, DefaultPolicy: string(j.DefaultPolicy), Enabled: j.Enabled == nil || *j.Enabled,
 	}
 	if j.TimeoutMS != 0 {
 		in.TimeoutMS = strconv.Itoa(j.TimeoutMS)
@@ -367,10 +368,10 @@ type toolJSON struct {
 	Description     string          `json:"description,omitempty"`
 	InputSchema     json.RawMessage `json:"input_schema,omitempty"`
 	Annotations     json.RawMessage `json:"annotations,omitempty"`
-	State           string          `json:"state"`
+	State           store.ToolState `json:"state"`
 	Problems        []string        `json:"problems,omitempty"`
-	Policy          string          `json:"policy"`
-	EffectivePolicy string          `json:"effective_policy"`
+	Policy          store.Policy    `json:"policy"`
+	EffectivePolicy store.Policy    `json:"effective_policy"`
 	Pin             string          `json:"pin"`
 }
 

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/r3labs/sse/v2"
-
-	"github.com/switchboard-dev/switchboard/store"
 )
 
 // Hub fans live updates out to every open browser tab.
@@ -34,7 +32,6 @@ type Hub struct {
 	// revision the tab already shows ("" if unknown), so that signals of
 	// what changed after it can be included. Set by New before serving.
 	snapshot     func(since string) []*sse.Event
-	onChange     func(store.Change) // set by New before serving
 	pingInterval time.Duration
 	writeTimeout time.Duration
 

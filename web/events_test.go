@@ -308,11 +308,12 @@ func TestEventsStalledClientDoesNotBlock(t *testing.T) {
 }
 
 func TestEventsSnapshotOfManyServers(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t)
 	const n = 400
 	for i := range n {
 		s := store.Server{ID: fmt.Sprintf("srv-%03d", i), Name: fmt.Sprintf("S%03d", i), Transport: "stdio", Command: "true", DefaultPolicy: "ask", Enabled: true}
-		if err := e.db.CreateServer(s); err != nil {
+		if err := e.db.CreateServer(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,3 +9,7 @@ func (s *Server) RouteTable() [][2]string {
 	}
 	return out
 }
+
+// HubOf is the hub of s's live updates, for tests that publish to it or
+// count its connections.
+func HubOf(s *Server) *Hub { return s.hub }

@@ -15,6 +15,7 @@ import (
 )
 
 func TestFormValidationKeepsInput(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t)
 	b := e.login()
 	const typedSecret = "typed-secret-value-987"
@@ -88,7 +89,7 @@ func TestFormValidationKeepsInput(t *testing.T) {
 	if len(sel) != 1 || !hasAttr(sel[0], "selected") {
 		t.Error("transport stdio not kept")
 	}
-	if _, err := e.db.Server("Bad Id!"); err == nil {
+	if _, err := e.db.Server(ctx, "Bad Id!"); err == nil {
 		t.Error("invalid server was stored")
 	}
 
@@ -120,7 +121,7 @@ func TestFormValidationKeepsInput(t *testing.T) {
 	if loc := rec.Header().Get("Location"); loc != "/servers/good-1" {
 		t.Errorf("Location = %q", loc)
 	}
-	srv, err := e.db.Server("good-1")
+	srv, err := e.db.Server(ctx, "good-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,6 +150,7 @@ func TestReservedServerID(t *testing.T) {
 }
 
 func TestEditKeepsSecrets(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t)
 	b := e.login()
 	const secret = "s3cret-value-123"
@@ -197,7 +199,7 @@ func TestEditKeepsSecrets(t *testing.T) {
 	}
 	rec = b.post("/servers/sec", form)
 	wantStatus(t, rec, http.StatusSeeOther)
-	srv, err := e.db.Server("sec")
+	srv, err := e.db.Server(ctx, "sec")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +217,7 @@ func TestEditKeepsSecrets(t *testing.T) {
 	if got := inputValue(t, doc, "id"); got != "sec" {
 		t.Errorf("id input in failed edit = %q", got)
 	}
-	if srv, _ := e.db.Server("sec"); srv.Env["API_KEY"] != secret {
+	if srv, _ := e.db.Server(ctx, "sec"); srv.Env["API_KEY"] != secret {
 		t.Error("a failed edit changed the secret")
 	}
 
@@ -224,14 +226,14 @@ func TestEditKeepsSecrets(t *testing.T) {
 	form["env_key"] = []string{"API_KEY"}
 	rec = b.post("/servers/sec", form)
 	wantStatus(t, rec, http.StatusSeeOther)
-	srv, _ = e.db.Server("sec")
+	srv, _ = e.db.Server(ctx, "sec")
 	if srv.Env["API_KEY"] != "new-secret-456" || len(srv.Env) != 1 {
 		t.Errorf("after edit with a new value: %v", srv.Env)
 	}
 	// The id in the form cannot move the server.
 	form.Set("id", "moved")
 	wantStatus(t, b.post("/servers/sec", form), http.StatusSeeOther)
-	if _, err := e.db.Server("moved"); err == nil {
+	if _, err := e.db.Server(ctx, "moved"); err == nil {
 		t.Error("edit created a server under another id")
 	}
 	wantStatus(t, b.post("/servers/nope", form), http.StatusNotFound)
@@ -242,7 +244,7 @@ func TestEditKeepsSecrets(t *testing.T) {
 	if loc := rec.Header().Get("Location"); !strings.HasPrefix(loc, "/") {
 		t.Errorf("Location = %q", loc)
 	}
-	if _, err := e.db.Server("sec"); err == nil {
+	if _, err := e.db.Server(ctx, "sec"); err == nil {
 		t.Error("server still there after delete")
 	}
 	wantStatus(t, b.get("/servers/sec"), http.StatusNotFound)
@@ -255,6 +257,7 @@ func TestEditKeepsSecrets(t *testing.T) {
 }
 
 func TestServerPageAfterVerify(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t)
 	b := e.login()
 	e.createServer(fixtureServer("fx"))
@@ -341,7 +344,7 @@ func TestServerPageAfterVerify(t *testing.T) {
 	if attrOf(r, "id") != "tool-1" || testIDText(t, r, "tool-name") != "tool_001" {
 		t.Errorf("policy answer row: %v", r.Attr)
 	}
-	tools, _ := e.db.Tools("fx")
+	tools, _ := e.db.Tools(ctx, "fx")
 	if tools[1].Policy.Policy != "deny" || tools[1].Policy.SetBy != "dashboard" || tools[0].Policy.Policy != "ask" {
 		t.Errorf("policies after set: %+v / %+v", tools[0].Policy, tools[1].Policy)
 	}
@@ -361,7 +364,7 @@ func TestServerPageAfterVerify(t *testing.T) {
 	// The htmx verify button answers 202 and starts a job.
 	wantStatus(t, b.htmx(http.MethodPost, "/servers/fx/verify", nil), http.StatusAccepted)
 	waitFor(t, 20*time.Second, "verify from the button to finish", func() bool {
-		s, _ := e.db.Summary("fx")
+		s, _ := e.db.Summary(ctx, "fx")
 		return s.Discovery.Status == store.StatusSuccess && s.Discovery.JobID != job["id"]
 	})
 }
@@ -379,10 +382,11 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 }
 
 func TestHostileToolIsEscaped(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t)
 	b := e.login()
 	e.createServer(fixtureServer("evil"))
-	srv, err := e.db.Server("evil")
+	srv, err := e.db.Server(ctx, "evil")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +397,7 @@ func TestHostileToolIsEscaped(t *testing.T) {
 		ann   = `{"title":"<iframe src=javascript:alert(3)>"}`
 	)
 	now := time.Now()
-	err = e.db.RecordSuccess("evil", store.Verification{
+	err = e.db.RecordSuccess(ctx, "evil", store.Verification{
 		JobID: "job_x", ConfigHash: srv.ConfigHash(), StartedAt: now, FinishedAt: now,
 		ProtocolVersion: `<b>2025</b>`, ServerName: `<script>srv</script>`, ServerVersion: "1",
 		Instructions: `<script>instr</script>`,
@@ -475,7 +479,7 @@ func TestHostileToolIsEscaped(t *testing.T) {
 	rec = b.htmx(http.MethodPost, "/servers/evil/policy", url.Values{"tool": {name}, "key": {"1"}, "policy": {"allow"}})
 	wantStatus(t, rec, http.StatusOK)
 	check("policy answer", rec.Body.String(), parseFragment(t, rec.Body.String()))
-	tools, _ := e.db.Tools("evil")
+	tools, _ := e.db.Tools(ctx, "evil")
 	if tools[1].Name != name || tools[1].Policy.Policy != "allow" {
 		t.Errorf("policy of the hostile tool: %+v", tools[1])
 	}

@@ -41,6 +41,7 @@ type fuzzEnv struct {
 }
 
 func newFuzzEnv(f *testing.F) *fuzzEnv {
+	ctx := f.Context()
 	e := newEnv(f, func(c *webConfig) {
 		c.NoVerifyOnStart = true
 		c.MCP.AskTimeout = 100 * time.Millisecond
@@ -55,7 +56,7 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 	}
 	e.setPolicy("fz", "write", "ask")
 	e.setPolicy("fz", "drop", "deny")
-	fz, err := e.db.Server("fz")
+	fz, err := e.db.Server(ctx, "fz")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -66,18 +67,19 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 // input's own verification (an edit of fz) may still be running: it ends
 // with the application.
 func (e *fuzzEnv) reset(t *testing.T) {
-	sums, err := e.db.Summaries()
+	ctx := t.Context()
+	sums, err := e.db.Summaries(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range sums {
 		if s.Server.ID != "fz" {
-			if err := e.db.DeleteServer(s.Server.ID); err != nil {
+			if err := e.db.DeleteServer(ctx, s.Server.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := e.db.UpdateServer(e.fz); err != nil {
+	if err := e.db.UpdateServer(ctx, e.fz); err != nil {
 		t.Fatal(err)
 	}
 }

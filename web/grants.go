@@ -45,9 +45,9 @@ func refreshLead(g store.Grant) time.Duration {
 
 // GrantStore is what the token keeper needs from the store.
 type GrantStore interface {
-	Server(id string) (store.Server, error)
-	LatestGrant(id string) (store.Grant, bool, error)
-	SaveGrant(id string, g store.Grant) error
+	Server(ctx context.Context, id string) (store.Server, error)
+	LatestGrant(ctx context.Context, id string) (store.Grant, bool, error)
+	SaveGrant(ctx context.Context, id string, g store.Grant) error
 }
 
 // tokenKeeper hands out and refreshes the access tokens of servers'
@@ -114,7 +114,7 @@ func (k *tokenKeeper) token(ctx context.Context, id string) (string, error) {
 	st := k.state(id)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	g, ok, err := k.store.LatestGrant(id)
+	g, ok, err := k.store.LatestGrant(ctx, id)
 	switch {
 	case err != nil:
 		return "", err
@@ -141,7 +141,7 @@ func (k *tokenKeeper) token(ctx context.Context, id string) (string, error) {
 		return usable(discovery.NewError(discovery.ClassNetwork, "", fmt.Sprintf(
 			"refreshing the access token failed (%s); the next try is in %s", st.lastErr, st.next.Sub(now).Round(time.Second))))
 	}
-	srv, err := k.store.Server(id)
+	srv, err := k.store.Server(ctx, id)
 	switch {
 	case err != nil:
 		return "", err
@@ -154,7 +154,7 @@ func (k *tokenKeeper) token(ctx context.Context, id string) (string, error) {
 		if errors.As(err, &oe) && oe.SignInAgain() {
 			g.Problem = "the authorization server refused to refresh the sign-in (" + oe.Message + "): sign in again"
 			g.ProblemAt = now
-			if serr := k.store.SaveGrant(id, g); serr != nil && !errors.Is(serr, store.ErrNotFound) {
+			if serr := k.store.SaveGrant(ctx, id, g); serr != nil && !errors.Is(serr, store.ErrNotFound) {
 				return "", serr
 			}
 			return "", signInAgain(g.Problem)
@@ -166,7 +166,7 @@ func (k *tokenKeeper) token(ctx context.Context, id string) (string, error) {
 	}
 	st.failures, st.next, st.lastErr = 0, time.Time{}, ""
 	refreshed := storeGrant(dg, g.RedirectURI, now)
-	if err := k.store.SaveGrant(id, refreshed); err != nil {
+	if err := k.store.SaveGrant(ctx, id, refreshed); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return "", signInAgain("the server was deleted")
 		}

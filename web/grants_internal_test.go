@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
 // Hostile #43: an authorization server that refuses refresh, or a server
@@ -48,20 +49,21 @@ func (te *tokenEndpoint) set(status int, body string) {
 // keeperWith returns a token keeper over a real store holding the
 // remote server s1 with a grant whose access token is expired (or
 // expires in left), refreshed at te; now is the keeper's clock.
-func keeperWith(t *testing.T, te *tokenEndpoint, left time.Duration) (*tokenKeeper, *store.DB, *time.Time) {
+func keeperWith(t *testing.T, te *tokenEndpoint, left time.Duration) (*tokenKeeper, *bolt.DB, *time.Time) {
+	ctx := t.Context()
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "sb.db"), store.Options{})
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "sb.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if err := db.CreateServer(store.Server{ID: "s1", Name: "s1", Transport: store.TransportHTTP, URL: te.URL + "/mcp", DefaultPolicy: store.PolicyAsk, Enabled: true}); err != nil {
+	if err := db.CreateServer(ctx, store.Server{ID: "s1", Name: "s1", Transport: store.TransportHTTP, URL: te.URL + "/mcp", DefaultPolicy: store.PolicyAsk, Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
 	g := store.Grant{Issuer: te.URL, TokenEndpoint: te.URL + "/token", Resource: te.URL + "/mcp", ClientID: "c1", AuthMethod: "none",
 		AccessToken: "old-access", RefreshToken: "old-refresh", SavedAt: now.Add(-time.Hour), ExpiresAt: now.Add(left)}
-	if err := db.SaveGrant("s1", g); err != nil {
+	if err := db.SaveGrant(ctx, "s1", g); err != nil {
 		t.Fatal(err)
 	}
 	k := newTokenKeeper(db, discovery.NewVerifier(discovery.Limits{}, nil))
@@ -122,13 +124,14 @@ func TestRefreshRevokedAsksToSignInAgain(t *testing.T) {
 	if n := te.hits.Load(); n != 1 {
 		t.Errorf("%d refreshes; want 1, then none", n)
 	}
-	if g, _, _ := db.LatestGrant("s1"); g.Problem == "" || !strings.Contains(g.Problem, "invalid_grant") {
+	if g, _, _ := db.LatestGrant(ctx, "s1"); g.Problem == "" || !strings.Contains(g.Problem, "invalid_grant") {
 		t.Errorf("grant problem = %q; want it kept, naming invalid_grant", g.Problem)
 	}
 }
 
 // A token is refreshed ahead of its expiry, once; the new one is kept.
 func TestRefreshAheadOfExpiry(t *testing.T) {
+	ctx := t.Context()
 	te := newTokenEndpoint(t)
 	te.set(http.StatusOK, `{"access_token":"new-access","token_type":"Bearer","expires_in":3600,"refresh_token":"new-refresh"}`)
 	k, db, _ := keeperWith(t, te, 2*time.Minute)
@@ -140,7 +143,7 @@ func TestRefreshAheadOfExpiry(t *testing.T) {
 	if n := te.hits.Load(); n != 1 {
 		t.Errorf("%d refreshes; want 1", n)
 	}
-	if g, _, _ := db.LatestGrant("s1"); g.AccessToken != "new-access" || g.RefreshToken != "new-refresh" || time.Until(g.ExpiresAt) < 50*time.Minute {
+	if g, _, _ := db.LatestGrant(ctx, "s1"); g.AccessToken != "new-access" || g.RefreshToken != "new-refresh" || time.Until(g.ExpiresAt) < 50*time.Minute {
 		t.Errorf("kept grant = %q %q expiring in %s", g.AccessToken, g.RefreshToken, time.Until(g.ExpiresAt))
 	}
 	// Not due: no refresh.
@@ -151,18 +154,19 @@ func TestRefreshAheadOfExpiry(t *testing.T) {
 
 // Nothing refreshes the tokens of a disabled or deleted server.
 func TestNoRefreshForDisabledOrDeletedServer(t *testing.T) {
+	ctx := t.Context()
 	te := newTokenEndpoint(t)
 	te.set(http.StatusOK, `{"access_token":"new-access","token_type":"Bearer","expires_in":3600}`)
 	k, db, _ := keeperWith(t, te, -time.Second)
-	srv, _ := db.Server("s1")
+	srv, _ := db.Server(ctx, "s1")
 	srv.Enabled = false
-	if err := db.UpdateServer(srv); err != nil {
+	if err := db.UpdateServer(ctx, srv); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := k.token(context.Background(), "s1"); err == nil || !strings.Contains(err.Error(), "disabled") {
 		t.Errorf("token of a disabled server = %v; want refused, disabled", err)
 	}
-	if err := db.DeleteServer("s1"); err != nil {
+	if err := db.DeleteServer(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
 	k.forget("s1")

@@ -24,6 +24,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/web"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 )
@@ -40,7 +41,7 @@ const (
 var fixtureBin string
 
 func TestMain(m *testing.M) {
-	store.RunChildCheckIfAsked()   // the store checks a damaged file in a child: this binary
+	bolt.RunChildCheckIfAsked()    // the store checks a damaged file in a child: this binary
 	discovery.RunLauncherIfAsked() // and servers start through it (see discovery/launcher.go)
 	os.Exit(runMain(m))
 }
@@ -113,7 +114,7 @@ func benignGoroutine(stack string) bool {
 type env struct {
 	t   testing.TB
 	app *web.Server
-	db  *store.DB
+	db  *bolt.DB
 	hub *web.Hub
 	// secrets are values that must never appear in any response body.
 	secrets []string
@@ -127,10 +128,8 @@ type (
 
 func newEnv(t testing.TB, opts ...appOption) *env {
 	t.Helper()
-	hub := web.NewHub()
-	db, err := store.Open(filepath.Join(t.TempDir(), "sb.db"), store.Options{OnChange: hub.StoreChanged})
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "sb.db"), bolt.Options{})
 	if err != nil {
-		hub.Close()
 		t.Fatal(err)
 	}
 	logs := &logRecorder{}
@@ -138,11 +137,11 @@ func newEnv(t testing.TB, opts ...appOption) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	app, err := web.New(cfg, db, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil), hub)
+	app, err := web.New(cfg, db, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, app: app, db: db, hub: hub, secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
+	e := &env{t: t, app: app, db: db, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
 	t.Cleanup(func() {
 		app.Close()
 		if errs := logs.errors(); len(errs) > 0 {
@@ -223,13 +222,13 @@ func (e *env) serve(r *http.Request) *httptest.ResponseRecorder {
 }
 
 // serverStatus is the server's discovery status from the API.
-func (e *env) serverStatus(id string) string {
+func (e *env) serverStatus(id string) store.Status {
 	e.t.Helper()
 	rec := e.api(http.MethodGet, "/api/v1/servers/"+id, nil)
 	wantStatus(e.t, rec, http.StatusOK)
 	d, _ := decode(e.t, rec)["discovery"].(map[string]any)
 	st, _ := d["status"].(string)
-	return st
+	return store.Status(st)
 }
 
 // waitIdle waits until no verification of the server is queued or

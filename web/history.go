@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -13,14 +14,14 @@ import (
 const historyShown = 20
 
 // historyItems is the newest part of a server's history, for its page.
-func (s *Server) historyItems(id string) ([]views.HistoryItem, int, error) {
-	entries, total, err := s.store.History(id, historyShown)
+func (s *Server) historyItems(ctx context.Context, id string) ([]views.HistoryItem, int, error) {
+	entries, total, err := s.store.History(ctx, id, historyShown)
 	if err != nil {
 		return nil, 0, notFound(err)
 	}
 	items := make([]views.HistoryItem, 0, len(entries))
 	for _, e := range entries {
-		h := views.HistoryItem{FinishedAt: e.FinishedAt, Trigger: e.Trigger, Outcome: e.Outcome, DurationMS: e.DurationMS,
+		h := views.HistoryItem{FinishedAt: e.FinishedAt, Trigger: e.Trigger, Outcome: string(e.Outcome), DurationMS: e.DurationMS,
 			ServerVersion: e.ServerVersion, PreviousVersion: e.PreviousVersion}
 		if d := e.Delta; d != nil {
 			h.Delta = d.String()
@@ -39,8 +40,9 @@ func (s *Server) historyItems(id string) ([]views.HistoryItem, int, error) {
 // handleHistoryFragment serves GET /servers/:id/history: the detail
 // page's history section, reloaded when a verification is recorded.
 func (s *Server) handleHistoryFragment(c echo.Context) error {
+	ctx := c.Request().Context()
 	id := c.Param("id")
-	items, total, err := s.historyItems(id)
+	items, total, err := s.historyItems(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -48,24 +50,25 @@ func (s *Server) handleHistoryFragment(c echo.Context) error {
 }
 
 type historyJSON struct {
-	Seq             uint64     `json:"seq"`
-	JobID           string     `json:"job_id"`
-	Trigger         string     `json:"trigger,omitempty"`
-	StartedAt       string     `json:"started_at"`
-	FinishedAt      string     `json:"finished_at"`
-	DurationMS      int64      `json:"duration_ms"`
-	Outcome         string     `json:"outcome"`
-	Error           *errorJSON `json:"error,omitempty"`
-	Delta           *deltaJSON `json:"delta,omitempty"`
-	ToolCount       int        `json:"tool_count"`
-	ServerVersion   string     `json:"server_version,omitempty"`
-	PreviousVersion string     `json:"previous_version,omitempty"`
+	Seq             uint64       `json:"seq"`
+	JobID           string       `json:"job_id"`
+	Trigger         string       `json:"trigger,omitempty"`
+	StartedAt       string       `json:"started_at"`
+	FinishedAt      string       `json:"finished_at"`
+	DurationMS      int64        `json:"duration_ms"`
+	Outcome         store.Status `json:"outcome"`
+	Error           *errorJSON   `json:"error,omitempty"`
+	Delta           *deltaJSON   `json:"delta,omitempty"`
+	ToolCount       int          `json:"tool_count"`
+	ServerVersion   string       `json:"server_version,omitempty"`
+	PreviousVersion string       `json:"previous_version,omitempty"`
 }
 
 // handleAPIHistory serves GET /api/v1/servers/:id/history: every kept
 // verification, newest first.
 func (s *Server) handleAPIHistory(c echo.Context) error {
-	entries, total, err := s.store.History(c.Param("id"), 0)
+	ctx := c.Request().Context()
+	entries, total, err := s.store.History(ctx, c.Param("id"), 0)
 	if err != nil {
 		return notFound(err)
 	}

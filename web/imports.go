@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -111,12 +112,12 @@ func knownKey(path string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-func (s *Server) importView(text, format string) views.ImportView {
+func (s *Server) importView(ctx context.Context, text, format string) views.ImportView {
 	v := views.ImportView{Text: text, Format: format, Formats: clientconfig.Formats}
 	for _, k := range s.knownFiles() {
 		v.Known = append(v.Known, views.KnownFile{Key: knownKey(k.Path), Path: k.Path, Client: k.Client, Format: k.Format})
 	}
-	if sums, err := s.store.Summaries(); err == nil {
+	if sums, err := s.store.Summaries(ctx); err == nil {
 		for _, sum := range sums {
 			v.Servers = append(v.Servers, sum.Server.ID)
 		}
@@ -126,7 +127,8 @@ func (s *Server) importView(text, format string) views.ImportView {
 
 // handleImportPage serves GET /import.
 func (s *Server) handleImportPage(c echo.Context) error {
-	return render(c, http.StatusOK, views.ImportPage(s.page(c, "Import"), s.importView("", "")))
+	ctx := c.Request().Context()
+	return render(c, http.StatusOK, views.ImportPage(s.page(c, "Import"), s.importView(ctx, "", "")))
 }
 
 // importText reads what to import from the form: a file found on this
@@ -181,8 +183,9 @@ func readCapped(path string, limit int64) ([]byte, error) {
 
 // handleImportPreview serves POST /import/preview: the dry run.
 func (s *Server) handleImportPreview(c echo.Context) error {
+	ctx := c.Request().Context()
 	text, format, source, err := s.importText(c)
-	v := s.importView(text, format)
+	v := s.importView(ctx, text, format)
 	v.Source = source
 	if source != "" {
 		v.Text = "" // from a file: never sent back
@@ -199,7 +202,7 @@ func (s *Server) handleImportPreview(c echo.Context) error {
 		v.Error = "Paste a config, upload one, or read one found on this machine."
 		return render(c, http.StatusUnprocessableEntity, views.ImportPage(s.page(c, "Import"), v))
 	}
-	plan, err := serverconfig.PlanImport(s.store, format, []byte(text))
+	plan, err := serverconfig.PlanImport(ctx, s.store, format, []byte(text))
 	if err != nil {
 		return s.importFailed(c, v, err)
 	}
@@ -265,15 +268,16 @@ func planView(p serverconfig.ImportPlan) *views.ImportPlanView {
 // handleImportApply serves POST /import/apply: the plan of the same text,
 // with the choices made on it (by row), applied.
 func (s *Server) handleImportApply(c echo.Context) error {
+	ctx := c.Request().Context()
 	id := c.FormValue("held")
 	held, ok := s.held.get(id)
 	if !ok {
-		v := s.importView("", "")
+		v := s.importView(ctx, "", "")
 		v.Error = "That preview is no longer held (it is kept for an hour); paste or read the config again."
 		return render(c, http.StatusGone, views.ImportPage(s.page(c, "Import"), v))
 	}
-	v := s.importView("", held.format)
-	plan, err := serverconfig.PlanImport(s.store, held.format, []byte(held.text))
+	v := s.importView(ctx, "", held.format)
+	plan, err := serverconfig.PlanImport(ctx, s.store, held.format, []byte(held.text))
 	if err != nil {
 		return s.importFailed(c, v, err) // without the text: it was held, not typed here
 	}
@@ -299,10 +303,10 @@ func (s *Server) handleImportApply(c echo.Context) error {
 		v.Plan.HeldID = id
 		return render(c, http.StatusConflict, views.ImportPage(s.page(c, "Import"), v))
 	}
-	res := serverconfig.ApplyImport(s.store, plan, choices)
+	res := serverconfig.ApplyImport(ctx, s.store, plan, choices)
 	if res.Failed > 0 {
 		v.Error = "Some entries were not imported: " + strings.Join(res.Lines, "; ")
-		if plan, err := serverconfig.PlanImport(s.store, held.format, []byte(held.text)); err == nil {
+		if plan, err := serverconfig.PlanImport(ctx, s.store, held.format, []byte(held.text)); err == nil {
 			v.Plan = planView(plan)
 			v.Plan.HeldID = id
 		}
@@ -335,11 +339,12 @@ type importJSON struct {
 
 // handleAPIImport serves POST /api/v1/import.
 func (s *Server) handleAPIImport(c echo.Context) error {
+	ctx := c.Request().Context()
 	var body importJSON
 	if err := decodeJSON(c, 3*maxImport, &body); err != nil {
 		return err
 	}
-	plan, err := serverconfig.PlanImport(s.store, body.Format, []byte(body.Text))
+	plan, err := serverconfig.PlanImport(ctx, s.store, body.Format, []byte(body.Text))
 	if err != nil {
 		out := map[string]any{"error": err.Error()}
 		var se *clientconfig.SyntaxError
@@ -354,7 +359,7 @@ func (s *Server) handleAPIImport(c echo.Context) error {
 		if err != nil {
 			return &apiError{Status: http.StatusUnprocessableEntity, Message: err.Error(), Fields: map[string]string{"choices": err.Error()}}
 		}
-		out["result"] = serverconfig.ApplyImport(s.store, plan, choices)
+		out["result"] = serverconfig.ApplyImport(ctx, s.store, plan, choices)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -384,9 +389,10 @@ func (s *Server) handleAPIExport(c echo.Context) error {
 }
 
 func (s *Server) export(c echo.Context, withSecrets bool) error {
+	ctx := c.Request().Context()
 	format := c.FormValue("format")
 	ids := c.QueryParams()["server"]
-	sums, err := s.store.Summaries()
+	sums, err := s.store.Summaries(ctx)
 	if err != nil {
 		return err
 	}

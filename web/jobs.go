@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -16,12 +17,12 @@ import (
 // configuration, or joins the one already in flight. A launch nobody has
 // confirmed yet is confirmed with confirmed (the launch hash the person
 // saw), or refused with a *launchUnconfirmed.
-func (s *Server) startVerify(id, confirmed string) (discovery.Job, error) {
-	srv, err := s.store.Server(id)
+func (s *Server) startVerify(ctx context.Context, id, confirmed string) (discovery.Job, error) {
+	srv, err := s.store.Server(ctx, id)
 	if err != nil {
 		return discovery.Job{}, notFound(err)
 	}
-	if err := s.confirmLaunch(srv, confirmed); err != nil {
+	if err := s.confirmLaunch(ctx, srv, confirmed); err != nil {
 		return discovery.Job{}, err
 	}
 	return s.submit(srv, triggerManual)
@@ -58,8 +59,9 @@ func (s *Server) jobEvent(j discovery.Job) {
 // leads back to the server's page. A Verify button whose launch needs
 // confirming sends the browser to the confirmation page.
 func (s *Server) handleVerify(c echo.Context) error {
+	ctx := c.Request().Context()
 	id := c.Param("id")
-	_, err := s.startVerify(id, c.FormValue("confirm"))
+	_, err := s.startVerify(ctx, id, c.FormValue("confirm"))
 	var lu *launchUnconfirmed
 	switch {
 	case errors.As(err, &lu) && c.Request().Header.Get(headerHXRequest) != "":
@@ -87,6 +89,7 @@ func (s *Server) handleCancelJob(c echo.Context) error {
 // job. A launch not yet confirmed answers 409 with the launch to show; the
 // same POST with {"confirm": true} confirms it and starts.
 func (s *Server) handleAPIVerify(c echo.Context) error {
+	ctx := c.Request().Context()
 	var body struct {
 		Confirm bool `json:"confirm"`
 	}
@@ -96,13 +99,13 @@ func (s *Server) handleAPIVerify(c echo.Context) error {
 	id := c.Param("id")
 	confirmed := ""
 	if body.Confirm {
-		srv, err := s.store.Server(id)
+		srv, err := s.store.Server(ctx, id)
 		if err != nil {
 			return notFound(err)
 		}
 		confirmed = srv.LaunchHash()
 	}
-	j, err := s.startVerify(id, confirmed)
+	j, err := s.startVerify(ctx, id, confirmed)
 	if lu := (*launchUnconfirmed)(nil); errors.As(err, &lu) {
 		return c.JSON(http.StatusConflict, map[string]any{
 			"error":  lu.Error() + `; send {"confirm": true} to confirm this launch and start`,
@@ -112,15 +115,15 @@ func (s *Server) handleAPIVerify(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, map[string]any{"job": s.jobJSON(j)})
+	return c.JSON(http.StatusAccepted, map[string]any{"job": s.jobJSON(ctx, j)})
 }
 
 // jobJSON is a job as the API shows it, with what its verification
 // changed once it succeeded.
-func (s *Server) jobJSON(j discovery.Job) jobJSON {
+func (s *Server) jobJSON(ctx context.Context, j discovery.Job) jobJSON {
 	out := jobToJSON(j)
 	if j.Status == discovery.JobSuccess {
-		if h, err := s.store.JobHistory(j.ServerID, j.ID); err == nil {
+		if h, err := s.store.JobHistory(ctx, j.ServerID, j.ID); err == nil {
 			out.Delta = deltaToJSON(h.Delta)
 		}
 	}
@@ -129,25 +132,28 @@ func (s *Server) jobJSON(j discovery.Job) jobJSON {
 
 // handleAPIJob serves GET /api/v1/jobs/:id.
 func (s *Server) handleAPIJob(c echo.Context) error {
+	ctx := c.Request().Context()
 	j, ok := s.runner.Job(c.Param("id"))
 	if !ok {
 		return &apiError{Status: http.StatusNotFound, Message: "no job with this id (finished jobs are kept for a while)"}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"job": s.jobJSON(j)})
+	return c.JSON(http.StatusOK, map[string]any{"job": s.jobJSON(ctx, j)})
 }
 
 // handleAPICancelJob serves POST /api/v1/jobs/:id/cancel.
 func (s *Server) handleAPICancelJob(c echo.Context) error {
+	ctx := c.Request().Context()
 	if !s.runner.Cancel(c.Param("id")) {
 		return &apiError{Status: http.StatusNotFound, Message: "no running job with this id"}
 	}
 	j, _ := s.runner.Job(c.Param("id"))
-	return c.JSON(http.StatusAccepted, map[string]any{"job": s.jobJSON(j)})
+	return c.JSON(http.StatusAccepted, map[string]any{"job": s.jobJSON(ctx, j)})
 }
 
 // jobStarted records that a job left the queue.
 func (s *Server) jobStarted(j discovery.Job) {
-	if err := s.store.MarkRunning(j.ServerID, j.ID, j.StartedAt); err != nil && !errors.Is(err, store.ErrNotFound) {
+	ctx := context.Background()
+	if err := s.store.MarkRunning(ctx, j.ServerID, j.ID, j.StartedAt); err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.Error("mark verification running", "server", j.ServerID, "err", err)
 	}
 }
@@ -155,6 +161,7 @@ func (s *Server) jobStarted(j discovery.Job) {
 // jobFinished records a job's outcome in the store. An outcome that
 // cannot be saved makes the job fail (see saveFailed).
 func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *discovery.Error) error {
+	ctx := context.Background()
 	var err error
 	now := time.Now()
 	if verr != nil {
@@ -167,7 +174,7 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 		case discovery.ClassAuth:
 			status = store.StatusSignIn
 		}
-		err = s.store.RecordFailure(j.ServerID, store.Failure{
+		err = s.store.RecordFailure(ctx, j.ServerID, store.Failure{
 			JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: status, StartedAt: startOf(j), FinishedAt: now,
 			Timings: storeTimings(j.Timings),
 			Error: store.VerifyError{Class: verr.Class, Phase: verr.Phase, Message: verr.Message,
@@ -185,10 +192,10 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 			v.Tools = append(v.Tools, store.Tool{
 				Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
 				OutputSchema: t.OutputSchema, Annotations: t.Annotations, Raw: t.Raw, Pin: t.Pin,
-				State: t.State, Problems: t.Problems, // discovery's states are the store's
+				State: store.ToolState(t.State), Problems: t.Problems, // discovery's states are the store's
 			})
 		}
-		err = s.store.RecordSuccess(j.ServerID, v)
+		err = s.store.RecordSuccess(ctx, j.ServerID, v)
 	}
 	if verr := discarded(err); verr != nil {
 		return verr
@@ -229,7 +236,8 @@ func discarded(err error) *discovery.Error {
 // recorded (a process left behind when its server stopped), unless a
 // newer verification owns the record by now.
 func (s *Server) jobLateWarnings(j discovery.Job, warnings []string) {
-	err := s.store.AddLateWarnings(j.ServerID, j.ID, warnings)
+	ctx := context.Background()
+	err := s.store.AddLateWarnings(ctx, j.ServerID, j.ID, warnings)
 	if err != nil && !errors.Is(err, store.ErrOtherJob) && !errors.Is(err, store.ErrNotFound) {
 		s.log.Error("record late warnings", "server", j.ServerID, "err", err)
 	}

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/web"
 )
 
@@ -132,6 +134,7 @@ func TestEditTriggersReverify(t *testing.T) {
 // configuration) is discarded, never saved, and the edit's own
 // verification saves the new tools.
 func TestEditDuringVerification(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t)
 	body := fixtureServer("slow")
 	body["args"] = []string{"-tools", "5", "-startup-delay", "1500ms"}
@@ -158,13 +161,13 @@ func TestEditDuringVerification(t *testing.T) {
 	})
 	for id, h := range byJob {
 		switch {
-		case id == first && h["outcome"] != store.OutcomeDiscarded:
+		case id == first && h["outcome"] != string(store.OutcomeDiscarded):
 			t.Errorf("the first job's entry = %v; want discarded", h)
 		case id != first && (h["outcome"] != "success" || h["trigger"] != "edit" || h["tool_count"] != float64(5)):
 			t.Errorf("the edit's entry = %v; want a success with 5 tools", h)
 		}
 	}
-	sum, err := e.db.Summary("slow")
+	sum, err := e.db.Summary(ctx, "slow")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +179,7 @@ func TestEditDuringVerification(t *testing.T) {
 // Verify all verifies every enabled, confirmed server within the
 // concurrency limit, reports progress live, and says what it skipped.
 func TestVerifyAll(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t, func(c *webConfig) { c.Concurrency = 2 })
 	for i := range 10 {
 		id := "s" + string(rune('a'+i))
@@ -183,11 +187,11 @@ func TestVerifyAll(t *testing.T) {
 		body["args"] = []string{"-tools", "3", "-startup-delay", "100ms"}
 		e.createServer(body)
 		// Confirm each launch by hand, as a person would have.
-		srv, err := e.db.Server(id)
+		srv, err := e.db.Server(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.db.ConfirmLaunch(id, srv.LaunchHash()); err != nil {
+		if err := e.db.ConfirmLaunch(ctx, id, srv.LaunchHash()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -319,46 +323,46 @@ func TestDeltaHistoryAndCatalogFreshness(t *testing.T) {
 // verified are verified; unconfirmed ones are not, and the option turns
 // it all off.
 func TestStartupVerification(t *testing.T) {
+	ctx := t.Context()
 	for _, on := range []bool{true, false} {
 		path := filepath.Join(t.TempDir(), "sb.db")
-		db, err := store.Open(path, store.Options{})
+		db, err := bolt.Open(path, bolt.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range []string{"crashed", "never", "unconfirmed"} {
 			s := store.Server{ID: id, Name: id, Transport: store.TransportStdio, Command: fixtureBin,
 				Args: []string{"-tools", "2"}, DefaultPolicy: store.PolicyAsk, Enabled: true}
-			if err := db.CreateServer(s); err != nil {
+			if err := db.CreateServer(ctx, s); err != nil {
 				t.Fatal(err)
 			}
 			if id != "unconfirmed" {
-				if err := db.ConfirmLaunch(id, s.LaunchHash()); err != nil {
+				if err := db.ConfirmLaunch(ctx, id, s.LaunchHash()); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		if err := db.MarkRunning("crashed", "job-0", time.Now()); err != nil {
+		if err := db.MarkRunning(ctx, "crashed", "job-0", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		db.Close() // "crashed" is still running: the reopen marks it interrupted
 
-		hub := web.NewHub()
-		db, err = store.Open(path, store.Options{OnChange: hub.StoreChanged})
+		db, err = bolt.Open(path, bolt.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		app, err := web.New(web.Config{Token: testToken, LoginCode: loginCode, NoVerifyOnStart: !on},
-			db, discovery.NewVerifier(discovery.Limits{}, nil), hub)
+			db, discovery.NewVerifier(discovery.Limits{}, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
 		done := func(id string) bool {
-			sum, err := db.Summary(id)
+			sum, err := db.Summary(ctx, id)
 			return err == nil && sum.Discovery.Status == store.StatusSuccess
 		}
 		if on {
 			waitFor(t, 20*time.Second, "start-up verifications", func() bool { return done("crashed") && done("never") })
-			if hist, _, _ := db.History("crashed", 0); len(hist) != 1 || hist[0].Trigger != "startup" {
+			if hist, _, _ := db.History(ctx, "crashed", 0); len(hist) != 1 || hist[0].Trigger != "startup" {
 				t.Errorf("crashed's history = %+v; want one startup verification", hist)
 			}
 		} else {
@@ -472,8 +476,9 @@ func TestListChangedAndVersionTriggers(t *testing.T) {
 
 // waitIdleAll waits until no verification is queued or running.
 func (e *env) waitIdleAll() {
+	ctx := context.Background()
 	e.t.Helper()
-	sums, err := e.db.Summaries()
+	sums, err := e.db.Summaries(ctx)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -100,8 +100,9 @@ func (e *env) authorize(authURL string) string {
 
 // grant is the server's latest grant, which must exist.
 func (e *env) grant(id string) store.Grant {
+	ctx := context.Background()
 	e.t.Helper()
-	g, ok, err := e.db.LatestGrant(id)
+	g, ok, err := e.db.LatestGrant(ctx, id)
 	if err != nil || !ok {
 		e.t.Fatalf("grant of %s: %v, %v", id, ok, err)
 	}
@@ -119,6 +120,7 @@ func (e *env) keepSecret(g store.Grant) {
 }
 
 func TestSignInFromTheDashboard(t *testing.T) {
+	ctx := t.Context()
 	issuer := oidctest.Start(t, "..", "--auto-approve", "--scopes", "mcp")
 	u := protectedFixture(t, issuer, "-oauth-scopes", "mcp")
 	e := newEnv(t)
@@ -200,7 +202,7 @@ func TestSignInFromTheDashboard(t *testing.T) {
 	// forgotten; a routed call then fails at once, saying to sign in.
 	rec := b.htmx(http.MethodPost, "/servers/o1/signout", nil)
 	wantStatus(t, rec, http.StatusNoContent)
-	if _, ok, _ := e.db.LatestGrant("o1"); ok {
+	if _, ok, _ := e.db.LatestGrant(ctx, "o1"); ok {
 		t.Error("a grant is left after Sign out")
 	}
 	v := discovery.NewVerifier(discovery.Limits{}, nil)
@@ -229,6 +231,7 @@ func toStrings(v any) []string {
 // The callback answers only the browser, and the session, that started
 // the sign-in, and only once; an unknown state changes nothing.
 func TestSignInCallbackIsBound(t *testing.T) {
+	ctx := t.Context()
 	issuer := oidctest.Start(t, "..", "--auto-approve", "--scopes", "mcp")
 	u := protectedFixture(t, issuer, "-oauth-scopes", "mcp")
 	e := newEnv(t)
@@ -283,7 +286,7 @@ func TestSignInCallbackIsBound(t *testing.T) {
 			t.Errorf("%s = %d; want 400", uri, rec.Code)
 		}
 	}
-	if _, ok, _ := e.db.LatestGrant("o2"); ok {
+	if _, ok, _ := e.db.LatestGrant(ctx, "o2"); ok {
 		t.Error("a refused callback left a grant")
 	}
 	if st := e.serverStatus("o2"); st != store.StatusSignIn {
@@ -362,6 +365,7 @@ func refreshLeadOf(g store.Grant) time.Duration { return g.ExpiresAt.Sub(g.Saved
 // client must be entered, and where; with the pre-registered client (its
 // secret masked everywhere) the sign-in works.
 func TestPreRegisteredClient(t *testing.T) {
+	ctx := t.Context()
 	const secret = "pre-registered-secret-4242"
 	client := `{"client_id":"switchboard-pre","client_secret":"` + secret + `","redirect_uris":["http://` + testHost + `/oauth/callback"],` +
 		`"token_endpoint_auth_method":"client_secret_basic","application_type":"native","grant_types":["authorization_code","refresh_token"]}`
@@ -399,7 +403,7 @@ func TestPreRegisteredClient(t *testing.T) {
 	form := url.Values{"name": {"Protected o4"}, "transport": {"http"}, "url": {u}, "default_policy": {"allow"}, "enabled": {"on"},
 		"oauth_client_id": {"switchboard-pre"}, "oauth_client_secret": {""}, "oauth_scopes": {"mcp"}}
 	wantStatus(t, b.post("/servers/o4", form), http.StatusSeeOther)
-	if s, _ := e.db.Server("o4"); s.OAuthSettings().ClientSecret != secret {
+	if s, _ := e.db.Server(ctx, "o4"); s.OAuthSettings().ClientSecret != secret {
 		t.Error("saving the form with an empty secret lost the stored secret")
 	}
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -40,7 +41,7 @@ type refresher struct {
 type refreshDeps struct {
 	// summaries reads every server; ttl is the fresh-for time of servers
 	// that set none.
-	summaries func() ([]store.Summary, error)
+	summaries func(ctx context.Context) ([]store.Summary, error)
 	ttl       time.Duration
 	// running reports whether a verification of the server is queued or
 	// running; submit queues one.
@@ -114,7 +115,7 @@ func verifiable(srv store.Server) bool { return srv.Enabled && srv.LaunchConfirm
 // startup verifies the servers a crash interrupted, and the enabled ones
 // never verified.
 func (r *refresher) startup() {
-	sums, err := r.deps.summaries()
+	sums, err := r.deps.summaries(context.Background())
 	if err != nil {
 		r.deps.log.Error("read servers for start-up verification", "err", err)
 		return
@@ -133,7 +134,7 @@ func (r *refresher) startup() {
 // returns when to look again.
 func (r *refresher) pass(now time.Time) time.Time {
 	next := now.Add(refreshMaxSleep)
-	sums, err := r.deps.summaries()
+	sums, err := r.deps.summaries(context.Background())
 	if err != nil {
 		r.deps.log.Error("read servers to refresh", "err", err)
 		return next
@@ -207,7 +208,8 @@ func (r *refresher) submit(srv store.Server, trigger string) {
 // configuration still running is cancelled: its result would be
 // discarded anyway.
 func (s *Server) afterEdit(old store.Server) {
-	srv, err := s.store.Server(old.ID)
+	ctx := context.Background()
+	srv, err := s.store.Server(ctx, old.ID)
 	if err != nil || srv.ConfigHash() == old.ConfigHash() {
 		return
 	}

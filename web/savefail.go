@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"syscall"
 	"time"
@@ -26,13 +27,14 @@ const (
 // writes it as soon as it can (see store.DB.RecordFailure), so the record
 // left "running" is repaired without a restart.
 func (s *Server) saveFailed(j discovery.Job, now time.Time, err error) *discovery.Error {
+	ctx := context.Background()
 	s.log.Error("save verification result", "server", j.ServerID, "job", j.ID, "err", err)
 	verr := discovery.NewError(discovery.ClassInternal, discovery.PhaseSaving, saveFailedOther)
 	verr.Suggestion = saveFailedAdvice
 	if errors.Is(err, syscall.ENOSPC) {
 		verr.Message, verr.Suggestion = saveFailedDiskFull, diskFullAdvice
 	}
-	ferr := s.store.RecordFailure(j.ServerID, store.Failure{
+	ferr := s.store.RecordFailure(ctx, j.ServerID, store.Failure{
 		JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: store.StatusFailed,
 		StartedAt: startOf(j), FinishedAt: now, Timings: storeTimings(j.Timings),
 		Error: store.VerifyError{Class: verr.Class, Phase: verr.Phase, Message: verr.Message, Suggestion: verr.Suggestion},

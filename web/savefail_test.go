@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/web"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 )
@@ -20,10 +21,8 @@ import (
 // full disk, while diskFull says so for them; it returns the store's path.
 func newEnvFull(t *testing.T, diskFull func([]store.Change) bool) (*env, string) {
 	t.Helper()
-	hub := web.NewHub()
 	path := filepath.Join(t.TempDir(), "sb.db")
-	db, err := store.Open(path, store.Options{
-		OnChange: hub.StoreChanged,
+	db, err := bolt.Open(path, bolt.Options{
 		BeforeCommit: func(changes []store.Change) error {
 			if diskFull(changes) {
 				return syscall.ENOSPC
@@ -32,16 +31,15 @@ func newEnvFull(t *testing.T, diskFull func([]store.Change) bool) (*env, string)
 		},
 	})
 	if err != nil {
-		hub.Close()
 		t.Fatal(err)
 	}
 	logs := &logRecorder{}
 	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}
-	app, err := web.New(cfg, db, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil), hub)
+	app, err := web.New(cfg, db, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, app: app, db: db, hub: hub, secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
+	e := &env{t: t, app: app, db: db, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
 	t.Cleanup(func() {
 		app.Close()
 		if errs := logs.errors(); len(errs) > 0 {
@@ -58,6 +56,7 @@ func newEnvFull(t *testing.T, diskFull func([]store.Change) bool) (*env, string)
 // the store writes that failure in place of the record left running,
 // without a restart.
 func TestVerifyResultNotSavedOnFullDisk(t *testing.T) {
+	ctx := t.Context()
 	tests := []struct {
 		name string
 		// full says which writes fail while the disk is full: the result
@@ -97,7 +96,7 @@ func TestVerifyResultNotSavedOnFullDisk(t *testing.T) {
 			wantStatus(t, rec, http.StatusOK)
 			d, _ := decode(t, rec)["discovery"].(map[string]any)
 			derr, _ := d["error"].(map[string]any)
-			if d["status"] != store.StatusFailed || derr["message"] != "could not save: disk full" {
+			if d["status"] != string(store.StatusFailed) || derr["message"] != "could not save: disk full" {
 				t.Errorf("GET /api/v1/servers/full discovery = %v; want failed, \"could not save: disk full\"", d)
 			}
 			if d["tool_count"] != float64(5) {
@@ -106,7 +105,7 @@ func TestVerifyResultNotSavedOnFullDisk(t *testing.T) {
 			page := b.get("/servers/full")
 			wantStatus(t, page, http.StatusOK)
 			doc := parseHTML(t, page.Body.String())
-			if got := attrOf(findAll(doc, byTestID("status"))[0], "data-status"); got != store.StatusFailed {
+			if got := attrOf(findAll(doc, byTestID("status"))[0], "data-status"); got != string(store.StatusFailed) {
 				t.Errorf("page status = %q; want failed", got)
 			}
 			if got := testIDText(t, doc, "error-message"); got != "could not save: disk full" {
@@ -123,17 +122,17 @@ func TestVerifyResultNotSavedOnFullDisk(t *testing.T) {
 				return status && row
 			})
 			// Nothing of this job is written yet.
-			if h, _, err := e.db.History("full", 1); err != nil || len(h) != 1 || h[0].JobID == jobID {
+			if h, _, err := e.db.History(ctx, "full", 1); err != nil || len(h) != 1 || h[0].JobID == jobID {
 				t.Fatalf("History(full) while the disk is full = %+v, %v; want the first job's entry still the newest", h, err)
 			}
 
 			// Room again: the failure is written without a restart.
 			full.Store(false)
 			waitFor(t, 20*time.Second, "the failure written", func() bool {
-				h, _, err := e.db.History("full", 1)
+				h, _, err := e.db.History(ctx, "full", 1)
 				return err == nil && len(h) == 1 && h[0].JobID == jobID
 			})
-			h, _, err := e.db.History("full", 1)
+			h, _, err := e.db.History(ctx, "full", 1)
 			if err != nil || h[0].Outcome != store.StatusFailed || h[0].Error == nil || h[0].Error.Message != "could not save: disk full" {
 				t.Errorf("History(full)[0] once written = %+v, %v; want failed, \"could not save: disk full\"", h, err)
 			}
@@ -146,12 +145,12 @@ func TestVerifyResultNotSavedOnFullDisk(t *testing.T) {
 			if err := e.db.Close(); err != nil {
 				t.Fatalf("Close() = %v; want nil", err)
 			}
-			db, err := store.Open(path, store.Options{})
+			db, err := bolt.Open(path, bolt.Options{})
 			if err != nil {
-				t.Fatalf("store.Open(%q) = %v; want nil", path, err)
+				t.Fatalf("bolt.Open(%q) = %v; want nil", path, err)
 			}
 			defer db.Close()
-			sum, err := db.Summary("full")
+			sum, err := db.Summary(ctx, "full")
 			if err != nil || sum.Discovery.Status != store.StatusFailed || sum.Discovery.JobID != jobID ||
 				sum.Discovery.Error == nil || sum.Discovery.Error.Message != "could not save: disk full" || sum.Discovery.ToolCount != 5 {
 				t.Errorf("Summary(full) from the file = %+v, %v; want job %s failed, \"could not save: disk full\", 5 tools", sum.Discovery, err, jobID)

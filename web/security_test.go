@@ -34,6 +34,7 @@ func routeClass(path string) string {
 // a cross-site or same-site fetch are 403 everywhere, with valid
 // credentials; a cross-site state change is 403 and changes nothing.
 func TestEveryRouteIsGuarded(t *testing.T) {
+	ctx := t.Context()
 	e := newEnv(t)
 	e.createServer(fixtureServer("s1"))
 	b := e.login()
@@ -121,7 +122,7 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 		t.Errorf("route classes = %v; want the 5 public routes and every API and UI route", classes)
 	}
 	// Nothing changed and nothing ran.
-	if sum, err := e.db.Summary("s1"); err != nil || sum.Discovery.Status != "never" || sum.Server.Name != "Fixture s1" {
+	if sum, err := e.db.Summary(ctx, "s1"); err != nil || sum.Discovery.Status != "never" || sum.Server.Name != "Fixture s1" {
 		t.Errorf("server after refused requests: %+v %+v, %v", sum.Server, sum.Discovery, err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -22,40 +21,6 @@ import (
 	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
 )
-
-// Store is what the handlers need from the store.
-type Store interface {
-	CreateServer(s store.Server) error
-	UpdateServer(s store.Server) error
-	DeleteServer(id string) error
-	Server(id string) (store.Server, error)
-	Summary(id string) (store.Summary, error)
-	Summaries() ([]store.Summary, error)
-	Tools(id string) ([]store.ToolEntry, error)
-	ForEachTool(fn func(store.ToolEntry) error) (revision string, err error)
-	Catalog(fn func(*store.Summary, store.ToolEntry) error) (revision string, err error)
-	Revision() string
-	Backup(w io.Writer) (int64, error)
-	SetPolicy(id, tool, policy, by string) (store.ToolEntry, error)
-	ToolVersions(id, tool string) (store.ToolEntry, *store.Tool, error)
-	ApproveTool(id, tool, pin, by string) (store.ToolEntry, error)
-	ApproveChanges(id string, pins map[string]string, by string) ([]store.ToolEntry, error)
-	History(id string, limit int) ([]store.HistoryEntry, int, error)
-	JobHistory(id, jobID string) (store.HistoryEntry, error)
-	ConfirmLaunch(id, launchHash string) error
-	MarkRunning(id, jobID string, at time.Time) error
-	RecordSuccess(id string, v store.Verification) error
-	RecordFailure(id string, f store.Failure) error
-	AddLateWarnings(id, jobID string, warnings []string) error
-	ToolByAgentName(agentName string) (store.ToolEntry, *store.Tool, error)
-	AppendCalls(calls []store.Call) error
-	Calls(limit int) ([]store.Call, int, error)
-	MCPToken() (string, error)
-	RotateMCPToken() (string, error)
-	LatestGrant(id string) (store.Grant, bool, error)
-	SaveGrant(id string, g store.Grant) error
-	DeleteGrants(id string) error
-}
 
 // Config configures the web server.
 type Config struct {
@@ -98,7 +63,7 @@ const DefaultTTL = 5 * time.Minute
 // Server is the Echo application with its dependencies.
 type Server struct {
 	echo     *echo.Echo
-	store    Store
+	store    store.Store
 	runner   *discovery.Runner
 	hub      *Hub
 	sessions *sessions
@@ -124,12 +89,14 @@ type Server struct {
 	held     heldImports // previewed imports
 	tokens   *tokenKeeper
 	signIns  *signIns
+
+	unsubscribe func() // stops following the store's changes
 }
 
-// New builds the application. hub must be the one the store reports its
-// changes to (see StoreChanged). Close the server to stop its jobs. It
-// fails only if the store cannot be read.
-func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) (*Server, error) {
+// New builds the application on st, whose changes it follows from now
+// on. Close the server to stop its jobs and stop following. It fails only
+// if the store cannot be read.
+func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -145,7 +112,7 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) (*Server, error)
 	s := &Server{
 		echo:       echo.New(),
 		store:      st,
-		hub:        hub,
+		hub:        NewHub(),
 		sessions:   newSessions(cfg.Token, cfg.LoginCode),
 		tokenLimit: authlimit.New(),
 		codeLimit:  authlimit.New(),
@@ -195,11 +162,12 @@ func New(cfg Config, st Store, v *discovery.Verifier, hub *Hub) (*Server, error)
 	})
 	if err != nil {
 		s.runner.Close()
+		s.hub.Close()
 		return nil, err
 	}
 	s.mcp = mcp
-	hub.snapshot = s.snapshot
-	hub.onChange = s.storeChanged
+	s.hub.snapshot = s.snapshot
+	s.unsubscribe = st.Subscribe(s.storeChanged)
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError
@@ -216,19 +184,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Close cancels running verifications and waits for them (and their
 // processes) to end, then ends every SSE connection.
 func (s *Server) Close() {
+	s.unsubscribe()
 	s.refresh.close()
 	s.watches.closeAll()
 	s.mcp.Close()
 	s.runner.Close()
 	s.hub.Close()
-}
-
-// StoreChanged is the store's change hook: it pushes the changed server's
-// fragments to every tab. It runs after the transaction committed.
-func (h *Hub) StoreChanged(c store.Change) {
-	if h.onChange != nil {
-		h.onChange(c)
-	}
 }
 
 // render writes a templ component with a status, rendering into a buffer
@@ -253,9 +214,10 @@ func renderString(comp templ.Component) []byte {
 // publishServer pushes a server's row, status panel and a tools-changed
 // signal to every tab, or a list refresh if the server is gone.
 func (s *Server) publishServer(id string) {
+	ctx := context.Background()
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
-	sum, err := s.store.Summary(id)
+	sum, err := s.store.Summary(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		s.hub.Publish(&sse.Event{Event: []byte("servers"), Data: []byte("changed")})
 		return
@@ -264,11 +226,11 @@ func (s *Server) publishServer(id string) {
 		s.log.Error("read server for live update", "server", id, "err", err)
 		return
 	}
-	s.hub.Publish(s.serverEvents(sum)...)
+	s.hub.Publish(s.serverEvents(ctx, sum)...)
 }
 
-func (s *Server) serverEvents(sum store.Summary) []*sse.Event {
-	item := s.serverItem(sum)
+func (s *Server) serverEvents(ctx context.Context, sum store.Summary) []*sse.Event {
+	item := s.serverItem(ctx, sum)
 	return []*sse.Event{
 		{Event: []byte("row-" + item.ID), Data: renderString(views.ServerCells(item))},
 		{Event: []byte("status-" + item.ID), Data: renderString(views.StatusBody(item))},
@@ -282,17 +244,18 @@ func (s *Server) serverEvents(sum store.Summary) []*sse.Event {
 // signal went out before the tab connected (or while it was behind)
 // reloads its tools section.
 func (s *Server) snapshot(since string) []*sse.Event {
+	ctx := context.Background()
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
 	current := s.store.Revision()
-	sums, err := s.store.Summaries()
+	sums, err := s.store.Summaries(ctx)
 	if err != nil {
 		s.log.Error("read servers for snapshot", "err", err)
 		return nil
 	}
 	events := make([]*sse.Event, 0, 3*len(sums))
 	for _, sum := range sums {
-		events = append(events, s.serverEvents(sum)...)
+		events = append(events, s.serverEvents(ctx, sum)...)
 		if since != current {
 			events = append(events, toolsChanged(sum.Server.ID),
 				&sse.Event{Event: []byte("history-" + sum.Server.ID), Data: []byte("changed")})

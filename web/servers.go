@@ -2,6 +2,7 @@ package web
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -30,21 +31,22 @@ func flash(c echo.Context) string {
 	return importedNotice(c.QueryParam("imported"))
 }
 
-func (s *Server) items() ([]views.ServerItem, error) {
-	sums, err := s.store.Summaries()
+func (s *Server) items(ctx context.Context) ([]views.ServerItem, error) {
+	sums, err := s.store.Summaries(ctx)
 	if err != nil {
 		return nil, err
 	}
 	items := make([]views.ServerItem, 0, len(sums))
 	for _, sum := range sums {
-		items = append(items, s.serverItem(sum))
+		items = append(items, s.serverItem(ctx, sum))
 	}
 	return items, nil
 }
 
 // handleServersPage serves GET /: the list of servers.
 func (s *Server) handleServersPage(c echo.Context) error {
-	items, err := s.items()
+	ctx := c.Request().Context()
+	items, err := s.items(ctx)
 	if err != nil {
 		return err
 	}
@@ -54,7 +56,8 @@ func (s *Server) handleServersPage(c echo.Context) error {
 // handleServersFragment serves GET /fragments/servers: the list's table,
 // reloaded by htmx when servers are added or removed.
 func (s *Server) handleServersFragment(c echo.Context) error {
-	items, err := s.items()
+	ctx := c.Request().Context()
+	items, err := s.items(ctx)
 	if err != nil {
 		return err
 	}
@@ -63,23 +66,24 @@ func (s *Server) handleServersFragment(c echo.Context) error {
 
 // handleServerPage serves GET /servers/:id: one server and its tools.
 func (s *Server) handleServerPage(c echo.Context) error {
-	sum, tools, err := s.summaryAndTools(c.Param("id"))
+	ctx := c.Request().Context()
+	sum, tools, err := s.summaryAndTools(ctx, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	d := s.serverDetail(sum, tools)
-	if d.History, d.HistoryTotal, err = s.historyItems(sum.Server.ID); err != nil {
+	d := s.serverDetail(ctx, sum, tools)
+	if d.History, d.HistoryTotal, err = s.historyItems(ctx, sum.Server.ID); err != nil {
 		return err
 	}
 	return render(c, http.StatusOK, views.ServerPage(s.page(c, sum.Server.Name), d))
 }
 
-func (s *Server) summaryAndTools(id string) (store.Summary, []store.ToolEntry, error) {
-	sum, err := s.store.Summary(id)
+func (s *Server) summaryAndTools(ctx context.Context, id string) (store.Summary, []store.ToolEntry, error) {
+	sum, err := s.store.Summary(ctx, id)
 	if err != nil {
 		return sum, nil, notFound(err)
 	}
-	tools, err := s.store.Tools(id)
+	tools, err := s.store.Tools(ctx, id)
 	return sum, tools, notFound(err)
 }
 
@@ -96,13 +100,14 @@ func notFound(err error) error {
 
 // handleNewServerPage serves GET /servers/new: the empty add form.
 func (s *Server) handleNewServerPage(c echo.Context) error {
-	f := views.FormView{Form: views.ServerForm{Transport: store.TransportStdio, DefaultPolicy: store.PolicyAsk, Enabled: true}, CallbackURL: s.callbackURL(c)}
+	f := views.FormView{Form: views.ServerForm{Transport: store.TransportStdio, DefaultPolicy: string(store.PolicyAsk), Enabled: true}, CallbackURL: s.callbackURL(c)}
 	return render(c, http.StatusOK, views.FormPage(s.page(c, "Add server"), f))
 }
 
 // handleEditServerPage serves GET /servers/:id/edit.
 func (s *Server) handleEditServerPage(c echo.Context) error {
-	srv, err := s.store.Server(c.Param("id"))
+	ctx := c.Request().Context()
+	srv, err := s.store.Server(ctx, c.Param("id"))
 	if err != nil {
 		return notFound(err)
 	}
@@ -176,13 +181,14 @@ func formRows(keys, values []string) []serverconfig.KV {
 
 // handleCreateServer serves POST /servers: the add form's submit.
 func (s *Server) handleCreateServer(c echo.Context) error {
+	ctx := c.Request().Context()
 	in, form, err := formInput(c)
 	if err != nil {
 		return err
 	}
 	srv, errs := serverconfig.Validate(in, nil)
 	if len(errs) == 0 {
-		err = s.store.CreateServer(srv)
+		err = s.store.CreateServer(ctx, srv)
 		if errors.Is(err, store.ErrExists) {
 			errs["id"] = "A server with this id already exists."
 		} else if err != nil {
@@ -197,7 +203,8 @@ func (s *Server) handleCreateServer(c echo.Context) error {
 
 // handleUpdateServer serves POST /servers/:id: the edit form's submit.
 func (s *Server) handleUpdateServer(c echo.Context) error {
-	old, err := s.store.Server(c.Param("id"))
+	ctx := c.Request().Context()
+	old, err := s.store.Server(ctx, c.Param("id"))
 	if err != nil {
 		return notFound(err)
 	}
@@ -219,7 +226,7 @@ func (s *Server) handleUpdateServer(c echo.Context) error {
 		form.OAuthClientSecretSet = old.OAuthSettings().ClientSecret != ""
 		return render(c, http.StatusUnprocessableEntity, views.FormPage(s.page(c, "Edit "+old.Name), views.FormView{Form: form, Errors: errs, Edit: true, CallbackURL: s.callbackURL(c)}))
 	}
-	if err := s.store.UpdateServer(srv); err != nil {
+	if err := s.store.UpdateServer(ctx, srv); err != nil {
 		return notFound(err)
 	}
 	s.afterEdit(old)
@@ -228,9 +235,10 @@ func (s *Server) handleUpdateServer(c echo.Context) error {
 
 // handleDeleteServer serves POST /servers/:id/delete.
 func (s *Server) handleDeleteServer(c echo.Context) error {
+	ctx := c.Request().Context()
 	id := c.Param("id")
 	s.cancelServerJob(id)
-	if err := s.store.DeleteServer(id); err != nil {
+	if err := s.store.DeleteServer(ctx, id); err != nil {
 		return notFound(err)
 	}
 	return c.Redirect(http.StatusSeeOther, "/?deleted="+id)
@@ -246,24 +254,26 @@ func (s *Server) cancelServerJob(id string) {
 
 // handleAPIListServers serves GET /api/v1/servers.
 func (s *Server) handleAPIListServers(c echo.Context) error {
-	sums, err := s.store.Summaries()
+	ctx := c.Request().Context()
+	sums, err := s.store.Summaries(ctx)
 	if err != nil {
 		return err
 	}
 	out := make([]serverJSON, 0, len(sums))
 	for _, sum := range sums {
-		out = append(out, s.serverToJSON(sum))
+		out = append(out, s.serverToJSON(ctx, sum))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"servers": out})
 }
 
 // handleAPIGetServer serves GET /api/v1/servers/:id.
 func (s *Server) handleAPIGetServer(c echo.Context) error {
-	sum, err := s.store.Summary(c.Param("id"))
+	ctx := c.Request().Context()
+	sum, err := s.store.Summary(ctx, c.Param("id"))
 	if err != nil {
 		return notFound(err)
 	}
-	return c.JSON(http.StatusOK, s.serverToJSON(sum))
+	return c.JSON(http.StatusOK, s.serverToJSON(ctx, sum))
 }
 
 // decodeServerJSON reads a Server JSON body strictly.
@@ -312,6 +322,7 @@ func validationError(errs map[string]string) error {
 
 // handleAPICreateServer serves POST /api/v1/servers.
 func (s *Server) handleAPICreateServer(c echo.Context) error {
+	ctx := c.Request().Context()
 	j, err := decodeServerJSON(c)
 	if err != nil {
 		return err
@@ -320,22 +331,23 @@ func (s *Server) handleAPICreateServer(c echo.Context) error {
 	if len(errs) > 0 {
 		return validationError(errs)
 	}
-	if err := s.store.CreateServer(srv); errors.Is(err, store.ErrExists) {
+	if err := s.store.CreateServer(ctx, srv); errors.Is(err, store.ErrExists) {
 		return &apiError{Status: http.StatusConflict, Message: "a server with this id already exists", Fields: map[string]string{"id": "already exists"}}
 	} else if err != nil {
 		return err
 	}
-	sum, err := s.store.Summary(srv.ID)
+	sum, err := s.store.Summary(ctx, srv.ID)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, s.serverToJSON(sum))
+	return c.JSON(http.StatusCreated, s.serverToJSON(ctx, sum))
 }
 
 // handleAPIUpdateServer serves PUT /api/v1/servers/:id. Secret values
 // sent as "********" (or empty) keep the stored value.
 func (s *Server) handleAPIUpdateServer(c echo.Context) error {
-	old, err := s.store.Server(c.Param("id"))
+	ctx := c.Request().Context()
+	old, err := s.store.Server(ctx, c.Param("id"))
 	if err != nil {
 		return notFound(err)
 	}
@@ -351,22 +363,23 @@ func (s *Server) handleAPIUpdateServer(c echo.Context) error {
 	if len(errs) > 0 {
 		return validationError(errs)
 	}
-	if err := s.store.UpdateServer(srv); err != nil {
+	if err := s.store.UpdateServer(ctx, srv); err != nil {
 		return notFound(err)
 	}
 	s.afterEdit(old)
-	sum, err := s.store.Summary(srv.ID)
+	sum, err := s.store.Summary(ctx, srv.ID)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, s.serverToJSON(sum))
+	return c.JSON(http.StatusOK, s.serverToJSON(ctx, sum))
 }
 
 // handleAPIDeleteServer serves DELETE /api/v1/servers/:id.
 func (s *Server) handleAPIDeleteServer(c echo.Context) error {
+	ctx := c.Request().Context()
 	id := c.Param("id")
 	s.cancelServerJob(id)
-	if err := s.store.DeleteServer(id); err != nil {
+	if err := s.store.DeleteServer(ctx, id); err != nil {
 		return notFound(err)
 	}
 	return c.NoContent(http.StatusNoContent)

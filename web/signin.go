@@ -163,8 +163,9 @@ func signInCookie(state string) string {
 // HX-Redirect; without script, a page links there: the CSP's
 // form-action would stop a form's redirect to another origin).
 func (s *Server) handleSignIn(c echo.Context) error {
+	ctx := c.Request().Context()
 	id := c.Param("id")
-	srv, err := s.store.Server(id)
+	srv, err := s.store.Server(ctx, id)
 	if err != nil {
 		return notFound(err)
 	}
@@ -209,11 +210,11 @@ func (s *Server) startSignIn(ctx context.Context, srv store.Server, redirectURI,
 	ctx, cancel := context.WithTimeout(ctx, signInTimeout)
 	defer cancel()
 	var challenge discovery.AuthChallenge
-	if sum, err := s.store.Summary(srv.ID); err == nil && sum.Discovery.Error != nil && sum.Discovery.Error.SignIn != nil {
+	if sum, err := s.store.Summary(ctx, srv.ID); err == nil && sum.Discovery.Error != nil && sum.Discovery.Error.SignIn != nil {
 		need := sum.Discovery.Error.SignIn
 		challenge = discovery.AuthChallenge{Status: need.Status, Error: need.Error, Scope: need.Scope, ResourceMetadata: need.ResourceMetadata}
 	}
-	prev, hasPrev, err := s.store.LatestGrant(srv.ID)
+	prev, hasPrev, err := s.store.LatestGrant(ctx, srv.ID)
 	if err != nil {
 		return "", err
 	}
@@ -263,6 +264,7 @@ func (s *Server) startSignIn(ctx context.Context, srv store.Server, redirectURI,
 // handleOAuthCallback serves GET /oauth/callback, where the
 // authorization server sends the browser back.
 func (s *Server) handleOAuthCallback(c echo.Context) error {
+	ctx := c.Request().Context()
 	q := c.Request().URL.Query()
 	state := q.Get("state")
 	page := func(status int, v views.CallbackView) error { return render(c, status, views.CallbackPage(v)) }
@@ -291,7 +293,7 @@ func (s *Server) handleOAuthCallback(c echo.Context) error {
 	if g.Scope == "" {
 		g.Scope = strings.Join(p.auth.Plan.Scopes, " ") // the server said none: as asked
 	}
-	if err := s.store.SaveGrant(p.serverID, storeGrant(*g, p.auth.RedirectURI, time.Now())); err != nil {
+	if err := s.store.SaveGrant(ctx, p.serverID, storeGrant(*g, p.auth.RedirectURI, time.Now())); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return page(http.StatusNotFound, views.CallbackView{Message: "The server was deleted while you signed in."})
 		}
@@ -300,7 +302,7 @@ func (s *Server) handleOAuthCallback(c echo.Context) error {
 	s.tokens.forget(p.serverID) // a new grant: no backoff of the old one
 	s.signIns.clearProblem(p.serverID)
 	v := views.CallbackView{OK: true, Back: back, Issuer: g.Issuer, Message: "Verifying the server again…"}
-	if srv, err := s.store.Server(p.serverID); err == nil && srv.LaunchConfirmedNow() {
+	if srv, err := s.store.Server(ctx, p.serverID); err == nil && srv.LaunchConfirmedNow() {
 		if _, err := s.submit(srv, triggerSignIn); err != nil {
 			v.Message = "The server could not be verified again: " + err.Error()
 		}
@@ -318,8 +320,9 @@ func valueOf(ck *http.Cookie, err error) string {
 // handleSignOut serves POST /servers/:id/signout: the tokens are revoked
 // where the authorization server supports it, and forgotten.
 func (s *Server) handleSignOut(c echo.Context) error {
+	ctx := c.Request().Context()
 	id := c.Param("id")
-	g, ok, err := s.store.LatestGrant(id)
+	g, ok, err := s.store.LatestGrant(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -331,7 +334,7 @@ func (s *Server) handleSignOut(c echo.Context) error {
 		}
 		cancel()
 	}
-	if err := s.store.DeleteGrants(id); err != nil {
+	if err := s.store.DeleteGrants(ctx, id); err != nil {
 		return notFound(err)
 	}
 	s.tokens.forget(id)

@@ -15,17 +15,17 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // handleToolsFragment serves GET /servers/:id/tools: the detail page's
 // tools section, reloaded when the server's tools or policies change.
 func (s *Server) handleToolsFragment(c echo.Context) error {
-	sum, tools, err := s.summaryAndTools(c.Param("id"))
+	ctx := c.Request().Context()
+	sum, tools, err := s.summaryAndTools(ctx, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	d := s.serverDetail(sum, tools)
+	d := s.serverDetail(ctx, sum, tools)
 	return render(c, http.StatusOK, views.ToolsBody(d.Item, d.Tools))
 }
 
@@ -33,8 +33,9 @@ func (s *Server) handleToolsFragment(c echo.Context) error {
 // policy select): the tool name travels in the body, never in the URL.
 // It answers with the updated row.
 func (s *Server) handleSetPolicyForm(c echo.Context) error {
+	ctx := c.Request().Context()
 	policy := c.FormValue("policy")
-	if !serverconfig.ValidPolicy(policy) {
+	if !store.Policy(policy).Valid() {
 		return &apiError{Status: http.StatusUnprocessableEntity, Message: "policy must be allow, ask or deny"}
 	}
 	// The key becomes the row's element id and its hx-target selector, so
@@ -43,7 +44,7 @@ func (s *Server) handleSetPolicyForm(c echo.Context) error {
 	if !rowKeyPattern.MatchString(key) {
 		return &apiError{Status: http.StatusUnprocessableEntity, Message: "key must be the row number"}
 	}
-	e, err := s.store.SetPolicy(c.Param("id"), c.FormValue("tool"), policy, "dashboard")
+	e, err := s.store.SetPolicy(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: c.FormValue("tool")}, store.Policy(policy), "dashboard")
 	if err != nil {
 		return notFound(err)
 	}
@@ -55,10 +56,11 @@ var rowKeyPattern = regexp.MustCompile(`^[0-9]{1,6}$`)
 // handleAPIServerTools serves GET /api/v1/servers/:id/tools, rendered
 // once per store revision like the catalog, with the same ETag handling.
 func (s *Server) handleAPIServerTools(c echo.Context) error {
+	ctx := c.Request().Context()
 	id := c.Param("id")
 	return s.serveCached(c, id, func(buf *bytes.Buffer) (string, time.Time, error) {
 		rev := s.store.Revision() // before the read: the body is at least this new
-		tools, err := s.store.Tools(id)
+		tools, err := s.store.Tools(ctx, id)
 		if err != nil {
 			return "", time.Time{}, notFound(err)
 		}
@@ -76,6 +78,7 @@ func (s *Server) handleAPIServerTools(c echo.Context) error {
 // handleAPISetPolicy serves PUT /api/v1/servers/:id/tools/:name/policy
 // with {"policy":"allow"|"ask"|"deny"}.
 func (s *Server) handleAPISetPolicy(c echo.Context) error {
+	ctx := c.Request().Context()
 	name, err := toolParam(c)
 	if err != nil {
 		return err
@@ -86,10 +89,10 @@ func (s *Server) handleAPISetPolicy(c echo.Context) error {
 	if err := decodeJSON(c, 4096, &body); err != nil {
 		return err
 	}
-	if !serverconfig.ValidPolicy(body.Policy) {
+	if !store.Policy(body.Policy).Valid() {
 		return validationError(map[string]string{"policy": "must be allow, ask or deny"})
 	}
-	e, err := s.store.SetPolicy(c.Param("id"), name, body.Policy, "api")
+	e, err := s.store.SetPolicy(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name}, store.Policy(body.Policy), "api")
 	if err != nil {
 		return notFound(err)
 	}
@@ -107,6 +110,7 @@ func (s *Server) handleAPISetPolicy(c echo.Context) error {
 // neither the decoded catalog nor growing copies of it are ever held at
 // once (they would stay in the process as heap long after).
 func (s *Server) handleAPICatalog(c echo.Context) error {
+	ctx := c.Request().Context()
 	return s.serveCached(c, catalogKey, func(buf *bytes.Buffer) (string, time.Time, error) {
 		w := toolsWriter{buf: buf}
 		now := time.Now()
@@ -115,7 +119,7 @@ func (s *Server) handleAPICatalog(c echo.Context) error {
 			fresh  freshJSON
 			until  time.Time // the first clock-driven change of any freshness
 		)
-		rev, err := s.store.Catalog(func(sum *store.Summary, e store.ToolEntry) error {
+		rev, err := s.store.Catalog(ctx, func(sum *store.Summary, e store.ToolEntry) error {
 			if sum.Server.ID != server {
 				server = sum.Server.ID
 				f := sum.Freshness(s.cfg.DefaultTTL, now)
@@ -208,7 +212,7 @@ type cachedBody struct {
 // (and that time, or zero); its buffer starts sized like the last body. An entry whose rendering fails
 // (a server that does not exist) is dropped, so that requests for made-up
 // ids cannot grow the cache.
-func (bc *bodyCache) get(st Store, key string, render func(*bytes.Buffer) (string, time.Time, error)) (body []byte, etag string, err error) {
+func (bc *bodyCache) get(st store.Catalog, key string, render func(*bytes.Buffer) (string, time.Time, error)) (body []byte, etag string, err error) {
 	bc.mu.Lock()
 	if bc.entries == nil {
 		bc.entries = map[string]*cachedBody{}

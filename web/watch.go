@@ -37,7 +37,7 @@ type watchDeps struct {
 	// the server's target and settings), telling onEvent what it hears.
 	watch func(ctx context.Context, srv store.Server, onEvent func(discovery.WatchEvent)) error
 	// summary reads a server; verify queues a verification of it.
-	summary func(id string) (store.Summary, error)
+	summary func(ctx context.Context, id string) (store.Summary, error)
 	verify  func(srv store.Server, trigger string)
 	// publish shows a server's state again (its watch changed).
 	publish func(id string)
@@ -150,7 +150,7 @@ func (ws *watches) run(ctx context.Context, w *watch, srv store.Server) {
 			switch ev.Kind {
 			case discovery.WatchConnected:
 				ws.update(w, srv.ID, func(w *watch) { w.connected, w.since, w.lastError = true, time.Now(), "" })
-				sum, err := ws.deps.summary(srv.ID)
+				sum, err := ws.deps.summary(ctx, srv.ID)
 				if err == nil && !sum.Discovery.VerifiedAt.IsZero() && ev.ServerVersion != sum.Discovery.ServerVersion {
 					ws.deps.verify(srv, triggerVersion)
 				}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/web"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 )
@@ -34,7 +35,7 @@ const (
 // app is the whole dashboard in this process, as `switchboard serve`
 // wires it, on a loopback port with a bbolt file of its own.
 type app struct {
-	db     *store.DB
+	db     *bolt.DB
 	web    *web.Server
 	hs     *http.Server
 	base   string
@@ -50,19 +51,15 @@ type app struct {
 // startApp starts the dashboard on a new (or the given existing) database
 // file.
 func startApp(dbPath string, concurrency int) (*app, error) {
-	hub := web.NewHub()
 	a := &app{dbPath: dbPath}
-	db, err := store.Open(dbPath, store.Options{OnChange: func(c store.Change) {
-		a.changedAt.Store(time.Now().UnixNano())
-		hub.StoreChanged(c)
-	}})
+	db, err := bolt.Open(dbPath, bolt.Options{})
 	if err != nil {
-		hub.Close()
 		return nil, err
 	}
+	// Subscribed before the dashboard, so called just before it.
+	db.Subscribe(func(store.Change) { a.changedAt.Store(time.Now().UnixNano()) })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		hub.Close()
 		db.Close()
 		return nil, err
 	}
@@ -71,10 +68,9 @@ func startApp(dbPath string, concurrency int) (*app, error) {
 		Concurrency: concurrency,
 		MCP:         gateway.Config{Token: benchMCPToken},
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, db, discovery.NewVerifier(discovery.Limits{}, nil), hub)
+	}, db, discovery.NewVerifier(discovery.Limits{}, nil))
 	if err != nil {
 		ln.Close()
-		hub.Close()
 		db.Close()
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
 // checkShareTarget is the most of the start-up the integrity check may
@@ -15,7 +15,7 @@ import (
 const checkShareTarget = 0.5
 
 // checkFigure times the integrity check that every start runs on an
-// existing database before using it (store.CheckInChild: a child process
+// existing database before using it (bolt.CheckInChild: a child process
 // reads every page, key and value), on the seeded catalog, against the
 // whole start-up to serving on it (startup, which includes the check).
 // The check of the empty database, the cost of starting the child, is in
@@ -28,7 +28,7 @@ func checkFigure(ctx context.Context, cfg *config, cat *seeded, empty string, st
 			into *samples
 		}{{cat.path, &full}, {empty, &bare}} {
 			t0 := time.Now()
-			if err := store.CheckInChild(ctx, side.path); err != nil {
+			if err := bolt.CheckInChild(ctx, side.path); err != nil {
 				return figure{}, err
 			}
 			*side.into = append(*side.into, time.Since(t0))

@@ -30,11 +30,11 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
-	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
 func main() {
-	store.RunChildCheckIfAsked()
+	bolt.RunChildCheckIfAsked()
 	discovery.RunLauncherIfAsked() // servers start through this program (discovery/launcher.go) // the store checks a damaged file in a child: this program
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int

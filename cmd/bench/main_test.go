@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
-	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
 // TestQuickRun runs every figure with tiny sizes, so the benchmark code
@@ -112,7 +112,7 @@ func TestQuantile(t *testing.T) {
 // TestMain lets the test binary play the bare client, as the bench
 // program does (see roleEnv).
 func TestMain(m *testing.M) {
-	store.RunChildCheckIfAsked()
+	bolt.RunChildCheckIfAsked()
 	discovery.RunLauncherIfAsked()
 	if os.Getenv(roleEnv) == roleBareClient {
 		os.Exit(runBareClient(context.Background(), os.Args[1:]))

@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
 // mcpRuns are the repetitions of the mcp group's figures.
@@ -333,9 +334,10 @@ func (w *discardWriter) Write(b []byte) (int, error) {
 // offerEverything makes every stored server and tool one the endpoint
 // offers (enabled, its launch confirmed, tools allow or ask), where the
 // seeding did not already, and says how many it had to change.
-func offerEverything(db *store.DB) (int, error) {
+func offerEverything(db *bolt.DB) (int, error) {
+	ctx := context.Background()
 	fixed := 0
-	sums, err := db.Summaries()
+	sums, err := db.Summaries(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -343,25 +345,25 @@ func offerEverything(db *store.DB) (int, error) {
 		srv := sum.Server
 		if !srv.Enabled {
 			srv.Enabled = true
-			if err := db.UpdateServer(srv); err != nil {
+			if err := db.UpdateServer(ctx, srv); err != nil {
 				return fixed, err
 			}
 			fixed++
 		}
 		if !srv.LaunchConfirmedNow() {
-			if err := db.ConfirmLaunch(srv.ID, srv.LaunchHash()); err != nil {
+			if err := db.ConfirmLaunch(ctx, srv.ID, srv.LaunchHash()); err != nil {
 				return fixed, err
 			}
 			fixed++
 		}
 	}
-	tools, err := db.AllTools()
+	tools, err := db.AllTools(ctx)
 	if err != nil {
 		return fixed, err
 	}
 	for _, t := range tools {
 		if t.Effective != store.PolicyAllow && t.Effective != store.PolicyAsk || t.Pin != t.Policy.Pin {
-			if _, err := db.SetPolicy(t.ServerID, t.Name, store.PolicyAsk, "bench"); err != nil {
+			if _, err := db.SetPolicy(ctx, t.Ref(), store.PolicyAsk, "bench"); err != nil {
 				return fixed, err
 			}
 			fixed++

@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
 const (
@@ -72,7 +72,7 @@ func processFigures(ctx context.Context, cfg *config) ([]figure, error) {
 // createEmptyDB makes the baseline database as switchboard itself makes
 // it on first start, so both sides open an existing file.
 func createEmptyDB(path string) error {
-	db, err := store.Open(path, store.Options{})
+	db, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		return err
 	}

@@ -61,7 +61,7 @@ func seedCatalog(ctx context.Context, cfg *config, dbPath string, servers, tools
 	if _, err := a.verifyAll(ctx, ids); err != nil {
 		return 0, err
 	}
-	tools, err := a.db.AllTools()
+	tools, err := a.db.AllTools(ctx)
 	if err != nil {
 		return 0, err
 	}

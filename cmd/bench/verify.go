@@ -255,7 +255,7 @@ func dashboardFigures(ctx context.Context, cfg *config) ([]figure, error) {
 			if err != nil {
 				return 0, 0, err
 			}
-			sum, err := a.db.Summary(id)
+			sum, err := a.db.Summary(ctx, id)
 			return sum.Discovery.ToolCount, at.Sub(t0), err
 		}
 		ours, bare, err := timePair(ctx, cfg.DashboardRuns, t.tools, viaDashboard,

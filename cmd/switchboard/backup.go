@@ -10,10 +10,11 @@ import (
 	"os"
 
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
 // backup writes a checked copy of the database to the file named by its
-// one argument (see store.DB.BackupTo). It opens the database itself, so
+// one argument (see bolt.DB.BackupTo). It opens the database itself, so
 // it works only while no dashboard runs on it: a running dashboard holds
 // the file's lock, and a backup of it has to be taken by that process.
 func backup(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -42,7 +43,7 @@ func backup(ctx context.Context, args []string, getenv func(string) string, stdo
 	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backup: there is no database at %s (choose one with --db or SWITCHBOARD_DB)", dbPath)
 	}
-	db, err := store.Open(dbPath, store.Options{Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }})
+	db, err := bolt.Open(dbPath, bolt.Options{Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }})
 	if errors.Is(err, store.ErrInUse) {
 		return fmt.Errorf("backup: %w; a running dashboard keeps its database locked: stop it, then run backup again", err)
 	}

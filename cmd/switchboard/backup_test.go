@@ -11,17 +11,19 @@ import (
 	"testing"
 
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
 // seedDB makes a database with one server, closed, and returns its path.
 func seedDB(t *testing.T) string {
+	ctx := context.Background()
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sb.db")
-	db, err := store.Open(path, store.Options{})
+	db, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.CreateServer(store.Server{ID: "files", Name: "Files", Transport: store.TransportStdio, Command: "true", DefaultPolicy: store.PolicyAsk}); err != nil {
+	if err := db.CreateServer(ctx, store.Server{ID: "files", Name: "Files", Transport: store.TransportStdio, Command: "true", DefaultPolicy: store.PolicyAsk}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -33,13 +35,14 @@ func seedDB(t *testing.T) string {
 // assertBackupOf opens the backup at out and checks it holds the seeded
 // server.
 func assertBackupOf(t *testing.T, out string) {
+	ctx := context.Background()
 	t.Helper()
-	db, err := store.Open(out, store.Options{})
+	db, err := bolt.Open(out, bolt.Options{})
 	if err != nil {
-		t.Fatalf("store.Open(%q) of the backup = %v; want nil", out, err)
+		t.Fatalf("bolt.Open(%q) of the backup = %v; want nil", out, err)
 	}
 	defer db.Close()
-	if s, err := db.Server("files"); err != nil || s.Name != "Files" {
+	if s, err := db.Server(ctx, "files"); err != nil || s.Name != "Files" {
 		t.Errorf("Server(files) in the backup = %+v, %v; want the seeded server", s, err)
 	}
 }

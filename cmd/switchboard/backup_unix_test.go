@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
 // Another process's dashboard holds bbolt's lock (flock, per open file
@@ -39,7 +40,7 @@ func TestBackupWhileAnotherProcessHoldsTheDatabase(t *testing.T) {
 		t.Fatalf("backup of a database locked elsewhere = %v; want an in-use error saying to stop the dashboard", err)
 	}
 	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("backup took %v to give up; want about %v", d, store.DefaultOpenTimeout)
+		t.Errorf("backup took %v to give up; want about %v", d, bolt.DefaultOpenTimeout)
 	}
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Stat(%q) after the refused backup = %v; want not exist", out, err)

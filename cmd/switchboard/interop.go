@@ -14,14 +14,15 @@ import (
 	"unicode"
 
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/web/clientconfig"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // openStoreFor opens the database for a command that changes or reads it
 // while no dashboard runs (the dashboard holds the file's lock).
-func openStoreFor(cmd, dbPath string, stderr io.Writer) (*store.DB, error) {
-	db, err := store.Open(dbPath, store.Options{Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }})
+func openStoreFor(cmd, dbPath string, stderr io.Writer) (*bolt.DB, error) {
+	db, err := bolt.Open(dbPath, bolt.Options{Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }})
 	if errors.Is(err, store.ErrInUse) {
 		return nil, fmt.Errorf("%s: %w; a running dashboard keeps its database locked: use its Import page (or the API: POST /api/v1/import, GET /api/v1/export), or stop it", cmd, err)
 	}
@@ -99,7 +100,7 @@ func importCmd(_ context.Context, args []string, getenv func(string) string, std
 		defer db.Close()
 		st = db
 	}
-	plan, err := serverconfig.PlanImport(st, *format, text)
+	plan, err := serverconfig.PlanImport(context.Background(), st, *format, text)
 	if err != nil {
 		return fmt.Errorf("import: %s: %w", name, err)
 	}
@@ -129,7 +130,7 @@ func importCmd(_ context.Context, args []string, getenv func(string) string, std
 		fmt.Fprintln(stdout, "Dry run: nothing changed.")
 		return nil
 	}
-	res := serverconfig.ApplyImport(st, plan, choices)
+	res := serverconfig.ApplyImport(context.Background(), st, plan, choices)
 	for _, l := range res.Lines {
 		fmt.Fprintln(stdout, printable(l))
 	}
@@ -146,17 +147,17 @@ const maxImportFile = 16 << 20
 
 // importStore is what an import needs of the store.
 type importStore interface {
-	Summaries() ([]store.Summary, error)
-	CreateServer(s store.Server) error
-	UpdateServer(s store.Server) error
+	Summaries(ctx context.Context) ([]store.Summary, error)
+	CreateServer(ctx context.Context, s store.Server) error
+	UpdateServer(ctx context.Context, s store.Server) error
 }
 
 // emptyStore is the store of a dry run without a database yet.
 type emptyStore struct{}
 
-func (emptyStore) Summaries() ([]store.Summary, error) { return nil, nil }
-func (emptyStore) CreateServer(store.Server) error     { return errors.New("dry run") }
-func (emptyStore) UpdateServer(store.Server) error     { return errors.New("dry run") }
+func (emptyStore) Summaries(context.Context) ([]store.Summary, error) { return nil, nil }
+func (emptyStore) CreateServer(context.Context, store.Server) error   { return errors.New("dry run") }
+func (emptyStore) UpdateServer(context.Context, store.Server) error   { return errors.New("dry run") }
 
 // printable quotes what a config file wrote that a terminal would act on
 // (control characters, escape sequences).
@@ -231,6 +232,7 @@ func printPlan(w io.Writer, p serverconfig.ImportPlan, choices map[int]string) {
 // exportCmd is `switchboard export --format F [--server ID]…
 // [--include-secrets] [-o FILE]`.
 func exportCmd(_ context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	ctx := context.Background()
 	fset := flag.NewFlagSet("export", flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	db := dbFlag(fset, getenv)
@@ -259,7 +261,7 @@ func exportCmd(_ context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer st.Close()
-	sums, err := st.Summaries()
+	sums, err := st.Summaries(ctx)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}

@@ -9,13 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
 // The CLI imports with a dry run first, overwrites only what it is told
 // to, exports without secrets unless asked, and its export imports back
 // as no change.
 func TestImportExportCLI(t *testing.T) {
+	ctx := context.Background()
 	db := seedDB(t) // holds "files": true
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "claude.json")
@@ -45,12 +46,12 @@ func TestImportExportCLI(t *testing.T) {
 	if err != nil || !strings.Contains(out, "0 added, 1 updated") {
 		t.Fatalf("import --update files = %v\n%s", err, out)
 	}
-	st, err := store.Open(db, store.Options{})
+	st, err := bolt.Open(db, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, _ := st.Server("files")
-	notes, _ := st.Server("notes")
+	files, _ := st.Server(ctx, "files")
+	notes, _ := st.Server(ctx, "notes")
 	st.Close()
 	if files.Command != "npx" || files.Name != "Files" || notes.Env["NOTES_TOKEN"] != "tok-0123456789abcdefghijklmnop" || notes.LaunchConfirmedNow() {
 		t.Errorf("after import: files %+v, notes %+v", files, notes)

@@ -20,11 +20,11 @@ import (
 	"syscall"
 
 	"github.com/switchboard-dev/switchboard/discovery"
-	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
 func main() {
-	store.RunChildCheckIfAsked()
+	bolt.RunChildCheckIfAsked()
 	discovery.RunLauncherIfAsked() // servers start through this program (discovery/launcher.go)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)

@@ -18,14 +18,14 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
-	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 	"go.uber.org/goleak"
 )
 
 var fixture string // path of the built mcp-fixture binary
 
 func TestMain(m *testing.M) {
-	store.RunChildCheckIfAsked()
+	bolt.RunChildCheckIfAsked()
 	discovery.RunLauncherIfAsked()
 	// A program built with -race sleeps 1 s before exiting, by default;
 	// the integrity-check children need not.

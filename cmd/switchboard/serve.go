@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
-	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/web"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 )
@@ -285,14 +285,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if generated {
 		token = randomToken()
 	}
-	hub := web.NewHub()
-	db, err := store.Open(cfg.DBPath, store.Options{
-		OnChange:   hub.StoreChanged,
+	db, err := bolt.Open(cfg.DBPath, bolt.Options{
 		PrivateDir: cfg.DBPath == defaultDBPath(runtime.GOOS, getenv),
 		Warn:       func(msg string) { log.Warn(msg) },
 	})
 	if err != nil {
-		hub.Close()
 		return err
 	}
 	defer func() {
@@ -305,7 +302,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// Before anything starts a server: stop what a crash left running.
 	runs, err := discovery.Contain(cfg.DBPath)
 	if err != nil {
-		hub.Close()
 		return fmt.Errorf("start: %w", err)
 	}
 	defer runs.Close()
@@ -323,13 +319,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		hub.Close()
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	extraHost, err := checkBound(ln, cfg.DangerouslyBindAll, log)
 	if err != nil {
 		ln.Close()
-		hub.Close()
 		return err
 	}
 	if extraHost != "" {
@@ -347,10 +341,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Logger:          log,
 
 		OAuthClientMetadataURL: cfg.OAuthClientMetadataURL,
-	}, db, discovery.NewVerifier(cfg.Limits, getenv).Contained(runs), hub)
+	}, db, discovery.NewVerifier(cfg.Limits, getenv).Contained(runs))
 	if err != nil {
 		ln.Close()
-		hub.Close()
 		return fmt.Errorf("start: %w", err)
 	}
 	srv, guarded := app.HTTPServer(ln)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -36,7 +37,7 @@ func (a *auditLog) add(c store.Call) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.closed {
-		if err := a.st.AppendCalls([]store.Call{c}); err != nil {
+		if err := a.st.AppendCalls(context.Background(), []store.Call{c}); err != nil {
 			a.log.Error("write the call audit log", "calls", 1, "err", err)
 		}
 		return
@@ -51,7 +52,7 @@ func (a *auditLog) run() {
 		if len(batch) == 0 {
 			return
 		}
-		if err := a.st.AppendCalls(batch); err != nil {
+		if err := a.st.AppendCalls(context.Background(), batch); err != nil {
 			a.log.Error("write the call audit log", "calls", len(batch), "err", err)
 		}
 		batch = batch[:0]

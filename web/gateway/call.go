@@ -103,7 +103,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 		rec.AgentName = strings.ToValidUTF8(cutString(cr.AgentName, store.MaxAgentName), "") + "…"
 		return nil, refuse(bySwitch, "that is not the name of a tool Switchboard offers (they are [a-zA-Z0-9_-], at most 64 characters)")
 	}
-	entry, srv, by, reason, err := e.lookup(cr.AgentName)
+	entry, srv, by, reason, err := e.lookup(ctx, cr.AgentName)
 	if err != nil {
 		e.log.Error("read a tool for a call", "tool", cr.AgentName, "err", err)
 		return nil, errors.New("Switchboard could not read the tool; its log has the details")
@@ -127,7 +127,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 			rec.Decision, rec.DecidedBy = store.DecisionApproved, by
 			// The person may have changed the tool or its server while
 			// the call waited.
-			again, againSrv, _, reason, err := e.lookup(cr.AgentName)
+			again, againSrv, _, reason, err := e.lookup(ctx, cr.AgentName)
 			switch {
 			case err != nil:
 				return nil, refuse(bySwitch, "the tool could not be read again after the approval")
@@ -186,15 +186,15 @@ func relayed(res *mcp.CallToolResult) *mcp.CallToolResult {
 // lookup reads a tool by its agent name with its server, and says why it
 // is not offered now (who decided and why), if it is not. err is for a
 // store that cannot be read.
-func (e *Endpoint) lookup(agentName string) (entry store.ToolEntry, srv store.Server, by, reason string, err error) {
-	entry, _, err = e.st.ToolByAgentName(agentName)
+func (e *Endpoint) lookup(ctx context.Context, agentName string) (entry store.ToolEntry, srv store.Server, by, reason string, err error) {
+	entry, _, err = e.st.ToolByAgentName(ctx, agentName)
 	switch {
 	case errors.Is(err, store.ErrAgentNameUnknown):
 		return entry, srv, bySwitch, fmt.Sprintf("no tool is offered as %q", agentName), nil
 	case err != nil:
 		return entry, srv, "", "", err
 	}
-	srv, err = e.st.Server(entry.ServerID)
+	srv, err = e.st.Server(ctx, entry.ServerID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return entry, srv, bySwitch, "its server is gone", nil
@@ -218,7 +218,7 @@ func refusal(srv store.Server, t store.ToolEntry) (by, reason string) {
 	case t.State == store.ToolChanged || t.State == store.ToolActive && t.Pin != t.Policy.Pin:
 		return bySwitch, "the tool's definition changed since it was approved; a person must review the change"
 	case t.State != store.ToolActive:
-		return bySwitch, "the tool is " + t.State
+		return bySwitch, "the tool is " + string(t.State)
 	case t.Effective != store.PolicyAllow && t.Effective != store.PolicyAsk:
 		return byPolicy, "the tool's policy is deny"
 	case t.AgentName == "" || len(t.Raw) == 0:

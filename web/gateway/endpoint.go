@@ -135,13 +135,13 @@ type offeredTool struct {
 
 // Store is what the gateway reads and writes in the store.
 type Store interface {
-	Server(id string) (store.Server, error)
-	Catalog(fn func(*store.Summary, store.ToolEntry) error) (revision string, err error)
+	Server(ctx context.Context, id string) (store.Server, error)
+	Catalog(ctx context.Context, fn func(*store.Summary, store.ToolEntry) error) (revision string, err error)
 	Revision() string
-	ToolByAgentName(agentName string) (store.ToolEntry, *store.Tool, error)
-	AppendCalls(calls []store.Call) error
-	MCPToken() (string, error)
-	RotateMCPToken() (string, error)
+	ToolByAgentName(ctx context.Context, agentName string) (store.ToolEntry, *store.Tool, error)
+	AppendCalls(ctx context.Context, calls []store.Call) error
+	MCPToken(ctx context.Context) (string, error)
+	RotateMCPToken(ctx context.Context) (string, error)
 }
 
 // Deps is what the gateway needs of the rest of Switchboard.
@@ -255,8 +255,9 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 // start reads the token, builds the first offer and starts the loop that
 // rebuilds it after store changes.
 func (e *Endpoint) start() error {
+	ctx := context.Background()
 	if !e.fixedToken {
-		tok, err := e.st.MCPToken()
+		tok, err := e.st.MCPToken(ctx)
 		if err != nil {
 			close(e.stopped)
 			return err
@@ -321,10 +322,11 @@ var ErrFixedToken = errors.New("the MCP token is set by SWITCHBOARD_MCP_TOKEN (o
 // Rotate replaces a stored token; a token set by configuration stays
 // (ErrFixedToken).
 func (e *Endpoint) Rotate() error {
+	ctx := context.Background()
 	if e.fixedToken {
 		return ErrFixedToken
 	}
-	tok, err := e.st.RotateMCPToken()
+	tok, err := e.st.RotateMCPToken(ctx)
 	if err != nil {
 		return err
 	}
@@ -337,7 +339,8 @@ func (e *Endpoint) Rotate() error {
 // request does not wait for a catalog read. Reads that come first
 // rebuild it themselves (see current).
 func (e *Endpoint) StoreChanged(c store.Change) {
-	if srv, err := e.st.Server(c.ServerID); err != nil || !srv.Enabled || !srv.LaunchConfirmedNow() {
+	ctx := context.Background()
+	if srv, err := e.st.Server(ctx, c.ServerID); err != nil || !srv.Enabled || !srv.LaunchConfirmedNow() {
 		e.pool.Stop(c.ServerID) // deleted, disabled, or its launch awaits a person
 	}
 	select {
@@ -385,11 +388,12 @@ func offerable(sum *store.Summary, t store.ToolEntry) bool {
 
 // build reads the catalog and encodes the offer (buildMu held).
 func (e *Endpoint) build() (*offer, error) {
+	ctx := context.Background()
 	o := &offer{tools: map[string]json.RawMessage{}}
 	var list bytes.Buffer
 	list.WriteByte('[')
 	used := make(map[string]offeredTool, len(e.canonical))
-	rev, err := e.st.Catalog(func(sum *store.Summary, t store.ToolEntry) error {
+	rev, err := e.st.Catalog(ctx, func(sum *store.Summary, t store.ToolEntry) error {
 		if !offerable(sum, t) {
 			return nil
 		}

@@ -1,6 +1,7 @@
 package serverconfig
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -92,16 +93,16 @@ func (p ImportPlan) Counts() map[string]int {
 
 // planStore is what planning and applying an import need of the store.
 type planStore interface {
-	Summaries() ([]store.Summary, error)
-	CreateServer(s store.Server) error
-	UpdateServer(s store.Server) error
+	Summaries(ctx context.Context) ([]store.Summary, error)
+	CreateServer(ctx context.Context, s store.Server) error
+	UpdateServer(ctx context.Context, s store.Server) error
 }
 
 // PlanImport parses text (format "" detects it) and compares each entry
 // with the stored servers. A text that cannot be parsed at all is a
 // *clientconfig.SyntaxError or another error; a bad entry is an
 // ImportError row and the others are planned as usual.
-func PlanImport(st planStore, format string, text []byte) (ImportPlan, error) {
+func PlanImport(ctx context.Context, st planStore, format string, text []byte) (ImportPlan, error) {
 	f, err := clientconfig.Parse(format, text)
 	if err != nil {
 		return ImportPlan{}, err
@@ -109,7 +110,7 @@ func PlanImport(st planStore, format string, text []byte) (ImportPlan, error) {
 	if n := len(f.Servers) + len(f.Problems); n > MaxImportEntries {
 		return ImportPlan{}, fmt.Errorf("the config has %d servers; at most %d are imported at once", n, MaxImportEntries)
 	}
-	sums, err := st.Summaries()
+	sums, err := st.Summaries(ctx)
 	if err != nil {
 		return ImportPlan{}, err
 	}
@@ -208,7 +209,7 @@ type ImportResult struct {
 // (rows without one take their default Choice). Rows that cannot be
 // imported count as Invalid. Each row is its own store change: one that
 // fails (the id taken meanwhile) does not undo the others.
-func ApplyImport(st planStore, plan ImportPlan, choices map[int]string) ImportResult {
+func ApplyImport(ctx context.Context, st planStore, plan ImportPlan, choices map[int]string) ImportResult {
 	var res ImportResult
 	for i, r := range plan.Rows {
 		choice := r.Choice
@@ -227,21 +228,21 @@ func ApplyImport(st planStore, plan ImportPlan, choices map[int]string) ImportRe
 			res.Skipped++
 			res.Lines = append(res.Lines, fmt.Sprintf("%s: skipped", r.Name))
 		case choice == ChoiceAdd && r.Action == ImportAdd:
-			if err := st.CreateServer(r.server); err != nil {
+			if err := st.CreateServer(ctx, r.server); err != nil {
 				fail(err)
 				continue
 			}
 			res.Added++
 			res.Lines = append(res.Lines, fmt.Sprintf("%s: added as %s", r.Name, r.ID))
 		case choice == ChoiceNew && r.Action == ImportUpdate:
-			if err := st.CreateServer(r.asNew); err != nil {
+			if err := st.CreateServer(ctx, r.asNew); err != nil {
 				fail(err)
 				continue
 			}
 			res.Added++
 			res.Lines = append(res.Lines, fmt.Sprintf("%s: added as %s", r.Name, r.NewID))
 		case choice == ChoiceUpdate && r.Action == ImportUpdate:
-			if err := st.UpdateServer(r.server); err != nil {
+			if err := st.UpdateServer(ctx, r.server); err != nil {
 				fail(err)
 				continue
 			}
@@ -289,7 +290,7 @@ func importServer(id string, cs clientconfig.Server, old *store.Server) (store.S
 		notes = append(notes, "turned off in the client: imported disabled")
 	}
 	if old != nil {
-		in.Name, in.DefaultPolicy = old.Name, old.DefaultPolicy
+		in.Name, in.DefaultPolicy = old.Name, string(old.DefaultPolicy)
 		in.TimeoutMS, in.MemoryMB, in.TTLSeconds, in.AutoRefresh = SettingsText(*old)
 	}
 	if len(in.Name) > 100 {

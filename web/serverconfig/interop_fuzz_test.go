@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/web/clientconfig"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
@@ -16,7 +16,8 @@ import (
 // its error inside the text; every row is counted once; and what was
 // added is then identical to the text.
 func FuzzImport(f *testing.F) {
-	db, err := store.Open(filepath.Join(f.TempDir(), "sb.db"), store.Options{})
+	ctx := f.Context()
+	db, err := bolt.Open(filepath.Join(f.TempDir(), "sb.db"), bolt.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -24,18 +25,18 @@ func FuzzImport(f *testing.F) {
 	formats := append([]string{""}, clientconfig.Formats...)
 	f.Fuzz(func(t *testing.T, format uint8, text []byte) {
 		defer func() {
-			sums, err := db.Summaries()
+			sums, err := db.Summaries(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, s := range sums {
-				if err := db.DeleteServer(s.Server.ID); err != nil {
+				if err := db.DeleteServer(ctx, s.Server.ID); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}()
 		name := formats[int(format)%len(formats)]
-		plan, err := serverconfig.PlanImport(db, name, text)
+		plan, err := serverconfig.PlanImport(ctx, db, name, text)
 		var se *clientconfig.SyntaxError
 		if errors.As(err, &se) {
 			lines := strings.Split(string(text), "\n")
@@ -49,14 +50,14 @@ func FuzzImport(f *testing.F) {
 			}
 			return
 		}
-		res := serverconfig.ApplyImport(db, plan, nil)
+		res := serverconfig.ApplyImport(ctx, db, plan, nil)
 		if n := res.Added + res.Updated + res.Skipped + res.Invalid + res.Failed; n != len(plan.Rows) || len(res.Lines) != n {
 			t.Fatalf("import of %q: %+v for %d rows", text, res, len(plan.Rows))
 		}
 		if res.Failed != 0 {
 			t.Fatalf("import of %q into an empty store: %v", text, res.Lines)
 		}
-		again, err := serverconfig.PlanImport(db, name, text)
+		again, err := serverconfig.PlanImport(ctx, db, name, text)
 		if err != nil {
 			t.Fatalf("PlanImport of %q a second time = %v", text, err)
 		}

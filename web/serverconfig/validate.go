@@ -74,7 +74,7 @@ func Validate(in Input, old *store.Server) (store.Server, map[string]string) {
 		ID:            strings.TrimSpace(in.ID),
 		Name:          strings.TrimSpace(in.Name),
 		Transport:     in.Transport,
-		DefaultPolicy: in.DefaultPolicy,
+		DefaultPolicy: store.Policy(in.DefaultPolicy),
 		Enabled:       in.Enabled,
 	}
 	switch {
@@ -95,7 +95,7 @@ func Validate(in Input, old *store.Server) (store.Server, map[string]string) {
 	if s.DefaultPolicy == "" {
 		s.DefaultPolicy = store.PolicyAsk
 	}
-	if !ValidPolicy(s.DefaultPolicy) {
+	if !s.DefaultPolicy.Valid() {
 		errs["default_policy"] = "Default policy must be allow, ask or deny."
 	}
 	if t := strings.TrimSpace(in.TimeoutMS); t != "" {
@@ -273,10 +273,6 @@ func checkURL(u string) string {
 		return "Put credentials in a header, not in the URL."
 	}
 	return ""
-}
-
-func ValidPolicy(p string) bool {
-	return p == store.PolicyAllow || p == store.PolicyAsk || p == store.PolicyDeny
 }
 
 // sortedKeys returns the map's keys in order.

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // Backup writes a consistent copy of the whole database to w, as it was
@@ -17,9 +17,9 @@ import (
 // having been taken from a store that was open, it is checked in full the
 // first time it is opened. Writes that need the file to grow wait until
 // the copy is done, so a long backup can delay them.
-func (db *DB) Backup(w io.Writer) (int64, error) {
+func (db *DB) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	var n int64
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.bolt.View(func(tx *bbolt.Tx) error {
 		var err error
 		n, err = tx.WriteTo(w)
 		return err
@@ -52,7 +52,7 @@ func (db *DB) BackupTo(ctx context.Context, path string) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if _, err := db.Backup(ctxWriter{ctx, tmp}); err != nil {
+	if _, err := db.Backup(ctx, ctxWriter{ctx, tmp}); err != nil {
 		return err
 	}
 	if err := errors.Join(tmp.Sync(), tmp.Close()); err != nil {

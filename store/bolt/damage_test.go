@@ -1,7 +1,8 @@
-package store
+package bolt
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/switchboard-dev/switchboard/store/storetest"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // Exit codes of the "read" helper (see readEverything); exit 3 is a
@@ -24,21 +29,22 @@ const (
 // with what it read and exits 0, or prints the first error and exits
 // exitReadFailed. A damaged file that bbolt trips over crashes it.
 func readEverything(db *DB) int {
+	ctx := context.Background()
 	fail := func(what string, err error) int {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
 		return exitReadFailed
 	}
-	sums, err := db.Summaries()
+	sums, err := db.Summaries(ctx)
 	if err != nil {
 		return fail("Summaries", err)
 	}
 	tools := 0
 	for _, sum := range sums {
 		id := sum.Server.ID
-		if _, err := db.Summary(id); err != nil {
+		if _, err := db.Summary(ctx, id); err != nil {
 			return fail("Summary "+id, err)
 		}
-		es, err := db.Tools(id)
+		es, err := db.Tools(ctx, id)
 		if err != nil {
 			return fail("Tools "+id, err)
 		}
@@ -47,35 +53,35 @@ func readEverything(db *DB) int {
 		// that (bbolt keeps no checksums), and looking that name up is
 		// then a "not found", an answer like any other.
 		for _, e := range es {
-			if _, _, err := db.ToolVersions(id, e.Name); err != nil && !errors.Is(err, ErrToolNotFound) {
+			if _, _, err := db.ToolVersions(ctx, store.ToolRef{ServerID: id, Tool: e.Name}); err != nil && !errors.Is(err, store.ErrToolNotFound) {
 				return fail("ToolVersions "+id+" "+e.Name, err)
 			}
-			if _, _, err := db.ToolByAgentName(e.AgentName); err != nil && !errors.Is(err, ErrAgentNameUnknown) {
+			if _, _, err := db.ToolByAgentName(ctx, e.AgentName); err != nil && !errors.Is(err, store.ErrAgentNameUnknown) {
 				return fail("ToolByAgentName "+e.AgentName, err)
 			}
 		}
 		tools += len(es)
-		if _, _, err := db.History(id, 0); err != nil {
+		if _, _, err := db.History(ctx, id, 0); err != nil {
 			return fail("History "+id, err)
 		}
 	}
-	if _, err := db.AllTools(); err != nil {
+	if _, err := db.AllTools(ctx); err != nil {
 		return fail("AllTools", err)
 	}
-	if _, err := db.Catalog(func(*Summary, ToolEntry) error { return nil }); err != nil {
+	if _, err := db.Catalog(ctx, func(*store.Summary, store.ToolEntry) error { return nil }); err != nil {
 		return fail("Catalog", err)
 	}
-	if _, _, err := db.Calls(1 << 20); err != nil {
+	if _, _, err := db.Calls(ctx, 1<<20); err != nil {
 		return fail("Calls", err)
 	}
-	if _, err := db.MCPToken(); err != nil {
+	if _, err := db.MCPToken(ctx); err != nil {
 		return fail("MCPToken", err)
 	}
-	s := stdioServer("after-damage")
-	if err := db.CreateServer(s); err != nil {
+	s := storetest.StdioServer("after-damage")
+	if err := db.CreateServer(ctx, s); err != nil {
 		return fail("CreateServer", err)
 	}
-	if err := db.RecordSuccess(s.ID, verification(s, "j", at(0), benchTools(3)...)); err != nil {
+	if err := db.RecordSuccess(ctx, s.ID, storetest.Verification(s, "j", storetest.At(0), benchTools(3)...)); err != nil {
 		return fail("RecordSuccess", err)
 	}
 	if err := db.Close(); err != nil {
@@ -90,6 +96,7 @@ func readEverything(db *DB) int {
 // changed and missing tools), failures, policies set and approved, calls
 // in the audit — closed cleanly, and returns its path.
 func realisticDB(t *testing.T) string {
+	ctx := t.Context()
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "realistic.db")
 	db, err := Open(path, Options{NoSync: true})
@@ -98,30 +105,30 @@ func realisticDB(t *testing.T) string {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	sizes := []int{1, 2, 3, 8, 20, 60}
-	var calls []Call
+	var calls []store.Call
 	for i := range 60 {
-		s := mustCreate(t, db, stdioServer(fmt.Sprintf("srv-%02d", i)))
+		s := storetest.MustCreate(t, db, storetest.StdioServer(fmt.Sprintf("srv-%02d", i)))
 		tools := benchTools(sizes[rng.IntN(len(sizes))])
-		mustRecordSuccess(t, db, s.ID, verification(s, "j1", at(i), tools...))
+		storetest.MustRecordSuccess(t, db, s.ID, storetest.Verification(s, "j1", storetest.At(i), tools...))
 		if i%3 == 0 && len(tools) > 1 {
 			// the first tool changes, the last goes missing
-			tools[0] = mkTool(tools[0].Name, "v2")
-			mustRecordSuccess(t, db, s.ID, verification(s, "j2", at(100+i), tools[:len(tools)-1]...))
+			tools[0] = storetest.MkTool(tools[0].Name, "v2")
+			storetest.MustRecordSuccess(t, db, s.ID, storetest.Verification(s, "j2", storetest.At(100+i), tools[:len(tools)-1]...))
 		}
 		if i%4 == 0 {
-			if err := db.RecordFailure(s.ID, failure(s, "j3", StatusTimeout, at(200+i))); err != nil {
+			if err := db.RecordFailure(ctx, s.ID, storetest.Failure(s, "j3", store.StatusTimeout, storetest.At(200+i))); err != nil {
 				t.Fatalf("RecordFailure = %v; want nil", err)
 			}
 		}
-		if _, err := db.SetPolicy(s.ID, tools[len(tools)/2].Name, PolicyAllow, "me"); err != nil {
+		if _, err := db.SetPolicy(ctx, store.ToolRef{ServerID: s.ID, Tool: tools[len(tools)/2].Name}, store.PolicyAllow, "me"); err != nil {
 			t.Fatalf("SetPolicy = %v; want nil", err)
 		}
-		calls = append(calls, Call{At: at(300 + i), Session: "s", ServerID: s.ID, Tool: tools[0].Name, AgentName: s.ID + "__" + tools[0].Name, Outcome: "ok"})
+		calls = append(calls, store.Call{At: storetest.At(300 + i), Session: "s", ServerID: s.ID, Tool: tools[0].Name, AgentName: s.ID + "__" + tools[0].Name, Outcome: "ok"})
 	}
-	if err := db.AppendCalls(calls); err != nil {
+	if err := db.AppendCalls(ctx, calls); err != nil {
 		t.Fatalf("AppendCalls = %v; want nil", err)
 	}
-	if _, err := db.RotateMCPToken(); err != nil {
+	if _, err := db.RotateMCPToken(ctx); err != nil {
 		t.Fatalf("RotateMCPToken = %v; want nil", err)
 	}
 	if err := db.Close(); err != nil {

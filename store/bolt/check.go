@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -15,7 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchboard-dev/switchboard/store"
+	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
 
@@ -76,7 +77,7 @@ func RunChildCheckIfAsked() {
 // stdout. A panic or fault on the way crashes the child, and the parent
 // reports that.
 func runCheck(path string, timeout time.Duration) int {
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: timeout})
+	bdb, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: timeout})
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
 		return exitCheckInUse
@@ -94,7 +95,7 @@ func runCheck(path string, timeout time.Duration) int {
 	}
 	var problems []string
 	total := 0
-	err = bdb.View(func(tx *bolt.Tx) error {
+	err = bdb.View(func(tx *bbolt.Tx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil && meta.Get(keyOpen) != nil {
 			fmt.Println(checkUnclean)
 		}
@@ -140,7 +141,7 @@ func runCheck(path string, timeout time.Duration) int {
 // page, a byte of JSON changed, an inline bucket) is found here rather
 // than by a read in the dashboard. The decoding, most of the work, is
 // spread over the CPUs; the values stay valid as long as tx.
-func readAll(tx *bolt.Tx) error {
+func readAll(tx *bbolt.Tx) error {
 	type value struct {
 		where  func() string
 		v      []byte
@@ -165,8 +166,8 @@ func readAll(tx *bolt.Tx) error {
 			}
 		})
 	}
-	var walk func(top, path string, b *bolt.Bucket, depth int) error
-	walk = func(top, path string, b *bolt.Bucket, depth int) error {
+	var walk func(top, path string, b *bbolt.Bucket, depth int) error
+	walk = func(top, path string, b *bbolt.Bucket, depth int) error {
 		decode, valuesOnly := valueDecoder(top, depth)
 		return b.ForEach(func(k, v []byte) error {
 			crc32.ChecksumIEEE(k) // reads the key
@@ -187,7 +188,7 @@ func readAll(tx *bolt.Tx) error {
 			return walk(top, fmt.Sprintf("%s/%q", path, k), nb, depth+1)
 		})
 	}
-	err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+	err := tx.ForEach(func(name []byte, b *bbolt.Bucket) error {
 		return walk(string(name), string(name), b, 0)
 	})
 	close(values)
@@ -208,21 +209,21 @@ func valueDecoder(top string, depth int) (decode func([]byte) error, valuesOnly 
 	}
 	switch {
 	case depth == 0 && top == string(bucketServers):
-		return into(func() any { return new(Server) }), true
+		return into(func() any { return new(store.Server) }), true
 	case depth == 0 && top == string(bucketDiscovery):
-		return into(func() any { return new(Discovery) }), true
+		return into(func() any { return new(store.Discovery) }), true
 	case depth == 0 && top == string(bucketAudit):
-		return into(func() any { return new(Call) }), true
+		return into(func() any { return new(store.Call) }), true
 	case depth == 1 && (top == string(bucketTools) || top == string(bucketApproved)):
-		return into(func() any { return new(Tool) }), true
+		return into(func() any { return new(store.Tool) }), true
 	case depth == 1 && top == string(bucketPolicies):
-		return into(func() any { return new(Policy) }), true
+		return into(func() any { return new(store.PolicySetting) }), true
 	case depth == 1 && top == string(bucketHistory):
-		return into(func() any { return new(HistoryEntry) }), true
+		return into(func() any { return new(store.HistoryEntry) }), true
 	case depth == 1 && top == string(bucketAgentNames):
 		return nil, true
 	case depth == 1 && top == string(bucketGrants):
-		return into(func() any { return new(Grant) }), true
+		return into(func() any { return new(store.Grant) }), true
 	}
 	return nil, false
 }
@@ -244,7 +245,7 @@ func CheckInChild(ctx context.Context, path string) error {
 // reported damaged.
 func checkInChild(ctx context.Context, path string, timeout time.Duration, why string) error {
 	if !childCheckReady.Load() {
-		return fmt.Errorf("store: cannot check %s: this program does not call store.RunChildCheckIfAsked at start-up", path)
+		return fmt.Errorf("store: cannot check %s: this program does not call bolt.RunChildCheckIfAsked at start-up", path)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -281,7 +282,7 @@ func checkInChild(ctx context.Context, path string, timeout time.Duration, why s
 	case 0:
 		return fmt.Errorf("store: check %s: the check process ended without a result (%q)", path, report)
 	case exitCheckInUse:
-		return fmt.Errorf("%w: %s (is another switchboard running?)", ErrInUse, path)
+		return fmt.Errorf("%w: %s (is another switchboard running?)", store.ErrInUse, path)
 	case exitCheckDamaged:
 		return damagedCheck(path, why, report)
 	case exitCheckInvalid:

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bufio"
@@ -16,16 +16,19 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchboard-dev/switchboard/store/storetest"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // rawUpdate and rawView open the file with plain bbolt, bypassing the
 // store, to inspect or tamper with what is on disk.
-func rawUpdate(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
+func rawUpdate(t *testing.T, path string, fn func(tx *bbolt.Tx) error) {
 	t.Helper()
-	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	b, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
 	if err != nil {
-		t.Fatalf("bolt.Open(%q) = %v; want nil", path, err)
+		t.Fatalf("bbolt.Open(%q) = %v; want nil", path, err)
 	}
 	defer b.Close()
 	if err := b.Update(fn); err != nil {
@@ -33,11 +36,11 @@ func rawUpdate(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 	}
 }
 
-func rawView(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
+func rawView(t *testing.T, path string, fn func(tx *bbolt.Tx) error) {
 	t.Helper()
-	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	b, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
 	if err != nil {
-		t.Fatalf("bolt.Open(%q, read-only) = %v; want nil", path, err)
+		t.Fatalf("bbolt.Open(%q, read-only) = %v; want nil", path, err)
 	}
 	defer b.Close()
 	if err := b.View(fn); err != nil {
@@ -48,7 +51,7 @@ func rawView(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 func rawSchemaVersion(t *testing.T, path string) string {
 	t.Helper()
 	var v string
-	rawView(t, path, func(tx *bolt.Tx) error {
+	rawView(t, path, func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
 			return errors.New("no meta bucket")
@@ -60,6 +63,7 @@ func rawSchemaVersion(t *testing.T, path string) string {
 }
 
 func TestOpenCreatesBucketsAndSchemaVersion(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "nested", "dir", "switchboard.db")
 	db, err := Open(path, Options{})
 	if err != nil {
@@ -68,15 +72,15 @@ func TestOpenCreatesBucketsAndSchemaVersion(t *testing.T) {
 	if db.Path() != path {
 		t.Errorf("Path() = %q; want %q", db.Path(), path)
 	}
-	s := stdioServer("files")
-	if err := db.CreateServer(s); err != nil {
+	s := storetest.StdioServer("files")
+	if err := db.CreateServer(ctx, s); err != nil {
 		t.Fatalf("CreateServer = %v; want nil", err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close() = %v; want nil", err)
 	}
 
-	rawView(t, path, func(tx *bolt.Tx) error {
+	rawView(t, path, func(tx *bbolt.Tx) error {
 		for _, name := range []string{"meta", "servers", "discovery", "tools", "policies"} {
 			if tx.Bucket([]byte(name)) == nil {
 				t.Errorf("bucket %q after Open = missing; want created", name)
@@ -90,24 +94,25 @@ func TestOpenCreatesBucketsAndSchemaVersion(t *testing.T) {
 
 	// Reopening an existing store works and keeps its data.
 	db = mustOpenPath(t, path, Options{})
-	if got, err := db.Server(s.ID); err != nil || got.Command != s.Command {
+	if got, err := db.Server(ctx, s.ID); err != nil || got.Command != s.Command {
 		t.Errorf("Server(%q) after reopen = %+v, %v; want the stored server", s.ID, got, err)
 	}
 }
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "switchboard.db")
 	db, err := Open(path, Options{})
 	if err != nil {
 		t.Fatalf("Open(%q) = %v; want nil", path, err)
 	}
-	if err := db.CreateServer(stdioServer("files")); err != nil {
+	if err := db.CreateServer(ctx, storetest.StdioServer("files")); err != nil {
 		t.Fatalf("CreateServer = %v; want nil", err)
 	}
 	db.Close()
 
 	newer := strconv.Itoa(SchemaVersion + 1)
-	rawUpdate(t, path, func(tx *bolt.Tx) error {
+	rawUpdate(t, path, func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keySchemaVersion, []byte(newer))
 	})
 
@@ -123,7 +128,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	if got := rawSchemaVersion(t, path); got != newer {
 		t.Errorf("meta schema_version after refused Open = %q; want %q (untouched)", got, newer)
 	}
-	rawView(t, path, func(tx *bolt.Tx) error {
+	rawView(t, path, func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketServers).Get([]byte("files")) == nil {
 			t.Errorf("server files after refused Open = missing; want kept")
 		}
@@ -136,7 +141,7 @@ func TestOpenInUseOtherProcess(t *testing.T) {
 	db := mustOpenPath(t, path, Options{})
 
 	// An in-process refusal first: it must not release the lock either.
-	if other, err := Open(path, Options{Timeout: 20 * time.Millisecond}); !errors.Is(err, ErrInUse) {
+	if other, err := Open(path, Options{Timeout: 20 * time.Millisecond}); !errors.Is(err, store.ErrInUse) {
 		if other != nil {
 			other.Close()
 		}
@@ -185,7 +190,7 @@ func TestOpenRefusesEmptyFile(t *testing.T) {
 			db.Close()
 			t.Fatalf("Open(%q) on a zero-length file (attempt %d) = nil error; want refusal", path, attempt)
 		}
-		if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "empty") || errors.Is(err, ErrInUse) {
+		if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "empty") || errors.Is(err, store.ErrInUse) {
 			t.Errorf("Open(%q) on a zero-length file = %q; want a message naming the path and saying it is empty", path, msg)
 		}
 		fi, err := os.Stat(path)
@@ -240,7 +245,7 @@ func TestOpenRefusesGarbage(t *testing.T) {
 				db.Close()
 				t.Fatalf("Open(%q) on %s = nil error; want refusal", path, tt.name)
 			}
-			if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, tt.wantMsg) || errors.Is(err, ErrInUse) {
+			if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, tt.wantMsg) || errors.Is(err, store.ErrInUse) {
 				t.Errorf("Open(%q) on %s = %q; want an error naming the path and containing %q", path, tt.name, msg, tt.wantMsg)
 			}
 			after, rerr := os.ReadFile(path)
@@ -255,31 +260,32 @@ func TestOpenRefusesGarbage(t *testing.T) {
 }
 
 func TestOpenMarksRunningAsInterrupted(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "switchboard.db")
 	db, err := Open(path, Options{})
 	if err != nil {
 		t.Fatalf("Open(%q) = %v; want nil", path, err)
 	}
-	servers := map[string]Server{}
+	servers := map[string]store.Server{}
 	for _, id := range []string{"verified-running", "fresh-running", "ok", "failed", "never"} {
-		servers[id] = mustCreate(t, db, stdioServer(id))
+		servers[id] = storetest.MustCreate(t, db, storetest.StdioServer(id))
 	}
 	for _, id := range []string{"verified-running", "ok", "failed"} {
-		mustRecordSuccess(t, db, id, verification(servers[id], "job-1", at(10), mkTool("read", "v1")))
+		storetest.MustRecordSuccess(t, db, id, storetest.Verification(servers[id], "job-1", storetest.At(10), storetest.MkTool("read", "v1")))
 	}
-	if err := db.RecordFailure("failed", failure(servers["failed"], "job-2", StatusFailed, at(20))); err != nil {
+	if err := db.RecordFailure(ctx, "failed", storetest.Failure(servers["failed"], "job-2", store.StatusFailed, storetest.At(20))); err != nil {
 		t.Fatalf("RecordFailure = %v; want nil", err)
 	}
 	for _, id := range []string{"verified-running", "fresh-running"} {
-		if err := db.MarkRunning(id, "job-3", at(30)); err != nil {
+		if err := db.MarkRunning(ctx, id, "job-3", storetest.At(30)); err != nil {
 			t.Fatalf("MarkRunning(%q) = %v; want nil", id, err)
 		}
 	}
-	before, err := db.Summaries()
+	before, err := db.Summaries(ctx)
 	if err != nil {
 		t.Fatalf("Summaries() = %v; want nil", err)
 	}
-	beforeTools, err := db.AllTools()
+	beforeTools, err := db.AllTools(ctx)
 	if err != nil {
 		t.Fatalf("AllTools() = %v; want nil", err)
 	}
@@ -293,11 +299,11 @@ func TestOpenMarksRunningAsInterrupted(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Open(%q) #%d = %v; want nil", path, reopen, err)
 		}
-		after, err := db.Summaries()
+		after, err := db.Summaries(ctx)
 		if err != nil {
 			t.Fatalf("Summaries() after reopen #%d = %v; want nil", reopen, err)
 		}
-		afterTools, err := db.AllTools()
+		afterTools, err := db.AllTools(ctx)
 		if err != nil {
 			t.Fatalf("AllTools() after reopen #%d = %v; want nil", reopen, err)
 		}
@@ -310,15 +316,15 @@ func TestOpenMarksRunningAsInterrupted(t *testing.T) {
 			want := before[i]
 			id := want.Server.ID
 			if strings.HasSuffix(id, "-running") {
-				if got.Discovery.Status != StatusInterrupted {
-					t.Errorf("Summary(%q).Discovery.Status after reopen #%d = %q; want %q", id, reopen, got.Discovery.Status, StatusInterrupted)
+				if got.Discovery.Status != store.StatusInterrupted {
+					t.Errorf("Summary(%q).Discovery.Status after reopen #%d = %q; want %q", id, reopen, got.Discovery.Status, store.StatusInterrupted)
 				}
 				if e := got.Discovery.Error; e == nil || e.Message == "" || e.Class == "" {
 					t.Errorf("Summary(%q).Discovery.Error after reopen #%d = %+v; want an explanation", id, reopen, e)
 				} else {
 					want.Discovery.Error = e
 				}
-				want.Discovery.Status = StatusInterrupted
+				want.Discovery.Status = store.StatusInterrupted
 				if wantStale := !want.Discovery.VerifiedAt.IsZero(); got.Discovery.Stale() != wantStale {
 					t.Errorf("Summary(%q).Discovery.Stale() after reopen #%d = %v; want %v", id, reopen, got.Discovery.Stale(), wantStale)
 				}
@@ -336,6 +342,7 @@ func TestOpenMarksRunningAsInterrupted(t *testing.T) {
 // kill -9 while writing loses nothing that was acknowledged: the child
 // prints an id only after CreateServer returned nil for it.
 func TestKillDuringWritesLosesNoAcknowledgedChange(t *testing.T) {
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "switchboard.db")
 	cmd := helperCommand(t, "write", path)
 	var stderr bytes.Buffer
@@ -371,11 +378,11 @@ func TestKillDuringWritesLosesNoAcknowledgedChange(t *testing.T) {
 		if want := fmt.Sprintf("s%05d", i); id != want {
 			t.Fatalf("acknowledgement %d = %q; want %q", i, id, want)
 		}
-		if _, err := db.Server(id); err != nil {
+		if _, err := db.Server(ctx, id); err != nil {
 			t.Errorf("Server(%q) after kill -9 = %v; want the acknowledged server", id, err)
 		}
 	}
-	sums, err := db.Summaries()
+	sums, err := db.Summaries(ctx)
 	if err != nil {
 		t.Fatalf("Summaries() after kill -9 = %v; want nil", err)
 	}

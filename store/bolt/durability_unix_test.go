@@ -4,7 +4,7 @@
 // status must say so, a full disk is a file size limit (RLIMIT_FSIZE), and
 // the open file is reached through symbolic links.
 
-package store
+package bolt
 
 import (
 	"bufio"
@@ -19,6 +19,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/store/storetest"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // killedWriter is what one run of the "count" helper reported before it
@@ -129,6 +133,7 @@ func TestCrashLoopLosesNoAcknowledgedChange(t *testing.T) {
 // fail with an error (no panic), and the file keeps everything that was
 // acknowledged and stays usable.
 func TestDiskFullFailsCleanly(t *testing.T) {
+	ctx := t.Context()
 	tests := []struct {
 		name string
 		// prepare may fill the file first; it returns the limit to set.
@@ -148,8 +153,8 @@ func TestDiskFullFailsCleanly(t *testing.T) {
 				db := mustOpenPath(t, path, Options{NoSync: true})
 				arg := strings.Repeat("y", 4096)
 				for i := 0; fileSize(t, path) < 1<<20; i++ {
-					s := Server{ID: fmt.Sprintf("p%05d", i), Transport: TransportStdio, Command: "true", Args: []string{arg}, DefaultPolicy: PolicyAsk}
-					if err := db.CreateServer(s); err != nil {
+					s := store.Server{ID: fmt.Sprintf("p%05d", i), Transport: store.TransportStdio, Command: "true", Args: []string{arg}, DefaultPolicy: store.PolicyAsk}
+					if err := db.CreateServer(ctx, s); err != nil {
 						t.Fatalf("CreateServer(%q) = %v; want nil", s.ID, err)
 					}
 				}
@@ -184,11 +189,11 @@ func TestDiskFullFailsCleanly(t *testing.T) {
 
 			db := mustOpenPath(t, path, Options{})
 			for _, id := range acked {
-				if _, err := db.Server(id); err != nil {
+				if _, err := db.Server(ctx, id); err != nil {
 					t.Errorf("Server(%q) after the disk filled = %v; want the acknowledged server", id, err)
 				}
 			}
-			if err := db.CreateServer(stdioServer("after")); err != nil {
+			if err := db.CreateServer(ctx, storetest.StdioServer("after")); err != nil {
 				t.Errorf("CreateServer once there is room again = %v; want nil", err)
 			}
 			if err := db.Close(); err != nil {
@@ -213,6 +218,7 @@ func fileSize(t *testing.T, path string) int64 {
 // ErrInUse, under any name: without the registry it would wait out the
 // whole lock timeout (and, where flock is per process, succeed).
 func TestOpenTwiceInProcess(t *testing.T) {
+	ctx := t.Context()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "switchboard.db")
 	db := mustOpenPath(t, path, Options{})
@@ -250,7 +256,7 @@ func TestOpenTwiceInProcess(t *testing.T) {
 				second.Close()
 				t.Fatalf("Open(%q) while open = nil error; want ErrInUse", tt.path)
 			}
-			if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), tt.path) || !strings.Contains(err.Error(), "already open in this process") {
+			if !errors.Is(err, store.ErrInUse) || !strings.Contains(err.Error(), tt.path) || !strings.Contains(err.Error(), "already open in this process") {
 				t.Errorf("Open(%q) while open = %v; want ErrInUse naming the path and saying it is open in this process", tt.path, err)
 			}
 			if elapsed > DefaultOpenTimeout/2 {
@@ -258,7 +264,7 @@ func TestOpenTwiceInProcess(t *testing.T) {
 			}
 		})
 	}
-	if err := db.CreateServer(stdioServer("still-works")); err != nil {
+	if err := db.CreateServer(ctx, storetest.StdioServer("still-works")); err != nil {
 		t.Errorf("CreateServer on the first handle = %v; want nil", err)
 	}
 	if err := db.Close(); err != nil {
@@ -269,7 +275,7 @@ func TestOpenTwiceInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open(link.db) after Close = %v; want nil", err)
 	}
-	if _, err := again.Server("still-works"); err != nil {
+	if _, err := again.Server(ctx, "still-works"); err != nil {
 		t.Errorf("Server(still-works) through the link = %v; want nil", err)
 	}
 	again.Close()

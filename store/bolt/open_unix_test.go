@@ -2,7 +2,7 @@
 
 // The file modes checked here (0600, 0700) are Unix's.
 
-package store
+package bolt
 
 import (
 	"os"

@@ -1,13 +1,15 @@
-package store
+package bolt
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchboard-dev/switchboard/store"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // Pauses between tries to write failures that could not be written (see
@@ -19,7 +21,7 @@ const (
 
 // unsaved is a verification failure RecordFailure could not write.
 type unsaved struct {
-	f Failure
+	f store.Failure
 	// stored is the job of the server's record as it was stored when the
 	// write failed: the record is still the one f's job left as long as
 	// its job is f's (marked running) or this one (not even that).
@@ -28,7 +30,7 @@ type unsaved struct {
 
 // applies reports whether the stored record d is still the one u's job
 // left behind, so that u is what it should say.
-func (u *unsaved) applies(d Discovery) bool { return d.JobID == u.f.JobID || d.JobID == u.stored }
+func (u *unsaved) applies(d store.Discovery) bool { return d.JobID == u.f.JobID || d.JobID == u.stored }
 
 // unsavedFailures holds the failures not written yet, by server id, and
 // runs the retries. Its zero value is empty.
@@ -56,9 +58,9 @@ func (us *unsavedFailures) get(id string) *unsaved {
 
 // overlay shows on sum the failure of its server not written yet, if the
 // stored record is still the one it replaces.
-func (us *unsavedFailures) overlay(sum *Summary) {
+func (us *unsavedFailures) overlay(sum *store.Summary) {
 	if u := us.get(sum.Server.ID); u != nil && u.applies(sum.Discovery) {
-		applyFailure(sum.Server, &sum.Discovery, u.f)
+		store.ApplyFailure(sum.Server, &sum.Discovery, u.f)
 	}
 }
 
@@ -178,15 +180,15 @@ func (db *DB) writeUnsaved() error {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	err := db.updateMany(func(tx *bolt.Tx) ([]Change, error) {
-		var changes []Change
+	err := db.updateMany(context.Background(), func(tx *bbolt.Tx) ([]store.Change, error) {
+		var changes []store.Change
 		for _, id := range ids {
 			wrote, err := writeUnsavedTx(tx, id, pending[id])
 			if err != nil {
 				return nil, err
 			}
 			if wrote {
-				changes = append(changes, Change{ServerID: id, History: true})
+				changes = append(changes, store.Change{ServerID: id, History: true})
 			}
 		}
 		return changes, nil
@@ -203,9 +205,9 @@ func (db *DB) writeUnsaved() error {
 // writeUnsavedTx writes u as the server's record, with its history entry,
 // if the server still exists and its record is still the one u replaces.
 // It reports whether it wrote.
-func writeUnsavedTx(tx *bolt.Tx, id string, u *unsaved) (bool, error) {
+func writeUnsavedTx(tx *bbolt.Tx, id string, u *unsaved) (bool, error) {
 	sum, err := readSummary(tx, []byte(id))
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
@@ -215,7 +217,7 @@ func writeUnsavedTx(tx *bolt.Tx, id string, u *unsaved) (bool, error) {
 	if !u.applies(d) {
 		return false, nil
 	}
-	if err := appendHistory(tx, id, applyFailure(sum.Server, &d, u.f)); err != nil {
+	if err := appendHistory(tx, id, store.ApplyFailure(sum.Server, &d, u.f)); err != nil {
 		return false, err
 	}
 	return true, putJSON(tx.Bucket(bucketDiscovery), []byte(id), d)

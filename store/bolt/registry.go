@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // openFiles are the database files open in this process. bbolt's lock is
@@ -40,7 +42,7 @@ func claimPath(path string) (*claim, error) {
 	defer openFiles.Unlock()
 	for _, c := range openFiles.claims {
 		if c.path == canon || (info != nil && c.info != nil && os.SameFile(info, c.info)) {
-			return nil, fmt.Errorf("%w: %s (it is already open in this process)", ErrInUse, path)
+			return nil, fmt.Errorf("%w: %s (it is already open in this process)", store.ErrInUse, path)
 		}
 	}
 	c := &claim{path: canon, info: info}

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/store"
 	"go.uber.org/goleak"
 )
 
@@ -46,6 +47,7 @@ func TestHelperProcess(t *testing.T) {
 }
 
 func runHelper(mode, path string) int {
+	ctx := context.Background()
 	if mode == "fill" {
 		if err := limitFileSize(os.Getenv(helperFileSizeEnv)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -67,7 +69,7 @@ func runHelper(mode, path string) int {
 		// only after CreateServer returned nil.
 		for i := range 100000 {
 			id := fmt.Sprintf("s%05d", i)
-			if err := db.CreateServer(Server{ID: id, Name: id, Transport: TransportStdio, Command: "true", DefaultPolicy: PolicyAsk}); err != nil {
+			if err := db.CreateServer(ctx, store.Server{ID: id, Name: id, Transport: store.TransportStdio, Command: "true", DefaultPolicy: store.PolicyAsk}); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 3
 			}
@@ -95,10 +97,11 @@ const counterID = "counter"
 // is stored, until killed. It prints "ready N" with the stored value once
 // open, then each value after UpdateServer returned nil for it.
 func count(db *DB) int {
-	s, err := db.Server(counterID)
-	if errors.Is(err, ErrNotFound) {
-		s = Server{ID: counterID, Name: counterID, Transport: TransportStdio, Command: "true", DefaultPolicy: PolicyAsk}
-		err = db.CreateServer(s)
+	ctx := context.Background()
+	s, err := db.Server(ctx, counterID)
+	if errors.Is(err, store.ErrNotFound) {
+		s = store.Server{ID: counterID, Name: counterID, Transport: store.TransportStdio, Command: "true", DefaultPolicy: store.PolicyAsk}
+		err = db.CreateServer(ctx, s)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -107,7 +110,7 @@ func count(db *DB) int {
 	fmt.Printf("ready %d\n", s.TimeoutMS)
 	for {
 		s.TimeoutMS++
-		if err := db.UpdateServer(s); err != nil {
+		if err := db.UpdateServer(ctx, s); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 3
 		}
@@ -125,10 +128,11 @@ const exitFull = 5
 // limit. It prints that error on stderr, tries a few more writes (they
 // may fail too, but must not panic), and exits with exitFull.
 func fill(db *DB) int {
+	ctx := context.Background()
 	arg := strings.Repeat("x", 4096)
 	create := func(i int) error {
 		id := fmt.Sprintf("f%05d", i)
-		err := db.CreateServer(Server{ID: id, Name: id, Transport: TransportStdio, Command: "true", Args: []string{arg}, DefaultPolicy: PolicyAsk})
+		err := db.CreateServer(ctx, store.Server{ID: id, Name: id, Transport: store.TransportStdio, Command: "true", Args: []string{arg}, DefaultPolicy: store.PolicyAsk})
 		if err == nil {
 			fmt.Println(id)
 		}

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"bytes"
@@ -12,14 +12,17 @@ import (
 	"sync/atomic"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchboard-dev/switchboard/store/storetest"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // rawCheck runs bbolt's own consistency check over the file, outside the
 // store.
 func rawCheck(t *testing.T, path string) {
 	t.Helper()
-	rawView(t, path, func(tx *bolt.Tx) error {
+	rawView(t, path, func(tx *bbolt.Tx) error {
 		for err := range tx.Check() {
 			t.Errorf("tx.Check(%s): %v", path, err)
 		}
@@ -29,9 +32,10 @@ func rawCheck(t *testing.T, path string) {
 
 // counter returns the value the "count" helper keeps, 0 if it never ran.
 func counter(t *testing.T, db *DB) int {
+	ctx := t.Context()
 	t.Helper()
-	s, err := db.Server(counterID)
-	if errors.Is(err, ErrNotFound) {
+	s, err := db.Server(ctx, counterID)
+	if errors.Is(err, store.ErrNotFound) {
 		return 0
 	}
 	if err != nil {
@@ -52,8 +56,8 @@ func realDB(t *testing.T) (string, []string) {
 	tools := benchTools(20)
 	var ids []string
 	for i := range 40 {
-		s := mustCreate(t, db, stdioServer(fmt.Sprintf("srv-%02d", i)))
-		mustRecordSuccess(t, db, s.ID, verification(s, "job", at(i), tools...))
+		s := storetest.MustCreate(t, db, storetest.StdioServer(fmt.Sprintf("srv-%02d", i)))
+		storetest.MustRecordSuccess(t, db, s.ID, storetest.Verification(s, "job", storetest.At(i), tools...))
 		ids = append(ids, s.ID)
 	}
 	if err := db.Close(); err != nil {
@@ -85,7 +89,7 @@ func fileLayout(t *testing.T, path string) layout {
 	if m1.txid > m0.txid {
 		l.boltMeta = m1
 	}
-	rawView(t, path, func(tx *bolt.Tx) error {
+	rawView(t, path, func(tx *bbolt.Tx) error {
 		l.discovery = uint64(tx.Bucket(bucketDiscovery).Root())
 		return nil
 	})
@@ -98,7 +102,7 @@ func fileLayout(t *testing.T, path string) layout {
 // markUnclean sets the open marker, as a run that was killed leaves it.
 func markUnclean(t *testing.T, path string) {
 	t.Helper()
-	rawUpdate(t, path, func(tx *bolt.Tx) error {
+	rawUpdate(t, path, func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keyOpen, []byte("killed"))
 	})
 }
@@ -107,6 +111,7 @@ func markUnclean(t *testing.T, path string) {
 // what to do, never a crash, never a silent re-initialisation — or, where
 // bbolt can fall back to the other meta page, opened with all their data.
 func TestOpenDamaged(t *testing.T) {
+	ctx := t.Context()
 	page := func(l layout, id uint64) int64 { return int64(id) * l.pageSize }
 	flip := func(data []byte, off int64) []byte {
 		data[off] ^= 0xff
@@ -185,7 +190,7 @@ func TestOpenDamaged(t *testing.T) {
 			if tt.want == nil {
 				db := mustOpenPath(t, path, Options{})
 				for _, id := range ids {
-					if tools, err := db.Tools(id); err != nil || len(tools) != 20 {
+					if tools, err := db.Tools(ctx, id); err != nil || len(tools) != 20 {
 						t.Errorf("Tools(%q) = %d tools, %v; want 20, nil", id, len(tools), err)
 					}
 				}
@@ -207,7 +212,7 @@ func TestOpenDamaged(t *testing.T) {
 					t.Fatalf("Open(%q) #%d = nil error; want a refusal", path, attempt)
 				}
 				msg := err.Error()
-				if !errors.Is(err, ErrDamaged) || !strings.Contains(msg, path) || !strings.Contains(msg, "restore a backup") {
+				if !errors.Is(err, store.ErrDamaged) || !strings.Contains(msg, path) || !strings.Contains(msg, "restore a backup") {
 					t.Errorf("Open(%q) #%d = %v; want ErrDamaged naming the path and saying to restore a backup", path, attempt, err)
 				}
 				for _, w := range tt.want {
@@ -263,7 +268,7 @@ func TestEveryOpenIsChecked(t *testing.T) {
 		t.Fatalf("Open(%q) = %v; want nil (checked in a child)", path, err)
 	}
 	var marked bool
-	if err := db.bolt.View(func(tx *bolt.Tx) error {
+	if err := db.bolt.View(func(tx *bbolt.Tx) error {
 		marked = tx.Bucket(bucketMeta).Get(keyOpen) != nil
 		return nil
 	}); err != nil {
@@ -275,7 +280,7 @@ func TestEveryOpenIsChecked(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close() = %v; want nil", err)
 	}
-	rawView(t, path, func(tx *bolt.Tx) error {
+	rawView(t, path, func(tx *bbolt.Tx) error {
 		if v := tx.Bucket(bucketMeta).Get(keyOpen); v != nil {
 			t.Errorf("meta %s after Close = %q; want deleted", keyOpen, v)
 		}
@@ -310,7 +315,7 @@ func TestCheckInChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = CheckInChild(t.Context(), cut)
-	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "the file holds 2 pages") || !strings.Contains(err.Error(), cut) {
+	if !errors.Is(err, store.ErrDamaged) || !strings.Contains(err.Error(), "the file holds 2 pages") || !strings.Contains(err.Error(), cut) {
 		t.Errorf("CheckInChild(%q) on a file cut after its meta pages = %v; want ErrDamaged saying it holds 2 pages", cut, err)
 	}
 }
@@ -318,31 +323,33 @@ func TestCheckInChild(t *testing.T) {
 // 50 goroutines × 1000 updates: every one commits exactly once, and the
 // last one of each goroutine is what stays.
 func TestConcurrentUpdatesExactCounts(t *testing.T) {
+	ctx := t.Context()
 	const workers, updates = 50, 1000
 	var changes atomic.Int64
 	path := filepath.Join(t.TempDir(), "switchboard.db")
 	// NoSync: 50 000 fsyncs would take minutes; what is tested here is
 	// the concurrency, not the disk.
-	db, err := Open(path, Options{NoSync: true, OnChange: func(Change) { changes.Add(1) }})
+	db, err := Open(path, Options{NoSync: true})
 	if err != nil {
 		t.Fatalf("Open(%q) = %v; want nil", path, err)
 	}
-	s := mustCreate(t, db, stdioServer("busy"))
-	tools := make([]Tool, workers)
+	db.Subscribe(func(store.Change) { changes.Add(1) })
+	s := storetest.MustCreate(t, db, storetest.StdioServer("busy"))
+	tools := make([]store.Tool, workers)
 	for w := range tools {
-		tools[w] = mkTool(fmt.Sprintf("t%02d", w), "v1")
+		tools[w] = storetest.MkTool(fmt.Sprintf("t%02d", w), "v1")
 	}
-	mustRecordSuccess(t, db, s.ID, verification(s, "j", at(0), tools...))
+	storetest.MustRecordSuccess(t, db, s.ID, storetest.Verification(s, "j", storetest.At(0), tools...))
 	startRev := db.rev.Load()
 	changes.Store(0)
 
-	policies := []string{PolicyAllow, PolicyAsk, PolicyDeny}
+	policies := []store.Policy{store.PolicyAllow, store.PolicyAsk, store.PolicyDeny}
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			for i := range updates {
 				by := fmt.Sprintf("w%02d-%04d", w, i)
-				e, err := db.SetPolicy(s.ID, tools[w].Name, policies[i%3], by)
+				e, err := db.SetPolicy(ctx, store.ToolRef{ServerID: s.ID, Tool: tools[w].Name}, policies[i%3], by)
 				if err != nil || e.Policy.SetBy != by {
 					t.Errorf("SetPolicy(%q, %q, %s) = %+v, %v; want set by %s", s.ID, tools[w].Name, by, e.Policy, err, by)
 					return
@@ -365,10 +372,10 @@ func TestConcurrentUpdatesExactCounts(t *testing.T) {
 	if got, want := db.rev.Load(), startRev+workers*updates+1; got != want {
 		t.Errorf("revision after reopening = %d; want %d (one more for the open)", got, want)
 	}
-	got := mustTools(t, db, s.ID)
+	got := storetest.MustTools(t, db, s.ID)
 	for w, tool := range tools {
 		e := got[tool.Name]
-		want := Policy{Policy: policies[(updates-1)%3], Pin: tool.Pin, SetBy: fmt.Sprintf("w%02d-%04d", w, updates-1)}
+		want := store.PolicySetting{Policy: policies[(updates-1)%3], Pin: tool.Pin, SetBy: fmt.Sprintf("w%02d-%04d", w, updates-1)}
 		if e.Policy.Policy != want.Policy || e.Policy.Pin != want.Pin || e.Policy.SetBy != want.SetBy {
 			t.Errorf("Tools(%q)[%s].Policy = %+v; want %+v", s.ID, tool.Name, e.Policy, want)
 		}
@@ -378,14 +385,15 @@ func TestConcurrentUpdatesExactCounts(t *testing.T) {
 // Backups taken while a writer keeps committing are sound databases with
 // the data of one moment during the backup.
 func TestBackupWhileWriting(t *testing.T) {
+	ctx := t.Context()
 	dir := t.TempDir()
 	db := mustOpenPath(t, filepath.Join(dir, "switchboard.db"), Options{})
 	tools := benchTools(50)
 	for i := range 20 {
-		s := mustCreate(t, db, stdioServer(fmt.Sprintf("srv-%02d", i)))
-		mustRecordSuccess(t, db, s.ID, verification(s, "job", at(i), tools...))
+		s := storetest.MustCreate(t, db, storetest.StdioServer(fmt.Sprintf("srv-%02d", i)))
+		storetest.MustRecordSuccess(t, db, s.ID, storetest.Verification(s, "job", storetest.At(i), tools...))
 	}
-	c := mustCreate(t, db, Server{ID: counterID, Transport: TransportStdio, Command: "true", DefaultPolicy: PolicyAsk})
+	c := storetest.MustCreate(t, db, store.Server{ID: counterID, Transport: store.TransportStdio, Command: "true", DefaultPolicy: store.PolicyAsk})
 
 	var acked atomic.Int64
 	stop := make(chan struct{})
@@ -399,7 +407,7 @@ func TestBackupWhileWriting(t *testing.T) {
 			default:
 			}
 			c.TimeoutMS++
-			if err := db.UpdateServer(c); err != nil {
+			if err := db.UpdateServer(ctx, c); err != nil {
 				done <- err
 				return
 			}
@@ -416,7 +424,7 @@ func TestBackupWhileWriting(t *testing.T) {
 			}
 		} else {
 			var buf bytes.Buffer
-			n, err := db.Backup(&buf)
+			n, err := db.Backup(ctx, &buf)
 			if err != nil || n != int64(buf.Len()) {
 				t.Fatalf("Backup() = %d, %v; want %d, nil", n, err, buf.Len())
 			}
@@ -431,7 +439,7 @@ func TestBackupWhileWriting(t *testing.T) {
 		if got := int64(counter(t, b)); got < lo || got > hi+1 {
 			t.Errorf("counter in backup %d = %d; want between %d and %d (acknowledged before and after it)", i, got, lo, hi+1)
 		}
-		if all, err := b.AllTools(); err != nil || len(all) != 20*len(tools) {
+		if all, err := b.AllTools(t.Context()); err != nil || len(all) != 20*len(tools) {
 			t.Errorf("AllTools() in backup %d = %d tools, %v; want %d", i, len(all), err, 20*len(tools))
 		}
 		if err := b.Close(); err != nil {
@@ -457,10 +465,11 @@ func TestBackupWhileWriting(t *testing.T) {
 }
 
 func TestBackupToRefusesTheDatabaseItself(t *testing.T) {
+	ctx := t.Context()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "switchboard.db")
 	db := mustOpenPath(t, path, Options{})
-	mustCreate(t, db, stdioServer("kept"))
+	storetest.MustCreate(t, db, storetest.StdioServer("kept"))
 	if err := os.Link(path, filepath.Join(dir, "hard.db")); err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +478,7 @@ func TestBackupToRefusesTheDatabaseItself(t *testing.T) {
 			t.Errorf("BackupTo(%q) = %v; want a refusal to overwrite the database", out, err)
 		}
 	}
-	if _, err := db.Server("kept"); err != nil {
+	if _, err := db.Server(ctx, "kept"); err != nil {
 		t.Errorf("Server(kept) after the refused backups = %v; want nil", err)
 	}
 }

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"fmt"
@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/switchboard-dev/switchboard/store/storetest"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // Go benchmarks of the store's hot paths; `make bench` runs them, and
@@ -15,15 +18,16 @@ import (
 
 // benchTools returns n tools with a realistic size (a few properties of
 // schema, a sentence of description).
-func benchTools(n int) []Tool {
-	tools := make([]Tool, n)
+func benchTools(n int) []store.Tool {
+	tools := make([]store.Tool, n)
 	for i := range tools {
-		tools[i] = mkTool(fmt.Sprintf("tool_%03d", i), "searches the record catalogue for entries matching a free-text query")
+		tools[i] = storetest.MkTool(fmt.Sprintf("tool_%03d", i), "searches the record catalogue for entries matching a free-text query")
 	}
 	return tools
 }
 
 func benchDB(b *testing.B, servers, toolsPerServer int) *DB {
+	ctx := b.Context()
 	b.Helper()
 	db, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{})
 	if err != nil {
@@ -32,11 +36,11 @@ func benchDB(b *testing.B, servers, toolsPerServer int) *DB {
 	b.Cleanup(func() { db.Close() })
 	tools := benchTools(toolsPerServer)
 	for i := range servers {
-		s := stdioServer(fmt.Sprintf("srv-%03d", i))
-		if err := db.CreateServer(s); err != nil {
+		s := storetest.StdioServer(fmt.Sprintf("srv-%03d", i))
+		if err := db.CreateServer(ctx, s); err != nil {
 			b.Fatal(err)
 		}
-		if err := db.RecordSuccess(s.ID, verification(s, "j", at(i), tools...)); err != nil {
+		if err := db.RecordSuccess(ctx, s.ID, storetest.Verification(s, "j", storetest.At(i), tools...)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -46,15 +50,16 @@ func benchDB(b *testing.B, servers, toolsPerServer int) *DB {
 // BenchmarkRecordSuccess: saving a re-verification of a 50-tool server
 // (one transaction, fsync included).
 func BenchmarkRecordSuccess(b *testing.B) {
+	ctx := b.Context()
 	db := benchDB(b, 1, 0)
-	s, err := db.Server("srv-000")
+	s, err := db.Server(ctx, "srv-000")
 	if err != nil {
 		b.Fatal(err)
 	}
 	tools := benchTools(50)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if err := db.RecordSuccess(s.ID, verification(s, "j", at(i), tools...)); err != nil {
+		if err := db.RecordSuccess(ctx, s.ID, storetest.Verification(s, "j", storetest.At(i), tools...)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -63,10 +68,11 @@ func BenchmarkRecordSuccess(b *testing.B) {
 // BenchmarkAllTools: reading the whole catalog (200 servers × 50 tools),
 // what the catalog cache renders from once per change.
 func BenchmarkAllTools(b *testing.B) {
+	ctx := b.Context()
 	db := benchDB(b, 200, 50)
 	b.ReportAllocs()
 	for b.Loop() {
-		tools, err := db.AllTools()
+		tools, err := db.AllTools(ctx)
 		if err != nil || len(tools) != 10000 {
 			b.Fatalf("%d tools, %v", len(tools), err)
 		}
@@ -76,10 +82,11 @@ func BenchmarkAllTools(b *testing.B) {
 // BenchmarkTools: one server's 50 tools, as GET /api/v1/servers/:id/tools
 // reads them.
 func BenchmarkTools(b *testing.B) {
+	ctx := b.Context()
 	db := benchDB(b, 200, 50)
 	b.ReportAllocs()
 	for b.Loop() {
-		if tools, err := db.Tools("srv-100"); err != nil || len(tools) != 50 {
+		if tools, err := db.Tools(ctx, "srv-100"); err != nil || len(tools) != 50 {
 			b.Fatalf("%d tools, %v", len(tools), err)
 		}
 	}
@@ -88,10 +95,11 @@ func BenchmarkTools(b *testing.B) {
 // BenchmarkSummaries: every server's summary, as the servers page and an
 // SSE snapshot read them (200 servers).
 func BenchmarkSummaries(b *testing.B) {
+	ctx := b.Context()
 	db := benchDB(b, 200, 5)
 	b.ReportAllocs()
 	for b.Loop() {
-		if sums, err := db.Summaries(); err != nil || len(sums) != 200 {
+		if sums, err := db.Summaries(ctx); err != nil || len(sums) != 200 {
 			b.Fatalf("%d summaries, %v", len(sums), err)
 		}
 	}
@@ -101,6 +109,7 @@ func BenchmarkSummaries(b *testing.B) {
 // check benchmarks (without fsync, to build it quickly) and returns its
 // path.
 func seedFile(b *testing.B, servers int) string {
+	ctx := b.Context()
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "bench.db")
 	db, err := Open(path, Options{NoSync: true})
@@ -109,11 +118,11 @@ func seedFile(b *testing.B, servers int) string {
 	}
 	tools := benchTools(50)
 	for i := range servers {
-		s := stdioServer(fmt.Sprintf("srv-%03d", i))
-		if err := db.CreateServer(s); err != nil {
+		s := storetest.StdioServer(fmt.Sprintf("srv-%03d", i))
+		if err := db.CreateServer(ctx, s); err != nil {
 			b.Fatal(err)
 		}
-		if err := db.RecordSuccess(s.ID, verification(s, "j", at(i), tools...)); err != nil {
+		if err := db.RecordSuccess(ctx, s.ID, storetest.Verification(s, "j", storetest.At(i), tools...)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -166,9 +175,9 @@ func BenchmarkCheckInChild(b *testing.B) {
 
 // crash leaves the file as a killed switchboard would: marked open.
 func crash(b *testing.B, path string) {
-	bdb, err := bolt.Open(path, 0o600, nil)
+	bdb, err := bbolt.Open(path, 0o600, nil)
 	if err == nil {
-		err = bdb.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyOpen, []byte("killed")) })
+		err = bdb.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyOpen, []byte("killed")) })
 		bdb.Close()
 	}
 	if err != nil {

@@ -1,4 +1,4 @@
-package store
+package bolt
 
 import (
 	"encoding/binary"
@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"runtime/debug"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // damagedError is a database file the store refuses to open. It matches
@@ -25,7 +27,7 @@ func (e *damagedError) Error() string {
 		"(switchboard never repairs or re-initialises a database by itself)", e.path, e.problem)
 }
 
-func (e *damagedError) Is(target error) bool { return target == ErrDamaged }
+func (e *damagedError) Is(target error) bool { return target == store.ErrDamaged }
 
 // damagedCheck is the error for a file that failed its integrity check;
 // why says what made the check necessary ("" if it was asked for), and

@@ -1,0 +1,203 @@
+package bolt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/store"
+	bbolt "go.etcd.io/bbolt"
+)
+
+// putApproved records t as the definition its policy approves.
+func putApproved(tx *bbolt.Tx, t store.Tool) error {
+	b, err := tx.Bucket(bucketApproved).CreateBucketIfNotExists([]byte(t.ServerID))
+	if err != nil {
+		return err
+	}
+	return putJSON(b, []byte(t.Name), t)
+}
+
+// ToolVersions returns a tool with its policy, and the definition its
+// policy was approved at (nil if it was approved before Switchboard kept
+// definitions). For a changed tool, the two are the diff a person reviews.
+func (db *DB) ToolVersions(ctx context.Context, ref store.ToolRef) (store.ToolEntry, *store.Tool, error) {
+	var e store.ToolEntry
+	var approved *store.Tool
+	err := db.bolt.View(func(tx *bbolt.Tx) error {
+		var err error
+		e, approved, err = readToolVersions(tx, ref)
+		return err
+	})
+	return e, approved, err
+}
+
+func readToolVersions(tx *bbolt.Tx, ref store.ToolRef) (store.ToolEntry, *store.Tool, error) {
+	e, err := readTool(tx, ref)
+	if err != nil {
+		return e, nil, err
+	}
+	ab := tx.Bucket(bucketApproved).Bucket([]byte(ref.ServerID))
+	if ab == nil {
+		return e, nil, nil
+	}
+	var t store.Tool
+	switch err := getJSON(ab, []byte(ref.Tool), &t); {
+	case errors.Is(err, store.ErrNotFound):
+		return e, nil, nil
+	case err != nil:
+		return e, nil, err
+	case t.Pin != e.Policy.Pin:
+		return e, nil, nil
+	}
+	return e, &t, nil
+}
+
+// readTool reads one tool with its policy.
+func readTool(tx *bbolt.Tx, ref store.ToolRef) (store.ToolEntry, error) {
+	var e store.ToolEntry
+	key, tool := []byte(ref.ServerID), ref.Tool
+	if tx.Bucket(bucketServers).Get(key) == nil {
+		return e, store.ErrNotFound
+	}
+	tb := tx.Bucket(bucketTools).Bucket(key)
+	if tb == nil {
+		return e, store.ErrToolNotFound
+	}
+	if err := getJSON(tb, []byte(tool), &e.Tool); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return e, store.ErrToolNotFound
+		}
+		return e, err
+	}
+	if pb := tx.Bucket(bucketPolicies).Bucket(key); pb != nil {
+		if err := getJSON(pb, []byte(tool), &e.Policy); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return e, err
+		}
+	}
+	e.Effective = store.EffectivePolicy(e.Tool, e.Policy)
+	return e, nil
+}
+
+// ApproveTool approves the current definition of a changed tool, whose
+// pin the person was shown (see store.Approve). It returns
+// ErrPinMismatch, ErrNotChanged, ErrNotFound or ErrToolNotFound.
+func (db *DB) ApproveTool(ctx context.Context, ref store.ToolRef, pin, by string) (store.ToolEntry, error) {
+	out, err := db.ApproveChanges(ctx, ref.ServerID, map[string]string{ref.Tool: pin}, by)
+	if err != nil {
+		return store.ToolEntry{}, err
+	}
+	return out[0], nil
+}
+
+// ApproveChanges approves several changed tools of one server at once,
+// each at the pin the person was shown (tool name → pin), all or none:
+// any tool that changed again, or has nothing to approve, fails the whole
+// call with an error naming it.
+func (db *DB) ApproveChanges(ctx context.Context, id string, pins map[string]string, by string) ([]store.ToolEntry, error) {
+	var out []store.ToolEntry
+	err := db.update(ctx, store.Change{ServerID: id, Tools: true}, func(tx *bbolt.Tx) error {
+		now := time.Now()
+		out = make([]store.ToolEntry, 0, len(pins))
+		for _, name := range slices.Sorted(maps.Keys(pins)) {
+			e, err := readTool(tx, store.ToolRef{ServerID: id, Tool: name})
+			if err != nil {
+				return err
+			}
+			if e, err = store.Approve(e, pins[name], by, now); err != nil {
+				return err
+			}
+			key := []byte(id)
+			if err := putJSON(tx.Bucket(bucketPolicies).Bucket(key), []byte(name), e.Policy); err != nil {
+				return err
+			}
+			if err := putJSON(tx.Bucket(bucketTools).Bucket(key), []byte(name), e.Tool); err != nil {
+				return err
+			}
+			if err := putApproved(tx, e.Tool); err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return recountChanged(tx, id)
+	})
+	return out, err
+}
+
+// countChanged counts the server's changed tools.
+func countChanged(tx *bbolt.Tx, id string) (int, error) {
+	tb := tx.Bucket(bucketTools).Bucket([]byte(id))
+	if tb == nil {
+		return 0, nil
+	}
+	n := 0
+	err := tb.ForEach(func(k, v []byte) error {
+		var t struct {
+			State store.ToolState `json:"state"`
+		}
+		if err := json.Unmarshal(v, &t); err != nil {
+			return fmt.Errorf("decode tool %q: %w", k, err)
+		}
+		if t.State == store.ToolChanged {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// recountChanged updates the discovery record's count of changed tools.
+func recountChanged(tx *bbolt.Tx, id string) error {
+	sum, err := readSummary(tx, []byte(id))
+	if err != nil {
+		return err
+	}
+	if sum.Discovery.Changed, err = countChanged(tx, id); err != nil {
+		return err
+	}
+	return putJSON(tx.Bucket(bucketDiscovery), []byte(id), sum.Discovery)
+}
+
+// migrateApproved (schema 1 → 2) records, for every tool whose policy
+// approves its current definition, that definition as the approved one.
+// Changed tools keep no approved definition: it was never stored.
+func migrateApproved(tx *bbolt.Tx) error {
+	tools := tx.Bucket(bucketTools)
+	return tools.ForEachBucket(func(server []byte) error {
+		pb := tx.Bucket(bucketPolicies).Bucket(server)
+		if pb == nil {
+			return nil
+		}
+		var keep []store.Tool
+		err := tools.Bucket(server).ForEach(func(k, v []byte) error {
+			var t store.Tool
+			var p store.PolicySetting
+			if err := json.Unmarshal(v, &t); err != nil {
+				return fmt.Errorf("decode tool %q: %w", k, err)
+			}
+			if err := getJSON(pb, k, &p); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					return nil
+				}
+				return err
+			}
+			if p.Pin == t.Pin {
+				keep = append(keep, t)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, t := range keep {
+			if err := putApproved(tx, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,76 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// Grants are kept per server and issuer, the latest is the one last
+// saved, a sign-out forgets them, and so does deleting the server; none
+// of their secrets is in the server's summary.
+func testGrants(t *testing.T, be Backend) {
+	ctx := t.Context()
+	db := be.Open(t)
+	s := MustCreate(t, db, StdioServer("srv"))
+	if _, ok, err := db.LatestGrant(ctx, s.ID); ok || err != nil {
+		t.Fatalf("LatestGrant of a server never signed in to = %v, %v; want none", ok, err)
+	}
+	first := store.Grant{Issuer: "https://as1.example", TokenEndpoint: "https://as1.example/token", Resource: "https://mcp.example/mcp",
+		ClientID: "c1", ClientSecret: "client-secret-1", AccessToken: "access-token-1", RefreshToken: "refresh-token-1",
+		ExpiresAt: time.Date(2026, 11, 25, 13, 0, 0, 0, time.UTC), SavedAt: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
+	second := first
+	second.Issuer, second.ClientID, second.AccessToken, second.SavedAt = "https://as2.example", "c2", "access-token-2", first.SavedAt.Add(time.Minute)
+	for _, g := range []store.Grant{first, second} {
+		if err := db.SaveGrant(ctx, s.ID, g); err != nil {
+			t.Fatalf("SaveGrant(%s) = %v", g.Issuer, err)
+		}
+	}
+	if g, ok, err := db.Grant(ctx, s.ID, first.Issuer); !ok || err != nil || g != first {
+		t.Errorf("Grant(%s) = %+v, %v, %v; want the first grant, not mixed with the second", first.Issuer, g, ok, err)
+	}
+	if g, ok, err := db.LatestGrant(ctx, s.ID); !ok || err != nil || g != second {
+		t.Errorf("LatestGrant = %+v, %v, %v; want the one saved last", g, ok, err)
+	}
+	refreshed := first
+	refreshed.AccessToken, refreshed.SavedAt = "access-token-1b", second.SavedAt.Add(time.Minute)
+	if err := db.SaveGrant(ctx, s.ID, refreshed); err != nil {
+		t.Fatal(err)
+	}
+	if g, _, _ := db.LatestGrant(ctx, s.ID); g != refreshed {
+		t.Errorf("LatestGrant after a refresh = %+v; want the refreshed first grant", g)
+	}
+
+	sum, err := db.Summary(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := json.Marshal(sum); strings.Contains(string(data), "token-1") || strings.Contains(string(data), "client-secret") {
+		t.Errorf("the summary holds a grant's secret: %s", data)
+	}
+
+	if err := db.DeleteGrants(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := db.LatestGrant(ctx, s.ID); ok {
+		t.Error("a grant is left after DeleteGrants")
+	}
+	if err := db.SaveGrant(ctx, s.ID, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteServer(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := db.Grant(ctx, s.ID, first.Issuer); ok {
+		t.Error("a grant is left after its server was deleted")
+	}
+	for what, err := range map[string]error{"SaveGrant": db.SaveGrant(ctx, "nope", first), "DeleteGrants": db.DeleteGrants(ctx, "nope")} {
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s of an unknown server = %v; want ErrNotFound", what, err)
+		}
+	}
+}
