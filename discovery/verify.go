@@ -308,6 +308,9 @@ type verification struct {
 	stdio      *stdioTransport
 	tally      *httpTally // remote transports only
 	cutShort   context.CancelFunc
+	// disconnect stops what handshake started: it ends the connection,
+	// closes the transport and stops the process group (see connect).
+	disconnect func()
 	// held marks a watch's session (see Verifier.Watch), which differs
 	// from a verification's in what connect sets up: Streamable HTTP's
 	// stream for server notifications, no whole-request HTTP timeout, a
@@ -446,49 +449,19 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 	ctx, cutShort := context.WithCancel(ctx)
 	defer cutShort()
 	r.cutShort = cutShort
-	r.enter(PhaseStarting, 0)
-	initCtx, cancelInit := context.WithTimeout(ctx, r.limits.InitTimeout)
-	defer cancelInit()
-
-	tr, cleanup, err := r.connect(initCtx)
-	if err != nil {
-		return nil, err
-	}
+	// The connection lasts the whole verification: the SSE stream must
+	// outlive the handshake, for the listing.
+	c, initRes, err := r.handshake(ctx, ctx, listeners{})
 	defer func() {
 		if err != nil {
-			r.exited() // before cleanup stops the child
+			r.exited() // before disconnect stops the child
 		}
-		cleanup()
+		r.disconnect()
 	}()
-	c := r.newClient(tr)
-	// The context given to Start owns the connection (the SSE stream), so
-	// it must last the whole verification; the init deadline still bounds
-	// Start itself.
-	connCtx, cancelConn := context.WithCancel(ctx)
-	defer cancelConn()
-	stopInitBound := context.AfterFunc(initCtx, cancelConn)
-	err = c.Start(connCtx)
-	stopInitBound()
-	if err != nil {
-		if initErr := initCtx.Err(); initErr != nil {
-			return nil, fmt.Errorf("%w: %v", initErr, err)
-		}
-		return nil, err
-	}
-
-	r.enter(PhaseInitializing, 0)
-	initRes, err := initialize(initCtx, c)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{ProtocolVersion: initRes.ProtocolVersion}
-	if r.proc != nil {
-		res.Isolation = r.proc.isolation
-	}
-	res.ServerName = capText(res, "name", initRes.ServerInfo.Name, r.limits.ServerInfoBytes)
-	res.ServerVersion = capText(res, "version", initRes.ServerInfo.Version, r.limits.ServerInfoBytes)
-	res.Instructions = capText(res, "instructions", initRes.Instructions, r.limits.InstructionsBytes)
-	res.Capabilities, _ = json.Marshal(initRes.Capabilities)
+	res := r.greeting(initRes)
 
 	if initRes.Capabilities.Tools != nil {
 		listCtx, cancelList := context.WithTimeout(ctx, r.limits.ListTimeout)
@@ -508,7 +481,7 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 		res.Warnings[i] = displayable(redact(w, r.target.secrets()))
 	}
 	res.StderrTail = r.stderr()
-	// Before the deferred cleanup stops the server. A server with
+	// Before the deferred disconnect stops the server. A server with
 	// processes outside its group is reported after the stop instead,
 	// with what became of them. Stop looks again (a process may leave
 	// the group in between); what it finds is added to the result that
@@ -641,17 +614,6 @@ func capWarnings(ws []string, n int) []string {
 		return ws
 	}
 	return append(ws[:n-1:n-1], fmt.Sprintf("… and %d more warnings", len(ws)-(n-1)))
-}
-
-// capText returns s cut to at most n bytes (at a rune boundary), adding a
-// warning to res when it is cut; what names the field of serverInfo.
-func capText(res *Result, what, s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := cutText(s, n)
-	res.Warnings = append(res.Warnings, fmt.Sprintf("the server's %s is %d bytes; the first %d are kept", what, len(s), len(cut)))
-	return cut
 }
 
 // listTools walks tools/list page by page, stopping at a repeated cursor
