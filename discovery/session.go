@@ -42,7 +42,6 @@ func (e *PinMismatchError) Error() string {
 type Session struct {
 	run     *verification
 	c       *client.Client
-	cleanup func()
 	end     context.CancelFunc // ends the session's own context
 	done    chan struct{}      // closed when the session ended
 	started time.Time
@@ -97,45 +96,20 @@ func (r *verification) open(ctx context.Context) (*Session, error) {
 			s.lost(newError(ClassNetwork, PhaseCalling, "the server's event stream ended (did it restart?)", nil))
 		}
 	}
-	r.enter(PhaseStarting, 0)
-	initCtx, cancelInit := context.WithTimeout(ctx, r.limits.InitTimeout)
-	defer cancelInit()
-	tr, cleanup, err := r.connect(initCtx)
-	if err != nil {
-		end()
-		return nil, err
-	}
-	s.cleanup = cleanup
-	s.c = r.newClient(tr)
-	s.c.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+	c, initRes, err := r.handshake(ctx, sctx, listeners{
+		toolsChanged: func() {
 			s.mu.Lock()
 			s.stale = true
 			s.mu.Unlock()
-		}
+		},
+		lost: s.lost,
 	})
-	s.c.OnConnectionLost(func(err error) { s.lost(streamLost("the event stream", err)) })
-	stopInitBound := context.AfterFunc(initCtx, end)
-	err = s.c.Start(sctx)
-	stopped := stopInitBound()
-	if err != nil {
-		if initErr := initCtx.Err(); initErr != nil {
-			return s, fmt.Errorf("%w: %v", initErr, err)
-		}
-		return s, err
-	}
-	if !stopped { // the init deadline ended the session's context
-		return s, initCtx.Err()
-	}
-	r.enter(PhaseInitializing, 0)
-	initRes, err := initialize(initCtx, s.c)
+	s.c = c
 	if err != nil {
 		return s, err
 	}
-	s.protocol = initRes.ProtocolVersion
-	var res Result
-	s.serverName = capText(&res, "name", initRes.ServerInfo.Name, r.limits.ServerInfoBytes)
-	s.serverVer = capText(&res, "version", initRes.ServerInfo.Version, r.limits.ServerInfoBytes)
+	hello := r.greeting(initRes) // its warnings are the verification's to show
+	s.protocol, s.serverName, s.serverVer = hello.ProtocolVersion, hello.ServerName, hello.ServerVersion
 	if listensForChanges(initRes, r.target) {
 		s.wg.Add(1)
 		go func() {
@@ -348,9 +322,7 @@ func (s *Session) Close() error {
 	}
 	s.mu.Unlock()
 	s.end()
-	if s.cleanup != nil {
-		s.cleanup()
-	}
+	s.run.disconnect()
 	s.wg.Wait()
 	close(s.done)
 	return nil

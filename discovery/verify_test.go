@@ -659,31 +659,3 @@ func TestVerifyPinsAcrossRuns(t *testing.T) {
 		t.Error("extra_tool missing")
 	}
 }
-
-// A tool outside MCP's Tool shape is invalid: clients check a whole
-// tools/list against it, so one such tool offered could fail the list of
-// every server's tools.
-func TestShapeProblems(t *testing.T) {
-	for _, c := range []struct {
-		raw  string
-		want []string
-	}{
-		{`{"name":"a","inputSchema":{"type":"object"}}`, nil},
-		{`{"name":"a","title":"T","description":"d","inputSchema":{"type":"object","properties":{}},"outputSchema":{"type":"object"},"annotations":{},"_meta":{}}`, nil},
-		{`{"name":"a"}`, []string{"it has no inputSchema (MCP requires one)"}},
-		{`{"name":"a","inputSchema":null}`, []string{`its inputSchema is not a JSON Schema object of type "object" (MCP requires one)`}},
-		{`{"name":"a","inputSchema":{"type":"string"}}`, []string{`its inputSchema is not a JSON Schema object of type "object" (MCP requires one)`}},
-		{`{"name":"a","inputSchema":{"type":["object","null"]}}`, []string{`its inputSchema is not a JSON Schema object of type "object" (MCP requires one)`}},
-		{`{"name":"a","inputSchema":{"type":"object"},"outputSchema":[]}`, []string{`its outputSchema is not a JSON Schema object of type "object" (MCP requires one)`}},
-		{`{"name":"a","inputSchema":{"type":"object"},"title":null,"description":5}`, []string{"its title is not a string", "its description is not a string"}},
-		{`{"name":"a","inputSchema":{"type":"object"},"annotations":"x","_meta":null}`, []string{"its annotations are not an object", "its _meta is not an object"}},
-	} {
-		if got := shapeProblems(json.RawMessage(c.raw)); !slices.Equal(got, c.want) {
-			t.Errorf("shapeProblems(%s) = %q; want %q", c.raw, got, c.want)
-		}
-	}
-	tool, err := decodeTool(json.RawMessage(`{"name":"a","inputSchema":{"type":"string"}}`), Limits{}.withDefaults())
-	if err != nil || tool.State != ToolInvalid {
-		t.Errorf("decodeTool of a string input schema = %s, %v; want invalid", tool.State, err)
-	}
-}

@@ -107,9 +107,6 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 	ctx, cutShort := context.WithCancel(ctx)
 	defer cutShort()
 	r.cutShort = cutShort
-	r.enter(PhaseStarting, 0)
-	initCtx, cancelInit := context.WithTimeout(ctx, r.limits.InitTimeout)
-	defer cancelInit()
 
 	changed := make(chan struct{}, 1)
 	lost := make(chan error, 1)
@@ -127,54 +124,34 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 		default:
 		}
 	}
-	tr, cleanup, err := r.connect(initCtx)
-	if err != nil {
-		return err
-	}
 	// session bounds the requests that outlive a step of the loop (the
-	// notification stream, a ping). It ends only after cleanup has closed
-	// the transport, which ends them: a request whose context ends first
-	// makes mcp-go start a goroutine to tell a stdio server so, which
-	// would outlive Watch.
+	// notification stream, a ping). It ends only after disconnect has
+	// closed the transport, which ends them: a request whose context ends
+	// first makes mcp-go start a goroutine to tell a stdio server so,
+	// which would outlive Watch.
 	session, endSession := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup // the notification stream's and the pings' goroutines
-	defer func() {
-		if err != nil {
-			r.exited() // before cleanup stops the child
-		}
-		cutShort()
-		cleanup()
-		endSession()
-		wg.Wait()
-	}()
-
-	c := r.newClient(tr)
-	c.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+	c, initRes, err := r.handshake(ctx, ctx, listeners{
+		toolsChanged: func() {
 			select {
 			case changed <- struct{}{}:
 			default: // one pending is as good as many
 			}
-		}
+		},
+		lost: func(err error) { note(lost, err) },
 	})
-	c.OnConnectionLost(func(err error) { note(lost, streamLost("the event stream", err)) })
-	connCtx, cancelConn := context.WithCancel(ctx)
-	defer cancelConn()
-	stopInitBound := context.AfterFunc(initCtx, cancelConn)
-	err = c.Start(connCtx)
-	stopInitBound()
-	if err != nil {
-		if initErr := initCtx.Err(); initErr != nil {
-			return fmt.Errorf("%w: %v", initErr, err)
+	defer func() {
+		if err != nil {
+			r.exited() // before disconnect stops the child
 		}
-		return err
-	}
-	r.enter(PhaseInitializing, 0)
-	initRes, err := initialize(initCtx, c)
+		cutShort()
+		r.disconnect()
+		endSession()
+		wg.Wait()
+	}()
 	if err != nil {
 		return err
 	}
-	cancelInit()
 	r.enter(PhaseWatching, 0)
 	close(watching)
 	modern := mcp.IsModernProtocol(initRes.ProtocolVersion)
@@ -274,11 +251,12 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 
 // serverInfo is the WatchConnected event for what the server says it is.
 func (r *verification) serverInfo(info mcp.Implementation, caps mcp.ServerCapabilities) WatchEvent {
-	var res Result // capText's warnings are not shown: the verification has them
+	var res Result // named's warnings are not shown: the verification has them
+	r.named(&res, info)
 	return WatchEvent{
 		Kind:          WatchConnected,
-		ServerName:    capText(&res, "name", info.Name, r.limits.ServerInfoBytes),
-		ServerVersion: capText(&res, "version", info.Version, r.limits.ServerInfoBytes),
+		ServerName:    res.ServerName,
+		ServerVersion: res.ServerVersion,
 		ListChanged:   caps.Tools != nil && caps.Tools.ListChanged,
 	}
 }
