@@ -17,22 +17,24 @@ import (
 	"github.com/gowebpki/jcs"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // A server's tools: the walk of tools/list, and how each tool is
 // decoded, pinned and checked against the limits and the spec.
 
 // States of a tool that cannot be offered to agents as the server sent
-// it. A sound tool's State is empty.
+// it: the store's states, which discovery decides. A sound tool's State
+// is empty.
 const (
 	// ToolOversized: a part of the tool is over a limit (schema size or
 	// depth, description, the whole object). The part over the limit is
 	// not kept (a description is cut), nor is Raw.
-	ToolOversized = "oversized"
+	ToolOversized = store.ToolOversized
 	// ToolInvalid: the tool is ambiguous or outside the spec (invalid
 	// UTF-8, duplicate keys, a name outside the tool name charset, two
 	// definitions under one name). It is kept as decoded, for review.
-	ToolInvalid = "invalid"
+	ToolInvalid = store.ToolInvalid
 )
 
 // Tool is one tool exactly as the server sent it (Raw), with the fields
@@ -51,7 +53,7 @@ type Tool struct {
 	Pin string
 	// State is empty, ToolOversized or ToolInvalid; Problems says why,
 	// one sentence each.
-	State    string
+	State    store.ToolState
 	Problems []string
 }
 
@@ -269,7 +271,7 @@ func decodeTool(raw json.RawMessage, l Limits) (Tool, error) {
 	}
 	t := Tool{Name: f.Name, Title: f.Title, Description: f.Description, InputSchema: f.InputSchema,
 		OutputSchema: f.OutputSchema, Annotations: f.Annotations}
-	flag := func(state, problem string) {
+	flag := func(state store.ToolState, problem string) {
 		if t.State != ToolOversized { // oversized wins: its parts are gone
 			t.State = state
 		}

@@ -13,13 +13,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"golang.org/x/net/html"
 
 	"github.com/switchboard-dev/switchboard/discovery"
@@ -62,52 +62,20 @@ func runMain(m *testing.M) int {
 	}
 	code := m.Run()
 	if code == 0 {
-		if leaked := leakedGoroutines(5 * time.Second); leaked != "" {
-			fmt.Fprintf(os.Stderr, "goroutines still running after all tests:\n%s\n", leaked)
+		// Every test's app, streams and processes must have ended, within
+		// 5 s of the last test.
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if err = goleak.Find(); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "goroutines still running after all tests: %v\n", err)
 			return 1
 		}
 	}
 	return code
-}
-
-// leakedGoroutines is a small goleak: it waits up to d for every
-// goroutine other than the test runner's own to end, and returns the
-// stacks of those that did not. (go.uber.org/goleak is not in go.mod.)
-func leakedGoroutines(d time.Duration) string {
-	deadline := time.Now().Add(d)
-	for {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		var leaked []string
-		for i, g := range strings.Split(string(buf), "\n\n") {
-			if i == 0 || benignGoroutine(g) {
-				continue // the first one is this goroutine
-			}
-			leaked = append(leaked, g)
-		}
-		if len(leaked) == 0 {
-			return ""
-		}
-		if time.Now().After(deadline) {
-			return strings.Join(leaked, "\n\n")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func benignGoroutine(stack string) bool {
-	for _, s := range []string{
-		"testing.(*M).",
-		"testing.tRunner",
-		"os/signal.signal_recv",
-		"runtime.ensureSigM",
-		"runtime/trace",
-	} {
-		if strings.Contains(stack, s) {
-			return true
-		}
-	}
-	return false
 }
 
 // env is one application with its store and hub.

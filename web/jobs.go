@@ -165,17 +165,8 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 	var err error
 	now := time.Now()
 	if verr != nil {
-		status := store.StatusFailed
-		switch verr.Class {
-		case discovery.ClassTimeout:
-			status = store.StatusTimeout
-		case discovery.ClassCancelled:
-			status = store.StatusCancelled
-		case discovery.ClassAuth:
-			status = store.StatusSignIn
-		}
 		err = s.store.RecordFailure(ctx, j.ServerID, store.Failure{
-			JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: status, StartedAt: startOf(j), FinishedAt: now,
+			JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: verr.Status(), StartedAt: startOf(j), FinishedAt: now,
 			Timings: storeTimings(j.Timings),
 			Error: store.VerifyError{Class: verr.Class, Phase: verr.Phase, Message: verr.Message,
 				Suggestion: verr.Suggestion, StderrTail: verr.StderrTail, SignIn: signInNeed(verr)},
@@ -192,7 +183,7 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 			v.Tools = append(v.Tools, store.Tool{
 				Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
 				OutputSchema: t.OutputSchema, Annotations: t.Annotations, Raw: t.Raw, Pin: t.Pin,
-				State: store.ToolState(t.State), Problems: t.Problems, // discovery's states are the store's
+				State: t.State, Problems: t.Problems,
 			})
 		}
 		err = s.store.RecordSuccess(ctx, j.ServerID, v)
