@@ -90,7 +90,8 @@ type Server struct {
 	tokens   *tokenKeeper
 	signIns  *signIns
 
-	unsubscribe func() // stops following the store's changes
+	pub         *publisher // the one path of servers' state to the tabs
+	unsubscribe func()     // stops following the store's changes
 }
 
 // New builds the application on st, whose changes it follows from now
@@ -120,6 +121,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 		cfg:        cfg,
 		log:        cfg.Logger,
 	}
+	s.pub = newPublisher(s.publishNow)
 	s.runner = discovery.NewRunner(v, discovery.RunnerConfig{
 		Concurrency: cfg.Concurrency,
 		Started:     s.jobStarted,
@@ -162,6 +164,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 	})
 	if err != nil {
 		s.runner.Close()
+		s.pub.close()
 		s.hub.Close()
 		return nil, err
 	}
@@ -189,6 +192,7 @@ func (s *Server) Close() {
 	s.watches.closeAll()
 	s.mcp.Close()
 	s.runner.Close()
+	s.pub.close()
 	s.hub.Close()
 }
 
@@ -211,9 +215,13 @@ func renderString(comp templ.Component) []byte {
 	return buf.Bytes()
 }
 
-// publishServer pushes a server's row, status panel and a tools-changed
-// signal to every tab, or a list refresh if the server is gone.
-func (s *Server) publishServer(id string) {
+// publishServer has the server's state published to every tab soon (see
+// publisher).
+func (s *Server) publishServer(id string) { s.pub.mark(id) }
+
+// publishNow pushes a server's row and status panel to every tab, or a
+// list refresh if the server is gone.
+func (s *Server) publishNow(id string) {
 	ctx := context.Background()
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
