@@ -34,7 +34,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
 		// The client went away (or its connection was closed, see
-		// connGuard): there is no one to answer.
+		// conns.Guard): there is no one to answer.
 		return
 	}
 	status, msg, fields := http.StatusInternalServerError, internalMessage, map[string]string(nil)

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
+	"github.com/switchboard-dev/switchboard/web/internal/conns"
 )
 
 // Config configures the web server.
@@ -71,7 +72,7 @@ type Server struct {
 	// per client; codeLimit counts wrong login links, apart, so that
 	// they can never block the right token.
 	tokenLimit, codeLimit *authlimit.Limiter
-	conns                 *connGuard // connection limits (see conns.go)
+	conns                 *conns.Guard // connection limits
 	cfg                   Config
 	log                   *slog.Logger
 
@@ -117,7 +118,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 		sessions:   newSessions(cfg.Token, cfg.LoginCode),
 		tokenLimit: authlimit.New(),
 		codeLimit:  authlimit.New(),
-		conns:      newConnGuard(maxConns()),
+		conns:      conns.New(conns.Max()),
 		cfg:        cfg,
 		log:        cfg.Logger,
 	}
@@ -181,7 +182,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 
 // ServeHTTP serves a request through the whole application.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.echo.ServeHTTP(w, s.bodyDeadline(w, r))
+	s.echo.ServeHTTP(w, s.conns.BodyDeadline(w, r, s.cfg.BodyTimeout))
 }
 
 // Close cancels running verifications and waits for them (and their

@@ -1,13 +1,13 @@
 //go:build unix
 
-package web
+package conns
 
 import "syscall"
 
-// maxConns is how many connections the server holds at once: half of the
+// Max is how many connections the server holds at once: half of the
 // descriptors the process may open (the rest are for the store, the
 // servers' pipes and outgoing connections), between 64 and 8192.
-func maxConns() int {
+func Max() int {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		return 1024
