@@ -63,6 +63,22 @@ const (
 	ToolInvalid   ToolState = "invalid"
 )
 
+// Triggers: what asked for a verification, as jobs and the history name
+// it (Verification.Trigger, Failure.Trigger, HistoryEntry.Trigger).
+const (
+	TriggerManual      = "manual"       // a Verify button or the API
+	TriggerVerifyAll   = "verify-all"   // "Verify all"
+	TriggerEdit        = "edit"         // an edit changed the configuration hash
+	TriggerTTL         = "ttl"          // the tools went stale, auto-refresh on
+	TriggerVersion     = "version"      // the server reported a new serverInfo.version
+	TriggerListChanged = "list-changed" // notifications/tools/list_changed
+	TriggerStartup     = "startup"      // interrupted, or never verified, at start-up
+	TriggerSignIn      = "sign-in"      // a sign-in completed
+	// TriggerPinMismatch: a routed call found the server offering
+	// another definition of the tool than the one approved.
+	TriggerPinMismatch = "pin-mismatch"
+)
+
 // Server is one registered MCP server: how to reach it and how to treat
 // what it offers. Env and Headers values are secrets; they are stored here
 // and masked by every reader that shows them to a person or a program.

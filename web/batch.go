@@ -12,18 +12,8 @@ import (
 	"github.com/r3labs/sse/v2"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
-)
-
-// Triggers: what asked for a verification, as jobs and the history name it.
-const (
-	triggerManual      = "manual"       // a Verify button or the API
-	triggerVerifyAll   = "verify-all"   // "Verify all"
-	triggerEdit        = "edit"         // an edit changed the configuration hash
-	triggerTTL         = "ttl"          // the tools went stale, auto-refresh on
-	triggerVersion     = "version"      // the server reported a new serverInfo.version
-	triggerListChanged = "list-changed" // notifications/tools/list_changed
-	triggerStartup     = "startup"      // interrupted, or never verified, at start-up
 )
 
 // batchesKept bounds the "Verify all" batches the API can still report.
@@ -151,7 +141,7 @@ func (s *Server) verifyAll(ctx context.Context) (*batch, error) {
 			b.Skipped = append(b.Skipped, views.Skipped{ServerID: srv.ID, Reason: "its command must be confirmed first: open it and press Verify…"})
 			continue
 		}
-		j, err := s.submit(srv, triggerVerifyAll)
+		j, err := s.submit(srv, store.TriggerVerifyAll)
 		if err != nil {
 			return nil, err
 		}

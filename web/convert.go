@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
@@ -252,8 +253,8 @@ type discoveryJSON struct {
 	Changed int `json:"changed_tools"`
 	// Watch is the session held to hear the server's list changes, if
 	// one is.
-	Watch           *watchState `json:"watch,omitempty"`
-	ProtocolVersion string      `json:"protocol_version,omitempty"`
+	Watch           *watchJSON `json:"watch,omitempty"`
+	ProtocolVersion string     `json:"protocol_version,omitempty"`
 	// ListTTLMS and CacheScope are what the server's tools/list said
 	// about caching it (2026-07-28's ttlMs and cacheScope).
 	ListTTLMS     *int64     `json:"list_ttl_ms,omitempty"`
@@ -305,7 +306,7 @@ func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON
 	dj := &discoveryJSON{
 		Status: string(d.Status), VerifiedAt: timePtr(d.VerifiedAt), LastAttemptAt: timePtr(d.LastAttemptAt),
 		ToolCount: d.ToolCount, Stale: tooOld(fresh), Freshness: freshToJSON(fresh), Delta: deltaToJSON(d.Delta),
-		Changed: d.Changed, Watch: s.watches.state(srv.ID), ProtocolVersion: d.ProtocolVersion, Isolation: d.Isolation,
+		Changed: d.Changed, Watch: watchToJSON(s.watches.State(srv.ID)), ProtocolVersion: d.ProtocolVersion, Isolation: d.Isolation,
 		ListTTLMS: d.ListTTLMS, CacheScope: d.CacheScope,
 		ServerName: d.ServerName, ServerVersion: d.ServerVersion, Warnings: d.Warnings,
 	}
@@ -432,4 +433,18 @@ func jobToJSON(j discovery.Job) jobJSON {
 		out.Error = &errorJSON{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail}
 	}
 	return out
+}
+
+// watchJSON is a server's watch as the API shows it.
+type watchJSON struct {
+	Connected bool       `json:"connected"`
+	Since     *time.Time `json:"since,omitempty"`
+	LastError string     `json:"last_error,omitempty"`
+}
+
+func watchToJSON(w *refresh.WatchState) *watchJSON {
+	if w == nil {
+		return nil
+	}
+	return &watchJSON{Connected: w.Connected, Since: timePtr(w.Since), LastError: w.LastError}
 }

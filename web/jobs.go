@@ -25,7 +25,7 @@ func (s *Server) startVerify(ctx context.Context, id, confirmed string) (discove
 	if err := s.confirmLaunch(ctx, srv, confirmed); err != nil {
 		return discovery.Job{}, err
 	}
-	return s.submit(srv, triggerManual)
+	return s.submit(srv, store.TriggerManual)
 }
 
 // submit queues a verification of srv as it is now (whose launch must be

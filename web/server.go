@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/web/internal/conns"
+	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 )
 
 // Config configures the web server.
@@ -83,8 +84,8 @@ type Server struct {
 	bodies bodyCache // JSON of the catalog and of each server's tools
 
 	batches  batches // "Verify all" runs
-	refresh  *refresher
-	watches  watches
+	refresh  *refresh.Refresher
+	watches  *refresh.Watches
 	verifier *discovery.Verifier
 	mcp      *gateway.Endpoint
 	held     heldImports // previewed imports
@@ -131,22 +132,28 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 		Late:        s.jobLateWarnings,
 	})
 	s.verifier = v
-	s.watches.deps = watchDeps{
-		watch: func(ctx context.Context, srv store.Server, onEvent func(discovery.WatchEvent)) error {
+	s.watches = refresh.NewWatches(refresh.WatchDeps{
+		Watch: func(ctx context.Context, srv store.Server, onEvent func(discovery.WatchEvent)) error {
 			return v.Watch(ctx, s.target(srv), time.Duration(srv.TimeoutMS)*time.Millisecond, cfg.WatchPingInterval, onEvent)
 		},
-		summary: st.Summary,
-		verify:  func(srv store.Server, trigger string) { s.refresh.submit(srv, trigger) },
-		publish: s.publishServer,
-	}
-	s.refresh = newRefresher(refreshDeps{
-		summaries: st.Summaries,
-		ttl:       cfg.DefaultTTL,
-		running:   func(id string) bool { _, ok := s.runner.Active(id); return ok },
-		submit:    s.submit,
-		publish:   s.publishServer,
-		watch:     s.watches.reconcile,
-		log:       cfg.Logger,
+		Summary: st.Summary,
+		Verify:  func(srv store.Server, trigger string) { s.refresh.Submit(srv, trigger) },
+		Publish: s.publishServer,
+	})
+	s.refresh = refresh.New(refresh.Deps{
+		Summaries: st.Summaries,
+		TTL:       cfg.DefaultTTL,
+		Running:   func(id string) bool { _, ok := s.runner.Active(id); return ok },
+		Submit: func(srv store.Server, trigger string) error {
+			_, err := s.submit(srv, trigger)
+			if ae := (*apiError)(nil); errors.As(err, &ae) {
+				return nil // shutting down
+			}
+			return err
+		},
+		Publish: s.publishServer,
+		Watch:   s.watches.Reconcile,
+		Log:     cfg.Logger,
 	})
 	s.tokens = newTokenKeeper(st, v)
 	s.signIns = newSignIns()
@@ -176,7 +183,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.routes()
-	go s.refresh.run(!cfg.NoVerifyOnStart)
+	go s.refresh.Run(!cfg.NoVerifyOnStart)
 	return s, nil
 }
 
@@ -189,8 +196,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // processes) to end, then ends every SSE connection.
 func (s *Server) Close() {
 	s.unsubscribe()
-	s.refresh.close()
-	s.watches.closeAll()
+	s.refresh.Close()
+	s.watches.Close()
 	s.mcp.Close()
 	s.runner.Close()
 	s.pub.close()
@@ -283,7 +290,7 @@ func toolsChanged(id string) *sse.Event {
 
 // storeChanged reacts to a committed store change.
 func (s *Server) storeChanged(c store.Change) {
-	s.refresh.poke()
+	s.refresh.Poke()
 	s.mcp.StoreChanged(c)
 	if c.Deleted || c.Created {
 		s.hub.Publish(&sse.Event{Event: []byte("servers"), Data: []byte("changed")})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
@@ -383,4 +384,23 @@ func (s *Server) handleAPIDeleteServer(c echo.Context) error {
 		return notFound(err)
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// afterEdit re-verifies a server whose edit changed what it is (its
+// configuration hash), if Switchboard may: the old tools stay, marked
+// stale, until the new verification succeeds. A verification of the old
+// configuration still running is cancelled: its result would be
+// discarded anyway.
+func (s *Server) afterEdit(old store.Server) {
+	ctx := context.Background()
+	srv, err := s.store.Server(ctx, old.ID)
+	if err != nil || srv.ConfigHash() == old.ConfigHash() {
+		return
+	}
+	if j, ok := s.runner.Active(srv.ID); ok && j.ConfigHash != srv.ConfigHash() {
+		s.runner.Cancel(j.ID)
+	}
+	if refresh.Verifiable(srv) {
+		s.refresh.Submit(srv, store.TriggerEdit)
+	}
 }

@@ -51,7 +51,6 @@ const signInTimeout = 30 * time.Second
 const (
 	callbackPath       = "/oauth/callback"
 	signInCookiePrefix = "switchboard_signin_"
-	triggerSignIn      = "sign-in" // a sign-in completed
 )
 
 // pendingSignIn is a sign-in sent to an authorization server, awaiting
@@ -303,7 +302,7 @@ func (s *Server) handleOAuthCallback(c echo.Context) error {
 	s.signIns.clearProblem(p.serverID)
 	v := views.CallbackView{OK: true, Back: back, Issuer: g.Issuer, Message: "Verifying the server again…"}
 	if srv, err := s.store.Server(ctx, p.serverID); err == nil && srv.LaunchConfirmedNow() {
-		if _, err := s.submit(srv, triggerSignIn); err != nil {
+		if _, err := s.submit(srv, store.TriggerSignIn); err != nil {
 			v.Message = "The server could not be verified again: " + err.Error()
 		}
 	}

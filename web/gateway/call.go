@@ -19,10 +19,6 @@ import (
 	"github.com/switchboard-dev/switchboard/store"
 )
 
-// triggerPinMismatch: a routed call found the server offering another
-// definition than the approved one.
-const triggerPinMismatch = "pin-mismatch"
-
 // Who decides a call, as the call log and Decide name them.
 const (
 	ByDashboard = "dashboard" // a person in the dashboard
@@ -148,7 +144,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 	switch {
 	case errors.As(err, &mismatch):
 		// Verify, so the dashboard shows the change for review.
-		if verr := e.deps.Verify(srv, triggerPinMismatch); verr != nil {
+		if verr := e.deps.Verify(srv, store.TriggerPinMismatch); verr != nil {
 			e.log.Warn("verify after a pin mismatch", "server", srv.ID, "err", verr)
 		}
 		rec.Decision = store.DecisionDenied

@@ -1,4 +1,4 @@
-package web
+package refresh
 
 import (
 	"context"
@@ -19,29 +19,32 @@ const (
 	watchHealthy = time.Minute
 )
 
-// watches holds a session to every server with auto-refresh on that
+// Watches holds a session to every server with auto-refresh on that
 // declared tools.listChanged when it was last verified, so that its
 // notifications/tools/list_changed, and a new serverInfo.version when the
 // session (re)connects, re-verify it. A watch is keyed by the server's
 // configuration: an edit ends it and starts another.
-type watches struct {
-	deps watchDeps
+type Watches struct {
+	deps WatchDeps
 	mu   sync.Mutex
 	m    map[string]*watch // by server id
 	wg   sync.WaitGroup
 }
 
-// watchDeps is what the watches need from the rest of the application.
-type watchDeps struct {
-	// watch holds a session to srv until ctx ends (discovery's Watch, with
+// WatchDeps is what the watches need from the rest of the application.
+type WatchDeps struct {
+	// Watch holds a session to srv until ctx ends (discovery's Watch, with
 	// the server's target and settings), telling onEvent what it hears.
-	watch func(ctx context.Context, srv store.Server, onEvent func(discovery.WatchEvent)) error
-	// summary reads a server; verify queues a verification of it.
-	summary func(ctx context.Context, id string) (store.Summary, error)
-	verify  func(srv store.Server, trigger string)
-	// publish shows a server's state again (its watch changed).
-	publish func(id string)
+	Watch func(ctx context.Context, srv store.Server, onEvent func(discovery.WatchEvent)) error
+	// Summary reads a server; Verify queues a verification of it.
+	Summary func(ctx context.Context, id string) (store.Summary, error)
+	Verify  func(srv store.Server, trigger string)
+	// Publish shows a server's state again (its watch changed).
+	Publish func(id string)
 }
+
+// NewWatches returns watches holding none yet (see Reconcile).
+func NewWatches(deps WatchDeps) *Watches { return &Watches{deps: deps, m: map[string]*watch{}} }
 
 type watch struct {
 	configHash string
@@ -52,26 +55,28 @@ type watch struct {
 	lastError string
 }
 
-// watchState is a server's watch as the API shows it.
-type watchState struct {
-	Connected bool       `json:"connected"`
-	Since     *time.Time `json:"since,omitempty"`
-	LastError string     `json:"last_error,omitempty"`
+// WatchState is a server's watch: whether its session is connected, since
+// when, or why it is not.
+type WatchState struct {
+	Connected bool
+	Since     time.Time
+	LastError string
 }
 
-func (ws *watches) state(id string) *watchState {
+// State is the server's watch (nil if it is not watched).
+func (ws *Watches) State(id string) *WatchState {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	w := ws.m[id]
 	if w == nil {
 		return nil
 	}
-	return &watchState{Connected: w.connected, Since: timePtr(w.since), LastError: w.lastError}
+	return &WatchState{Connected: w.connected, Since: w.since, LastError: w.lastError}
 }
 
 // wanted reports whether a server should be watched.
 func wanted(sum store.Summary) bool {
-	if !verifiable(sum.Server) || !sum.Server.AutoRefreshOn() || sum.Discovery.VerifiedAt.IsZero() {
+	if !Verifiable(sum.Server) || !sum.Server.AutoRefreshOn() || sum.Discovery.VerifiedAt.IsZero() {
 		return false
 	}
 	if sum.Discovery.Status == store.StatusSignIn {
@@ -88,13 +93,10 @@ func wanted(sum store.Summary) bool {
 	return caps.Tools.ListChanged
 }
 
-// reconcile starts the watches that are wanted and stops the others.
-func (ws *watches) reconcile(sums []store.Summary) {
+// Reconcile starts the watches that are wanted and stops the others.
+func (ws *Watches) Reconcile(sums []store.Summary) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if ws.m == nil {
-		ws.m = map[string]*watch{}
-	}
 	want := map[string]store.Summary{}
 	for _, sum := range sums {
 		if wanted(sum) {
@@ -122,8 +124,8 @@ func (ws *watches) reconcile(sums []store.Summary) {
 	}
 }
 
-// closeAll ends every watch and waits for them (and their processes).
-func (ws *watches) closeAll() {
+// Close ends every watch and waits for them (and their processes).
+func (ws *Watches) Close() {
 	ws.mu.Lock()
 	for id, w := range ws.m {
 		w.cancel()
@@ -134,28 +136,28 @@ func (ws *watches) closeAll() {
 }
 
 // update changes a watch's state and shows it.
-func (ws *watches) update(w *watch, id string, fn func(*watch)) {
+func (ws *Watches) update(w *watch, id string, fn func(*watch)) {
 	ws.mu.Lock()
 	fn(w)
 	ws.mu.Unlock()
-	ws.deps.publish(id)
+	ws.deps.Publish(id)
 }
 
 // run holds the watch until ctx ends, reconnecting with a growing pause.
-func (ws *watches) run(ctx context.Context, w *watch, srv store.Server) {
+func (ws *Watches) run(ctx context.Context, w *watch, srv store.Server) {
 	retry := watchRetryMin
 	for ctx.Err() == nil {
 		began := time.Now()
-		err := ws.deps.watch(ctx, srv, func(ev discovery.WatchEvent) {
+		err := ws.deps.Watch(ctx, srv, func(ev discovery.WatchEvent) {
 			switch ev.Kind {
 			case discovery.WatchConnected:
 				ws.update(w, srv.ID, func(w *watch) { w.connected, w.since, w.lastError = true, time.Now(), "" })
-				sum, err := ws.deps.summary(ctx, srv.ID)
+				sum, err := ws.deps.Summary(ctx, srv.ID)
 				if err == nil && !sum.Discovery.VerifiedAt.IsZero() && ev.ServerVersion != sum.Discovery.ServerVersion {
-					ws.deps.verify(srv, triggerVersion)
+					ws.deps.Verify(srv, store.TriggerVersion)
 				}
 			case discovery.WatchToolsChanged:
-				ws.deps.verify(srv, triggerListChanged)
+				ws.deps.Verify(srv, store.TriggerListChanged)
 			}
 		})
 		if ctx.Err() != nil {
