@@ -78,7 +78,7 @@ func (s *Server) signInView(ctx context.Context, id string, d store.Discovery) *
 			v.StepUp = e.SignIn.Error == "insufficient_scope"
 		}
 	}
-	if p, ok := s.signIns.problem(id); ok {
+	if p, ok := s.signIns.Problem(id); ok {
 		v.Problem, v.NeedsClient = p.Message, p.NeedsClient
 	}
 	g, ok, err := s.store.LatestGrant(ctx, id)
@@ -192,7 +192,7 @@ func (s *Server) target(srv store.Server) discovery.Target {
 		MemoryBytes: int64(srv.MemoryMB) << 20,
 	}
 	if srv.Transport != store.TransportStdio {
-		t.Token = s.tokens.source(srv.ID)
+		t.Token = s.tokens.Source(srv.ID)
 		t.OAuthScopes = srv.OAuthSettings().Scopes
 	}
 	return t

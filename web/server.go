@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/web/internal/conns"
 	"github.com/switchboard-dev/switchboard/web/internal/refresh"
+	"github.com/switchboard-dev/switchboard/web/internal/signin"
 )
 
 // Config configures the web server.
@@ -89,8 +90,8 @@ type Server struct {
 	verifier *discovery.Verifier
 	mcp      *gateway.Endpoint
 	held     heldImports // previewed imports
-	tokens   *tokenKeeper
-	signIns  *signIns
+	tokens   *signin.Keeper
+	signIns  *signin.Pending
 
 	pub         *publisher // the one path of servers' state to the tabs
 	unsubscribe func()     // stops following the store's changes
@@ -155,8 +156,8 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 		Watch:   s.watches.Reconcile,
 		Log:     cfg.Logger,
 	})
-	s.tokens = newTokenKeeper(st, v)
-	s.signIns = newSignIns()
+	s.tokens = signin.NewKeeper(st, v)
+	s.signIns = signin.NewPending()
 	mcp, err := gateway.New(cfg.MCP, gateway.Deps{
 		Store:    st,
 		Verifier: v,
@@ -295,8 +296,8 @@ func (s *Server) storeChanged(c store.Change) {
 	if c.Deleted || c.Created {
 		s.hub.Publish(&sse.Event{Event: []byte("servers"), Data: []byte("changed")})
 		if c.Deleted {
-			s.tokens.forget(c.ServerID)
-			s.signIns.forget(c.ServerID)
+			s.tokens.Forget(c.ServerID)
+			s.signIns.Forget(c.ServerID)
 			return
 		}
 	}

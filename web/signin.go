@@ -3,11 +3,9 @@ package web
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -15,6 +13,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/signin"
 )
 
 // Signing in to a remote server that wants an OAuth client, from the
@@ -37,125 +36,13 @@ import (
 // SameSite=Strict session cookie; its own cookie is SameSite=Lax, scoped
 // to the callback's path, and holds only a nonce.
 
-// Bounds of pending sign-ins: each expires after signInTTL, and at most
-// maxPendingSignIns are kept (the oldest goes first).
-const (
-	signInTTL         = 10 * time.Minute
-	maxPendingSignIns = 32
-)
-
 // signInTimeout bounds each step of a sign-in that talks to the
 // authorization server (discovery and registration; the code exchange).
 const signInTimeout = 30 * time.Second
 
 const (
-	callbackPath       = "/oauth/callback"
-	signInCookiePrefix = "switchboard_signin_"
+	callbackPath = "/oauth/callback"
 )
-
-// pendingSignIn is a sign-in sent to an authorization server, awaiting
-// its answer at the callback.
-type pendingSignIn struct {
-	serverID  string
-	session   string // the Switchboard session that started it
-	nonceHash [32]byte
-	auth      *discovery.PendingAuth
-	started   time.Time
-}
-
-// signIns holds the pending sign-ins, and why each server's last sign-in
-// attempt failed (shown on its page until the next attempt).
-type signIns struct {
-	mu       sync.Mutex
-	pending  map[string]*pendingSignIn // by state
-	problems map[string]signInProblem  // by server
-}
-
-// signInProblem is why a sign-in could not start or finish.
-type signInProblem struct {
-	Message string
-	// NeedsClient: the authorization server registers no client by
-	// itself; the server's form must name one.
-	NeedsClient bool
-}
-
-func newSignIns() *signIns {
-	return &signIns{pending: map[string]*pendingSignIn{}, problems: map[string]signInProblem{}}
-}
-
-func (si *signIns) add(state string, p *pendingSignIn) {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	si.expire(p.started)
-	for len(si.pending) >= maxPendingSignIns {
-		var oldest string
-		for s, q := range si.pending {
-			if oldest == "" || q.started.Before(si.pending[oldest].started) {
-				oldest = s
-			}
-		}
-		delete(si.pending, oldest)
-	}
-	si.pending[state] = p
-}
-
-// take removes and returns the pending sign-in of state: a callback
-// answers once, whatever comes of it.
-func (si *signIns) take(state string, now time.Time) *pendingSignIn {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	si.expire(now)
-	p := si.pending[state]
-	delete(si.pending, state)
-	return p
-}
-
-func (si *signIns) expire(now time.Time) {
-	for s, p := range si.pending {
-		if now.Sub(p.started) > signInTTL {
-			delete(si.pending, s)
-		}
-	}
-}
-
-func (si *signIns) setProblem(id string, p signInProblem) {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	si.problems[id] = p
-}
-
-func (si *signIns) clearProblem(id string) {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	delete(si.problems, id)
-}
-
-func (si *signIns) problem(id string) (signInProblem, bool) {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	p, ok := si.problems[id]
-	return p, ok
-}
-
-// forget drops what is held about a deleted server.
-func (si *signIns) forget(id string) {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	delete(si.problems, id)
-	for s, p := range si.pending {
-		if p.serverID == id {
-			delete(si.pending, s)
-		}
-	}
-}
-
-// signInCookie is the name of the cookie that binds the sign-in of state
-// to the browser that started it: one per sign-in, so two at once (two
-// servers) do not overwrite each other's.
-func signInCookie(state string) string {
-	sum := sha256.Sum256([]byte(state))
-	return signInCookiePrefix + hex.EncodeToString(sum[:8])
-}
 
 // handleSignIn serves POST /servers/:id/signin: it starts a sign-in and
 // sends the browser to the authorization server (htmx follows
@@ -223,13 +110,13 @@ func (s *Server) startSignIn(ctx context.Context, srv store.Server, redirectURI,
 		scopes.Granted = strings.Fields(prev.Scope)
 	}
 	fail := func(err error) (string, error) {
-		p := signInProblem{Message: err.Error()}
+		p := signin.Problem{Message: err.Error()}
 		var oe *discovery.OAuthError
 		if errors.As(err, &oe) {
 			p.Message = oe.Error()
 			p.NeedsClient = oe.Step == "registration" && oc.ClientID == ""
 		}
-		s.signIns.setProblem(srv.ID, p)
+		s.signIns.SetProblem(srv.ID, p)
 		return "", err
 	}
 	plan, err := s.verifier.DiscoverAuth(ctx, srv.URL, challenge, scopes)
@@ -251,10 +138,10 @@ func (s *Server) startSignIn(ctx context.Context, srv store.Server, redirectURI,
 	}
 	nonce := randomHex(32)
 	now := time.Now()
-	s.signIns.add(pa.State, &pendingSignIn{serverID: srv.ID, session: session, nonceHash: sha256.Sum256([]byte(nonce)), auth: pa, started: now})
-	s.signIns.clearProblem(srv.ID)
+	s.signIns.Add(pa.State, &signin.Attempt{ServerID: srv.ID, Session: session, NonceHash: sha256.Sum256([]byte(nonce)), Auth: pa, Started: now})
+	s.signIns.ClearProblem(srv.ID)
 	setCookie(&http.Cookie{
-		Name: signInCookie(pa.State), Value: nonce, Path: callbackPath, MaxAge: int(signInTTL / time.Second),
+		Name: signin.CookieName(pa.State), Value: nonce, Path: callbackPath, MaxAge: int(signin.TTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(redirectURI, "https:"),
 	})
 	return pa.URL, nil
@@ -267,41 +154,41 @@ func (s *Server) handleOAuthCallback(c echo.Context) error {
 	q := c.Request().URL.Query()
 	state := q.Get("state")
 	page := func(status int, v views.CallbackView) error { return render(c, status, views.CallbackPage(v)) }
-	p := s.signIns.take(state, time.Now())
+	p := s.signIns.Take(state, time.Now())
 	if state == "" || p == nil {
 		return page(http.StatusBadRequest, views.CallbackView{Message: "This sign-in is unknown, was already answered, or expired. Start it again with Sign in on the server's page."})
 	}
-	name := signInCookie(state)
+	name := signin.CookieName(state)
 	c.SetCookie(&http.Cookie{Name: name, Value: "", Path: callbackPath, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
-	back := "/servers/" + p.serverID
+	back := "/servers/" + p.ServerID
 	ck, err := c.Cookie(name)
-	if sum := sha256.Sum256([]byte(valueOf(ck, err))); err != nil || !equal(string(sum[:]), string(p.nonceHash[:])) {
+	if sum := sha256.Sum256([]byte(valueOf(ck, err))); err != nil || !equal(string(sum[:]), string(p.NonceHash[:])) {
 		return page(http.StatusForbidden, views.CallbackView{Back: back, Message: "This sign-in was started in another browser, or its cookie was lost: start it again with Sign in on the server's page."})
 	}
-	if _, ok := s.sessions.get(p.session); !ok {
+	if _, ok := s.sessions.get(p.Session); !ok {
 		return page(http.StatusForbidden, views.CallbackView{Back: back, Message: "The Switchboard session that started this sign-in has ended: log in and sign in again."})
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), signInTimeout)
 	defer cancel()
-	g, err := s.verifier.FinishAuth(ctx, p.auth, q)
+	g, err := s.verifier.FinishAuth(ctx, p.Auth, q)
 	if err != nil {
-		s.signIns.setProblem(p.serverID, signInProblem{Message: err.Error()})
-		s.publishServer(p.serverID)
+		s.signIns.SetProblem(p.ServerID, signin.Problem{Message: err.Error()})
+		s.publishServer(p.ServerID)
 		return page(http.StatusBadRequest, views.CallbackView{Back: back, Message: err.Error()})
 	}
 	if g.Scope == "" {
-		g.Scope = strings.Join(p.auth.Plan.Scopes, " ") // the server said none: as asked
+		g.Scope = strings.Join(p.Auth.Plan.Scopes, " ") // the server said none: as asked
 	}
-	if err := s.store.SaveGrant(ctx, p.serverID, storeGrant(*g, p.auth.RedirectURI, time.Now())); err != nil {
+	if err := s.store.SaveGrant(ctx, p.ServerID, signin.FromDiscovery(*g, p.Auth.RedirectURI, time.Now())); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return page(http.StatusNotFound, views.CallbackView{Message: "The server was deleted while you signed in."})
 		}
 		return err
 	}
-	s.tokens.forget(p.serverID) // a new grant: no backoff of the old one
-	s.signIns.clearProblem(p.serverID)
+	s.tokens.Forget(p.ServerID) // a new grant: no backoff of the old one
+	s.signIns.ClearProblem(p.ServerID)
 	v := views.CallbackView{OK: true, Back: back, Issuer: g.Issuer, Message: "Verifying the server again…"}
-	if srv, err := s.store.Server(ctx, p.serverID); err == nil && srv.LaunchConfirmedNow() {
+	if srv, err := s.store.Server(ctx, p.ServerID); err == nil && srv.LaunchConfirmedNow() {
 		if _, err := s.submit(srv, store.TriggerSignIn); err != nil {
 			v.Message = "The server could not be verified again: " + err.Error()
 		}
@@ -327,7 +214,7 @@ func (s *Server) handleSignOut(c echo.Context) error {
 	}
 	if ok {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), signInTimeout)
-		dg := discoveryGrant(g)
+		dg := signin.ToDiscovery(g)
 		if _, err := s.verifier.RevokeAuth(ctx, &dg); err != nil {
 			s.log.Warn("revoke tokens at sign-out", "server", id, "issuer", g.Issuer, "err", err)
 		}
@@ -336,8 +223,8 @@ func (s *Server) handleSignOut(c echo.Context) error {
 	if err := s.store.DeleteGrants(ctx, id); err != nil {
 		return notFound(err)
 	}
-	s.tokens.forget(id)
-	s.signIns.clearProblem(id)
+	s.tokens.Forget(id)
+	s.signIns.ClearProblem(id)
 	s.mcp.StopUpstream(id) // a held session would go on with the tokens
 	if c.Request().Header.Get(headerHXRequest) != "" {
 		return c.NoContent(http.StatusNoContent)

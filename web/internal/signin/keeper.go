@@ -1,4 +1,9 @@
-package web
+// Package signin holds what signing in to remote servers keeps between
+// requests: the sign-ins sent to an authorization server and awaiting its
+// answer (Pending), and the tokens of the grants they left, refreshed as
+// requests need them (Keeper). The handlers that drive a sign-in are in
+// web.
+package signin
 
 import (
 	"context"
@@ -13,7 +18,7 @@ import (
 
 // An OAuth grant's access token serves every request to its server:
 // verifications, watches and routed tool calls ask the server's
-// tokenSource for it, request by request. The token is refreshed when it
+// TokenSource for it, request by request. The token is refreshed when it
 // is about to be used and close to its expiry (never after it: a request
 // would be refused first), one refresh at a time per server, so nothing
 // refreshes the tokens of a server nothing calls, and a deleted server
@@ -43,17 +48,17 @@ func refreshLead(g store.Grant) time.Duration {
 	return min(maxRefreshLead, life/3)
 }
 
-// GrantStore is what the token keeper needs from the store.
-type GrantStore interface {
+// Store is what the keeper needs from the store.
+type Store interface {
 	Server(ctx context.Context, id string) (store.Server, error)
 	LatestGrant(ctx context.Context, id string) (store.Grant, bool, error)
 	SaveGrant(ctx context.Context, id string, g store.Grant) error
 }
 
-// tokenKeeper hands out and refreshes the access tokens of servers'
+// Keeper hands out and refreshes the access tokens of servers'
 // grants.
-type tokenKeeper struct {
-	store    GrantStore
+type Keeper struct {
+	store    Store
 	verifier *discovery.Verifier
 	now      func() time.Time
 
@@ -69,22 +74,23 @@ type refreshState struct {
 	lastErr  string
 }
 
-func newTokenKeeper(st GrantStore, v *discovery.Verifier) *tokenKeeper {
-	return &tokenKeeper{store: st, verifier: v, now: time.Now, servers: map[string]*refreshState{}}
+// NewKeeper returns a keeper of the grants in st, refreshed through v.
+func NewKeeper(st Store, v *discovery.Verifier) *Keeper {
+	return &Keeper{store: st, verifier: v, now: time.Now, servers: map[string]*refreshState{}}
 }
 
-// source is the discovery.TokenSource of the server id.
-func (k *tokenKeeper) source(id string) discovery.TokenSource { return serverTokens{k, id} }
+// Source is the discovery.TokenSource of the server id.
+func (k *Keeper) Source(id string) discovery.TokenSource { return serverTokens{k, id} }
 
-// forget drops what the keeper holds about a server (it was deleted, or
+// Forget drops what the keeper holds about a server (it was deleted, or
 // signed out).
-func (k *tokenKeeper) forget(id string) {
+func (k *Keeper) Forget(id string) {
 	k.mu.Lock()
 	delete(k.servers, id)
 	k.mu.Unlock()
 }
 
-func (k *tokenKeeper) state(id string) *refreshState {
+func (k *Keeper) state(id string) *refreshState {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	st := k.servers[id]
@@ -96,7 +102,7 @@ func (k *tokenKeeper) state(id string) *refreshState {
 }
 
 type serverTokens struct {
-	k  *tokenKeeper
+	k  *Keeper
 	id string
 }
 
@@ -110,7 +116,7 @@ func signInAgain(msg string) error {
 
 // token returns the access token of the server's latest grant ("" if it
 // has none), refreshed first if it is due.
-func (k *tokenKeeper) token(ctx context.Context, id string) (string, error) {
+func (k *Keeper) token(ctx context.Context, id string) (string, error) {
 	st := k.state(id)
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -148,7 +154,7 @@ func (k *tokenKeeper) token(ctx context.Context, id string) (string, error) {
 	case !srv.Enabled:
 		return usable(signInAgain("the server is disabled: its tokens are not refreshed until it is enabled"))
 	}
-	dg := discoveryGrant(g)
+	dg := ToDiscovery(g)
 	if err := k.verifier.RefreshAuth(ctx, &dg); err != nil {
 		var oe *discovery.OAuthError
 		if errors.As(err, &oe) && oe.SignInAgain() {
@@ -165,7 +171,7 @@ func (k *tokenKeeper) token(ctx context.Context, id string) (string, error) {
 		return usable(discovery.NewError(discovery.ClassNetwork, "", "refreshing the access token failed: "+err.Error()))
 	}
 	st.failures, st.next, st.lastErr = 0, time.Time{}, ""
-	refreshed := storeGrant(dg, g.RedirectURI, now)
+	refreshed := FromDiscovery(dg, g.RedirectURI, now)
 	if err := k.store.SaveGrant(ctx, id, refreshed); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return "", signInAgain("the server was deleted")
@@ -175,9 +181,9 @@ func (k *tokenKeeper) token(ctx context.Context, id string) (string, error) {
 	return refreshed.AccessToken, nil
 }
 
-// discoveryGrant and storeGrant convert a grant between the store's
-// shape and the OAuth client's.
-func discoveryGrant(g store.Grant) discovery.OAuthGrant {
+// ToDiscovery and FromDiscovery convert a grant between the store's shape
+// and the OAuth client's.
+func ToDiscovery(g store.Grant) discovery.OAuthGrant {
 	return discovery.OAuthGrant{
 		Issuer: g.Issuer, TokenEndpoint: g.TokenEndpoint, Revocation: g.Revocation, Resource: g.Resource,
 		ClientID: g.ClientID, ClientSecret: g.ClientSecret, AuthMethod: g.AuthMethod, Scope: g.Scope,
@@ -185,7 +191,7 @@ func discoveryGrant(g store.Grant) discovery.OAuthGrant {
 	}
 }
 
-func storeGrant(g discovery.OAuthGrant, redirectURI string, at time.Time) store.Grant {
+func FromDiscovery(g discovery.OAuthGrant, redirectURI string, at time.Time) store.Grant {
 	return store.Grant{
 		Issuer: g.Issuer, TokenEndpoint: g.TokenEndpoint, Revocation: g.Revocation, Resource: g.Resource,
 		ClientID: g.ClientID, ClientSecret: g.ClientSecret, AuthMethod: g.AuthMethod, Scope: g.Scope,

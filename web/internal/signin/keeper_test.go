@@ -1,4 +1,4 @@
-package web
+package signin
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func (te *tokenEndpoint) set(status int, body string) {
 // keeperWith returns a token keeper over a real store holding the
 // remote server s1 with a grant whose access token is expired (or
 // expires in left), refreshed at te; now is the keeper's clock.
-func keeperWith(t *testing.T, te *tokenEndpoint, left time.Duration) (*tokenKeeper, *bolt.DB, *time.Time) {
+func keeperWith(t *testing.T, te *tokenEndpoint, left time.Duration) (*Keeper, *bolt.DB, *time.Time) {
 	ctx := t.Context()
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "sb.db"), bolt.Options{})
@@ -66,7 +66,7 @@ func keeperWith(t *testing.T, te *tokenEndpoint, left time.Duration) (*tokenKeep
 	if err := db.SaveGrant(ctx, "s1", g); err != nil {
 		t.Fatal(err)
 	}
-	k := newTokenKeeper(db, discovery.NewVerifier(discovery.Limits{}, nil))
+	k := NewKeeper(db, discovery.NewVerifier(discovery.Limits{}, nil))
 	k.now = func() time.Time { return now }
 	return k, db, &now
 }
@@ -169,7 +169,7 @@ func TestNoRefreshForDisabledOrDeletedServer(t *testing.T) {
 	if err := db.DeleteServer(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
-	k.forget("s1")
+	k.Forget("s1")
 	for range 10 {
 		if tok, err := k.token(context.Background(), "s1"); err != nil || tok != "" {
 			t.Errorf("token of a deleted server = %q, %v; want none", tok, err)

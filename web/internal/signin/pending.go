@@ -1,0 +1,130 @@
+package signin
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+)
+
+// CookiePrefix begins the name of every sign-in's cookie (see CookieName).
+const CookiePrefix = "switchboard_signin_"
+
+// Bounds of pending sign-ins: each expires after TTL, and at most
+// maxPending are kept (the oldest goes first).
+const (
+	TTL        = 10 * time.Minute
+	maxPending = 32
+)
+
+// Attempt is a sign-in sent to an authorization server, awaiting its
+// answer at the callback.
+type Attempt struct {
+	ServerID  string
+	Session   string // the Switchboard session that started it
+	NonceHash [32]byte
+	Auth      *discovery.PendingAuth
+	Started   time.Time
+}
+
+// Pending holds the pending sign-ins, and why each server's last sign-in
+// attempt failed (shown on its page until the next attempt).
+type Pending struct {
+	mu       sync.Mutex
+	pending  map[string]*Attempt // by state
+	problems map[string]Problem  // by server
+}
+
+// Problem is why a sign-in could not start or finish.
+type Problem struct {
+	Message string
+	// NeedsClient: the authorization server registers no client by
+	// itself; the server's form must name one.
+	NeedsClient bool
+}
+
+// NewPending returns an empty Pending.
+func NewPending() *Pending {
+	return &Pending{pending: map[string]*Attempt{}, problems: map[string]Problem{}}
+}
+
+// Add keeps the sign-in of state, dropping the expired ones and, beyond
+// maxPending, the oldest.
+func (si *Pending) Add(state string, p *Attempt) {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	si.expire(p.Started)
+	for len(si.pending) >= maxPending {
+		var oldest string
+		for s, q := range si.pending {
+			if oldest == "" || q.Started.Before(si.pending[oldest].Started) {
+				oldest = s
+			}
+		}
+		delete(si.pending, oldest)
+	}
+	si.pending[state] = p
+}
+
+// Take removes and returns the pending sign-in of state: a callback
+// answers once, whatever comes of it.
+func (si *Pending) Take(state string, now time.Time) *Attempt {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	si.expire(now)
+	p := si.pending[state]
+	delete(si.pending, state)
+	return p
+}
+
+func (si *Pending) expire(now time.Time) {
+	for s, p := range si.pending {
+		if now.Sub(p.Started) > TTL {
+			delete(si.pending, s)
+		}
+	}
+}
+
+// SetProblem records why the server's sign-in failed.
+func (si *Pending) SetProblem(id string, p Problem) {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	si.problems[id] = p
+}
+
+// ClearProblem forgets it (a new attempt started, or one succeeded).
+func (si *Pending) ClearProblem(id string) {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	delete(si.problems, id)
+}
+
+// Problem is why the server's last sign-in failed, if it did.
+func (si *Pending) Problem(id string) (Problem, bool) {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	p, ok := si.problems[id]
+	return p, ok
+}
+
+// Forget drops what is held about a deleted server.
+func (si *Pending) Forget(id string) {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	delete(si.problems, id)
+	for s, p := range si.pending {
+		if p.ServerID == id {
+			delete(si.pending, s)
+		}
+	}
+}
+
+// CookieName is the name of the cookie that binds the sign-in of state
+// to the browser that started it: one per sign-in, so two at once (two
+// servers) do not overwrite each other's.
+func CookieName(state string) string {
+	sum := sha256.Sum256([]byte(state))
+	return CookiePrefix + hex.EncodeToString(sum[:8])
+}
