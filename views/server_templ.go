@@ -416,9 +416,9 @@ func StatusPanel(s ServerItem) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var20 string
-		templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs("status-" + s.ID)
+		templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(StatusEvent(s.ID))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/server.templ`, Line: 82, Col: 61}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/server.templ`, Line: 82, Col: 62}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var20))
 		if templ_7745c5c3_Err != nil {
@@ -839,9 +839,9 @@ func ToolsSection(s ServerItem, tools []ToolItem) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var37 string
-		templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs("sse:tools-" + s.ID + " queue:last")
+		templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + ToolsEvent(s.ID) + " queue:last")
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/server.templ`, Line: 180, Col: 110}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/server.templ`, Line: 180, Col: 116}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var37))
 		if templ_7745c5c3_Err != nil {
@@ -1543,9 +1543,9 @@ func HistorySection(serverID string, items []HistoryItem, total int) templ.Compo
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var69 string
-		templ_7745c5c3_Var69, templ_7745c5c3_Err = templ.JoinStringErrs("sse:history-" + serverID + " queue:last")
+		templ_7745c5c3_Var69, templ_7745c5c3_Err = templ.JoinStringErrs("sse:" + HistoryEvent(serverID) + " queue:last")
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/server.templ`, Line: 317, Col: 137}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/server.templ`, Line: 317, Col: 143}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var69))
 		if templ_7745c5c3_Err != nil {

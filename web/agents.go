@@ -126,7 +126,7 @@ func (s *Server) upstreams() []views.Upstream {
 }
 
 func (s *Server) upstreamsEvent() *sse.Event {
-	return &sse.Event{Event: []byte("upstreams"), Data: renderString(views.Upstreams(s.upstreams()))}
+	return &sse.Event{Event: []byte(views.EventUpstreams), Data: renderString(views.Upstreams(s.upstreams()))}
 }
 
 // publishAgents pushes the servers running for calls to every tab.

@@ -15,7 +15,7 @@ import (
 // approvalsEvent is the cards of the calls waiting for a person, which
 // every tab shows.
 func (s *Server) approvalsEvent() *sse.Event {
-	return &sse.Event{Event: []byte("approvals"), Data: renderString(views.ApprovalCards(s.mcp.Approvals()))}
+	return &sse.Event{Event: []byte(views.EventApprovals), Data: renderString(views.ApprovalCards(s.mcp.Approvals()))}
 }
 
 // handleDecideForm serves POST /approvals/:id from a card's buttons

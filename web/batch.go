@@ -158,7 +158,7 @@ func (s *Server) batchEvent() *sse.Event {
 	if v == nil {
 		return nil
 	}
-	return &sse.Event{Event: []byte("verify-all"), Data: renderString(views.VerifyAllProgress(v))}
+	return &sse.Event{Event: []byte(views.EventVerifyAll), Data: renderString(views.VerifyAllProgress(v))}
 }
 
 func (s *Server) publishBatch() {

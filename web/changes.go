@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/tooldiff"
 )
 
 // changes returns a server's changed tools with their diffs.
@@ -36,7 +37,7 @@ func (s *Server) changes(ctx context.Context, id string) (store.Server, []views.
 		}
 		out = append(out, views.ToolChange{
 			Key: strconv.Itoa(len(out)), Name: cur.Name, Pin: cur.Pin, Policy: string(cur.Policy.Policy),
-			ApprovedKnown: approved != nil, Fields: toolDiff(approved, cur.Tool),
+			ApprovedKnown: approved != nil, Fields: tooldiff.Diff(approved, cur.Tool),
 		})
 	}
 	return srv, out, nil
@@ -137,7 +138,7 @@ func (s *Server) handleAPITool(c echo.Context) error {
 	}
 	if cur.State == store.ToolChanged {
 		diff := []fieldDiffJSON{}
-		for _, f := range toolDiff(approved, cur.Tool) {
+		for _, f := range tooldiff.Diff(approved, cur.Tool) {
 			fd := fieldDiffJSON{Field: f.Field, Rows: []diffRowJSON{}}
 			for _, r := range f.Rows {
 				fd.Rows = append(fd.Rows, diffRowJSON(r))

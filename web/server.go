@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/web/internal/conns"
+	"github.com/switchboard-dev/switchboard/web/internal/hub"
 	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 	"github.com/switchboard-dev/switchboard/web/internal/signin"
 )
@@ -68,7 +69,7 @@ type Server struct {
 	echo     *echo.Echo
 	store    store.Store
 	runner   *discovery.Runner
-	hub      *Hub
+	hub      *hub.Hub
 	sessions *sessions
 	// tokenLimit counts wrong API tokens (bearer, login form, export)
 	// per client; codeLimit counts wrong login links, apart, so that
@@ -116,7 +117,6 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 	s := &Server{
 		echo:       echo.New(),
 		store:      st,
-		hub:        NewHub(),
 		sessions:   newSessions(cfg.Token, cfg.LoginCode),
 		tokenLimit: authlimit.New(),
 		codeLimit:  authlimit.New(),
@@ -124,6 +124,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 		cfg:        cfg,
 		log:        cfg.Logger,
 	}
+	s.hub = hub.New(s.snapshot)
 	s.pub = newPublisher(s.publishNow)
 	s.runner = discovery.NewRunner(v, discovery.RunnerConfig{
 		Concurrency: cfg.Concurrency,
@@ -167,7 +168,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 			return err
 		},
 		ApprovalsChanged: func() { s.hub.Publish(s.approvalsEvent()) },
-		CallsChanged:     func() { s.hub.Publish(&sse.Event{Event: []byte("calls"), Data: []byte("changed")}) },
+		CallsChanged:     func() { s.hub.Publish(signal(views.EventCalls)) },
 		UpstreamsChanged: s.publishAgents,
 		Logger:           s.log,
 	})
@@ -178,7 +179,6 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 		return nil, err
 	}
 	s.mcp = mcp
-	s.hub.snapshot = s.snapshot
 	s.unsubscribe = st.Subscribe(s.storeChanged)
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
@@ -236,7 +236,7 @@ func (s *Server) publishNow(id string) {
 	defer s.pubMu.Unlock()
 	sum, err := s.store.Summary(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		s.hub.Publish(&sse.Event{Event: []byte("servers"), Data: []byte("changed")})
+		s.hub.Publish(signal(views.EventServers))
 		return
 	}
 	if err != nil {
@@ -249,8 +249,8 @@ func (s *Server) publishNow(id string) {
 func (s *Server) serverEvents(ctx context.Context, sum store.Summary) []*sse.Event {
 	item := s.serverItem(ctx, sum)
 	return []*sse.Event{
-		{Event: []byte("row-" + item.ID), Data: renderString(views.ServerCells(item))},
-		{Event: []byte("status-" + item.ID), Data: renderString(views.StatusBody(item))},
+		{Event: []byte(views.RowEvent(item.ID)), Data: renderString(views.ServerCells(item))},
+		{Event: []byte(views.StatusEvent(item.ID)), Data: renderString(views.StatusBody(item))},
 	}
 }
 
@@ -275,7 +275,7 @@ func (s *Server) snapshot(since string) []*sse.Event {
 		events = append(events, s.serverEvents(ctx, sum)...)
 		if since != current {
 			events = append(events, toolsChanged(sum.Server.ID),
-				&sse.Event{Event: []byte("history-" + sum.Server.ID), Data: []byte("changed")})
+				signal(views.HistoryEvent(sum.Server.ID)))
 		}
 	}
 	if ev := s.batchEvent(); ev != nil {
@@ -285,16 +285,18 @@ func (s *Server) snapshot(since string) []*sse.Event {
 	return events
 }
 
-func toolsChanged(id string) *sse.Event {
-	return &sse.Event{Event: []byte("tools-" + id), Data: []byte("changed")}
-}
+func toolsChanged(id string) *sse.Event { return signal(views.ToolsEvent(id)) }
+
+// signal is an event that carries no fragment: it says that what its name
+// names changed, and the page fetches it again.
+func signal(name string) *sse.Event { return &sse.Event{Event: []byte(name), Data: []byte("changed")} }
 
 // storeChanged reacts to a committed store change.
 func (s *Server) storeChanged(c store.Change) {
 	s.refresh.Poke()
 	s.mcp.StoreChanged(c)
 	if c.Deleted || c.Created {
-		s.hub.Publish(&sse.Event{Event: []byte("servers"), Data: []byte("changed")})
+		s.hub.Publish(signal(views.EventServers))
 		if c.Deleted {
 			s.tokens.Forget(c.ServerID)
 			s.signIns.Forget(c.ServerID)
@@ -306,6 +308,6 @@ func (s *Server) storeChanged(c store.Change) {
 		s.hub.Publish(toolsChanged(c.ServerID))
 	}
 	if c.History {
-		s.hub.Publish(&sse.Event{Event: []byte("history-" + c.ServerID), Data: []byte("changed")})
+		s.hub.Publish(signal(views.HistoryEvent(c.ServerID)))
 	}
 }

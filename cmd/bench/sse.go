@@ -440,7 +440,7 @@ func openStalled(ctx context.Context, a *app) (*stalledConn, error) {
 // settled reports whether the dashboard has written all it can to the
 // connection: what the kernel holds for it has stayed the same for
 // settleFor, or the dashboard gave up on the connection (a write to it
-// timed out: web.StreamWriteTimeout), which a slow run can reach.
+// timed out: hub.StreamWriteTimeout in web/internal/hub), which a slow run can reach.
 func (s *stalledConn) settled() (bool, error) {
 	q, gone, err := s.queued()
 	if err != nil || gone {

@@ -1,4 +1,7 @@
-package web
+// Package tooldiff shows a person what changed in a tool's definition
+// since it was approved: the definition split into the parts a person
+// reviews, each compared line by line.
+package tooldiff
 
 import (
 	"bytes"
@@ -56,10 +59,10 @@ func indentJSON(raw json.RawMessage) string {
 	return buf.String()
 }
 
-// toolDiff compares the approved definition with the current one, field
+// Diff compares the approved definition with the current one, field
 // by field, and returns the fields that differ (every field of the
 // current one when the approved definition is unknown).
-func toolDiff(approved *store.Tool, current store.Tool) []views.FieldDiff {
+func Diff(approved *store.Tool, current store.Tool) []views.FieldDiff {
 	cur := toolFields(current)
 	var old []toolField
 	if approved != nil {

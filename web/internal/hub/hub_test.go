@@ -1,4 +1,4 @@
-package web
+package hub
 
 import (
 	"bytes"
@@ -40,7 +40,7 @@ func (w *bodyWriter) String() string {
 // snapshot is being read must not be followed by the older snapshot; and
 // a snapshot event with empty data must not end the connection.
 func TestHubSnapshotNeverOverwritesNewerState(t *testing.T) {
-	h := NewHub()
+	h := New(nil)
 	defer h.Close()
 	var (
 		mu    sync.Mutex
@@ -147,7 +147,7 @@ func TestHubSnapshotNeverOverwritesNewerState(t *testing.T) {
 // writeTimeout, so its goroutines end (without the deadline they would
 // block for as long as the connection lives).
 func TestHubEndsStalledClient(t *testing.T) {
-	h := NewHub()
+	h := New(nil)
 	h.writeTimeout = 300 * time.Millisecond
 	// A snapshot far larger than any socket buffer.
 	big := bytes.Repeat([]byte("x"), 4096)
@@ -198,7 +198,7 @@ func TestHubEndsStalledClient(t *testing.T) {
 // A session's stream ends when the session expires, and EndSession ends
 // every stream of that session and no other.
 func TestHubSessionStreamsEnd(t *testing.T) {
-	h := NewHub()
+	h := New(nil)
 	defer h.Close()
 	serve := func(session string, until time.Time) chan struct{} {
 		ended := make(chan struct{})
