@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/session"
 )
 
 // handleHealth serves GET /healthz.
@@ -17,8 +18,8 @@ func (s *Server) handleHealth(c echo.Context) error {
 // handleEvents serves GET /events: the live updates of the session's tab,
 // until the tab goes away, the session is logged out or it expires.
 func (s *Server) handleEvents(c echo.Context) error {
-	sess, _ := c.Get(ctxSession).(session)
-	s.hub.ServeSession(c.Response(), c.Request(), sess.id, sess.expires)
+	sess, _ := c.Get(ctxSession).(session.Session)
+	s.hub.ServeSession(c.Response(), c.Request(), sess.ID, sess.Expires)
 	return nil
 }
 
@@ -46,7 +47,7 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 	if err := limitBy(s.codeLimit, c); err != nil {
 		return err
 	}
-	if !s.sessions.redeemCode(code) {
+	if !s.sessions.RedeemCode(code) {
 		s.codeLimit.Failed(clientOf(c))
 		return render(c, http.StatusUnauthorized, views.LoginPage("This login link was already used or is not valid. Paste the access token instead."))
 	}
@@ -63,7 +64,7 @@ func (s *Server) handleLogin(c echo.Context) error {
 		// not an attempt at the token, so not counted.
 		return render(c, statusOfBodyError(err), views.LoginPage("The login form could not be read; type the token again."))
 	}
-	if !s.sessions.validToken(c.FormValue("token")) {
+	if !s.sessions.ValidToken(c.FormValue("token")) {
 		s.tokenLimit.Failed(clientOf(c))
 		return render(c, http.StatusUnauthorized, views.LoginPage("That token is not valid."))
 	}
@@ -81,12 +82,12 @@ func statusOfBodyError(err error) int {
 }
 
 func (s *Server) startSession(c echo.Context) error {
-	id, _ := s.sessions.create()
+	id, _ := s.sessions.Create()
 	c.SetCookie(&http.Cookie{
 		Name:     sessionCookie,
 		Value:    id,
 		Path:     "/",
-		MaxAge:   int(sessionTTL.Seconds()),
+		MaxAge:   int(session.TTL.Seconds()),
 		HttpOnly: true,
 		SameSite: http.SameSiteStrictMode,
 		Secure:   c.Request().TLS != nil,
@@ -99,7 +100,7 @@ func (s *Server) startSession(c echo.Context) error {
 // with call arguments among it.
 func (s *Server) handleLogout(c echo.Context) error {
 	if ck, err := c.Cookie(sessionCookie); err == nil {
-		s.sessions.delete(ck.Value)
+		s.sessions.Delete(ck.Value)
 		s.hub.EndSession(ck.Value)
 	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})

@@ -5,132 +5,27 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/r3labs/sse/v2"
 
-	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/batch"
 )
-
-// batchesKept bounds the "Verify all" batches the API can still report.
-const batchesKept = 20
-
-// batch is one "Verify all": the jobs it started (or joined), with the
-// status each last had, and the servers it left out.
-type batch struct {
-	ID      string
-	Created time.Time
-	Jobs    []batchJob
-	Skipped []views.Skipped
-}
-
-type batchJob struct {
-	ServerID string
-	JobID    string
-	Status   string
-}
-
-// batches keeps the recent batches; the newest is the one pages show.
-type batches struct {
-	mu     sync.Mutex
-	recent []*batch // oldest first
-}
-
-// add registers a batch, taking each job's status from the runner (a job
-// may have moved on between Submit and now; later moves come through
-// update).
-func (bs *batches) add(b *batch, current func(jobID string) (discovery.Job, bool)) {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	for i := range b.Jobs {
-		if j, ok := current(b.Jobs[i].JobID); ok {
-			b.Jobs[i].Status = j.Status
-		}
-	}
-	bs.recent = append(bs.recent, b)
-	if len(bs.recent) > batchesKept {
-		bs.recent = bs.recent[1:]
-	}
-}
-
-// update records a job's new status; it reports whether the newest batch
-// holds the job, and that batch's progress if so.
-func (bs *batches) update(j discovery.Job) (views.BatchView, bool) {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	if len(bs.recent) == 0 {
-		return views.BatchView{}, false
-	}
-	newest := bs.recent[len(bs.recent)-1]
-	found := false
-	for _, b := range bs.recent {
-		for i := range b.Jobs {
-			if b.Jobs[i].JobID == j.ID {
-				b.Jobs[i].Status = j.Status
-				found = found || b == newest
-			}
-		}
-	}
-	return newest.view(), found
-}
-
-// latest returns the newest batch's progress, or nil if there was none.
-func (bs *batches) latest() *views.BatchView {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	if len(bs.recent) == 0 {
-		return nil
-	}
-	v := bs.recent[len(bs.recent)-1].view()
-	return &v
-}
-
-// get returns a copy of the batch with the given id.
-func (bs *batches) get(id string) (batch, bool) {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	for _, b := range bs.recent {
-		if b.ID == id {
-			c := *b
-			c.Jobs = append([]batchJob(nil), b.Jobs...)
-			return c, true
-		}
-	}
-	return batch{}, false
-}
-
-func (b *batch) view() views.BatchView {
-	v := views.BatchView{Total: len(b.Jobs), Skipped: b.Skipped}
-	for _, j := range b.Jobs {
-		switch j.Status {
-		case discovery.JobQueued:
-			v.Queued++
-		case discovery.JobRunning:
-			v.Running++
-		case discovery.JobSuccess:
-			v.Succeeded++
-		default:
-			v.Failed++
-		}
-	}
-	return v
-}
 
 // verifyAll starts a verification of every enabled server whose launch a
 // person confirmed; the runner's concurrency limit paces them. Disabled
 // and unconfirmed servers are skipped, with the reason.
-func (s *Server) verifyAll(ctx context.Context) (*batch, error) {
+func (s *Server) verifyAll(ctx context.Context) (*batch.Batch, error) {
 	sums, err := s.store.Summaries(ctx)
 	if err != nil {
 		return nil, err
 	}
 	id := make([]byte, 8)
 	rand.Read(id)
-	b := &batch{ID: hex.EncodeToString(id), Created: time.Now()}
+	b := &batch.Batch{ID: hex.EncodeToString(id), Created: time.Now()}
 	for _, sum := range sums {
 		srv := sum.Server
 		switch {
@@ -145,16 +40,16 @@ func (s *Server) verifyAll(ctx context.Context) (*batch, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.Jobs = append(b.Jobs, batchJob{ServerID: srv.ID, JobID: j.ID, Status: j.Status})
+		b.Jobs = append(b.Jobs, batch.Job{ServerID: srv.ID, JobID: j.ID, Status: j.Status})
 	}
-	s.batches.add(b, s.runner.Job)
+	s.batches.Add(b, s.runner.Job)
 	s.publishBatch()
 	return b, nil
 }
 
 // batchEvent is the newest batch's progress as an SSE event.
 func (s *Server) batchEvent() *sse.Event {
-	v := s.batches.latest()
+	v := s.batches.Latest()
 	if v == nil {
 		return nil
 	}
@@ -184,13 +79,13 @@ func (s *Server) handleAPIVerifyAll(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	got, _ := s.batches.get(b.ID)
+	got, _ := s.batches.Get(b.ID)
 	return c.JSON(http.StatusAccepted, map[string]any{"batch": batchToJSON(got)})
 }
 
 // handleAPIBatch serves GET /api/v1/batches/:id.
 func (s *Server) handleAPIBatch(c echo.Context) error {
-	b, ok := s.batches.get(c.Param("id"))
+	b, ok := s.batches.Get(c.Param("id"))
 	if !ok {
 		return &apiError{Status: http.StatusNotFound, Message: "no batch with this id (the latest 20 are kept)"}
 	}
@@ -221,8 +116,8 @@ type skippedJSON struct {
 	Reason   string `json:"reason"`
 }
 
-func batchToJSON(b batch) batchJSON {
-	v := b.view()
+func batchToJSON(b batch.Batch) batchJSON {
+	v := b.View()
 	out := batchJSON{ID: b.ID, CreatedAt: b.Created, Total: v.Total, Queued: v.Queued, Running: v.Running,
 		Succeeded: v.Succeeded, Failed: v.Failed, Done: v.Finished(), Jobs: []batchJobJSON{}, Skipped: []skippedJSON{}}
 	for _, j := range b.Jobs {

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/clientconfig"
+	"github.com/switchboard-dev/switchboard/web/internal/held"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
@@ -31,67 +31,13 @@ const (
 	maxKnownFile = 16 << 20
 )
 
-// heldImports keeps the text of a previewed import on the server, so that
-// neither the preview page nor the apply form carries the config back to
-// the browser: it holds secret values, which the UI never shows.
-type heldImports struct {
-	mu   sync.Mutex
-	byID map[string]heldImport
-}
+// heldImport is the text of a previewed import, kept on the server so
+// that neither the preview page nor the apply form carries the config back
+// to the browser: it holds secret values, which the UI never shows. A
+// preview is applied within the hour, and only the latest few are kept.
+type heldImport struct{ text, format string }
 
-type heldImport struct {
-	text, format string
-	at           time.Time
-}
-
-// Bounds of the held imports: a preview is applied within the hour, and
-// only the latest few are kept.
-const (
-	heldFor  = time.Hour
-	heldMost = 16
-)
-
-func (h *heldImports) put(text, format string) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.byID == nil {
-		h.byID = map[string]heldImport{}
-	}
-	now := time.Now()
-	for id, held := range h.byID {
-		if now.Sub(held.at) > heldFor {
-			delete(h.byID, id)
-		}
-	}
-	for len(h.byID) >= heldMost {
-		oldest := ""
-		for id, held := range h.byID {
-			if oldest == "" || held.at.Before(h.byID[oldest].at) {
-				oldest = id
-			}
-		}
-		delete(h.byID, oldest)
-	}
-	id := randomHex(16)
-	h.byID[id] = heldImport{text: text, format: format, at: now}
-	return id
-}
-
-func (h *heldImports) get(id string) (heldImport, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	held, ok := h.byID[id]
-	if !ok || time.Since(held.at) > heldFor {
-		return heldImport{}, false
-	}
-	return held, true
-}
-
-func (h *heldImports) drop(id string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.byID, id)
-}
+func newHeldImports() *held.Map[heldImport] { return held.New[heldImport](time.Hour, 16) }
 
 // knownFiles lists the client configs found on this machine.
 func (s *Server) knownFiles() []clientconfig.Location {
@@ -206,9 +152,10 @@ func (s *Server) handleImportPreview(c echo.Context) error {
 	if err != nil {
 		return s.importFailed(c, v, err)
 	}
-	v.Text = "" // held by the server, see heldImports
+	v.Text = "" // held by the server, see heldImport
 	v.Plan = planView(plan)
-	v.Plan.HeldID = s.held.put(text, format)
+	v.Plan.HeldID = randomHex(16)
+	s.held.Put(v.Plan.HeldID, heldImport{text: text, format: format})
 	return render(c, http.StatusOK, views.ImportPage(s.page(c, "Import"), v))
 }
 
@@ -270,7 +217,7 @@ func planView(p serverconfig.ImportPlan) *views.ImportPlanView {
 func (s *Server) handleImportApply(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.FormValue("held")
-	held, ok := s.held.get(id)
+	held, ok := s.held.Get(id)
 	if !ok {
 		v := s.importView(ctx, "", "")
 		v.Error = "That preview is no longer held (it is kept for an hour); paste or read the config again."
@@ -312,7 +259,7 @@ func (s *Server) handleImportApply(c echo.Context) error {
 		}
 		return render(c, http.StatusUnprocessableEntity, views.ImportPage(s.page(c, "Import"), v))
 	}
-	s.held.drop(id)
+	s.held.Delete(id)
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/?imported=%d.%d.%d", res.Added, res.Updated, res.Skipped))
 }
 
@@ -376,7 +323,7 @@ func (s *Server) handleExportSecrets(c echo.Context) error {
 	if err := limitBy(s.tokenLimit, c); err != nil {
 		return err
 	}
-	if !s.sessions.validToken(c.FormValue("token")) {
+	if !s.sessions.ValidToken(c.FormValue("token")) {
 		s.tokenLimit.Failed(clientOf(c))
 		return &apiError{Status: http.StatusForbidden, Message: "exporting secret values needs the API token; it did not match"}
 	}

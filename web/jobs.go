@@ -48,7 +48,7 @@ func (s *Server) submit(srv store.Server, trigger string) (discovery.Job, error)
 // belongs to the latest "Verify all", that batch's progress.
 func (s *Server) jobEvent(j discovery.Job) {
 	s.publishServer(j.ServerID)
-	if _, ok := s.batches.update(j); ok {
+	if _, ok := s.batches.Update(j); ok {
 		s.publishBatch()
 	}
 }

@@ -9,13 +9,12 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
+	"github.com/switchboard-dev/switchboard/web/internal/session"
 )
 
 // headerHXRequest marks requests made by htmx.
@@ -23,7 +22,6 @@ const headerHXRequest = "HX-Request"
 
 const (
 	sessionCookie = "switchboard_session"
-	sessionTTL    = 7 * 24 * time.Hour
 	csrfHeader    = "X-CSRF-Token"
 	csrfField     = "_csrf"
 	ctxSession    = "session"
@@ -104,65 +102,6 @@ func limitBodies(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// session is one logged-in browser.
-type session struct {
-	id      string // the cookie's value
-	csrf    string
-	expires time.Time
-}
-
-// sessions holds browser sessions in memory and the one-time login code.
-type sessions struct {
-	token string
-	mu    sync.Mutex
-	code  string // one-time login code; "" once used
-	byID  map[string]session
-}
-
-func newSessions(token, code string) *sessions {
-	return &sessions{token: token, code: code, byID: map[string]session{}}
-}
-
-// redeemCode reports whether code is the unused one-time login code, and
-// uses it up.
-func (ss *sessions) redeemCode(code string) bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.code == "" || !equal(code, ss.code) {
-		return false
-	}
-	ss.code = ""
-	return true
-}
-
-func (ss *sessions) validToken(t string) bool { return t != "" && equal(t, ss.token) }
-
-func (ss *sessions) create() (id string, s session) {
-	id = randomHex(32)
-	s = session{id: id, csrf: randomHex(32), expires: time.Now().Add(sessionTTL)}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	ss.byID[id] = s
-	return id, s
-}
-
-func (ss *sessions) get(id string) (session, bool) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	s, ok := ss.byID[id]
-	if !ok || time.Now().After(s.expires) {
-		delete(ss.byID, id)
-		return session{}, false
-	}
-	return s, true
-}
-
-func (ss *sessions) delete(id string) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	delete(ss.byID, id)
-}
-
 // equal compares secrets in constant time.
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
@@ -195,7 +134,7 @@ func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		// The scheme is case-insensitive (RFC 9110 §11.1).
 		scheme, token, _ := strings.Cut(header, " ")
-		if !strings.EqualFold(scheme, "Bearer") || !s.sessions.validToken(strings.TrimSpace(token)) {
+		if !strings.EqualFold(scheme, "Bearer") || !s.sessions.ValidToken(strings.TrimSpace(token)) {
 			if header != "" {
 				s.tokenLimit.Failed(clientOf(c))
 			}
@@ -211,7 +150,7 @@ func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if ck, err := c.Cookie(sessionCookie); err == nil {
-			if sess, ok := s.sessions.get(ck.Value); ok {
+			if sess, ok := s.sessions.Get(ck.Value); ok {
 				c.Set(ctxSession, sess)
 				// Before any read: a page shows at least this revision
 				// (see Hub.ServeHTTP's "rev").
@@ -277,12 +216,12 @@ func csrfProtect(next echo.HandlerFunc) echo.HandlerFunc {
 		if safeMethod(r.Method) {
 			return next(c)
 		}
-		sess, _ := c.Get(ctxSession).(session)
+		sess, _ := c.Get(ctxSession).(session.Session)
 		token := r.Header.Get(csrfHeader)
 		if token == "" {
 			token = c.FormValue(csrfField)
 		}
-		if sess.csrf == "" || !equal(token, sess.csrf) {
+		if sess.CSRF == "" || !equal(token, sess.CSRF) {
 			return echo.NewHTTPError(http.StatusForbidden, "missing or invalid CSRF token; reload the page and try again")
 		}
 		return next(c)
@@ -308,6 +247,6 @@ func sameOrigin(r *http.Request) error {
 }
 
 func csrfOf(c echo.Context) string {
-	sess, _ := c.Get(ctxSession).(session)
-	return sess.csrf
+	sess, _ := c.Get(ctxSession).(session.Session)
+	return sess.CSRF
 }

@@ -20,9 +20,12 @@ import (
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
+	"github.com/switchboard-dev/switchboard/web/internal/batch"
 	"github.com/switchboard-dev/switchboard/web/internal/conns"
+	"github.com/switchboard-dev/switchboard/web/internal/held"
 	"github.com/switchboard-dev/switchboard/web/internal/hub"
 	"github.com/switchboard-dev/switchboard/web/internal/refresh"
+	"github.com/switchboard-dev/switchboard/web/internal/session"
 	"github.com/switchboard-dev/switchboard/web/internal/signin"
 )
 
@@ -70,7 +73,7 @@ type Server struct {
 	store    store.Store
 	runner   *discovery.Runner
 	hub      *hub.Hub
-	sessions *sessions
+	sessions *session.Sessions
 	// tokenLimit counts wrong API tokens (bearer, login form, export)
 	// per client; codeLimit counts wrong login links, apart, so that
 	// they can never block the right token.
@@ -85,12 +88,12 @@ type Server struct {
 
 	bodies bodyCache // JSON of the catalog and of each server's tools
 
-	batches  batches // "Verify all" runs
+	batches  batch.Recent // "Verify all" runs
 	refresh  *refresh.Refresher
 	watches  *refresh.Watches
 	verifier *discovery.Verifier
 	mcp      *gateway.Endpoint
-	held     heldImports // previewed imports
+	held     *held.Map[heldImport] // previewed imports
 	tokens   *signin.Keeper
 	signIns  *signin.Pending
 
@@ -117,7 +120,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 	s := &Server{
 		echo:       echo.New(),
 		store:      st,
-		sessions:   newSessions(cfg.Token, cfg.LoginCode),
+		sessions:   session.New(cfg.Token, cfg.LoginCode),
 		tokenLimit: authlimit.New(),
 		codeLimit:  authlimit.New(),
 		conns:      conns.New(conns.Max()),
@@ -125,6 +128,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 		log:        cfg.Logger,
 	}
 	s.hub = hub.New(s.snapshot)
+	s.held = newHeldImports()
 	s.pub = newPublisher(s.publishNow)
 	s.runner = discovery.NewRunner(v, discovery.RunnerConfig{
 		Concurrency: cfg.Concurrency,

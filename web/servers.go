@@ -51,7 +51,7 @@ func (s *Server) handleServersPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.ServersPage(s.page(c, "Servers"), items, s.batches.latest()))
+	return render(c, http.StatusOK, views.ServersPage(s.page(c, "Servers"), items, s.batches.Latest()))
 }
 
 // handleServersFragment serves GET /fragments/servers: the list's table,

@@ -137,8 +137,7 @@ func (s *Server) startSignIn(ctx context.Context, srv store.Server, redirectURI,
 		return fail(err)
 	}
 	nonce := randomHex(32)
-	now := time.Now()
-	s.signIns.Add(pa.State, &signin.Attempt{ServerID: srv.ID, Session: session, NonceHash: sha256.Sum256([]byte(nonce)), Auth: pa, Started: now})
+	s.signIns.Add(pa.State, &signin.Attempt{ServerID: srv.ID, Session: session, NonceHash: sha256.Sum256([]byte(nonce)), Auth: pa})
 	s.signIns.ClearProblem(srv.ID)
 	setCookie(&http.Cookie{
 		Name: signin.CookieName(pa.State), Value: nonce, Path: callbackPath, MaxAge: int(signin.TTL / time.Second),
@@ -154,7 +153,7 @@ func (s *Server) handleOAuthCallback(c echo.Context) error {
 	q := c.Request().URL.Query()
 	state := q.Get("state")
 	page := func(status int, v views.CallbackView) error { return render(c, status, views.CallbackPage(v)) }
-	p := s.signIns.Take(state, time.Now())
+	p := s.signIns.Take(state)
 	if state == "" || p == nil {
 		return page(http.StatusBadRequest, views.CallbackView{Message: "This sign-in is unknown, was already answered, or expired. Start it again with Sign in on the server's page."})
 	}
@@ -165,7 +164,7 @@ func (s *Server) handleOAuthCallback(c echo.Context) error {
 	if sum := sha256.Sum256([]byte(valueOf(ck, err))); err != nil || !equal(string(sum[:]), string(p.NonceHash[:])) {
 		return page(http.StatusForbidden, views.CallbackView{Back: back, Message: "This sign-in was started in another browser, or its cookie was lost: start it again with Sign in on the server's page."})
 	}
-	if _, ok := s.sessions.get(p.Session); !ok {
+	if _, ok := s.sessions.Get(p.Session); !ok {
 		return page(http.StatusForbidden, views.CallbackView{Back: back, Message: "The Switchboard session that started this sign-in has ended: log in and sign in again."})
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), signInTimeout)

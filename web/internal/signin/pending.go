@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/web/internal/held"
 )
 
 // CookiePrefix begins the name of every sign-in's cookie (see CookieName).
@@ -26,15 +27,15 @@ type Attempt struct {
 	Session   string // the Switchboard session that started it
 	NonceHash [32]byte
 	Auth      *discovery.PendingAuth
-	Started   time.Time
 }
 
 // Pending holds the pending sign-ins, and why each server's last sign-in
 // attempt failed (shown on its page until the next attempt).
 type Pending struct {
+	pending *held.Map[*Attempt] // by state
+
 	mu       sync.Mutex
-	pending  map[string]*Attempt // by state
-	problems map[string]Problem  // by server
+	problems map[string]Problem // by server
 }
 
 // Problem is why a sign-in could not start or finish.
@@ -47,44 +48,18 @@ type Problem struct {
 
 // NewPending returns an empty Pending.
 func NewPending() *Pending {
-	return &Pending{pending: map[string]*Attempt{}, problems: map[string]Problem{}}
+	return &Pending{pending: held.New[*Attempt](TTL, maxPending), problems: map[string]Problem{}}
 }
 
-// Add keeps the sign-in of state, dropping the expired ones and, beyond
-// maxPending, the oldest.
-func (si *Pending) Add(state string, p *Attempt) {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	si.expire(p.Started)
-	for len(si.pending) >= maxPending {
-		var oldest string
-		for s, q := range si.pending {
-			if oldest == "" || q.Started.Before(si.pending[oldest].Started) {
-				oldest = s
-			}
-		}
-		delete(si.pending, oldest)
-	}
-	si.pending[state] = p
-}
+// Add keeps the sign-in of state, for TTL at most (the oldest goes
+// first beyond maxPending).
+func (si *Pending) Add(state string, p *Attempt) { si.pending.Put(state, p) }
 
 // Take removes and returns the pending sign-in of state: a callback
 // answers once, whatever comes of it.
-func (si *Pending) Take(state string, now time.Time) *Attempt {
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	si.expire(now)
-	p := si.pending[state]
-	delete(si.pending, state)
+func (si *Pending) Take(state string) *Attempt {
+	p, _ := si.pending.Take(state)
 	return p
-}
-
-func (si *Pending) expire(now time.Time) {
-	for s, p := range si.pending {
-		if now.Sub(p.Started) > TTL {
-			delete(si.pending, s)
-		}
-	}
 }
 
 // SetProblem records why the server's sign-in failed.
@@ -112,13 +87,9 @@ func (si *Pending) Problem(id string) (Problem, bool) {
 // Forget drops what is held about a deleted server.
 func (si *Pending) Forget(id string) {
 	si.mu.Lock()
-	defer si.mu.Unlock()
 	delete(si.problems, id)
-	for s, p := range si.pending {
-		if p.ServerID == id {
-			delete(si.pending, s)
-		}
-	}
+	si.mu.Unlock()
+	si.pending.DeleteFunc(func(_ string, p *Attempt) bool { return p.ServerID == id })
 }
 
 // CookieName is the name of the cookie that binds the sign-in of state

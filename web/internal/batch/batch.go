@@ -1,0 +1,118 @@
+// Package batch keeps the recent "Verify all" runs: the jobs each started
+// or joined, with their latest statuses, and the servers each left out.
+package batch
+
+import (
+	"sync"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/views"
+)
+
+// Kept bounds the batches the API can still report.
+const Kept = 20
+
+// Batch is one "Verify all": the jobs it started (or joined), with the
+// status each last had, and the servers it left out.
+type Batch struct {
+	ID      string
+	Created time.Time
+	Jobs    []Job
+	Skipped []views.Skipped
+}
+
+// Job is one job of a batch, with the status it last had.
+type Job struct {
+	ServerID string
+	JobID    string
+	Status   string
+}
+
+// Recent keeps the recent batches; the newest is the one pages show. The
+// zero value is ready to use.
+type Recent struct {
+	mu     sync.Mutex
+	recent []*Batch // oldest first
+}
+
+// Add registers a batch, taking each job's status from the runner (a job
+// may have moved on between Submit and now; later moves come through
+// update).
+func (bs *Recent) Add(b *Batch, current func(jobID string) (discovery.Job, bool)) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	for i := range b.Jobs {
+		if j, ok := current(b.Jobs[i].JobID); ok {
+			b.Jobs[i].Status = j.Status
+		}
+	}
+	bs.recent = append(bs.recent, b)
+	if len(bs.recent) > Kept {
+		bs.recent = bs.recent[1:]
+	}
+}
+
+// Update records a job's new status; it reports whether the newest batch
+// holds the job, and that batch's progress if so.
+func (bs *Recent) Update(j discovery.Job) (views.BatchView, bool) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if len(bs.recent) == 0 {
+		return views.BatchView{}, false
+	}
+	newest := bs.recent[len(bs.recent)-1]
+	found := false
+	for _, b := range bs.recent {
+		for i := range b.Jobs {
+			if b.Jobs[i].JobID == j.ID {
+				b.Jobs[i].Status = j.Status
+				found = found || b == newest
+			}
+		}
+	}
+	return newest.View(), found
+}
+
+// Latest returns the newest batch's progress, or nil if there was none.
+func (bs *Recent) Latest() *views.BatchView {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if len(bs.recent) == 0 {
+		return nil
+	}
+	v := bs.recent[len(bs.recent)-1].View()
+	return &v
+}
+
+// Get returns a copy of the batch with the given id.
+func (bs *Recent) Get(id string) (Batch, bool) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	for _, b := range bs.recent {
+		if b.ID == id {
+			c := *b
+			c.Jobs = append([]Job(nil), b.Jobs...)
+			return c, true
+		}
+	}
+	return Batch{}, false
+}
+
+// View is the batch's progress as pages show it.
+func (b *Batch) View() views.BatchView {
+	v := views.BatchView{Total: len(b.Jobs), Skipped: b.Skipped}
+	for _, j := range b.Jobs {
+		switch j.Status {
+		case discovery.JobQueued:
+			v.Queued++
+		case discovery.JobRunning:
+			v.Running++
+		case discovery.JobSuccess:
+			v.Succeeded++
+		default:
+			v.Failed++
+		}
+	}
+	return v
+}
