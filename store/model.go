@@ -5,7 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -187,7 +188,7 @@ func (s Server) LaunchHash() string {
 	for _, a := range s.Args {
 		h.field(a)
 	}
-	keys := sortedKeys(s.Env)
+	keys := slices.Sorted(maps.Keys(s.Env))
 	h.field(strconv.Itoa(len(keys)))
 	for _, k := range keys {
 		h.field(k)
@@ -227,7 +228,7 @@ func (s Server) ConfigHash() string {
 	var h fieldHash
 	secrets := func(m map[string]string) {
 		h.field(strconv.Itoa(len(m)))
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			sum := sha256.Sum256([]byte(m[k]))
 			h.field(k)
 			h.field(hex.EncodeToString(sum[:]))
@@ -244,15 +245,6 @@ func (s Server) ConfigHash() string {
 	h.field(s.URL)
 	secrets(s.Headers)
 	return h.sum()
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // PhaseTiming is how long one verification phase took.

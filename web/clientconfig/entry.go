@@ -2,7 +2,8 @@ package clientconfig
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -267,12 +268,12 @@ func findRefs(s Server, only map[string]bool) []Ref {
 	for i, a := range s.Args {
 		add(fmt.Sprintf("args[%d]", i), a)
 	}
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		add("env."+k, s.Env[k])
 	}
 	add("cwd", s.Cwd)
 	add("url", s.URL)
-	for _, k := range sortedKeys(s.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 		add("headers."+k, s.Headers[k])
 	}
 	return out
@@ -308,14 +309,5 @@ func refsIn(v string) []string {
 		}
 		i = end + 1
 	}
-	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -280,7 +282,7 @@ func exportCodex(list []Server) []byte {
 				continue
 			}
 			fmt.Fprintf(&b, "\n[%s.%s]\n", table, sub.name)
-			for _, k := range sortedKeys(sub.m) {
+			for _, k := range slices.Sorted(maps.Keys(sub.m)) {
 				fmt.Fprintf(&b, "%s = %s\n", tomlKey(k), tomlString(sub.m[k]))
 			}
 		}

@@ -3,7 +3,9 @@ package clientconfig
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -201,7 +203,7 @@ func (r *entryReader) codexEntry() (Server, map[string]bool) {
 		s.Headers[k] = v
 	}
 	envHeaders := r.dict("env_http_headers", false)
-	for _, k := range sortedKeys(envHeaders) {
+	for _, k := range slices.Sorted(maps.Keys(envHeaders)) {
 		setHeader(k, "${"+envHeaders[k]+"}", "env_http_headers")
 		refFields["headers."+k] = true
 	}
