@@ -48,7 +48,7 @@ check:
 
 test-go: deps-e2e
 	$(GO) test -race -count=1 -timeout 15m ./...
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./store
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./store/bolt
 
 # Every Fuzz… target in the repository, one after another, for FUZZTIME
 # each (the seed corpora in testdata/fuzz also run in test-go). A failing
@@ -88,7 +88,7 @@ generate:
 # (one JSON file per commit) for comparison across commits.
 bench: deps-e2e
 	@mkdir -p bench-results
-	$(GO) test -run '^$$' -bench . -benchmem ./store
+	$(GO) test -run '^$$' -bench . -benchmem ./store/bolt
 	$(GO) run ./cmd/bench -out bench-results/$$(git describe --always --dirty=+dirty).json
 
 clean:
