@@ -54,6 +54,37 @@
   });
   document.addEventListener("DOMContentLoaded", syncTransport);
 
+  // Calls waiting for a person raise a browser notification while this
+  // tab is in the background, once the person allowed notifications.
+  var notified = {};
+  function notifyState() {
+    var btn = document.querySelector("[data-notify]");
+    var state = document.querySelector("[data-notify-state]");
+    if (!btn || !state) { return; }
+    if (!("Notification" in window)) { state.textContent = "This browser cannot notify."; return; }
+    btn.hidden = Notification.permission !== "default";
+    state.textContent = Notification.permission === "granted" ? "Notifications are on for background tabs." :
+      Notification.permission === "denied" ? "Notifications are blocked for this site in the browser." : "";
+  }
+  document.addEventListener("click", function (e) {
+    if (!e.target.closest("[data-notify]") || !("Notification" in window)) { return; }
+    Notification.requestPermission().then(notifyState);
+  });
+  document.addEventListener("DOMContentLoaded", notifyState);
+  document.addEventListener("htmx:afterSettle", function (e) {
+    if (!e.target || e.target.id !== "approvals") { return; }
+    var cards = e.target.querySelectorAll("[data-approval]");
+    var now = {};
+    cards.forEach(function (card) {
+      var id = card.getAttribute("data-approval");
+      now[id] = true;
+      if (notified[id] || !document.hidden || !("Notification" in window) || Notification.permission !== "granted") { return; }
+      var n = new Notification("A call waits for your approval", { body: card.getAttribute("data-approval-title"), tag: id });
+      n.onclick = function () { window.focus(); n.close(); };
+    });
+    notified = now;
+  });
+
   // Tick elapsed times of running jobs and "verified N ago" labels.
   function span(s) {
     if (s < 60) { return s + "s"; }

@@ -19,6 +19,9 @@ type Approval struct {
 	Tool       string
 	AgentName  string
 	Args       string // pretty JSON
+	// InClient is set when the person is asked in the agent's client
+	// too (MCP elicitation): the first answer wins.
+	InClient bool
 }
 
 // AgentsView is the Agents page: how to connect, who is connected, what

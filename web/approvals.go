@@ -41,15 +41,12 @@ func decideError(err error) error {
 	return err
 }
 
-func decision(v string) (bool, error) {
-	switch v {
-	case "approve":
-		return true, nil
-	case "deny":
-		return false, nil
+func decision(v string) (gateway.Answer, error) {
+	if a, ok := gateway.ParseAnswer(v); ok {
+		return a, nil
 	}
-	return false, &apiError{Status: http.StatusUnprocessableEntity, Message: "invalid decision",
-		Fields: map[string]string{"decision": `must be "approve" or "deny"`}}
+	return "", &apiError{Status: http.StatusUnprocessableEntity, Message: "invalid decision",
+		Fields: map[string]string{"decision": `must be "allow_once" (or "approve"), "always_allow" or "deny"`}}
 }
 
 type approvalJSON struct {
@@ -75,7 +72,8 @@ func (s *Server) handleAPIApprovals(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"approvals": out})
 }
 
-// handleAPIDecide serves POST /api/v1/approvals/{id}: {"decision": "approve"|"deny"}.
+// handleAPIDecide serves POST /api/v1/approvals/{id}: {"decision":
+// "allow_once"|"always_allow"|"deny"} ("approve" is "allow_once").
 func (s *Server) handleAPIDecide(c echo.Context) error {
 	var body struct {
 		Decision string `json:"decision"`

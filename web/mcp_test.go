@@ -44,16 +44,17 @@ func connectMCP(t testing.TB, base, token string) *mcpClient {
 // with its notification stream open before 2026-07-28; from it
 // stateless, discovering the server, and hearing notifications only on a
 // subscriptions/listen stream it opens (Listen).
-func connectMCPAs(t testing.TB, base, token, version string, info mcp.Implementation) *mcpClient {
+func connectMCPAs(t testing.TB, base, token, version string, info mcp.Implementation, copts ...client.ClientOption) *mcpClient {
 	t.Helper()
 	opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token})}
 	if !mcp.IsModernProtocol(version) {
 		opts = append(opts, transport.WithContinuousListening())
 	}
-	c, err := client.NewStreamableHttpClient(base+"/mcp", opts...)
+	tr, err := transport.NewStreamableHTTP(base+"/mcp", opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := client.NewClient(tr, copts...)
 	mc := &mcpClient{Client: c}
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		switch n.Method {
@@ -362,6 +363,7 @@ func TestMCPAsk(t *testing.T) {
 	e := m.e
 	c := connectMCP(t, m.base, testMCPToken)
 	b := e.login()
+	e.openTab(b) // someone to ask
 
 	type outcome struct {
 		res *mcp.CallToolResult

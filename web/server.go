@@ -174,6 +174,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 		ApprovalsChanged: func() { s.hub.Publish(s.approvalsEvent()) },
 		CallsChanged:     func() { s.hub.Publish(signal(views.EventCalls)) },
 		UpstreamsChanged: s.publishAgents,
+		Approvers:        s.hub.Connections,
 		Logger:           s.log,
 	})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 const (
 	ByDashboard = "dashboard" // a person in the dashboard
 	ByAPI       = "api"       // a program with the API token
+	ByClient    = "client"    // the person, in the agent's own client (MCP elicitation)
 	byPolicy    = "policy"
 	byTimeout   = "timeout"
 	byPinCheck  = "pin check"
@@ -38,6 +39,13 @@ type callRequest struct {
 	// ApprovedBy, if set, is the person who started the call (Try it):
 	// an ask tool needs no other approval.
 	ApprovedBy string
+	// Ask asks the person in the agent's client (a session that declared
+	// elicitation); nil if it cannot.
+	Ask func(context.Context, mcp.ElicitationParams) (*mcp.ElicitationResult, error)
+	// Modern is set for a 2026-07-28 call, CanAsk if its client declared
+	// elicitation; Retry is what it sent back of an earlier answer.
+	Modern, CanAsk bool
+	Retry          mcp.MultiRoundTripParams
 }
 
 // refusedError is a call Switchboard did not let through; the agent gets
@@ -57,12 +65,20 @@ func (e *Endpoint) Try(ctx context.Context, agentName string, args any) (*mcp.Ca
 
 // handleCall is the mcp-go handler of every offered tool.
 func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	cr := callRequest{AgentName: req.Params.Name, Args: req.Params.Arguments}
+	cr := callRequest{AgentName: req.Params.Name, Args: req.Params.Arguments, Retry: req.Params.MultiRoundTripParams}
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		cr.Session, cr.Client = statelessSession, clientName(info.ClientInfo)
+		cr.Modern = true
+		cr.CanAsk = info.ClientCapabilities != nil && formElicitation(info.ClientCapabilities.Elicitation)
 	} else if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		cr.Session = cs.SessionID()
 		cr.Client = e.sessions.client(cr.Session)
+		if ci, ok := cs.(server.SessionWithClientInfo); ok && formElicitation(ci.GetClientCapabilities().Elicitation) {
+			cr.Ask = func(ctx context.Context, p mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
+				return e.srv.RequestElicitation(ctx, mcp.ElicitationRequest{
+					Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)}, Params: p})
+			}
+		}
 	}
 	return e.call(ctx, cr)
 }
@@ -76,6 +92,9 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 	start := time.Now()
 	rec := store.Call{At: start.UTC(), Session: cr.Session, Client: cr.Client, AgentName: cr.AgentName, ArgsHash: argsHash(cr.Args)}
 	defer func() {
+		if res != nil && res.NeedsInput() {
+			return // the call's answer is to come (see askPerson)
+		}
 		rec.DurationMS = time.Since(start).Milliseconds()
 		var refused *refusedError
 		switch {
@@ -113,14 +132,21 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 		if cr.ApprovedBy != "" {
 			rec.Decision, rec.DecidedBy = store.DecisionApproved, cr.ApprovedBy
 		} else {
-			ok, by, reason := e.approvals.ask(ctx, &approval{
-				Session: cr.Session, Client: cr.Client, ServerID: srv.ID, ServerName: srv.Name,
-				Tool: entry.Name, AgentName: cr.AgentName, Args: PrettyJSON(cr.Args),
-			}, e.cfg.AskTimeout)
-			if !ok {
-				return nil, refuse(by, reason)
+			a := e.askPerson(ctx, cr, srv, rec)
+			switch {
+			case a.pending != nil:
+				return a.pending, nil
+			case !a.answer.allows():
+				return nil, refuse(a.by, a.reason)
 			}
-			rec.Decision, rec.DecidedBy = store.DecisionApproved, by
+			rec.Decision, rec.DecidedBy = store.DecisionApproved, a.by
+			if a.answer == AlwaysAllow {
+				rec.Reason = "always allow: the tool's policy is now allow"
+				if err := e.alwaysAllow(ctx, store.ToolRef{ServerID: srv.ID, Tool: entry.Name}, a.by); err != nil {
+					e.log.Error("set the policy of an always-allowed tool", "server", srv.ID, "tool", entry.Name, "err", err)
+					rec.Reason = "always allow, but the policy could not be saved: " + err.Error()
+				}
+			}
 			// The person may have changed the tool or its server while
 			// the call waited.
 			again, againSrv, _, reason, err := e.lookup(ctx, cr.AgentName)

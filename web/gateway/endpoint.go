@@ -139,6 +139,7 @@ type Store interface {
 	Catalog(ctx context.Context, fn func(*store.Summary, store.ToolEntry) error) (revision string, err error)
 	Revision() string
 	ToolByAgentName(ctx context.Context, agentName string) (store.ToolEntry, *store.Tool, error)
+	SetPolicy(ctx context.Context, ref store.ToolRef, p store.Policy, by string) (store.ToolEntry, error)
 	AppendCalls(ctx context.Context, calls []store.Call) error
 	MCPToken(ctx context.Context) (string, error)
 	RotateMCPToken(ctx context.Context) (string, error)
@@ -160,6 +161,9 @@ type Deps struct {
 	// written to the call log, UpstreamsChanged when an upstream session
 	// opened or ended (see Endpoint.Running). Any may be nil.
 	ApprovalsChanged, CallsChanged, UpstreamsChanged func()
+	// Approvers is how many dashboard tabs are open to answer calls
+	// waiting for a person; nil is none.
+	Approvers func() int
 	// Logger is slog.Default() if nil.
 	Logger *slog.Logger
 }
@@ -188,7 +192,14 @@ type Endpoint struct {
 	canonical map[string]offeredTool // by pin and agent name (buildMu)
 
 	approvals *approvals
-	audit     *auditLog
+	// questions holds the JSON-RPC id of each question in an agent's
+	// client, by approval id, while it is asked (see questionWriter).
+	questions sync.Map
+	// withdrawn is the questions withdrawn, by session and request id
+	// (see lateAnswer).
+	withdrawnMu sync.Mutex
+	withdrawn   map[string]struct{}
+	audit       *auditLog
 
 	rebuild   chan struct{} // a store change to catch up with (see storeChanged)
 	quit      chan struct{} // closed by Close
@@ -205,6 +216,9 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 			*f = func() {}
 		}
 	}
+	if deps.Approvers == nil {
+		deps.Approvers = func() int { return 0 }
+	}
 	deps.Logger = cmp.Or(deps.Logger, slog.Default())
 	if cfg.AskTimeout <= 0 {
 		cfg.AskTimeout = DefaultAskTimeout
@@ -213,12 +227,15 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
 	e := &Endpoint{st: deps.Store, deps: deps, log: deps.Logger, cfg: cfg, sessions: newMCPSessions(), canonical: map[string]offeredTool{},
-		authLimit: authlimit.New(), rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
+		authLimit: authlimit.New(), withdrawn: map[string]struct{}{}, rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 	poolCfg := cfg.Pool
 	poolCfg.OnChange = deps.UpstreamsChanged
 	e.pool = discovery.NewPool(deps.Verifier, poolCfg)
 	e.cfg.Pool = e.pool.Config()
-	e.approvals = newApprovals(deps.ApprovalsChanged)
+	e.approvals = newApprovals(deps.ApprovalsChanged, func(c store.Call) {
+		c.DurationMS = time.Since(c.At).Milliseconds()
+		e.audit.add(c)
+	})
 	e.audit = newAuditLog(deps.Store, deps.CallsChanged, deps.Logger)
 	hooks := &server.Hooks{}
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
@@ -490,6 +507,10 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 			return &HTTPError{Status: http.StatusBadRequest, Message: "cannot read the request body"}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if e.lateAnswer(r.Header.Get(server.HeaderKeySessionID), body) {
+			w.WriteHeader(http.StatusAccepted)
+			return nil
+		}
 		if req, ok := parseRequest(r, body); ok {
 			if req.modern(r.Header) {
 				return e.serveModern(w, r, req)
@@ -502,7 +523,7 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	e.sessions.touch(r.Header.Get(server.HeaderKeySessionID))
-	e.h.ServeHTTP(w, r)
+	e.h.ServeHTTP(questionWriter{w, e}, r)
 	return nil
 }
 

@@ -1,0 +1,247 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// A call to an ask tool asks the person where they are: on every open
+// dashboard tab, and in the agent's own client when it can ask them (MCP
+// elicitation). The first answer wins and closes the other question.
+//
+// A session-based client (2025-06-18, 2025-11-25) that declared
+// elicitation gets an elicitation/create request while the call waits. A
+// 2026-07-28 client that declared it gets the call's answer at once: an
+// input_required result carrying the question, which it answers by
+// calling again with the answer and the request state (SEP-2322); the
+// card waits on the dashboard meanwhile, and the call again collects
+// whichever answer came first. With no tab open and no client that can
+// ask, the call is refused at once, saying what to do.
+
+// answerInput is the key of the question in an input_required result.
+const answerInput = "switchboard_approval"
+
+// noApprover is the refusal of an ask call that nobody can answer.
+const noApprover = "nobody can approve this call now: no Switchboard dashboard tab is open, and this client cannot ask you (it does not support MCP elicitation). " +
+	"Open the Switchboard dashboard and call again, or set the tool's policy to allow there"
+
+// answerSchema is the question's form: one choice.
+var answerSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"answer": map[string]any{
+			"type":      "string",
+			"title":     "Your answer",
+			"enum":      []string{string(AllowOnce), string(AlwaysAllow), string(Deny)},
+			"enumNames": []string{"Allow once", "Always allow (sets the tool's policy to allow)", "Deny"},
+		},
+	},
+	"required": []string{"answer"},
+}
+
+// approvalMeta is the _meta key of a question's approval id, by which
+// the question's request id is found to withdraw it (see questionWriter).
+const approvalMeta = "dev.switchboard/approval"
+
+// question is what the agent's client shows the person.
+func question(ap *approval) mcp.ElicitationParams {
+	return mcp.ElicitationParams{
+		Meta: &mcp.Meta{AdditionalFields: map[string]any{approvalMeta: ap.ID}},
+		Message: fmt.Sprintf("Allow %s to run %s with these arguments?\n\n%s\n\nSwitchboard asks because the tool's policy is ask; you can answer here or on the Switchboard dashboard.",
+			ap.ServerName, ap.Tool, ap.Args),
+		RequestedSchema: answerSchema,
+	}
+}
+
+// answerOf reads the person's answer from the client's reply: anything
+// but an accepted known answer is a denial, saying which.
+func answerOf(res *mcp.ElicitationResult) (Answer, string) {
+	switch res.Action {
+	case mcp.ElicitationResponseActionAccept:
+		if content, ok := res.Content.(map[string]any); ok {
+			if s, ok := content["answer"].(string); ok {
+				if a, ok := ParseAnswer(s); ok {
+					return a, "the person denied the call in the agent's client"
+				}
+			}
+		}
+		return Deny, "the agent's client sent an answer Switchboard does not know"
+	case mcp.ElicitationResponseActionDecline:
+		return Deny, "the person denied the call in the agent's client"
+	}
+	return Deny, "the person dismissed the question in the agent's client"
+}
+
+// formElicitation reports whether a client that declared c can be asked
+// a question with a form.
+func formElicitation(c *mcp.ElicitationCapability) bool {
+	return c != nil && (c.Form != nil || c.URL == nil) // {} is form, as before modes existed
+}
+
+// asked is how a call to an ask tool was answered.
+type asked struct {
+	answer     Answer
+	by, reason string
+	// pending is set when the answer is still to come from a 2026-07-28
+	// client: the input_required result to answer its call with.
+	pending *mcp.CallToolResult
+}
+
+// askPerson asks the person about a call to an ask tool (see above).
+func (e *Endpoint) askPerson(ctx context.Context, cr callRequest, srv store.Server, rec store.Call) asked {
+	ap := &approval{Session: cr.Session, Client: cr.Client, ServerID: srv.ID, ServerName: srv.Name,
+		Tool: rec.Tool, AgentName: cr.AgentName, Args: PrettyJSON(cr.Args), ArgsHash: rec.ArgsHash}
+	if state := cr.Retry.RequestState; state != "" {
+		var given Answer
+		var reason string
+		if res := server.ElicitationResponse(cr.Retry.InputResponses, answerInput); res != nil {
+			given, reason = answerOf(res)
+		}
+		held, done, err := e.approvals.resume(state, ap.Session, ap.Client, ap.AgentName, ap.ArgsHash, given, reason)
+		switch {
+		case err != nil:
+			return asked{answer: Deny, by: bySwitch, reason: "the question this call answers is gone: it was answered already or timed out; call again"}
+		case !done:
+			return asked{pending: inputRequired(held)}
+		}
+		return asked{answer: held.answer, by: held.by, reason: held.reason}
+	}
+	if cr.Modern && cr.CanAsk {
+		ap.call = rec
+		ap.call.Decision, ap.call.DecidedBy, ap.call.Outcome = store.DecisionDenied, byTimeout, "refused"
+		ap.call.Reason = "nobody approved the call within " + e.cfg.AskTimeout.String()
+		if err := e.approvals.hold(ap, e.cfg.AskTimeout); err != nil {
+			return asked{answer: Deny, by: bySwitch, reason: err.Error()}
+		}
+		return asked{pending: inputRequired(ap)}
+	}
+	var inClient func(context.Context) (Answer, string, error)
+	if cr.Ask != nil {
+		inClient = func(ctx context.Context) (Answer, string, error) {
+			res, err := cr.Ask(ctx, question(ap))
+			if qid, sent := e.questions.LoadAndDelete(ap.ID); sent && err != nil && ctx.Err() != nil {
+				// Answered elsewhere first: the client closes its question.
+				e.withdraw(cr.Session, qid.(json.RawMessage))
+			}
+			if err != nil {
+				if ctx.Err() == nil && e.deps.Approvers() == 0 {
+					return Deny, "could not ask in the agent's client (" + err.Error() + "), and no Switchboard dashboard tab is open", nil
+				}
+				return "", "", err
+			}
+			a, reason := answerOf(res)
+			return a, reason, nil
+		}
+	} else if e.deps.Approvers() == 0 {
+		return asked{answer: Deny, by: bySwitch, reason: noApprover}
+	}
+	a, by, reason := e.approvals.ask(ctx, ap, e.cfg.AskTimeout, inClient)
+	return asked{answer: a, by: by, reason: reason}
+}
+
+// inputRequired is the answer to a 2026-07-28 call whose approval is
+// awaited: the question, and the approval's id as the state to send back.
+func inputRequired(ap *approval) *mcp.CallToolResult {
+	return server.NewInputRequestBuilder(ap.ID).Elicit(answerInput, question(ap)).ToolResult()
+}
+
+// alwaysAllow sets the policy of a tool the person answered Always allow
+// for.
+func (e *Endpoint) alwaysAllow(ctx context.Context, ref store.ToolRef, by string) error {
+	_, err := e.st.SetPolicy(ctx, ref, store.PolicyAllow, by+" (always allow)")
+	return err
+}
+
+// questionWriter is the response writer of a session's requests: it
+// notes the JSON-RPC id under which each question (elicitation/create)
+// goes to the agent's client, so that a question answered elsewhere first
+// can be withdrawn (notifications/cancelled needs that id, which mcp-go
+// keeps to itself).
+type questionWriter struct {
+	http.ResponseWriter
+	e *Endpoint
+}
+
+func (w questionWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(approvalMeta)) {
+		w.e.noteQuestions(p)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w questionWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w questionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// noteQuestions reads the questions of waiting calls in SSE events.
+func (e *Endpoint) noteQuestions(p []byte) {
+	for line := range bytes.Lines(p) {
+		data, ok := bytes.CutPrefix(line, []byte("data: "))
+		if !ok {
+			continue
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Meta map[string]any `json:"_meta"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(data, &msg) != nil || msg.Method != string(mcp.MethodElicitationCreate) || len(msg.ID) == 0 {
+			continue
+		}
+		if id, ok := msg.Params.Meta[approvalMeta].(string); ok && e.approvals.waiting(id) {
+			e.questions.Store(id, msg.ID)
+		}
+	}
+}
+
+// maxWithdrawn bounds the withdrawn questions remembered.
+const maxWithdrawn = 1024
+
+// withdraw tells the session's client that the question under request id
+// qid needs no answer any more; an answer it sends all the same is taken
+// and dropped (see lateAnswer).
+func (e *Endpoint) withdraw(session string, qid json.RawMessage) {
+	e.withdrawnMu.Lock()
+	if len(e.withdrawn) >= maxWithdrawn {
+		clear(e.withdrawn)
+	}
+	e.withdrawn[session+" "+string(qid)] = struct{}{}
+	e.withdrawnMu.Unlock()
+	if err := e.srv.SendNotificationToSpecificClient(session, string(mcp.MethodNotificationCancelled),
+		map[string]any{"requestId": qid, "reason": "answered elsewhere first (the Switchboard dashboard), or the call ended"}); err != nil {
+		e.log.Debug("withdraw a question", "session", session, "err", err)
+	}
+}
+
+// lateAnswer reports whether body is a session's answer to a withdrawn
+// question (a JSON-RPC response), which the client sent before it heard
+// of the withdrawal: nothing waits for it.
+func (e *Endpoint) lateAnswer(session string, body []byte) bool {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if session == "" || json.Unmarshal(body, &msg) != nil || msg.Method != "" || len(msg.ID) == 0 {
+		return false
+	}
+	key := session + " " + string(msg.ID)
+	e.withdrawnMu.Lock()
+	defer e.withdrawnMu.Unlock()
+	_, ok := e.withdrawn[key]
+	delete(e.withdrawn, key)
+	return ok
+}
