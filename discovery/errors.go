@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -60,7 +61,25 @@ type Error struct {
 	// protected resource metadata names another resource.
 	SignIn        *AuthPlan
 	SignInProblem string
-	err           error
+	// HTTPStatus is the status of a ClassHTTPStatus answer (0 if unknown).
+	HTTPStatus int
+	err        error
+}
+
+// Lasting reports whether the failure will not pass by itself: the
+// server cannot start or run as configured (a missing command, a crash at
+// start, a refusal of its URL or credentials, something that is not MCP,
+// a sign-in to make) until a person changes something. Timeouts, network
+// failures, busy servers (HTTP 429 and 5xx), cancellations and
+// Switchboard's own failures may pass on the next try.
+func (e *Error) Lasting() bool {
+	switch e.Class {
+	case ClassNotFound, ClassPermission, ClassExited, ClassProtocol, ClassTooLarge, ClassAuth:
+		return true
+	case ClassHTTPStatus:
+		return e.HTTPStatus != http.StatusTooManyRequests && e.HTTPStatus < 500
+	}
+	return false
 }
 
 func (e *Error) Error() string {
@@ -167,7 +186,9 @@ func classify(err error, phase string, jobCtx context.Context, exited bool, code
 			unsupported.Version, strings.Join(mcp.ValidProtocolVersions, ", ")), err)
 	case errors.Is(err, transport.ErrUnauthorized), errors.Is(err, transport.ErrAuthorizationRequired),
 		errors.Is(err, transport.ErrOAuthAuthorizationRequired):
-		return newError(ClassHTTPStatus, phase, "server answered 401 Unauthorized: check credentials", err)
+		e := newError(ClassHTTPStatus, phase, "server answered 401 Unauthorized: check credentials", err)
+		e.HTTPStatus = http.StatusUnauthorized
+		return e
 	case errors.As(err, &dnsErr), errors.As(err, &opErr), errors.Is(err, syscall.ECONNREFUSED):
 		return newError(ClassNetwork, phase, rootMessage(err), err)
 	case errors.As(err, &netErr) && netErr.Timeout():
@@ -179,7 +200,9 @@ func classify(err error, phase string, jobCtx context.Context, exited bool, code
 		if code == 401 || code == 403 {
 			msg += ": check credentials"
 		}
-		return newError(ClassHTTPStatus, phase, msg, err)
+		e := newError(ClassHTTPStatus, phase, msg, err)
+		e.HTTPStatus = code
+		return e
 	}
 	return newError(ClassProtocol, phase, rootMessage(err), err)
 }

@@ -35,7 +35,14 @@ const (
 	// UTF-8, duplicate keys, a name outside the tool name charset, two
 	// definitions under one name). It is kept as decoded, for review.
 	ToolInvalid = store.ToolInvalid
+	// ToolUnsupported: the tool needs what Switchboard does not relay (a
+	// tool that requires MCP tasks): every call through Switchboard would
+	// fail, so it is listed for review but not offered.
+	ToolUnsupported = store.ToolUnsupported
 )
+
+// taskRequired is the problem of a tool that can only run as an MCP task.
+const taskRequired = `can only run as an MCP task (execution.taskSupport is "required"), and Switchboard relays no tasks: calls through it would fail`
 
 // Tool is one tool exactly as the server sent it (Raw), with the fields
 // Switchboard shows decoded from it.
@@ -252,6 +259,7 @@ func decodeTool(raw json.RawMessage, l Limits) (Tool, error) {
 		InputSchema  json.RawMessage `json:"inputSchema"`
 		OutputSchema json.RawMessage `json:"outputSchema"`
 		Annotations  json.RawMessage `json:"annotations"`
+		Execution    json.RawMessage `json:"execution"`
 	}
 	if err := json.Unmarshal(raw, &f); err != nil {
 		var typeErr *json.UnmarshalTypeError
@@ -292,6 +300,12 @@ func decodeTool(raw json.RawMessage, l Limits) (Tool, error) {
 	}
 	t.Pin = hex.EncodeToString(sum[:])
 	t.Raw = raw
+	var execution struct {
+		TaskSupport string `json:"taskSupport"`
+	}
+	if json.Unmarshal(f.Execution, &execution) == nil && execution.TaskSupport == "required" {
+		flag(ToolUnsupported, taskRequired) // first: any later flag is graver
+	}
 	switch {
 	case !utf8.Valid(raw):
 		flag(ToolInvalid, "holds invalid UTF-8 (shown as U+FFFD)")

@@ -33,3 +33,27 @@ func TestShapeProblems(t *testing.T) {
 		t.Errorf("decodeTool of a string input schema = %s, %v; want invalid", tool.State, err)
 	}
 }
+
+// A tool that can only run as an MCP task is unsupported (Switchboard
+// relays no tasks), unless something graver is wrong with it; an
+// unreadable execution field is no claim, and keeps the tool.
+func TestTaskRequiredIsUnsupported(t *testing.T) {
+	for _, c := range []struct {
+		raw  string
+		want string
+	}{
+		{`{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}`, string(ToolUnsupported)},
+		{`{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}`, ""},
+		{`{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"forbidden"}}`, ""},
+		{`{"name":"a","inputSchema":{"type":"object"},"execution":5}`, ""},
+		{`{"name":"a b","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}`, string(ToolInvalid)},
+	} {
+		tool, err := decodeTool(json.RawMessage(c.raw), Limits{}.withDefaults())
+		if err != nil || string(tool.State) != c.want {
+			t.Errorf("decodeTool(%s) = %q, %v; want %q", c.raw, tool.State, err, c.want)
+		}
+		if c.want == string(ToolUnsupported) && !slices.Contains(tool.Problems, taskRequired) {
+			t.Errorf("decodeTool(%s) problems = %q; want the reason", c.raw, tool.Problems)
+		}
+	}
+}

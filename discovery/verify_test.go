@@ -506,6 +506,9 @@ func TestVerifyRemoteErrors(t *testing.T) {
 			path := map[string]string{TransportHTTP: "/mcp", TransportSSE: "/sse"}[tr]
 			_, e, d := verify(t, Limits{}, Target{Transport: tr, URL: "http://" + addr + path}, nil)
 			wantClass(t, e, ClassNetwork, "")
+			if e.Lasting() {
+				t.Errorf("%s: a refused connection is lasting; want it to count as one that may pass", tr)
+			}
 			if d > 2*time.Second {
 				t.Errorf("%s: took %v, want < 2s", tr, d)
 			}
@@ -518,7 +521,8 @@ func TestVerifyRemoteErrors(t *testing.T) {
 		for _, c := range []struct {
 			status      int
 			credentials bool
-		}{{401, true}, {403, true}, {404, false}, {500, false}} {
+			lasting     bool // will not pass by itself
+		}{{401, true, true}, {403, true, true}, {404, false, true}, {429, false, false}, {500, false, false}, {503, false, false}} {
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "no", c.status)
 			}))
@@ -530,6 +534,9 @@ func TestVerifyRemoteErrors(t *testing.T) {
 				}
 				if got := strings.Contains(e.Message, "credentials"); got != c.credentials {
 					t.Errorf("%s %d: Message %q, mentions credentials: %v", tr, c.status, e.Message, got)
+				}
+				if e.HTTPStatus != c.status || e.Lasting() != c.lasting {
+					t.Errorf("%s %d: HTTPStatus %d, Lasting %v; want %d, %v", tr, c.status, e.HTTPStatus, e.Lasting(), c.status, c.lasting)
 				}
 				if d > 2*time.Second {
 					t.Errorf("%s %d: took %v", tr, c.status, d)

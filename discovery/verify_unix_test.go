@@ -66,6 +66,9 @@ func TestVerifySpawnErrors(t *testing.T) {
 			// Run as is: a wrapper would turn these into sh's errors.
 			_, e, d := verifyRaw(t, Limits{}, c.target, nil)
 			wantClass(t, e, c.class, PhaseStarting)
+			if !e.Lasting() {
+				t.Errorf("a server that cannot start is not a lasting failure")
+			}
 			if d > time.Second {
 				t.Errorf("took %v, want < 1s", d)
 			}

@@ -33,7 +33,7 @@ type Merged struct {
 // known tools keep first_seen and their agent name, tools no longer
 // offered become missing, a tool whose pin differs from the one its
 // policy was approved at becomes changed (unless discovery marked it
-// oversized or invalid, which it stays), and every tool without a policy
+// flagged (see ToolState.Flagged), which it stays), and every tool without a policy
 // gets its default one (see InitialPolicy). Policies already present are
 // never changed. Agent names are given in offered's order (see
 // AgentNameFor). known is not modified.
@@ -76,7 +76,7 @@ func MergeTools(s Server, known map[string]ToolEntry, offered []Tool, at time.Ti
 		t.AgentName = AgentNameFor(s.ID, t.Name, t.AgentName, func(name string) string { return owners[name] })
 		owners[t.AgentName] = t.Name
 		switch {
-		case t.State == ToolOversized || t.State == ToolInvalid:
+		case t.State.Flagged():
 			// as discovery found it, whatever its policy
 		case p.Pin != t.Pin:
 			t.State = ToolChanged

@@ -53,7 +53,7 @@ const (
 // ToolState is where a tool stands against what was approved.
 type ToolState string
 
-// Tool states. Oversized and invalid tools come so from discovery (see
+// Tool states. Oversized, invalid and unsupported tools come so from discovery (see
 // Tool.Problems); the store decides the others. Only an active tool is
 // offered to agents with its policy; the others are effectively denied.
 const (
@@ -62,7 +62,16 @@ const (
 	ToolMissing   ToolState = "missing"
 	ToolOversized ToolState = "oversized"
 	ToolInvalid   ToolState = "invalid"
+	// ToolUnsupported needs what Switchboard does not relay (MCP tasks).
+	ToolUnsupported ToolState = "unsupported"
 )
+
+// Flagged reports whether discovery found the tool unfit to offer as the
+// server sent it (oversized, invalid, unsupported): it is kept for
+// review, and denied whatever its policy.
+func (s ToolState) Flagged() bool {
+	return s == ToolOversized || s == ToolInvalid || s == ToolUnsupported
+}
 
 // Triggers: what asked for a verification, as jobs and the history name
 // it (Verification.Trigger, Failure.Trigger, HistoryEntry.Trigger).
@@ -263,6 +272,10 @@ type VerifyError struct {
 	StderrTail string `json:"stderr_tail,omitempty"`
 	// SignIn says where to sign in (Class auth_required only).
 	SignIn *SignInNeed `json:"sign_in,omitempty"`
+	// Lasting is set when the failure will not pass by itself (see
+	// discovery's Error.Lasting): the server's tools are not offered
+	// until it verifies again.
+	Lasting bool `json:"lasting,omitempty"`
 }
 
 // SignInNeed is what a server that wants a signed-in client said (its
@@ -355,7 +368,7 @@ type Tool struct {
 	// the store gives it and keeps it.
 	AgentName string    `json:"agent_name,omitempty"`
 	State     ToolState `json:"state"`
-	// Problems says why an oversized or invalid tool cannot be offered as
+	// Problems says why a flagged tool (see ToolState.Flagged) cannot be offered as
 	// the server sent it, one sentence each.
 	Problems  []string  `json:"problems,omitempty"`
 	FirstSeen time.Time `json:"first_seen"`
@@ -384,7 +397,7 @@ type ToolEntry struct {
 	Policy PolicySetting
 	// Effective is Policy.Policy, except that a tool whose definition
 	// changed since it was approved is denied until a person approves it,
-	// and an oversized or invalid tool is always denied.
+	// and a flagged tool (see ToolState.Flagged) is always denied.
 	Effective Policy
 }
 
@@ -399,11 +412,10 @@ type ToolRef struct {
 
 // EffectivePolicy is the policy that applies to t under p: p's, except
 // that a tool whose definition changed since it was approved is denied
-// until a person approves it, and an oversized or invalid tool is always
-// denied.
+// until a person approves it, and a flagged tool (oversized, invalid,
+// unsupported) is always denied.
 func EffectivePolicy(t Tool, p PolicySetting) Policy {
-	switch t.State {
-	case ToolChanged, ToolOversized, ToolInvalid:
+	if t.State == ToolChanged || t.State.Flagged() {
 		return PolicyDeny
 	}
 	return p.Policy

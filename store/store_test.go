@@ -1,9 +1,11 @@
 package store_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/storetest"
@@ -173,5 +175,31 @@ func TestLaunchHash(t *testing.T) {
 	r2.URL = "https://evil.example.com/mcp"
 	if r1.LaunchHash() == r2.LaunchHash() {
 		t.Error("LaunchHash of a remote server did not change with its URL")
+	}
+}
+
+// A tool discovery flagged (oversized, invalid, unsupported) stays so
+// through a merge, whatever its policy, and is denied; a sound one is
+// active with its policy.
+func TestFlaggedToolsStayDenied(t *testing.T) {
+	srv := store.Server{ID: "s", DefaultPolicy: store.PolicyAllow}
+	var offered []store.Tool
+	for _, st := range []store.ToolState{"", store.ToolOversized, store.ToolInvalid, store.ToolUnsupported} {
+		offered = append(offered, store.Tool{Name: "t" + string(st), Pin: "p", State: st,
+			Annotations: json.RawMessage(`{"readOnlyHint":true,"openWorldHint":false}`)})
+	}
+	m := store.MergeTools(srv, nil, offered, time.Now())
+	for _, tool := range m.Tools {
+		flagged := tool.Name != "t"
+		if tool.State.Flagged() != flagged {
+			t.Errorf("%s: state %q after the merge; flagged %v, want %v", tool.Name, tool.State, tool.State.Flagged(), flagged)
+		}
+		want := store.PolicyAllow
+		if flagged {
+			want = store.PolicyDeny
+		}
+		if got := store.EffectivePolicy(tool, m.NewPolicies[tool.Name]); got != want {
+			t.Errorf("%s: effective policy %s; want %s", tool.Name, got, want)
+		}
 	}
 }

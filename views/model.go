@@ -133,6 +133,9 @@ type ErrorView struct {
 	Message    string
 	Suggestion string
 	StderrTail string
+	// Lasting: the failure will not pass by itself, so the server's
+	// tools are not offered until it verifies again.
+	Lasting bool
 }
 
 // Running reports whether a job is queued or running.
@@ -192,7 +195,7 @@ type ToolItem struct {
 	InputSchema string // pretty-printed JSON
 	Annotations []Annotation
 	State       string
-	Problems    []string // why an oversized or invalid tool is not offered
+	Problems    []string // why a flagged tool (oversized, invalid, unsupported) is not offered
 	Policy      string
 	Effective   string
 	// AgentName is the name agents call the tool by ("" if it is never

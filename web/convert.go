@@ -50,7 +50,7 @@ func (s *Server) serverItem(ctx context.Context, sum store.Summary) views.Server
 		item.Delta = d.Delta.String()
 	}
 	if e := d.Error; e != nil {
-		item.Error = &views.ErrorView{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail}
+		item.Error = &views.ErrorView{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail, Lasting: e.Lasting}
 	}
 	if srv.Transport != store.TransportStdio {
 		item.SignIn = s.signInView(ctx, srv.ID, d)
@@ -273,6 +273,7 @@ type errorJSON struct {
 	Suggestion string            `json:"suggestion,omitempty"`
 	StderrTail string            `json:"stderr_tail,omitempty"`
 	SignIn     *store.SignInNeed `json:"sign_in,omitempty"`
+	Lasting    bool              `json:"lasting,omitempty"` // its server's tools are not offered until it verifies
 }
 
 func mask(m map[string]string) map[string]string {
@@ -311,7 +312,7 @@ func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON
 		ServerName: d.ServerName, ServerVersion: d.ServerVersion, Warnings: d.Warnings,
 	}
 	if e := d.Error; e != nil {
-		dj.Error = &errorJSON{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: e.SignIn}
+		dj.Error = &errorJSON{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: e.SignIn, Lasting: e.Lasting}
 	}
 	if srv.OAuth != nil {
 		out.OAuth = &oauthJSON{ClientID: srv.OAuth.ClientID, Scopes: srv.OAuth.Scopes}
@@ -385,9 +386,9 @@ func toolToJSON(t store.ToolEntry) toolJSON {
 }
 
 // offeredName is the name agents know the tool by, or "" for a tool that
-// is never offered to them as it is (oversized or invalid).
+// is never offered to them as it is (flagged: see store.ToolState.Flagged).
 func offeredName(t store.ToolEntry) string {
-	if t.State == store.ToolOversized || t.State == store.ToolInvalid {
+	if t.State.Flagged() {
 		return ""
 	}
 	return t.AgentName

@@ -169,7 +169,7 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 			JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: verr.Status(), StartedAt: startOf(j), FinishedAt: now,
 			Timings: storeTimings(j.Timings),
 			Error: store.VerifyError{Class: verr.Class, Phase: verr.Phase, Message: verr.Message,
-				Suggestion: verr.Suggestion, StderrTail: verr.StderrTail, SignIn: signInNeed(verr)},
+				Suggestion: verr.Suggestion, StderrTail: verr.StderrTail, SignIn: signInNeed(verr), Lasting: verr.Lasting()},
 		})
 	} else {
 		v := store.Verification{

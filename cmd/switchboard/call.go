@@ -139,7 +139,7 @@ func callTool(ctx context.Context, v *discovery.Verifier, t discovery.Target, to
 	switch {
 	case !ok:
 		return nil, fmt.Errorf("the server lists no tool %q; it lists %s", tool, toolNames(s.Tools()))
-	case listed.State == discovery.ToolInvalid:
+	case listed.State == discovery.ToolInvalid, listed.State == discovery.ToolUnsupported:
 		return nil, fmt.Errorf("tool %q is not called: it %s", tool, strings.Join(listed.Problems, "; it "))
 	}
 	callCtx, cancel := context.WithTimeout(ctx, timeout)

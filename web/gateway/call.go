@@ -179,11 +179,28 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 		// The grant is gone, revoked or refused: a person must sign in.
 		return nil, fmt.Errorf("the server %s wants a signed-in client: sign in again on its page in Switchboard (%s)", srv.ID, de.Message)
 	case errors.As(err, &de):
-		return nil, fmt.Errorf("the server %s failed (%s while %s): %s", srv.ID, de.Class, de.Phase, de.Message)
+		return nil, fmt.Errorf("the server %s failed (%s while %s): %s%s", srv.ID, de.Class, de.Phase, de.Message, stderrEnd(de.StderrTail))
 	case err != nil:
 		return nil, fmt.Errorf("the server %s failed: %w", srv.ID, err)
 	}
 	return relayed(res), nil
+}
+
+// stderrEnd is the last lines a failed server wrote to stderr (redacted,
+// as discovery keeps it), for the agent's error: what the server itself
+// said went wrong.
+func stderrEnd(tail string) string {
+	var last []string
+	for _, l := range strings.Split(tail, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			last = append(last, l)
+		}
+	}
+	if len(last) == 0 {
+		return ""
+	}
+	last = last[max(0, len(last)-3):]
+	return "; its stderr ends: " + strings.ToValidUTF8(cutString(strings.Join(last, " / "), 500), "")
 }
 
 // relayed is an upstream server's result as Switchboard answers it: the
@@ -216,29 +233,39 @@ func (e *Endpoint) lookup(ctx context.Context, agentName string) (entry store.To
 	case err != nil:
 		return entry, srv, "", "", err
 	}
-	srv, err = e.st.Server(ctx, entry.ServerID)
+	sum, err := e.st.Summary(ctx, entry.ServerID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return entry, srv, bySwitch, "its server is gone", nil
 	case err != nil:
 		return entry, srv, "", "", err
 	}
-	by, reason = refusal(srv, entry)
-	return entry, srv, by, reason, nil
+	by, reason = refusal(&sum, entry)
+	return entry, sum.Server, by, reason, nil
 }
 
 // refusal says why a tool is not offered to agents (who decides, and
-// why), or "" if it is: its server is enabled and its launch confirmed,
-// it is active at its approved pin, its effective policy is allow or ask,
-// and it has a definition to serve.
-func refusal(srv store.Server, t store.ToolEntry) (by, reason string) {
+// why), or "" if it is: its server is enabled, its launch confirmed, and
+// its latest verification did not fail for good (see
+// store.VerifyError.Lasting); the tool is active at its approved pin, its
+// effective policy is allow or ask, and it has a definition to serve.
+func refusal(sum *store.Summary, t store.ToolEntry) (by, reason string) {
+	srv, failed := sum.Server, sum.Discovery.Error
 	switch {
 	case !srv.Enabled:
 		return bySwitch, "its server is disabled"
 	case !srv.LaunchConfirmedNow():
 		return bySwitch, "its server's command or URL changed and awaits a person's confirmation"
+	case sum.Discovery.Status != store.StatusSuccess && failed != nil && failed.Lasting:
+		reason = "its server's latest verification failed (" + failed.Class + "): " + failed.Message
+		if failed.Suggestion != "" {
+			reason += ". " + failed.Suggestion
+		}
+		return bySwitch, reason + " Its tools are offered again once it verifies."
 	case t.State == store.ToolChanged || t.State == store.ToolActive && t.Pin != t.Policy.Pin:
 		return bySwitch, "the tool's definition changed since it was approved; a person must review the change"
+	case t.State.Flagged():
+		return bySwitch, "the tool is " + string(t.State) + ": it " + strings.Join(t.Problems, "; it ")
 	case t.State != store.ToolActive:
 		return bySwitch, "the tool is " + string(t.State)
 	case t.Effective != store.PolicyAllow && t.Effective != store.PolicyAsk:

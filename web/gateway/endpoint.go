@@ -136,6 +136,7 @@ type offeredTool struct {
 // Store is what the gateway reads and writes in the store.
 type Store interface {
 	Server(ctx context.Context, id string) (store.Server, error)
+	Summary(ctx context.Context, id string) (store.Summary, error)
 	Catalog(ctx context.Context, fn func(*store.Summary, store.ToolEntry) error) (revision string, err error)
 	Revision() string
 	ToolByAgentName(ctx context.Context, agentName string) (store.ToolEntry, *store.Tool, error)
@@ -399,7 +400,7 @@ func (e *Endpoint) current() (*offer, error) {
 
 // offerable reports whether a tool is offered to agents (see refusal).
 func offerable(sum *store.Summary, t store.ToolEntry) bool {
-	_, reason := refusal(sum.Server, t)
+	_, reason := refusal(sum, t)
 	return reason == ""
 }
 
