@@ -8,6 +8,7 @@
 //	switchboard backup [--db PATH] OUT       copy the database, checked, while no dashboard runs
 //	switchboard import [--dry-run] FILE      import servers from another MCP client's config
 //	switchboard export --format F            write servers in another MCP client's config format
+//	switchboard mcp                          serve MCP on stdio, relaying to the dashboard's /mcp
 package main
 
 import (
@@ -58,7 +59,7 @@ func usageError(format string, args ...any) error {
 // the command is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "call" || args[0] == "backup" || args[0] == "import" || args[0] == "export" || args[0] == "version" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "call" || args[0] == "backup" || args[0] == "import" || args[0] == "export" || args[0] == "mcp" || args[0] == "version" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -74,6 +75,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return importCmd(ctx, args, getenv, stdin, stdout, stderr)
 	case "export":
 		return exportCmd(ctx, args, getenv, stdout, stderr)
+	case "mcp":
+		return mcpCmd(ctx, args, getenv, stdin, stdout, stderr)
 	case "version":
 		return versionCmd(args, stdout)
 	}
@@ -94,5 +97,7 @@ Usage:
   switchboard import [--dry-run] FILE       import servers from a Claude, Cursor, Windsurf, VS Code or Codex config
   switchboard export --format F [--server ID]... [--include-secrets]
                                             write servers as claude, cursor, vscode or codex config
+  switchboard mcp [-addr HOST:PORT]         serve MCP on stdio, relaying to the running dashboard's /mcp
+                                            (for clients that start stdio servers only, such as Claude Desktop)
   switchboard version                       print the version, commit, build date and platform
 `

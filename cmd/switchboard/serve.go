@@ -330,6 +330,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		cfg.AllowedHosts = append(cfg.AllowedHosts, extraHost)
 	}
 	loginCode := randomToken()
+	cfg.MCP.TokenKept = func(tok string) {
+		if err := keepMCPToken(mcpTokenPath(cfg.DBPath), tok); err != nil {
+			log.Warn("switchboard mcp cannot find the MCP token by itself: set SWITCHBOARD_MCP_TOKEN for it", "err", err)
+		}
+	}
 	app, err := web.New(web.Config{
 		Token:           token,
 		LoginCode:       loginCode,

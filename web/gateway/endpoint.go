@@ -114,6 +114,10 @@ type Config struct {
 	CallTimeout time.Duration
 	// Pool configures the upstream sessions.
 	Pool discovery.PoolConfig
+	// TokenKept, if set, is called with the stored token when the
+	// endpoint starts and after each rotation (not for a Token set
+	// here): `switchboard serve` keeps it in a file for `switchboard mcp`.
+	TokenKept func(token string)
 }
 
 // offer is what agents are offered at one store revision.
@@ -281,6 +285,7 @@ func (e *Endpoint) start() error {
 			return err
 		}
 		e.token.Store(&tok)
+		e.keepToken(tok)
 	}
 	if _, err := e.current(); err != nil {
 		close(e.stopped)
@@ -349,7 +354,14 @@ func (e *Endpoint) Rotate() error {
 		return err
 	}
 	e.token.Store(&tok)
+	e.keepToken(tok)
 	return nil
+}
+
+func (e *Endpoint) keepToken(tok string) {
+	if e.cfg.TokenKept != nil {
+		e.cfg.TokenKept(tok)
+	}
 }
 
 // StoreChanged has the offer rebuilt after a committed change (which

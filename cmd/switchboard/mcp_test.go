@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// asMainEnv makes the test binary run as switchboard itself (see
+// TestMain): a real stdio client spawns it as `switchboard mcp`.
+const asMainEnv = "SWITCHBOARD_TEST_AS_MAIN"
+
+// liveDashboard is a running `switchboard serve` with one verified fixture
+// server whose tools are allow (read), ask (write) and deny (drop).
+type liveDashboard struct {
+	base, token, db string
+}
+
+func startLiveDashboard(t *testing.T) liveDashboard {
+	t.Helper()
+	d := liveDashboard{token: strings.Repeat("a", 64), db: filepath.Join(t.TempDir(), "sb.db")}
+	base, _, stop := startServe(t, map[string]string{"SWITCHBOARD_DB": d.db, "SWITCHBOARD_TOKEN": d.token})
+	t.Cleanup(func() { stop() })
+	d.base = base
+	tools := filepath.Join(t.TempDir(), "tools.json")
+	var list []map[string]any
+	for _, n := range []string{"read", "write", "drop"} {
+		list = append(list, map[string]any{"name": n, "inputSchema": map[string]any{"type": "object"}})
+	}
+	data, _ := json.Marshal(map[string]any{"version": "1", "tools": list})
+	if err := os.WriteFile(tools, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.api(t, http.MethodPost, "/api/v1/servers", map[string]any{"id": "fx", "transport": "stdio", "command": fixture,
+		"args": []string{"-tools-file", tools}, "default_policy": "allow"}, http.StatusCreated)
+	d.api(t, http.MethodPost, "/api/v1/servers/fx/verify", map[string]any{"confirm": true}, http.StatusAccepted)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var body struct {
+			Discovery struct {
+				Status string `json:"status"`
+			} `json:"discovery"`
+		}
+		json.Unmarshal(d.api(t, http.MethodGet, "/api/v1/servers/fx", nil, http.StatusOK), &body)
+		if body.Discovery.Status == "success" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fx not verified: %+v", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for tool, policy := range map[string]string{"read": "allow", "write": "ask", "drop": "deny"} {
+		d.api(t, http.MethodPut, "/api/v1/servers/fx/tools/"+tool+"/policy", map[string]any{"policy": policy}, http.StatusOK)
+	}
+	return d
+}
+
+func (d liveDashboard) api(t *testing.T, method, path string, body any, want int) []byte {
+	t.Helper()
+	var r *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	} else {
+		r = bytes.NewReader(nil)
+	}
+	req, _ := http.NewRequest(method, d.base+path, r)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	buf.ReadFrom(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s = %d %s; want %d", method, path, resp.StatusCode, buf.String(), want)
+	}
+	return buf.Bytes()
+}
+
+// bridgeClient spawns `switchboard mcp` for the liveDashboard, with env, and
+// connects a stdio client to it at the protocol version.
+func bridgeClient(t *testing.T, d liveDashboard, version string, env []string, opts ...client.ClientOption) (*client.Client, error) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(d.base, "http://")
+	env = append([]string{asMainEnv + "=1", "SWITCHBOARD_MCP_TOKEN="}, env...)
+	c := client.NewClient(transport.NewStdioWithOptions(self, env, []string{"mcp", "-addr", addr, "-db", d.db}), opts...)
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: version,
+		ClientInfo: mcp.Implementation{Name: "stdio-agent", Version: "1"}}})
+	return c, err
+}
+
+// answer is an elicitation handler giving one answer.
+type answer string
+
+func (a answer) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+		Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"answer": string(a)}}}, nil
+}
+
+// A stdio-only client reaches the liveDashboard through `switchboard mcp`,
+// which it starts itself, with the token the liveDashboard keeps beside its
+// database: it lists and calls the approved tools, is asked about an ask
+// tool in its own client (both protocol eras), hears list changes, and a
+// wrong token is refused saying what to do.
+func TestMCPBridge(t *testing.T) {
+	d := startLiveDashboard(t)
+	call := func(c *client.Client, name string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: map[string]any{"x": 1}}})
+		if err != nil {
+			return "", err
+		}
+		if len(res.Content) == 0 {
+			return "", fmt.Errorf("no content: %+v", res)
+		}
+		tc, _ := res.Content[0].(mcp.TextContent)
+		return tc.Text, nil
+	}
+	names := func(c *client.Client) []string {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+		if err != nil {
+			t.Fatalf("tools/list through the bridge: %v", err)
+		}
+		var out []string
+		for _, tl := range res.Tools {
+			out = append(out, tl.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
+		t.Run(version, func(t *testing.T) {
+			c, err := bridgeClient(t, d, version, nil, client.WithElicitationHandler(answer("allow_once")))
+			if err != nil {
+				t.Fatalf("initialize through the bridge: %v", err)
+			}
+			if got := c.ProtocolVersion(); got != version {
+				t.Errorf("protocol version through the bridge = %s; want %s", got, version)
+			}
+			if got, want := names(c), []string{"fx__read", "fx__write"}; !slices.Equal(got, want) {
+				t.Errorf("tools = %q; want %q", got, want)
+			}
+			if out, err := call(c, "fx__read"); err != nil || out != `read {"x":1}` {
+				t.Errorf("call of an allow tool = %q, %v", out, err)
+			}
+			if out, err := call(c, "fx__write"); err != nil || out != `write {"x":1}` {
+				t.Errorf("call of an ask tool answered Allow once in the client = %q, %v", out, err)
+			}
+			if _, err := call(c, "fx__drop"); err == nil || !strings.Contains(err.Error(), "no tool is offered") && !strings.Contains(err.Error(), "policy is deny") {
+				t.Errorf("call of a deny tool = %v; want refused", err)
+			}
+		})
+	}
+
+	t.Run("list changes", func(t *testing.T) {
+		c, err := bridgeClient(t, d, mcp.ProtocolVersion20251125, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := make(chan struct{}, 10)
+		c.OnNotification(func(n mcp.JSONRPCNotification) {
+			if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+				changed <- struct{}{}
+			}
+		})
+		names(c) // the session is live, its stream open
+		deadline := time.After(10 * time.Second)
+		for i := 0; ; i++ {
+			// Flip a policy until the client hears of it: the session's
+			// stream may open just after the first change.
+			d.api(t, http.MethodPut, "/api/v1/servers/fx/tools/drop/policy", map[string]any{"policy": []string{"allow", "deny"}[i%2]}, http.StatusOK)
+			select {
+			case <-changed:
+			case <-time.After(300 * time.Millisecond):
+				continue
+			case <-deadline:
+				t.Fatal("no tools/list_changed through the bridge")
+			}
+			break
+		}
+	})
+
+	t.Run("wrong token", func(t *testing.T) {
+		_, err := bridgeClient(t, d, mcp.ProtocolVersion20251125, []string{"SWITCHBOARD_MCP_TOKEN=" + strings.Repeat("x", 32)})
+		if err == nil || !strings.Contains(err.Error(), "refused the MCP token") {
+			t.Errorf("initialize with a wrong token = %v; want refused, saying what to do", err)
+		}
+	})
+}
