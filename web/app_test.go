@@ -417,8 +417,8 @@ func TestSecurityHeaders(t *testing.T) {
 		}
 		wantStatus(t, rec, http.StatusOK)
 		// No inline script: every script is a same-origin file.
-		for _, s := range findAll(parseHTML(t, body), byTag("script")) {
-			if src := attrOf(s, "src"); !strings.HasPrefix(src, "/static/") || textOf(s) != "" {
+		for _, s := range parseHTML(t, body).Find("script").EachIter() {
+			if src := s.AttrOr("src", ""); !strings.HasPrefix(src, "/static/") || textOf(s) != "" {
 				t.Errorf("GET %s: script src=%q with %d bytes inline", p, src, len(textOf(s)))
 			}
 		}

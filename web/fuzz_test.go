@@ -322,7 +322,7 @@ func FuzzForms(f *testing.F) {
 			t.Fatalf("%s: 422 for a form that does not parse; want 400", what)
 		}
 		page := parseHTML(t, rec.Body.String())
-		if len(findAll(page, byAttr("class", "field-error"))) == 0 {
+		if page.Find(`[class="field-error"]`).Length() == 0 {
 			t.Fatalf("%s: 422 without a message at a field:\n%s", what, truncate(rec.Body.String()))
 		}
 		for _, name := range []string{"name", "command", "url", "cwd", "timeout_ms"} {
@@ -330,8 +330,8 @@ func FuzzForms(f *testing.F) {
 			if !plainText(typed) {
 				continue // the HTML parser changes NUL, CR and invalid UTF-8
 			}
-			inputs := findAll(page, byAttr("name", name))
-			if len(inputs) != 1 || attrOf(inputs[0], "value") != typed {
+			inputs := page.Find(`[name="` + name + `"]`)
+			if inputs.Length() != 1 || inputs.AttrOr("value", "") != typed {
 				t.Fatalf("%s: the form shown again lost %s=%q", what, name, typed)
 			}
 		}

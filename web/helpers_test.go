@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"go.uber.org/goleak"
-	"golang.org/x/net/html"
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
@@ -359,7 +359,7 @@ func (e *env) browserFrom(rec *httptest.ResponseRecorder) *browser {
 	}
 	page := b.get("/")
 	wantStatus(e.t, page, http.StatusOK)
-	b.csrf = attrOf(findOne(e.t, parseHTML(e.t, page.Body.String()), byAttr("name", "csrf-token")), "content")
+	b.csrf = mustOne(e.t, parseHTML(e.t, page.Body.String()), `[name="csrf-token"]`).AttrOr("content", "")
 	if b.csrf == "" {
 		e.t.Fatal("no CSRF token in the page")
 	}
@@ -404,11 +404,12 @@ func (b *browser) post(path string, form url.Values) *httptest.ResponseRecorder 
 	return b.e.serve(r)
 }
 
-// --- HTML helpers (golang.org/x/net/html; goquery is not in go.mod) ---
+// --- HTML helpers (goquery) ---
 
-func parseHTML(t testing.TB, s string) *html.Node {
+// parseHTML parses a page.
+func parseHTML(t testing.TB, s string) *goquery.Document {
 	t.Helper()
-	doc, err := html.Parse(strings.NewReader(s))
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(s))
 	if err != nil {
 		t.Fatalf("parse HTML: %v", err)
 	}
@@ -417,101 +418,48 @@ func parseHTML(t testing.TB, s string) *html.Node {
 
 // parseFragment parses an htmx fragment in a body context (or a table
 // row context for rows).
-func parseFragment(t testing.TB, s string) *html.Node {
+func parseFragment(t testing.TB, s string) *goquery.Document {
 	t.Helper()
 	return parseHTML(t, "<!DOCTYPE html><html><body><table><tbody>"+s+"</tbody></table></body></html>")
 }
 
-type matcher func(*html.Node) bool
-
-func byAttr(key, val string) matcher {
-	return func(n *html.Node) bool { return n.Type == html.ElementNode && attrOf(n, key) == val && hasAttr(n, key) }
+// finder is a document or a selection to search in.
+type finder interface {
+	Find(selector string) *goquery.Selection
 }
 
-func byTestID(id string) matcher { return byAttr("data-testid", id) }
+// testID is the selector of the elements with the data-testid.
+func testID(id string) string { return `[data-testid="` + id + `"]` }
 
-func byTag(tag string) matcher {
-	return func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == tag }
-}
-
-func findAll(root *html.Node, m matcher) []*html.Node {
-	var out []*html.Node
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if m(n) {
-			out = append(out, n)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(root)
-	return out
-}
-
-func findOne(t testing.TB, root *html.Node, m matcher) *html.Node {
+// mustOne is the one element under root that sel matches; it fails the
+// test unless exactly one does.
+func mustOne(t testing.TB, root finder, sel string) *goquery.Selection {
 	t.Helper()
-	all := findAll(root, m)
-	if len(all) != 1 {
-		t.Fatalf("found %d matching elements, want 1", len(all))
+	found := root.Find(sel)
+	if n := found.Length(); n != 1 {
+		t.Fatalf("found %d %s, want 1", n, sel)
 	}
-	return all[0]
+	return found
 }
 
-func hasAttr(n *html.Node, key string) bool {
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return true
-		}
-	}
-	return false
-}
-
-func attrOf(n *html.Node, key string) string {
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return a.Val
-		}
-	}
-	return ""
-}
-
-func textOf(n *html.Node) string {
-	var b strings.Builder
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.TextNode {
-			b.WriteString(n.Data)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(n)
-	return strings.TrimSpace(b.String())
-}
+// textOf is the text of the selection's elements, trimmed.
+func textOf(s *goquery.Selection) string { return strings.TrimSpace(s.Text()) }
 
 // testIDText is the text of the one element with the data-testid.
-func testIDText(t testing.TB, root *html.Node, id string) string {
+func testIDText(t testing.TB, root finder, id string) string {
 	t.Helper()
-	all := findAll(root, byTestID(id))
-	if len(all) != 1 {
-		t.Fatalf("found %d [data-testid=%s], want 1", len(all), id)
-	}
-	return textOf(all[0])
+	return textOf(mustOne(t, root, testID(id)))
 }
 
-// inputValue is the value of the form control with the name.
-func inputValue(t testing.TB, root *html.Node, name string) string {
+// inputValue is the value of the first form control with the name.
+func inputValue(t testing.TB, root finder, name string) string {
 	t.Helper()
-	all := findAll(root, func(n *html.Node) bool {
-		return n.Type == html.ElementNode && (n.Data == "input" || n.Data == "textarea") && attrOf(n, "name") == name
-	})
-	if len(all) == 0 {
+	in := root.Find(`input[name="` + name + `"], textarea[name="` + name + `"]`).First()
+	if in.Length() == 0 {
 		t.Fatalf("no input named %q", name)
 	}
-	if all[0].Data == "textarea" {
-		return textOf(all[0])
+	if in.Is("textarea") {
+		return textOf(in)
 	}
-	return attrOf(all[0], "value")
+	return in.AttrOr("value", "")
 }

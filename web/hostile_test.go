@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/net/html"
 )
 
 // The tests in this file take hostile tool data (hostile-servers.md
@@ -102,15 +100,15 @@ func TestHostileToolsNotOffered(t *testing.T) {
 		rec := b.get("/servers/" + s.id)
 		wantStatus(t, rec, http.StatusOK)
 		doc := parseHTML(t, rec.Body.String())
-		rows := findAll(doc, byTestID("tool-row"))
+		rows := doc.Find(testID("tool-row"))
 		shown := 0
-		for _, row := range rows {
-			name := attrOf(row, "data-tool-name")
+		for _, row := range rows.EachIter() {
+			name := row.AttrOr("data-tool-name", "")
 			state, bad := s.flagged[name]
 			if got := testIDText(t, row, "tool-state"); got != map[bool]string{true: state, false: "active"}[bad] {
 				t.Errorf("%s: row %.40q shows state %q", s.id, name, got)
 			}
-			if n := len(findAll(row, byTestID("tool-problem"))); bad != (n > 0) {
+			if n := row.Find(testID("tool-problem")).Length(); bad != (n > 0) {
 				t.Errorf("%s: row %.40q shows %d problems", s.id, name, n)
 			}
 			if bad {
@@ -121,7 +119,7 @@ func TestHostileToolsNotOffered(t *testing.T) {
 			t.Errorf("%s: %d flagged rows shown, want %d", s.id, shown, len(s.flagged))
 		}
 		// No tool name reaches an attribute where it could act.
-		for _, n := range findAll(doc, func(n *html.Node) bool { return n.Type == html.ElementNode }) {
+		for _, n := range doc.Find("*").Nodes {
 			for _, a := range n.Attr {
 				risky := a.Key == "id" || a.Key == "href" || a.Key == "action" || a.Key == "src" ||
 					strings.HasPrefix(a.Key, "hx-") || strings.HasPrefix(a.Key, "sse-")
@@ -162,8 +160,8 @@ func TestHostileSchemaRefs(t *testing.T) {
 	wantStatus(t, rec, http.StatusOK)
 	doc := parseHTML(t, rec.Body.String())
 	schemas := map[string]string{}
-	for _, row := range findAll(doc, byTestID("tool-row")) {
-		schemas[attrOf(row, "data-tool-name")] = testIDText(t, row, "input-schema")
+	for _, row := range doc.Find(testID("tool-row")).EachIter() {
+		schemas[row.AttrOr("data-tool-name", "")] = testIDText(t, row, "input-schema")
 	}
 	if !strings.Contains(schemas["net_ref"], `"$ref": "`+refURL+`"`) {
 		t.Errorf("net_ref schema shown as %q, want the URL as text", schemas["net_ref"])
@@ -171,7 +169,7 @@ func TestHostileSchemaRefs(t *testing.T) {
 	if !strings.Contains(schemas["cyclic_ref"], `"$ref": "#/$defs/a"`) {
 		t.Errorf("cyclic_ref schema shown as %q", schemas["cyclic_ref"])
 	}
-	for _, n := range findAll(doc, func(n *html.Node) bool { return n.Type == html.ElementNode }) {
+	for _, n := range doc.Find("*").Nodes {
 		for _, a := range n.Attr {
 			if strings.Contains(a.Val, ref.URL) {
 				t.Errorf("<%s %s=%q> carries the $ref URL", n.Data, a.Key, a.Val)
@@ -222,8 +220,8 @@ func TestHostileRugPull(t *testing.T) {
 	}
 	rec := b.get("/servers/rug")
 	doc := parseHTML(t, rec.Body.String())
-	for _, row := range findAll(doc, byTestID("tool-row")) {
-		if attrOf(row, "data-tool-name") == "tool_000" {
+	for _, row := range doc.Find(testID("tool-row")).EachIter() {
+		if row.AttrOr("data-tool-name", "") == "tool_000" {
 			if got := testIDText(t, row, "effective-policy"); got != "effective: deny" {
 				t.Errorf("changed tool's row says %q", got)
 			}
@@ -236,15 +234,15 @@ func TestHostileRugPull(t *testing.T) {
 	// The review page shows the diff: the description line, approved on
 	// the left and current on the right, nothing else.
 	doc = parseHTML(t, b.get("/servers/rug/changes").Body.String())
-	changes := findAll(doc, byTestID("change"))
-	if len(changes) != 1 || attrOf(changes[0], "data-tool-name") != "tool_000" {
-		t.Fatalf("review page lists %d changes; want tool_000 only", len(changes))
+	changes := doc.Find(testID("change"))
+	if changes.Length() != 1 || changes.AttrOr("data-tool-name", "") != "tool_000" {
+		t.Fatalf("review page lists %d changes; want tool_000 only", changes.Length())
 	}
-	diffs := findAll(changes[0], byTestID("diff"))
-	if len(diffs) != 1 || attrOf(diffs[0], "data-field") != "description" {
-		t.Fatalf("review page shows %d differing fields; want the description only", len(diffs))
+	diffs := changes.Find(testID("diff"))
+	if diffs.Length() != 1 || diffs.AttrOr("data-field", "") != "description" {
+		t.Fatalf("review page shows %d differing fields; want the description only", diffs.Length())
 	}
-	row := findOne(t, diffs[0], byAttr("data-kind", "change"))
+	row := mustOne(t, diffs, `[data-kind="change"]`)
 	if l, r := testIDText(t, row, "diff-left"), testIDText(t, row, "diff-right"); strings.HasSuffix(l, "(changed)") || !strings.HasSuffix(r, "(changed)") {
 		t.Errorf("diff row: approved %q, current %q; want the change on the right only", l, r)
 	}

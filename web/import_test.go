@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"golang.org/x/net/html"
 )
 
 // claudeConfig is a Claude Desktop config as people have them: a local
@@ -199,30 +197,30 @@ func TestImportPage(t *testing.T) {
 	e.secrets = append(e.secrets, "ghp_0123456789abcdefghijklmnopqrstuvwxyz", "abc.def.ghi")
 	b := e.login()
 	page := parseHTML(t, b.get("/import").Body.String())
-	if known := findAll(page, byTestID("known-file")); len(known) != 1 || !strings.Contains(textOf(findOne(t, page, byTestID("known-files"))), ".cursor/mcp.json") {
-		t.Fatalf("known files = %d", len(known))
+	if known := page.Find(testID("known-file")); known.Length() != 1 || !strings.Contains(textOf(mustOne(t, page, testID("known-files"))), ".cursor/mcp.json") {
+		t.Fatalf("known files = %d", known.Length())
 	}
-	key := attrOf(findOne(t, page, func(n *html.Node) bool { return attrOf(n, "name") == "known" }), "value")
+	key := mustOne(t, page, `[name="known"]`).AttrOr("value", "")
 	rec := b.post("/import/preview", url.Values{"known": {key}})
 	wantStatus(t, rec, http.StatusOK)
 	if src := testIDText(t, parseHTML(t, rec.Body.String()), "import-source"); !strings.HasSuffix(src, ".cursor/mcp.json") {
 		t.Errorf("source shown = %q", src)
 	}
-	if ids := findAll(parseHTML(t, rec.Body.String()), byTestID("import-id")); len(ids) != 1 || textOf(ids[0]) != "from-cursor" {
-		t.Errorf("preview of the cursor file: %d rows", len(ids))
+	if ids := parseHTML(t, rec.Body.String()).Find(testID("import-id")); ids.Length() != 1 || textOf(ids) != "from-cursor" {
+		t.Errorf("preview of the cursor file: %d rows", ids.Length())
 	}
 
 	rec = b.post("/import/preview", url.Values{"text": {claudeConfig}})
 	wantStatus(t, rec, http.StatusOK)
 	doc := parseHTML(t, rec.Body.String())
-	if rows := findAll(doc, byTestID("import-row")); len(rows) != 3 {
-		t.Fatalf("%d rows", len(rows))
+	if rows := doc.Find(testID("import-row")); rows.Length() != 3 {
+		t.Fatalf("%d rows", rows.Length())
 	}
-	if flagged := findAll(doc, byTestID("import-secret")); len(flagged) != 2 {
-		t.Errorf("%d secrets flagged; want the token and the header", len(flagged))
+	if flagged := doc.Find(testID("import-secret")); flagged.Length() != 2 {
+		t.Errorf("%d secrets flagged; want the token and the header", flagged.Length())
 	}
 	// The config is held by the server, not sent back (it holds secrets).
-	held := attrOf(findOne(t, doc, func(n *html.Node) bool { return attrOf(n, "name") == "held" }), "value")
+	held := mustOne(t, doc, `[name="held"]`).AttrOr("value", "")
 	// Skip the second row, apply the rest.
 	form := url.Values{"held": {held}, "choice-1": {"skip"}}
 	rec = b.post("/import/apply", form)
@@ -242,7 +240,7 @@ func TestImportPage(t *testing.T) {
 	if msg := testIDText(t, doc, "import-error"); !strings.Contains(msg, "line 3") {
 		t.Errorf("error = %q; want line 3", msg)
 	}
-	if kept := textOf(findOne(t, doc, byTestID("import-text"))); kept != strings.TrimSpace(bad) {
+	if kept := textOf(mustOne(t, doc, testID("import-text"))); kept != strings.TrimSpace(bad) {
 		t.Errorf("text kept = %q", kept)
 	}
 }
@@ -259,7 +257,7 @@ func TestImportPageRows(t *testing.T) {
 	e.secrets = append(e.secrets, "tok-never-shown-123456")
 	b := e.login()
 	page := parseHTML(t, b.get("/import").Body.String())
-	key := attrOf(findOne(t, page, func(n *html.Node) bool { return attrOf(n, "name") == "known" }), "value")
+	key := mustOne(t, page, `[name="known"]`).AttrOr("value", "")
 	rec := b.post("/import/preview", url.Values{"known": {key}})
 	wantStatus(t, rec, http.StatusUnprocessableEntity)
 	if msg := testIDText(t, parseHTML(t, rec.Body.String()), "import-error"); !strings.Contains(msg, "config.toml") || !strings.Contains(msg, "line 4") {
@@ -271,13 +269,13 @@ func TestImportPageRows(t *testing.T) {
 	rec = b.post("/import/preview", url.Values{"text": {text}})
 	wantStatus(t, rec, http.StatusOK)
 	doc := parseHTML(t, rec.Body.String())
-	rows := findAll(doc, byTestID("import-row"))
-	if len(rows) != 2 || attrOf(rows[0], "data-action") != "update" || attrOf(rows[1], "data-action") != "error" {
-		t.Fatalf("rows = %d", len(rows))
+	rows := doc.Find(testID("import-row"))
+	if rows.Length() != 2 || rows.Eq(0).AttrOr("data-action", "") != "update" || rows.Eq(1).AttrOr("data-action", "") != "error" {
+		t.Fatalf("rows = %d", rows.Length())
 	}
 	form := url.Values{}
-	for _, in := range findAll(doc, func(n *html.Node) bool { return n.Data == "input" && attrOf(n, "type") == "hidden" }) {
-		form.Set(attrOf(in, "name"), attrOf(in, "value"))
+	for _, in := range doc.Find(`input[type="hidden"]`).EachIter() {
+		form.Set(in.AttrOr("name", ""), in.AttrOr("value", ""))
 	}
 	form.Set("choice-0", "new")
 	// The server changes between the preview and the apply: nothing is
@@ -290,8 +288,8 @@ func TestImportPageRows(t *testing.T) {
 	rec = b.post("/import/preview", url.Values{"text": {text}})
 	doc = parseHTML(t, rec.Body.String())
 	form = url.Values{}
-	for _, in := range findAll(doc, func(n *html.Node) bool { return n.Data == "input" && attrOf(n, "type") == "hidden" }) {
-		form.Set(attrOf(in, "name"), attrOf(in, "value"))
+	for _, in := range doc.Find(`input[type="hidden"]`).EachIter() {
+		form.Set(in.AttrOr("name", ""), in.AttrOr("value", ""))
 	}
 	form.Set("choice-0", "new")
 	if rec := b.post("/import/apply", form); rec.Code != http.StatusSeeOther {

@@ -204,9 +204,9 @@ func TestVerifyAll(t *testing.T) {
 	srv, client := e.liveServer()
 	s := b.openEvents(srv, client)
 	// The page's button posts where Verify all is served.
-	button := findOne(t, parseHTML(t, b.get("/").Body.String()), byTestID("verify-all-button"))
-	if rec := b.htmx(http.MethodPost, attrOf(button, "hx-post"), nil); rec.Code != http.StatusAccepted {
-		t.Fatalf("the Verify all button's POST %s = %d; want 202", attrOf(button, "hx-post"), rec.Code)
+	button := mustOne(t, parseHTML(t, b.get("/").Body.String()), testID("verify-all-button"))
+	if rec := b.htmx(http.MethodPost, button.AttrOr("hx-post", ""), nil); rec.Code != http.StatusAccepted {
+		t.Fatalf("the Verify all button's POST %s = %d; want 202", button.AttrOr("hx-post", ""), rec.Code)
 	}
 	e.waitIdleAll()
 	rec := e.api(http.MethodPost, "/api/v1/verify-all", nil)
@@ -303,8 +303,8 @@ func TestDeltaHistoryAndCatalogFreshness(t *testing.T) {
 	if got := testIDText(t, doc, "last-delta"); got != "+1 −1 ~1" {
 		t.Errorf("panel's last change = %q", got)
 	}
-	if rows := findAll(doc, byTestID("history-row")); len(rows) != 2 {
-		t.Errorf("history rows = %d; want 2", len(rows))
+	if rows := doc.Find(testID("history-row")); rows.Length() != 2 {
+		t.Errorf("history rows = %d; want 2", rows.Length())
 	}
 	if got := testIDText(t, doc, "changes-banner"); !strings.Contains(got, "1 tool(s) changed") {
 		t.Errorf("changes banner = %q", got)

@@ -536,7 +536,7 @@ func TestTryIt(t *testing.T) {
 	page := b.get("/tools/alpha__write")
 	wantStatus(t, page, http.StatusOK)
 	doc := parseHTML(t, page.Body.String())
-	findOne(t, doc, byTestID("try-form"))
+	mustOne(t, doc, testID("try-form"))
 	rec := b.post("/tools/alpha__write/try", url.Values{})
 	wantStatus(t, rec, http.StatusOK)
 	out := testIDText(t, parseHTML(t, rec.Body.String()), "try-output")

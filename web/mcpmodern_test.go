@@ -123,7 +123,7 @@ func TestMCPModernClient(t *testing.T) {
 	seen := events.until(t, 5*time.Second, "the card pushed", func(ev sseEvent) bool {
 		return ev.name == "approvals" && strings.Contains(ev.text(), `data-testid="approval-card"`)
 	})
-	card := findOne(t, parseFragment(t, seen[len(seen)-1].text()), byTestID("approval-card"))
+	card := mustOne(t, parseFragment(t, seen[len(seen)-1].text()), testID("approval-card"))
 	if got := squash(textOf(card)); !strings.Contains(got, "no session (MCP 2026-07-28) · modern-agent 0.2") {
 		t.Errorf("approval card = %q; want it to say the client has no session, and its name", got)
 	}
@@ -138,9 +138,9 @@ func TestMCPModernClient(t *testing.T) {
 	// The Agents page lists it by name apart from the sessions, and the
 	// calls table names it.
 	doc := parseHTML(t, b.get("/agents").Body.String())
-	agents := findAll(doc, byTestID("stateless-agent"))
-	if len(agents) != 1 || !strings.HasPrefix(squash(textOf(agents[0])), "modern-agent 0.2 · 9 requests · last ") || strings.Contains(textOf(agents[0]), "listening") {
-		t.Fatalf("stateless agents on the Agents page = %d, first %q; want modern-agent 0.2 after 9 requests, not listening", len(agents), textOf(agents[0]))
+	agents := doc.Find(testID("stateless-agent"))
+	if agents.Length() != 1 || !strings.HasPrefix(squash(textOf(agents)), "modern-agent 0.2 · 9 requests · last ") || strings.Contains(textOf(agents), "listening") {
+		t.Fatalf("stateless agents on the Agents page = %d, %q; want modern-agent 0.2 after 9 requests, not listening", agents.Length(), textOf(agents))
 	}
 	if sessions := testIDText(t, doc, "agent-sessions"); !strings.Contains(sessions, "test-agent 0.1") {
 		t.Errorf("connected agents = %q; want the session of test-agent 0.1 too", sessions)
@@ -152,7 +152,7 @@ func TestMCPModernClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the listen stream acknowledged", func() bool { return c.acknowledged.Load() == 1 })
-	if got := textOf(findAll(parseHTML(t, b.get("/agents").Body.String()), byTestID("stateless-agent"))[0]); !strings.Contains(got, "listening for changes") {
+	if got := testIDText(t, parseHTML(t, b.get("/agents").Body.String()), "stateless-agent"); !strings.Contains(got, "listening for changes") {
 		t.Errorf("stateless agent while listening = %q; want it listening for changes", got)
 	}
 	heard, sessionHeard := c.listChanged.Load(), old.listChanged.Load()
@@ -164,7 +164,7 @@ func TestMCPModernClient(t *testing.T) {
 	}
 	stop()
 	waitFor(t, 5*time.Second, "the listen stream closed", func() bool {
-		return !strings.Contains(textOf(findAll(parseHTML(t, b.get("/agents").Body.String()), byTestID("stateless-agent"))[0]), "listening")
+		return !strings.Contains(testIDText(t, parseHTML(t, b.get("/agents").Body.String()), "stateless-agent"), "listening")
 	})
 	heard, sessionHeard = c.listChanged.Load(), old.listChanged.Load()
 	e.setPolicy("alpha", "read", "allow")

@@ -147,7 +147,7 @@ func TestSignInFromTheDashboard(t *testing.T) {
 	if got := testIDText(t, page, "signin-issuer"); got != issuer {
 		t.Errorf("issuer shown = %q; want %s", got, issuer)
 	}
-	if len(findAll(page, byTestID("verify-error"))) != 0 {
+	if page.Find(testID("verify-error")).Length() != 0 {
 		t.Error("the page shows a sign-in request as a verification error")
 	}
 
@@ -383,7 +383,7 @@ func TestPreRegisteredClient(t *testing.T) {
 	if got := testIDText(t, page, "signin-problem"); !strings.Contains(got, "neither") {
 		t.Errorf("problem shown = %q; want it to say the server registers no client", got)
 	}
-	findOne(t, page, byTestID("signin-client-link"))
+	mustOne(t, page, testID("signin-client-link"))
 
 	// The form asks for it; the API takes it, and never shows the secret.
 	edit := b.get("/servers/o4/edit")

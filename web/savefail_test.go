@@ -105,7 +105,7 @@ func TestVerifyResultNotSavedOnFullDisk(t *testing.T) {
 			page := b.get("/servers/full")
 			wantStatus(t, page, http.StatusOK)
 			doc := parseHTML(t, page.Body.String())
-			if got := attrOf(findAll(doc, byTestID("status"))[0], "data-status"); got != string(store.StatusFailed) {
+			if got := doc.Find(testID("status")).First().AttrOr("data-status", ""); got != string(store.StatusFailed) {
 				t.Errorf("page status = %q; want failed", got)
 			}
 			if got := testIDText(t, doc, "error-message"); got != "could not save: disk full" {
