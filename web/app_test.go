@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // apiRoutes is every JSON API route, with a concrete path.
@@ -43,8 +45,8 @@ func TestAPIRequiresBearerToken(t *testing.T) {
 				t.Errorf("%s %s with Authorization %q: status %d, want 401", rt.method, rt.path, auth, rec.Code)
 				continue
 			}
-			if m := decode(t, rec); m["error"] == nil || m["error"] == "" {
-				t.Errorf("%s %s: 401 body %v has no error", rt.method, rt.path, m)
+			if m := decodeAs[apiError](t, rec); m.Error == "" {
+				t.Errorf("%s %s: 401 body %+v has no error", rt.method, rt.path, m)
 			}
 		}
 	}
@@ -61,8 +63,8 @@ func TestHealthzIsOpen(t *testing.T) {
 	e := newEnv(t)
 	rec := e.serve(newRequest(http.MethodGet, "/healthz", nil))
 	wantStatus(t, rec, http.StatusOK)
-	if m := decode(t, rec); len(m) != 1 || m["status"] != "ok" {
-		t.Errorf("body = %v, want {status: ok}", m)
+	if diff := cmp.Diff(map[string]string{"status": "ok"}, decodeAs[map[string]string](t, rec)); diff != "" {
+		t.Errorf("body (-want +got):\n%s", diff)
 	}
 }
 
@@ -364,11 +366,8 @@ func TestGETHasNoSideEffects(t *testing.T) {
 			t.Errorf("GET %s: %d, want 404 or 405", p, rec.Code)
 		}
 	}
-	rec := e.api(http.MethodGet, "/api/v1/servers/s1", nil)
-	wantStatus(t, rec, http.StatusOK)
-	d := decode(t, rec)["discovery"].(map[string]any)
-	if d["status"] != "never" || d["job_id"] != nil {
-		t.Errorf("discovery after GETs = %v, want never verified and no job", d)
+	if d := e.discovery("s1"); d.Status != "never" || d.JobID != "" {
+		t.Errorf("discovery after GETs = %+v, want never verified and no job", d)
 	}
 	wantStatus(t, b.get("/"), http.StatusOK) // session still valid
 }
@@ -445,10 +444,10 @@ func TestNotFoundPages(t *testing.T) {
 	}
 	rec = e.api(http.MethodGet, "/api/v1/servers/nope", nil)
 	wantStatus(t, rec, http.StatusNotFound)
-	if decode(t, rec)["error"] == nil {
+	if decodeAs[apiError](t, rec).Error == "" {
 		t.Error("API 404 without error")
 	}
 	rec = e.api(http.MethodGet, "/api/v1/nothing-here", nil)
 	wantStatus(t, rec, http.StatusNotFound)
-	decode(t, rec)
+	decodeAs[apiError](t, rec)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestVerifyNeedsConfirmedLaunch: nothing is started for a server until a
@@ -24,12 +25,12 @@ func TestVerifyNeedsConfirmedLaunch(t *testing.T) {
 	// The API: 409 with the launch, nothing started.
 	rec := e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil)
 	wantStatus(t, rec, http.StatusConflict)
-	launch, _ := decode(t, rec)["launch"].(map[string]any)
-	if launch["command_line"] != wantLine {
-		t.Errorf("409 launch.command_line = %q; want %q", launch["command_line"], wantLine)
+	launch := decodeAs[apiLaunchRefused](t, rec).Launch
+	if launch.CommandLine != wantLine {
+		t.Errorf("409 launch.command_line = %q; want %q", launch.CommandLine, wantLine)
 	}
-	if keys, _ := launch["env_keys"].([]any); len(keys) != 1 || keys[0] != "FIXTURE_TOKEN" {
-		t.Errorf("409 launch.env_keys = %v; want [FIXTURE_TOKEN]", launch["env_keys"])
+	if diff := cmp.Diff([]string{"FIXTURE_TOKEN"}, launch.EnvKeys); diff != "" {
+		t.Errorf("409 launch.env_keys (-want +got):\n%s", diff)
 	}
 	e.checkNoSecrets("409 answer", rec.Body.String())
 	if st := e.serverStatus("cf"); st != "never" {
@@ -39,8 +40,8 @@ func TestVerifyNeedsConfirmedLaunch(t *testing.T) {
 	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", map[string]any{"confirm": false}), http.StatusConflict)
 
 	// Confirmed: it runs, and later Verifies need no confirmation.
-	if job := e.verify("cf"); job["status"] != "success" {
-		t.Fatalf("confirmed Verify = %v; want success", job)
+	if job := e.verify("cf"); job.Status != "success" {
+		t.Fatalf("confirmed Verify = %+v; want success", job)
 	}
 	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil), http.StatusAccepted)
 	e.waitIdle("cf")

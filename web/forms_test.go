@@ -275,7 +275,7 @@ func TestServerPageAfterVerify(t *testing.T) {
 	}
 
 	job := e.verify("fx")
-	if job["status"] != "success" {
+	if job.Status != "success" {
 		t.Fatalf("job = %v", job)
 	}
 	rec = b.get("/servers/fx")
@@ -365,7 +365,7 @@ func TestServerPageAfterVerify(t *testing.T) {
 	wantStatus(t, b.htmx(http.MethodPost, "/servers/fx/verify", nil), http.StatusAccepted)
 	waitFor(t, 20*time.Second, "verify from the button to finish", func() bool {
 		s, _ := e.db.Summary(ctx, "fx")
-		return s.Discovery.Status == store.StatusSuccess && s.Discovery.JobID != job["id"]
+		return s.Discovery.Status == store.StatusSuccess && s.Discovery.JobID != job.ID
 	})
 }
 
@@ -492,7 +492,7 @@ func TestFailedVerifyKeepsToolsStale(t *testing.T) {
 	e := newEnv(t)
 	b := e.login()
 	e.createServer(fixtureServer("brk"))
-	if job := e.verify("brk"); job["status"] != "success" {
+	if job := e.verify("brk"); job.Status != "success" {
 		t.Fatalf("first verify: %v", job)
 	}
 	// Break the command (a config change), then verify again.
@@ -501,12 +501,11 @@ func TestFailedVerifyKeepsToolsStale(t *testing.T) {
 	rec := e.api(http.MethodPut, "/api/v1/servers/brk", body)
 	wantStatus(t, rec, http.StatusOK)
 	job := e.verify("brk")
-	if job["status"] != "failed" {
+	if job.Status != "failed" {
 		t.Fatalf("second verify: %v", job)
 	}
-	jerr, _ := job["error"].(map[string]any)
-	if jerr["class"] != "not_found" || jerr["suggestion"] == "" || jerr["message"] == "" {
-		t.Errorf("job error = %v", jerr)
+	if jerr := job.Error; jerr == nil || jerr.Class != "not_found" || jerr.Suggestion == "" || jerr.Message == "" {
+		t.Errorf("job error = %+v", jerr)
 	}
 
 	rec = b.get("/servers/brk")
@@ -532,17 +531,15 @@ func TestFailedVerifyKeepsToolsStale(t *testing.T) {
 		t.Error("status badge not marked stale")
 	}
 
-	rec = e.api(http.MethodGet, "/api/v1/servers/brk", nil)
-	wantStatus(t, rec, http.StatusOK)
-	d := decode(t, rec)["discovery"].(map[string]any)
-	if d["stale"] != true || d["status"] != "failed" || d["verified_at"] == nil || d["tool_count"] != float64(5) {
-		t.Errorf("discovery = %v", d)
+	d := e.discovery("brk")
+	if !d.Stale || d.Status != "failed" || d.VerifiedAt == nil || d.ToolCount != 5 {
+		t.Errorf("discovery = %+v", d)
 	}
-	if derr, _ := d["error"].(map[string]any); derr["class"] != "not_found" {
-		t.Errorf("discovery error = %v", d["error"])
+	if d.Error == nil || d.Error.Class != "not_found" {
+		t.Errorf("discovery error = %+v", d.Error)
 	}
 	rec = e.api(http.MethodGet, "/api/v1/servers/brk/tools", nil)
-	if n := len(decode(t, rec)["tools"].([]any)); n != 5 {
+	if n := len(decodeAs[toolsAnswer](t, rec).Tools); n != 5 {
 		t.Errorf("API serves %d tools after the failure, want 5", n)
 	}
 }

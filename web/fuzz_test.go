@@ -51,7 +51,7 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 	writeTools(f, file, "1", "read", "write", "drop")
 	e.createServer(map[string]any{"id": "fz", "name": "Fuzz", "transport": "stdio", "command": fixtureBin,
 		"args": []string{"-tools-file", file}, "default_policy": "allow"})
-	if job := e.verify("fz"); job["status"] != "success" {
+	if job := e.verify("fz"); job.Status != "success" {
 		f.Fatalf("verify fz = %v", job)
 	}
 	e.setPolicy("fz", "write", "ask")
@@ -139,6 +139,8 @@ func FuzzAPI(f *testing.F) {
 		if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 			t.Fatalf("%s: Content-Type %q; want JSON", what, ct)
 		}
+		// Any route's answer, read as its raw shape: the checks below hold
+		// for every one, and compare a field as answered and read back.
 		var answer map[string]any
 		if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil {
 			t.Fatalf("%s: the answer is not a JSON object: %v\n%s", what, err, rec.Body)

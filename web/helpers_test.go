@@ -192,22 +192,32 @@ func (e *env) serve(r *http.Request) *httptest.ResponseRecorder {
 // serverStatus is the server's discovery status from the API.
 func (e *env) serverStatus(id string) store.Status {
 	e.t.Helper()
+	return store.Status(e.discovery(id).Status)
+}
+
+// server is the server from the API.
+func (e *env) server(id string) apiServer {
+	e.t.Helper()
 	rec := e.api(http.MethodGet, "/api/v1/servers/"+id, nil)
 	wantStatus(e.t, rec, http.StatusOK)
-	d, _ := decode(e.t, rec)["discovery"].(map[string]any)
-	st, _ := d["status"].(string)
-	return store.Status(st)
+	return decodeAs[apiServer](e.t, rec)
+}
+
+// discovery is the server's discovery from the API.
+func (e *env) discovery(id string) apiDiscovery {
+	e.t.Helper()
+	srv := e.server(id)
+	if srv.Discovery == nil {
+		e.t.Fatalf("server %s without discovery: %+v", id, srv)
+	}
+	return *srv.Discovery
 }
 
 // waitIdle waits until no verification of the server is queued or
 // running.
 func (e *env) waitIdle(id string) {
 	e.t.Helper()
-	waitFor(e.t, 20*time.Second, id+" idle", func() bool {
-		rec := e.api(http.MethodGet, "/api/v1/servers/"+id, nil)
-		d, _ := decode(e.t, rec)["discovery"].(map[string]any)
-		return d["job_id"] == nil
-	})
+	waitFor(e.t, 20*time.Second, id+" idle", func() bool { return e.discovery(id).JobID == "" })
 }
 
 func (e *env) checkNoSecrets(what, body string) {
@@ -243,7 +253,9 @@ func (e *env) api(method, path string, body any) *httptest.ResponseRecorder {
 	return e.serve(r)
 }
 
-// decode parses a JSON answer into a generic map.
+// decode parses a JSON answer into a generic map: only for the checks of
+// an answer's raw shape, such as a key that must be absent (decodeAs
+// reads answers otherwise).
 func decode(t testing.TB, rec *httptest.ResponseRecorder) map[string]any {
 	t.Helper()
 	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
@@ -281,11 +293,11 @@ func fixtureServer(id string) map[string]any {
 	}
 }
 
-func (e *env) createServer(body map[string]any) map[string]any {
+func (e *env) createServer(body map[string]any) apiServer {
 	e.t.Helper()
 	rec := e.api(http.MethodPost, "/api/v1/servers", body)
 	wantStatus(e.t, rec, http.StatusCreated)
-	return decode(e.t, rec)
+	return decodeAs[apiServer](e.t, rec)
 }
 
 // confirmed is the body of a Verify that confirms the server's launch
@@ -294,26 +306,32 @@ var confirmed = map[string]any{"confirm": true}
 
 // verify starts a verification through the API and waits until its job
 // is done; it returns the finished job.
-func (e *env) verify(id string) map[string]any {
+func (e *env) verify(id string) apiJob {
 	e.t.Helper()
 	rec := e.api(http.MethodPost, "/api/v1/servers/"+id+"/verify", confirmed)
 	wantStatus(e.t, rec, http.StatusAccepted)
-	job := decode(e.t, rec)["job"].(map[string]any)
-	return e.waitJob(job["id"].(string))
+	return e.waitJob(decodeAs[jobAnswer](e.t, rec).Job.ID)
 }
 
-func (e *env) waitJob(jobID string) map[string]any {
+// job is the job from the API.
+func (e *env) job(jobID string) apiJob {
+	e.t.Helper()
+	rec := e.api(http.MethodGet, "/api/v1/jobs/"+jobID, nil)
+	wantStatus(e.t, rec, http.StatusOK)
+	return decodeAs[jobAnswer](e.t, rec).Job
+}
+
+// waitJob waits until the job is done and returns it.
+func (e *env) waitJob(jobID string) apiJob {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		rec := e.api(http.MethodGet, "/api/v1/jobs/"+jobID, nil)
-		wantStatus(e.t, rec, http.StatusOK)
-		job := decode(e.t, rec)["job"].(map[string]any)
-		if job["finished_at"] != nil {
+		job := e.job(jobID)
+		if job.FinishedAt != nil {
 			return job
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("job %s not done in time: %v", jobID, job)
+			e.t.Fatalf("job %s not done in time: %+v", jobID, job)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
