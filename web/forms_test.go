@@ -369,18 +369,6 @@ func TestServerPageAfterVerify(t *testing.T) {
 	})
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestHostileToolIsEscaped(t *testing.T) {
 	ctx := t.Context()
 	e := newEnv(t)

@@ -37,6 +37,12 @@ const (
 	testHost     = "127.0.0.1:7420"
 )
 
+// quietPeriod is how long a test waits to see that something does not
+// happen, where no event marks the moment it would have (the refresher's
+// start-up pass, a notification not sent): well past the 200 ms the
+// refresher lets changes settle.
+const quietPeriod = 500 * time.Millisecond
+
 // fixtureBin is the mcp-fixture binary built once by TestMain.
 var fixtureBin string
 
@@ -332,6 +338,18 @@ func (e *env) waitJob(jobID string) apiJob {
 		}
 		if time.Now().After(deadline) {
 			e.t.Fatalf("job %s not done in time: %+v", jobID, job)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

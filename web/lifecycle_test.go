@@ -26,6 +26,29 @@ import (
 // withTTL sets the global TTL, so that tests see tools go stale quickly.
 func withTTL(d time.Duration) appOption { return func(c *webConfig) { c.DefaultTTL = d } }
 
+// testClock is the wall clock moved on by Advance: its times keep their
+// order with those of the processes and jobs, and a TTL passes at once.
+type testClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock on by d.
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// withClock has the application judge freshness by c.
+func withClock(c *testClock) appOption { return func(cfg *webConfig) { cfg.Now = c.Now } }
+
 // history returns a server's history through the API, newest first.
 func (e *env) history(id string) []apiHistoryEntry {
 	e.t.Helper()
@@ -94,8 +117,8 @@ func TestEditTriggersReverify(t *testing.T) {
 	body["env"] = map[string]string{"API_KEY": "second-value-2"}
 	rec := e.api(http.MethodPut, "/api/v1/servers/ed", body)
 	wantStatus(t, rec, http.StatusOK)
-	if d := decodeAs[apiServer](t, rec).Discovery; d == nil || d.ToolCount != 5 {
-		t.Errorf("right after the edit: %+v; want the old 5 tools kept", d)
+	if d := decodeAs[apiServer](t, rec).Discovery; d == nil || d.ToolCount != 5 || d.JobID == "" {
+		t.Errorf("right after the edit: %+v; want the old 5 tools kept, and the edit's job", d)
 	}
 	waitFor(t, 15*time.Second, "the edit's verification", func() bool {
 		h := e.history("ed")
@@ -105,10 +128,17 @@ func TestEditTriggersReverify(t *testing.T) {
 		t.Errorf("after the edit's verification: %+v; want fresh", f)
 	}
 
-	// A new argument changes the launch: nothing runs until confirmed.
+	// A new argument changes the launch: nothing runs until confirmed. An
+	// edit's verification is started before the PUT answers (as the
+	// answer above shows, with its job), so this answer without a job
+	// says none was; and the history checked after the confirmed Verify
+	// below holds whatever ran between the edit and the confirmation.
 	body["args"] = []string{"-tools", "4"}
-	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/ed", body), http.StatusOK)
-	time.Sleep(300 * time.Millisecond)
+	rec = e.api(http.MethodPut, "/api/v1/servers/ed", body)
+	wantStatus(t, rec, http.StatusOK)
+	if d := decodeAs[apiServer](t, rec).Discovery; d == nil || d.JobID != "" {
+		t.Errorf("an unconfirmed launch was verified: the edit answered %+v", d)
+	}
 	if h := e.history("ed"); len(h) != 2 {
 		t.Errorf("an unconfirmed launch was verified: %v", triggers(h))
 	}
@@ -118,6 +148,9 @@ func TestEditTriggersReverify(t *testing.T) {
 	}
 	if job := e.verify("ed"); job.Status != "success" || job.ToolCount != 4 {
 		t.Errorf("verify after confirming: %+v", job)
+	}
+	if got := triggers(e.history("ed")); !slices.Equal(got, []string{"manual", "edit", "manual"}) {
+		t.Errorf("history = %v; want manual, edit, manual: nothing between the unconfirmed edit and its confirmation", got)
 	}
 }
 
@@ -255,7 +288,8 @@ func TestVerifyAll(t *testing.T) {
 // catalog names each tool's server freshness with an ETag that changes
 // exactly when the catalog does.
 func TestDeltaHistoryAndCatalogFreshness(t *testing.T) {
-	e := newEnv(t, withTTL(time.Second))
+	clock := &testClock{}
+	e := newEnv(t, withTTL(time.Minute), withClock(clock)) // under store.MinListTTL: no hint
 	state := filepath.Join(t.TempDir(), "runs")
 	body := fixtureServer("rug")
 	body["args"] = []string{"-mode", "change-on-second-run", "-state-file", state, "-tools", "3"}
@@ -278,7 +312,7 @@ func TestDeltaHistoryAndCatalogFreshness(t *testing.T) {
 		t.Errorf("catalog freshness = %+v; want fresh", f)
 	}
 	// Stale by the clock: the catalog changes with no store change.
-	time.Sleep(1100 * time.Millisecond)
+	clock.Advance(time.Minute + time.Second)
 	etag2, f := catalog()
 	if f.State != "stale" || f.Reason != "ttl" || etag2 == etag1 {
 		t.Errorf("catalog after the TTL: %+v, ETag %s (was %s); want stale (ttl) and a new ETag", f, etag2, etag1)
@@ -366,7 +400,10 @@ func TestStartupVerification(t *testing.T) {
 				t.Errorf("crashed's history = %+v; want one startup verification", hist)
 			}
 		} else {
-			time.Sleep(500 * time.Millisecond)
+			// Nothing to wait for: whatever would start verifications
+			// starts none; the quiet period gives it the time it would
+			// take, so that its absence means something.
+			time.Sleep(quietPeriod)
 		}
 		if done("unconfirmed") || (!on && (done("crashed") || done("never"))) {
 			t.Errorf("verify-on-start %v: verified a server it must not", on)

@@ -467,7 +467,9 @@ func TestMCPListChanged(t *testing.T) {
 	e := m.e
 	c := connectMCP(t, m.base, testMCPToken)
 	before := c.names(t)
-	time.Sleep(200 * time.Millisecond) // the GET stream is open
+	// The client opens its GET stream for notifications in the
+	// background, and the server shows no sign of a session's stream.
+	time.Sleep(quietPeriod)
 	e.setPolicy("alpha", "read", "deny")
 	waitFor(t, 5*time.Second, "tools/list_changed", func() bool { return c.listChanged.Load() >= 1 })
 	after := c.names(t)
@@ -486,7 +488,10 @@ func TestMCPListChanged(t *testing.T) {
 	}
 	n = c.listChanged.Load()
 	e.setPolicy("alpha", "write", "ask") // no change to the offer
-	time.Sleep(300 * time.Millisecond)
+	// A notification not sent marks no moment (and the endpoint merges a
+	// pending rebuild with the next change's, so a later change cannot
+	// tell): give it the time one takes.
+	time.Sleep(quietPeriod)
 	if c.listChanged.Load() != n {
 		t.Errorf("list_changed sent for a change that left the offer as it was")
 	}
