@@ -49,37 +49,38 @@ var fixtureBin string
 func TestMain(m *testing.M) {
 	bolt.RunChildCheckIfAsked()    // the store checks a damaged file in a child: this binary
 	discovery.RunLauncherIfAsked() // and servers start through it (see discovery/launcher.go)
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "web-test-fixture-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
+		os.Exit(1)
 	}
-	defer os.RemoveAll(dir)
 	fixtureBin = filepath.Join(dir, "mcp-fixture")
 	build := exec.Command("go", "build", "-o", fixtureBin, "github.com/switchboard-dev/switchboard/cmd/mcp-fixture")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build mcp-fixture:", err)
-		return 1
+		os.RemoveAll(dir)
+		os.Exit(1)
 	}
-	code := m.Run()
-	if code == 0 {
-		// Every test's app, streams and processes must have ended, within
-		// 5 s of the last test.
-		var err error
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			if err = goleak.Find(); err == nil || time.Now().After(deadline) {
-				break
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "goroutines still running after all tests: %v\n", err)
-			return 1
-		}
+	// Every test's app, streams and processes must have ended once the
+	// tests pass.
+	goleak.VerifyTestMain(settling{m}, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
+
+// settling runs the tests, then, if they passed, gives the goroutines
+// they started up to 5 s to end: an application ends its streams and
+// processes after Close returns. goleak's own retries (v1.3.0: under half
+// a second, not configurable) are too short for that; VerifyTestMain
+// reports the goroutines still running after.
+type settling struct{ m *testing.M }
+
+func (s settling) Run() int {
+	code := s.m.Run()
+	for deadline := time.Now().Add(5 * time.Second); code == 0 && goleak.Find() != nil && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
 	}
 	return code
 }
