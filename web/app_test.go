@@ -292,6 +292,7 @@ func TestCSRF(t *testing.T) {
 		_, err := e.db.Server(ctx, id)
 		return err == nil
 	}
+	other := e.loginWithToken() // another session, for its token
 	cases := []struct {
 		name string
 		mod  func(h http.Header, f url.Values)
@@ -320,7 +321,7 @@ func TestCSRF(t *testing.T) {
 		}, http.StatusForbidden},
 		{"token of another session", func(h http.Header, f url.Values) {
 			h.Set("Sec-Fetch-Site", "same-origin")
-			f.Set("_csrf", e.loginWithToken().csrf)
+			f.Set("_csrf", other.csrf)
 		}, http.StatusForbidden},
 		{"form field token", func(h http.Header, f url.Values) {
 			h.Set("Sec-Fetch-Site", "same-origin")
@@ -341,14 +342,15 @@ func TestCSRF(t *testing.T) {
 		}, http.StatusSeeOther},
 	}
 	for i, c := range cases {
-		id := "csrf-" + string(rune('a'+i))
-		got := send(id, c.mod)
-		if got != c.want {
-			t.Errorf("%s: status %d, want %d", c.name, got, c.want)
-		}
-		if want := c.want == http.StatusSeeOther; exists(id) != want {
-			t.Errorf("%s: server created = %v, want %v", c.name, exists(id), want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			id := "csrf-" + string(rune('a'+i))
+			if got := send(id, c.mod); got != c.want {
+				t.Errorf("status %d, want %d", got, c.want)
+			}
+			if want := c.want == http.StatusSeeOther; exists(id) != want {
+				t.Errorf("server created = %v, want %v", exists(id), want)
+			}
+		})
 	}
 }
 
