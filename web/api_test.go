@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 )
@@ -30,17 +32,12 @@ func TestAPIServersCRUD(t *testing.T) {
 	body["memory_mb"] = 512
 	rec := e.api(http.MethodPost, "/api/v1/servers", body)
 	wantStatus(t, rec, http.StatusCreated)
-	got := decode(t, rec)
-	if got["id"] != "crud" || got["name"] != "Fixture crud" || got["transport"] != "stdio" || got["command"] != fixtureBin ||
-		got["default_policy"] != "ask" || got["enabled"] != true || got["timeout_ms"] != float64(4000) || got["memory_mb"] != float64(512) {
-		t.Errorf("created = %v", got)
-	}
-	if env := got["env"].(map[string]any); len(env) != 1 || env["API_KEY"] != "********" {
-		t.Errorf("env = %v, want the value masked", env)
-	}
-	d := got["discovery"].(map[string]any)
-	if d["status"] != "never" || d["stale"] != false || d["verified_at"] != nil || d["tool_count"] != float64(0) {
-		t.Errorf("discovery = %v", d)
+	got := decodeAs[apiServer](t, rec)
+	want := apiServer{ID: "crud", Name: "Fixture crud", Transport: "stdio", Command: fixtureBin, Args: []string{"-tools", "5", "-page-size", "2"},
+		Env: map[string]string{"API_KEY": "********"}, TimeoutMS: 4000, MemoryMB: 512, DefaultPolicy: "ask", Enabled: ptr(true),
+		Discovery: &apiDiscovery{Status: "never", Freshness: apiFreshness{State: "never"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("created (-want +got), the env value masked, never verified:\n%s", diff)
 	}
 	if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != secret {
 		t.Errorf("stored env = %v", srv.Env)
@@ -52,11 +49,10 @@ func TestAPIServersCRUD(t *testing.T) {
 		"env": map[string]string{"1X": "v"}, "cwd": "relative/dir", "memory_mb": 8,
 	})
 	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	m := decode(t, rec)
-	fields, _ := m["fields"].(map[string]any)
+	m := decodeAs[apiError](t, rec)
 	for _, f := range []string{"id", "command", "timeout_ms", "default_policy", "env", "cwd", "memory_mb"} {
-		if s, _ := fields[f].(string); s == "" {
-			t.Errorf("no message for field %s in %v", f, m)
+		if m.Fields[f] == "" {
+			t.Errorf("no message for field %s in %+v", f, m)
 		}
 	}
 	// TTL and auto-refresh round-trip; null means the default.
@@ -64,18 +60,18 @@ func TestAPIServersCRUD(t *testing.T) {
 		"id": "tuned", "transport": "http", "url": "http://127.0.0.1:9/mcp", "ttl_seconds": 60, "auto_refresh": false,
 	})
 	wantStatus(t, rec, http.StatusCreated)
-	if got := decode(t, rec); got["ttl_seconds"] != float64(60) || got["auto_refresh"] != false {
-		t.Errorf("created = ttl %v, auto_refresh %v; want 60, false", got["ttl_seconds"], got["auto_refresh"])
+	if got := decodeAs[apiServer](t, rec); !cmp.Equal(got.TTLSeconds, ptr(60)) || !cmp.Equal(got.AutoRefresh, ptr(false)) {
+		t.Errorf("created = ttl %v, auto_refresh %v; want 60, false", got.TTLSeconds, got.AutoRefresh)
 	}
 	rec = e.api(http.MethodPut, "/api/v1/servers/tuned", map[string]any{"transport": "http", "url": "http://127.0.0.1:9/mcp", "auto_refresh": nil})
 	wantStatus(t, rec, http.StatusOK)
-	if got := decode(t, rec); got["ttl_seconds"] != nil || got["auto_refresh"] != nil {
-		t.Errorf("updated = ttl %v, auto_refresh %v; want both back to the defaults", got["ttl_seconds"], got["auto_refresh"])
+	if got := decodeAs[apiServer](t, rec); got.TTLSeconds != nil || got.AutoRefresh != nil {
+		t.Errorf("updated = ttl %v, auto_refresh %v; want both back to the defaults", got.TTLSeconds, got.AutoRefresh)
 	}
 	wantStatus(t, e.api(http.MethodDelete, "/api/v1/servers/tuned", nil), http.StatusNoContent)
 	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{"id": "too-quick", "command": "x", "transport": "stdio", "ttl_seconds": 3})
 	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	if f := decode(t, rec)["fields"].(map[string]any); f["ttl_seconds"] == nil || len(f) != 1 {
+	if f := decodeAs[apiError](t, rec).Fields; f["ttl_seconds"] == "" || len(f) != 1 {
 		t.Errorf("fields = %v, want only ttl_seconds", f)
 	}
 	// A memory cap is for processes Switchboard starts.
@@ -83,20 +79,20 @@ func TestAPIServersCRUD(t *testing.T) {
 		"id": "remote-capped", "transport": "http", "url": "http://127.0.0.1:9/mcp", "memory_mb": 512,
 	})
 	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	if f := decode(t, rec)["fields"].(map[string]any); f["memory_mb"] != "A memory cap applies to stdio servers only." || len(f) != 1 {
-		t.Errorf("fields = %v, want only memory_mb", f)
+	if diff := cmp.Diff(map[string]string{"memory_mb": "A memory cap applies to stdio servers only."}, decodeAs[apiError](t, rec).Fields); diff != "" {
+		t.Errorf("fields (-want +got), only memory_mb:\n%s", diff)
 	}
-	if m["error"] == nil {
+	if m.Error == "" {
 		t.Error("422 without error")
 	}
 	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{"id": "remote", "transport": "http", "url": "http://169.254.169.254/"})
 	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	if f := decode(t, rec)["fields"].(map[string]any); f["url"] == nil {
+	if f := decodeAs[apiError](t, rec).Fields; f["url"] == "" {
 		t.Errorf("fields = %v", f)
 	}
 	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{"id": "tp", "transport": "carrier-pigeon"})
 	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	if f := decode(t, rec)["fields"].(map[string]any); f["transport"] == nil {
+	if f := decodeAs[apiError](t, rec).Fields; f["transport"] == "" {
 		t.Errorf("fields = %v", f)
 	}
 
@@ -110,7 +106,7 @@ func TestAPIServersCRUD(t *testing.T) {
 	} {
 		rec = e.api(http.MethodPost, "/api/v1/servers", raw)
 		wantStatus(t, rec, http.StatusBadRequest)
-		if decode(t, rec)["error"] == nil {
+		if decodeAs[apiError](t, rec).Error == "" {
 			t.Errorf("400 for %q without error", raw)
 		}
 	}
@@ -121,7 +117,7 @@ func TestAPIServersCRUD(t *testing.T) {
 	// Duplicate.
 	rec = e.api(http.MethodPost, "/api/v1/servers", fixtureServer("crud"))
 	wantStatus(t, rec, http.StatusConflict)
-	if f, _ := decode(t, rec)["fields"].(map[string]any); f["id"] == nil {
+	if f := decodeAs[apiError](t, rec).Fields; f["id"] == "" {
 		t.Errorf("409 without id field")
 	}
 	if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != secret {
@@ -134,37 +130,38 @@ func TestAPIServersCRUD(t *testing.T) {
 		"headers": map[string]string{"Authorization": "header-secret-2"}, "enabled": false, "default_policy": "deny",
 	})
 	wantStatus(t, rec, http.StatusCreated)
-	got = decode(t, rec)
-	if got["headers"].(map[string]any)["Authorization"] != "********" || got["enabled"] != false || got["default_policy"] != "deny" {
-		t.Errorf("remote = %v", got)
+	got = decodeAs[apiServer](t, rec)
+	if got.Headers["Authorization"] != "********" || !cmp.Equal(got.Enabled, ptr(false)) || got.DefaultPolicy != "deny" {
+		t.Errorf("remote = %+v", got)
 	}
 
 	// List and get.
 	rec = e.api(http.MethodGet, "/api/v1/servers", nil)
 	wantStatus(t, rec, http.StatusOK)
-	list := decode(t, rec)["servers"].([]any)
-	if len(list) != 2 || list[0].(map[string]any)["id"] != "crud" || list[1].(map[string]any)["id"] != "remote" {
-		t.Errorf("list = %v", list)
-	}
+	list := decodeAs[serversAnswer](t, rec).Servers
+	var ids []string
 	for _, s := range list {
-		if s.(map[string]any)["discovery"] == nil {
-			t.Errorf("list entry without discovery: %v", s)
+		ids = append(ids, s.ID)
+		if s.Discovery == nil {
+			t.Errorf("list entry without discovery: %+v", s)
 		}
 	}
-	rec = e.api(http.MethodGet, "/api/v1/servers/crud", nil)
-	wantStatus(t, rec, http.StatusOK)
-	if g := decode(t, rec); g["id"] != "crud" || g["env"].(map[string]any)["API_KEY"] != "********" {
-		t.Errorf("get = %v", g)
+	if diff := cmp.Diff([]string{"crud", "remote"}, ids); diff != "" {
+		t.Errorf("listed ids (-want +got):\n%s", diff)
+	}
+	if g := e.server("crud"); g.ID != "crud" || g.Env["API_KEY"] != "********" {
+		t.Errorf("get = %+v", g)
 	}
 
-	// PUT: the masked value keeps the secret.
+	// PUT: the masked value keeps the secret. The body is the answer of
+	// a GET sent back as it came, so it is the raw map.
 	put := decode(t, e.api(http.MethodGet, "/api/v1/servers/crud", nil))
 	delete(put, "discovery")
 	put["name"] = "Renamed"
 	rec = e.api(http.MethodPut, "/api/v1/servers/crud", put)
 	wantStatus(t, rec, http.StatusOK)
-	if g := decode(t, rec); g["name"] != "Renamed" || g["env"].(map[string]any)["API_KEY"] != "********" {
-		t.Errorf("put = %v", g)
+	if g := decodeAs[apiServer](t, rec); g.Name != "Renamed" || g.Env["API_KEY"] != "********" {
+		t.Errorf("put = %+v", g)
 	}
 	if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != secret || srv.Name != "Renamed" {
 		t.Errorf("after PUT with mask: %+v", srv)
@@ -180,7 +177,7 @@ func TestAPIServersCRUD(t *testing.T) {
 	put["id"] = "other"
 	rec = e.api(http.MethodPut, "/api/v1/servers/crud", put)
 	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	if f := decode(t, rec)["fields"].(map[string]any); f["id"] == nil {
+	if f := decodeAs[apiError](t, rec).Fields; f["id"] == "" {
 		t.Errorf("fields = %v", f)
 	}
 	put["id"] = "crud"
@@ -217,85 +214,81 @@ func TestAPIVerifyAndTools(t *testing.T) {
 
 	rec := e.api(http.MethodPost, "/api/v1/servers/vt/verify", confirmed)
 	wantStatus(t, rec, http.StatusAccepted)
-	job := decode(t, rec)["job"].(map[string]any)
-	id, _ := job["id"].(string)
-	if id == "" || job["server_id"] != "vt" || (job["status"] != "queued" && job["status"] != "running") || job["queued_at"] == nil {
-		t.Errorf("job = %v", job)
+	job := decodeAs[jobAnswer](t, rec).Job
+	id := job.ID
+	if id == "" || job.ServerID != "vt" || (job.Status != "queued" && job.Status != "running") || job.QueuedAt.IsZero() {
+		t.Errorf("job = %+v", job)
 	}
+	// The fields a job always has, even null: the raw answer.
+	raw := decode(t, rec)["job"].(map[string]any)
 	for _, k := range []string{"phase", "started_at", "finished_at", "timings", "error"} {
-		if _, ok := job[k]; !ok {
-			t.Errorf("job lacks %q: %v", k, job)
+		if _, ok := raw[k]; !ok {
+			t.Errorf("job lacks %q: %v", k, raw)
 		}
 	}
 	// A second verify while it runs joins the same job.
 	rec = e.api(http.MethodPost, "/api/v1/servers/vt/verify", confirmed)
 	wantStatus(t, rec, http.StatusAccepted)
-	if j2 := decode(t, rec)["job"].(map[string]any); j2["id"] != id {
-		first := decode(t, e.api(http.MethodGet, "/api/v1/jobs/"+id, nil))["job"].(map[string]any)
-		if first["finished_at"] == nil {
-			t.Errorf("second verify started job %v while %s was still running", j2["id"], id)
+	if j2 := decodeAs[jobAnswer](t, rec).Job; j2.ID != id {
+		if first := e.job(id); first.FinishedAt == nil {
+			t.Errorf("second verify started job %v while %s was still running", j2.ID, id)
 		}
 	}
 
 	job = e.waitJob(id)
-	if job["status"] != "success" || job["phase"] != "success" || job["error"] != nil || job["tool_count"] != float64(5) {
-		t.Fatalf("job = %v", job)
+	if job.Status != "success" || job.Phase != "success" || job.Error != nil || job.ToolCount != 5 {
+		t.Fatalf("job = %+v", job)
 	}
-	if job["started_at"] == nil || job["finished_at"] == nil {
-		t.Errorf("job times: %v", job)
+	if job.StartedAt == nil || job.FinishedAt == nil {
+		t.Errorf("job times: %+v", job)
 	}
 	var phases []string
-	for _, tm := range job["timings"].([]any) {
-		phases = append(phases, tm.(map[string]any)["phase"].(string))
+	for _, tm := range job.Timings {
+		phases = append(phases, tm.Phase)
 	}
-	if strings.Join(phases, ",") != "starting,initializing,listing" {
-		t.Errorf("timings phases = %v", phases)
+	if diff := cmp.Diff([]string{"starting", "initializing", "listing"}, phases); diff != "" {
+		t.Errorf("timings phases (-want +got):\n%s", diff)
 	}
 	wantStatus(t, e.api(http.MethodGet, "/api/v1/jobs/job_nope", nil), http.StatusNotFound)
 	wantStatus(t, e.api(http.MethodPost, "/api/v1/jobs/"+id+"/cancel", nil), http.StatusNotFound)
 	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/nope/verify", confirmed), http.StatusNotFound)
 
-	srv := decode(t, e.api(http.MethodGet, "/api/v1/servers/vt", nil))
-	d := srv["discovery"].(map[string]any)
-	if d["status"] != "success" || d["tool_count"] != float64(5) || d["verified_at"] == nil || d["stale"] != false || d["error"] != nil {
-		t.Errorf("discovery = %v", d)
+	if d := e.discovery("vt"); d.Status != "success" || d.ToolCount != 5 || d.VerifiedAt == nil || d.Stale || d.Error != nil {
+		t.Errorf("discovery = %+v", d)
 	}
 
-	tools := func() []map[string]any {
+	tools := func() []apiTool {
 		t.Helper()
 		rec := e.api(http.MethodGet, "/api/v1/servers/vt/tools", nil)
 		wantStatus(t, rec, http.StatusOK)
-		var out []map[string]any
-		for _, x := range decode(t, rec)["tools"].([]any) {
-			out = append(out, x.(map[string]any))
-		}
-		return out
+		return decodeAs[toolsAnswer](t, rec).Tools
 	}
 	ts := tools()
 	if len(ts) != 5 {
 		t.Fatalf("%d tools", len(ts))
 	}
 	for i, tl := range ts {
-		name := tl["name"].(string)
+		name := tl.Name
 		if want := "tool_00" + string(rune('0'+i)); name != want {
 			t.Errorf("tool %d name %q, want %q", i, name, want)
 		}
-		if tl["agent_name"] != "vt__"+name || tl["state"] != "active" || tl["policy"] != "ask" || tl["effective_policy"] != "ask" {
-			t.Errorf("tool %v", tl)
+		if tl.AgentName != "vt__"+name || tl.State != "active" || tl.Policy != "ask" || tl.EffectivePolicy != "ask" {
+			t.Errorf("tool %+v", tl)
 		}
-		if pin, _ := tl["pin"].(string); !hex64.MatchString(pin) {
-			t.Errorf("pin %q", tl["pin"])
+		if !hex64.MatchString(tl.Pin) {
+			t.Errorf("pin %q", tl.Pin)
 		}
-		if s, _ := tl["input_schema"].(map[string]any); s["type"] != "object" {
-			t.Errorf("input_schema = %v", tl["input_schema"])
+		var schema struct{ Type string }
+		if err := json.Unmarshal(tl.InputSchema, &schema); err != nil || schema.Type != "object" {
+			t.Errorf("input_schema = %s", tl.InputSchema)
 		}
-		if tl["description"] == "" || tl["title"] == nil {
-			t.Errorf("tool without description/title: %v", tl)
+		if tl.Description == "" || tl.Title == "" {
+			t.Errorf("tool without description/title: %+v", tl)
 		}
 	}
 
 	// Catalog with ETag.
-	catalog := func(inm string) (int, string, []any) {
+	catalog := func(inm string) (int, string, []apiTool) {
 		t.Helper()
 		r := newRequest(http.MethodGet, "/api/v1/tools", nil)
 		r.Header.Set("Authorization", "Bearer "+testToken)
@@ -309,7 +302,7 @@ func TestAPIVerifyAndTools(t *testing.T) {
 			}
 			return rec.Code, rec.Header().Get("ETag"), nil
 		}
-		return rec.Code, rec.Header().Get("ETag"), decode(t, rec)["tools"].([]any)
+		return rec.Code, rec.Header().Get("ETag"), decodeAs[toolsAnswer](t, rec).Tools
 	}
 	code, etag, all := catalog("")
 	if code != http.StatusOK || etag == "" || len(all) != 5 {
@@ -350,9 +343,8 @@ func TestAPIVerifyAndTools(t *testing.T) {
 	}
 	rec = setPolicy("tool_002", map[string]string{"policy": "deny"})
 	wantStatus(t, rec, http.StatusOK)
-	tl := decode(t, rec)["tool"].(map[string]any)
-	if tl["name"] != "tool_002" || tl["policy"] != "deny" || tl["effective_policy"] != "deny" {
-		t.Errorf("policy answer = %v", tl)
+	if tl := decodeAs[toolAnswer](t, rec).Tool; tl.Name != "tool_002" || tl.Policy != "deny" || tl.EffectivePolicy != "deny" {
+		t.Errorf("policy answer = %+v", tl)
 	}
 	wantStatus(t, setPolicy("tool_002", map[string]string{"policy": "sometimes"}), http.StatusUnprocessableEntity)
 	wantStatus(t, setPolicy("tool_002", `{"policy":"allow","by":"me"}`), http.StatusBadRequest)
@@ -368,22 +360,22 @@ func TestAPIVerifyAndTools(t *testing.T) {
 		t.Errorf("after a policy change: %d, ETag %q (was %q)", code, etag2, etag)
 	}
 	for _, tl := range all {
-		if tl := tl.(map[string]any); tl["name"] == "tool_002" && tl["effective_policy"] != "deny" {
-			t.Errorf("catalog after the policy change: %v", tl)
+		if tl.Name == "tool_002" && tl.EffectivePolicy != "deny" {
+			t.Errorf("catalog after the policy change: %+v", tl)
 		}
 	}
 
 	// The policy survives a second verify; nothing else changes.
-	if job := e.verify("vt"); job["status"] != "success" {
-		t.Fatalf("second verify: %v", job)
+	if job := e.verify("vt"); job.Status != "success" {
+		t.Fatalf("second verify: %+v", job)
 	}
 	for _, tl := range tools() {
 		want := "ask"
-		if tl["name"] == "tool_002" {
+		if tl.Name == "tool_002" {
 			want = "deny"
 		}
-		if tl["policy"] != want || tl["state"] != "active" {
-			t.Errorf("after re-verify: %v", tl)
+		if tl.Policy != want || tl.State != "active" {
+			t.Errorf("after re-verify: %+v", tl)
 		}
 	}
 	if _, etag3, _ := catalog(""); etag3 != etag2 {
@@ -412,7 +404,7 @@ func TestAPIPolicyToolNamesInPath(t *testing.T) {
 			t.Errorf("PUT %s: %d %s", path, rec.Code, rec.Body.String())
 			continue
 		}
-		if got := decode(t, rec)["tool"].(map[string]any)["name"]; got != n {
+		if got := decodeAs[toolAnswer](t, rec).Tool.Name; got != n {
 			t.Errorf("PUT %s set the policy of %q, want %q", path, got, n)
 		}
 	}
@@ -426,8 +418,8 @@ func TestAPIPolicyToolNamesInPath(t *testing.T) {
 	rec := e.api(http.MethodGet, "/api/v1/servers/odd/tools", nil)
 	seen := map[string]bool{}
 	safe := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-	for _, x := range decode(t, rec)["tools"].([]any) {
-		an := x.(map[string]any)["agent_name"].(string)
+	for _, x := range decodeAs[toolsAnswer](t, rec).Tools {
+		an := x.AgentName
 		if !safe.MatchString(an) || !strings.HasPrefix(an, "odd__") || seen[an] {
 			t.Errorf("agent name %q", an)
 		}
@@ -442,8 +434,8 @@ func TestAPIBackup(t *testing.T) {
 	ctx := t.Context()
 	e := newEnv(t)
 	e.createServer(fixtureServer("bk"))
-	if job := e.verify("bk"); job["status"] != "success" {
-		t.Fatalf("verify: %v", job)
+	if job := e.verify("bk"); job.Status != "success" {
+		t.Fatalf("verify: %+v", job)
 	}
 	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/bk/tools/tool_001/policy", map[string]string{"policy": "deny"}), http.StatusOK)
 

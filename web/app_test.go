@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // apiRoutes is every JSON API route, with a concrete path.
@@ -43,8 +45,8 @@ func TestAPIRequiresBearerToken(t *testing.T) {
 				t.Errorf("%s %s with Authorization %q: status %d, want 401", rt.method, rt.path, auth, rec.Code)
 				continue
 			}
-			if m := decode(t, rec); m["error"] == nil || m["error"] == "" {
-				t.Errorf("%s %s: 401 body %v has no error", rt.method, rt.path, m)
+			if m := decodeAs[apiError](t, rec); m.Error == "" {
+				t.Errorf("%s %s: 401 body %+v has no error", rt.method, rt.path, m)
 			}
 		}
 	}
@@ -61,8 +63,8 @@ func TestHealthzIsOpen(t *testing.T) {
 	e := newEnv(t)
 	rec := e.serve(newRequest(http.MethodGet, "/healthz", nil))
 	wantStatus(t, rec, http.StatusOK)
-	if m := decode(t, rec); len(m) != 1 || m["status"] != "ok" {
-		t.Errorf("body = %v, want {status: ok}", m)
+	if diff := cmp.Diff(map[string]string{"status": "ok"}, decodeAs[map[string]string](t, rec)); diff != "" {
+		t.Errorf("body (-want +got):\n%s", diff)
 	}
 }
 
@@ -290,6 +292,7 @@ func TestCSRF(t *testing.T) {
 		_, err := e.db.Server(ctx, id)
 		return err == nil
 	}
+	other := e.loginWithToken() // another session, for its token
 	cases := []struct {
 		name string
 		mod  func(h http.Header, f url.Values)
@@ -318,7 +321,7 @@ func TestCSRF(t *testing.T) {
 		}, http.StatusForbidden},
 		{"token of another session", func(h http.Header, f url.Values) {
 			h.Set("Sec-Fetch-Site", "same-origin")
-			f.Set("_csrf", e.loginWithToken().csrf)
+			f.Set("_csrf", other.csrf)
 		}, http.StatusForbidden},
 		{"form field token", func(h http.Header, f url.Values) {
 			h.Set("Sec-Fetch-Site", "same-origin")
@@ -339,14 +342,15 @@ func TestCSRF(t *testing.T) {
 		}, http.StatusSeeOther},
 	}
 	for i, c := range cases {
-		id := "csrf-" + string(rune('a'+i))
-		got := send(id, c.mod)
-		if got != c.want {
-			t.Errorf("%s: status %d, want %d", c.name, got, c.want)
-		}
-		if want := c.want == http.StatusSeeOther; exists(id) != want {
-			t.Errorf("%s: server created = %v, want %v", c.name, exists(id), want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			id := "csrf-" + string(rune('a'+i))
+			if got := send(id, c.mod); got != c.want {
+				t.Errorf("status %d, want %d", got, c.want)
+			}
+			if want := c.want == http.StatusSeeOther; exists(id) != want {
+				t.Errorf("server created = %v, want %v", exists(id), want)
+			}
+		})
 	}
 }
 
@@ -364,11 +368,8 @@ func TestGETHasNoSideEffects(t *testing.T) {
 			t.Errorf("GET %s: %d, want 404 or 405", p, rec.Code)
 		}
 	}
-	rec := e.api(http.MethodGet, "/api/v1/servers/s1", nil)
-	wantStatus(t, rec, http.StatusOK)
-	d := decode(t, rec)["discovery"].(map[string]any)
-	if d["status"] != "never" || d["job_id"] != nil {
-		t.Errorf("discovery after GETs = %v, want never verified and no job", d)
+	if d := e.discovery("s1"); d.Status != "never" || d.JobID != "" {
+		t.Errorf("discovery after GETs = %+v, want never verified and no job", d)
 	}
 	wantStatus(t, b.get("/"), http.StatusOK) // session still valid
 }
@@ -417,8 +418,8 @@ func TestSecurityHeaders(t *testing.T) {
 		}
 		wantStatus(t, rec, http.StatusOK)
 		// No inline script: every script is a same-origin file.
-		for _, s := range findAll(parseHTML(t, body), byTag("script")) {
-			if src := attrOf(s, "src"); !strings.HasPrefix(src, "/static/") || textOf(s) != "" {
+		for _, s := range parseHTML(t, body).Find("script").EachIter() {
+			if src := s.AttrOr("src", ""); !strings.HasPrefix(src, "/static/") || textOf(s) != "" {
 				t.Errorf("GET %s: script src=%q with %d bytes inline", p, src, len(textOf(s)))
 			}
 		}
@@ -445,10 +446,10 @@ func TestNotFoundPages(t *testing.T) {
 	}
 	rec = e.api(http.MethodGet, "/api/v1/servers/nope", nil)
 	wantStatus(t, rec, http.StatusNotFound)
-	if decode(t, rec)["error"] == nil {
+	if decodeAs[apiError](t, rec).Error == "" {
 		t.Error("API 404 without error")
 	}
 	rec = e.api(http.MethodGet, "/api/v1/nothing-here", nil)
 	wantStatus(t, rec, http.StatusNotFound)
-	decode(t, rec)
+	decodeAs[apiError](t, rec)
 }

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -59,23 +59,17 @@ func connectAsker(t *testing.T, base, version string, a *asker) *mcpClient {
 	return c
 }
 
-// auditedCall is a call log entry, as the API gives it.
-type auditedCall struct {
-	Tool      string `json:"tool"`
-	Decision  string `json:"decision"`
-	DecidedBy string `json:"decided_by"`
-	Reason    string `json:"reason"`
-	Outcome   string `json:"outcome"`
-	Client    string `json:"client"`
+// lastCall waits for the call log to hold n calls and returns the newest.
+func (e *env) lastCall(n int) apiCall {
+	e.t.Helper()
+	return e.waitCall(n)
 }
 
-// lastCall waits for the call log to hold n calls and returns the newest.
-func (e *env) lastCall(n int) auditedCall {
-	e.t.Helper()
-	var out auditedCall
-	b, _ := json.Marshal(e.waitCall(n))
-	json.Unmarshal(b, &out)
-	return out
+// callOutcome is what a call's log entry says of its decision.
+type callOutcome struct{ Tool, Decision, DecidedBy, Outcome, Client string }
+
+func outcomeOf(c apiCall) callOutcome {
+	return callOutcome{c.Tool, c.Decision, c.DecidedBy, c.Outcome, c.Client}
 }
 
 // policyOf is a tool's policy as the store holds it, and who set it.
@@ -131,9 +125,9 @@ func TestAskInTheAgentsClient(t *testing.T) {
 				if !strings.Contains(message, "Allow Server alpha to run write with these arguments?") || !strings.Contains(message, `"text": "hi"`) {
 					t.Errorf("the question = %q; want the server, the tool and the arguments", message)
 				}
-				want := auditedCall{Tool: "write", Decision: "approved", DecidedBy: "client", Outcome: "ok", Client: "asking-agent 1"}
-				if got := e.lastCall(n); got != want {
-					t.Errorf("audited = %+v; want %+v", got, want)
+				want := callOutcome{Tool: "write", Decision: "approved", DecidedBy: "client", Outcome: "ok", Client: "asking-agent 1"}
+				if diff := cmp.Diff(want, outcomeOf(e.lastCall(n))); diff != "" {
+					t.Errorf("audited (-want +got):\n%s", diff)
 				}
 				if p, _ := e.policyOf("alpha", "write"); p != "ask" {
 					t.Errorf("policy after Allow once = %s; want ask", p)
@@ -258,14 +252,8 @@ func TestAskNobodyToAsk(t *testing.T) {
 	go func() { _, err := c.call("alpha__write", map[string]any{"text": "x"}); done <- err }()
 	var id string
 	waitFor(t, 5*time.Second, "the card", func() bool {
-		var body struct {
-			Approvals []struct {
-				ID string `json:"id"`
-			} `json:"approvals"`
-		}
-		json.Unmarshal(e.api(http.MethodGet, "/api/v1/approvals", nil).Body.Bytes(), &body)
-		if len(body.Approvals) == 1 {
-			id = body.Approvals[0].ID
+		if list := e.approvals(); len(list) == 1 {
+			id = list[0].ID
 		}
 		return id != ""
 	})

@@ -5,6 +5,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestVerifyNeedsConfirmedLaunch: nothing is started for a server until a
@@ -22,12 +25,12 @@ func TestVerifyNeedsConfirmedLaunch(t *testing.T) {
 	// The API: 409 with the launch, nothing started.
 	rec := e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil)
 	wantStatus(t, rec, http.StatusConflict)
-	launch, _ := decode(t, rec)["launch"].(map[string]any)
-	if launch["command_line"] != wantLine {
-		t.Errorf("409 launch.command_line = %q; want %q", launch["command_line"], wantLine)
+	launch := decodeAs[apiLaunchRefused](t, rec).Launch
+	if launch.CommandLine != wantLine {
+		t.Errorf("409 launch.command_line = %q; want %q", launch.CommandLine, wantLine)
 	}
-	if keys, _ := launch["env_keys"].([]any); len(keys) != 1 || keys[0] != "FIXTURE_TOKEN" {
-		t.Errorf("409 launch.env_keys = %v; want [FIXTURE_TOKEN]", launch["env_keys"])
+	if diff := cmp.Diff([]string{"FIXTURE_TOKEN"}, launch.EnvKeys); diff != "" {
+		t.Errorf("409 launch.env_keys (-want +got):\n%s", diff)
 	}
 	e.checkNoSecrets("409 answer", rec.Body.String())
 	if st := e.serverStatus("cf"); st != "never" {
@@ -37,8 +40,8 @@ func TestVerifyNeedsConfirmedLaunch(t *testing.T) {
 	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", map[string]any{"confirm": false}), http.StatusConflict)
 
 	// Confirmed: it runs, and later Verifies need no confirmation.
-	if job := e.verify("cf"); job["status"] != "success" {
-		t.Fatalf("confirmed Verify = %v; want success", job)
+	if job := e.verify("cf"); job.Status != "success" {
+		t.Fatalf("confirmed Verify = %+v; want success", job)
 	}
 	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil), http.StatusAccepted)
 	e.waitIdle("cf")
@@ -75,9 +78,9 @@ func TestVerifyNeedsConfirmedLaunch(t *testing.T) {
 	e.createServer(body2("ui"))
 	b := e.login()
 	page := parseHTML(t, b.get("/servers/ui").Body.String())
-	btn := findOne(t, page, byTestID("verify-button"))
-	if attrOf(btn, "href") != "/servers/ui/confirm" || hasAttr(btn, "hx-post") {
-		t.Fatalf("unconfirmed server's Verify = <%s href=%q hx-post=%q>; want a link to /servers/ui/confirm", btn.Data, attrOf(btn, "href"), attrOf(btn, "hx-post"))
+	btn := mustOne(t, page, testID("verify-button"))
+	if btn.AttrOr("href", "") != "/servers/ui/confirm" || btn.Is("[hx-post]") {
+		t.Fatalf("unconfirmed server's Verify = <%s href=%q hx-post=%q>; want a link to /servers/ui/confirm", goquery.NodeName(btn), btn.AttrOr("href", ""), btn.AttrOr("hx-post", ""))
 	}
 	// A stale button (rendered before an edit) is redirected there.
 	rec = b.htmx(http.MethodPost, "/servers/ui/verify", nil)
@@ -87,12 +90,12 @@ func TestVerifyNeedsConfirmedLaunch(t *testing.T) {
 	confirmPage := b.get("/servers/ui/confirm")
 	wantStatus(t, confirmPage, http.StatusOK)
 	doc := parseHTML(t, confirmPage.Body.String())
-	shown := textOf(findOne(t, doc, byTestID("confirm-command-line")))
+	shown := textOf(mustOne(t, doc, testID("confirm-command-line")))
 	if !strings.Contains(shown, "'two words'") || !strings.Contains(shown, "U+202E") || strings.Contains(shown, "\u202e") {
 		t.Errorf("confirmation shows %q; want the whole command with the bidi override revealed", shown)
 	}
 	e.checkNoSecrets("confirmation page", confirmPage.Body.String())
-	hash := attrOf(findOne(t, doc, byAttr("name", "confirm")), "value")
+	hash := mustOne(t, doc, `[name="confirm"]`).AttrOr("value", "")
 
 	// Confirming an outdated launch shows the new one instead of running.
 	b2 := body2("ui")
@@ -102,16 +105,16 @@ func TestVerifyNeedsConfirmedLaunch(t *testing.T) {
 	rec = b.post("/servers/ui/verify", url.Values{"confirm": {hash}})
 	wantStatus(t, rec, http.StatusConflict)
 	doc = parseHTML(t, rec.Body.String())
-	if got := textOf(findOne(t, doc, byTestID("confirm-command-line"))); got != fixtureBin+" -tools 1" {
+	if got := textOf(mustOne(t, doc, testID("confirm-command-line"))); got != fixtureBin+" -tools 1" {
 		t.Errorf("after an edit the confirmation shows %q; want the new command", got)
 	}
-	findOne(t, doc, byTestID("confirm-notice"))
+	mustOne(t, doc, testID("confirm-notice"))
 	if st := e.serverStatus("ui"); st != "never" {
 		t.Fatalf("status after confirming an outdated launch = %q; want never", st)
 	}
 
 	// Confirming the launch shown starts the Verify.
-	rec = b.post("/servers/ui/verify", url.Values{"confirm": {attrOf(findOne(t, doc, byAttr("name", "confirm")), "value")}})
+	rec = b.post("/servers/ui/verify", url.Values{"confirm": {mustOne(t, doc, `[name="confirm"]`).AttrOr("value", "")}})
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/servers/ui" {
 		t.Fatalf("confirm = %d Location %q; want 303 to /servers/ui", rec.Code, rec.Header().Get("Location"))
 	}
@@ -119,9 +122,9 @@ func TestVerifyNeedsConfirmedLaunch(t *testing.T) {
 	if st := e.serverStatus("ui"); st != "success" {
 		t.Errorf("status after confirming = %q; want success", st)
 	}
-	btn = findOne(t, parseHTML(t, b.get("/servers/ui").Body.String()), byTestID("verify-button"))
-	if attrOf(btn, "hx-post") != "/servers/ui/verify" {
-		t.Errorf("confirmed server's Verify button hx-post = %q; want /servers/ui/verify", attrOf(btn, "hx-post"))
+	btn = mustOne(t, parseHTML(t, b.get("/servers/ui").Body.String()), testID("verify-button"))
+	if btn.AttrOr("hx-post", "") != "/servers/ui/verify" {
+		t.Errorf("confirmed server's Verify button hx-post = %q; want /servers/ui/verify", btn.AttrOr("hx-post", ""))
 	}
 }
 

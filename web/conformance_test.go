@@ -86,7 +86,7 @@ func TestConformance(t *testing.T) {
 	}
 	e.createServer(map[string]any{"id": "conf", "name": "Conformance", "transport": "stdio", "command": fixtureBin,
 		"args": []string{"-tools-file", file}, "default_policy": "allow"})
-	if job := e.verify("conf"); job["status"] != "success" {
+	if job := e.verify("conf"); job.Status != "success" {
 		t.Fatalf("verify conf = %v; want success", job)
 	}
 	for _, tool := range []string{"echo", "add", "region", schemaTool} {
@@ -195,6 +195,8 @@ func checkTokenProxy(t *testing.T, client *http.Client, app, proxy string) {
 func checkSchemaKept(t *testing.T, client *http.Client, base, tool, schema string) {
 	t.Helper()
 	var sid string
+	// A JSON-RPC answer as it came: the schema is compared as the server
+	// wrote it.
 	rpc := func(body string) map[string]any {
 		t.Helper()
 		r, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))

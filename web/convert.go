@@ -20,7 +20,7 @@ import (
 // serverItem merges a stored summary with the server's job in flight.
 func (s *Server) serverItem(ctx context.Context, sum store.Summary) views.ServerItem {
 	srv, d := sum.Server, sum.Discovery
-	fresh := sum.Freshness(s.cfg.DefaultTTL, time.Now())
+	fresh := sum.Freshness(s.cfg.DefaultTTL, s.cfg.Now())
 	item := views.ServerItem{
 		ID:              srv.ID,
 		Name:            srv.Name,
@@ -303,7 +303,7 @@ func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON
 		TimeoutMS: srv.TimeoutMS, MemoryMB: srv.MemoryMB, TTLSeconds: srv.TTLSeconds, AutoRefresh: srv.AutoRefresh,
 		DefaultPolicy: srv.DefaultPolicy, Enabled: &enabled,
 	}
-	fresh := sum.Freshness(s.cfg.DefaultTTL, time.Now())
+	fresh := sum.Freshness(s.cfg.DefaultTTL, s.cfg.Now())
 	dj := &discoveryJSON{
 		Status: string(d.Status), VerifiedAt: timePtr(d.VerifiedAt), LastAttemptAt: timePtr(d.LastAttemptAt),
 		ToolCount: d.ToolCount, Stale: tooOld(fresh), Freshness: freshToJSON(fresh), Delta: deltaToJSON(d.Delta),

@@ -496,7 +496,7 @@ func TestEventsCatchUpWithThePage(t *testing.T) {
 	streamOf := func() string {
 		t.Helper()
 		page := parseHTML(t, b.get("/servers/cu").Body.String())
-		path := attrOf(findOne(t, page, byTag("body")), "sse-connect")
+		path := mustOne(t, page, "body").AttrOr("sse-connect", "")
 		if !strings.HasPrefix(path, "/events?rev=") || len(path) == len("/events?rev=") {
 			t.Fatalf("sse-connect = %q; want /events?rev=<revision>", path)
 		}

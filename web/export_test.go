@@ -1,5 +1,7 @@
 package web
 
+import "github.com/switchboard-dev/switchboard/web/internal/hub"
+
 // RouteTable lists every registered route as method and path, so that
 // tests can hold each one to the security rules.
 func (s *Server) RouteTable() [][2]string {
@@ -12,4 +14,4 @@ func (s *Server) RouteTable() [][2]string {
 
 // HubOf is the hub of s's live updates, for tests that publish to it or
 // count its connections.
-func HubOf(s *Server) *Hub { return s.hub }
+func HubOf(s *Server) *hub.Hub { return s.hub }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/html"
+	"github.com/PuerkitoBio/goquery"
 
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -50,11 +50,11 @@ func TestFormValidationKeepsInput(t *testing.T) {
 		}
 	}
 	for _, field := range []string{"name", "url", "transport", "default_policy", "header"} {
-		if n := len(findAll(doc, byTestID("error-"+field))); n != 0 {
+		if n := doc.Find(testID("error-" + field)).Length(); n != 0 {
 			t.Errorf("unexpected error-%s", field)
 		}
 	}
-	if len(findAll(doc, byTestID("form-errors"))) != 1 {
+	if doc.Find(testID("form-errors")).Length() != 1 {
 		t.Error("no form-errors summary")
 	}
 	for name, want := range map[string]string{
@@ -77,16 +77,16 @@ func TestFormValidationKeepsInput(t *testing.T) {
 	// The typed secret is not echoed back (checked by e.serve); its row
 	// asks for it again, the empty one does not.
 	var placeholders []string
-	for _, n := range findAll(doc, func(n *html.Node) bool { return byTag("input")(n) && attrOf(n, "name") == "env_value" }) {
-		placeholders = append(placeholders, attrOf(n, "placeholder"))
+	for _, n := range doc.Find(`input[name="env_value"]`).EachIter() {
+		placeholders = append(placeholders, n.AttrOr("placeholder", ""))
 	}
 	// The last env_value input is the add-row template's.
 	if len(placeholders) < 2 || !strings.Contains(placeholders[0], "enter the value again") || strings.Contains(placeholders[1], "again") {
 		t.Errorf("env value placeholders = %q, want the first to ask for the value again", placeholders)
 	}
 	// The stdio option stays selected.
-	sel := findAll(doc, func(n *html.Node) bool { return byTag("option")(n) && attrOf(n, "value") == "stdio" })
-	if len(sel) != 1 || !hasAttr(sel[0], "selected") {
+	sel := doc.Find(`option[value="stdio"]`)
+	if sel.Length() != 1 || !sel.Is("[selected]") {
 		t.Error("transport stdio not kept")
 	}
 	if _, err := e.db.Server(ctx, "Bad Id!"); err == nil {
@@ -166,19 +166,19 @@ func TestEditKeepsSecrets(t *testing.T) {
 		t.Fatal("the edit form contains the secret value")
 	}
 	doc := parseHTML(t, rec.Body.String())
-	keys := findAll(doc, byAttr("name", "env_key"))
+	keys := doc.Find(`[name="env_key"]`)
 	var rows []string
-	for _, k := range keys {
-		if v := attrOf(k, "value"); v != "" {
+	for _, k := range keys.EachIter() {
+		if v := k.AttrOr("value", ""); v != "" {
 			rows = append(rows, v)
 		}
 	}
 	if strings.Join(rows, ",") != "API_KEY,OTHER" {
 		t.Errorf("env rows = %v", rows)
 	}
-	for _, v := range findAll(doc, byAttr("name", "env_value")) {
-		if attrOf(v, "value") != "" || attrOf(v, "type") != "password" {
-			t.Errorf("env value input %v", v.Attr)
+	for _, v := range doc.Find(`[name="env_value"]`).EachIter() {
+		if v.AttrOr("value", "") != "" || v.AttrOr("type", "") != "password" {
+			t.Errorf("env value input %v", v.Nodes[0].Attr)
 		}
 	}
 	if inputValue(t, doc, "id") != "sec" || inputValue(t, doc, "name") != "Fixture sec" || inputValue(t, doc, "command") != fixtureBin {
@@ -251,7 +251,7 @@ func TestEditKeepsSecrets(t *testing.T) {
 	wantStatus(t, b.post("/servers/sec/delete", nil), http.StatusNotFound)
 	page := b.get("/")
 	wantStatus(t, page, http.StatusOK)
-	if len(findAll(parseHTML(t, page.Body.String()), byTestID("server-row"))) != 0 {
+	if parseHTML(t, page.Body.String()).Find(testID("server-row")).Length() != 0 {
 		t.Error("deleted server still listed")
 	}
 }
@@ -264,7 +264,7 @@ func TestServerPageAfterVerify(t *testing.T) {
 	rec := b.get("/servers/fx")
 	wantStatus(t, rec, http.StatusOK)
 	doc := parseHTML(t, rec.Body.String())
-	if len(findAll(doc, byTestID("no-tools"))) != 1 || len(findAll(doc, byTestID("tool-row"))) != 0 {
+	if doc.Find(testID("no-tools")).Length() != 1 || doc.Find(testID("tool-row")).Length() != 0 {
 		t.Error("unverified server page should say no tools")
 	}
 	if got := testIDText(t, doc, "status"); got != "not verified" {
@@ -275,15 +275,15 @@ func TestServerPageAfterVerify(t *testing.T) {
 	}
 
 	job := e.verify("fx")
-	if job["status"] != "success" {
+	if job.Status != "success" {
 		t.Fatalf("job = %v", job)
 	}
 	rec = b.get("/servers/fx")
 	wantStatus(t, rec, http.StatusOK)
 	doc = parseHTML(t, rec.Body.String())
-	rows := findAll(doc, byTestID("tool-row"))
-	if len(rows) != 5 {
-		t.Fatalf("%d tool rows, want 5", len(rows))
+	rows := doc.Find(testID("tool-row"))
+	if rows.Length() != 5 {
+		t.Fatalf("%d tool rows, want 5", rows.Length())
 	}
 	if got := testIDText(t, doc, "tool-count"); got != "5" {
 		t.Errorf("tool-count = %q", got)
@@ -294,19 +294,19 @@ func TestServerPageAfterVerify(t *testing.T) {
 	if got := testIDText(t, doc, "server-info"); got != "mcp-fixture 1.0.0" {
 		t.Errorf("server-info = %q", got)
 	}
-	if got := attrOf(findOne(t, doc, byTestID("status")), "data-status"); got != "success" {
+	if got := mustOne(t, doc, testID("status")).AttrOr("data-status", ""); got != "success" {
 		t.Errorf("status = %q", got)
 	}
-	if len(findAll(doc, byTestID("tools-stale"))) != 0 || len(findAll(doc, byTestID("verify-error"))) != 0 {
+	if doc.Find(testID("tools-stale")).Length() != 0 || doc.Find(testID("verify-error")).Length() != 0 {
 		t.Error("a successful verification shows stale or an error")
 	}
-	for i, r := range rows {
+	for i, r := range rows.EachIter() {
 		name := testIDText(t, r, "tool-name")
-		if name != attrOf(r, "data-tool-name") || !strings.HasPrefix(name, "tool_00") {
+		if name != r.AttrOr("data-tool-name", "") || !strings.HasPrefix(name, "tool_00") {
 			t.Errorf("row %d: name %q", i, name)
 		}
-		if attrOf(r, "id") != "tool-"+string(rune('0'+i)) {
-			t.Errorf("row %d: id %q, want an opaque index", i, attrOf(r, "id"))
+		if r.AttrOr("id", "") != "tool-"+string(rune('0'+i)) {
+			t.Errorf("row %d: id %q, want an opaque index", i, r.AttrOr("id", ""))
 		}
 		if got := testIDText(t, r, "tool-description"); !strings.Contains(got, "generated fixture tool") {
 			t.Errorf("row %d: description %q", i, got)
@@ -317,11 +317,11 @@ func TestServerPageAfterVerify(t *testing.T) {
 		if got := testIDText(t, r, "tool-state"); got != "active" {
 			t.Errorf("row %d: state %q", i, got)
 		}
-		sel := findOne(t, r, byTestID("policy-select"))
+		sel := mustOne(t, r, testID("policy-select"))
 		var selected []string
-		for _, o := range findAll(sel, byTag("option")) {
-			if hasAttr(o, "selected") {
-				selected = append(selected, attrOf(o, "value"))
+		for _, o := range sel.Find("option").EachIter() {
+			if o.Is("[selected]") {
+				selected = append(selected, o.AttrOr("value", ""))
 			}
 		}
 		if strings.Join(selected, ",") != "ask" {
@@ -331,8 +331,8 @@ func TestServerPageAfterVerify(t *testing.T) {
 	// The list page shows the count and status too.
 	rec = b.get("/")
 	doc = parseHTML(t, rec.Body.String())
-	row := findOne(t, doc, byTestID("server-row"))
-	if testIDText(t, row, "tool-count") != "5" || attrOf(findOne(t, row, byTestID("status")), "data-status") != "success" {
+	row := mustOne(t, doc, testID("server-row"))
+	if testIDText(t, row, "tool-count") != "5" || mustOne(t, row, testID("status")).AttrOr("data-status", "") != "success" {
 		t.Error("list row does not show the verified state")
 	}
 
@@ -340,9 +340,9 @@ func TestServerPageAfterVerify(t *testing.T) {
 	rec = b.htmx(http.MethodPost, "/servers/fx/policy", url.Values{"tool": {"tool_001"}, "key": {"1"}, "policy": {"deny"}})
 	wantStatus(t, rec, http.StatusOK)
 	frag := parseFragment(t, rec.Body.String())
-	r := findOne(t, frag, byTestID("tool-row"))
-	if attrOf(r, "id") != "tool-1" || testIDText(t, r, "tool-name") != "tool_001" {
-		t.Errorf("policy answer row: %v", r.Attr)
+	r := mustOne(t, frag, testID("tool-row"))
+	if r.AttrOr("id", "") != "tool-1" || testIDText(t, r, "tool-name") != "tool_001" {
+		t.Errorf("policy answer row: %v", r.Nodes[0].Attr)
 	}
 	tools, _ := e.db.Tools(ctx, "fx")
 	if tools[1].Policy.Policy != "deny" || tools[1].Policy.SetBy != "dashboard" || tools[0].Policy.Policy != "ask" {
@@ -358,27 +358,15 @@ func TestServerPageAfterVerify(t *testing.T) {
 	rec = b.htmx(http.MethodGet, "/servers/fx/tools", nil)
 	wantStatus(t, rec, http.StatusOK)
 	frag = parseHTML(t, rec.Body.String())
-	if n := len(findAll(frag, byTestID("tool-row"))); n != 5 {
+	if n := frag.Find(testID("tool-row")).Length(); n != 5 {
 		t.Errorf("tools fragment has %d rows", n)
 	}
 	// The htmx verify button answers 202 and starts a job.
 	wantStatus(t, b.htmx(http.MethodPost, "/servers/fx/verify", nil), http.StatusAccepted)
 	waitFor(t, 20*time.Second, "verify from the button to finish", func() bool {
 		s, _ := e.db.Summary(ctx, "fx")
-		return s.Discovery.Status == store.StatusSuccess && s.Discovery.JobID != job["id"]
+		return s.Discovery.Status == store.StatusSuccess && s.Discovery.JobID != job.ID
 	})
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func TestHostileToolIsEscaped(t *testing.T) {
@@ -412,7 +400,7 @@ func TestHostileToolIsEscaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	tryLink := regexp.MustCompile(`^/tools/[a-zA-Z0-9_-]{1,64}$`)
-	check := func(what, body string, doc *html.Node) {
+	check := func(what, body string, doc *goquery.Document) {
 		t.Helper()
 		for _, raw := range []string{"<script>alert", "<img", "<svg", "<iframe", "<marquee", "<script>srv", "<b>2025"} {
 			if strings.Contains(body, raw) {
@@ -420,19 +408,19 @@ func TestHostileToolIsEscaped(t *testing.T) {
 			}
 		}
 		for _, tag := range []string{"img", "svg", "iframe", "marquee", "b"} {
-			if n := len(findAll(doc, byTag(tag))); n != 0 {
+			if n := doc.Find(tag).Length(); n != 0 {
 				t.Errorf("%s: %d <%s> elements", what, n, tag)
 			}
 		}
-		for _, s := range findAll(doc, byTag("script")) {
-			if !strings.HasPrefix(attrOf(s, "src"), "/static/") || textOf(s) != "" {
-				t.Errorf("%s: unexpected script %v", what, s.Attr)
+		for _, s := range doc.Find("script").EachIter() {
+			if !strings.HasPrefix(s.AttrOr("src", ""), "/static/") || textOf(s) != "" {
+				t.Errorf("%s: unexpected script %v", what, s.Nodes[0].Attr)
 			}
 		}
 		// The tool's name is data only: never in an id, a URL, an htmx
 		// or SSE attribute. The one exception is its agent name, which
 		// Switchboard made of [a-zA-Z0-9_-] only, in the Try it link.
-		for _, n := range findAll(doc, func(n *html.Node) bool { return n.Type == html.ElementNode }) {
+		for _, n := range doc.Find("*").Nodes {
 			for _, a := range n.Attr {
 				if a.Key == "href" && tryLink.MatchString(a.Val) {
 					continue
@@ -453,21 +441,21 @@ func TestHostileToolIsEscaped(t *testing.T) {
 	body := rec.Body.String()
 	doc := parseHTML(t, body)
 	check("page", body, doc)
-	rows := findAll(doc, byTestID("tool-row"))
-	if len(rows) != 2 {
-		t.Fatalf("%d rows", len(rows))
+	rows := doc.Find(testID("tool-row"))
+	if rows.Length() != 2 {
+		t.Fatalf("%d rows", rows.Length())
 	}
 	// The hostile text is shown in full, as text.
-	if got := testIDText(t, rows[1], "tool-name"); got != name {
+	if got := testIDText(t, rows.Eq(1), "tool-name"); got != name {
 		t.Errorf("name shown as %q", got)
 	}
-	if got := attrOf(rows[1], "data-tool-name"); got != name {
+	if got := rows.Eq(1).AttrOr("data-tool-name", ""); got != name {
 		t.Errorf("data-tool-name = %q", got)
 	}
-	if got := testIDText(t, rows[1], "tool-description"); got != desc {
+	if got := testIDText(t, rows.Eq(1), "tool-description"); got != desc {
 		t.Errorf("description shown as %q", got)
 	}
-	if got := testIDText(t, rows[1], "tool-title"); got != title {
+	if got := testIDText(t, rows.Eq(1), "tool-title"); got != title {
 		t.Errorf("title shown as %q", got)
 	}
 	if got := testIDText(t, doc, "server-info"); got != "<script>srv</script> 1" {
@@ -492,7 +480,7 @@ func TestFailedVerifyKeepsToolsStale(t *testing.T) {
 	e := newEnv(t)
 	b := e.login()
 	e.createServer(fixtureServer("brk"))
-	if job := e.verify("brk"); job["status"] != "success" {
+	if job := e.verify("brk"); job.Status != "success" {
 		t.Fatalf("first verify: %v", job)
 	}
 	// Break the command (a config change), then verify again.
@@ -501,48 +489,45 @@ func TestFailedVerifyKeepsToolsStale(t *testing.T) {
 	rec := e.api(http.MethodPut, "/api/v1/servers/brk", body)
 	wantStatus(t, rec, http.StatusOK)
 	job := e.verify("brk")
-	if job["status"] != "failed" {
+	if job.Status != "failed" {
 		t.Fatalf("second verify: %v", job)
 	}
-	jerr, _ := job["error"].(map[string]any)
-	if jerr["class"] != "not_found" || jerr["suggestion"] == "" || jerr["message"] == "" {
-		t.Errorf("job error = %v", jerr)
+	if jerr := job.Error; jerr == nil || jerr.Class != "not_found" || jerr.Suggestion == "" || jerr.Message == "" {
+		t.Errorf("job error = %+v", jerr)
 	}
 
 	rec = b.get("/servers/brk")
 	wantStatus(t, rec, http.StatusOK)
 	doc := parseHTML(t, rec.Body.String())
-	panel := findOne(t, doc, byTestID("status-panel"))
-	if got := testIDText(t, findOne(t, panel, byTestID("verify-error")), "error-class"); got != "not_found" {
+	panel := mustOne(t, doc, testID("status-panel"))
+	if got := testIDText(t, mustOne(t, panel, testID("verify-error")), "error-class"); got != "not_found" {
 		t.Errorf("error class = %q", got)
 	}
 	if got := testIDText(t, panel, "error-suggestion"); !strings.Contains(got, "Install") {
 		t.Errorf("suggestion = %q", got)
 	}
-	if got := attrOf(findOne(t, panel, byTestID("status")), "data-status"); got != "failed" {
+	if got := mustOne(t, panel, testID("status")).AttrOr("data-status", ""); got != "failed" {
 		t.Errorf("status = %q", got)
 	}
-	if len(findAll(doc, byTestID("tools-stale"))) != 1 {
+	if doc.Find(testID("tools-stale")).Length() != 1 {
 		t.Error("tools not marked stale")
 	}
-	if n := len(findAll(doc, byTestID("tool-row"))); n != 5 {
+	if n := doc.Find(testID("tool-row")).Length(); n != 5 {
 		t.Errorf("%d tool rows after a failure, want the 5 old ones", n)
 	}
-	if len(findAll(panel, byTestID("stale"))) != 1 {
+	if panel.Find(testID("stale")).Length() != 1 {
 		t.Error("status badge not marked stale")
 	}
 
-	rec = e.api(http.MethodGet, "/api/v1/servers/brk", nil)
-	wantStatus(t, rec, http.StatusOK)
-	d := decode(t, rec)["discovery"].(map[string]any)
-	if d["stale"] != true || d["status"] != "failed" || d["verified_at"] == nil || d["tool_count"] != float64(5) {
-		t.Errorf("discovery = %v", d)
+	d := e.discovery("brk")
+	if !d.Stale || d.Status != "failed" || d.VerifiedAt == nil || d.ToolCount != 5 {
+		t.Errorf("discovery = %+v", d)
 	}
-	if derr, _ := d["error"].(map[string]any); derr["class"] != "not_found" {
-		t.Errorf("discovery error = %v", d["error"])
+	if d.Error == nil || d.Error.Class != "not_found" {
+		t.Errorf("discovery error = %+v", d.Error)
 	}
 	rec = e.api(http.MethodGet, "/api/v1/servers/brk/tools", nil)
-	if n := len(decode(t, rec)["tools"].([]any)); n != 5 {
+	if n := len(decodeAs[toolsAnswer](t, rec).Tools); n != 5 {
 		t.Errorf("API serves %d tools after the failure, want 5", n)
 	}
 }

@@ -68,17 +68,3 @@ func deltaToJSON(d *store.Delta) *deltaJSON {
 	return &deltaJSON{Added: d.Added, Removed: d.Removed, Changed: d.Changed, AddedNames: d.AddedNames,
 		RemovedNames: d.RemovedNames, ChangedNames: d.ChangedNames, Text: d.String()}
 }
-
-// nextTransition is the earliest time after now at which a server's
-// freshness changes by the clock alone (a fresh server turning stale), or
-// the zero time if none will.
-func nextTransition(sums []store.Summary, ttl time.Duration, now time.Time) time.Time {
-	var next time.Time
-	for _, sum := range sums {
-		f := sum.Freshness(ttl, now)
-		if f.State == store.FreshFresh && (next.IsZero() || f.Until.Before(next)) {
-			next = f.Until
-		}
-	}
-	return next
-}

@@ -51,7 +51,7 @@ func newFuzzEnv(f *testing.F) *fuzzEnv {
 	writeTools(f, file, "1", "read", "write", "drop")
 	e.createServer(map[string]any{"id": "fz", "name": "Fuzz", "transport": "stdio", "command": fixtureBin,
 		"args": []string{"-tools-file", file}, "default_policy": "allow"})
-	if job := e.verify("fz"); job["status"] != "success" {
+	if job := e.verify("fz"); job.Status != "success" {
 		f.Fatalf("verify fz = %v", job)
 	}
 	e.setPolicy("fz", "write", "ask")
@@ -139,6 +139,8 @@ func FuzzAPI(f *testing.F) {
 		if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 			t.Fatalf("%s: Content-Type %q; want JSON", what, ct)
 		}
+		// Any route's answer, read as its raw shape: the checks below hold
+		// for every one, and compare a field as answered and read back.
 		var answer map[string]any
 		if err := json.Unmarshal(rec.Body.Bytes(), &answer); err != nil {
 			t.Fatalf("%s: the answer is not a JSON object: %v\n%s", what, err, rec.Body)
@@ -322,7 +324,7 @@ func FuzzForms(f *testing.F) {
 			t.Fatalf("%s: 422 for a form that does not parse; want 400", what)
 		}
 		page := parseHTML(t, rec.Body.String())
-		if len(findAll(page, byAttr("class", "field-error"))) == 0 {
+		if page.Find(`[class="field-error"]`).Length() == 0 {
 			t.Fatalf("%s: 422 without a message at a field:\n%s", what, truncate(rec.Body.String()))
 		}
 		for _, name := range []string{"name", "command", "url", "cwd", "timeout_ms"} {
@@ -330,8 +332,8 @@ func FuzzForms(f *testing.F) {
 			if !plainText(typed) {
 				continue // the HTML parser changes NUL, CR and invalid UTF-8
 			}
-			inputs := findAll(page, byAttr("name", name))
-			if len(inputs) != 1 || attrOf(inputs[0], "value") != typed {
+			inputs := page.Find(`[name="` + name + `"]`)
+			if inputs.Length() != 1 || inputs.AttrOr("value", "") != typed {
 				t.Fatalf("%s: the form shown again lost %s=%q", what, name, typed)
 			}
 		}

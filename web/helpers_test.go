@@ -19,14 +19,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"go.uber.org/goleak"
-	"golang.org/x/net/html"
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/web"
 	"github.com/switchboard-dev/switchboard/web/gateway"
+	"github.com/switchboard-dev/switchboard/web/internal/hub"
 )
 
 const (
@@ -37,43 +38,50 @@ const (
 	testHost     = "127.0.0.1:7420"
 )
 
+// quietPeriod is how long a test waits to see that something does not
+// happen, where no event marks the moment it would have (the refresher's
+// start-up pass, a notification not sent): well past the 200 ms the
+// refresher lets changes settle.
+const quietPeriod = 500 * time.Millisecond
+
 // fixtureBin is the mcp-fixture binary built once by TestMain.
 var fixtureBin string
 
 func TestMain(m *testing.M) {
 	bolt.RunChildCheckIfAsked()    // the store checks a damaged file in a child: this binary
 	discovery.RunLauncherIfAsked() // and servers start through it (see discovery/launcher.go)
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "web-test-fixture-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
+		os.Exit(1)
 	}
-	defer os.RemoveAll(dir)
 	fixtureBin = filepath.Join(dir, "mcp-fixture")
 	build := exec.Command("go", "build", "-o", fixtureBin, "github.com/switchboard-dev/switchboard/cmd/mcp-fixture")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build mcp-fixture:", err)
-		return 1
+		os.RemoveAll(dir)
+		os.Exit(1)
 	}
-	code := m.Run()
-	if code == 0 {
-		// Every test's app, streams and processes must have ended, within
-		// 5 s of the last test.
-		var err error
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			if err = goleak.Find(); err == nil || time.Now().After(deadline) {
-				break
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "goroutines still running after all tests: %v\n", err)
-			return 1
-		}
+	// Every test's app, streams and processes must have ended once the
+	// tests pass.
+	goleak.VerifyTestMain(settling{m}, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
+
+// settling runs the tests, then, if they passed, gives the goroutines
+// they started up to 5 s to end: an application ends its streams and
+// processes after Close returns. goleak's own retries (v1.3.0: under half
+// a second, not configurable) are too short for that; VerifyTestMain
+// reports the goroutines still running after.
+type settling struct{ m *testing.M }
+
+func (s settling) Run() int {
+	code := s.m.Run()
+	for deadline := time.Now().Add(5 * time.Second); code == 0 && goleak.Find() != nil && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
 	}
 	return code
 }
@@ -83,7 +91,7 @@ type env struct {
 	t   testing.TB
 	app *web.Server
 	db  *bolt.DB
-	hub *web.Hub
+	hub *hub.Hub
 	// secrets are values that must never appear in any response body.
 	secrets []string
 	logs    *logRecorder
@@ -192,22 +200,32 @@ func (e *env) serve(r *http.Request) *httptest.ResponseRecorder {
 // serverStatus is the server's discovery status from the API.
 func (e *env) serverStatus(id string) store.Status {
 	e.t.Helper()
+	return store.Status(e.discovery(id).Status)
+}
+
+// server is the server from the API.
+func (e *env) server(id string) apiServer {
+	e.t.Helper()
 	rec := e.api(http.MethodGet, "/api/v1/servers/"+id, nil)
 	wantStatus(e.t, rec, http.StatusOK)
-	d, _ := decode(e.t, rec)["discovery"].(map[string]any)
-	st, _ := d["status"].(string)
-	return store.Status(st)
+	return decodeAs[apiServer](e.t, rec)
+}
+
+// discovery is the server's discovery from the API.
+func (e *env) discovery(id string) apiDiscovery {
+	e.t.Helper()
+	srv := e.server(id)
+	if srv.Discovery == nil {
+		e.t.Fatalf("server %s without discovery: %+v", id, srv)
+	}
+	return *srv.Discovery
 }
 
 // waitIdle waits until no verification of the server is queued or
 // running.
 func (e *env) waitIdle(id string) {
 	e.t.Helper()
-	waitFor(e.t, 20*time.Second, id+" idle", func() bool {
-		rec := e.api(http.MethodGet, "/api/v1/servers/"+id, nil)
-		d, _ := decode(e.t, rec)["discovery"].(map[string]any)
-		return d["job_id"] == nil
-	})
+	waitFor(e.t, 20*time.Second, id+" idle", func() bool { return e.discovery(id).JobID == "" })
 }
 
 func (e *env) checkNoSecrets(what, body string) {
@@ -243,7 +261,9 @@ func (e *env) api(method, path string, body any) *httptest.ResponseRecorder {
 	return e.serve(r)
 }
 
-// decode parses a JSON answer into a generic map.
+// decode parses a JSON answer into a generic map: only for the checks of
+// an answer's raw shape, such as a key that must be absent (decodeAs
+// reads answers otherwise).
 func decode(t testing.TB, rec *httptest.ResponseRecorder) map[string]any {
 	t.Helper()
 	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
@@ -281,11 +301,11 @@ func fixtureServer(id string) map[string]any {
 	}
 }
 
-func (e *env) createServer(body map[string]any) map[string]any {
+func (e *env) createServer(body map[string]any) apiServer {
 	e.t.Helper()
 	rec := e.api(http.MethodPost, "/api/v1/servers", body)
 	wantStatus(e.t, rec, http.StatusCreated)
-	return decode(e.t, rec)
+	return decodeAs[apiServer](e.t, rec)
 }
 
 // confirmed is the body of a Verify that confirms the server's launch
@@ -294,26 +314,44 @@ var confirmed = map[string]any{"confirm": true}
 
 // verify starts a verification through the API and waits until its job
 // is done; it returns the finished job.
-func (e *env) verify(id string) map[string]any {
+func (e *env) verify(id string) apiJob {
 	e.t.Helper()
 	rec := e.api(http.MethodPost, "/api/v1/servers/"+id+"/verify", confirmed)
 	wantStatus(e.t, rec, http.StatusAccepted)
-	job := decode(e.t, rec)["job"].(map[string]any)
-	return e.waitJob(job["id"].(string))
+	return e.waitJob(decodeAs[jobAnswer](e.t, rec).Job.ID)
 }
 
-func (e *env) waitJob(jobID string) map[string]any {
+// job is the job from the API.
+func (e *env) job(jobID string) apiJob {
+	e.t.Helper()
+	rec := e.api(http.MethodGet, "/api/v1/jobs/"+jobID, nil)
+	wantStatus(e.t, rec, http.StatusOK)
+	return decodeAs[jobAnswer](e.t, rec).Job
+}
+
+// waitJob waits until the job is done and returns it.
+func (e *env) waitJob(jobID string) apiJob {
 	e.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		rec := e.api(http.MethodGet, "/api/v1/jobs/"+jobID, nil)
-		wantStatus(e.t, rec, http.StatusOK)
-		job := decode(e.t, rec)["job"].(map[string]any)
-		if job["finished_at"] != nil {
+		job := e.job(jobID)
+		if job.FinishedAt != nil {
 			return job
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("job %s not done in time: %v", jobID, job)
+			e.t.Fatalf("job %s not done in time: %+v", jobID, job)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -359,7 +397,7 @@ func (e *env) browserFrom(rec *httptest.ResponseRecorder) *browser {
 	}
 	page := b.get("/")
 	wantStatus(e.t, page, http.StatusOK)
-	b.csrf = attrOf(findOne(e.t, parseHTML(e.t, page.Body.String()), byAttr("name", "csrf-token")), "content")
+	b.csrf = mustOne(e.t, parseHTML(e.t, page.Body.String()), `[name="csrf-token"]`).AttrOr("content", "")
 	if b.csrf == "" {
 		e.t.Fatal("no CSRF token in the page")
 	}
@@ -404,11 +442,12 @@ func (b *browser) post(path string, form url.Values) *httptest.ResponseRecorder 
 	return b.e.serve(r)
 }
 
-// --- HTML helpers (golang.org/x/net/html; goquery is not in go.mod) ---
+// --- HTML helpers (goquery) ---
 
-func parseHTML(t testing.TB, s string) *html.Node {
+// parseHTML parses a page.
+func parseHTML(t testing.TB, s string) *goquery.Document {
 	t.Helper()
-	doc, err := html.Parse(strings.NewReader(s))
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(s))
 	if err != nil {
 		t.Fatalf("parse HTML: %v", err)
 	}
@@ -417,101 +456,48 @@ func parseHTML(t testing.TB, s string) *html.Node {
 
 // parseFragment parses an htmx fragment in a body context (or a table
 // row context for rows).
-func parseFragment(t testing.TB, s string) *html.Node {
+func parseFragment(t testing.TB, s string) *goquery.Document {
 	t.Helper()
 	return parseHTML(t, "<!DOCTYPE html><html><body><table><tbody>"+s+"</tbody></table></body></html>")
 }
 
-type matcher func(*html.Node) bool
-
-func byAttr(key, val string) matcher {
-	return func(n *html.Node) bool { return n.Type == html.ElementNode && attrOf(n, key) == val && hasAttr(n, key) }
+// finder is a document or a selection to search in.
+type finder interface {
+	Find(selector string) *goquery.Selection
 }
 
-func byTestID(id string) matcher { return byAttr("data-testid", id) }
+// testID is the selector of the elements with the data-testid.
+func testID(id string) string { return `[data-testid="` + id + `"]` }
 
-func byTag(tag string) matcher {
-	return func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == tag }
-}
-
-func findAll(root *html.Node, m matcher) []*html.Node {
-	var out []*html.Node
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if m(n) {
-			out = append(out, n)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(root)
-	return out
-}
-
-func findOne(t testing.TB, root *html.Node, m matcher) *html.Node {
+// mustOne is the one element under root that sel matches; it fails the
+// test unless exactly one does.
+func mustOne(t testing.TB, root finder, sel string) *goquery.Selection {
 	t.Helper()
-	all := findAll(root, m)
-	if len(all) != 1 {
-		t.Fatalf("found %d matching elements, want 1", len(all))
+	found := root.Find(sel)
+	if n := found.Length(); n != 1 {
+		t.Fatalf("found %d %s, want 1", n, sel)
 	}
-	return all[0]
+	return found
 }
 
-func hasAttr(n *html.Node, key string) bool {
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return true
-		}
-	}
-	return false
-}
-
-func attrOf(n *html.Node, key string) string {
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return a.Val
-		}
-	}
-	return ""
-}
-
-func textOf(n *html.Node) string {
-	var b strings.Builder
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		if n.Type == html.TextNode {
-			b.WriteString(n.Data)
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(n)
-	return strings.TrimSpace(b.String())
-}
+// textOf is the text of the selection's elements, trimmed.
+func textOf(s *goquery.Selection) string { return strings.TrimSpace(s.Text()) }
 
 // testIDText is the text of the one element with the data-testid.
-func testIDText(t testing.TB, root *html.Node, id string) string {
+func testIDText(t testing.TB, root finder, id string) string {
 	t.Helper()
-	all := findAll(root, byTestID(id))
-	if len(all) != 1 {
-		t.Fatalf("found %d [data-testid=%s], want 1", len(all), id)
-	}
-	return textOf(all[0])
+	return textOf(mustOne(t, root, testID(id)))
 }
 
-// inputValue is the value of the form control with the name.
-func inputValue(t testing.TB, root *html.Node, name string) string {
+// inputValue is the value of the first form control with the name.
+func inputValue(t testing.TB, root finder, name string) string {
 	t.Helper()
-	all := findAll(root, func(n *html.Node) bool {
-		return n.Type == html.ElementNode && (n.Data == "input" || n.Data == "textarea") && attrOf(n, "name") == name
-	})
-	if len(all) == 0 {
+	in := root.Find(`input[name="` + name + `"], textarea[name="` + name + `"]`).First()
+	if in.Length() == 0 {
 		t.Fatalf("no input named %q", name)
 	}
-	if all[0].Data == "textarea" {
-		return textOf(all[0])
+	if in.Is("textarea") {
+		return textOf(in)
 	}
-	return attrOf(all[0], "value")
+	return in.AttrOr("value", "")
 }

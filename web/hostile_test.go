@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/net/html"
 )
 
 // The tests in this file take hostile tool data (hostile-servers.md
@@ -18,14 +16,13 @@ import (
 // JSON API and the review page.
 
 // apiTools returns a server's tools from the API, by name.
-func (e *env) apiTools(id string) map[string]map[string]any {
+func (e *env) apiTools(id string) map[string]apiTool {
 	e.t.Helper()
 	rec := e.api(http.MethodGet, "/api/v1/servers/"+id+"/tools", nil)
 	wantStatus(e.t, rec, http.StatusOK)
-	out := map[string]map[string]any{}
-	for _, v := range decode(e.t, rec)["tools"].([]any) {
-		tool := v.(map[string]any)
-		out[tool["name"].(string)] = tool
+	out := map[string]apiTool{}
+	for _, tool := range decodeAs[toolsAnswer](e.t, rec).Tools {
+		out[tool.Name] = tool
 	}
 	return out
 }
@@ -37,17 +34,17 @@ func (e *env) verifyFixture(id string, args ...string) {
 	body := fixtureServer(id)
 	body["args"] = args
 	e.createServer(body)
-	if job := e.verify(id); job["status"] != "success" {
-		e.t.Fatalf("verify %s: %v", id, job)
+	if job := e.verify(id); job.Status != "success" {
+		e.t.Fatalf("verify %s: %+v", id, job)
 	}
 }
 
 // setPolicy sets a policy through the API and returns the tool.
-func (e *env) setPolicy(id, tool, policy string) map[string]any {
+func (e *env) setPolicy(id, tool, policy string) apiTool {
 	e.t.Helper()
 	rec := e.api(http.MethodPut, "/api/v1/servers/"+id+"/tools/"+url.PathEscape(tool)+"/policy", map[string]any{"policy": policy})
 	wantStatus(e.t, rec, http.StatusOK)
-	return decode(e.t, rec)["tool"].(map[string]any)
+	return decodeAs[toolAnswer](e.t, rec).Tool
 }
 
 // TestHostileToolsNotOffered checks #17, #19, #27, #28 and #31–#33:
@@ -82,19 +79,18 @@ func TestHostileToolsNotOffered(t *testing.T) {
 		for name, tool := range tools {
 			state, bad := s.flagged[name]
 			if !bad {
-				if tool["state"] != "active" || !strings.HasPrefix(tool["agent_name"].(string), s.id+"__") || tool["effective_policy"] != "ask" {
+				if tool.State != "active" || !strings.HasPrefix(tool.AgentName, s.id+"__") || tool.EffectivePolicy != "ask" {
 					t.Errorf("%s: sound tool %.300v", s.id, tool)
 				}
 				continue
 			}
-			problems, _ := tool["problems"].([]any)
-			if tool["state"] != state || tool["agent_name"] != "" || tool["effective_policy"] != "deny" || len(problems) == 0 {
+			if tool.State != state || tool.AgentName != "" || tool.EffectivePolicy != "deny" || len(tool.Problems) == 0 {
 				t.Errorf("%s: tool %.40q: state %v, agent_name %q, effective %v, problems %v; want %s, none, deny, some",
-					s.id, name, tool["state"], tool["agent_name"], tool["effective_policy"], problems, state)
+					s.id, name, tool.State, tool.AgentName, tool.EffectivePolicy, tool.Problems, state)
 			}
 			// Allowing it changes the policy, not what agents get.
 			got := e.setPolicy(s.id, name, "allow")
-			if got["policy"] != "allow" || got["effective_policy"] != "deny" || got["state"] != state {
+			if got.Policy != "allow" || got.EffectivePolicy != "deny" || got.State != state {
 				t.Errorf("%s: allowed %.40q: %.300v", s.id, name, got)
 			}
 		}
@@ -102,15 +98,15 @@ func TestHostileToolsNotOffered(t *testing.T) {
 		rec := b.get("/servers/" + s.id)
 		wantStatus(t, rec, http.StatusOK)
 		doc := parseHTML(t, rec.Body.String())
-		rows := findAll(doc, byTestID("tool-row"))
+		rows := doc.Find(testID("tool-row"))
 		shown := 0
-		for _, row := range rows {
-			name := attrOf(row, "data-tool-name")
+		for _, row := range rows.EachIter() {
+			name := row.AttrOr("data-tool-name", "")
 			state, bad := s.flagged[name]
 			if got := testIDText(t, row, "tool-state"); got != map[bool]string{true: state, false: "active"}[bad] {
 				t.Errorf("%s: row %.40q shows state %q", s.id, name, got)
 			}
-			if n := len(findAll(row, byTestID("tool-problem"))); bad != (n > 0) {
+			if n := row.Find(testID("tool-problem")).Length(); bad != (n > 0) {
 				t.Errorf("%s: row %.40q shows %d problems", s.id, name, n)
 			}
 			if bad {
@@ -121,7 +117,7 @@ func TestHostileToolsNotOffered(t *testing.T) {
 			t.Errorf("%s: %d flagged rows shown, want %d", s.id, shown, len(s.flagged))
 		}
 		// No tool name reaches an attribute where it could act.
-		for _, n := range findAll(doc, func(n *html.Node) bool { return n.Type == html.ElementNode }) {
+		for _, n := range doc.Find("*").Nodes {
 			for _, a := range n.Attr {
 				risky := a.Key == "id" || a.Key == "href" || a.Key == "action" || a.Key == "src" ||
 					strings.HasPrefix(a.Key, "hx-") || strings.HasPrefix(a.Key, "sse-")
@@ -137,12 +133,11 @@ func TestHostileToolsNotOffered(t *testing.T) {
 	// The catalog agents read offers none of them.
 	rec := e.api(http.MethodGet, "/api/v1/tools", nil)
 	wantStatus(t, rec, http.StatusOK)
-	for _, v := range decode(t, rec)["tools"].([]any) {
-		tool := v.(map[string]any)
-		offered := tool["agent_name"] != ""
-		sound := tool["state"] == "active"
+	for _, tool := range decodeAs[toolsAnswer](t, rec).Tools {
+		offered := tool.AgentName != ""
+		sound := tool.State == "active"
 		if offered != sound {
-			t.Errorf("catalog: tool %.40q in state %v has agent_name %q", tool["name"], tool["state"], tool["agent_name"])
+			t.Errorf("catalog: tool %.40q in state %v has agent_name %q", tool.Name, tool.State, tool.AgentName)
 		}
 	}
 }
@@ -162,8 +157,8 @@ func TestHostileSchemaRefs(t *testing.T) {
 	wantStatus(t, rec, http.StatusOK)
 	doc := parseHTML(t, rec.Body.String())
 	schemas := map[string]string{}
-	for _, row := range findAll(doc, byTestID("tool-row")) {
-		schemas[attrOf(row, "data-tool-name")] = testIDText(t, row, "input-schema")
+	for _, row := range doc.Find(testID("tool-row")).EachIter() {
+		schemas[row.AttrOr("data-tool-name", "")] = testIDText(t, row, "input-schema")
 	}
 	if !strings.Contains(schemas["net_ref"], `"$ref": "`+refURL+`"`) {
 		t.Errorf("net_ref schema shown as %q, want the URL as text", schemas["net_ref"])
@@ -171,14 +166,14 @@ func TestHostileSchemaRefs(t *testing.T) {
 	if !strings.Contains(schemas["cyclic_ref"], `"$ref": "#/$defs/a"`) {
 		t.Errorf("cyclic_ref schema shown as %q", schemas["cyclic_ref"])
 	}
-	for _, n := range findAll(doc, func(n *html.Node) bool { return n.Type == html.ElementNode }) {
+	for _, n := range doc.Find("*").Nodes {
 		for _, a := range n.Attr {
 			if strings.Contains(a.Val, ref.URL) {
 				t.Errorf("<%s %s=%q> carries the $ref URL", n.Data, a.Key, a.Val)
 			}
 		}
 	}
-	if tools := e.apiTools("refs"); tools["net_ref"]["state"] != "active" || tools["cyclic_ref"]["state"] != "active" {
+	if tools := e.apiTools("refs"); tools["net_ref"].State != "active" || tools["cyclic_ref"].State != "active" {
 		t.Errorf("tools %v: a $ref is not a reason to refuse a tool", tools)
 	}
 	if n := fetched.Load(); n != 0 {
@@ -199,8 +194,8 @@ func TestHostileRugPull(t *testing.T) {
 	e.setPolicy("rug", "tool_002", "allow")
 	before := e.apiTools("rug")
 
-	if job := e.verify("rug"); job["status"] != "success" {
-		t.Fatalf("second verify: %v", job)
+	if job := e.verify("rug"); job.Status != "success" {
+		t.Fatalf("second verify: %+v", job)
 	}
 	after := e.apiTools("rug")
 	for _, c := range []struct {
@@ -212,56 +207,56 @@ func TestHostileRugPull(t *testing.T) {
 		{"extra_tool", "active", "ask", "ask"},    // new: the default policy
 	} {
 		tool := after[c.name]
-		if tool["state"] != c.state || tool["policy"] != c.policy || tool["effective_policy"] != c.effective {
+		if tool.State != c.state || tool.Policy != c.policy || tool.EffectivePolicy != c.effective {
 			t.Errorf("%s after the change: state %v, policy %v, effective %v; want %s, %s, %s",
-				c.name, tool["state"], tool["policy"], tool["effective_policy"], c.state, c.policy, c.effective)
+				c.name, tool.State, tool.Policy, tool.EffectivePolicy, c.state, c.policy, c.effective)
 		}
 	}
-	if before["tool_000"]["pin"] == after["tool_000"]["pin"] {
+	if before["tool_000"].Pin == after["tool_000"].Pin {
 		t.Error("the changed tool kept its pin")
 	}
 	rec := b.get("/servers/rug")
 	doc := parseHTML(t, rec.Body.String())
-	for _, row := range findAll(doc, byTestID("tool-row")) {
-		if attrOf(row, "data-tool-name") == "tool_000" {
+	for _, row := range doc.Find(testID("tool-row")).EachIter() {
+		if row.AttrOr("data-tool-name", "") == "tool_000" {
 			if got := testIDText(t, row, "effective-policy"); got != "effective: deny" {
 				t.Errorf("changed tool's row says %q", got)
 			}
 		}
 	}
 	// A policy edit does not approve the change.
-	if got := e.setPolicy("rug", "tool_000", "allow"); got["state"] != "changed" || got["effective_policy"] != "deny" {
+	if got := e.setPolicy("rug", "tool_000", "allow"); got.State != "changed" || got.EffectivePolicy != "deny" {
 		t.Errorf("policy set on the changed tool: %.300v; want still changed, denied", got)
 	}
 	// The review page shows the diff: the description line, approved on
 	// the left and current on the right, nothing else.
 	doc = parseHTML(t, b.get("/servers/rug/changes").Body.String())
-	changes := findAll(doc, byTestID("change"))
-	if len(changes) != 1 || attrOf(changes[0], "data-tool-name") != "tool_000" {
-		t.Fatalf("review page lists %d changes; want tool_000 only", len(changes))
+	changes := doc.Find(testID("change"))
+	if changes.Length() != 1 || changes.AttrOr("data-tool-name", "") != "tool_000" {
+		t.Fatalf("review page lists %d changes; want tool_000 only", changes.Length())
 	}
-	diffs := findAll(changes[0], byTestID("diff"))
-	if len(diffs) != 1 || attrOf(diffs[0], "data-field") != "description" {
-		t.Fatalf("review page shows %d differing fields; want the description only", len(diffs))
+	diffs := changes.Find(testID("diff"))
+	if diffs.Length() != 1 || diffs.AttrOr("data-field", "") != "description" {
+		t.Fatalf("review page shows %d differing fields; want the description only", diffs.Length())
 	}
-	row := findOne(t, diffs[0], byAttr("data-kind", "change"))
+	row := mustOne(t, diffs, `[data-kind="change"]`)
 	if l, r := testIDText(t, row, "diff-left"), testIDText(t, row, "diff-right"); strings.HasSuffix(l, "(changed)") || !strings.HasSuffix(r, "(changed)") {
 		t.Errorf("diff row: approved %q, current %q; want the change on the right only", l, r)
 	}
 	// Approving a version nobody was shown is refused.
-	rec = e.api(http.MethodPost, "/api/v1/servers/rug/tools/tool_000/approve", map[string]any{"pin": before["tool_000"]["pin"]})
+	rec = e.api(http.MethodPost, "/api/v1/servers/rug/tools/tool_000/approve", map[string]any{"pin": before["tool_000"].Pin})
 	wantStatus(t, rec, http.StatusConflict)
 	// Approving the shown version keeps the policy set meanwhile.
-	rec = e.api(http.MethodPost, "/api/v1/servers/rug/tools/tool_000/approve", map[string]any{"pin": after["tool_000"]["pin"]})
+	rec = e.api(http.MethodPost, "/api/v1/servers/rug/tools/tool_000/approve", map[string]any{"pin": after["tool_000"].Pin})
 	wantStatus(t, rec, http.StatusOK)
-	if got := decode(t, rec)["tool"].(map[string]any); got["state"] != "active" || got["effective_policy"] != "allow" || got["pin"] != after["tool_000"]["pin"] {
+	if got := decodeAs[toolAnswer](t, rec).Tool; got.State != "active" || got.EffectivePolicy != "allow" || got.Pin != after["tool_000"].Pin {
 		t.Errorf("approved: %.300v", got)
 	}
 	// A third run lists what the second did: nothing changes.
-	if job := e.verify("rug"); job["status"] != "success" {
-		t.Fatalf("third verify: %v", job)
+	if job := e.verify("rug"); job.Status != "success" {
+		t.Fatalf("third verify: %+v", job)
 	}
-	if tool := e.apiTools("rug")["tool_000"]; tool["state"] != "active" || tool["effective_policy"] != "allow" {
+	if tool := e.apiTools("rug")["tool_000"]; tool.State != "active" || tool.EffectivePolicy != "allow" {
 		t.Errorf("after a verify that changed nothing: %.300v", tool)
 	}
 }
@@ -274,8 +269,8 @@ func TestLateWarningsAreRecorded(t *testing.T) {
 	body := fixtureServer("late")
 	body["args"] = []string{"-mode", "setsid-on-exit", "-tools", "2"}
 	e.createServer(body)
-	if job := e.verify("late"); job["status"] != "success" {
-		t.Fatalf("verify = %v; want success", job)
+	if job := e.verify("late"); job.Status != "success" {
+		t.Fatalf("verify = %+v; want success", job)
 	}
 	waitFor(t, 10*time.Second, "late warning on the record", func() bool {
 		rec := e.api(http.MethodGet, "/api/v1/servers/late", nil)

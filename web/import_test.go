@@ -1,16 +1,15 @@
 package web_test
 
 import (
-	"encoding/json"
-
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
-	"golang.org/x/net/html"
+	"github.com/google/go-cmp/cmp"
 )
 
 // claudeConfig is a Claude Desktop config as people have them: a local
@@ -32,34 +31,30 @@ const claudeConfig = `{
 }
 `
 
-type importAnswer struct {
-	Format  string           `json:"format"`
-	Entries []map[string]any `json:"entries"`
-	Result  map[string]any   `json:"result"`
-	Error   string           `json:"error"`
-	Line    int              `json:"line"`
-	Column  int              `json:"column"`
-}
-
-func (e *env) importAPI(body map[string]any) (int, importAnswer) {
+func (e *env) importAPI(body map[string]any) (int, apiImport) {
 	e.t.Helper()
 	rec := e.api(http.MethodPost, "/api/v1/import", body)
-	var a importAnswer
-	if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil {
-		e.t.Fatalf("import answer %s: %v", truncate(rec.Body.String()), err)
-	}
-	return rec.Code, a
+	return rec.Code, decodeAs[apiImport](e.t, rec)
 }
 
-func entryByName(t *testing.T, a importAnswer, name string) map[string]any {
+func entryByName(t *testing.T, a apiImport, name string) apiImportEntry {
 	t.Helper()
 	for _, r := range a.Entries {
-		if r["name"] == name {
+		if r.Name == name {
 			return r
 		}
 	}
-	t.Fatalf("no entry %q in %v", name, a.Entries)
-	return nil
+	t.Fatalf("no entry %q in %+v", name, a.Entries)
+	return apiImportEntry{}
+}
+
+// diffFields are the fields an import entry would update.
+func diffFields(r apiImportEntry) []string {
+	var out []string
+	for _, d := range r.Diff {
+		out = append(out, d.Field)
+	}
+	return out
 }
 
 // The dry run says what would be added, updated (with the fields) or is
@@ -76,54 +71,52 @@ func TestImportDryRunAndApply(t *testing.T) {
 		t.Fatalf("dry run = %d %+v", code, a)
 	}
 	fs := entryByName(t, a, "filesystem")
-	if fs["action"] != "update" || fs["id"] != "filesystem" || fs["choice"] != "skip" || !strings.Contains(jsonOf(fs["diff"]), `"field":"args"`) {
-		t.Errorf("filesystem row = %v; want an update of args, skipped by default", fs)
+	if fs.Action != "update" || fs.ID != "filesystem" || fs.Choice != "skip" || !slices.Contains(diffFields(fs), "args") {
+		t.Errorf("filesystem row = %+v; want an update of args, skipped by default", fs)
 	}
 	gh := entryByName(t, a, "GitHub Server")
-	if gh["action"] != "add" || gh["id"] != "github-server" || !strings.Contains(jsonOf(gh["secrets"]), "env.GITHUB_PERSONAL_ACCESS_TOKEN") {
-		t.Errorf("GitHub row = %v; want added as github-server with its token flagged", gh)
+	if gh.Action != "add" || gh.ID != "github-server" || !strings.Contains(strings.Join(gh.Secrets, "\n"), "env.GITHUB_PERSONAL_ACCESS_TOKEN") {
+		t.Errorf("GitHub row = %+v; want added as github-server with its token flagged", gh)
 	}
-	if r := entryByName(t, a, "remote"); r["action"] != "add" || !strings.Contains(jsonOf(r["secrets"]), "headers.Authorization") {
-		t.Errorf("remote row = %v", r)
+	if r := entryByName(t, a, "remote"); r.Action != "add" || !strings.Contains(strings.Join(r.Secrets, "\n"), "headers.Authorization") {
+		t.Errorf("remote row = %+v", r)
 	}
 	if n := len(e.listServers()); n != 1 {
 		t.Fatalf("%d servers after a dry run; want it to change nothing", n)
 	}
 
 	code, a = e.importAPI(map[string]any{"text": claudeConfig, "apply": true})
-	if code != http.StatusOK || a.Result["added"] != float64(2) || a.Result["updated"] != float64(0) {
+	if code != http.StatusOK || a.Result == nil || a.Result.Added != 2 || a.Result.Updated != 0 {
 		t.Fatalf("apply = %d %+v", code, a.Result)
 	}
 	for _, id := range []string{"github-server", "remote"} {
-		srv := decode(t, e.api(http.MethodGet, "/api/v1/servers/"+id, nil))
-		if d := srv["discovery"].(map[string]any); d["status"] != "never" {
-			t.Errorf("%s was verified: %v", id, d)
+		if d := e.discovery(id); d.Status != "never" {
+			t.Errorf("%s was verified: %+v", id, d)
 		}
 		// Its launch waits for a person's confirmation.
 		wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/"+id+"/verify", nil), http.StatusConflict)
 	}
-	srv := decode(t, e.api(http.MethodGet, "/api/v1/servers/github-server", nil))
-	if env := srv["env"].(map[string]any); env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "********" {
+	if env := e.server("github-server").Env; env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "********" {
 		t.Errorf("imported token shown as %v; want masked", env)
 	}
-	if fs := decode(t, e.api(http.MethodGet, "/api/v1/servers/filesystem", nil)); jsonOf(fs["args"]) != `["-y","@modelcontextprotocol/server-filesystem","/tmp"]` {
-		t.Errorf("filesystem overwritten without being chosen: %v", fs["args"])
+	if diff := cmp.Diff([]string{"-y", "@modelcontextprotocol/server-filesystem", "/tmp"}, e.server("filesystem").Args); diff != "" {
+		t.Errorf("filesystem overwritten without being chosen, args (-want +got):\n%s", diff)
 	}
 
 	// Overwriting is an explicit choice; the display name stays.
 	_, a = e.importAPI(map[string]any{"text": claudeConfig, "apply": true, "choices": map[string]string{"filesystem": "update"}})
-	if a.Result["updated"] != float64(1) {
+	if a.Result == nil || a.Result.Updated != 1 {
 		t.Fatalf("apply with an update = %+v", a.Result)
 	}
-	fsNow := decode(t, e.api(http.MethodGet, "/api/v1/servers/filesystem", nil))
-	if jsonOf(fsNow["args"]) != `["-y","@modelcontextprotocol/server-filesystem","/home/ana/Documents"]` || fsNow["name"] != "My files" {
-		t.Errorf("filesystem after the chosen update = %v %v", fsNow["args"], fsNow["name"])
+	fsNow := e.server("filesystem")
+	if !slices.Equal(fsNow.Args, []string{"-y", "@modelcontextprotocol/server-filesystem", "/home/ana/Documents"}) || fsNow.Name != "My files" {
+		t.Errorf("filesystem after the chosen update = %q %q", fsNow.Args, fsNow.Name)
 	}
 	// Now everything is identical.
 	_, a = e.importAPI(map[string]any{"text": claudeConfig})
 	for _, r := range a.Entries {
-		if r["action"] != "same" {
-			t.Errorf("row %v after importing everything; want same", r)
+		if r.Action != "same" {
+			t.Errorf("row %+v after importing everything; want same", r)
 		}
 	}
 }
@@ -136,11 +129,11 @@ func TestImportErrors(t *testing.T) {
   "good": {"command": "node", "args": ["x.js"]},
   "bad": {"args": ["no command"]}
 }}`})
-	if good := entryByName(t, a, "good"); good["action"] != "add" {
-		t.Errorf("good row = %v", good)
+	if good := entryByName(t, a, "good"); good.Action != "add" {
+		t.Errorf("good row = %+v", good)
 	}
-	if bad := entryByName(t, a, "bad"); bad["action"] != "error" || bad["line"] != float64(3) {
-		t.Errorf("bad row = %v; want an error at line 3", bad)
+	if bad := entryByName(t, a, "bad"); bad.Action != "error" || bad.Line != 3 {
+		t.Errorf("bad row = %+v; want an error at line 3", bad)
 	}
 	code, a := e.importAPI(map[string]any{"text": "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\"}\n    \"b\": {}\n  }\n}"})
 	if code != http.StatusUnprocessableEntity || a.Line != 4 || a.Column == 0 || !strings.Contains(a.Error, "line 4") {
@@ -171,8 +164,8 @@ func TestExportRoundTrip(t *testing.T) {
 			t.Errorf("%s: %d entries imported back from\n%s", format, len(a.Entries), text)
 		}
 		for _, r := range a.Entries {
-			if r["action"] != "same" {
-				t.Errorf("%s: row %v; want no change after exporting and importing back\n%s", format, r, text)
+			if r.Action != "same" {
+				t.Errorf("%s: row %+v; want no change after exporting and importing back\n%s", format, r, text)
 			}
 		}
 	}
@@ -199,30 +192,30 @@ func TestImportPage(t *testing.T) {
 	e.secrets = append(e.secrets, "ghp_0123456789abcdefghijklmnopqrstuvwxyz", "abc.def.ghi")
 	b := e.login()
 	page := parseHTML(t, b.get("/import").Body.String())
-	if known := findAll(page, byTestID("known-file")); len(known) != 1 || !strings.Contains(textOf(findOne(t, page, byTestID("known-files"))), ".cursor/mcp.json") {
-		t.Fatalf("known files = %d", len(known))
+	if known := page.Find(testID("known-file")); known.Length() != 1 || !strings.Contains(textOf(mustOne(t, page, testID("known-files"))), ".cursor/mcp.json") {
+		t.Fatalf("known files = %d", known.Length())
 	}
-	key := attrOf(findOne(t, page, func(n *html.Node) bool { return attrOf(n, "name") == "known" }), "value")
+	key := mustOne(t, page, `[name="known"]`).AttrOr("value", "")
 	rec := b.post("/import/preview", url.Values{"known": {key}})
 	wantStatus(t, rec, http.StatusOK)
 	if src := testIDText(t, parseHTML(t, rec.Body.String()), "import-source"); !strings.HasSuffix(src, ".cursor/mcp.json") {
 		t.Errorf("source shown = %q", src)
 	}
-	if ids := findAll(parseHTML(t, rec.Body.String()), byTestID("import-id")); len(ids) != 1 || textOf(ids[0]) != "from-cursor" {
-		t.Errorf("preview of the cursor file: %d rows", len(ids))
+	if ids := parseHTML(t, rec.Body.String()).Find(testID("import-id")); ids.Length() != 1 || textOf(ids) != "from-cursor" {
+		t.Errorf("preview of the cursor file: %d rows", ids.Length())
 	}
 
 	rec = b.post("/import/preview", url.Values{"text": {claudeConfig}})
 	wantStatus(t, rec, http.StatusOK)
 	doc := parseHTML(t, rec.Body.String())
-	if rows := findAll(doc, byTestID("import-row")); len(rows) != 3 {
-		t.Fatalf("%d rows", len(rows))
+	if rows := doc.Find(testID("import-row")); rows.Length() != 3 {
+		t.Fatalf("%d rows", rows.Length())
 	}
-	if flagged := findAll(doc, byTestID("import-secret")); len(flagged) != 2 {
-		t.Errorf("%d secrets flagged; want the token and the header", len(flagged))
+	if flagged := doc.Find(testID("import-secret")); flagged.Length() != 2 {
+		t.Errorf("%d secrets flagged; want the token and the header", flagged.Length())
 	}
 	// The config is held by the server, not sent back (it holds secrets).
-	held := attrOf(findOne(t, doc, func(n *html.Node) bool { return attrOf(n, "name") == "held" }), "value")
+	held := mustOne(t, doc, `[name="held"]`).AttrOr("value", "")
 	// Skip the second row, apply the rest.
 	form := url.Values{"held": {held}, "choice-1": {"skip"}}
 	rec = b.post("/import/apply", form)
@@ -242,7 +235,7 @@ func TestImportPage(t *testing.T) {
 	if msg := testIDText(t, doc, "import-error"); !strings.Contains(msg, "line 3") {
 		t.Errorf("error = %q; want line 3", msg)
 	}
-	if kept := textOf(findOne(t, doc, byTestID("import-text"))); kept != strings.TrimSpace(bad) {
+	if kept := textOf(mustOne(t, doc, testID("import-text"))); kept != strings.TrimSpace(bad) {
 		t.Errorf("text kept = %q", kept)
 	}
 }
@@ -259,7 +252,7 @@ func TestImportPageRows(t *testing.T) {
 	e.secrets = append(e.secrets, "tok-never-shown-123456")
 	b := e.login()
 	page := parseHTML(t, b.get("/import").Body.String())
-	key := attrOf(findOne(t, page, func(n *html.Node) bool { return attrOf(n, "name") == "known" }), "value")
+	key := mustOne(t, page, `[name="known"]`).AttrOr("value", "")
 	rec := b.post("/import/preview", url.Values{"known": {key}})
 	wantStatus(t, rec, http.StatusUnprocessableEntity)
 	if msg := testIDText(t, parseHTML(t, rec.Body.String()), "import-error"); !strings.Contains(msg, "config.toml") || !strings.Contains(msg, "line 4") {
@@ -271,13 +264,13 @@ func TestImportPageRows(t *testing.T) {
 	rec = b.post("/import/preview", url.Values{"text": {text}})
 	wantStatus(t, rec, http.StatusOK)
 	doc := parseHTML(t, rec.Body.String())
-	rows := findAll(doc, byTestID("import-row"))
-	if len(rows) != 2 || attrOf(rows[0], "data-action") != "update" || attrOf(rows[1], "data-action") != "error" {
-		t.Fatalf("rows = %d", len(rows))
+	rows := doc.Find(testID("import-row"))
+	if rows.Length() != 2 || rows.Eq(0).AttrOr("data-action", "") != "update" || rows.Eq(1).AttrOr("data-action", "") != "error" {
+		t.Fatalf("rows = %d", rows.Length())
 	}
 	form := url.Values{}
-	for _, in := range findAll(doc, func(n *html.Node) bool { return n.Data == "input" && attrOf(n, "type") == "hidden" }) {
-		form.Set(attrOf(in, "name"), attrOf(in, "value"))
+	for _, in := range doc.Find(`input[type="hidden"]`).EachIter() {
+		form.Set(in.AttrOr("name", ""), in.AttrOr("value", ""))
 	}
 	form.Set("choice-0", "new")
 	// The server changes between the preview and the apply: nothing is
@@ -290,19 +283,18 @@ func TestImportPageRows(t *testing.T) {
 	rec = b.post("/import/preview", url.Values{"text": {text}})
 	doc = parseHTML(t, rec.Body.String())
 	form = url.Values{}
-	for _, in := range findAll(doc, func(n *html.Node) bool { return n.Data == "input" && attrOf(n, "type") == "hidden" }) {
-		form.Set(attrOf(in, "name"), attrOf(in, "value"))
+	for _, in := range doc.Find(`input[type="hidden"]`).EachIter() {
+		form.Set(in.AttrOr("name", ""), in.AttrOr("value", ""))
 	}
 	form.Set("choice-0", "new")
 	if rec := b.post("/import/apply", form); rec.Code != http.StatusSeeOther {
 		t.Fatalf("apply add-as-new = %d %s", rec.Code, truncate(rec.Body.String()))
 	}
-	srv := decode(t, e.api(http.MethodGet, "/api/v1/servers/gh-2", nil))
-	if srv["command"] != "new" || srv["name"] != "gh" {
-		t.Errorf("added as new = %v; want the file's entry under gh-2, named from the file", srv)
+	if srv := e.server("gh-2"); srv.Command != "new" || srv.Name != "gh" {
+		t.Errorf("added as new = %+v; want the file's entry under gh-2, named from the file", srv)
 	}
-	if gh := decode(t, e.api(http.MethodGet, "/api/v1/servers/gh", nil)); gh["command"] != "newer" {
-		t.Errorf("gh changed: %v", gh["command"])
+	if gh := e.server("gh"); gh.Command != "newer" {
+		t.Errorf("gh changed: %v", gh.Command)
 	}
 
 	// Secrets in an export need the API token typed again: right, it works.
@@ -314,12 +306,9 @@ func TestImportPageRows(t *testing.T) {
 	}
 }
 
-func jsonOf(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-func (e *env) listServers() []any {
+func (e *env) listServers() []apiServer {
 	e.t.Helper()
-	return decode(e.t, e.api(http.MethodGet, "/api/v1/servers", nil))["servers"].([]any)
+	rec := e.api(http.MethodGet, "/api/v1/servers", nil)
+	wantStatus(e.t, rec, http.StatusOK)
+	return decodeAs[serversAnswer](e.t, rec).Servers
 }

@@ -12,17 +12,14 @@ import (
 func TestIsolationShown(t *testing.T) {
 	e := newEnv(t)
 	e.createServer(fixtureServer("iso"))
-	if job := e.verify("iso"); job["status"] != "success" {
+	if job := e.verify("iso"); job.Status != "success" {
 		t.Fatalf("verify = %v", job)
 	}
 	want := "process group + limits set before exec"
 	if runtime.GOOS == "windows" {
 		want = "job object"
 	}
-	rec := e.api(http.MethodGet, "/api/v1/servers/iso", nil)
-	wantStatus(t, rec, http.StatusOK)
-	d, _ := decode(t, rec)["discovery"].(map[string]any)
-	iso, _ := d["isolation"].(string)
+	iso := e.discovery("iso").Isolation
 	if !strings.HasPrefix(iso, want) {
 		t.Errorf("API discovery.isolation = %q; want it to start with %q", iso, want)
 	}

@@ -163,7 +163,7 @@ func (s *Server) jobStarted(j discovery.Job) {
 func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *discovery.Error) error {
 	ctx := context.Background()
 	var err error
-	now := time.Now()
+	now := s.cfg.Now()
 	if verr != nil {
 		err = s.store.RecordFailure(ctx, j.ServerID, store.Failure{
 			JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: verr.Status(), StartedAt: startOf(j), FinishedAt: now,

@@ -4,16 +4,18 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
@@ -24,32 +26,44 @@ import (
 // withTTL sets the global TTL, so that tests see tools go stale quickly.
 func withTTL(d time.Duration) appOption { return func(c *webConfig) { c.DefaultTTL = d } }
 
+// testClock is the wall clock moved on by Advance: its times keep their
+// order with those of the processes and jobs, and a TTL passes at once.
+type testClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Advance moves the clock on by d.
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// withClock has the application judge freshness by c.
+func withClock(c *testClock) appOption { return func(cfg *webConfig) { cfg.Now = c.Now } }
+
 // history returns a server's history through the API, newest first.
-func (e *env) history(id string) []map[string]any {
+func (e *env) history(id string) []apiHistoryEntry {
 	e.t.Helper()
 	rec := e.api(http.MethodGet, "/api/v1/servers/"+id+"/history", nil)
 	wantStatus(e.t, rec, http.StatusOK)
-	var out []map[string]any
-	for _, h := range decode(e.t, rec)["history"].([]any) {
-		out = append(out, h.(map[string]any))
-	}
-	return out
+	return decodeAs[historyAnswer](e.t, rec).History
 }
 
 // triggers lists the triggers of a server's history, oldest first.
-func triggers(hist []map[string]any) []string {
+func triggers(hist []apiHistoryEntry) []string {
 	var out []string
 	for i := len(hist) - 1; i >= 0; i-- {
-		out = append(out, hist[i]["trigger"].(string))
+		out = append(out, hist[i].Trigger)
 	}
 	return out
-}
-
-func (e *env) discovery(id string) map[string]any {
-	e.t.Helper()
-	rec := e.api(http.MethodGet, "/api/v1/servers/"+id, nil)
-	wantStatus(e.t, rec, http.StatusOK)
-	return decode(e.t, rec)["discovery"].(map[string]any)
 }
 
 // With auto-refresh on, a server whose tools went stale by its TTL is
@@ -62,24 +76,24 @@ func TestTTLAutoRefresh(t *testing.T) {
 	e.createServer(off)
 	e.verify("auto")
 	e.verify("manual")
-	if f := e.discovery("manual")["freshness"].(map[string]any); f["state"] != "fresh" || f["fresh_until"] == nil {
+	if f := e.discovery("manual").Freshness; f.State != "fresh" || f.FreshUntil == nil {
 		t.Fatalf("freshness right after a verify = %v; want fresh, with fresh_until", f)
 	}
 
 	waitFor(t, 15*time.Second, "a TTL refresh of auto", func() bool {
 		h := e.history("auto")
-		return len(h) >= 2 && h[0]["trigger"] == "ttl" && h[0]["outcome"] == "success"
+		return len(h) >= 2 && h[0].Trigger == "ttl" && h[0].Outcome == "success"
 	})
-	var f map[string]any
+	var f apiFreshness
 	waitFor(t, 5*time.Second, "manual to turn stale", func() bool {
-		f = e.discovery("manual")["freshness"].(map[string]any)
-		return f["state"] != "fresh"
+		f = e.discovery("manual").Freshness
+		return f.State != "fresh"
 	})
-	if f["state"] != "stale" || f["reason"] != "ttl" || f["stale_since"] == nil {
-		t.Errorf("freshness of manual after its TTL = %v; want stale (ttl) with stale_since", f)
+	if f.State != "stale" || f.Reason != "ttl" || f.StaleSince == nil {
+		t.Errorf("freshness of manual after its TTL = %+v; want stale (ttl) with stale_since", f)
 	}
-	if d := e.discovery("manual"); d["stale"] != true {
-		t.Errorf("manual after its TTL: stale = %v; want true", d["stale"])
+	if d := e.discovery("manual"); !d.Stale {
+		t.Errorf("manual after its TTL: stale = %v; want true", d.Stale)
 	}
 	if h := e.history("manual"); len(h) != 1 {
 		t.Errorf("manual (auto-refresh off) has %d verifications; want 1: %v", len(h), triggers(h))
@@ -103,30 +117,40 @@ func TestEditTriggersReverify(t *testing.T) {
 	body["env"] = map[string]string{"API_KEY": "second-value-2"}
 	rec := e.api(http.MethodPut, "/api/v1/servers/ed", body)
 	wantStatus(t, rec, http.StatusOK)
-	if d := decode(t, rec)["discovery"].(map[string]any); d["tool_count"] != float64(5) {
-		t.Errorf("right after the edit: %v; want the old 5 tools kept", d)
+	if d := decodeAs[apiServer](t, rec).Discovery; d == nil || d.ToolCount != 5 || d.JobID == "" {
+		t.Errorf("right after the edit: %+v; want the old 5 tools kept, and the edit's job", d)
 	}
 	waitFor(t, 15*time.Second, "the edit's verification", func() bool {
 		h := e.history("ed")
-		return len(h) == 2 && h[0]["trigger"] == "edit" && h[0]["outcome"] == "success"
+		return len(h) == 2 && h[0].Trigger == "edit" && h[0].Outcome == "success"
 	})
-	if f := e.discovery("ed")["freshness"].(map[string]any); f["state"] != "fresh" {
-		t.Errorf("after the edit's verification: %v; want fresh", f)
+	if f := e.discovery("ed").Freshness; f.State != "fresh" {
+		t.Errorf("after the edit's verification: %+v; want fresh", f)
 	}
 
-	// A new argument changes the launch: nothing runs until confirmed.
+	// A new argument changes the launch: nothing runs until confirmed. An
+	// edit's verification is started before the PUT answers (as the
+	// answer above shows, with its job), so this answer without a job
+	// says none was; and the history checked after the confirmed Verify
+	// below holds whatever ran between the edit and the confirmation.
 	body["args"] = []string{"-tools", "4"}
-	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/ed", body), http.StatusOK)
-	time.Sleep(300 * time.Millisecond)
+	rec = e.api(http.MethodPut, "/api/v1/servers/ed", body)
+	wantStatus(t, rec, http.StatusOK)
+	if d := decodeAs[apiServer](t, rec).Discovery; d == nil || d.JobID != "" {
+		t.Errorf("an unconfirmed launch was verified: the edit answered %+v", d)
+	}
 	if h := e.history("ed"); len(h) != 2 {
 		t.Errorf("an unconfirmed launch was verified: %v", triggers(h))
 	}
-	f := e.discovery("ed")["freshness"].(map[string]any)
-	if f["state"] != "stale" || f["reason"] != "config" {
-		t.Errorf("after an unconfirmed edit: %v; want stale (config)", f)
+	f := e.discovery("ed").Freshness
+	if f.State != "stale" || f.Reason != "config" {
+		t.Errorf("after an unconfirmed edit: %+v; want stale (config)", f)
 	}
-	if job := e.verify("ed"); job["status"] != "success" || job["tool_count"] != float64(4) {
-		t.Errorf("verify after confirming: %v", job)
+	if job := e.verify("ed"); job.Status != "success" || job.ToolCount != 4 {
+		t.Errorf("verify after confirming: %+v", job)
+	}
+	if got := triggers(e.history("ed")); !slices.Equal(got, []string{"manual", "edit", "manual"}) {
+		t.Errorf("history = %v; want manual, edit, manual: nothing between the unconfirmed edit and its confirmation", got)
 	}
 }
 
@@ -142,29 +166,29 @@ func TestEditDuringVerification(t *testing.T) {
 	e.createServer(body)
 	rec := e.api(http.MethodPost, "/api/v1/servers/slow/verify", confirmed)
 	wantStatus(t, rec, http.StatusAccepted)
-	first := decode(t, rec)["job"].(map[string]any)["id"].(string)
+	first := decodeAs[jobAnswer](t, rec).Job.ID
 	waitFor(t, 5*time.Second, "the first job to run", func() bool { return e.serverStatus("slow") == "running" })
 
 	body["env"] = map[string]string{"MODE": "two"}
 	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/slow", body), http.StatusOK)
-	if job := e.waitJob(first); job["status"] == "success" {
-		t.Errorf("the old configuration's job = %v; want it cancelled", job["status"])
+	if job := e.waitJob(first); job.Status == "success" {
+		t.Errorf("the old configuration's job = %v; want it cancelled", job.Status)
 	}
 	// Both land in the history, in whichever order they finished.
-	byJob := map[string]map[string]any{}
+	byJob := map[string]apiHistoryEntry{}
 	waitFor(t, 20*time.Second, "both verifications in the history", func() bool {
-		byJob = map[string]map[string]any{}
+		byJob = map[string]apiHistoryEntry{}
 		for _, h := range e.history("slow") {
-			byJob[h["job_id"].(string)] = h
+			byJob[h.JobID] = h
 		}
 		return len(byJob) == 2
 	})
 	for id, h := range byJob {
 		switch {
-		case id == first && h["outcome"] != string(store.OutcomeDiscarded):
-			t.Errorf("the first job's entry = %v; want discarded", h)
-		case id != first && (h["outcome"] != "success" || h["trigger"] != "edit" || h["tool_count"] != float64(5)):
-			t.Errorf("the edit's entry = %v; want a success with 5 tools", h)
+		case id == first && h.Outcome != string(store.OutcomeDiscarded):
+			t.Errorf("the first job's entry = %+v; want discarded", h)
+		case id != first && (h.Outcome != "success" || h.Trigger != "edit" || h.ToolCount != 5):
+			t.Errorf("the edit's entry = %+v; want a success with 5 tools", h)
 		}
 	}
 	sum, err := e.db.Summary(ctx, "slow")
@@ -204,30 +228,34 @@ func TestVerifyAll(t *testing.T) {
 	srv, client := e.liveServer()
 	s := b.openEvents(srv, client)
 	// The page's button posts where Verify all is served.
-	button := findOne(t, parseHTML(t, b.get("/").Body.String()), byTestID("verify-all-button"))
-	if rec := b.htmx(http.MethodPost, attrOf(button, "hx-post"), nil); rec.Code != http.StatusAccepted {
-		t.Fatalf("the Verify all button's POST %s = %d; want 202", attrOf(button, "hx-post"), rec.Code)
+	button := mustOne(t, parseHTML(t, b.get("/").Body.String()), testID("verify-all-button"))
+	if rec := b.htmx(http.MethodPost, button.AttrOr("hx-post", ""), nil); rec.Code != http.StatusAccepted {
+		t.Fatalf("the Verify all button's POST %s = %d; want 202", button.AttrOr("hx-post", ""), rec.Code)
 	}
 	e.waitIdleAll()
 	rec := e.api(http.MethodPost, "/api/v1/verify-all", nil)
 	wantStatus(t, rec, http.StatusAccepted)
-	batch := decode(t, rec)["batch"].(map[string]any)
-	if batch["total"] != float64(10) || len(batch["skipped"].([]any)) != 2 {
-		t.Fatalf("batch = %v; want 10 jobs, 2 skipped", batch)
+	batch := decodeAs[batchAnswer](t, rec).Batch
+	if batch.Total != 10 || len(batch.Skipped) != 2 {
+		t.Fatalf("batch = %+v; want 10 jobs, 2 skipped", batch)
 	}
-	id := batch["id"].(string)
-	maxRunning := 0.0
+	getBatch := func() apiBatch {
+		t.Helper()
+		rec := e.api(http.MethodGet, "/api/v1/batches/"+batch.ID, nil)
+		wantStatus(t, rec, http.StatusOK)
+		return decodeAs[batchAnswer](t, rec).Batch
+	}
+	maxRunning := 0
 	waitFor(t, 30*time.Second, "the batch to finish", func() bool {
-		b := decode(t, e.api(http.MethodGet, "/api/v1/batches/"+id, nil))["batch"].(map[string]any)
-		maxRunning = max(maxRunning, b["running"].(float64))
-		return b["done"] == true
+		b := getBatch()
+		maxRunning = max(maxRunning, b.Running)
+		return b.Done
 	})
 	if maxRunning > 2 {
 		t.Errorf("up to %v verifications ran at once; want at most the limit, 2", maxRunning)
 	}
-	final := decode(t, e.api(http.MethodGet, "/api/v1/batches/"+id, nil))["batch"].(map[string]any)
-	if final["succeeded"] != float64(10) || final["failed"] != float64(0) {
-		t.Errorf("final batch = %v; want 10 succeeded", final)
+	if final := getBatch(); final.Succeeded != 10 || final.Failed != 0 {
+		t.Errorf("final batch = %+v; want 10 succeeded", final)
 	}
 	// The page hears the progress: partial, then complete.
 	var partial bool
@@ -246,8 +274,8 @@ func TestVerifyAll(t *testing.T) {
 			t.Errorf("%s was verified by Verify all", id)
 		}
 	}
-	if h := e.history("sa"); len(h) != 2 || h[0]["trigger"] != "verify-all" || h[1]["trigger"] != "verify-all" {
-		t.Errorf("history of sa = %v; want two verify-all entries (button, API)", h)
+	if h := e.history("sa"); !slices.Equal(triggers(h), []string{"verify-all", "verify-all"}) {
+		t.Errorf("history of sa = %+v; want two verify-all entries (button, API)", h)
 	}
 	// A fresh page shows the last batch.
 	doc := parseHTML(t, b.get("/").Body.String())
@@ -260,39 +288,45 @@ func TestVerifyAll(t *testing.T) {
 // catalog names each tool's server freshness with an ETag that changes
 // exactly when the catalog does.
 func TestDeltaHistoryAndCatalogFreshness(t *testing.T) {
-	e := newEnv(t, withTTL(time.Second))
+	clock := &testClock{}
+	e := newEnv(t, withTTL(time.Minute), withClock(clock)) // under store.MinListTTL: no hint
 	state := filepath.Join(t.TempDir(), "runs")
 	body := fixtureServer("rug")
 	body["args"] = []string{"-mode", "change-on-second-run", "-state-file", state, "-tools", "3"}
 	e.createServer(body)
-	if job := e.verify("rug"); job["delta"].(map[string]any)["text"] != "+3" {
-		t.Errorf("first job's delta = %v; want +3", job["delta"])
+	if job := e.verify("rug"); job.Delta == nil || job.Delta.Text != "+3" {
+		t.Errorf("first job's delta = %+v; want +3", job.Delta)
 	}
-	catalog := func() (string, map[string]any) {
+	catalog := func() (string, apiFreshness) {
+		t.Helper()
 		rec := e.api(http.MethodGet, "/api/v1/tools", nil)
 		wantStatus(t, rec, http.StatusOK)
-		tools := decode(t, rec)["tools"].([]any)
-		return rec.Header().Get("ETag"), tools[0].(map[string]any)["freshness"].(map[string]any)
+		tools := decodeAs[toolsAnswer](t, rec).Tools
+		if len(tools) == 0 || tools[0].Freshness == nil {
+			t.Fatalf("catalog = %+v; want tools with their server's freshness", tools)
+		}
+		return rec.Header().Get("ETag"), *tools[0].Freshness
 	}
 	etag1, f := catalog()
-	if f["state"] != "fresh" {
-		t.Errorf("catalog freshness = %v; want fresh", f)
+	if f.State != "fresh" {
+		t.Errorf("catalog freshness = %+v; want fresh", f)
 	}
 	// Stale by the clock: the catalog changes with no store change.
-	time.Sleep(1100 * time.Millisecond)
+	clock.Advance(time.Minute + time.Second)
 	etag2, f := catalog()
-	if f["state"] != "stale" || f["reason"] != "ttl" || etag2 == etag1 {
-		t.Errorf("catalog after the TTL: %v, ETag %s (was %s); want stale (ttl) and a new ETag", f, etag2, etag1)
+	if f.State != "stale" || f.Reason != "ttl" || etag2 == etag1 {
+		t.Errorf("catalog after the TTL: %+v, ETag %s (was %s); want stale (ttl) and a new ETag", f, etag2, etag1)
 	}
 
 	job := e.verify("rug")
-	d := job["delta"].(map[string]any)
-	if d["text"] != "+1 −1 ~1" || d["added_names"].([]any)[0] != "extra_tool" || d["changed_names"].([]any)[0] != "tool_000" {
-		t.Errorf("second job's delta = %v; want +1 −1 ~1 (extra_tool, tool_002, tool_000)", d)
+	wantDelta := &apiDelta{Added: 1, Removed: 1, Changed: 1, AddedNames: []string{"extra_tool"}, RemovedNames: []string{"tool_002"},
+		ChangedNames: []string{"tool_000"}, Text: "+1 −1 ~1"}
+	if diff := cmp.Diff(wantDelta, job.Delta); diff != "" {
+		t.Errorf("second job's delta (-want +got):\n%s", diff)
 	}
 	h := e.history("rug")
-	if len(h) != 2 || h[0]["delta"].(map[string]any)["text"] != "+1 −1 ~1" || h[1]["delta"].(map[string]any)["text"] != "+3" {
-		t.Errorf("history = %v", h)
+	if len(h) != 2 || h[0].Delta == nil || h[0].Delta.Text != "+1 −1 ~1" || h[1].Delta == nil || h[1].Delta.Text != "+3" {
+		t.Errorf("history = %+v", h)
 	}
 	// The row and panel show it, and so does the history section.
 	b := e.login()
@@ -303,8 +337,8 @@ func TestDeltaHistoryAndCatalogFreshness(t *testing.T) {
 	if got := testIDText(t, doc, "last-delta"); got != "+1 −1 ~1" {
 		t.Errorf("panel's last change = %q", got)
 	}
-	if rows := findAll(doc, byTestID("history-row")); len(rows) != 2 {
-		t.Errorf("history rows = %d; want 2", len(rows))
+	if rows := doc.Find(testID("history-row")); rows.Length() != 2 {
+		t.Errorf("history rows = %d; want 2", rows.Length())
 	}
 	if got := testIDText(t, doc, "changes-banner"); !strings.Contains(got, "1 tool(s) changed") {
 		t.Errorf("changes banner = %q", got)
@@ -366,7 +400,10 @@ func TestStartupVerification(t *testing.T) {
 				t.Errorf("crashed's history = %+v; want one startup verification", hist)
 			}
 		} else {
-			time.Sleep(500 * time.Millisecond)
+			// Nothing to wait for: whatever would start verifications
+			// starts none; the quiet period gives it the time it would
+			// take, so that its absence means something.
+			time.Sleep(quietPeriod)
 		}
 		if done("unconfirmed") || (!on && (done("crashed") || done("never"))) {
 			t.Errorf("verify-on-start %v: verified a server it must not", on)
@@ -431,21 +468,21 @@ func TestListChangedAndVersionTriggers(t *testing.T) {
 	writeTools(t, file, "1.0.0", "alpha", "beta")
 	u, stop := startFixtureHTTP(t, "127.0.0.1:0", "-tools-file", file)
 	e.createServer(map[string]any{"id": "remote", "transport": "http", "url": u})
-	if job := e.verify("remote"); job["status"] != "success" {
-		t.Fatalf("verify: %v", job)
+	if job := e.verify("remote"); job.Status != "success" {
+		t.Fatalf("verify: %+v", job)
 	}
 	waitFor(t, 10*time.Second, "the watch to connect", func() bool {
-		w, _ := e.discovery("remote")["watch"].(map[string]any)
-		return w != nil && w["connected"] == true
+		w := e.discovery("remote").Watch
+		return w != nil && w.Connected
 	})
 
 	writeTools(t, file, "1.0.0", "alpha", "beta", "gamma")
 	waitFor(t, 15*time.Second, "a list-changed verification", func() bool {
 		h := e.history("remote")
-		return len(h) >= 2 && h[0]["trigger"] == "list-changed" && h[0]["outcome"] == "success"
+		return len(h) >= 2 && h[0].Trigger == "list-changed" && h[0].Outcome == "success"
 	})
-	if d := e.history("remote")[0]["delta"].(map[string]any); d["text"] != "+1" {
-		t.Errorf("list-changed delta = %v; want +1 (gamma)", d)
+	if d := e.history("remote")[0].Delta; d == nil || d.Text != "+1" {
+		t.Errorf("list-changed delta = %+v; want +1 (gamma)", d)
 	}
 
 	// The server restarts, on the same address, as a new version.
@@ -455,23 +492,20 @@ func TestListChangedAndVersionTriggers(t *testing.T) {
 	startFixtureHTTP(t, addr, "-tools-file", file)
 	defer func() {
 		if t.Failed() {
-			t.Logf("watch: %v; history: %v", e.discovery("remote")["watch"], e.history("remote"))
+			t.Logf("watch: %+v; history: %+v", e.discovery("remote").Watch, e.history("remote"))
 		}
 	}()
 	waitFor(t, 20*time.Second, "a version verification", func() bool {
 		h := e.history("remote")
-		return len(h) >= 3 && h[0]["trigger"] == "version" && h[0]["outcome"] == "success"
+		return len(h) >= 3 && h[0].Trigger == "version" && h[0].Outcome == "success"
 	})
-	if h := e.history("remote")[0]; h["server_version"] != "2.0.0" || h["previous_version"] != "1.0.0" {
-		t.Errorf("version entry = %v; want 1.0.0 → 2.0.0", h)
+	if h := e.history("remote")[0]; h.ServerVersion != "2.0.0" || h.PreviousVersion != "1.0.0" {
+		t.Errorf("version entry = %+v; want 1.0.0 → 2.0.0", h)
 	}
 
 	// Auto-refresh off: no session is held.
 	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/remote", map[string]any{"transport": "http", "url": u, "auto_refresh": false, "ttl_seconds": 3600}), http.StatusOK)
-	waitFor(t, 5*time.Second, "the watch to stop", func() bool {
-		_, watching := e.discovery("remote")["watch"]
-		return !watching
-	})
+	waitFor(t, 5*time.Second, "the watch to stop", func() bool { return e.discovery("remote").Watch == nil })
 }
 
 // waitIdleAll waits until no verification is queued or running.
@@ -502,13 +536,13 @@ func TestToolRemovedAndRestored(t *testing.T) {
 	step := func(delta string, want map[string][2]string) {
 		t.Helper()
 		job := e.verify("rr")
-		if got := job["delta"].(map[string]any)["text"]; got != delta {
-			t.Errorf("delta = %v; want %s", got, delta)
+		if job.Delta == nil || job.Delta.Text != delta {
+			t.Errorf("delta = %+v; want %s", job.Delta, delta)
 		}
 		tools := e.apiTools("rr")
 		for name, w := range want {
-			if tools[name]["state"] != w[0] || tools[name]["effective_policy"] != w[1] {
-				t.Errorf("%s: state %v, effective %v; want %s, %s", name, tools[name]["state"], tools[name]["effective_policy"], w[0], w[1])
+			if tools[name].State != w[0] || tools[name].EffectivePolicy != w[1] {
+				t.Errorf("%s: state %v, effective %v; want %s, %s", name, tools[name].State, tools[name].EffectivePolicy, w[0], w[1])
 			}
 		}
 	}
@@ -516,8 +550,8 @@ func TestToolRemovedAndRestored(t *testing.T) {
 	step("−1", map[string][2]string{"keep": {"active", "ask"}, "flaky": {"missing", "deny"}})
 	writeTools(t, file, "1.0.0", "keep", "flaky")
 	step("+1", map[string][2]string{"flaky": {"active", "deny"}})
-	if tools := e.apiTools("rr"); tools["flaky"]["policy"] != "deny" {
-		t.Errorf("restored tool's policy = %v; want the deny set before", tools["flaky"]["policy"])
+	if tools := e.apiTools("rr"); tools["flaky"].Policy != "deny" {
+		t.Errorf("restored tool's policy = %v; want the deny set before", tools["flaky"].Policy)
 	}
 	// Back with another definition: changed, and denied until approved.
 	e.setPolicy("rr", "keep", "allow")
@@ -541,20 +575,18 @@ func TestListTTLHintShown(t *testing.T) {
 	writeTools(t, file, "1.0.0", "alpha")
 	u, _ := startFixtureHTTP(t, "127.0.0.1:0", "-tools-file", file)
 	e.createServer(map[string]any{"id": "hinted", "transport": "http", "url": u, "auto_refresh": false, "ttl_seconds": 3600})
-	if job := e.verify("hinted"); job["status"] != "success" {
-		t.Fatalf("verify: %v", job)
+	if job := e.verify("hinted"); job.Status != "success" {
+		t.Fatalf("verify: %+v", job)
 	}
 	d := e.discovery("hinted")
-	f, _ := d["freshness"].(map[string]any)
-	verified, err1 := time.Parse(time.RFC3339Nano, fmt.Sprint(f["verified_at"]))
-	until, err2 := time.Parse(time.RFC3339Nano, fmt.Sprint(f["fresh_until"]))
-	if err1 != nil || err2 != nil || d["list_ttl_ms"] != float64(0) || d["cache_scope"] != "private" ||
-		f["list_ttl_hint"] != true || until.Sub(verified) != store.MinListTTL {
-		t.Fatalf("discovery = list_ttl_ms %v, cache_scope %v, freshness %v; want 0, private, fresh for %s by the hint",
-			d["list_ttl_ms"], d["cache_scope"], f, store.MinListTTL)
+	f := d.Freshness
+	if f.VerifiedAt == nil || f.FreshUntil == nil || d.ListTTLMS == nil || *d.ListTTLMS != 0 || d.CacheScope != "private" ||
+		!f.ListTTLHint || f.FreshUntil.Sub(*f.VerifiedAt) != store.MinListTTL {
+		t.Fatalf("discovery = list_ttl_ms %v, cache_scope %v, freshness %+v; want 0, private, fresh for %s by the hint",
+			d.ListTTLMS, d.CacheScope, f, store.MinListTTL)
 	}
-	if d["protocol_version"] != "2026-07-28" {
-		t.Errorf("discovery.protocol_version = %v; want the revision negotiated, 2026-07-28", d["protocol_version"])
+	if d.ProtocolVersion != "2026-07-28" {
+		t.Errorf("discovery.protocol_version = %v; want the revision negotiated, 2026-07-28", d.ProtocolVersion)
 	}
 	page := e.login().get("/servers/hinted").Body.String()
 	if !strings.Contains(page, `data-testid="freshness-hint"`) {

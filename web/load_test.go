@@ -29,15 +29,14 @@ func TestDashboardAnswersDuringHostileVerifications(t *testing.T) {
 	for i := range n {
 		rec := e.api(http.MethodPost, fmt.Sprintf("/api/v1/servers/hostile-%02d/verify", i), confirmed)
 		wantStatus(t, rec, http.StatusAccepted)
-		jobs = append(jobs, decode(t, rec)["job"].(map[string]any)["id"].(string))
+		jobs = append(jobs, decodeAs[jobAnswer](t, rec).Job.ID)
 	}
 	// All of them are past the queue, in the handshake that never ends.
 	deadline := time.Now().Add(10 * time.Second)
 	for running := 0; running < n; {
 		running = 0
 		for _, id := range jobs {
-			rec := e.api(http.MethodGet, "/api/v1/jobs/"+id, nil)
-			if job := decode(t, rec)["job"].(map[string]any); job["phase"] == "initializing" {
+			if e.job(id).Phase == "initializing" {
 				running++
 			}
 		}
@@ -81,8 +80,8 @@ func TestDashboardAnswersDuringHostileVerifications(t *testing.T) {
 
 	// They are still hanging: the requests did not wait for them.
 	for _, id := range jobs {
-		if job := decode(t, e.api(http.MethodGet, "/api/v1/jobs/"+id, nil))["job"].(map[string]any); job["finished_at"] != nil {
-			t.Fatalf("job %s finished early: %v", id, job)
+		if job := e.job(id); job.FinishedAt != nil {
+			t.Fatalf("job %s finished early: %+v", id, job)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
@@ -113,28 +112,32 @@ func text(res *mcp.CallToolResult) string {
 	return tc.Text
 }
 
-func (e *env) calls() []map[string]any {
+func (e *env) calls() []apiCall {
 	e.t.Helper()
-	var body struct {
-		Calls []map[string]any `json:"calls"`
-	}
 	rec := e.api(http.MethodGet, "/api/v1/calls", nil)
 	wantStatus(e.t, rec, http.StatusOK)
-	json.Unmarshal(rec.Body.Bytes(), &body)
-	return body.Calls
+	return decodeAs[callsAnswer](e.t, rec).Calls
+}
+
+// approvals are the calls waiting for a person.
+func (e *env) approvals() []apiApproval {
+	e.t.Helper()
+	rec := e.api(http.MethodGet, "/api/v1/approvals", nil)
+	wantStatus(e.t, rec, http.StatusOK)
+	return decodeAs[approvalsAnswer](e.t, rec).Approvals
 }
 
 // waitCall waits for the audit log to hold n calls and returns the newest.
-func (e *env) waitCall(n int) map[string]any {
+func (e *env) waitCall(n int) apiCall {
 	e.t.Helper()
 	return e.waitCalls(n)[0]
 }
 
 // waitCalls waits for the audit log to hold n calls and returns them,
 // newest first.
-func (e *env) waitCalls(n int) []map[string]any {
+func (e *env) waitCalls(n int) []apiCall {
 	e.t.Helper()
-	var calls []map[string]any
+	var calls []apiCall
 	waitFor(e.t, 5*time.Second, "the calls audited", func() bool { calls = e.calls(); return len(calls) >= n })
 	return calls
 }
@@ -169,7 +172,7 @@ func newMCPSetup(t testing.TB, opts ...appOption) *mcpSetup {
 		m.files[id] = file
 		e.createServer(map[string]any{"id": id, "name": "Server " + id, "transport": "stdio", "command": fixtureBin,
 			"args": []string{"-tools-file", file, "-name", m.marker}, "default_policy": "allow"})
-		if job := e.verify(id); job["status"] != "success" {
+		if job := e.verify(id); job.Status != "success" {
 			t.Fatalf("verify %s = %v", id, job)
 		}
 	}
@@ -194,15 +197,12 @@ func TestMCPListFromCatalog(t *testing.T) {
 	e := m.e
 	c := connectMCP(t, m.base, testMCPToken)
 	names := c.names(t)
-	var catalog struct {
-		Tools []map[string]any `json:"tools"`
-	}
 	rec := e.api(http.MethodGet, "/api/v1/tools", nil)
-	json.Unmarshal(rec.Body.Bytes(), &catalog)
+	wantStatus(t, rec, http.StatusOK)
 	var want []string
-	for _, tl := range catalog.Tools {
-		if p := tl["effective_policy"]; p == "allow" || p == "ask" {
-			want = append(want, tl["agent_name"].(string))
+	for _, tl := range decodeAs[toolsAnswer](t, rec).Tools {
+		if p := tl.EffectivePolicy; p == "allow" || p == "ask" {
+			want = append(want, tl.AgentName)
 		}
 	}
 	slices.Sort(want)
@@ -314,9 +314,9 @@ func TestMCPCallRouting(t *testing.T) {
 		t.Errorf("%d upstream processes after a second call to the same server; want it reused (1)", n)
 	}
 	call := e.waitCall(2)
-	if call["decision"] != "allowed" || call["decided_by"] != "policy" || call["outcome"] != "ok" || call["server_id"] != "alpha" ||
-		call["tool"] != "odd.name-v2" || !strings.HasPrefix(call["session"].(string), "sb-") || call["client"] != "test-agent 0.1" {
-		t.Errorf("audited call = %v", call)
+	if call.Decision != "allowed" || call.DecidedBy != "policy" || call.Outcome != "ok" || call.ServerID != "alpha" ||
+		call.Tool != "odd.name-v2" || !strings.HasPrefix(call.Session, "sb-") || call.Client != "test-agent 0.1" {
+		t.Errorf("audited call = %+v", call)
 	}
 	waitFor(t, 5*time.Second, "the idle upstream stopped", func() bool { return proctest.Count(m.marker) == 0 })
 
@@ -324,8 +324,8 @@ func TestMCPCallRouting(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "policy is deny") {
 		t.Errorf("call of a denied tool = %v; want refused, policy deny", err)
 	}
-	if call := e.waitCall(3); call["decision"] != "denied" || call["outcome"] != "refused" {
-		t.Errorf("audited denied call = %v", call)
+	if call := e.waitCall(3); call.Decision != "denied" || call.Outcome != "refused" {
+		t.Errorf("audited denied call = %+v", call)
 	}
 	if _, err = c.call("alpha__nope", nil); err == nil {
 		t.Error("call of an unknown tool succeeded")
@@ -335,8 +335,8 @@ func TestMCPCallRouting(t *testing.T) {
 	if _, err = c.call(long, nil); err == nil || strings.Contains(err.Error(), "<x>") || !strings.Contains(err.Error(), "not the name of a tool") {
 		t.Errorf("call by a long hostile name = %v; want refused, not echoed", err)
 	}
-	if call := e.waitCall(5); len(call["agent_name"].(string)) > 80 {
-		t.Errorf("audited name is %d bytes; want it cut", len(call["agent_name"].(string)))
+	if call := e.waitCall(5); len(call.AgentName) > 80 {
+		t.Errorf("audited name is %d bytes; want it cut", len(call.AgentName))
 	}
 	// A request asking for progress (params._meta) is refused and
 	// audited the same way.
@@ -347,8 +347,8 @@ func TestMCPCallRouting(t *testing.T) {
 	if _, err = c.CallTool(ctx, req); err == nil || !strings.Contains(err.Error(), "policy is deny") {
 		t.Errorf("call of a denied tool with _meta = %v; want refused, policy deny", err)
 	}
-	if call := e.waitCall(6); call["tool"] != "drop" || call["decision"] != "denied" {
-		t.Errorf("audited call with _meta = %v", call)
+	if call := e.waitCall(6); call.Tool != "drop" || call.Decision != "denied" {
+		t.Errorf("audited call with _meta = %+v", call)
 	}
 	if n := proctest.Count(m.marker); n != 0 {
 		t.Errorf("%d upstream processes after refused calls; want none", n)
@@ -377,14 +377,10 @@ func TestMCPAsk(t *testing.T) {
 		}()
 		var id string
 		waitFor(t, 5*time.Second, "the approval waiting", func() bool {
-			var body struct {
-				Approvals []map[string]any `json:"approvals"`
-			}
-			json.Unmarshal(e.api(http.MethodGet, "/api/v1/approvals", nil).Body.Bytes(), &body)
-			if len(body.Approvals) == 1 {
-				id = body.Approvals[0]["id"].(string)
-				if !strings.Contains(body.Approvals[0]["arguments"].(string), `"text": "<script>alert(1)</script>"`) {
-					t.Errorf("approval arguments = %q", body.Approvals[0]["arguments"])
+			if approvals := e.approvals(); len(approvals) == 1 {
+				id = approvals[0].ID
+				if !strings.Contains(approvals[0].Arguments, `"text": "<script>alert(1)</script>"`) {
+					t.Errorf("approval arguments = %q", approvals[0].Arguments)
 				}
 			}
 			return id != ""
@@ -398,8 +394,8 @@ func TestMCPAsk(t *testing.T) {
 	if o := <-done; o.err != nil || !strings.HasPrefix(text(o.res), "write ") {
 		t.Errorf("approved call = %q, %v; want it through", text(o.res), o.err)
 	}
-	if call := e.waitCall(1); call["decision"] != "approved" || call["decided_by"] != "api" || call["outcome"] != "ok" {
-		t.Errorf("audited approved call = %v", call)
+	if call := e.waitCall(1); call.Decision != "approved" || call.DecidedBy != "api" || call.Outcome != "ok" {
+		t.Errorf("audited approved call = %+v", call)
 	}
 	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "deny"}), http.StatusNotFound)
 
@@ -408,8 +404,8 @@ func TestMCPAsk(t *testing.T) {
 	if o := <-done; o.err == nil || !strings.Contains(o.err.Error(), "denied the call in the dashboard") {
 		t.Errorf("call denied in the dashboard = %v; want a clear refusal", o.err)
 	}
-	if call := e.waitCall(2); call["decision"] != "denied" || call["decided_by"] != "dashboard" {
-		t.Errorf("audited dashboard denial = %v", call)
+	if call := e.waitCall(2); call.Decision != "denied" || call.DecidedBy != "dashboard" {
+		t.Errorf("audited dashboard denial = %+v", call)
 	}
 
 	// A person who denies the tool while a call waits, then approves the
@@ -427,8 +423,8 @@ func TestMCPAsk(t *testing.T) {
 	if o := <-done; o.err == nil || !strings.Contains(o.err.Error(), "nobody approved the call within 1.5s") {
 		t.Errorf("unanswered call = %v; want denied after the timeout", o.err)
 	}
-	if call := e.waitCall(4); call["decided_by"] != "timeout" {
-		t.Errorf("audited timeout = %v", call)
+	if call := e.waitCall(4); call.DecidedBy != "timeout" {
+		t.Errorf("audited timeout = %+v", call)
 	}
 	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "maybe"}), http.StatusUnprocessableEntity)
 }
@@ -455,11 +451,11 @@ func TestMCPAskCardLive(t *testing.T) {
 	if strings.Contains(card, "<img") || !strings.Contains(card, "&lt;img src=x onerror=alert(1)&gt;") || !strings.Contains(card, "alpha__write") {
 		t.Errorf("card = %s; want the tool and the escaped arguments", truncate(card))
 	}
-	var body struct {
-		Approvals []map[string]any `json:"approvals"`
+	approvals := e.approvals()
+	if len(approvals) != 1 {
+		t.Fatalf("approvals = %+v; want the waiting call", approvals)
 	}
-	json.Unmarshal(e.api(http.MethodGet, "/api/v1/approvals", nil).Body.Bytes(), &body)
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+body.Approvals[0]["id"].(string), map[string]any{"decision": "approve"}), http.StatusOK)
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+approvals[0].ID, map[string]any{"decision": "approve"}), http.StatusOK)
 	s.until(t, 5*time.Second, "card gone", func(ev sseEvent) bool {
 		return ev.name == "approvals" && !strings.Contains(ev.text(), "approval-card")
 	})
@@ -473,7 +469,9 @@ func TestMCPListChanged(t *testing.T) {
 	e := m.e
 	c := connectMCP(t, m.base, testMCPToken)
 	before := c.names(t)
-	time.Sleep(200 * time.Millisecond) // the GET stream is open
+	// The client opens its GET stream for notifications in the
+	// background, and the server shows no sign of a session's stream.
+	time.Sleep(quietPeriod)
 	e.setPolicy("alpha", "read", "deny")
 	waitFor(t, 5*time.Second, "tools/list_changed", func() bool { return c.listChanged.Load() >= 1 })
 	after := c.names(t)
@@ -483,7 +481,7 @@ func TestMCPListChanged(t *testing.T) {
 	// A verification that finds a tool gone: it is missing, and unlisted.
 	n := c.listChanged.Load()
 	writeTools(t, m.files["beta"], "1", "secret")
-	if job := e.verify("beta"); job["status"] != "success" {
+	if job := e.verify("beta"); job.Status != "success" {
 		t.Fatal(job)
 	}
 	waitFor(t, 5*time.Second, "tools/list_changed after a verification", func() bool { return c.listChanged.Load() > n })
@@ -492,7 +490,10 @@ func TestMCPListChanged(t *testing.T) {
 	}
 	n = c.listChanged.Load()
 	e.setPolicy("alpha", "write", "ask") // no change to the offer
-	time.Sleep(300 * time.Millisecond)
+	// A notification not sent marks no moment (and the endpoint merges a
+	// pending rebuild with the next change's, so a later change cannot
+	// tell): give it the time one takes.
+	time.Sleep(quietPeriod)
 	if c.listChanged.Load() != n {
 		t.Errorf("list_changed sent for a change that left the offer as it was")
 	}
@@ -507,7 +508,7 @@ func TestMCPPinMismatchOnRestart(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "runs")
 	e.createServer(map[string]any{"id": "rug", "name": "Rug", "transport": "stdio", "command": fixtureBin,
 		"args": []string{"-tools", "3", "-mode", "change-on-second-run", "-state-file", state}, "default_policy": "allow"})
-	if job := e.verify("rug"); job["status"] != "success" {
+	if job := e.verify("rug"); job.Status != "success" {
 		t.Fatal(job)
 	}
 	e.setPolicy("rug", "tool_000", "allow")
@@ -516,8 +517,8 @@ func TestMCPPinMismatchOnRestart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not the approved one") {
 		t.Fatalf("call of a tool changed on the second start = %v; want refused by the pin check", err)
 	}
-	if call := e.waitCall(1); call["decided_by"] != "pin check" || call["decision"] != "denied" {
-		t.Errorf("audited = %v", call)
+	if call := e.waitCall(1); call.DecidedBy != "pin check" || call.Decision != "denied" {
+		t.Errorf("audited = %+v", call)
 	}
 	waitFor(t, 10*time.Second, "the re-verification marks it changed", func() bool {
 		rec := e.api(http.MethodGet, "/api/v1/servers/rug/tools/tool_000", nil)
@@ -538,15 +539,15 @@ func TestTryIt(t *testing.T) {
 	page := b.get("/tools/alpha__write")
 	wantStatus(t, page, http.StatusOK)
 	doc := parseHTML(t, page.Body.String())
-	findOne(t, doc, byTestID("try-form"))
+	mustOne(t, doc, testID("try-form"))
 	rec := b.post("/tools/alpha__write/try", url.Values{})
 	wantStatus(t, rec, http.StatusOK)
 	out := testIDText(t, parseHTML(t, rec.Body.String()), "try-output")
 	if !strings.Contains(out, `write {}`) {
 		t.Errorf("Try it output = %q; want the fixture's echo", out)
 	}
-	if call := e.waitCall(1); call["decision"] != "approved" || call["decided_by"] != "dashboard" || call["session"] != "dashboard" {
-		t.Errorf("audited Try it call = %v", call)
+	if call := e.waitCall(1); call.Decision != "approved" || call.DecidedBy != "dashboard" || call.Session != "dashboard" {
+		t.Errorf("audited Try it call = %+v", call)
 	}
 	rec = b.post("/tools/alpha__drop/try", url.Values{})
 	if out := testIDText(t, parseHTML(t, rec.Body.String()), "try-output"); !strings.Contains(out, "policy is deny") {

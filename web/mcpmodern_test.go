@@ -71,14 +71,14 @@ func TestMCPModernClient(t *testing.T) {
 	if err != nil || text(res) != `read {"path":"/x"}` {
 		t.Fatalf("call alpha__read at 2026-07-28 = %q, %v; want the fixture's echo", text(res), err)
 	}
-	if call := e.waitCall(1); call["decision"] != "allowed" || call["outcome"] != "ok" || call["session"] != "stateless" || call["client"] != "modern-agent 0.2" {
-		t.Errorf("audited call = %v; want allowed, ok, session stateless, client modern-agent 0.2", call)
+	if call := e.waitCall(1); call.Decision != "allowed" || call.Outcome != "ok" || call.Session != "stateless" || call.Client != "modern-agent 0.2" {
+		t.Errorf("audited call = %+v; want allowed, ok, session stateless, client modern-agent 0.2", call)
 	}
 	if _, err := c.call("alpha__drop", nil); err == nil || !strings.Contains(err.Error(), "policy is deny") {
 		t.Errorf("call of a denied tool at 2026-07-28 = %v; want refused, policy deny", err)
 	}
-	if call := e.waitCall(2); call["decision"] != "denied" || call["outcome"] != "refused" || call["session"] != "stateless" || call["client"] != "modern-agent 0.2" {
-		t.Errorf("audited refusal = %v; want denied, refused, session stateless, client modern-agent 0.2", call)
+	if call := e.waitCall(2); call.Decision != "denied" || call.Outcome != "refused" || call.Session != "stateless" || call.Client != "modern-agent 0.2" {
+		t.Errorf("audited refusal = %+v; want denied, refused, session stateless, client modern-agent 0.2", call)
 	}
 	if _, err := c.call("alpha__nope", nil); err == nil || !strings.Contains(err.Error(), `no tool is offered as "alpha__nope"`) {
 		t.Errorf("call of a tool not offered at 2026-07-28 = %v; want refused, not offered", err)
@@ -106,41 +106,37 @@ func TestMCPModernClient(t *testing.T) {
 		}
 		done <- err
 	}()
-	var approval map[string]any
+	var approval apiApproval
 	waitFor(t, 5*time.Second, "the approval waiting", func() bool {
-		var body struct {
-			Approvals []map[string]any `json:"approvals"`
+		if approvals := e.approvals(); len(approvals) == 1 {
+			approval = approvals[0]
 		}
-		json.Unmarshal(e.api(http.MethodGet, "/api/v1/approvals", nil).Body.Bytes(), &body)
-		if len(body.Approvals) == 1 {
-			approval = body.Approvals[0]
-		}
-		return approval != nil
+		return approval.ID != ""
 	})
-	if approval["session"] != "stateless" || approval["client"] != "modern-agent 0.2" {
-		t.Errorf("approval = %v; want session stateless, client modern-agent 0.2", approval)
+	if approval.Session != "stateless" || approval.Client != "modern-agent 0.2" {
+		t.Errorf("approval = %+v; want session stateless, client modern-agent 0.2", approval)
 	}
 	seen := events.until(t, 5*time.Second, "the card pushed", func(ev sseEvent) bool {
 		return ev.name == "approvals" && strings.Contains(ev.text(), `data-testid="approval-card"`)
 	})
-	card := findOne(t, parseFragment(t, seen[len(seen)-1].text()), byTestID("approval-card"))
+	card := mustOne(t, parseFragment(t, seen[len(seen)-1].text()), testID("approval-card"))
 	if got := squash(textOf(card)); !strings.Contains(got, "no session (MCP 2026-07-28) · modern-agent 0.2") {
 		t.Errorf("approval card = %q; want it to say the client has no session, and its name", got)
 	}
-	wantStatus(t, b.htmx(http.MethodPost, "/approvals/"+approval["id"].(string), url.Values{"decision": {"approve"}}), http.StatusNoContent)
+	wantStatus(t, b.htmx(http.MethodPost, "/approvals/"+approval.ID, url.Values{"decision": {"approve"}}), http.StatusNoContent)
 	if err := <-done; err != nil {
 		t.Errorf("call approved in the dashboard = %v; want it through", err)
 	}
-	if call := e.waitCall(6); call["decision"] != "approved" || call["decided_by"] != "dashboard" || call["session"] != "stateless" {
-		t.Errorf("audited approved call = %v; want approved by the dashboard, session stateless", call)
+	if call := e.waitCall(6); call.Decision != "approved" || call.DecidedBy != "dashboard" || call.Session != "stateless" {
+		t.Errorf("audited approved call = %+v; want approved by the dashboard, session stateless", call)
 	}
 
 	// The Agents page lists it by name apart from the sessions, and the
 	// calls table names it.
 	doc := parseHTML(t, b.get("/agents").Body.String())
-	agents := findAll(doc, byTestID("stateless-agent"))
-	if len(agents) != 1 || !strings.HasPrefix(squash(textOf(agents[0])), "modern-agent 0.2 · 9 requests · last ") || strings.Contains(textOf(agents[0]), "listening") {
-		t.Fatalf("stateless agents on the Agents page = %d, first %q; want modern-agent 0.2 after 9 requests, not listening", len(agents), textOf(agents[0]))
+	agents := doc.Find(testID("stateless-agent"))
+	if agents.Length() != 1 || !strings.HasPrefix(squash(textOf(agents)), "modern-agent 0.2 · 9 requests · last ") || strings.Contains(textOf(agents), "listening") {
+		t.Fatalf("stateless agents on the Agents page = %d, %q; want modern-agent 0.2 after 9 requests, not listening", agents.Length(), textOf(agents))
 	}
 	if sessions := testIDText(t, doc, "agent-sessions"); !strings.Contains(sessions, "test-agent 0.1") {
 		t.Errorf("connected agents = %q; want the session of test-agent 0.1 too", sessions)
@@ -152,7 +148,7 @@ func TestMCPModernClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the listen stream acknowledged", func() bool { return c.acknowledged.Load() == 1 })
-	if got := textOf(findAll(parseHTML(t, b.get("/agents").Body.String()), byTestID("stateless-agent"))[0]); !strings.Contains(got, "listening for changes") {
+	if got := testIDText(t, parseHTML(t, b.get("/agents").Body.String()), "stateless-agent"); !strings.Contains(got, "listening for changes") {
 		t.Errorf("stateless agent while listening = %q; want it listening for changes", got)
 	}
 	heard, sessionHeard := c.listChanged.Load(), old.listChanged.Load()
@@ -164,12 +160,14 @@ func TestMCPModernClient(t *testing.T) {
 	}
 	stop()
 	waitFor(t, 5*time.Second, "the listen stream closed", func() bool {
-		return !strings.Contains(textOf(findAll(parseHTML(t, b.get("/agents").Body.String()), byTestID("stateless-agent"))[0]), "listening")
+		return !strings.Contains(testIDText(t, parseHTML(t, b.get("/agents").Body.String()), "stateless-agent"), "listening")
 	})
 	heard, sessionHeard = c.listChanged.Load(), old.listChanged.Load()
 	e.setPolicy("alpha", "read", "allow")
 	waitFor(t, 5*time.Second, "tools/list_changed in the session", func() bool { return old.listChanged.Load() > sessionHeard })
-	time.Sleep(100 * time.Millisecond)
+	// The session heard the change: a listen stream still open would have
+	// been sent it at the same time. Its absence is given a quiet period.
+	time.Sleep(quietPeriod)
 	if n := c.listChanged.Load(); n != heard {
 		t.Errorf("%d tools/list_changed after the listen stream closed; want none", n-heard)
 	}
@@ -368,7 +366,7 @@ func TestMCPModernAndSessionCallsTogether(t *testing.T) {
 	wg.Wait()
 	clients := map[string]int{}
 	for _, call := range m.e.waitCalls(20) {
-		clients[call["session"].(string)+" "+call["client"].(string)]++
+		clients[call.Session+" "+call.Client]++
 	}
 	if len(clients) != 2 || clients["stateless modern-agent 0.2"] != 10 {
 		t.Errorf("audited calls by session and client = %v; want 10 stateless of modern-agent 0.2 and 10 of the session", clients)

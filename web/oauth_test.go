@@ -29,7 +29,7 @@ func protectedFixture(t *testing.T, issuer string, args ...string) string {
 
 // addProtected adds the remote server id at u and verifies it: it must
 // end asking for a sign-in.
-func (e *env) addProtected(id, u string, extra map[string]any) map[string]any {
+func (e *env) addProtected(id, u string, extra map[string]any) apiJob {
 	e.t.Helper()
 	body := map[string]any{"id": id, "name": "Protected " + id, "transport": "http", "url": u, "default_policy": "allow"}
 	for k, v := range extra {
@@ -37,8 +37,8 @@ func (e *env) addProtected(id, u string, extra map[string]any) map[string]any {
 	}
 	e.createServer(body)
 	job := e.verify(id)
-	if job["status"] != "failed" {
-		e.t.Fatalf("verify of %s without a sign-in = %v; want the job to end without tools", id, job)
+	if job.Status != "failed" {
+		e.t.Fatalf("verify of %s without a sign-in = %+v; want the job to end without tools", id, job)
 	}
 	return job
 }
@@ -131,13 +131,16 @@ func TestSignInFromTheDashboard(t *testing.T) {
 	if st := e.serverStatus("o1"); st != store.StatusSignIn {
 		t.Fatalf("status = %q; want %q", st, store.StatusSignIn)
 	}
-	d := decode(t, e.api(http.MethodGet, "/api/v1/servers/o1", nil))["discovery"].(map[string]any)
-	need, _ := d["error"].(map[string]any)["sign_in"].(map[string]any)
-	if need["issuer"] != issuer || need["status"] != float64(401) || !strings.Contains(strings.Join(toStrings(need["scopes"]), " "), "mcp") {
-		t.Errorf("API sign_in need = %v; want the issuer %s, 401, scopes with mcp", need, issuer)
+	d := e.discovery("o1")
+	var need apiSignInNeed
+	if d.Error != nil && d.Error.SignIn != nil {
+		need = *d.Error.SignIn
 	}
-	if d["freshness"].(map[string]any)["state"] != store.FreshSignIn {
-		t.Errorf("freshness = %v; want %s", d["freshness"], store.FreshSignIn)
+	if need.Issuer != issuer || need.Status != 401 || !strings.Contains(strings.Join(need.Scopes, " "), "mcp") {
+		t.Errorf("API sign_in need = %+v; want the issuer %s, 401, scopes with mcp", need, issuer)
+	}
+	if d.Freshness.State != store.FreshSignIn {
+		t.Errorf("freshness = %+v; want %s", d.Freshness, store.FreshSignIn)
 	}
 	b := e.login()
 	page := parseHTML(t, b.get("/servers/o1").Body.String())
@@ -147,7 +150,7 @@ func TestSignInFromTheDashboard(t *testing.T) {
 	if got := testIDText(t, page, "signin-issuer"); got != issuer {
 		t.Errorf("issuer shown = %q; want %s", got, issuer)
 	}
-	if len(findAll(page, byTestID("verify-error"))) != 0 {
+	if page.Find(testID("verify-error")).Length() != 0 {
 		t.Error("the page shows a sign-in request as a verification error")
 	}
 
@@ -164,7 +167,7 @@ func TestSignInFromTheDashboard(t *testing.T) {
 		t.Errorf("grant = issuer %q, tokens %v/%v, redirect %q", g.Issuer, g.AccessToken != "", g.RefreshToken != "", g.RedirectURI)
 	}
 	waitFor(t, 20*time.Second, "verified after the sign-in", func() bool { return e.serverStatus("o1") == store.StatusSuccess })
-	if n := len(decode(t, e.api(http.MethodGet, "/api/v1/servers/o1/tools", nil))["tools"].([]any)); n != 2 {
+	if n := len(decodeAs[toolsAnswer](t, e.api(http.MethodGet, "/api/v1/servers/o1/tools", nil)).Tools); n != 2 {
 		t.Errorf("%d tools after the sign-in; want the fixture's 2", n)
 	}
 
@@ -182,9 +185,8 @@ func TestSignInFromTheDashboard(t *testing.T) {
 	if got := testIDText(t, page, "grant-refresh"); !strings.HasPrefix(got, "refresh token held") {
 		t.Errorf("refresh shown = %q", got)
 	}
-	sj := decode(t, e.api(http.MethodGet, "/api/v1/servers/o1", nil))["sign_in"].(map[string]any)
-	if sj["issuer"] != issuer || sj["refresh_token_held"] != true || sj["expires_at"] == nil {
-		t.Errorf("API sign_in = %v", sj)
+	if sj := e.server("o1").SignIn; sj == nil || sj.Issuer != issuer || !sj.RefreshTokenHeld || sj.ExpiresAt == nil {
+		t.Errorf("API sign_in = %+v", sj)
 	}
 	ev := b.openEvents(srv, &http.Client{})
 	for _, x := range ev.until(t, 5*time.Second, "snapshot", named("status-o1")) {
@@ -218,14 +220,6 @@ func TestSignInFromTheDashboard(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "sign in") || time.Since(start) > 5*time.Second {
 		t.Errorf("routed call after Sign out = %v after %s; want a refusal saying to sign in, at once", err, time.Since(start))
 	}
-}
-
-func toStrings(v any) []string {
-	var out []string
-	for _, x := range v.([]any) {
-		out = append(out, x.(string))
-	}
-	return out
 }
 
 // The callback answers only the browser, and the session, that started
@@ -311,8 +305,8 @@ func TestRefreshAndRevokedGrantThroughTheDashboard(t *testing.T) {
 	e.keepSecret(first)
 
 	time.Sleep(time.Until(first.ExpiresAt.Add(-refreshLeadOf(first) / 2)))
-	if job := e.verify("o3"); job["status"] != "success" {
-		t.Fatalf("verify near the token's expiry = %v; want success after a refresh", job)
+	if job := e.verify("o3"); job.Status != "success" {
+		t.Fatalf("verify near the token's expiry = %+v; want success after a refresh", job)
 	}
 	second := e.grant("o3")
 	e.keepSecret(second)
@@ -336,7 +330,7 @@ func TestRefreshAndRevokedGrantThroughTheDashboard(t *testing.T) {
 		e.secrets = append(e.secrets, current.AccessToken)
 	}
 	time.Sleep(time.Until(second.ExpiresAt.Add(-refreshLeadOf(second) / 2)))
-	if job := e.verify("o3"); job["status"] == "success" {
+	if job := e.verify("o3"); job.Status == "success" {
 		t.Fatalf("verify after the grant was revoked = %v; want a sign-in asked for", job)
 	}
 	if st := e.serverStatus("o3"); st != store.StatusSignIn {
@@ -383,21 +377,21 @@ func TestPreRegisteredClient(t *testing.T) {
 	if got := testIDText(t, page, "signin-problem"); !strings.Contains(got, "neither") {
 		t.Errorf("problem shown = %q; want it to say the server registers no client", got)
 	}
-	findOne(t, page, byTestID("signin-client-link"))
+	mustOne(t, page, testID("signin-client-link"))
 
 	// The form asks for it; the API takes it, and never shows the secret.
 	edit := b.get("/servers/o4/edit")
 	if !strings.Contains(edit.Body.String(), "http://"+testHost+"/oauth/callback") {
 		t.Error("the form does not say which callback URL to register")
 	}
+	// The answer of a GET sent back with the client added: the raw map.
 	srv := decode(t, e.api(http.MethodGet, "/api/v1/servers/o4", nil))
 	srv["oauth"] = map[string]any{"client_id": "switchboard-pre", "client_secret": secret, "scopes": []string{"mcp"}}
 	delete(srv, "discovery")
 	delete(srv, "sign_in")
 	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/o4", srv), http.StatusOK)
-	got := decode(t, e.api(http.MethodGet, "/api/v1/servers/o4", nil))["oauth"].(map[string]any)
-	if got["client_id"] != "switchboard-pre" || got["client_secret"] != "********" {
-		t.Errorf("API oauth = %v; want the client id and the secret masked", got)
+	if got := e.server("o4").OAuth; got == nil || got.ClientID != "switchboard-pre" || got.ClientSecret != "********" {
+		t.Errorf("API oauth = %+v; want the client id and the secret masked", got)
 	}
 	// A form save that leaves the secret empty keeps it.
 	form := url.Values{"name": {"Protected o4"}, "transport": {"http"}, "url": {u}, "default_policy": {"allow"}, "enabled": {"on"},
@@ -436,9 +430,8 @@ func TestStepUp(t *testing.T) {
 	b.signIn("o5")
 	e.keepSecret(e.grant("o5"))
 	waitFor(t, 20*time.Second, "the verification after the sign-in", func() bool {
-		d := decode(t, e.api(http.MethodGet, "/api/v1/servers/o5", nil))["discovery"].(map[string]any)
-		return d["job_id"] == nil && d["error"] != nil && d["error"].(map[string]any)["sign_in"] != nil &&
-			d["error"].(map[string]any)["sign_in"].(map[string]any)["error"] == "insufficient_scope"
+		d := e.discovery("o5")
+		return d.JobID == "" && d.Error != nil && d.Error.SignIn != nil && d.Error.SignIn.Error == "insufficient_scope"
 	})
 	page := parseHTML(t, b.get("/servers/o5").Body.String())
 	if got := testIDText(t, page, "signin-scopes"); !strings.Contains(got, "admin") || !strings.Contains(got, "mcp") {

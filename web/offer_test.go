@@ -43,7 +43,7 @@ func TestOfferOfAServerThatCannotRun(t *testing.T) {
 	})
 
 	t.Run("a lasting failure unlists its tools", func(t *testing.T) {
-		if job := e.verify("beta"); job["status"] != "failed" {
+		if job := e.verify("beta"); job.Status != "failed" {
 			t.Fatalf("verification of a server that cannot start = %v; want failed", job)
 		}
 		waitFor(t, 5*time.Second, "beta's tools unlisted", func() bool { return !slices.Contains(c.names(t), "beta__read") })
@@ -54,7 +54,7 @@ func TestOfferOfAServerThatCannotRun(t *testing.T) {
 		if !slices.Contains(c.names(t), "alpha__read") {
 			t.Errorf("the other server's tools went too: %q", c.names(t))
 		}
-		if d := e.discovery("beta"); d["error"].(map[string]any)["lasting"] != true {
+		if d := e.discovery("beta"); d.Error == nil || !d.Error.Lasting {
 			t.Errorf("the API's discovery = %v; want its error lasting", d)
 		}
 		if page := e.login().get("/servers/beta").Body.String(); !strings.Contains(page, `data-testid="tools-withheld"`) {
@@ -66,7 +66,7 @@ func TestOfferOfAServerThatCannotRun(t *testing.T) {
 		if err := os.WriteFile(m.files["beta"], saved, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if job := e.verify("beta"); job["status"] != "success" {
+		if job := e.verify("beta"); job.Status != "success" {
 			t.Fatalf("verification = %v", job)
 		}
 		waitFor(t, 5*time.Second, "beta's tools listed", func() bool { return slices.Contains(c.names(t), "beta__read") })
@@ -79,7 +79,7 @@ func TestOfferOfAServerThatCannotRun(t *testing.T) {
 			Error: store.VerifyError{Class: "timeout", Message: "no answer before the initialize deadline"}}); err != nil {
 			t.Fatal(err)
 		}
-		if d := e.discovery("beta"); d["stale"] != true {
+		if d := e.discovery("beta"); !d.Stale {
 			t.Errorf("discovery after a timeout = %v; want its tools kept, stale", d)
 		}
 		if res, err := c.call("beta__read", map[string]any{}); err != nil || !strings.HasPrefix(text(res), "read ") {
@@ -115,17 +115,17 @@ func TestTaskRequiredToolNotOffered(t *testing.T) {
 	}
 	e.createServer(map[string]any{"id": "tasks", "transport": "stdio", "command": fixtureBin,
 		"args": []string{"-tools-file", file, "-name", m.marker}, "default_policy": "allow"})
-	if job := e.verify("tasks"); job["status"] != "success" {
+	if job := e.verify("tasks"); job.Status != "success" {
 		t.Fatalf("verify = %v", job)
 	}
 	tools := e.apiTools("tasks")
 	research := tools["research"]
-	if research["state"] != "unsupported" || research["effective_policy"] != "deny" || research["agent_name"] != "" ||
-		!strings.Contains(strings.Join(toStrings(research["problems"]), " "), `execution.taskSupport is "required"`) {
-		t.Errorf("the task-required tool = %v; want unsupported, denied, unnamed, with the reason", research)
+	if research.State != "unsupported" || research.EffectivePolicy != "deny" || research.AgentName != "" ||
+		!strings.Contains(strings.Join(research.Problems, " "), `execution.taskSupport is "required"`) {
+		t.Errorf("the task-required tool = %+v; want unsupported, denied, unnamed, with the reason", research)
 	}
-	if tools["maybe_task"]["state"] != "active" {
-		t.Errorf("a tool that may run as a task = %v; want active", tools["maybe_task"])
+	if tools["maybe_task"].State != "active" {
+		t.Errorf("a tool that may run as a task = %+v; want active", tools["maybe_task"])
 	}
 	names := c.names(t)
 	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "tasks__research") }) || !slices.Contains(names, "tasks__maybe_task") {

@@ -71,7 +71,7 @@ func TestVerifyResultNotSavedOnFullDisk(t *testing.T) {
 			var full atomic.Bool
 			e, path := newEnvFull(t, func(cs []store.Change) bool { return full.Load() && tt.full(cs) })
 			e.createServer(fixtureServer("full"))
-			if job := e.verify("full"); job["status"] != discovery.JobSuccess {
+			if job := e.verify("full"); job.Status != discovery.JobSuccess {
 				t.Fatalf("first verification = %v; want success", job)
 			}
 			b := e.login()
@@ -81,31 +81,31 @@ func TestVerifyResultNotSavedOnFullDisk(t *testing.T) {
 
 			full.Store(true)
 			job := e.verify("full")
-			jobID := job["id"].(string)
-			jerr, _ := job["error"].(map[string]any)
-			if job["status"] != discovery.JobFailed || jerr["message"] != "could not save: disk full" || jerr["phase"] != discovery.PhaseSaving {
-				t.Errorf("job on a full disk = %v; want failed in saving with \"could not save: disk full\"", job)
+			jobID := job.ID
+			jerr := job.Error
+			if jerr == nil {
+				jerr = &apiVerifyError{}
 			}
-			if sug, _ := jerr["suggestion"].(string); !strings.Contains(sug, "Free some disk space") {
-				t.Errorf("job suggestion = %q; want it to say to free disk space", sug)
+			if job.Status != discovery.JobFailed || jerr.Message != "could not save: disk full" || jerr.Phase != discovery.PhaseSaving {
+				t.Errorf("job on a full disk = %+v, error %+v; want failed in saving with \"could not save: disk full\"", job, jerr)
+			}
+			if !strings.Contains(jerr.Suggestion, "Free some disk space") {
+				t.Errorf("job suggestion = %q; want it to say to free disk space", jerr.Suggestion)
 			}
 			e.logs.reset() // the cause is logged, as it should be
 
 			// The API, the page and the live fragments say the same.
-			rec := e.api(http.MethodGet, "/api/v1/servers/full", nil)
-			wantStatus(t, rec, http.StatusOK)
-			d, _ := decode(t, rec)["discovery"].(map[string]any)
-			derr, _ := d["error"].(map[string]any)
-			if d["status"] != string(store.StatusFailed) || derr["message"] != "could not save: disk full" {
-				t.Errorf("GET /api/v1/servers/full discovery = %v; want failed, \"could not save: disk full\"", d)
+			d := e.discovery("full")
+			if d.Status != string(store.StatusFailed) || d.Error == nil || d.Error.Message != "could not save: disk full" {
+				t.Errorf("GET /api/v1/servers/full discovery = %+v, error %+v; want failed, \"could not save: disk full\"", d, d.Error)
 			}
-			if d["tool_count"] != float64(5) {
-				t.Errorf("discovery tool_count = %v; want 5, the last good tools kept", d["tool_count"])
+			if d.ToolCount != 5 {
+				t.Errorf("discovery tool_count = %v; want 5, the last good tools kept", d.ToolCount)
 			}
 			page := b.get("/servers/full")
 			wantStatus(t, page, http.StatusOK)
 			doc := parseHTML(t, page.Body.String())
-			if got := attrOf(findAll(doc, byTestID("status"))[0], "data-status"); got != string(store.StatusFailed) {
+			if got := doc.Find(testID("status")).First().AttrOr("data-status", ""); got != string(store.StatusFailed) {
 				t.Errorf("page status = %q; want failed", got)
 			}
 			if got := testIDText(t, doc, "error-message"); got != "could not save: disk full" {

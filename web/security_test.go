@@ -149,7 +149,7 @@ func TestSecretsNeverEcho(t *testing.T) {
 	s.until(t, 5*time.Second, "snapshot", named("status-leak"))
 
 	job := e.verify("leak")
-	if job["status"] == "success" {
+	if job.Status == "success" {
 		t.Fatalf("verify of a server printing garbage = %v; want a failure", job)
 	}
 	seen := s.until(t, 10*time.Second, "failure pushed", func(ev sseEvent) bool {

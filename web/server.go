@@ -62,6 +62,9 @@ type Config struct {
 	// none, a client is registered dynamically instead.
 	OAuthClientMetadataURL string
 	Logger                 *slog.Logger
+	// Now is the clock freshness is judged and verifications are dated
+	// by (time.Now if nil).
+	Now func() time.Time
 }
 
 // DefaultTTL is the default of Config.DefaultTTL.
@@ -116,6 +119,9 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 	}
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = BodyTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	s := &Server{
 		echo:       echo.New(),

@@ -113,7 +113,7 @@ func (s *Server) handleAPICatalog(c echo.Context) error {
 	ctx := c.Request().Context()
 	return s.serveCached(c, catalogKey, func(buf *bytes.Buffer) (string, time.Time, error) {
 		w := toolsWriter{buf: buf}
-		now := time.Now()
+		now := s.cfg.Now()
 		var (
 			server string
 			fresh  freshJSON
@@ -144,7 +144,7 @@ func (s *Server) handleAPICatalog(c echo.Context) error {
 // serveCached answers with the body cached under key, rendering it with
 // render when the store changed since, and honours If-None-Match.
 func (s *Server) serveCached(c echo.Context, key string, render func(*bytes.Buffer) (revision string, until time.Time, err error)) error {
-	body, etag, err := s.bodies.get(s.store, key, render)
+	body, etag, err := s.bodies.get(s.store, key, s.cfg.Now, render)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ type cachedBody struct {
 // (and that time, or zero); its buffer starts sized like the last body. An entry whose rendering fails
 // (a server that does not exist) is dropped, so that requests for made-up
 // ids cannot grow the cache.
-func (bc *bodyCache) get(st store.Catalog, key string, render func(*bytes.Buffer) (string, time.Time, error)) (body []byte, etag string, err error) {
+func (bc *bodyCache) get(st store.Catalog, key string, now func() time.Time, render func(*bytes.Buffer) (string, time.Time, error)) (body []byte, etag string, err error) {
 	bc.mu.Lock()
 	if bc.entries == nil {
 		bc.entries = map[string]*cachedBody{}
@@ -226,7 +226,7 @@ func (bc *bodyCache) get(st store.Catalog, key string, render func(*bytes.Buffer
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.body != nil && e.rev == st.Revision() && (e.until.IsZero() || time.Now().Before(e.until)) {
+	if e.body != nil && e.rev == st.Revision() && (e.until.IsZero() || now().Before(e.until)) {
 		return e.body, e.etag, nil
 	}
 	var buf bytes.Buffer
