@@ -3,6 +3,8 @@ package store_test
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +41,7 @@ func TestInitialPolicy(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("store.InitialPolicy(%s, %s) = %s (%s); want %s", tt.def, tt.annotations, got, reason, tt.want)
 		}
-		if raised := reason != "the server's default policy"; raised != tt.raised {
+		if raised := strings.Contains(reason, "(raised from "); raised != tt.raised || !strings.HasPrefix(reason, string(got)+": ") {
 			t.Errorf("store.InitialPolicy(%s, %s) reason = %q; want raised=%v", tt.def, tt.annotations, reason, tt.raised)
 		}
 	}
@@ -83,5 +85,76 @@ func TestFreshness(t *testing.T) {
 	remote.AutoRefresh, srv.AutoRefresh = &off, &on
 	if remote.AutoRefreshOn() || !srv.AutoRefreshOn() {
 		t.Errorf("AutoRefreshOn set: remote %v, stdio %v; want false, true", remote.AutoRefreshOn(), srv.AutoRefreshOn())
+	}
+}
+
+// A preset decides a new tool's policy from what the tool claims: under
+// read-only, only a tool declaring itself read-only and closed-world is
+// allowed; each reason starts with the policy.
+func TestPresetPolicy(t *testing.T) {
+	tests := []struct {
+		preset      store.Preset
+		annotations string
+		want        store.Policy
+		reason      string
+	}{
+		{store.PresetAskAll, `{"readOnlyHint":true,"openWorldHint":false}`, store.PolicyAsk, "ask: preset ask for everything"},
+		{store.PresetAllowAll, `{"destructiveHint":true}`, store.PolicyAllow, "allow: preset allow all"},
+		{store.PresetReadOnly, `{"readOnlyHint":true,"openWorldHint":false}`, store.PolicyAllow, "allow: preset read-only (declared read-only and closed-world)"},
+		{store.PresetReadOnly, `{"readOnlyHint":true}`, store.PolicyAsk, "ask: may reach outside systems (preset read-only)"},
+		{store.PresetReadOnly, `{"destructiveHint":false,"openWorldHint":false}`, store.PolicyAsk, "ask: not declared read-only (preset read-only)"},
+		{store.PresetReadOnly, ``, store.PolicyAsk, "ask: may be destructive (preset read-only)"},
+		{store.PresetReadOnly, `not json`, store.PolicyAsk, "ask: may be destructive (preset read-only)"},
+	}
+	for _, tt := range tests {
+		got, reason := store.PresetPolicy(tt.preset, json.RawMessage(tt.annotations))
+		if got != tt.want || reason != tt.reason {
+			t.Errorf("store.PresetPolicy(%s, %s) = %s, %q; want %s, %q", tt.preset, tt.annotations, got, reason, tt.want, tt.reason)
+		}
+	}
+	// A server with a preset uses it; one without, its default policy.
+	ann := json.RawMessage(`{"readOnlyHint":true,"openWorldHint":false}`)
+	if p, _ := store.NewToolPolicy(store.Server{DefaultPolicy: store.PolicyDeny, Preset: store.PresetReadOnly}, ann); p != store.PolicyAllow {
+		t.Errorf("new tool of a read-only preset server = %s; want allow", p)
+	}
+	if p, _ := store.NewToolPolicy(store.Server{DefaultPolicy: store.PolicyDeny}, ann); p != store.PolicyDeny {
+		t.Errorf("new tool of a server with no preset = %s; want its default, deny", p)
+	}
+}
+
+// Selections pick tools by what their annotations claim, with MCP's
+// defaults for what they leave out; a preset applied to existing tools
+// sets each one's preset policy, missing tools left alone.
+func TestSelectionsAndPresetChanges(t *testing.T) {
+	tools := []store.ToolEntry{
+		{Tool: store.Tool{Name: "read", Annotations: json.RawMessage(`{"readOnlyHint":true,"openWorldHint":false}`)}},
+		{Tool: store.Tool{Name: "fetch", Annotations: json.RawMessage(`{"readOnlyHint":true}`)}},
+		{Tool: store.Tool{Name: "write", Annotations: json.RawMessage(`{"destructiveHint":false,"openWorldHint":false}`)}},
+		{Tool: store.Tool{Name: "bare"}},
+		{Tool: store.Tool{Name: "gone", State: store.ToolMissing, Annotations: json.RawMessage(`{"readOnlyHint":true,"openWorldHint":false}`)}},
+	}
+	want := map[store.Selection][]string{
+		store.SelectAll:       {"read", "fetch", "write", "bare", "gone"},
+		store.SelectReadOnly:  {"read", "gone"},
+		store.SelectMayChange: {"write", "bare"},
+		store.SelectOpenWorld: {"fetch", "bare"},
+	}
+	for _, sel := range store.Selections {
+		var got []string
+		for _, tl := range tools {
+			if sel.Matches(tl.Tool) {
+				got = append(got, tl.Name)
+			}
+		}
+		if !slices.Equal(got, want[sel]) {
+			t.Errorf("%s picks %q; want %q", sel, got, want[sel])
+		}
+	}
+	var got []string
+	for _, c := range store.PresetChanges(store.PresetReadOnly, tools) {
+		got = append(got, c.Tool+"="+string(c.Policy))
+	}
+	if w := []string{"read=allow", "fetch=ask", "write=ask", "bare=ask"}; !slices.Equal(got, w) {
+		t.Errorf("read-only preset applied = %q; want %q", got, w)
 	}
 }

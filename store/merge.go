@@ -70,7 +70,7 @@ func MergeTools(s Server, known map[string]ToolEntry, offered []Tool, at time.Ti
 		p := old.Policy
 		if p.Policy == "" {
 			p = PolicySetting{Pin: t.Pin, SetBy: PolicySetByDefault, SetAt: at}
-			p.Policy, p.Reason = InitialPolicy(s.DefaultPolicy, t.Annotations)
+			p.Policy, p.Reason = NewToolPolicy(s, t.Annotations)
 			m.NewPolicies[t.Name] = p
 		}
 		t.AgentName = AgentNameFor(s.ID, t.Name, t.AgentName, func(name string) string { return owners[name] })

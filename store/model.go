@@ -105,11 +105,14 @@ type Server struct {
 	TimeoutMS int               `json:"timeout_ms,omitempty"`
 	// MemoryMB caps a stdio server's data memory (RLIMIT_DATA); 0 is no
 	// cap.
-	MemoryMB      int       `json:"memory_mb,omitempty"`
-	DefaultPolicy Policy    `json:"default_policy"`
-	Enabled       bool      `json:"enabled"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	MemoryMB      int    `json:"memory_mb,omitempty"`
+	DefaultPolicy Policy `json:"default_policy"`
+	// Preset, when a person chose one, decides the policy of the
+	// server's new tools instead of DefaultPolicy (see PresetPolicy).
+	Preset    Preset    `json:"preset,omitempty"`
+	Enabled   bool      `json:"enabled"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// LaunchConfirmed is the LaunchHash a person last confirmed (see
 	// DB.ConfirmLaunch). The store keeps it across updates; callers never
 	// set it.
@@ -383,9 +386,17 @@ type PolicySetting struct {
 	Pin    string    `json:"pin"`
 	SetBy  string    `json:"set_by"`
 	SetAt  time.Time `json:"set_at"`
-	// Reason says why a default policy is what it is (the server's
-	// default, or stricter because of the tool's annotations).
+	// Reason says in a few words why the policy is what it is: "ask:
+	// may be destructive", "allow: preset read-only" (see InitialPolicy
+	// and PresetPolicy); empty for a person's own setting.
 	Reason string `json:"reason,omitempty"`
+}
+
+// PolicyChange is one tool's new policy in a SetPolicies, and why.
+type PolicyChange struct {
+	Tool   string
+	Policy Policy
+	Reason string
 }
 
 // PolicySetByDefault marks a policy that came from the server's default.

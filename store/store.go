@@ -81,7 +81,8 @@ type Servers interface {
 	// its launch not confirmed whatever s says.
 	CreateServer(ctx context.Context, s Server) error
 	// UpdateServer replaces a server's settings, keeping its creation
-	// time and confirmed launch; ErrNotFound if there is no such server.
+	// time and confirmed launch, and its preset unless s has one;
+	// ErrNotFound if there is no such server.
 	UpdateServer(ctx context.Context, s Server) error
 	// DeleteServer removes a server and everything kept about it.
 	DeleteServer(ctx context.Context, id string) error
@@ -117,6 +118,10 @@ type Policies interface {
 	// SetPolicy records a person's policy for one tool (see
 	// ApplyPolicy); ErrNotFound or ErrToolNotFound.
 	SetPolicy(ctx context.Context, ref ToolRef, p Policy, by string) (ToolEntry, error)
+	// SetPolicies records policies for several tools of one server, all
+	// or none (ErrNotFound, ErrToolNotFound naming the tool), and returns
+	// the updated entries in changes' order.
+	SetPolicies(ctx context.Context, id string, changes []PolicyChange, by string) ([]ToolEntry, error)
 	// ApproveTool approves the current definition of a changed tool at
 	// the pin the person was shown (see Approve).
 	ApproveTool(ctx context.Context, ref ToolRef, pin, by string) (ToolEntry, error)

@@ -180,8 +180,14 @@ type ServerDetail struct {
 	MemoryMB      int // 0: no cap
 	Instructions  string
 	Tools         []ToolItem
-	History       []HistoryItem
-	HistoryTotal  int
+	// Preset is the server's policy preset ("" for none: new tools start
+	// at DefaultPolicy); Presets and Selections are the choices of the
+	// preset and bulk policy forms.
+	Preset       string
+	Presets      []Option
+	Selections   []Option
+	History      []HistoryItem
+	HistoryTotal int
 }
 
 // ToolItem is one tool row. Key is an opaque per-page index used for
@@ -197,7 +203,10 @@ type ToolItem struct {
 	State       string
 	Problems    []string // why a flagged tool (oversized, invalid, unsupported) is not offered
 	Policy      string
-	Effective   string
+	// PolicyReason says why the policy is what it is, if it was not a
+	// person's own setting; PolicySetBy who or what set it.
+	PolicyReason, PolicySetBy string
+	Effective                 string
 	// AgentName is the name agents call the tool by ("" if it is never
 	// offered as it is).
 	AgentName string
@@ -335,6 +344,10 @@ func valuePlaceholder(r KV) string {
 // Launch is what a person confirms before Switchboard first runs a
 // server's command or contacts its URL: all of it, untruncated, secret
 // values left out.
+// Option is one choice of a select or radio group: what is sent, and
+// what the person reads.
+type Option struct{ Value, Title string }
+
 type Launch struct {
 	ServerID    string
 	Name        string
@@ -352,6 +365,12 @@ type Launch struct {
 	Hash string
 	// Changed says an earlier launch of this server was confirmed.
 	Changed bool
+	// Presets are the policy presets to choose from with the
+	// confirmation, Preset the one chosen beforehand ("" for none: new
+	// tools start at DefaultPolicy).
+	Presets       []Option
+	Preset        string
+	DefaultPolicy string
 }
 
 // BatchView is the progress of a "Verify all".
@@ -429,4 +448,14 @@ type DiffRow struct {
 	Kind  string
 	Left  string
 	Right string
+}
+
+// PresetTitle is the title of the server's preset, "" if it has none.
+func (d ServerDetail) PresetTitle() string {
+	for _, o := range d.Presets {
+		if o.Value == d.Preset {
+			return o.Title
+		}
+	}
+	return ""
 }

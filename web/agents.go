@@ -5,11 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/r3labs/sse/v2"
 
 	"github.com/switchboard-dev/switchboard/store"
@@ -199,30 +197,10 @@ func (s *Server) handleTry(c echo.Context) error {
 		out.Text = err.Error()
 	} else {
 		out.OK, out.IsError = true, res.IsError
-		out.Text = resultText(res)
+		out.Text = gateway.ResultText(res)
 	}
 	v.Result = out
 	return render(c, http.StatusOK, views.TryPage(s.page(c, "Try "+v.Tool), v))
-}
-
-// resultText is a tool result for a person: each text content as it is,
-// anything else (images, resources, structured content) as indented JSON.
-func resultText(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if t, ok := c.(mcp.TextContent); ok {
-			parts = append(parts, t.Text)
-			continue
-		}
-		parts = append(parts, gateway.PrettyJSON(c))
-	}
-	if res.StructuredContent != nil {
-		parts = append(parts, "structured content:\n"+gateway.PrettyJSON(res.StructuredContent))
-	}
-	if len(parts) == 0 {
-		return "(an empty result)"
-	}
-	return strings.Join(parts, "\n\n")
 }
 
 // tryView reads a tool by its agent name for the Try it page.

@@ -31,6 +31,7 @@ type apiServer struct {
 	TTLSeconds    *int              `json:"ttl_seconds"`
 	AutoRefresh   *bool             `json:"auto_refresh"`
 	DefaultPolicy string            `json:"default_policy"`
+	Preset        string            `json:"preset"`
 	Enabled       *bool             `json:"enabled"`
 	OAuth         *apiOAuth         `json:"oauth"`
 	SignIn        *apiGrant         `json:"sign_in"`
@@ -158,6 +159,8 @@ type apiTool struct {
 	State           string          `json:"state"`
 	Problems        []string        `json:"problems"`
 	Policy          string          `json:"policy"`
+	PolicyReason    string          `json:"policy_reason"`
+	PolicySetBy     string          `json:"policy_set_by"`
 	EffectivePolicy string          `json:"effective_policy"`
 	Pin             string          `json:"pin"`
 }

@@ -191,11 +191,7 @@ func (s *Server) handleAPIApproveChanges(c echo.Context) error {
 	if err != nil {
 		return approveError(err)
 	}
-	out := make([]toolJSON, 0, len(es))
-	for _, e := range es {
-		out = append(out, toolToJSON(e))
-	}
-	return c.JSON(http.StatusOK, map[string]any{"tools": out})
+	return c.JSON(http.StatusOK, map[string]any{"tools": toolsToJSON(es)})
 }
 
 func approveError(err error) error {

@@ -65,6 +65,10 @@ func launchView(srv store.Server) views.Launch {
 	l := views.Launch{
 		ServerID: srv.ID, Name: srv.Name, Transport: srv.Transport,
 		Hash: srv.LaunchHash(), Changed: srv.LaunchConfirmed != "",
+		Presets: options(store.Presets), Preset: string(srv.Preset), DefaultPolicy: string(srv.DefaultPolicy),
+	}
+	if srv.Preset == "" { // the preset closest to the default policy, never looser
+		l.Preset = map[store.Policy]string{store.PolicyAsk: string(store.PresetAskAll), store.PolicyAllow: string(store.PresetReadOnly)}[srv.DefaultPolicy]
 	}
 	if srv.Transport == store.TransportStdio {
 		l.CommandLine = serverconfig.CommandLine(srv.Command, srv.Args)
@@ -74,6 +78,19 @@ func launchView(srv store.Server) views.Launch {
 		l.URL, l.HeaderKeys = srv.URL, sortedKeys(srv.Headers)
 	}
 	return l
+}
+
+// options are choices as pages offer them: the presets, the bulk
+// policy selections.
+func options[T interface {
+	~string
+	Title() string
+}](list []T) []views.Option {
+	out := make([]views.Option, 0, len(list))
+	for _, v := range list {
+		out = append(out, views.Option{Value: string(v), Title: v.Title()})
+	}
+	return out
 }
 
 // launchJSON is the API's form of launchView, in a 409 answer.

@@ -109,6 +109,7 @@ func (s *Server) serverDetail(ctx context.Context, sum store.Summary, tools []st
 		TimeoutMS:     srv.TimeoutMS,
 		MemoryMB:      srv.MemoryMB,
 		Instructions:  sum.Discovery.Instructions,
+		Preset:        string(srv.Preset), Presets: options(store.Presets), Selections: options(store.Selections),
 	}
 	for i, t := range tools {
 		d.Tools = append(d.Tools, toolItem(strconv.Itoa(i), t))
@@ -121,16 +122,17 @@ func (s *Server) serverDetail(ctx context.Context, sum store.Summary, tools []st
 
 func toolItem(key string, t store.ToolEntry) views.ToolItem {
 	item := views.ToolItem{
-		Key:         key,
-		ServerID:    t.ServerID,
-		Name:        t.Name,
-		Title:       t.Title,
-		Description: t.Description,
-		State:       string(t.State),
-		Problems:    t.Problems,
-		Policy:      string(t.Policy.Policy),
-		Effective:   string(t.Effective),
-		AgentName:   offeredName(t),
+		Key:          key,
+		ServerID:     t.ServerID,
+		Name:         t.Name,
+		Title:        t.Title,
+		Description:  t.Description,
+		State:        string(t.State),
+		Problems:     t.Problems,
+		Policy:       string(t.Policy.Policy),
+		PolicyReason: t.Policy.Reason, PolicySetBy: t.Policy.SetBy,
+		Effective: string(t.Effective),
+		AgentName: offeredName(t),
 	}
 	if len(t.InputSchema) > 0 {
 		var buf bytes.Buffer
@@ -200,33 +202,12 @@ func (s *Server) target(srv store.Server) discovery.Target {
 
 // --- JSON shapes of the API (design.md "Web, API and CLI") ---
 
+// serverJSON is a server as the API gives it: its settings, its sign-in
+// held (never a token) and its discovery record.
 type serverJSON struct {
-	ID            string            `json:"id"`
-	Name          string            `json:"name"`
-	Transport     string            `json:"transport"`
-	Command       string            `json:"command,omitempty"`
-	Args          []string          `json:"args,omitempty"`
-	Env           map[string]string `json:"env,omitempty"`
-	Cwd           string            `json:"cwd,omitempty"`
-	URL           string            `json:"url,omitempty"`
-	Headers       map[string]string `json:"headers,omitempty"`
-	TimeoutMS     int               `json:"timeout_ms,omitempty"`
-	MemoryMB      int               `json:"memory_mb,omitempty"`
-	TTLSeconds    int               `json:"ttl_seconds,omitempty"`
-	AutoRefresh   *bool             `json:"auto_refresh"`
-	DefaultPolicy store.Policy      `json:"default_policy"`
-	Enabled       *bool             `json:"enabled,omitempty"`
-	// OAuth is the sign-in client (its secret masked); SignIn the
-	// sign-in held (answers only, never a token).
-	OAuth     *oauthJSON     `json:"oauth,omitempty"`
+	serverconfig.JSON
 	SignIn    *grantJSON     `json:"sign_in,omitempty"`
 	Discovery *discoveryJSON `json:"discovery,omitempty"`
-}
-
-type oauthJSON struct {
-	ClientID     string   `json:"client_id,omitempty"`
-	ClientSecret string   `json:"client_secret,omitempty"`
-	Scopes       []string `json:"scopes,omitempty"`
 }
 
 // grantJSON is a server's sign-in as the API shows it.
@@ -276,17 +257,6 @@ type errorJSON struct {
 	Lasting    bool              `json:"lasting,omitempty"` // its server's tools are not offered until it verifies
 }
 
-func mask(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k := range m {
-		out[k] = serverconfig.SecretMask
-	}
-	return out
-}
-
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
@@ -296,13 +266,7 @@ func timePtr(t time.Time) *time.Time {
 
 func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON {
 	srv, d := sum.Server, sum.Discovery
-	enabled := srv.Enabled
-	out := serverJSON{
-		ID: srv.ID, Name: srv.Name, Transport: srv.Transport, Command: srv.Command, Args: srv.Args,
-		Env: mask(srv.Env), Cwd: srv.Cwd, URL: srv.URL, Headers: mask(srv.Headers),
-		TimeoutMS: srv.TimeoutMS, MemoryMB: srv.MemoryMB, TTLSeconds: srv.TTLSeconds, AutoRefresh: srv.AutoRefresh,
-		DefaultPolicy: srv.DefaultPolicy, Enabled: &enabled,
-	}
+	out := serverJSON{JSON: serverconfig.ToJSON(srv)}
 	fresh := sum.Freshness(s.cfg.DefaultTTL, s.cfg.Now())
 	dj := &discoveryJSON{
 		Status: string(d.Status), VerifiedAt: timePtr(d.VerifiedAt), LastAttemptAt: timePtr(d.LastAttemptAt),
@@ -313,12 +277,6 @@ func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON
 	}
 	if e := d.Error; e != nil {
 		dj.Error = &errorJSON{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: e.SignIn, Lasting: e.Lasting}
-	}
-	if srv.OAuth != nil {
-		out.OAuth = &oauthJSON{ClientID: srv.OAuth.ClientID, Scopes: srv.OAuth.Scopes}
-		if srv.OAuth.ClientSecret != "" {
-			out.OAuth.ClientSecret = serverconfig.SecretMask
-		}
 	}
 	if srv.Transport != store.TransportStdio {
 		if g, ok, err := s.store.LatestGrant(ctx, srv.ID); err == nil && ok {
@@ -331,33 +289,6 @@ func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON
 	}
 	out.Discovery = dj
 	return out
-}
-
-func inputFromJSON(j serverJSON) serverconfig.Input {
-	in := serverconfig.Input{
-		ID: j.ID, Name: j.Name, Transport: j.Transport, Command: j.Command, Args: j.Args,
-		Cwd: j.Cwd, URL: j.URL, DefaultPolicy: string(j.DefaultPolicy), Enabled: j.Enabled == nil || *j.Enabled,
-	}
-	if j.TimeoutMS != 0 {
-		in.TimeoutMS = strconv.Itoa(j.TimeoutMS)
-	}
-	if j.MemoryMB != 0 {
-		in.MemoryMB = strconv.Itoa(j.MemoryMB)
-	}
-	if j.TTLSeconds != 0 {
-		in.TTLSeconds = strconv.Itoa(j.TTLSeconds)
-	}
-	in.AutoRefresh = serverconfig.OnOff(j.AutoRefresh)
-	for _, k := range sortedKeys(j.Env) {
-		in.Env = append(in.Env, serverconfig.KV{Key: k, Value: j.Env[k]})
-	}
-	for _, k := range sortedKeys(j.Headers) {
-		in.Headers = append(in.Headers, serverconfig.KV{Key: k, Value: j.Headers[k]})
-	}
-	if o := j.OAuth; o != nil {
-		in.OAuthClientID, in.OAuthClientSecret, in.OAuthScopes = o.ClientID, o.ClientSecret, o.Scopes
-	}
-	return in
 }
 
 type toolJSON struct {
@@ -373,6 +304,8 @@ type toolJSON struct {
 	State           store.ToolState `json:"state"`
 	Problems        []string        `json:"problems,omitempty"`
 	Policy          store.Policy    `json:"policy"`
+	PolicyReason    string          `json:"policy_reason,omitempty"`
+	PolicySetBy     string          `json:"policy_set_by,omitempty"`
 	EffectivePolicy store.Policy    `json:"effective_policy"`
 	Pin             string          `json:"pin"`
 }
@@ -381,8 +314,17 @@ func toolToJSON(t store.ToolEntry) toolJSON {
 	return toolJSON{
 		Server: t.ServerID, Name: t.Name, AgentName: offeredName(t),
 		Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations,
-		State: t.State, Problems: t.Problems, Policy: t.Policy.Policy, EffectivePolicy: t.Effective, Pin: t.Pin,
+		State: t.State, Problems: t.Problems, Policy: t.Policy.Policy, PolicyReason: t.Policy.Reason, PolicySetBy: t.Policy.SetBy,
+		EffectivePolicy: t.Effective, Pin: t.Pin,
 	}
+}
+
+func toolsToJSON(es []store.ToolEntry) []toolJSON {
+	out := make([]toolJSON, 0, len(es))
+	for _, e := range es {
+		out = append(out, toolToJSON(e))
+	}
+	return out
 }
 
 // offeredName is the name agents know the tool by, or "" for a tool that

@@ -170,31 +170,10 @@ func (s *Server) importFailed(c echo.Context, v views.ImportView, err error) err
 	if errors.As(err, &se) {
 		v.ErrorLine, v.ErrorCol = se.Pos.Line, se.Pos.Col
 		if v.Text != "" {
-			v.Excerpt, v.Caret = excerpt(v.Text, se.Pos.Line, se.Pos.Col)
+			v.Excerpt, v.Caret = clientconfig.Excerpt(v.Text, se.Pos.Line, se.Pos.Col)
 		}
 	}
 	return render(c, http.StatusUnprocessableEntity, views.ImportPage(s.page(c, "Import"), v))
-}
-
-// excerpt is the line of text at line (1-based), and a caret under column
-// col (in characters), both cut to a readable width around it.
-func excerpt(text string, line, col int) (string, string) {
-	lines := strings.Split(text, "\n")
-	if line < 1 || line > len(lines) {
-		return "", ""
-	}
-	l := []rune(strings.TrimRight(lines[line-1], "\r"))
-	start := 0
-	if col > 60 {
-		start = col - 40
-	}
-	end := min(len(l), start+120)
-	if start > len(l) {
-		start = len(l)
-	}
-	shown := string(l[start:end])
-	caret := strings.Repeat(" ", max(0, col-1-start)+len(strconv.Itoa(line))+3) + "^"
-	return shown, caret
 }
 
 func planView(p serverconfig.ImportPlan) *views.ImportPlanView {

@@ -17,13 +17,20 @@ import (
 // configuration, or joins the one already in flight. A launch nobody has
 // confirmed yet is confirmed with confirmed (the launch hash the person
 // saw), or refused with a *launchUnconfirmed.
-func (s *Server) startVerify(ctx context.Context, id, confirmed string) (discovery.Job, error) {
+// A confirmation may choose the server's preset for its new tools (see
+// setPreset); the tools it has keep their policies.
+func (s *Server) startVerify(ctx context.Context, id, confirmed string, preset store.Preset) (discovery.Job, error) {
 	srv, err := s.store.Server(ctx, id)
 	if err != nil {
 		return discovery.Job{}, notFound(err)
 	}
 	if err := s.confirmLaunch(ctx, srv, confirmed); err != nil {
 		return discovery.Job{}, err
+	}
+	if confirmed != "" && preset.Valid() {
+		if _, err := s.setPreset(ctx, id, preset, false, "dashboard"); err != nil {
+			return discovery.Job{}, err
+		}
 	}
 	return s.submit(srv, store.TriggerManual)
 }
@@ -61,7 +68,7 @@ func (s *Server) jobEvent(j discovery.Job) {
 func (s *Server) handleVerify(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	_, err := s.startVerify(ctx, id, c.FormValue("confirm"))
+	_, err := s.startVerify(ctx, id, c.FormValue("confirm"), store.Preset(c.FormValue("preset")))
 	var lu *launchUnconfirmed
 	switch {
 	case errors.As(err, &lu) && c.Request().Header.Get(headerHXRequest) != "":
@@ -91,10 +98,14 @@ func (s *Server) handleCancelJob(c echo.Context) error {
 func (s *Server) handleAPIVerify(c echo.Context) error {
 	ctx := c.Request().Context()
 	var body struct {
-		Confirm bool `json:"confirm"`
+		Confirm bool   `json:"confirm"`
+		Preset  string `json:"preset"` // chosen with the confirmation
 	}
 	if err := decodeOptionalJSON(c, 4096, &body); err != nil {
 		return err
+	}
+	if body.Preset != "" && (!body.Confirm || !store.Preset(body.Preset).Valid()) {
+		return validationError(map[string]string{"preset": `must be ask_all, read_only or allow_all, with "confirm": true`})
 	}
 	id := c.Param("id")
 	confirmed := ""
@@ -105,7 +116,7 @@ func (s *Server) handleAPIVerify(c echo.Context) error {
 		}
 		confirmed = srv.LaunchHash()
 	}
-	j, err := s.startVerify(ctx, id, confirmed)
+	j, err := s.startVerify(ctx, id, confirmed, store.Preset(body.Preset))
 	if lu := (*launchUnconfirmed)(nil); errors.As(err, &lu) {
 		return c.JSON(http.StatusConflict, map[string]any{
 			"error":  lu.Error() + `; send {"confirm": true} to confirm this launch and start`,

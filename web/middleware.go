@@ -5,15 +5,14 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
+	"github.com/switchboard-dev/switchboard/web/internal/guard"
 	"github.com/switchboard-dev/switchboard/web/internal/session"
 )
 
@@ -27,48 +26,6 @@ const (
 	ctxSession    = "session"
 	ctxRevision   = "revision"
 )
-
-// contentSecurityPolicy allows only our own scripts, styles and
-// connections, and no framing.
-const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
-	"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
-
-// secureHeaders sets the security headers on every response.
-func secureHeaders(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		if !strings.HasPrefix(c.Request().URL.Path, "/static/") {
-			h.Set("Cache-Control", "no-store")
-		}
-		return next(c)
-	}
-}
-
-// hostCheck refuses any Host header that is not loopback or explicitly
-// allowed: the defence against DNS rebinding.
-func hostCheck(extra []string) echo.MiddlewareFunc {
-	allowed := map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}
-	for _, h := range extra {
-		allowed[strings.ToLower(h)] = true
-	}
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			host := c.Request().Host
-			if h, _, err := net.SplitHostPort(host); err == nil {
-				host = h
-			}
-			host = strings.Trim(strings.ToLower(host), "[]")
-			if !allowed[host] {
-				return echo.NewHTTPError(http.StatusForbidden, "this host name is not allowed; open Switchboard via 127.0.0.1 or localhost")
-			}
-			return next(c)
-		}
-	}
-}
 
 // Body caps. Every body is capped before anything reads it, authentication
 // included: the login form needs a few hundred bytes, and nothing takes
@@ -166,54 +123,13 @@ func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// refuseCrossSite refuses, on every route, what a browser sends on behalf
-// of another site. A state change must come from this origin (see
-// sameOrigin). A read may come from elsewhere only as a top-level
-// navigation (a link or bookmark to the dashboard, which carries no
-// session cookie: it is SameSite=Strict); a foreign page's fetch, image,
-// script or EventSource is refused by its Fetch Metadata (another port on
-// localhost is "same-site", and refused too) or its Origin.
-func refuseCrossSite(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		if !safeMethod(r.Method) {
-			if err := sameOrigin(r); err != nil {
-				return err
-			}
-			return next(c)
-		}
-		if r.Header.Get("Sec-Fetch-Mode") == "navigate" {
-			return next(c)
-		}
-		switch r.Header.Get("Sec-Fetch-Site") {
-		case "cross-site", "same-site":
-			return echo.NewHTTPError(http.StatusForbidden, "cross-site request refused")
-		}
-		if o := r.Header.Get("Origin"); o != "" && o != "null" && !originIsHost(o, r.Host) {
-			return echo.NewHTTPError(http.StatusForbidden, "cross-origin request refused")
-		}
-		return next(c)
-	}
-}
-
-func safeMethod(m string) bool {
-	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
-}
-
-// originIsHost reports whether an Origin header names the host (and
-// port) the request was sent to.
-func originIsHost(origin, host string) bool {
-	u, err := url.Parse(origin)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host)
-}
-
 // csrfProtect refuses state changes that lack the session's CSRF token
 // (header for htmx, form field for forms); refuseCrossSite has already
 // refused those from another site.
 func csrfProtect(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if safeMethod(r.Method) {
+		if guard.SafeMethod(r.Method) {
 			return next(c)
 		}
 		sess, _ := c.Get(ctxSession).(session.Session)
@@ -226,24 +142,6 @@ func csrfProtect(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
-}
-
-// sameOrigin refuses requests a browser marks as cross-site. Browsers
-// that send Sec-Fetch-Site are trusted on it (with Referrer-Policy
-// no-referrer they send "Origin: null" even for same-origin forms);
-// otherwise an Origin header must name this host.
-func sameOrigin(r *http.Request) error {
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "same-origin", "none":
-		return nil
-	case "":
-	default:
-		return echo.NewHTTPError(http.StatusForbidden, "cross-site request refused")
-	}
-	if o := r.Header.Get("Origin"); o != "" && !originIsHost(o, r.Host) {
-		return echo.NewHTTPError(http.StatusForbidden, "cross-origin request refused")
-	}
-	return nil
 }
 
 func csrfOf(c echo.Context) string {

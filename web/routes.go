@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard-dev/switchboard/static"
+	"github.com/switchboard-dev/switchboard/web/internal/guard"
 )
 
 // routes is the whole route table. Every route passes the Host check and
@@ -14,7 +15,7 @@ import (
 func (s *Server) routes() {
 	e := s.echo
 	// Headers first, so responses the checks refuse carry them too.
-	e.Use(secureHeaders, hostCheck(s.cfg.AllowedHosts), refuseCrossSite, limitBodies)
+	e.Use(guard.SecureHeaders, guard.HostCheck(s.cfg.AllowedHosts), guard.RefuseCrossSite, limitBodies)
 
 	// Public: health, login, static assets.
 	e.GET("/healthz", s.handleHealth)
@@ -43,6 +44,7 @@ func (s *Server) routes() {
 	ui.POST("/servers/:id/signout", s.handleSignOut)
 	ui.GET("/servers/:id/tools", s.handleToolsFragment)
 	ui.POST("/servers/:id/policy", s.handleSetPolicyForm)
+	ui.POST("/servers/:id/policies", s.handlePoliciesForm)
 	ui.POST("/jobs/:id/cancel", s.handleCancelJob)
 	ui.GET("/servers/:id/history", s.handleHistoryFragment)
 	ui.GET("/servers/:id/changes", s.handleChangesPage)
@@ -70,6 +72,8 @@ func (s *Server) routes() {
 	api.POST("/servers/:id/verify", s.handleAPIVerify)
 	api.GET("/servers/:id/tools", s.handleAPIServerTools)
 	api.PUT("/servers/:id/tools/:name/policy", s.handleAPISetPolicy)
+	api.POST("/servers/:id/policies", s.handleAPISetPolicies)
+	api.PUT("/servers/:id/preset", s.handleAPISetPreset)
 	api.GET("/servers/:id/tools/:name", s.handleAPITool)
 	api.POST("/servers/:id/tools/:name/approve", s.handleAPIApproveTool)
 	api.POST("/servers/:id/approve", s.handleAPIApproveChanges)

@@ -328,7 +328,7 @@ func (s *Server) handleAPICreateServer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, errs := serverconfig.Validate(inputFromJSON(j), nil)
+	srv, errs := serverconfig.Validate(j.Input(), nil)
 	if len(errs) > 0 {
 		return validationError(errs)
 	}
@@ -360,7 +360,7 @@ func (s *Server) handleAPIUpdateServer(c echo.Context) error {
 		return validationError(map[string]string{"id": "the id of a server cannot change"})
 	}
 	j.ID = old.ID
-	srv, errs := serverconfig.Validate(inputFromJSON(j), &old)
+	srv, errs := serverconfig.Validate(j.Input(), &old)
 	if len(errs) > 0 {
 		return validationError(errs)
 	}

@@ -25,8 +25,7 @@ func (s *Server) handleToolsFragment(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d := s.serverDetail(ctx, sum, tools)
-	return render(c, http.StatusOK, views.ToolsBody(d.Item, d.Tools))
+	return render(c, http.StatusOK, views.ToolsBody(s.serverDetail(ctx, sum, tools)))
 }
 
 // handleSetPolicyForm serves POST /servers/:id/policy (htmx, from the

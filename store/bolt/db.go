@@ -476,6 +476,9 @@ func (db *DB) UpdateServer(ctx context.Context, s store.Server) error {
 		s.CreatedAt = old.CreatedAt
 		s.UpdatedAt = time.Now().UTC()
 		s.LaunchConfirmed = old.LaunchConfirmed
+		if s.Preset == "" {
+			s.Preset = old.Preset // a preset is changed, never unset
+		}
 		s.SavedConfigHash = s.ConfigHash()
 		return putJSON(b, []byte(s.ID), s)
 	})
@@ -826,25 +829,43 @@ func eachTool(tx *bbolt.Tx, key []byte, fn func(store.ToolEntry) error) error {
 // store.ApplyPolicy). It returns ErrNotFound or ErrToolNotFound, and the
 // updated entry.
 func (db *DB) SetPolicy(ctx context.Context, ref store.ToolRef, p store.Policy, by string) (store.ToolEntry, error) {
-	var e store.ToolEntry
-	err := db.update(ctx, store.Change{ServerID: ref.ServerID, Tools: true}, func(tx *bbolt.Tx) error {
-		var err error
-		if e, err = readTool(tx, ref); err != nil {
-			return err
-		}
-		var first bool
-		if e, first = store.ApplyPolicy(e, p, by, time.Now()); first {
-			if err := putApproved(tx, e.Tool); err != nil {
-				return err
-			}
-		}
-		pb, err := tx.Bucket(bucketPolicies).CreateBucketIfNotExists([]byte(ref.ServerID))
+	out, err := db.SetPolicies(ctx, ref.ServerID, []store.PolicyChange{{Tool: ref.Tool, Policy: p}}, by)
+	if err != nil {
+		return store.ToolEntry{}, err
+	}
+	return out[0], nil
+}
+
+// SetPolicies records policies for several tools of one server in one
+// transaction (see store.ApplyPolicy).
+func (db *DB) SetPolicies(ctx context.Context, id string, changes []store.PolicyChange, by string) ([]store.ToolEntry, error) {
+	out := make([]store.ToolEntry, 0, len(changes))
+	err := db.update(ctx, store.Change{ServerID: id, Tools: true}, func(tx *bbolt.Tx) error {
+		out = out[:0]
+		pb, err := tx.Bucket(bucketPolicies).CreateBucketIfNotExists([]byte(id))
 		if err != nil {
 			return err
 		}
-		return putJSON(pb, []byte(ref.Tool), e.Policy)
+		now := time.Now()
+		for _, c := range changes {
+			e, err := readTool(tx, store.ToolRef{ServerID: id, Tool: c.Tool})
+			if err != nil {
+				return err
+			}
+			var first bool
+			if e, first = store.ApplyPolicy(e, c.Policy, c.Reason, by, now); first {
+				if err := putApproved(tx, e.Tool); err != nil {
+					return err
+				}
+			}
+			if err := putJSON(pb, []byte(c.Tool), e.Policy); err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
 	})
-	return e, err
+	return out, err
 }
 
 // putJSON stores v as JSON under key.

@@ -235,3 +235,70 @@ func testLateDiscardKeepsNewerRecord(t *testing.T, be Backend) {
 		t.Errorf("old job's history = %+v, %v; want discarded", h, err)
 	}
 }
+
+// A server's preset, kept with it, decides its new tools' policies; the
+// reason is kept with each policy.
+func testPresetDecidesNewTools(t *testing.T, be Backend) {
+	ctx := t.Context()
+	db := be.Open(t)
+	in := StdioServer("files")
+	in.DefaultPolicy, in.Preset = store.PolicyDeny, store.PresetReadOnly
+	s := MustCreate(t, db, in)
+	if got, err := db.Server(ctx, s.ID); err != nil || got.Preset != store.PresetReadOnly {
+		t.Fatalf("Server(%q) = %+v, %v; want its preset kept", s.ID, got.Preset, err)
+	}
+	// An edit that says nothing of the preset keeps it.
+	edit := StdioServer("files")
+	edit.Name = "Files, renamed"
+	if err := db.UpdateServer(ctx, edit); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.Server(ctx, s.ID); got.Preset != store.PresetReadOnly || got.Name != "Files, renamed" {
+		t.Fatalf("after an edit without a preset: %q, %q; want the preset kept", got.Name, got.Preset)
+	}
+	safe := annotated("read", "v1", `{"readOnlyHint":true,"openWorldHint":false}`)
+	MustRecordSuccess(t, db, s.ID, Verification(s, "j1", At(10), safe, MkTool("rm", "v1")))
+	got := MustTools(t, db, s.ID)
+	if p := got["read"].Policy; p.Policy != store.PolicyAllow || p.Reason != "allow: preset read-only (declared read-only and closed-world)" {
+		t.Errorf("read-only, closed-world tool under the read-only preset: %+v", p)
+	}
+	if p := got["rm"].Policy; p.Policy != store.PolicyAsk || p.Reason != "ask: may be destructive (preset read-only)" {
+		t.Errorf("unannotated tool under the read-only preset: %+v", p)
+	}
+}
+
+// SetPolicies sets several tools' policies with their reasons, all or
+// none.
+func testSetPolicies(t *testing.T, be Backend) {
+	ctx := t.Context()
+	db := be.Open(t)
+	s := MustCreate(t, db, StdioServer("files"))
+	MustRecordSuccess(t, db, s.ID, Verification(s, "j1", At(10), MkTool("read", "v1"), MkTool("write", "v1")))
+	before := MustTools(t, db, s.ID)
+
+	_, err := db.SetPolicies(ctx, s.ID, []store.PolicyChange{{Tool: "read", Policy: store.PolicyAllow}, {Tool: "nope", Policy: store.PolicyAllow}}, "dashboard")
+	if !errors.Is(err, store.ErrToolNotFound) {
+		t.Fatalf("SetPolicies with an unknown tool = %v; want ErrToolNotFound", err)
+	}
+	if got := MustTools(t, db, s.ID); !reflect.DeepEqual(got, before) {
+		t.Errorf("after a failed SetPolicies: %+v; want nothing changed", got)
+	}
+	if _, err := db.SetPolicies(ctx, "nope", []store.PolicyChange{{Tool: "read", Policy: store.PolicyAllow}}, "dashboard"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("SetPolicies of an unknown server = %v; want ErrNotFound", err)
+	}
+
+	out, err := db.SetPolicies(ctx, s.ID, []store.PolicyChange{
+		{Tool: "write", Policy: store.PolicyDeny, Reason: "ask: preset ask for everything"},
+		{Tool: "read", Policy: store.PolicyAllow},
+	}, "dashboard")
+	if err != nil || len(out) != 2 || out[0].Name != "write" || out[1].Name != "read" {
+		t.Fatalf("SetPolicies = %+v, %v; want both, in order", out, err)
+	}
+	got := MustTools(t, db, s.ID)
+	if p := got["write"].Policy; p.Policy != store.PolicyDeny || p.SetBy != "dashboard" || p.Reason != "ask: preset ask for everything" {
+		t.Errorf("write's policy = %+v", p)
+	}
+	if p := got["read"].Policy; p.Policy != store.PolicyAllow || p.Reason != "" || got["read"].Effective != store.PolicyAllow {
+		t.Errorf("read's policy = %+v, effective %s", p, got["read"].Effective)
+	}
+}

@@ -52,6 +52,8 @@ func Run(t *testing.T, b Backend) {
 		{"Grants", testGrants},
 		{"Revision", testRevision},
 		{"NewToolPolicyFollowsAnnotations", testNewToolPolicyFollowsAnnotations},
+		{"PresetDecidesNewTools", testPresetDecidesNewTools},
+		{"SetPolicies", testSetPolicies},
 		{"HistoryAndDelta", testHistoryAndDelta},
 		{"HistoryBounds", testHistoryBounds},
 		{"ApproveChanges", testApproveChanges},

@@ -26,6 +26,8 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -296,3 +298,24 @@ func checkUTF8(data []byte) error {
 // maxDepth bounds how deeply objects and arrays may nest; real configs
 // use five or six levels.
 const maxDepth = 100
+
+// Excerpt is the line of text at line (1-based), and a caret under column
+// col (in characters), both cut to a readable width around it.
+func Excerpt(text string, line, col int) (string, string) {
+	lines := strings.Split(text, "\n")
+	if line < 1 || line > len(lines) {
+		return "", ""
+	}
+	l := []rune(strings.TrimRight(lines[line-1], "\r"))
+	start := 0
+	if col > 60 {
+		start = col - 40
+	}
+	end := min(len(l), start+120)
+	if start > len(l) {
+		start = len(l)
+	}
+	shown := string(l[start:end])
+	caret := strings.Repeat(" ", max(0, col-1-start)+len(strconv.Itoa(line))+3) + "^"
+	return shown, caret
+}

@@ -317,3 +317,23 @@ func PrettyJSON(v any) string {
 	}
 	return string(b)
 }
+
+// ResultText is a tool result for a person: each text content as it is,
+// anything else (images, resources, structured content) as indented JSON.
+func ResultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+			continue
+		}
+		parts = append(parts, PrettyJSON(c))
+	}
+	if res.StructuredContent != nil {
+		parts = append(parts, "structured content:\n"+PrettyJSON(res.StructuredContent))
+	}
+	if len(parts) == 0 {
+		return "(an empty result)"
+	}
+	return strings.Join(parts, "\n\n")
+}

@@ -1,0 +1,168 @@
+package web
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/views"
+)
+
+// A server's preset decides how its new tools start (see
+// store.PresetPolicy); its existing tools follow a preset only when a
+// person applies it to them. Several tools' policies can be set at once:
+// the tools named, or those a selection picks by their annotations.
+
+// setPreset records the server's preset and, if apply, sets its existing
+// tools' policies by it. It returns the tools it changed.
+func (s *Server) setPreset(ctx context.Context, id string, p store.Preset, apply bool, by string) ([]store.ToolEntry, error) {
+	srv, err := s.store.Server(ctx, id)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	if srv.Preset != p {
+		srv.Preset = p
+		if err := s.store.UpdateServer(ctx, srv); err != nil {
+			return nil, notFound(err)
+		}
+	}
+	if !apply {
+		return nil, nil
+	}
+	tools, err := s.store.Tools(ctx, id)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	out, err := s.store.SetPolicies(ctx, id, store.PresetChanges(p, tools), by)
+	return out, notFound(err)
+}
+
+// policyChanges are the changes of one bulk request: policy for the tools
+// named, or for those sel picks. fields says what is wrong with the
+// request, if anything.
+func (s *Server) policyChanges(ctx context.Context, id, policy, sel string, names []string) ([]store.PolicyChange, map[string]string, error) {
+	fields := map[string]string{}
+	if !store.Policy(policy).Valid() {
+		fields["policy"] = "must be allow, ask or deny"
+	}
+	switch {
+	case sel == "" && len(names) == 0:
+		fields["tools"] = "name the tools, or choose a selection"
+	case sel != "" && len(names) > 0:
+		fields["select"] = "name the tools or choose a selection, not both"
+	case sel != "" && !store.Selection(sel).Valid():
+		fields["select"] = "must be all, read_only, may_change or open_world"
+	}
+	if len(fields) > 0 {
+		return nil, fields, nil
+	}
+	if sel != "" {
+		tools, err := s.store.Tools(ctx, id)
+		if err != nil {
+			return nil, nil, notFound(err)
+		}
+		for _, t := range tools {
+			if store.Selection(sel).Matches(t.Tool) {
+				names = append(names, t.Name)
+			}
+		}
+	}
+	changes := make([]store.PolicyChange, 0, len(names))
+	for _, n := range names {
+		changes = append(changes, store.PolicyChange{Tool: n, Policy: store.Policy(policy)})
+	}
+	return changes, nil, nil
+}
+
+// handleAPISetPolicies serves POST /api/v1/servers/:id/policies:
+// {"policy": P, "tools": [names]} or {"policy": P, "select": S}; all or
+// none, answered with the tools changed.
+func (s *Server) handleAPISetPolicies(c echo.Context) error {
+	ctx := c.Request().Context()
+	var body struct {
+		Policy string   `json:"policy"`
+		Tools  []string `json:"tools"`
+		Select string   `json:"select"`
+	}
+	if err := decodeJSON(c, 1<<20, &body); err != nil {
+		return err
+	}
+	changes, fields, err := s.policyChanges(ctx, c.Param("id"), body.Policy, body.Select, body.Tools)
+	switch {
+	case err != nil:
+		return err
+	case len(fields) > 0:
+		return validationError(fields)
+	}
+	tools, err := s.store.SetPolicies(ctx, c.Param("id"), changes, "api")
+	if err != nil {
+		return notFound(err)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"tools": toolsToJSON(tools)})
+}
+
+// handleAPISetPreset serves PUT /api/v1/servers/:id/preset: {"preset":
+// P, "apply": true to set the existing tools' policies by it too}.
+func (s *Server) handleAPISetPreset(c echo.Context) error {
+	var body struct {
+		Preset string `json:"preset"`
+		Apply  bool   `json:"apply"`
+	}
+	if err := decodeJSON(c, 4096, &body); err != nil {
+		return err
+	}
+	if !store.Preset(body.Preset).Valid() {
+		return validationError(map[string]string{"preset": "must be ask_all, read_only or allow_all"})
+	}
+	tools, err := s.setPreset(c.Request().Context(), c.Param("id"), store.Preset(body.Preset), body.Apply, "api")
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"preset": body.Preset, "tools": toolsToJSON(tools)})
+}
+
+// handlePoliciesForm serves POST /servers/:id/policies, the tools
+// section's bulk form and preset form (htmx): it answers with the
+// section, or its error.
+func (s *Server) handlePoliciesForm(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	form, err := c.FormParams()
+	if err != nil {
+		return err
+	}
+	if _, ok := form["preset"]; ok { // the preset form
+		p := form.Get("preset")
+		if !store.Preset(p).Valid() {
+			return &apiError{Status: http.StatusUnprocessableEntity, Message: "choose one of the presets"}
+		}
+		if _, err := s.setPreset(ctx, id, store.Preset(p), form.Get("apply") != "", "dashboard"); err != nil {
+			return err
+		}
+	} else {
+		sel := form.Get("select")
+		var names []string
+		if sel == "checked" {
+			sel, names = "", form["tool"]
+		}
+		changes, fields, err := s.policyChanges(ctx, id, form.Get("policy"), sel, names)
+		switch {
+		case err != nil:
+			return err
+		case fields["tools"] != "" && sel == "":
+			return &apiError{Status: http.StatusUnprocessableEntity, Message: "check the tools to change first"}
+		case len(fields) > 0:
+			return &apiError{Status: http.StatusUnprocessableEntity, Message: "choose a policy and which tools"}
+		}
+		if _, err := s.store.SetPolicies(ctx, id, changes, "dashboard"); err != nil {
+			return notFound(err)
+		}
+	}
+	sum, tools, err := s.summaryAndTools(ctx, id)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ToolsBody(s.serverDetail(ctx, sum, tools)))
+}

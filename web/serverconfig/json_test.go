@@ -1,0 +1,34 @@
+package serverconfig
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// A server's settings given back by the API, and sent back as they came
+// (secrets masked), validate to the same server: masked values keep the
+// stored ones, and the masks never become values.
+func TestJSONRoundTrip(t *testing.T) {
+	on := true
+	srv := store.Server{
+		ID: "files", Name: "Files", Transport: store.TransportStdio, Command: "files-mcp", Args: []string{"--root", "/tmp"},
+		Env: map[string]string{"API_KEY": "s3cret-value"}, TimeoutMS: 5000, MemoryMB: 256, TTLSeconds: 600, AutoRefresh: &on,
+		DefaultPolicy: store.PolicyAllow, Preset: store.PresetReadOnly, Enabled: true,
+	}
+	j := ToJSON(srv)
+	if j.Env["API_KEY"] != SecretMask || j.Preset != store.PresetReadOnly || *j.Enabled != true {
+		t.Fatalf("ToJSON = %+v; want the secret masked, the preset and enabled", j)
+	}
+	got, errs := Validate(j.Input(), &srv)
+	if len(errs) > 0 {
+		t.Fatalf("Validate(ToJSON(srv).Input()) = %v", errs)
+	}
+	got.Preset = srv.Preset // kept by the store, not by the settings
+	if !reflect.DeepEqual(got.Env, srv.Env) || got.Command != srv.Command || !reflect.DeepEqual(got.Args, srv.Args) ||
+		got.TimeoutMS != srv.TimeoutMS || got.MemoryMB != srv.MemoryMB || got.TTLSeconds != srv.TTLSeconds || *got.AutoRefresh != on ||
+		got.DefaultPolicy != srv.DefaultPolicy || !got.Enabled {
+		t.Errorf("round trip = %+v; want %+v", got, srv)
+	}
+}
