@@ -141,7 +141,8 @@ type Audit interface {
 }
 
 // Credentials keeps the secrets Switchboard holds for others: the MCP
-// endpoint's token and the OAuth grants of remote servers.
+// endpoint's token, the connected clients' tokens and the OAuth grants of
+// remote servers.
 type Credentials interface {
 	// MCPToken is the MCP endpoint's bearer token, created the first
 	// time.
@@ -157,6 +158,12 @@ type Credentials interface {
 	LatestGrant(ctx context.Context, id string) (g Grant, ok bool, err error)
 	// DeleteGrants forgets every grant of the server.
 	DeleteGrants(ctx context.Context, id string) error
+	// AddClientToken keeps a connected client's token (its hash).
+	AddClientToken(ctx context.Context, ct ClientToken) error
+	// ClientTokens is the connected clients' tokens, oldest first.
+	ClientTokens(ctx context.Context) ([]ClientToken, error)
+	// RevokeClientToken forgets one; ErrNotFound if there is none by id.
+	RevokeClientToken(ctx context.Context, id string) error
 }
 
 // Changes announces committed changes.

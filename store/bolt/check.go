@@ -224,6 +224,8 @@ func valueDecoder(top string, depth int) (decode func([]byte) error, valuesOnly 
 		return nil, true
 	case depth == 1 && top == string(bucketGrants):
 		return into(func() any { return new(store.Grant) }), true
+	case depth == 0 && top == string(bucketClients):
+		return into(func() any { return new(store.ClientToken) }), true
 	}
 	return nil, false
 }

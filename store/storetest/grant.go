@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,41 @@ func testGrants(t *testing.T, be Backend) {
 		if !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s of an unknown server = %v; want ErrNotFound", what, err)
 		}
+	}
+}
+
+// Connected clients' tokens are kept by hash, listed oldest first, and
+// revoked one by one.
+func testClientTokens(t *testing.T, be Backend) {
+	ctx := t.Context()
+	db := be.Open(t)
+	if list, err := db.ClientTokens(ctx); err != nil || list == nil || len(list) != 0 {
+		t.Fatalf("ClientTokens of a new store = %v, %v; want empty, not nil", list, err)
+	}
+	tokA, a := store.NewClientToken("Claude Desktop", At(1))
+	_, b := store.NewClientToken("Cursor", At(2))
+	for _, ct := range []store.ClientToken{b, a} {
+		if err := db.AddClientToken(ctx, ct); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.AddClientToken(ctx, a); err == nil {
+		t.Error("AddClientToken with a taken id succeeded")
+	}
+	list, err := db.ClientTokens(ctx)
+	if err != nil || len(list) != 2 || list[0].Name != "Claude Desktop" || list[1].Name != "Cursor" {
+		t.Fatalf("ClientTokens = %+v, %v; want Claude Desktop then Cursor", list, err)
+	}
+	if list[0].Hash != store.HashToken(tokA) || strings.Contains(fmt.Sprint(list), tokA) {
+		t.Errorf("kept %+v; want the token's hash, never the token", list[0])
+	}
+	if err := db.RevokeClientToken(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RevokeClientToken(ctx, a.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("revoking twice = %v; want ErrNotFound", err)
+	}
+	if list, _ := db.ClientTokens(ctx); len(list) != 1 || list[0].ID != b.ID {
+		t.Errorf("after revoking Claude Desktop: %+v", list)
 	}
 }

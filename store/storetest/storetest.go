@@ -50,6 +50,7 @@ func Run(t *testing.T, b Backend) {
 		{"CallsKeptNewestFirstAndBounded", testCallsKeptNewestFirstAndBounded},
 		{"MCPTokenKeptAndRotated", testMCPTokenKeptAndRotated},
 		{"Grants", testGrants},
+		{"ClientTokens", testClientTokens},
 		{"Revision", testRevision},
 		{"NewToolPolicyFollowsAnnotations", testNewToolPolicyFollowsAnnotations},
 		{"PresetDecidesNewTools", testPresetDecidesNewTools},
