@@ -24,184 +24,220 @@ func TestAPIServersCRUD(t *testing.T) {
 	ctx := t.Context()
 	e := newEnv(t)
 	const secret = "api-secret-value-1"
-	e.secrets = append(e.secrets, secret, "header-secret-2")
+	// The secrets are added before the steps, where the check at the
+	// test's end sees them (see env.in).
+	e.secrets = append(e.secrets, secret, "header-secret-2", "replaced-value-3")
 
-	body := fixtureServer("crud")
-	body["env"] = map[string]string{"API_KEY": secret}
-	body["timeout_ms"] = 4000
-	body["memory_mb"] = 512
-	rec := e.api(http.MethodPost, "/api/v1/servers", body)
-	wantStatus(t, rec, http.StatusCreated)
-	got := decodeAs[apiServer](t, rec)
-	want := apiServer{ID: "crud", Name: "Fixture crud", Transport: "stdio", Command: fixtureBin, Args: []string{"-tools", "5", "-page-size", "2"},
-		Env: map[string]string{"API_KEY": "********"}, TimeoutMS: 4000, MemoryMB: 512, DefaultPolicy: "ask", Enabled: ptr(true),
-		Discovery: &apiDiscovery{Status: "never", Freshness: apiFreshness{State: "never"}}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("created (-want +got), the env value masked, never verified:\n%s", diff)
-	}
-	if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != secret {
-		t.Errorf("stored env = %v", srv.Env)
-	}
-
-	// Invalid: one message per field.
-	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{
-		"id": "Bad Id", "transport": "stdio", "command": "", "timeout_ms": 5, "default_policy": "sometimes",
-		"env": map[string]string{"1X": "v"}, "cwd": "relative/dir", "memory_mb": 8,
-	})
-	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	m := decodeAs[apiError](t, rec)
-	for _, f := range []string{"id", "command", "timeout_ms", "default_policy", "env", "cwd", "memory_mb"} {
-		if m.Fields[f] == "" {
-			t.Errorf("no message for field %s in %+v", f, m)
+	if !t.Run("a create masks the env value and stores it", func(t *testing.T) {
+		e := e.in(t)
+		body := fixtureServer("crud")
+		body["env"] = map[string]string{"API_KEY": secret}
+		body["timeout_ms"] = 4000
+		body["memory_mb"] = 512
+		rec := e.api(http.MethodPost, "/api/v1/servers", body)
+		wantStatus(t, rec, http.StatusCreated)
+		got := decodeAs[apiServer](t, rec)
+		want := apiServer{ID: "crud", Name: "Fixture crud", Transport: "stdio", Command: fixtureBin, Args: []string{"-tools", "5", "-page-size", "2"},
+			Env: map[string]string{"API_KEY": "********"}, TimeoutMS: 4000, MemoryMB: 512, DefaultPolicy: "ask", Enabled: ptr(true),
+			Discovery: &apiDiscovery{Status: "never", Freshness: apiFreshness{State: "never"}}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("created (-want +got), the env value masked, never verified:\n%s", diff)
 		}
+		if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != secret {
+			t.Errorf("stored env = %v", srv.Env)
+		}
+	}) {
+		return
 	}
-	// TTL and auto-refresh round-trip; null means the default.
-	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{
-		"id": "tuned", "transport": "http", "url": "http://127.0.0.1:9/mcp", "ttl_seconds": 60, "auto_refresh": false,
+
+	t.Run("an invalid body gets one message per field", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodPost, "/api/v1/servers", map[string]any{
+			"id": "Bad Id", "transport": "stdio", "command": "", "timeout_ms": 5, "default_policy": "sometimes",
+			"env": map[string]string{"1X": "v"}, "cwd": "relative/dir", "memory_mb": 8,
+		})
+		wantStatus(t, rec, http.StatusUnprocessableEntity)
+		m := decodeAs[apiError](t, rec)
+		for _, f := range []string{"id", "command", "timeout_ms", "default_policy", "env", "cwd", "memory_mb"} {
+			if m.Fields[f] == "" {
+				t.Errorf("no message for field %s in %+v", f, m)
+			}
+		}
+		if m.Error == "" {
+			t.Error("422 without error")
+		}
 	})
-	wantStatus(t, rec, http.StatusCreated)
-	if got := decodeAs[apiServer](t, rec); !cmp.Equal(got.TTLSeconds, ptr(60)) || !cmp.Equal(got.AutoRefresh, ptr(false)) {
-		t.Errorf("created = ttl %v, auto_refresh %v; want 60, false", got.TTLSeconds, got.AutoRefresh)
-	}
-	rec = e.api(http.MethodPut, "/api/v1/servers/tuned", map[string]any{"transport": "http", "url": "http://127.0.0.1:9/mcp", "auto_refresh": nil})
-	wantStatus(t, rec, http.StatusOK)
-	if got := decodeAs[apiServer](t, rec); got.TTLSeconds != nil || got.AutoRefresh != nil {
-		t.Errorf("updated = ttl %v, auto_refresh %v; want both back to the defaults", got.TTLSeconds, got.AutoRefresh)
-	}
-	wantStatus(t, e.api(http.MethodDelete, "/api/v1/servers/tuned", nil), http.StatusNoContent)
-	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{"id": "too-quick", "command": "x", "transport": "stdio", "ttl_seconds": 3})
-	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	if f := decodeAs[apiError](t, rec).Fields; f["ttl_seconds"] == "" || len(f) != 1 {
-		t.Errorf("fields = %v, want only ttl_seconds", f)
-	}
-	// A memory cap is for processes Switchboard starts.
-	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{
-		"id": "remote-capped", "transport": "http", "url": "http://127.0.0.1:9/mcp", "memory_mb": 512,
+	t.Run("TTL and auto-refresh round-trip, null meaning the default", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodPost, "/api/v1/servers", map[string]any{
+			"id": "tuned", "transport": "http", "url": "http://127.0.0.1:9/mcp", "ttl_seconds": 60, "auto_refresh": false,
+		})
+		wantStatus(t, rec, http.StatusCreated)
+		if got := decodeAs[apiServer](t, rec); !cmp.Equal(got.TTLSeconds, ptr(60)) || !cmp.Equal(got.AutoRefresh, ptr(false)) {
+			t.Errorf("created = ttl %v, auto_refresh %v; want 60, false", got.TTLSeconds, got.AutoRefresh)
+		}
+		rec = e.api(http.MethodPut, "/api/v1/servers/tuned", map[string]any{"transport": "http", "url": "http://127.0.0.1:9/mcp", "auto_refresh": nil})
+		wantStatus(t, rec, http.StatusOK)
+		if got := decodeAs[apiServer](t, rec); got.TTLSeconds != nil || got.AutoRefresh != nil {
+			t.Errorf("updated = ttl %v, auto_refresh %v; want both back to the defaults", got.TTLSeconds, got.AutoRefresh)
+		}
+		wantStatus(t, e.api(http.MethodDelete, "/api/v1/servers/tuned", nil), http.StatusNoContent)
+		rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{"id": "too-quick", "command": "x", "transport": "stdio", "ttl_seconds": 3})
+		wantStatus(t, rec, http.StatusUnprocessableEntity)
+		if f := decodeAs[apiError](t, rec).Fields; f["ttl_seconds"] == "" || len(f) != 1 {
+			t.Errorf("fields = %v, want only ttl_seconds", f)
+		}
 	})
-	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	if diff := cmp.Diff(map[string]string{"memory_mb": "A memory cap applies to stdio servers only."}, decodeAs[apiError](t, rec).Fields); diff != "" {
-		t.Errorf("fields (-want +got), only memory_mb:\n%s", diff)
-	}
-	if m.Error == "" {
-		t.Error("422 without error")
-	}
-	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{"id": "remote", "transport": "http", "url": "http://169.254.169.254/"})
-	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	if f := decodeAs[apiError](t, rec).Fields; f["url"] == "" {
-		t.Errorf("fields = %v", f)
-	}
-	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{"id": "tp", "transport": "carrier-pigeon"})
-	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	if f := decodeAs[apiError](t, rec).Fields; f["transport"] == "" {
-		t.Errorf("fields = %v", f)
-	}
+	t.Run("a memory cap is for processes Switchboard starts", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodPost, "/api/v1/servers", map[string]any{
+			"id": "remote-capped", "transport": "http", "url": "http://127.0.0.1:9/mcp", "memory_mb": 512,
+		})
+		wantStatus(t, rec, http.StatusUnprocessableEntity)
+		if diff := cmp.Diff(map[string]string{"memory_mb": "A memory cap applies to stdio servers only."}, decodeAs[apiError](t, rec).Fields); diff != "" {
+			t.Errorf("fields (-want +got), only memory_mb:\n%s", diff)
+		}
+	})
+	t.Run("a metadata URL and an unknown transport are refused", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodPost, "/api/v1/servers", map[string]any{"id": "remote", "transport": "http", "url": "http://169.254.169.254/"})
+		wantStatus(t, rec, http.StatusUnprocessableEntity)
+		if f := decodeAs[apiError](t, rec).Fields; f["url"] == "" {
+			t.Errorf("fields = %v", f)
+		}
+		rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{"id": "tp", "transport": "carrier-pigeon"})
+		wantStatus(t, rec, http.StatusUnprocessableEntity)
+		if f := decodeAs[apiError](t, rec).Fields; f["transport"] == "" {
+			t.Errorf("fields = %v", f)
+		}
+	})
 
 	// Unknown fields, bad JSON, trailing data: 400.
-	for _, raw := range []string{
-		`{"id":"x1","transport":"stdio","command":"true","colour":"red"}`,
-		`{"id":"x1",`,
-		`{"id":"x1","transport":"stdio","command":"true"} {"id":"x2"}`,
-		`["x1"]`,
-		``,
+	for _, c := range []struct{ name, raw string }{
+		{"an unknown field", `{"id":"x1","transport":"stdio","command":"true","colour":"red"}`},
+		{"bad JSON", `{"id":"x1",`},
+		{"trailing data", `{"id":"x1","transport":"stdio","command":"true"} {"id":"x2"}`},
+		{"not an object", `["x1"]`},
+		{"an empty body", ``},
 	} {
-		rec = e.api(http.MethodPost, "/api/v1/servers", raw)
-		wantStatus(t, rec, http.StatusBadRequest)
-		if decodeAs[apiError](t, rec).Error == "" {
-			t.Errorf("400 for %q without error", raw)
-		}
+		t.Run(c.name+" is a bad request", func(t *testing.T) {
+			e := e.in(t)
+			rec := e.api(http.MethodPost, "/api/v1/servers", c.raw)
+			wantStatus(t, rec, http.StatusBadRequest)
+			if decodeAs[apiError](t, rec).Error == "" {
+				t.Errorf("400 for %q without error", c.raw)
+			}
+		})
 	}
 	if _, err := e.db.Server(ctx, "x1"); err == nil {
 		t.Error("a refused body created a server")
 	}
 
-	// Duplicate.
-	rec = e.api(http.MethodPost, "/api/v1/servers", fixtureServer("crud"))
-	wantStatus(t, rec, http.StatusConflict)
-	if f := decodeAs[apiError](t, rec).Fields; f["id"] == "" {
-		t.Errorf("409 without id field")
-	}
-	if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != secret {
-		t.Error("a duplicate create overwrote the server")
-	}
-
-	// A remote server with headers.
-	rec = e.api(http.MethodPost, "/api/v1/servers", map[string]any{
-		"id": "remote", "transport": "http", "url": "http://127.0.0.1:1/mcp",
-		"headers": map[string]string{"Authorization": "header-secret-2"}, "enabled": false, "default_policy": "deny",
-	})
-	wantStatus(t, rec, http.StatusCreated)
-	got = decodeAs[apiServer](t, rec)
-	if got.Headers["Authorization"] != "********" || !cmp.Equal(got.Enabled, ptr(false)) || got.DefaultPolicy != "deny" {
-		t.Errorf("remote = %+v", got)
-	}
-
-	// List and get.
-	rec = e.api(http.MethodGet, "/api/v1/servers", nil)
-	wantStatus(t, rec, http.StatusOK)
-	list := decodeAs[serversAnswer](t, rec).Servers
-	var ids []string
-	for _, s := range list {
-		ids = append(ids, s.ID)
-		if s.Discovery == nil {
-			t.Errorf("list entry without discovery: %+v", s)
+	t.Run("a duplicate is a conflict that changes nothing", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodPost, "/api/v1/servers", fixtureServer("crud"))
+		wantStatus(t, rec, http.StatusConflict)
+		if f := decodeAs[apiError](t, rec).Fields; f["id"] == "" {
+			t.Errorf("409 without id field")
 		}
-	}
-	if diff := cmp.Diff([]string{"crud", "remote"}, ids); diff != "" {
-		t.Errorf("listed ids (-want +got):\n%s", diff)
-	}
-	if g := e.server("crud"); g.ID != "crud" || g.Env["API_KEY"] != "********" {
-		t.Errorf("get = %+v", g)
+		if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != secret {
+			t.Error("a duplicate create overwrote the server")
+		}
+	})
+
+	if !t.Run("a remote server's headers are masked", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodPost, "/api/v1/servers", map[string]any{
+			"id": "remote", "transport": "http", "url": "http://127.0.0.1:1/mcp",
+			"headers": map[string]string{"Authorization": "header-secret-2"}, "enabled": false, "default_policy": "deny",
+		})
+		wantStatus(t, rec, http.StatusCreated)
+		got := decodeAs[apiServer](t, rec)
+		if got.Headers["Authorization"] != "********" || !cmp.Equal(got.Enabled, ptr(false)) || got.DefaultPolicy != "deny" {
+			t.Errorf("remote = %+v", got)
+		}
+	}) {
+		return
 	}
 
-	// PUT: the masked value keeps the secret. The body is the answer of
-	// a GET sent back as it came, so it is the raw map.
-	put := decode(t, e.api(http.MethodGet, "/api/v1/servers/crud", nil))
-	delete(put, "discovery")
-	put["name"] = "Renamed"
-	rec = e.api(http.MethodPut, "/api/v1/servers/crud", put)
-	wantStatus(t, rec, http.StatusOK)
-	if g := decodeAs[apiServer](t, rec); g.Name != "Renamed" || g.Env["API_KEY"] != "********" {
-		t.Errorf("put = %+v", g)
-	}
-	if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != secret || srv.Name != "Renamed" {
-		t.Errorf("after PUT with mask: %+v", srv)
-	}
-	// A new value replaces it.
-	put["env"] = map[string]string{"API_KEY": "replaced-value-3"}
-	e.secrets = append(e.secrets, "replaced-value-3")
-	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/crud", put), http.StatusOK)
-	if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != "replaced-value-3" {
-		t.Errorf("after PUT with a new value: %v", srv.Env)
-	}
-	// The id cannot change; an invalid PUT changes nothing.
-	put["id"] = "other"
-	rec = e.api(http.MethodPut, "/api/v1/servers/crud", put)
-	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	if f := decodeAs[apiError](t, rec).Fields; f["id"] == "" {
-		t.Errorf("fields = %v", f)
-	}
-	put["id"] = "crud"
-	put["command"] = ""
-	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/crud", put), http.StatusUnprocessableEntity)
-	if srv, _ := e.db.Server(ctx, "crud"); srv.Command != fixtureBin {
-		t.Error("an invalid PUT changed the server")
-	}
-	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/crud", `{"id":"crud","bogus":1}`), http.StatusBadRequest)
-	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/nope", fixtureServer("nope")), http.StatusNotFound)
-	if _, err := e.db.Server(ctx, "other"); err == nil {
-		t.Error("PUT created a server under a new id")
-	}
+	t.Run("list and get", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodGet, "/api/v1/servers", nil)
+		wantStatus(t, rec, http.StatusOK)
+		list := decodeAs[serversAnswer](t, rec).Servers
+		var ids []string
+		for _, s := range list {
+			ids = append(ids, s.ID)
+			if s.Discovery == nil {
+				t.Errorf("list entry without discovery: %+v", s)
+			}
+		}
+		if diff := cmp.Diff([]string{"crud", "remote"}, ids); diff != "" {
+			t.Errorf("listed ids (-want +got):\n%s", diff)
+		}
+		if g := e.server("crud"); g.ID != "crud" || g.Env["API_KEY"] != "********" {
+			t.Errorf("get = %+v", g)
+		}
+	})
 
-	// DELETE.
-	rec = e.api(http.MethodDelete, "/api/v1/servers/crud", nil)
-	wantStatus(t, rec, http.StatusNoContent)
-	if rec.Body.Len() != 0 {
-		t.Errorf("204 with body %q", rec.Body.String())
+	// The PUT body is the answer of a GET sent back as it came, so it is
+	// the raw map; the next step sends it again.
+	var put map[string]any
+	if !t.Run("PUT keeps the secret under its mask and replaces it with a new value", func(t *testing.T) {
+		e := e.in(t)
+		put = decode(t, e.api(http.MethodGet, "/api/v1/servers/crud", nil))
+		delete(put, "discovery")
+		put["name"] = "Renamed"
+		rec := e.api(http.MethodPut, "/api/v1/servers/crud", put)
+		wantStatus(t, rec, http.StatusOK)
+		if g := decodeAs[apiServer](t, rec); g.Name != "Renamed" || g.Env["API_KEY"] != "********" {
+			t.Errorf("put = %+v", g)
+		}
+		if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != secret || srv.Name != "Renamed" {
+			t.Errorf("after PUT with mask: %+v", srv)
+		}
+		// A new value replaces it.
+		put["env"] = map[string]string{"API_KEY": "replaced-value-3"}
+		wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/crud", put), http.StatusOK)
+		if srv, _ := e.db.Server(ctx, "crud"); srv.Env["API_KEY"] != "replaced-value-3" {
+			t.Errorf("after PUT with a new value: %v", srv.Env)
+		}
+	}) {
+		return
 	}
-	wantStatus(t, e.api(http.MethodDelete, "/api/v1/servers/crud", nil), http.StatusNotFound)
-	wantStatus(t, e.api(http.MethodGet, "/api/v1/servers/crud", nil), http.StatusNotFound)
-	wantStatus(t, e.api(http.MethodGet, "/api/v1/servers/crud/tools", nil), http.StatusNotFound)
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/crud/verify", confirmed), http.StatusNotFound)
+	t.Run("the id cannot change and an invalid PUT changes nothing", func(t *testing.T) {
+		e := e.in(t)
+		put["id"] = "other"
+		rec := e.api(http.MethodPut, "/api/v1/servers/crud", put)
+		wantStatus(t, rec, http.StatusUnprocessableEntity)
+		if f := decodeAs[apiError](t, rec).Fields; f["id"] == "" {
+			t.Errorf("fields = %v", f)
+		}
+		put["id"] = "crud"
+		put["command"] = ""
+		wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/crud", put), http.StatusUnprocessableEntity)
+		if srv, _ := e.db.Server(ctx, "crud"); srv.Command != fixtureBin {
+			t.Error("an invalid PUT changed the server")
+		}
+		wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/crud", `{"id":"crud","bogus":1}`), http.StatusBadRequest)
+		wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/nope", fixtureServer("nope")), http.StatusNotFound)
+		if _, err := e.db.Server(ctx, "other"); err == nil {
+			t.Error("PUT created a server under a new id")
+		}
+	})
+
+	t.Run("DELETE removes the server and its routes", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodDelete, "/api/v1/servers/crud", nil)
+		wantStatus(t, rec, http.StatusNoContent)
+		if rec.Body.Len() != 0 {
+			t.Errorf("204 with body %q", rec.Body.String())
+		}
+		wantStatus(t, e.api(http.MethodDelete, "/api/v1/servers/crud", nil), http.StatusNotFound)
+		wantStatus(t, e.api(http.MethodGet, "/api/v1/servers/crud", nil), http.StatusNotFound)
+		wantStatus(t, e.api(http.MethodGet, "/api/v1/servers/crud/tools", nil), http.StatusNotFound)
+		wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/crud/verify", confirmed), http.StatusNotFound)
+	})
 }
 
 func TestAPIVerifyAndTools(t *testing.T) {
@@ -212,83 +248,100 @@ func TestAPIVerifyAndTools(t *testing.T) {
 	body["env"] = map[string]string{"FIXTURE_SECRET": secret}
 	e.createServer(body)
 
-	rec := e.api(http.MethodPost, "/api/v1/servers/vt/verify", confirmed)
-	wantStatus(t, rec, http.StatusAccepted)
-	job := decodeAs[jobAnswer](t, rec).Job
-	id := job.ID
-	if id == "" || job.ServerID != "vt" || (job.Status != "queued" && job.Status != "running") || job.QueuedAt.IsZero() {
-		t.Errorf("job = %+v", job)
-	}
-	// The fields a job always has, even null: the raw answer.
-	raw := decode(t, rec)["job"].(map[string]any)
-	for _, k := range []string{"phase", "started_at", "finished_at", "timings", "error"} {
-		if _, ok := raw[k]; !ok {
-			t.Errorf("job lacks %q: %v", k, raw)
+	var id string
+	if !t.Run("verify answers its job, and a second verify joins it", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodPost, "/api/v1/servers/vt/verify", confirmed)
+		wantStatus(t, rec, http.StatusAccepted)
+		job := decodeAs[jobAnswer](t, rec).Job
+		id = job.ID
+		if id == "" || job.ServerID != "vt" || (job.Status != "queued" && job.Status != "running") || job.QueuedAt.IsZero() {
+			t.Errorf("job = %+v", job)
 		}
-	}
-	// A second verify while it runs joins the same job.
-	rec = e.api(http.MethodPost, "/api/v1/servers/vt/verify", confirmed)
-	wantStatus(t, rec, http.StatusAccepted)
-	if j2 := decodeAs[jobAnswer](t, rec).Job; j2.ID != id {
-		if first := e.job(id); first.FinishedAt == nil {
-			t.Errorf("second verify started job %v while %s was still running", j2.ID, id)
+		// The fields a job always has, even null: the raw answer.
+		raw := decode(t, rec)["job"].(map[string]any)
+		for _, k := range []string{"phase", "started_at", "finished_at", "timings", "error"} {
+			if _, ok := raw[k]; !ok {
+				t.Errorf("job lacks %q: %v", k, raw)
+			}
 		}
+		rec = e.api(http.MethodPost, "/api/v1/servers/vt/verify", confirmed)
+		wantStatus(t, rec, http.StatusAccepted)
+		if j2 := decodeAs[jobAnswer](t, rec).Job; j2.ID != id {
+			if first := e.job(id); first.FinishedAt == nil {
+				t.Errorf("second verify started job %v while %s was still running", j2.ID, id)
+			}
+		}
+	}) {
+		return
 	}
 
-	job = e.waitJob(id)
-	if job.Status != "success" || job.Phase != "success" || job.Error != nil || job.ToolCount != 5 {
-		t.Fatalf("job = %+v", job)
+	if !t.Run("the job succeeds with the timings of its phases", func(t *testing.T) {
+		e := e.in(t)
+		job := e.waitJob(id)
+		if job.Status != "success" || job.Phase != "success" || job.Error != nil || job.ToolCount != 5 {
+			t.Fatalf("job = %+v", job)
+		}
+		if job.StartedAt == nil || job.FinishedAt == nil {
+			t.Errorf("job times: %+v", job)
+		}
+		var phases []string
+		for _, tm := range job.Timings {
+			phases = append(phases, tm.Phase)
+		}
+		if diff := cmp.Diff([]string{"starting", "initializing", "listing"}, phases); diff != "" {
+			t.Errorf("timings phases (-want +got):\n%s", diff)
+		}
+		wantStatus(t, e.api(http.MethodGet, "/api/v1/jobs/job_nope", nil), http.StatusNotFound)
+		wantStatus(t, e.api(http.MethodPost, "/api/v1/jobs/"+id+"/cancel", nil), http.StatusNotFound)
+		wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/nope/verify", confirmed), http.StatusNotFound)
+	}) {
+		return
 	}
-	if job.StartedAt == nil || job.FinishedAt == nil {
-		t.Errorf("job times: %+v", job)
-	}
-	var phases []string
-	for _, tm := range job.Timings {
-		phases = append(phases, tm.Phase)
-	}
-	if diff := cmp.Diff([]string{"starting", "initializing", "listing"}, phases); diff != "" {
-		t.Errorf("timings phases (-want +got):\n%s", diff)
-	}
-	wantStatus(t, e.api(http.MethodGet, "/api/v1/jobs/job_nope", nil), http.StatusNotFound)
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/jobs/"+id+"/cancel", nil), http.StatusNotFound)
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/nope/verify", confirmed), http.StatusNotFound)
 
-	if d := e.discovery("vt"); d.Status != "success" || d.ToolCount != 5 || d.VerifiedAt == nil || d.Stale || d.Error != nil {
-		t.Errorf("discovery = %+v", d)
-	}
-
-	tools := func() []apiTool {
-		t.Helper()
+	// tools is the server's tools, read through e, bound to the step.
+	tools := func(e *env) []apiTool {
+		e.t.Helper()
 		rec := e.api(http.MethodGet, "/api/v1/servers/vt/tools", nil)
-		wantStatus(t, rec, http.StatusOK)
-		return decodeAs[toolsAnswer](t, rec).Tools
+		wantStatus(e.t, rec, http.StatusOK)
+		return decodeAs[toolsAnswer](e.t, rec).Tools
 	}
-	ts := tools()
-	if len(ts) != 5 {
-		t.Fatalf("%d tools", len(ts))
-	}
-	for i, tl := range ts {
-		name := tl.Name
-		if want := "tool_00" + string(rune('0'+i)); name != want {
-			t.Errorf("tool %d name %q, want %q", i, name, want)
+	if !t.Run("the discovery and the server's tools hold what was listed", func(t *testing.T) {
+		e := e.in(t)
+		if d := e.discovery("vt"); d.Status != "success" || d.ToolCount != 5 || d.VerifiedAt == nil || d.Stale || d.Error != nil {
+			t.Errorf("discovery = %+v", d)
 		}
-		if tl.AgentName != "vt__"+name || tl.State != "active" || tl.Policy != "ask" || tl.EffectivePolicy != "ask" {
-			t.Errorf("tool %+v", tl)
+		ts := tools(e)
+		if len(ts) != 5 {
+			t.Fatalf("%d tools", len(ts))
 		}
-		if !hex64.MatchString(tl.Pin) {
-			t.Errorf("pin %q", tl.Pin)
+		for i, tl := range ts {
+			name := tl.Name
+			if want := "tool_00" + string(rune('0'+i)); name != want {
+				t.Errorf("tool %d name %q, want %q", i, name, want)
+			}
+			if tl.AgentName != "vt__"+name || tl.State != "active" || tl.Policy != "ask" || tl.EffectivePolicy != "ask" {
+				t.Errorf("tool %+v", tl)
+			}
+			if !hex64.MatchString(tl.Pin) {
+				t.Errorf("pin %q", tl.Pin)
+			}
+			var schema struct{ Type string }
+			if err := json.Unmarshal(tl.InputSchema, &schema); err != nil || schema.Type != "object" {
+				t.Errorf("input_schema = %s", tl.InputSchema)
+			}
+			if tl.Description == "" || tl.Title == "" {
+				t.Errorf("tool without description/title: %+v", tl)
+			}
 		}
-		var schema struct{ Type string }
-		if err := json.Unmarshal(tl.InputSchema, &schema); err != nil || schema.Type != "object" {
-			t.Errorf("input_schema = %s", tl.InputSchema)
-		}
-		if tl.Description == "" || tl.Title == "" {
-			t.Errorf("tool without description/title: %+v", tl)
-		}
+	}) {
+		return
 	}
 
-	// Catalog with ETag.
-	catalog := func(inm string) (int, string, []apiTool) {
+	// catalog reads the catalog with an If-None-Match through e, bound to
+	// the step.
+	catalog := func(e *env, inm string) (int, string, []apiTool) {
+		t := e.t
 		t.Helper()
 		r := newRequest(http.MethodGet, "/api/v1/tools", nil)
 		r.Header.Set("Authorization", "Bearer "+testToken)
@@ -304,22 +357,29 @@ func TestAPIVerifyAndTools(t *testing.T) {
 		}
 		return rec.Code, rec.Header().Get("ETag"), decodeAs[toolsAnswer](t, rec).Tools
 	}
-	code, etag, all := catalog("")
-	if code != http.StatusOK || etag == "" || len(all) != 5 {
-		t.Fatalf("catalog: %d %q %d tools", code, etag, len(all))
-	}
-	if code, _, _ := catalog(etag); code != http.StatusNotModified {
-		t.Errorf("If-None-Match with the current ETag: %d, want 304", code)
-	}
-	if code, _, _ := catalog(`"stale"`); code != http.StatusOK {
-		t.Errorf("If-None-Match with another ETag: %d, want 200", code)
-	}
-	if code, _, _ := catalog(`"stale", W/` + etag); code != http.StatusNotModified {
-		t.Errorf("If-None-Match with a list holding the weak ETag: %d, want 304", code)
+	var etag string
+	if !t.Run("the catalog answers 304 to its ETag", func(t *testing.T) {
+		e := e.in(t)
+		var code int
+		var all []apiTool
+		code, etag, all = catalog(e, "")
+		if code != http.StatusOK || etag == "" || len(all) != 5 {
+			t.Fatalf("catalog: %d %q %d tools", code, etag, len(all))
+		}
+		if code, _, _ := catalog(e, etag); code != http.StatusNotModified {
+			t.Errorf("If-None-Match with the current ETag: %d, want 304", code)
+		}
+		if code, _, _ := catalog(e, `"stale"`); code != http.StatusOK {
+			t.Errorf("If-None-Match with another ETag: %d, want 200", code)
+		}
+		if code, _, _ := catalog(e, `"stale", W/`+etag); code != http.StatusNotModified {
+			t.Errorf("If-None-Match with a list holding the weak ETag: %d, want 304", code)
+		}
+	}) {
+		return
 	}
 
-	// One server's tools are cached the same way.
-	serverTools := func(inm string) (int, string) {
+	serverTools := func(e *env, inm string) (int, string) {
 		r := newRequest(http.MethodGet, "/api/v1/servers/vt/tools", nil)
 		r.Header.Set("Authorization", "Bearer "+testToken)
 		if inm != "" {
@@ -328,59 +388,79 @@ func TestAPIVerifyAndTools(t *testing.T) {
 		rec := e.serve(r)
 		return rec.Code, rec.Header().Get("ETag")
 	}
-	code0, serverETag := serverTools("")
-	if code0 != http.StatusOK || serverETag == "" {
-		t.Fatalf("GET server tools: %d, ETag %q", code0, serverETag)
-	}
-	if code, _ := serverTools(serverETag); code != http.StatusNotModified {
-		t.Errorf("server tools with If-None-Match: %d, want 304", code)
-	}
-	wantStatus(t, e.api(http.MethodGet, "/api/v1/servers/nope/tools", nil), http.StatusNotFound)
-
-	// Policy.
-	setPolicy := func(tool string, body any) *httptest.ResponseRecorder {
-		return e.api(http.MethodPut, "/api/v1/servers/vt/tools/"+tool+"/policy", body)
-	}
-	rec = setPolicy("tool_002", map[string]string{"policy": "deny"})
-	wantStatus(t, rec, http.StatusOK)
-	if tl := decodeAs[toolAnswer](t, rec).Tool; tl.Name != "tool_002" || tl.Policy != "deny" || tl.EffectivePolicy != "deny" {
-		t.Errorf("policy answer = %+v", tl)
-	}
-	wantStatus(t, setPolicy("tool_002", map[string]string{"policy": "sometimes"}), http.StatusUnprocessableEntity)
-	wantStatus(t, setPolicy("tool_002", `{"policy":"allow","by":"me"}`), http.StatusBadRequest)
-	wantStatus(t, setPolicy("no_such_tool", map[string]string{"policy": "deny"}), http.StatusNotFound)
-	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/nope/tools/tool_002/policy", map[string]string{"policy": "deny"}), http.StatusNotFound)
-
-	// The cached bodies follow the change.
-	if code, etag := serverTools(serverETag); code != http.StatusOK || etag == serverETag {
-		t.Errorf("server tools after a policy change: %d, ETag %q (was %q)", code, etag, serverETag)
-	}
-	code, etag2, all := catalog(etag)
-	if code != http.StatusOK || etag2 == etag {
-		t.Errorf("after a policy change: %d, ETag %q (was %q)", code, etag2, etag)
-	}
-	for _, tl := range all {
-		if tl.Name == "tool_002" && tl.EffectivePolicy != "deny" {
-			t.Errorf("catalog after the policy change: %+v", tl)
+	var serverETag string
+	if !t.Run("one server's tools are cached the same way", func(t *testing.T) {
+		e := e.in(t)
+		var code0 int
+		code0, serverETag = serverTools(e, "")
+		if code0 != http.StatusOK || serverETag == "" {
+			t.Fatalf("GET server tools: %d, ETag %q", code0, serverETag)
 		}
+		if code, _ := serverTools(e, serverETag); code != http.StatusNotModified {
+			t.Errorf("server tools with If-None-Match: %d, want 304", code)
+		}
+		wantStatus(t, e.api(http.MethodGet, "/api/v1/servers/nope/tools", nil), http.StatusNotFound)
+	}) {
+		return
 	}
 
-	// The policy survives a second verify; nothing else changes.
-	if job := e.verify("vt"); job.Status != "success" {
-		t.Fatalf("second verify: %+v", job)
-	}
-	for _, tl := range tools() {
-		want := "ask"
-		if tl.Name == "tool_002" {
-			want = "deny"
+	if !t.Run("a tool's policy is set, and a bad one refused", func(t *testing.T) {
+		e := e.in(t)
+		setPolicy := func(tool string, body any) *httptest.ResponseRecorder {
+			return e.api(http.MethodPut, "/api/v1/servers/vt/tools/"+tool+"/policy", body)
 		}
-		if tl.Policy != want || tl.State != "active" {
-			t.Errorf("after re-verify: %+v", tl)
+		rec := setPolicy("tool_002", map[string]string{"policy": "deny"})
+		wantStatus(t, rec, http.StatusOK)
+		if tl := decodeAs[toolAnswer](t, rec).Tool; tl.Name != "tool_002" || tl.Policy != "deny" || tl.EffectivePolicy != "deny" {
+			t.Errorf("policy answer = %+v", tl)
 		}
+		wantStatus(t, setPolicy("tool_002", map[string]string{"policy": "sometimes"}), http.StatusUnprocessableEntity)
+		wantStatus(t, setPolicy("tool_002", `{"policy":"allow","by":"me"}`), http.StatusBadRequest)
+		wantStatus(t, setPolicy("no_such_tool", map[string]string{"policy": "deny"}), http.StatusNotFound)
+		wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/nope/tools/tool_002/policy", map[string]string{"policy": "deny"}), http.StatusNotFound)
+	}) {
+		return
 	}
-	if _, etag3, _ := catalog(""); etag3 != etag2 {
-		t.Errorf("ETag changed by a re-verify that changed nothing: %q → %q", etag2, etag3)
+
+	var etag2 string
+	if !t.Run("the cached bodies follow the change", func(t *testing.T) {
+		e := e.in(t)
+		if code, etag := serverTools(e, serverETag); code != http.StatusOK || etag == serverETag {
+			t.Errorf("server tools after a policy change: %d, ETag %q (was %q)", code, etag, serverETag)
+		}
+		var code int
+		var all []apiTool
+		code, etag2, all = catalog(e, etag)
+		if code != http.StatusOK || etag2 == etag {
+			t.Errorf("after a policy change: %d, ETag %q (was %q)", code, etag2, etag)
+		}
+		for _, tl := range all {
+			if tl.Name == "tool_002" && tl.EffectivePolicy != "deny" {
+				t.Errorf("catalog after the policy change: %+v", tl)
+			}
+		}
+	}) {
+		return
 	}
+
+	t.Run("the policy survives a second verify and nothing else changes", func(t *testing.T) {
+		e := e.in(t)
+		if job := e.verify("vt"); job.Status != "success" {
+			t.Fatalf("second verify: %+v", job)
+		}
+		for _, tl := range tools(e) {
+			want := "ask"
+			if tl.Name == "tool_002" {
+				want = "deny"
+			}
+			if tl.Policy != want || tl.State != "active" {
+				t.Errorf("after re-verify: %+v", tl)
+			}
+		}
+		if _, etag3, _ := catalog(e, ""); etag3 != etag2 {
+			t.Errorf("ETag changed by a re-verify that changed nothing: %q → %q", etag2, etag3)
+		}
+	})
 }
 
 func TestAPIPolicyToolNamesInPath(t *testing.T) {

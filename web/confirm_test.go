@@ -22,110 +22,143 @@ func TestVerifyNeedsConfirmedLaunch(t *testing.T) {
 	e.createServer(body)
 	wantLine := fixtureBin + " -tools 2 -name 'two words' -name 'rtl\u202eexe.txt'"
 
-	// The API: 409 with the launch, nothing started.
-	rec := e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil)
-	wantStatus(t, rec, http.StatusConflict)
-	launch := decodeAs[apiLaunchRefused](t, rec).Launch
-	if launch.CommandLine != wantLine {
-		t.Errorf("409 launch.command_line = %q; want %q", launch.CommandLine, wantLine)
+	if !t.Run("the API answers 409 with the launch, nothing started", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil)
+		wantStatus(t, rec, http.StatusConflict)
+		launch := decodeAs[apiLaunchRefused](t, rec).Launch
+		if launch.CommandLine != wantLine {
+			t.Errorf("409 launch.command_line = %q; want %q", launch.CommandLine, wantLine)
+		}
+		if diff := cmp.Diff([]string{"FIXTURE_TOKEN"}, launch.EnvKeys); diff != "" {
+			t.Errorf("409 launch.env_keys (-want +got):\n%s", diff)
+		}
+		e.checkNoSecrets("409 answer", rec.Body.String())
+		if st := e.serverStatus("cf"); st != "never" {
+			t.Fatalf("status after an unconfirmed Verify = %q; want never (nothing started)", st)
+		}
+		wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", map[string]any{"confirm": "yes"}), http.StatusBadRequest)
+		wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", map[string]any{"confirm": false}), http.StatusConflict)
+	}) {
+		return
 	}
-	if diff := cmp.Diff([]string{"FIXTURE_TOKEN"}, launch.EnvKeys); diff != "" {
-		t.Errorf("409 launch.env_keys (-want +got):\n%s", diff)
-	}
-	e.checkNoSecrets("409 answer", rec.Body.String())
-	if st := e.serverStatus("cf"); st != "never" {
-		t.Fatalf("status after an unconfirmed Verify = %q; want never (nothing started)", st)
-	}
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", map[string]any{"confirm": "yes"}), http.StatusBadRequest)
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", map[string]any{"confirm": false}), http.StatusConflict)
 
-	// Confirmed: it runs, and later Verifies need no confirmation.
-	if job := e.verify("cf"); job.Status != "success" {
-		t.Fatalf("confirmed Verify = %+v; want success", job)
+	if !t.Run("confirmed, it runs, and later Verifies need no confirmation", func(t *testing.T) {
+		e := e.in(t)
+		if job := e.verify("cf"); job.Status != "success" {
+			t.Fatalf("confirmed Verify = %+v; want success", job)
+		}
+		wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil), http.StatusAccepted)
+		e.waitIdle("cf")
+	}) {
+		return
 	}
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil), http.StatusAccepted)
-	e.waitIdle("cf")
 
-	edit := func(change func(m map[string]any)) {
-		t.Helper()
+	// edit changes the server's body through e, bound to the step.
+	edit := func(e *env, change func(m map[string]any)) {
+		e.t.Helper()
 		b := fixtureServer("cf")
 		b["args"] = body["args"]
 		b["env"] = map[string]string{"FIXTURE_TOKEN": "********"}
 		change(b)
-		wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/cf", b), http.StatusOK)
+		wantStatus(e.t, e.api(http.MethodPut, "/api/v1/servers/cf", b), http.StatusOK)
 	}
-	edit(func(m map[string]any) {
-		m["name"] = "Renamed"
-		m["env"] = map[string]string{"FIXTURE_TOKEN": "rotated-secret-cf"}
-	})
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil), http.StatusAccepted)
-	e.waitIdle("cf")
+	if !t.Run("a rename or a rotated secret needs no confirmation", func(t *testing.T) {
+		e := e.in(t)
+		edit(e, func(m map[string]any) {
+			m["name"] = "Renamed"
+			m["env"] = map[string]string{"FIXTURE_TOKEN": "rotated-secret-cf"}
+		})
+		wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil), http.StatusAccepted)
+		e.waitIdle("cf")
+	}) {
+		return
+	}
+	// The directory belongs to the test, not to its step: the server is
+	// left with it.
+	cwd := t.TempDir()
 	for what, change := range map[string]func(m map[string]any){
 		"args": func(m map[string]any) { m["args"] = []string{"-tools", "3"} },
 		"env key": func(m map[string]any) {
 			m["env"] = map[string]string{"FIXTURE_TOKEN": "********", "LD_PRELOAD": "/x.so"}
 		},
-		"cwd": func(m map[string]any) { m["cwd"] = t.TempDir() },
+		"cwd": func(m map[string]any) { m["cwd"] = cwd },
 	} {
-		edit(change)
-		if rec := e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil); rec.Code != http.StatusConflict {
-			t.Errorf("Verify after an edit of the %s = %d; want 409 (confirm again)", what, rec.Code)
-		}
-		e.verify("cf") // confirms the edited launch
+		t.Run("an edit of the "+what+" asks again", func(t *testing.T) {
+			e := e.in(t)
+			edit(e, change)
+			if rec := e.api(http.MethodPost, "/api/v1/servers/cf/verify", nil); rec.Code != http.StatusConflict {
+				t.Errorf("Verify after an edit of the %s = %d; want 409 (confirm again)", what, rec.Code)
+			}
+			e.verify("cf") // confirms the edited launch
+		})
 	}
 
-	// The dashboard: the Verify button leads to the confirmation page.
 	e.createServer(body2("ui"))
 	b := e.login()
-	page := parseHTML(t, b.get("/servers/ui").Body.String())
-	btn := mustOne(t, page, testID("verify-button"))
-	if btn.AttrOr("href", "") != "/servers/ui/confirm" || btn.Is("[hx-post]") {
-		t.Fatalf("unconfirmed server's Verify = <%s href=%q hx-post=%q>; want a link to /servers/ui/confirm", goquery.NodeName(btn), btn.AttrOr("href", ""), btn.AttrOr("hx-post", ""))
-	}
-	// A stale button (rendered before an edit) is redirected there.
-	rec = b.htmx(http.MethodPost, "/servers/ui/verify", nil)
-	if rec.Code != http.StatusConflict || rec.Header().Get("HX-Redirect") != "/servers/ui/confirm" {
-		t.Fatalf("htmx Verify of an unconfirmed server = %d HX-Redirect %q; want 409 to /servers/ui/confirm", rec.Code, rec.Header().Get("HX-Redirect"))
-	}
-	confirmPage := b.get("/servers/ui/confirm")
-	wantStatus(t, confirmPage, http.StatusOK)
-	doc := parseHTML(t, confirmPage.Body.String())
-	shown := textOf(mustOne(t, doc, testID("confirm-command-line")))
-	if !strings.Contains(shown, "'two words'") || !strings.Contains(shown, "U+202E") || strings.Contains(shown, "\u202e") {
-		t.Errorf("confirmation shows %q; want the whole command with the bidi override revealed", shown)
-	}
-	e.checkNoSecrets("confirmation page", confirmPage.Body.String())
-	hash := mustOne(t, doc, `[name="confirm"]`).AttrOr("value", "")
-
-	// Confirming an outdated launch shows the new one instead of running.
-	b2 := body2("ui")
-	b2["args"] = []string{"-tools", "1"}
-	b2["env"] = map[string]string{"FIXTURE_TOKEN": "********"}
-	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/ui", b2), http.StatusOK)
-	rec = b.post("/servers/ui/verify", url.Values{"confirm": {hash}})
-	wantStatus(t, rec, http.StatusConflict)
-	doc = parseHTML(t, rec.Body.String())
-	if got := textOf(mustOne(t, doc, testID("confirm-command-line"))); got != fixtureBin+" -tools 1" {
-		t.Errorf("after an edit the confirmation shows %q; want the new command", got)
-	}
-	mustOne(t, doc, testID("confirm-notice"))
-	if st := e.serverStatus("ui"); st != "never" {
-		t.Fatalf("status after confirming an outdated launch = %q; want never", st)
+	// The steps below confirm what the one before showed.
+	var hash string
+	if !t.Run("the dashboard's Verify button leads to the confirmation page", func(t *testing.T) {
+		e, b := e.in(t), b.in(t)
+		page := parseHTML(t, b.get("/servers/ui").Body.String())
+		btn := mustOne(t, page, testID("verify-button"))
+		if btn.AttrOr("href", "") != "/servers/ui/confirm" || btn.Is("[hx-post]") {
+			t.Fatalf("unconfirmed server's Verify = <%s href=%q hx-post=%q>; want a link to /servers/ui/confirm", goquery.NodeName(btn), btn.AttrOr("href", ""), btn.AttrOr("hx-post", ""))
+		}
+		// A stale button (rendered before an edit) is redirected there.
+		rec := b.htmx(http.MethodPost, "/servers/ui/verify", nil)
+		if rec.Code != http.StatusConflict || rec.Header().Get("HX-Redirect") != "/servers/ui/confirm" {
+			t.Fatalf("htmx Verify of an unconfirmed server = %d HX-Redirect %q; want 409 to /servers/ui/confirm", rec.Code, rec.Header().Get("HX-Redirect"))
+		}
+		confirmPage := b.get("/servers/ui/confirm")
+		wantStatus(t, confirmPage, http.StatusOK)
+		doc := parseHTML(t, confirmPage.Body.String())
+		shown := textOf(mustOne(t, doc, testID("confirm-command-line")))
+		if !strings.Contains(shown, "'two words'") || !strings.Contains(shown, "U+202E") || strings.Contains(shown, "\u202e") {
+			t.Errorf("confirmation shows %q; want the whole command with the bidi override revealed", shown)
+		}
+		e.checkNoSecrets("confirmation page", confirmPage.Body.String())
+		hash = mustOne(t, doc, `[name="confirm"]`).AttrOr("value", "")
+	}) {
+		return
 	}
 
-	// Confirming the launch shown starts the Verify.
-	rec = b.post("/servers/ui/verify", url.Values{"confirm": {mustOne(t, doc, `[name="confirm"]`).AttrOr("value", "")}})
-	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/servers/ui" {
-		t.Fatalf("confirm = %d Location %q; want 303 to /servers/ui", rec.Code, rec.Header().Get("Location"))
+	if !t.Run("confirming an outdated launch shows the new one instead of running", func(t *testing.T) {
+		e, b := e.in(t), b.in(t)
+		b2 := body2("ui")
+		b2["args"] = []string{"-tools", "1"}
+		b2["env"] = map[string]string{"FIXTURE_TOKEN": "********"}
+		wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/ui", b2), http.StatusOK)
+		rec := b.post("/servers/ui/verify", url.Values{"confirm": {hash}})
+		wantStatus(t, rec, http.StatusConflict)
+		doc := parseHTML(t, rec.Body.String())
+		if got := textOf(mustOne(t, doc, testID("confirm-command-line"))); got != fixtureBin+" -tools 1" {
+			t.Errorf("after an edit the confirmation shows %q; want the new command", got)
+		}
+		mustOne(t, doc, testID("confirm-notice"))
+		if st := e.serverStatus("ui"); st != "never" {
+			t.Fatalf("status after confirming an outdated launch = %q; want never", st)
+		}
+		hash = mustOne(t, doc, `[name="confirm"]`).AttrOr("value", "")
+	}) {
+		return
 	}
-	e.waitIdle("ui")
-	if st := e.serverStatus("ui"); st != "success" {
-		t.Errorf("status after confirming = %q; want success", st)
-	}
-	btn = mustOne(t, parseHTML(t, b.get("/servers/ui").Body.String()), testID("verify-button"))
-	if btn.AttrOr("hx-post", "") != "/servers/ui/verify" {
-		t.Errorf("confirmed server's Verify button hx-post = %q; want /servers/ui/verify", btn.AttrOr("hx-post", ""))
-	}
+
+	t.Run("confirming the launch shown starts the Verify", func(t *testing.T) {
+		e, b := e.in(t), b.in(t)
+		rec := b.post("/servers/ui/verify", url.Values{"confirm": {hash}})
+		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/servers/ui" {
+			t.Fatalf("confirm = %d Location %q; want 303 to /servers/ui", rec.Code, rec.Header().Get("Location"))
+		}
+		e.waitIdle("ui")
+		if st := e.serverStatus("ui"); st != "success" {
+			t.Errorf("status after confirming = %q; want success", st)
+		}
+		btn := mustOne(t, parseHTML(t, b.get("/servers/ui").Body.String()), testID("verify-button"))
+		if btn.AttrOr("hx-post", "") != "/servers/ui/verify" {
+			t.Errorf("confirmed server's Verify button hx-post = %q; want /servers/ui/verify", btn.AttrOr("hx-post", ""))
+		}
+	})
 }
 
 // confirmArgs are fixture arguments a shell would need quoted, one with a

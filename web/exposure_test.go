@@ -32,31 +32,40 @@ func TestCrossSiteLoginLinksSpendNothing(t *testing.T) {
 		r.Header.Set("Sec-Fetch-Site", site)
 		return r
 	}
-	for i := range 12 {
-		rec := e.serve(navigate(fmt.Sprintf("x%d", i), "cross-site"))
-		wantStatus(t, rec, http.StatusForbidden)
-		if !strings.Contains(rec.Body.String(), "opened from another web page") {
-			t.Fatalf("cross-site login link page = %s; want the reason", truncate(rec.Body.String()))
+	t.Run("cross-site login links are refused, saying why", func(t *testing.T) {
+		e := e.in(t)
+		for i := range 12 {
+			rec := e.serve(navigate(fmt.Sprintf("x%d", i), "cross-site"))
+			wantStatus(t, rec, http.StatusForbidden)
+			if !strings.Contains(rec.Body.String(), "opened from another web page") {
+				t.Fatalf("cross-site login link page = %s; want the reason", truncate(rec.Body.String()))
+			}
 		}
-	}
+	})
 	// Not even the right code is redeemed from another site (nor from
 	// another port of this machine, which is "same-site").
-	for _, site := range []string{"cross-site", "same-site"} {
-		rec := e.serve(navigate(loginCode, site))
-		wantStatus(t, rec, http.StatusForbidden)
-		if len(rec.Result().Cookies()) != 0 {
-			t.Fatalf("a %s navigation with the right code set cookies %v", site, rec.Result().Cookies())
+	t.Run("the right code is not redeemed from another site", func(t *testing.T) {
+		e := e.in(t)
+		for _, site := range []string{"cross-site", "same-site"} {
+			rec := e.serve(navigate(loginCode, site))
+			wantStatus(t, rec, http.StatusForbidden)
+			if len(rec.Result().Cookies()) != 0 {
+				t.Fatalf("a %s navigation with the right code set cookies %v", site, rec.Result().Cookies())
+			}
 		}
-	}
+	})
 
-	r := newRequest(http.MethodGet, "/api/v1/servers", nil)
-	r.RemoteAddr = "127.0.0.1:50001"
-	r.Header.Set("Authorization", "Bearer "+testToken)
-	wantStatus(t, e.serve(r), http.StatusOK)
-	e.loginWithToken()
-	// The link the person pastes (Sec-Fetch-Site: none) still works, once.
-	wantStatus(t, e.serve(navigate(loginCode, "none")), http.StatusSeeOther)
-	wantStatus(t, e.serve(navigate(loginCode, "none")), http.StatusUnauthorized)
+	t.Run("the API token, the token form and the pasted link still work", func(t *testing.T) {
+		e := e.in(t)
+		r := newRequest(http.MethodGet, "/api/v1/servers", nil)
+		r.RemoteAddr = "127.0.0.1:50001"
+		r.Header.Set("Authorization", "Bearer "+testToken)
+		wantStatus(t, e.serve(r), http.StatusOK)
+		e.loginWithToken()
+		// The link the person pastes (Sec-Fetch-Site: none) still works, once.
+		wantStatus(t, e.serve(navigate(loginCode, "none")), http.StatusSeeOther)
+		wantStatus(t, e.serve(navigate(loginCode, "none")), http.StatusUnauthorized)
+	})
 }
 
 // Wrong login links and wrong tokens have budgets of their own: a client
@@ -140,30 +149,40 @@ func TestLoginBodyIsCapped(t *testing.T) {
 	e := newEnv(t)
 	big := "token=" + strings.Repeat("a", 1<<20)
 	for _, chunked := range []bool{false, true} {
-		var body io.Reader = strings.NewReader(big)
+		name := "a declared length"
 		if chunked {
-			body = io.MultiReader(body) // no length known: sent chunked
+			name = "chunked"
 		}
-		r := newRequest(http.MethodPost, "/login", body)
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		r.Header.Set("Sec-Fetch-Site", "same-origin")
-		if chunked {
-			r.ContentLength = -1
-		}
-		read := &countingReader{r: r.Body}
-		r.Body = io.NopCloser(read)
-		wantStatus(t, e.serve(r), http.StatusRequestEntityTooLarge)
-		if read.n > 64<<10 {
-			t.Errorf("chunked=%v: the server read %d bytes of an oversized login form; want it cut off at a few KiB", chunked, read.n)
-		}
+		t.Run(name, func(t *testing.T) {
+			e := e.in(t)
+			var body io.Reader = strings.NewReader(big)
+			if chunked {
+				body = io.MultiReader(body) // no length known: sent chunked
+			}
+			r := newRequest(http.MethodPost, "/login", body)
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			r.Header.Set("Sec-Fetch-Site", "same-origin")
+			if chunked {
+				r.ContentLength = -1
+			}
+			read := &countingReader{r: r.Body}
+			r.Body = io.NopCloser(read)
+			wantStatus(t, e.serve(r), http.StatusRequestEntityTooLarge)
+			if read.n > 64<<10 {
+				t.Errorf("chunked=%v: the server read %d bytes of an oversized login form; want it cut off at a few KiB", chunked, read.n)
+			}
+		})
 	}
-	for range 12 { // more than the budget, had they counted
-		r := newRequest(http.MethodPost, "/login", strings.NewReader(big))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		r.Header.Set("Sec-Fetch-Site", "same-origin")
-		e.serve(r)
-	}
-	e.loginWithToken()
+	t.Run("oversized forms are not counted as wrong tokens", func(t *testing.T) {
+		e := e.in(t)
+		for range 12 { // more than the budget, had they counted
+			r := newRequest(http.MethodPost, "/login", strings.NewReader(big))
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			r.Header.Set("Sec-Fetch-Site", "same-origin")
+			e.serve(r)
+		}
+		e.loginWithToken()
+	})
 }
 
 type countingReader struct {
@@ -314,35 +333,44 @@ func TestLogoutEndsStreams(t *testing.T) {
 	theirs := other.openEvents(srv, hc)
 	waitFor(t, 5*time.Second, "three streams", func() bool { return e.hub.Connections() == 3 })
 
-	wantStatus(t, mine.post("/logout", nil), http.StatusSeeOther)
-	for i, tab := range tabs {
-		ended := make(chan struct{})
-		go func() {
-			for range tab.events {
+	if !t.Run("logging out ends the session's streams in every tab", func(t *testing.T) {
+		mine := mine.in(t)
+		wantStatus(t, mine.post("/logout", nil), http.StatusSeeOther)
+		for i, tab := range tabs {
+			ended := make(chan struct{})
+			go func() {
+				for range tab.events {
+				}
+				close(ended)
+			}()
+			select {
+			case <-ended:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("tab %d's stream still open 5 s after logging out", i+1)
 			}
-			close(ended)
-		}()
-		select {
-		case <-ended:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("tab %d's stream still open 5 s after logging out", i+1)
 		}
+	}) {
+		return
 	}
-	if n := e.hub.Connections(); n != 1 {
-		t.Errorf("connections after logout = %d; want the other session's 1", n)
-	}
-	wantStatus(t, other.htmx(http.MethodPost, "/verify-all", nil), http.StatusAccepted)
-	theirs.until(t, 5*time.Second, "an event on the other session's stream", func(sseEvent) bool { return true })
+	t.Run("another session's stream lives on", func(t *testing.T) {
+		other := other.in(t)
+		if n := e.hub.Connections(); n != 1 {
+			t.Errorf("connections after logout = %d; want the other session's 1", n)
+		}
+		wantStatus(t, other.htmx(http.MethodPost, "/verify-all", nil), http.StatusAccepted)
+		theirs.until(t, 5*time.Second, "an event on the other session's stream", func(sseEvent) bool { return true })
+	})
 
-	// The logged-out session cannot open a new one.
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/events", nil)
-	req.AddCookie(mine.cookie)
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("GET /events after logout = %d; want 401", resp.StatusCode)
-	}
+	t.Run("the logged-out session cannot open a new one", func(t *testing.T) {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/events", nil)
+		req.AddCookie(mine.cookie)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET /events after logout = %d; want 401", resp.StatusCode)
+		}
+	})
 }

@@ -97,6 +97,19 @@ type env struct {
 	logs    *logRecorder
 }
 
+// in returns e bound to t, a subtest of e's test, so that a scenario's
+// steps can be subtests: e's helpers report to t and end t, not the
+// parent, when they fail. The copy shares the application, store, hub and
+// log recorder. What its helpers register for cleanup (liveServer's
+// listener, openEvents' stream, an MCP client) ends with t, so a step
+// opens only what it alone uses; and a secret is added to e.secrets
+// before the steps, where the parent's check at cleanup sees it.
+func (e *env) in(t testing.TB) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
 type (
 	webConfig = web.Config
 	appOption func(*webConfig)
@@ -402,6 +415,14 @@ func (e *env) browserFrom(rec *httptest.ResponseRecorder) *browser {
 		e.t.Fatal("no CSRF token in the page")
 	}
 	return b
+}
+
+// in returns b bound to t, a subtest of its env's test (see env.in): the
+// same session, whose helpers report to t.
+func (b *browser) in(t testing.TB) *browser {
+	c := *b
+	c.e = b.e.in(t)
+	return &c
 }
 
 func (b *browser) request(method, path string, body io.Reader) *http.Request {

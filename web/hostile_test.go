@@ -71,75 +71,80 @@ func TestHostileToolsNotOffered(t *testing.T) {
 		{"inject", []string{"-mode", "injection", "-tools", "1", "-description-bytes", "20000"}, 1, map[string]string{"add": "oversized"}},
 	}
 	for _, s := range servers {
-		e.verifyFixture(s.id, s.args...)
-		tools := e.apiTools(s.id)
-		if len(tools) != len(s.flagged)+s.sound {
-			t.Errorf("%s: %d tools, want %d", s.id, len(tools), len(s.flagged)+s.sound)
-		}
-		for name, tool := range tools {
-			state, bad := s.flagged[name]
-			if !bad {
-				if tool.State != "active" || !strings.HasPrefix(tool.AgentName, s.id+"__") || tool.EffectivePolicy != "ask" {
-					t.Errorf("%s: sound tool %.300v", s.id, tool)
+		t.Run(s.id, func(t *testing.T) {
+			e, b := e.in(t), b.in(t)
+			e.verifyFixture(s.id, s.args...)
+			tools := e.apiTools(s.id)
+			if len(tools) != len(s.flagged)+s.sound {
+				t.Errorf("%s: %d tools, want %d", s.id, len(tools), len(s.flagged)+s.sound)
+			}
+			for name, tool := range tools {
+				state, bad := s.flagged[name]
+				if !bad {
+					if tool.State != "active" || !strings.HasPrefix(tool.AgentName, s.id+"__") || tool.EffectivePolicy != "ask" {
+						t.Errorf("%s: sound tool %.300v", s.id, tool)
+					}
+					continue
 				}
-				continue
+				if tool.State != state || tool.AgentName != "" || tool.EffectivePolicy != "deny" || len(tool.Problems) == 0 {
+					t.Errorf("%s: tool %.40q: state %v, agent_name %q, effective %v, problems %v; want %s, none, deny, some",
+						s.id, name, tool.State, tool.AgentName, tool.EffectivePolicy, tool.Problems, state)
+				}
+				// Allowing it changes the policy, not what agents get.
+				got := e.setPolicy(s.id, name, "allow")
+				if got.Policy != "allow" || got.EffectivePolicy != "deny" || got.State != state {
+					t.Errorf("%s: allowed %.40q: %.300v", s.id, name, got)
+				}
 			}
-			if tool.State != state || tool.AgentName != "" || tool.EffectivePolicy != "deny" || len(tool.Problems) == 0 {
-				t.Errorf("%s: tool %.40q: state %v, agent_name %q, effective %v, problems %v; want %s, none, deny, some",
-					s.id, name, tool.State, tool.AgentName, tool.EffectivePolicy, tool.Problems, state)
-			}
-			// Allowing it changes the policy, not what agents get.
-			got := e.setPolicy(s.id, name, "allow")
-			if got.Policy != "allow" || got.EffectivePolicy != "deny" || got.State != state {
-				t.Errorf("%s: allowed %.40q: %.300v", s.id, name, got)
-			}
-		}
 
-		rec := b.get("/servers/" + s.id)
-		wantStatus(t, rec, http.StatusOK)
-		doc := parseHTML(t, rec.Body.String())
-		rows := doc.Find(testID("tool-row"))
-		shown := 0
-		for _, row := range rows.EachIter() {
-			name := row.AttrOr("data-tool-name", "")
-			state, bad := s.flagged[name]
-			if got := testIDText(t, row, "tool-state"); got != map[bool]string{true: state, false: "active"}[bad] {
-				t.Errorf("%s: row %.40q shows state %q", s.id, name, got)
+			rec := b.get("/servers/" + s.id)
+			wantStatus(t, rec, http.StatusOK)
+			doc := parseHTML(t, rec.Body.String())
+			rows := doc.Find(testID("tool-row"))
+			shown := 0
+			for _, row := range rows.EachIter() {
+				name := row.AttrOr("data-tool-name", "")
+				state, bad := s.flagged[name]
+				if got := testIDText(t, row, "tool-state"); got != map[bool]string{true: state, false: "active"}[bad] {
+					t.Errorf("%s: row %.40q shows state %q", s.id, name, got)
+				}
+				if n := row.Find(testID("tool-problem")).Length(); bad != (n > 0) {
+					t.Errorf("%s: row %.40q shows %d problems", s.id, name, n)
+				}
+				if bad {
+					shown++
+				}
 			}
-			if n := row.Find(testID("tool-problem")).Length(); bad != (n > 0) {
-				t.Errorf("%s: row %.40q shows %d problems", s.id, name, n)
+			if shown != len(s.flagged) {
+				t.Errorf("%s: %d flagged rows shown, want %d", s.id, shown, len(s.flagged))
 			}
-			if bad {
-				shown++
-			}
-		}
-		if shown != len(s.flagged) {
-			t.Errorf("%s: %d flagged rows shown, want %d", s.id, shown, len(s.flagged))
-		}
-		// No tool name reaches an attribute where it could act.
-		for _, n := range doc.Find("*").Nodes {
-			for _, a := range n.Attr {
-				risky := a.Key == "id" || a.Key == "href" || a.Key == "action" || a.Key == "src" ||
-					strings.HasPrefix(a.Key, "hx-") || strings.HasPrefix(a.Key, "sse-")
-				for name := range s.flagged {
-					if risky && strings.Contains(a.Val, name) {
-						t.Errorf("%s: <%s %s=%.60q> carries tool name %.40q", s.id, n.Data, a.Key, a.Val, name)
+			// No tool name reaches an attribute where it could act.
+			for _, n := range doc.Find("*").Nodes {
+				for _, a := range n.Attr {
+					risky := a.Key == "id" || a.Key == "href" || a.Key == "action" || a.Key == "src" ||
+						strings.HasPrefix(a.Key, "hx-") || strings.HasPrefix(a.Key, "sse-")
+					for name := range s.flagged {
+						if risky && strings.Contains(a.Val, name) {
+							t.Errorf("%s: <%s %s=%.60q> carries tool name %.40q", s.id, n.Data, a.Key, a.Val, name)
+						}
 					}
 				}
 			}
-		}
+		})
 	}
 
-	// The catalog agents read offers none of them.
-	rec := e.api(http.MethodGet, "/api/v1/tools", nil)
-	wantStatus(t, rec, http.StatusOK)
-	for _, tool := range decodeAs[toolsAnswer](t, rec).Tools {
-		offered := tool.AgentName != ""
-		sound := tool.State == "active"
-		if offered != sound {
-			t.Errorf("catalog: tool %.40q in state %v has agent_name %q", tool.Name, tool.State, tool.AgentName)
+	t.Run("the catalog agents read offers none of them", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodGet, "/api/v1/tools", nil)
+		wantStatus(t, rec, http.StatusOK)
+		for _, tool := range decodeAs[toolsAnswer](t, rec).Tools {
+			offered := tool.AgentName != ""
+			sound := tool.State == "active"
+			if offered != sound {
+				t.Errorf("catalog: tool %.40q in state %v has agent_name %q", tool.Name, tool.State, tool.AgentName)
+			}
 		}
-	}
+	})
 }
 
 // TestHostileSchemaRefs checks #29 and #30: a $ref to a URL is shown as
@@ -194,71 +199,95 @@ func TestHostileRugPull(t *testing.T) {
 	e.setPolicy("rug", "tool_002", "allow")
 	before := e.apiTools("rug")
 
-	if job := e.verify("rug"); job.Status != "success" {
-		t.Fatalf("second verify: %+v", job)
-	}
-	after := e.apiTools("rug")
-	for _, c := range []struct {
-		name, state, policy, effective string
-	}{
-		{"tool_000", "changed", "allow", "deny"},  // its description changed
-		{"tool_001", "active", "ask", "ask"},      // untouched
-		{"tool_002", "missing", "allow", "allow"}, // gone; its policy kept
-		{"extra_tool", "active", "ask", "ask"},    // new: the default policy
-	} {
-		tool := after[c.name]
-		if tool.State != c.state || tool.Policy != c.policy || tool.EffectivePolicy != c.effective {
-			t.Errorf("%s after the change: state %v, policy %v, effective %v; want %s, %s, %s",
-				c.name, tool.State, tool.Policy, tool.EffectivePolicy, c.state, c.policy, c.effective)
+	// The steps below approve the definition this one finds.
+	var after map[string]apiTool
+	if !t.Run("a changed tool is denied whatever its policy, a vanished one kept missing", func(t *testing.T) {
+		e := e.in(t)
+		if job := e.verify("rug"); job.Status != "success" {
+			t.Fatalf("second verify: %+v", job)
 		}
-	}
-	if before["tool_000"].Pin == after["tool_000"].Pin {
-		t.Error("the changed tool kept its pin")
-	}
-	rec := b.get("/servers/rug")
-	doc := parseHTML(t, rec.Body.String())
-	for _, row := range doc.Find(testID("tool-row")).EachIter() {
-		if row.AttrOr("data-tool-name", "") == "tool_000" {
-			if got := testIDText(t, row, "effective-policy"); got != "effective: deny" {
-				t.Errorf("changed tool's row says %q", got)
+		after = e.apiTools("rug")
+		for _, c := range []struct {
+			name, state, policy, effective string
+		}{
+			{"tool_000", "changed", "allow", "deny"},  // its description changed
+			{"tool_001", "active", "ask", "ask"},      // untouched
+			{"tool_002", "missing", "allow", "allow"}, // gone; its policy kept
+			{"extra_tool", "active", "ask", "ask"},    // new: the default policy
+		} {
+			tool := after[c.name]
+			if tool.State != c.state || tool.Policy != c.policy || tool.EffectivePolicy != c.effective {
+				t.Errorf("%s after the change: state %v, policy %v, effective %v; want %s, %s, %s",
+					c.name, tool.State, tool.Policy, tool.EffectivePolicy, c.state, c.policy, c.effective)
 			}
 		}
+		if before["tool_000"].Pin == after["tool_000"].Pin {
+			t.Error("the changed tool kept its pin")
+		}
+	}) {
+		return
 	}
-	// A policy edit does not approve the change.
-	if got := e.setPolicy("rug", "tool_000", "allow"); got.State != "changed" || got.EffectivePolicy != "deny" {
-		t.Errorf("policy set on the changed tool: %.300v; want still changed, denied", got)
-	}
+	t.Run("the changed tool's row says it is denied", func(t *testing.T) {
+		b := b.in(t)
+		rec := b.get("/servers/rug")
+		doc := parseHTML(t, rec.Body.String())
+		for _, row := range doc.Find(testID("tool-row")).EachIter() {
+			if row.AttrOr("data-tool-name", "") == "tool_000" {
+				if got := testIDText(t, row, "effective-policy"); got != "effective: deny" {
+					t.Errorf("changed tool's row says %q", got)
+				}
+			}
+		}
+	})
+	t.Run("a policy edit does not approve the change", func(t *testing.T) {
+		e := e.in(t)
+		if got := e.setPolicy("rug", "tool_000", "allow"); got.State != "changed" || got.EffectivePolicy != "deny" {
+			t.Errorf("policy set on the changed tool: %.300v; want still changed, denied", got)
+		}
+	})
 	// The review page shows the diff: the description line, approved on
 	// the left and current on the right, nothing else.
-	doc = parseHTML(t, b.get("/servers/rug/changes").Body.String())
-	changes := doc.Find(testID("change"))
-	if changes.Length() != 1 || changes.AttrOr("data-tool-name", "") != "tool_000" {
-		t.Fatalf("review page lists %d changes; want tool_000 only", changes.Length())
-	}
-	diffs := changes.Find(testID("diff"))
-	if diffs.Length() != 1 || diffs.AttrOr("data-field", "") != "description" {
-		t.Fatalf("review page shows %d differing fields; want the description only", diffs.Length())
-	}
-	row := mustOne(t, diffs, `[data-kind="change"]`)
-	if l, r := testIDText(t, row, "diff-left"), testIDText(t, row, "diff-right"); strings.HasSuffix(l, "(changed)") || !strings.HasSuffix(r, "(changed)") {
-		t.Errorf("diff row: approved %q, current %q; want the change on the right only", l, r)
-	}
-	// Approving a version nobody was shown is refused.
-	rec = e.api(http.MethodPost, "/api/v1/servers/rug/tools/tool_000/approve", map[string]any{"pin": before["tool_000"].Pin})
-	wantStatus(t, rec, http.StatusConflict)
-	// Approving the shown version keeps the policy set meanwhile.
-	rec = e.api(http.MethodPost, "/api/v1/servers/rug/tools/tool_000/approve", map[string]any{"pin": after["tool_000"].Pin})
-	wantStatus(t, rec, http.StatusOK)
-	if got := decodeAs[toolAnswer](t, rec).Tool; got.State != "active" || got.EffectivePolicy != "allow" || got.Pin != after["tool_000"].Pin {
-		t.Errorf("approved: %.300v", got)
+	t.Run("the review page shows the description's diff only", func(t *testing.T) {
+		b := b.in(t)
+		doc := parseHTML(t, b.get("/servers/rug/changes").Body.String())
+		changes := doc.Find(testID("change"))
+		if changes.Length() != 1 || changes.AttrOr("data-tool-name", "") != "tool_000" {
+			t.Fatalf("review page lists %d changes; want tool_000 only", changes.Length())
+		}
+		diffs := changes.Find(testID("diff"))
+		if diffs.Length() != 1 || diffs.AttrOr("data-field", "") != "description" {
+			t.Fatalf("review page shows %d differing fields; want the description only", diffs.Length())
+		}
+		row := mustOne(t, diffs, `[data-kind="change"]`)
+		if l, r := testIDText(t, row, "diff-left"), testIDText(t, row, "diff-right"); strings.HasSuffix(l, "(changed)") || !strings.HasSuffix(r, "(changed)") {
+			t.Errorf("diff row: approved %q, current %q; want the change on the right only", l, r)
+		}
+	})
+	t.Run("approving a version nobody was shown is refused", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodPost, "/api/v1/servers/rug/tools/tool_000/approve", map[string]any{"pin": before["tool_000"].Pin})
+		wantStatus(t, rec, http.StatusConflict)
+	})
+	if !t.Run("approving the shown version keeps the policy set meanwhile", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodPost, "/api/v1/servers/rug/tools/tool_000/approve", map[string]any{"pin": after["tool_000"].Pin})
+		wantStatus(t, rec, http.StatusOK)
+		if got := decodeAs[toolAnswer](t, rec).Tool; got.State != "active" || got.EffectivePolicy != "allow" || got.Pin != after["tool_000"].Pin {
+			t.Errorf("approved: %.300v", got)
+		}
+	}) {
+		return
 	}
 	// A third run lists what the second did: nothing changes.
-	if job := e.verify("rug"); job.Status != "success" {
-		t.Fatalf("third verify: %+v", job)
-	}
-	if tool := e.apiTools("rug")["tool_000"]; tool.State != "active" || tool.EffectivePolicy != "allow" {
-		t.Errorf("after a verify that changed nothing: %.300v", tool)
-	}
+	t.Run("a verify that changes nothing keeps it approved", func(t *testing.T) {
+		e := e.in(t)
+		if job := e.verify("rug"); job.Status != "success" {
+			t.Fatalf("third verify: %+v", job)
+		}
+		if tool := e.apiTools("rug")["tool_000"]; tool.State != "active" || tool.EffectivePolicy != "allow" {
+			t.Errorf("after a verify that changed nothing: %.300v", tool)
+		}
+	})
 }
 
 // TestLateWarningsAreRecorded: a server that starts a background process

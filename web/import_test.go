@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -66,59 +67,75 @@ func TestImportDryRunAndApply(t *testing.T) {
 	e.createServer(map[string]any{"id": "filesystem", "name": "My files", "transport": "stdio", "command": "npx",
 		"args": []string{"-y", "@modelcontextprotocol/server-filesystem", "/tmp"}})
 
-	code, a := e.importAPI(map[string]any{"text": claudeConfig})
-	if code != http.StatusOK || a.Format != "claude" || len(a.Entries) != 3 {
-		t.Fatalf("dry run = %d %+v", code, a)
-	}
-	fs := entryByName(t, a, "filesystem")
-	if fs.Action != "update" || fs.ID != "filesystem" || fs.Choice != "skip" || !slices.Contains(diffFields(fs), "args") {
-		t.Errorf("filesystem row = %+v; want an update of args, skipped by default", fs)
-	}
-	gh := entryByName(t, a, "GitHub Server")
-	if gh.Action != "add" || gh.ID != "github-server" || !strings.Contains(strings.Join(gh.Secrets, "\n"), "env.GITHUB_PERSONAL_ACCESS_TOKEN") {
-		t.Errorf("GitHub row = %+v; want added as github-server with its token flagged", gh)
-	}
-	if r := entryByName(t, a, "remote"); r.Action != "add" || !strings.Contains(strings.Join(r.Secrets, "\n"), "headers.Authorization") {
-		t.Errorf("remote row = %+v", r)
-	}
-	if n := len(e.listServers()); n != 1 {
-		t.Fatalf("%d servers after a dry run; want it to change nothing", n)
+	if !t.Run("the dry run says what would change, flags secrets, and changes nothing", func(t *testing.T) {
+		e := e.in(t)
+		code, a := e.importAPI(map[string]any{"text": claudeConfig})
+		if code != http.StatusOK || a.Format != "claude" || len(a.Entries) != 3 {
+			t.Fatalf("dry run = %d %+v", code, a)
+		}
+		fs := entryByName(t, a, "filesystem")
+		if fs.Action != "update" || fs.ID != "filesystem" || fs.Choice != "skip" || !slices.Contains(diffFields(fs), "args") {
+			t.Errorf("filesystem row = %+v; want an update of args, skipped by default", fs)
+		}
+		gh := entryByName(t, a, "GitHub Server")
+		if gh.Action != "add" || gh.ID != "github-server" || !strings.Contains(strings.Join(gh.Secrets, "\n"), "env.GITHUB_PERSONAL_ACCESS_TOKEN") {
+			t.Errorf("GitHub row = %+v; want added as github-server with its token flagged", gh)
+		}
+		if r := entryByName(t, a, "remote"); r.Action != "add" || !strings.Contains(strings.Join(r.Secrets, "\n"), "headers.Authorization") {
+			t.Errorf("remote row = %+v", r)
+		}
+		if n := len(e.listServers()); n != 1 {
+			t.Fatalf("%d servers after a dry run; want it to change nothing", n)
+		}
+	}) {
+		return
 	}
 
-	code, a = e.importAPI(map[string]any{"text": claudeConfig, "apply": true})
-	if code != http.StatusOK || a.Result == nil || a.Result.Added != 2 || a.Result.Updated != 0 {
-		t.Fatalf("apply = %d %+v", code, a.Result)
-	}
-	for _, id := range []string{"github-server", "remote"} {
-		if d := e.discovery(id); d.Status != "never" {
-			t.Errorf("%s was verified: %+v", id, d)
+	if !t.Run("applying adds the new servers, verifies nothing and overwrites nothing unchosen", func(t *testing.T) {
+		e := e.in(t)
+		code, a := e.importAPI(map[string]any{"text": claudeConfig, "apply": true})
+		if code != http.StatusOK || a.Result == nil || a.Result.Added != 2 || a.Result.Updated != 0 {
+			t.Fatalf("apply = %d %+v", code, a.Result)
 		}
-		// Its launch waits for a person's confirmation.
-		wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/"+id+"/verify", nil), http.StatusConflict)
-	}
-	if env := e.server("github-server").Env; env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "********" {
-		t.Errorf("imported token shown as %v; want masked", env)
-	}
-	if diff := cmp.Diff([]string{"-y", "@modelcontextprotocol/server-filesystem", "/tmp"}, e.server("filesystem").Args); diff != "" {
-		t.Errorf("filesystem overwritten without being chosen, args (-want +got):\n%s", diff)
+		for _, id := range []string{"github-server", "remote"} {
+			if d := e.discovery(id); d.Status != "never" {
+				t.Errorf("%s was verified: %+v", id, d)
+			}
+			// Its launch waits for a person's confirmation.
+			wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/"+id+"/verify", nil), http.StatusConflict)
+		}
+		if env := e.server("github-server").Env; env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "********" {
+			t.Errorf("imported token shown as %v; want masked", env)
+		}
+		if diff := cmp.Diff([]string{"-y", "@modelcontextprotocol/server-filesystem", "/tmp"}, e.server("filesystem").Args); diff != "" {
+			t.Errorf("filesystem overwritten without being chosen, args (-want +got):\n%s", diff)
+		}
+	}) {
+		return
 	}
 
-	// Overwriting is an explicit choice; the display name stays.
-	_, a = e.importAPI(map[string]any{"text": claudeConfig, "apply": true, "choices": map[string]string{"filesystem": "update"}})
-	if a.Result == nil || a.Result.Updated != 1 {
-		t.Fatalf("apply with an update = %+v", a.Result)
-	}
-	fsNow := e.server("filesystem")
-	if !slices.Equal(fsNow.Args, []string{"-y", "@modelcontextprotocol/server-filesystem", "/home/ana/Documents"}) || fsNow.Name != "My files" {
-		t.Errorf("filesystem after the chosen update = %q %q", fsNow.Args, fsNow.Name)
-	}
-	// Now everything is identical.
-	_, a = e.importAPI(map[string]any{"text": claudeConfig})
-	for _, r := range a.Entries {
-		if r.Action != "same" {
-			t.Errorf("row %+v after importing everything; want same", r)
+	if !t.Run("overwriting is an explicit choice, and the display name stays", func(t *testing.T) {
+		e := e.in(t)
+		_, a := e.importAPI(map[string]any{"text": claudeConfig, "apply": true, "choices": map[string]string{"filesystem": "update"}})
+		if a.Result == nil || a.Result.Updated != 1 {
+			t.Fatalf("apply with an update = %+v", a.Result)
 		}
+		fsNow := e.server("filesystem")
+		if !slices.Equal(fsNow.Args, []string{"-y", "@modelcontextprotocol/server-filesystem", "/home/ana/Documents"}) || fsNow.Name != "My files" {
+			t.Errorf("filesystem after the chosen update = %q %q", fsNow.Args, fsNow.Name)
+		}
+	}) {
+		return
 	}
+	t.Run("now everything is the same", func(t *testing.T) {
+		e := e.in(t)
+		_, a := e.importAPI(map[string]any{"text": claudeConfig})
+		for _, r := range a.Entries {
+			if r.Action != "same" {
+				t.Errorf("row %+v after importing everything; want same", r)
+			}
+		}
+	})
 }
 
 // One bad entry does not block the others; a text that is no config at
@@ -153,33 +170,41 @@ func TestExportRoundTrip(t *testing.T) {
 		"headers": map[string]string{"Authorization": "Bearer " + secret}})
 	e.createServer(map[string]any{"id": "legacy", "name": "Legacy", "transport": "sse", "url": "https://old.example.com/sse", "enabled": false})
 	for _, format := range []string{"claude", "cursor", "vscode", "codex"} {
-		rec := e.api(http.MethodGet, "/api/v1/export?format="+format, nil)
-		wantStatus(t, rec, http.StatusOK)
-		text := rec.Body.String()
-		if strings.Contains(text, secret) {
-			t.Errorf("%s export holds a secret value", format)
-		}
-		_, a := e.importAPI(map[string]any{"text": text, "format": format})
-		if len(a.Entries) != 3 {
-			t.Errorf("%s: %d entries imported back from\n%s", format, len(a.Entries), text)
-		}
-		for _, r := range a.Entries {
-			if r.Action != "same" {
-				t.Errorf("%s: row %+v; want no change after exporting and importing back\n%s", format, r, text)
+		t.Run(format+" export imported back changes nothing", func(t *testing.T) {
+			e := e.in(t)
+			rec := e.api(http.MethodGet, "/api/v1/export?format="+format, nil)
+			wantStatus(t, rec, http.StatusOK)
+			text := rec.Body.String()
+			if strings.Contains(text, secret) {
+				t.Errorf("%s export holds a secret value", format)
 			}
+			_, a := e.importAPI(map[string]any{"text": text, "format": format})
+			if len(a.Entries) != 3 {
+				t.Errorf("%s: %d entries imported back from\n%s", format, len(a.Entries), text)
+			}
+			for _, r := range a.Entries {
+				if r.Action != "same" {
+					t.Errorf("%s: row %+v; want no change after exporting and importing back\n%s", format, r, text)
+				}
+			}
+		})
+	}
+	// The secret may be shown from here on, where it is asked for; the
+	// check at the test's end no longer looks for it (see env.in).
+	e.secrets = e.secrets[:len(e.secrets)-1]
+	t.Run("secrets asked for through the API are exported", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodGet, "/api/v1/export?format=claude&secrets=true&server=local", nil)
+		if body := rec.Body.String(); !strings.Contains(body, secret) || strings.Contains(body, "mcp.example.com") {
+			t.Errorf("export of local with secrets = %s", body)
 		}
-	}
-	// With secrets, asked for through the API.
-	e.secrets = e.secrets[:len(e.secrets)-1] // asked for
-	rec := e.api(http.MethodGet, "/api/v1/export?format=claude&secrets=true&server=local", nil)
-	if body := rec.Body.String(); !strings.Contains(body, secret) || strings.Contains(body, "mcp.example.com") {
-		t.Errorf("export of local with secrets = %s", body)
-	}
-	// In the dashboard, secrets need the API token typed again.
-	b := e.login()
-	wantStatus(t, b.post("/export", url.Values{"format": {"claude"}, "token": {"wrong"}}), http.StatusForbidden)
-	wantStatus(t, b.get("/export?format=nope"), http.StatusUnprocessableEntity)
-	wantStatus(t, b.get("/export?format=claude&server=ghost"), http.StatusNotFound)
+	})
+	t.Run("in the dashboard secrets need the API token typed again", func(t *testing.T) {
+		b := e.in(t).login()
+		wantStatus(t, b.post("/export", url.Values{"format": {"claude"}, "token": {"wrong"}}), http.StatusForbidden)
+		wantStatus(t, b.get("/export?format=nope"), http.StatusUnprocessableEntity)
+		wantStatus(t, b.get("/export?format=claude&server=ghost"), http.StatusNotFound)
+	})
 }
 
 // The Import page previews pasted text, a file found on this machine, and
@@ -191,53 +216,68 @@ func TestImportPage(t *testing.T) {
 	e := newEnv(t, func(c *webConfig) { c.ImportHome, c.ImportCwd = home, t.TempDir() })
 	e.secrets = append(e.secrets, "ghp_0123456789abcdefghijklmnopqrstuvwxyz", "abc.def.ghi")
 	b := e.login()
-	page := parseHTML(t, b.get("/import").Body.String())
-	if known := page.Find(testID("known-file")); known.Length() != 1 || !strings.Contains(textOf(mustOne(t, page, testID("known-files"))), ".cursor/mcp.json") {
-		t.Fatalf("known files = %d", known.Length())
-	}
-	key := mustOne(t, page, `[name="known"]`).AttrOr("value", "")
-	rec := b.post("/import/preview", url.Values{"known": {key}})
-	wantStatus(t, rec, http.StatusOK)
-	if src := testIDText(t, parseHTML(t, rec.Body.String()), "import-source"); !strings.HasSuffix(src, ".cursor/mcp.json") {
-		t.Errorf("source shown = %q", src)
-	}
-	if ids := parseHTML(t, rec.Body.String()).Find(testID("import-id")); ids.Length() != 1 || textOf(ids) != "from-cursor" {
-		t.Errorf("preview of the cursor file: %d rows", ids.Length())
-	}
+	t.Run("a file found on this machine is previewed", func(t *testing.T) {
+		b := b.in(t)
+		page := parseHTML(t, b.get("/import").Body.String())
+		if known := page.Find(testID("known-file")); known.Length() != 1 || !strings.Contains(textOf(mustOne(t, page, testID("known-files"))), ".cursor/mcp.json") {
+			t.Fatalf("known files = %d", known.Length())
+		}
+		key := mustOne(t, page, `[name="known"]`).AttrOr("value", "")
+		rec := b.post("/import/preview", url.Values{"known": {key}})
+		wantStatus(t, rec, http.StatusOK)
+		if src := testIDText(t, parseHTML(t, rec.Body.String()), "import-source"); !strings.HasSuffix(src, ".cursor/mcp.json") {
+			t.Errorf("source shown = %q", src)
+		}
+		if ids := parseHTML(t, rec.Body.String()).Find(testID("import-id")); ids.Length() != 1 || textOf(ids) != "from-cursor" {
+			t.Errorf("preview of the cursor file: %d rows", ids.Length())
+		}
+	})
 
-	rec = b.post("/import/preview", url.Values{"text": {claudeConfig}})
-	wantStatus(t, rec, http.StatusOK)
-	doc := parseHTML(t, rec.Body.String())
-	if rows := doc.Find(testID("import-row")); rows.Length() != 3 {
-		t.Fatalf("%d rows", rows.Length())
+	// The config is held by the server, not sent back (it holds secrets):
+	// the next step applies what this one previewed.
+	var held string
+	if !t.Run("pasted text is previewed, its secrets flagged", func(t *testing.T) {
+		b := b.in(t)
+		rec := b.post("/import/preview", url.Values{"text": {claudeConfig}})
+		wantStatus(t, rec, http.StatusOK)
+		doc := parseHTML(t, rec.Body.String())
+		if rows := doc.Find(testID("import-row")); rows.Length() != 3 {
+			t.Fatalf("%d rows", rows.Length())
+		}
+		if flagged := doc.Find(testID("import-secret")); flagged.Length() != 2 {
+			t.Errorf("%d secrets flagged; want the token and the header", flagged.Length())
+		}
+		held = mustOne(t, doc, `[name="held"]`).AttrOr("value", "")
+	}) {
+		return
 	}
-	if flagged := doc.Find(testID("import-secret")); flagged.Length() != 2 {
-		t.Errorf("%d secrets flagged; want the token and the header", flagged.Length())
-	}
-	// The config is held by the server, not sent back (it holds secrets).
-	held := mustOne(t, doc, `[name="held"]`).AttrOr("value", "")
-	// Skip the second row, apply the rest.
-	form := url.Values{"held": {held}, "choice-1": {"skip"}}
-	rec = b.post("/import/apply", form)
-	if rec.Code != http.StatusSeeOther || !strings.HasPrefix(rec.Header().Get("Location"), "/?imported=2.0.1") {
-		t.Fatalf("apply = %d to %q", rec.Code, rec.Header().Get("Location"))
-	}
-	list := b.get(rec.Header().Get("Location"))
-	if flash := testIDText(t, parseHTML(t, list.Body.String()), "flash"); !strings.Contains(flash, "2 added") {
-		t.Errorf("flash = %q", flash)
-	}
-	wantStatus(t, b.post("/import/apply", form), http.StatusGone) // applied once
-	// A syntax error keeps the text and points at the line.
-	bad := "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\" \"args\": []}\n  }\n}"
-	rec = b.post("/import/preview", url.Values{"text": {bad}, "format": {"claude"}})
-	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	doc = parseHTML(t, rec.Body.String())
-	if msg := testIDText(t, doc, "import-error"); !strings.Contains(msg, "line 3") {
-		t.Errorf("error = %q; want line 3", msg)
-	}
-	if kept := textOf(mustOne(t, doc, testID("import-text"))); kept != strings.TrimSpace(bad) {
-		t.Errorf("text kept = %q", kept)
-	}
+	t.Run("the choices made on the rows are applied, once", func(t *testing.T) {
+		b := b.in(t)
+		// Skip the second row, apply the rest.
+		form := url.Values{"held": {held}, "choice-1": {"skip"}}
+		rec := b.post("/import/apply", form)
+		if rec.Code != http.StatusSeeOther || !strings.HasPrefix(rec.Header().Get("Location"), "/?imported=2.0.1") {
+			t.Fatalf("apply = %d to %q", rec.Code, rec.Header().Get("Location"))
+		}
+		list := b.get(rec.Header().Get("Location"))
+		if flash := testIDText(t, parseHTML(t, list.Body.String()), "flash"); !strings.Contains(flash, "2 added") {
+			t.Errorf("flash = %q", flash)
+		}
+		wantStatus(t, b.post("/import/apply", form), http.StatusGone) // applied once
+	})
+	t.Run("a syntax error keeps the text and points at the line", func(t *testing.T) {
+		b := b.in(t)
+		bad := "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\" \"args\": []}\n  }\n}"
+		rec := b.post("/import/preview", url.Values{"text": {bad}, "format": {"claude"}})
+		wantStatus(t, rec, http.StatusUnprocessableEntity)
+		doc := parseHTML(t, rec.Body.String())
+		if msg := testIDText(t, doc, "import-error"); !strings.Contains(msg, "line 3") {
+			t.Errorf("error = %q; want line 3", msg)
+		}
+		if kept := textOf(mustOne(t, doc, testID("import-text"))); kept != strings.TrimSpace(bad) {
+			t.Errorf("text kept = %q", kept)
+		}
+	})
 }
 
 // A file found on this machine that cannot be read is reported by line
@@ -251,59 +291,78 @@ func TestImportPageRows(t *testing.T) {
 	e := newEnv(t, func(c *webConfig) { c.ImportHome, c.ImportCwd = home, t.TempDir() })
 	e.secrets = append(e.secrets, "tok-never-shown-123456")
 	b := e.login()
-	page := parseHTML(t, b.get("/import").Body.String())
-	key := mustOne(t, page, `[name="known"]`).AttrOr("value", "")
-	rec := b.post("/import/preview", url.Values{"known": {key}})
-	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	if msg := testIDText(t, parseHTML(t, rec.Body.String()), "import-error"); !strings.Contains(msg, "config.toml") || !strings.Contains(msg, "line 4") {
-		t.Errorf("error for a broken found file = %q; want its path and line", msg)
-	}
+	t.Run("a broken found file is reported by path and line, without its text", func(t *testing.T) {
+		b := b.in(t)
+		page := parseHTML(t, b.get("/import").Body.String())
+		key := mustOne(t, page, `[name="known"]`).AttrOr("value", "")
+		rec := b.post("/import/preview", url.Values{"known": {key}})
+		wantStatus(t, rec, http.StatusUnprocessableEntity)
+		if msg := testIDText(t, parseHTML(t, rec.Body.String()), "import-error"); !strings.Contains(msg, "config.toml") || !strings.Contains(msg, "line 4") {
+			t.Errorf("error for a broken found file = %q; want its path and line", msg)
+		}
+	})
 
 	e.createServer(map[string]any{"id": "gh", "name": "GH", "transport": "stdio", "command": "old"})
 	text := `{"mcpServers": {"gh": {"command": "new"}}, "projects": {"/p": {"mcpServers": {"gh": {"command": "other"}}}}}`
-	rec = b.post("/import/preview", url.Values{"text": {text}})
-	wantStatus(t, rec, http.StatusOK)
-	doc := parseHTML(t, rec.Body.String())
-	rows := doc.Find(testID("import-row"))
-	if rows.Length() != 2 || rows.Eq(0).AttrOr("data-action", "") != "update" || rows.Eq(1).AttrOr("data-action", "") != "error" {
-		t.Fatalf("rows = %d", rows.Length())
+	// addAsNew is the preview's form with its first row added as new.
+	addAsNew := func(doc *goquery.Document) url.Values {
+		form := url.Values{}
+		for _, in := range doc.Find(`input[type="hidden"]`).EachIter() {
+			form.Set(in.AttrOr("name", ""), in.AttrOr("value", ""))
+		}
+		form.Set("choice-0", "new")
+		return form
 	}
-	form := url.Values{}
-	for _, in := range doc.Find(`input[type="hidden"]`).EachIter() {
-		form.Set(in.AttrOr("name", ""), in.AttrOr("value", ""))
+	// The next step applies the form of this step's preview.
+	var form url.Values
+	if !t.Run("two entries of one name are a row each", func(t *testing.T) {
+		b := b.in(t)
+		rec := b.post("/import/preview", url.Values{"text": {text}})
+		wantStatus(t, rec, http.StatusOK)
+		doc := parseHTML(t, rec.Body.String())
+		rows := doc.Find(testID("import-row"))
+		if rows.Length() != 2 || rows.Eq(0).AttrOr("data-action", "") != "update" || rows.Eq(1).AttrOr("data-action", "") != "error" {
+			t.Fatalf("rows = %d", rows.Length())
+		}
+		form = addAsNew(doc)
+	}) {
+		return
 	}
-	form.Set("choice-0", "new")
 	// The server changes between the preview and the apply: nothing is
 	// applied, and the new plan is shown.
-	e.api(http.MethodPut, "/api/v1/servers/gh", map[string]any{"id": "gh", "name": "GH", "transport": "stdio", "command": "newer"})
-	wantStatus(t, b.post("/import/apply", form), http.StatusConflict)
-	if n := len(e.listServers()); n != 1 {
-		t.Fatalf("%d servers after a refused apply", n)
+	if !t.Run("a plan that changed since the preview applies nothing", func(t *testing.T) {
+		e, b := e.in(t), b.in(t)
+		e.api(http.MethodPut, "/api/v1/servers/gh", map[string]any{"id": "gh", "name": "GH", "transport": "stdio", "command": "newer"})
+		wantStatus(t, b.post("/import/apply", form), http.StatusConflict)
+		if n := len(e.listServers()); n != 1 {
+			t.Fatalf("%d servers after a refused apply", n)
+		}
+	}) {
+		return
 	}
-	rec = b.post("/import/preview", url.Values{"text": {text}})
-	doc = parseHTML(t, rec.Body.String())
-	form = url.Values{}
-	for _, in := range doc.Find(`input[type="hidden"]`).EachIter() {
-		form.Set(in.AttrOr("name", ""), in.AttrOr("value", ""))
-	}
-	form.Set("choice-0", "new")
-	if rec := b.post("/import/apply", form); rec.Code != http.StatusSeeOther {
-		t.Fatalf("apply add-as-new = %d %s", rec.Code, truncate(rec.Body.String()))
-	}
-	if srv := e.server("gh-2"); srv.Command != "new" || srv.Name != "gh" {
-		t.Errorf("added as new = %+v; want the file's entry under gh-2, named from the file", srv)
-	}
-	if gh := e.server("gh"); gh.Command != "newer" {
-		t.Errorf("gh changed: %v", gh.Command)
-	}
+	t.Run("add as new adds the row under a new id", func(t *testing.T) {
+		e, b := e.in(t), b.in(t)
+		rec := b.post("/import/preview", url.Values{"text": {text}})
+		if rec := b.post("/import/apply", addAsNew(parseHTML(t, rec.Body.String()))); rec.Code != http.StatusSeeOther {
+			t.Fatalf("apply add-as-new = %d %s", rec.Code, truncate(rec.Body.String()))
+		}
+		if srv := e.server("gh-2"); srv.Command != "new" || srv.Name != "gh" {
+			t.Errorf("added as new = %+v; want the file's entry under gh-2, named from the file", srv)
+		}
+		if gh := e.server("gh"); gh.Command != "newer" {
+			t.Errorf("gh changed: %v", gh.Command)
+		}
+	})
 
-	// Secrets in an export need the API token typed again: right, it works.
-	e.createServer(map[string]any{"id": "s", "name": "S", "transport": "stdio", "command": "x", "env": map[string]string{"K": "v-0123456789-secret"}})
-	rec = b.post("/export", url.Values{"format": {"claude"}, "token": {testToken}})
-	wantStatus(t, rec, http.StatusOK)
-	if !strings.Contains(rec.Body.String(), "v-0123456789-secret") {
-		t.Errorf("export with the token = %s", rec.Body.String())
-	}
+	t.Run("secrets in an export with the API token typed again", func(t *testing.T) {
+		e, b := e.in(t), b.in(t)
+		e.createServer(map[string]any{"id": "s", "name": "S", "transport": "stdio", "command": "x", "env": map[string]string{"K": "v-0123456789-secret"}})
+		rec := b.post("/export", url.Values{"format": {"claude"}, "token": {testToken}})
+		wantStatus(t, rec, http.StatusOK)
+		if !strings.Contains(rec.Body.String(), "v-0123456789-secret") {
+			t.Errorf("export with the token = %s", rec.Body.String())
+		}
+	})
 }
 
 func (e *env) listServers() []apiServer {

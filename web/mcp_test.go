@@ -196,96 +196,109 @@ func TestMCPListFromCatalog(t *testing.T) {
 	m := newMCPSetup(t)
 	e := m.e
 	c := connectMCP(t, m.base, testMCPToken)
-	names := c.names(t)
-	rec := e.api(http.MethodGet, "/api/v1/tools", nil)
-	wantStatus(t, rec, http.StatusOK)
-	var want []string
-	for _, tl := range decodeAs[toolsAnswer](t, rec).Tools {
-		if p := tl.EffectivePolicy; p == "allow" || p == "ask" {
-			want = append(want, tl.AgentName)
-		}
-	}
-	slices.Sort(want)
-	if !slices.Equal(names, want) || len(names) != 6 {
-		t.Errorf("tools/list names = %q; want the 6 allow and ask tools the catalog names %q", names, want)
-	}
-	for _, n := range names {
-		if !agentNameSyntax.MatchString(n) {
-			t.Errorf("agent name %q is not safe for clients", n)
-		}
-		for _, denied := range []string{"alpha__drop", "beta__secret"} {
-			if n == denied {
-				t.Errorf("denied tool %s listed", n)
+	t.Run("tools/list is the catalog's allow and ask tools, safely named, nothing started", func(t *testing.T) {
+		e := e.in(t)
+		names := c.names(t)
+		rec := e.api(http.MethodGet, "/api/v1/tools", nil)
+		wantStatus(t, rec, http.StatusOK)
+		var want []string
+		for _, tl := range decodeAs[toolsAnswer](t, rec).Tools {
+			if p := tl.EffectivePolicy; p == "allow" || p == "ask" {
+				want = append(want, tl.AgentName)
 			}
 		}
-	}
-	if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "alpha__odd_name-v2_") }) || !slices.Contains(names, "beta__read") {
-		t.Errorf("names %q lack alpha__odd_name-v2_<hash> or beta__read", names)
-	}
-	if n := proctest.Count(m.marker); n != 0 {
-		t.Errorf("%d upstream processes running after tools/list; want none started", n)
-	}
+		slices.Sort(want)
+		if !slices.Equal(names, want) || len(names) != 6 {
+			t.Errorf("tools/list names = %q; want the 6 allow and ask tools the catalog names %q", names, want)
+		}
+		for _, n := range names {
+			if !agentNameSyntax.MatchString(n) {
+				t.Errorf("agent name %q is not safe for clients", n)
+			}
+			for _, denied := range []string{"alpha__drop", "beta__secret"} {
+				if n == denied {
+					t.Errorf("denied tool %s listed", n)
+				}
+			}
+		}
+		if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "alpha__odd_name-v2_") }) || !slices.Contains(names, "beta__read") {
+			t.Errorf("names %q lack alpha__odd_name-v2_<hash> or beta__read", names)
+		}
+		if n := proctest.Count(m.marker); n != 0 {
+			t.Errorf("%d upstream processes running after tools/list; want none started", n)
+		}
+	})
 
 	// A tool outside MCP's Tool shape, which would fail an agent's whole
 	// list, is invalid and never listed, whatever its policy.
-	file := filepath.Join(t.TempDir(), "gamma.json")
-	os.WriteFile(file, []byte(`{"tools":[{"name":"good","inputSchema":{"type":"object"}},
+	t.Run("a tool outside MCP's Tool shape is never listed", func(t *testing.T) {
+		e := e.in(t)
+		file := filepath.Join(t.TempDir(), "gamma.json")
+		os.WriteFile(file, []byte(`{"tools":[{"name":"good","inputSchema":{"type":"object"}},
 		{"name":"bad","inputSchema":{"type":"string"}}]}`), 0o600)
-	e.createServer(map[string]any{"id": "gamma", "name": "Gamma", "transport": "stdio", "command": fixtureBin,
-		"args": []string{"-tools-file", file}, "default_policy": "allow"})
-	e.verify("gamma")
-	for _, tool := range []string{"good", "bad"} {
-		e.setPolicy("gamma", tool, "allow")
-	}
-	var gamma []string
-	for _, n := range c.names(t) {
-		if strings.HasPrefix(n, "gamma__") {
-			gamma = append(gamma, n)
+		e.createServer(map[string]any{"id": "gamma", "name": "Gamma", "transport": "stdio", "command": fixtureBin,
+			"args": []string{"-tools-file", file}, "default_policy": "allow"})
+		e.verify("gamma")
+		for _, tool := range []string{"good", "bad"} {
+			e.setPolicy("gamma", tool, "allow")
 		}
-	}
-	if !slices.Equal(gamma, []string{"gamma__good"}) {
-		t.Errorf("gamma's listed tools = %q; want only gamma__good", gamma)
-	}
-	if rec := e.api(http.MethodGet, "/api/v1/upstreams", nil); !strings.Contains(rec.Body.String(), `"upstreams":[]`) {
-		t.Errorf("upstreams after tools/list = %s; want none", rec.Body.String())
-	}
-
-	// The definitions are the stored ones, renamed.
-	ctx := context.Background()
-	res, _ := c.ListTools(ctx, mcp.ListToolsRequest{})
-	for _, tl := range res.Tools {
-		if tl.Name == "alpha__read" && tl.Description != "Tool read." {
-			t.Errorf("alpha__read description = %q; want the stored %q", tl.Description, "Tool read.")
+		var gamma []string
+		for _, n := range c.names(t) {
+			if strings.HasPrefix(n, "gamma__") {
+				gamma = append(gamma, n)
+			}
 		}
-	}
+		if !slices.Equal(gamma, []string{"gamma__good"}) {
+			t.Errorf("gamma's listed tools = %q; want only gamma__good", gamma)
+		}
+		if rec := e.api(http.MethodGet, "/api/v1/upstreams", nil); !strings.Contains(rec.Body.String(), `"upstreams":[]`) {
+			t.Errorf("upstreams after tools/list = %s; want none", rec.Body.String())
+		}
+	})
 
-	// Wrong or missing tokens are refused; the API token is not the MCP one.
-	for _, tok := range []string{"", "nope", testToken} {
+	t.Run("the definitions are the stored ones, renamed", func(t *testing.T) {
+		ctx := context.Background()
+		res, _ := c.ListTools(ctx, mcp.ListToolsRequest{})
+		for _, tl := range res.Tools {
+			if tl.Name == "alpha__read" && tl.Description != "Tool read." {
+				t.Errorf("alpha__read description = %q; want the stored %q", tl.Description, "Tool read.")
+			}
+		}
+	})
+
+	t.Run("wrong or missing tokens are refused, the API token too", func(t *testing.T) {
+		e := e.in(t)
+		for _, tok := range []string{"", "nope", testToken} {
+			r := newRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+			if tok != "" {
+				r.Header.Set("Authorization", "Bearer "+tok)
+			}
+			r.Header.Set("Content-Type", "application/json")
+			if rec := e.serve(r); rec.Code != http.StatusUnauthorized || rec.Header().Get("WWW-Authenticate") == "" {
+				t.Errorf("POST /mcp with token %q = %d; want 401 with WWW-Authenticate", tok, rec.Code)
+			}
+		}
+	})
+	t.Run("a refused Host gets a JSON error, as an MCP client expects", func(t *testing.T) {
+		e := e.in(t)
+		r := newRequest(http.MethodPost, "/mcp", strings.NewReader(`{}`))
+		r.Host = "evil.example"
+		r.Header.Set("Authorization", "Bearer "+testMCPToken)
+		if rec := e.serve(r); rec.Code != http.StatusForbidden || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+			t.Errorf("POST /mcp with a foreign Host = %d %s; want 403 in JSON", rec.Code, rec.Header().Get("Content-Type"))
+		}
+	})
+	t.Run("a list without a session is not answered from the offer", func(t *testing.T) {
+		e := e.in(t)
 		r := newRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-		if tok != "" {
-			r.Header.Set("Authorization", "Bearer "+tok)
-		}
+		r.Header.Set("Authorization", "Bearer "+testMCPToken)
 		r.Header.Set("Content-Type", "application/json")
-		if rec := e.serve(r); rec.Code != http.StatusUnauthorized || rec.Header().Get("WWW-Authenticate") == "" {
-			t.Errorf("POST /mcp with token %q = %d; want 401 with WWW-Authenticate", tok, rec.Code)
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("Mcp-Session-Id", "sb-forged")
+		if rec := e.serve(r); rec.Code == http.StatusOK {
+			t.Errorf("tools/list with a forged session = %d %s; want refused", rec.Code, truncate(rec.Body.String()))
 		}
-	}
-	// A refused Host gets a JSON error, as an MCP client expects.
-	r := newRequest(http.MethodPost, "/mcp", strings.NewReader(`{}`))
-	r.Host = "evil.example"
-	r.Header.Set("Authorization", "Bearer "+testMCPToken)
-	if rec := e.serve(r); rec.Code != http.StatusForbidden || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
-		t.Errorf("POST /mcp with a foreign Host = %d %s; want 403 in JSON", rec.Code, rec.Header().Get("Content-Type"))
-	}
-	// A list without a session is not answered from the offer.
-	r = newRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-	r.Header.Set("Authorization", "Bearer "+testMCPToken)
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Accept", "application/json, text/event-stream")
-	r.Header.Set("Mcp-Session-Id", "sb-forged")
-	if rec := e.serve(r); rec.Code == http.StatusOK {
-		t.Errorf("tools/list with a forged session = %d %s; want refused", rec.Code, truncate(rec.Body.String()))
-	}
+	})
 }
 
 // A call starts the upstream once, the next reuses it, it stops after
@@ -294,65 +307,90 @@ func TestMCPCallRouting(t *testing.T) {
 	m := newMCPSetup(t)
 	e := m.e
 	c := connectMCP(t, m.base, testMCPToken)
-	res, err := c.call("alpha__read", map[string]any{"path": "/x"})
-	if err != nil || text(res) != `read {"path":"/x"}` {
-		t.Fatalf("call alpha__read = %q, %v; want the fixture's echo", text(res), err)
-	}
-	if n := proctest.Count(m.marker); n != 1 {
-		t.Errorf("%d upstream processes after the first call; want 1", n)
-	}
-	odd := ""
-	for _, n := range c.names(t) {
-		if strings.HasPrefix(n, "alpha__odd_name-v2_") {
-			odd = n
+	// Each step counts the calls audited so far: a failed step ends the
+	// scenario.
+	if !t.Run("the first call starts the upstream", func(t *testing.T) {
+		res, err := c.call("alpha__read", map[string]any{"path": "/x"})
+		if err != nil || text(res) != `read {"path":"/x"}` {
+			t.Fatalf("call alpha__read = %q, %v; want the fixture's echo", text(res), err)
 		}
+		if n := proctest.Count(m.marker); n != 1 {
+			t.Errorf("%d upstream processes after the first call; want 1", n)
+		}
+	}) {
+		return
 	}
-	if res, err = c.call(odd, nil); err != nil || !strings.HasPrefix(text(res), "odd.name-v2 ") {
-		t.Errorf("call by the shortened name = %q, %v; want the tool called by its own name", text(res), err)
+	if !t.Run("the next call reuses it, and both are audited", func(t *testing.T) {
+		e := e.in(t)
+		odd := ""
+		for _, n := range c.names(t) {
+			if strings.HasPrefix(n, "alpha__odd_name-v2_") {
+				odd = n
+			}
+		}
+		if res, err := c.call(odd, nil); err != nil || !strings.HasPrefix(text(res), "odd.name-v2 ") {
+			t.Errorf("call by the shortened name = %q, %v; want the tool called by its own name", text(res), err)
+		}
+		if n := proctest.Count(m.marker); n != 1 {
+			t.Errorf("%d upstream processes after a second call to the same server; want it reused (1)", n)
+		}
+		call := e.waitCall(2)
+		if call.Decision != "allowed" || call.DecidedBy != "policy" || call.Outcome != "ok" || call.ServerID != "alpha" ||
+			call.Tool != "odd.name-v2" || !strings.HasPrefix(call.Session, "sb-") || call.Client != "test-agent 0.1" {
+			t.Errorf("audited call = %+v", call)
+		}
+	}) {
+		return
 	}
-	if n := proctest.Count(m.marker); n != 1 {
-		t.Errorf("%d upstream processes after a second call to the same server; want it reused (1)", n)
+	if !t.Run("the idle upstream stops", func(t *testing.T) {
+		waitFor(t, 5*time.Second, "the idle upstream stopped", func() bool { return proctest.Count(m.marker) == 0 })
+	}) {
+		return
 	}
-	call := e.waitCall(2)
-	if call.Decision != "allowed" || call.DecidedBy != "policy" || call.Outcome != "ok" || call.ServerID != "alpha" ||
-		call.Tool != "odd.name-v2" || !strings.HasPrefix(call.Session, "sb-") || call.Client != "test-agent 0.1" {
-		t.Errorf("audited call = %+v", call)
-	}
-	waitFor(t, 5*time.Second, "the idle upstream stopped", func() bool { return proctest.Count(m.marker) == 0 })
 
-	_, err = c.call("alpha__drop", nil)
-	if err == nil || !strings.Contains(err.Error(), "policy is deny") {
-		t.Errorf("call of a denied tool = %v; want refused, policy deny", err)
+	if !t.Run("a denied or unknown tool is refused, and audited", func(t *testing.T) {
+		e := e.in(t)
+		_, err := c.call("alpha__drop", nil)
+		if err == nil || !strings.Contains(err.Error(), "policy is deny") {
+			t.Errorf("call of a denied tool = %v; want refused, policy deny", err)
+		}
+		if call := e.waitCall(3); call.Decision != "denied" || call.Outcome != "refused" {
+			t.Errorf("audited denied call = %+v", call)
+		}
+		if _, err = c.call("alpha__nope", nil); err == nil {
+			t.Error("call of an unknown tool succeeded")
+		}
+	}) {
+		return
 	}
-	if call := e.waitCall(3); call.Decision != "denied" || call.Outcome != "refused" {
-		t.Errorf("audited denied call = %+v", call)
+	if !t.Run("a name that is no agent name is refused without being echoed", func(t *testing.T) {
+		e := e.in(t)
+		long := strings.Repeat("<x>", 1000)
+		if _, err := c.call(long, nil); err == nil || strings.Contains(err.Error(), "<x>") || !strings.Contains(err.Error(), "not the name of a tool") {
+			t.Errorf("call by a long hostile name = %v; want refused, not echoed", err)
+		}
+		if call := e.waitCall(5); len(call.AgentName) > 80 {
+			t.Errorf("audited name is %d bytes; want it cut", len(call.AgentName))
+		}
+	}) {
+		return
 	}
-	if _, err = c.call("alpha__nope", nil); err == nil {
-		t.Error("call of an unknown tool succeeded")
-	}
-	// A name that is no agent name is refused without being echoed.
-	long := strings.Repeat("<x>", 1000)
-	if _, err = c.call(long, nil); err == nil || strings.Contains(err.Error(), "<x>") || !strings.Contains(err.Error(), "not the name of a tool") {
-		t.Errorf("call by a long hostile name = %v; want refused, not echoed", err)
-	}
-	if call := e.waitCall(5); len(call.AgentName) > 80 {
-		t.Errorf("audited name is %d bytes; want it cut", len(call.AgentName))
-	}
-	// A request asking for progress (params._meta) is refused and
-	// audited the same way.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "alpha__drop"}}
-	req.Params.Meta = &mcp.Meta{ProgressToken: "p1"}
-	if _, err = c.CallTool(ctx, req); err == nil || !strings.Contains(err.Error(), "policy is deny") {
-		t.Errorf("call of a denied tool with _meta = %v; want refused, policy deny", err)
-	}
-	if call := e.waitCall(6); call.Tool != "drop" || call.Decision != "denied" {
-		t.Errorf("audited call with _meta = %+v", call)
-	}
-	if n := proctest.Count(m.marker); n != 0 {
-		t.Errorf("%d upstream processes after refused calls; want none", n)
-	}
+	t.Run("a request asking for progress is refused and audited the same way", func(t *testing.T) {
+		e := e.in(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "alpha__drop"}}
+		req.Params.Meta = &mcp.Meta{ProgressToken: "p1"}
+		if _, err := c.CallTool(ctx, req); err == nil || !strings.Contains(err.Error(), "policy is deny") {
+			t.Errorf("call of a denied tool with _meta = %v; want refused, policy deny", err)
+		}
+		if call := e.waitCall(6); call.Tool != "drop" || call.Decision != "denied" {
+			t.Errorf("audited call with _meta = %+v", call)
+		}
+		if n := proctest.Count(m.marker); n != 0 {
+			t.Errorf("%d upstream processes after refused calls; want none", n)
+		}
+	})
 }
 
 // ask: the call waits for a person; approval from the API lets it
@@ -369,7 +407,11 @@ func TestMCPAsk(t *testing.T) {
 		res *mcp.CallToolResult
 		err error
 	}
-	ask := func() (string, chan outcome) {
+	// ask calls the ask tool in the background and waits, through e
+	// (bound to the step), for its approval to be asked.
+	ask := func(e *env) (string, chan outcome) {
+		t := e.t
+		t.Helper()
 		done := make(chan outcome, 1)
 		go func() {
 			res, err := c.call("alpha__write", map[string]any{"text": "<script>alert(1)</script>"})
@@ -388,45 +430,68 @@ func TestMCPAsk(t *testing.T) {
 		return id, done
 	}
 
-	id, done := ask()
-	rec := e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "approve"})
-	wantStatus(t, rec, http.StatusOK)
-	if o := <-done; o.err != nil || !strings.HasPrefix(text(o.res), "write ") {
-		t.Errorf("approved call = %q, %v; want it through", text(o.res), o.err)
+	// Each step counts the calls audited so far: a failed step ends the
+	// scenario.
+	if !t.Run("approved from the API, the call goes through", func(t *testing.T) {
+		e := e.in(t)
+		id, done := ask(e)
+		rec := e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "approve"})
+		wantStatus(t, rec, http.StatusOK)
+		if o := <-done; o.err != nil || !strings.HasPrefix(text(o.res), "write ") {
+			t.Errorf("approved call = %q, %v; want it through", text(o.res), o.err)
+		}
+		if call := e.waitCall(1); call.Decision != "approved" || call.DecidedBy != "api" || call.Outcome != "ok" {
+			t.Errorf("audited approved call = %+v", call)
+		}
+		wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "deny"}), http.StatusNotFound)
+	}) {
+		return
 	}
-	if call := e.waitCall(1); call.Decision != "approved" || call.DecidedBy != "api" || call.Outcome != "ok" {
-		t.Errorf("audited approved call = %+v", call)
-	}
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "deny"}), http.StatusNotFound)
 
-	id, done = ask()
-	wantStatus(t, b.htmx(http.MethodPost, "/approvals/"+id, url.Values{"decision": {"deny"}}), http.StatusNoContent)
-	if o := <-done; o.err == nil || !strings.Contains(o.err.Error(), "denied the call in the dashboard") {
-		t.Errorf("call denied in the dashboard = %v; want a clear refusal", o.err)
-	}
-	if call := e.waitCall(2); call.Decision != "denied" || call.DecidedBy != "dashboard" {
-		t.Errorf("audited dashboard denial = %+v", call)
+	if !t.Run("denied in the dashboard, the call is refused", func(t *testing.T) {
+		e, b := e.in(t), b.in(t)
+		id, done := ask(e)
+		wantStatus(t, b.htmx(http.MethodPost, "/approvals/"+id, url.Values{"decision": {"deny"}}), http.StatusNoContent)
+		if o := <-done; o.err == nil || !strings.Contains(o.err.Error(), "denied the call in the dashboard") {
+			t.Errorf("call denied in the dashboard = %v; want a clear refusal", o.err)
+		}
+		if call := e.waitCall(2); call.Decision != "denied" || call.DecidedBy != "dashboard" {
+			t.Errorf("audited dashboard denial = %+v", call)
+		}
+	}) {
+		return
 	}
 
 	// A person who denies the tool while a call waits, then approves the
-	// card: the call is refused.
-	id, done = ask()
-	e.setPolicy("alpha", "write", "deny")
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "approve"}), http.StatusOK)
-	if o := <-done; o.err == nil || !strings.Contains(o.err.Error(), "while the call waited: the tool's policy is deny") {
-		t.Errorf("call approved after its tool was denied = %v; want refused", o.err)
+	// card: the call is refused. The last step sends its card a bad
+	// decision.
+	var decided string
+	if !t.Run("a tool denied while its call waits refuses the call approved after", func(t *testing.T) {
+		e := e.in(t)
+		id, done := ask(e)
+		decided = id
+		e.setPolicy("alpha", "write", "deny")
+		wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "approve"}), http.StatusOK)
+		if o := <-done; o.err == nil || !strings.Contains(o.err.Error(), "while the call waited: the tool's policy is deny") {
+			t.Errorf("call approved after its tool was denied = %v; want refused", o.err)
+		}
+		e.setPolicy("alpha", "write", "ask")
+		e.waitCall(3)
+	}) {
+		return
 	}
-	e.setPolicy("alpha", "write", "ask")
-	e.waitCall(3)
 
-	_, done = ask()
-	if o := <-done; o.err == nil || !strings.Contains(o.err.Error(), "nobody approved the call within 1.5s") {
-		t.Errorf("unanswered call = %v; want denied after the timeout", o.err)
-	}
-	if call := e.waitCall(4); call.DecidedBy != "timeout" {
-		t.Errorf("audited timeout = %+v", call)
-	}
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "maybe"}), http.StatusUnprocessableEntity)
+	t.Run("unanswered, the call is denied after the timeout", func(t *testing.T) {
+		e := e.in(t)
+		_, done := ask(e)
+		if o := <-done; o.err == nil || !strings.Contains(o.err.Error(), "nobody approved the call within 1.5s") {
+			t.Errorf("unanswered call = %v; want denied after the timeout", o.err)
+		}
+		if call := e.waitCall(4); call.DecidedBy != "timeout" {
+			t.Errorf("audited timeout = %+v", call)
+		}
+		wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+decided, map[string]any{"decision": "maybe"}), http.StatusUnprocessableEntity)
+	})
 }
 
 // The card shows on every tab over SSE, arguments escaped.
@@ -468,35 +533,47 @@ func TestMCPListChanged(t *testing.T) {
 	m := newMCPSetup(t)
 	e := m.e
 	c := connectMCP(t, m.base, testMCPToken)
-	before := c.names(t)
-	// The client opens its GET stream for notifications in the
-	// background, and the server shows no sign of a session's stream.
-	time.Sleep(quietPeriod)
-	e.setPolicy("alpha", "read", "deny")
-	waitFor(t, 5*time.Second, "tools/list_changed", func() bool { return c.listChanged.Load() >= 1 })
-	after := c.names(t)
-	if slices.Contains(after, "alpha__read") || len(after) != len(before)-1 {
-		t.Errorf("names after denying alpha read = %q; want %q without alpha__read", after, before)
+	if !t.Run("a policy edit sends list_changed and unlists the tool", func(t *testing.T) {
+		e := e.in(t)
+		before := c.names(t)
+		// The client opens its GET stream for notifications in the
+		// background, and the server shows no sign of a session's stream.
+		time.Sleep(quietPeriod)
+		e.setPolicy("alpha", "read", "deny")
+		waitFor(t, 5*time.Second, "tools/list_changed", func() bool { return c.listChanged.Load() >= 1 })
+		after := c.names(t)
+		if slices.Contains(after, "alpha__read") || len(after) != len(before)-1 {
+			t.Errorf("names after denying alpha read = %q; want %q without alpha__read", after, before)
+		}
+	}) {
+		return
 	}
-	// A verification that finds a tool gone: it is missing, and unlisted.
-	n := c.listChanged.Load()
-	writeTools(t, m.files["beta"], "1", "secret")
-	if job := e.verify("beta"); job.Status != "success" {
-		t.Fatal(job)
+	if !t.Run("a verification that finds a tool gone sends list_changed and unlists it", func(t *testing.T) {
+		e := e.in(t)
+		n := c.listChanged.Load()
+		writeTools(t, m.files["beta"], "1", "secret")
+		if job := e.verify("beta"); job.Status != "success" {
+			t.Fatal(job)
+		}
+		waitFor(t, 5*time.Second, "tools/list_changed after a verification", func() bool { return c.listChanged.Load() > n })
+		if names := c.names(t); slices.Contains(names, "beta__read") {
+			t.Errorf("names after beta read went missing = %q", names)
+		}
+	}) {
+		return
 	}
-	waitFor(t, 5*time.Second, "tools/list_changed after a verification", func() bool { return c.listChanged.Load() > n })
-	if names := c.names(t); slices.Contains(names, "beta__read") {
-		t.Errorf("names after beta read went missing = %q", names)
-	}
-	n = c.listChanged.Load()
-	e.setPolicy("alpha", "write", "ask") // no change to the offer
-	// A notification not sent marks no moment (and the endpoint merges a
-	// pending rebuild with the next change's, so a later change cannot
-	// tell): give it the time one takes.
-	time.Sleep(quietPeriod)
-	if c.listChanged.Load() != n {
-		t.Errorf("list_changed sent for a change that left the offer as it was")
-	}
+	t.Run("a change that leaves the offer as it was sends nothing", func(t *testing.T) {
+		e := e.in(t)
+		n := c.listChanged.Load()
+		e.setPolicy("alpha", "write", "ask") // no change to the offer
+		// A notification not sent marks no moment (and the endpoint merges a
+		// pending rebuild with the next change's, so a later change cannot
+		// tell): give it the time one takes.
+		time.Sleep(quietPeriod)
+		if c.listChanged.Load() != n {
+			t.Errorf("list_changed sent for a change that left the offer as it was")
+		}
+	})
 }
 
 // A server that changes a tool on its second start is caught when the
