@@ -16,7 +16,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/switchboard-dev/switchboard/store"
 )
 
 // Error classes. Each has one suggestion a person can act on.
@@ -90,20 +89,6 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.err }
-
-// Status is how the store records a verification that ended with e: the
-// one mapping from error classes to statuses.
-func (e *Error) Status() store.Status {
-	switch e.Class {
-	case ClassTimeout:
-		return store.StatusTimeout
-	case ClassCancelled:
-		return store.StatusCancelled
-	case ClassAuth:
-		return store.StatusSignIn
-	}
-	return store.StatusFailed
-}
 
 // suggestions holds the one-line advice shown with each class.
 var suggestions = map[string]string{

@@ -18,7 +18,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/switchboard-dev/switchboard/store"
 	"go.uber.org/goleak"
 )
 
@@ -252,7 +251,7 @@ func TestHostileFraming(t *testing.T) {
 // flagged checks a result of generated sound tools (tool_000, ...) plus
 // the tool named name, which must be in state with a problem containing
 // problem; it returns that tool.
-func flagged(t *testing.T, res *Result, generated int, name string, state store.ToolState, problem string) Tool {
+func flagged(t *testing.T, res *Result, generated int, name string, state ToolState, problem string) Tool {
 	t.Helper()
 	var sound []Tool
 	var found *Tool
@@ -406,7 +405,7 @@ func TestHostileToolData(t *testing.T) {
 		{num: 33, name: "hostile-names", args: []string{"-tools", "2"}, message: []string{"tool without a name"}, max: 2 * time.Second,
 			check: func(t *testing.T, res *Result, _ *Error) {
 				checkTools(t, res.Tools[:2], 2)
-				want := map[string]store.ToolState{
+				want := map[string]ToolState{
 					`<script>alert(1)</script>`: ToolInvalid, `say "hi" it's`: ToolInvalid, "two\nlines": ToolInvalid,
 					"../../etc/passwd": ToolInvalid, strings.Repeat("x", 10_000): ToolInvalid, "r\u0435ad_file": ToolInvalid,
 					"good.name_1-ok": "",

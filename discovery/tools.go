@@ -17,29 +17,34 @@ import (
 	"github.com/gowebpki/jcs"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/switchboard-dev/switchboard/store"
 )
 
 // A server's tools: the walk of tools/list, and how each tool is
 // decoded, pinned and checked against the limits and the spec.
 
-// States of a tool that cannot be offered to agents as the server sent
-// it: the store's states, which discovery decides. A sound tool's State
-// is empty.
+// ToolState says why a tool cannot be offered to agents as the server
+// sent it; a sound tool's is empty. The store keeps it as its own state
+// of the same meaning (the web layer maps one to the other).
+type ToolState string
+
+// The states discovery decides.
 const (
 	// ToolOversized: a part of the tool is over a limit (schema size or
 	// depth, description, the whole object). The part over the limit is
 	// not kept (a description is cut), nor is Raw.
-	ToolOversized = store.ToolOversized
+	ToolOversized ToolState = "oversized"
 	// ToolInvalid: the tool is ambiguous or outside the spec (invalid
 	// UTF-8, duplicate keys, a name outside the tool name charset, two
 	// definitions under one name). It is kept as decoded, for review.
-	ToolInvalid = store.ToolInvalid
+	ToolInvalid ToolState = "invalid"
 	// ToolUnsupported: the tool needs what Switchboard does not relay (a
 	// tool that requires MCP tasks): every call through Switchboard would
 	// fail, so it is listed for review but not offered.
-	ToolUnsupported = store.ToolUnsupported
+	ToolUnsupported ToolState = "unsupported"
 )
+
+// ToolStates lists them.
+var ToolStates = []ToolState{ToolOversized, ToolInvalid, ToolUnsupported}
 
 // taskRequired is the problem of a tool that can only run as an MCP task.
 const taskRequired = `can only run as an MCP task (execution.taskSupport is "required"), and Switchboard relays no tasks: calls through it would fail`
@@ -60,7 +65,7 @@ type Tool struct {
 	Pin string
 	// State is empty, ToolOversized or ToolInvalid; Problems says why,
 	// one sentence each.
-	State    store.ToolState
+	State    ToolState
 	Problems []string
 }
 
@@ -279,7 +284,7 @@ func decodeTool(raw json.RawMessage, l Limits) (Tool, error) {
 	}
 	t := Tool{Name: f.Name, Title: f.Title, Description: f.Description, InputSchema: f.InputSchema,
 		OutputSchema: f.OutputSchema, Annotations: f.Annotations}
-	flag := func(state store.ToolState, problem string) {
+	flag := func(state ToolState, problem string) {
 		if t.State != ToolOversized { // oversized wins: its parts are gone
 			t.State = state
 		}

@@ -23,11 +23,14 @@ type Call struct {
 	Seq uint64    `json:"seq"`
 	At  time.Time `json:"at"`
 	// Session is the agent's MCP session id ("dashboard" for Try it).
-	Session   string `json:"session"`
-	Client    string `json:"client,omitempty"` // clientInfo name and version
-	ServerID  string `json:"server_id"`
-	Tool      string `json:"tool"`
-	AgentName string `json:"agent_name"`
+	Session string `json:"session"`
+	Client  string `json:"client,omitempty"` // clientInfo name and version
+	// ConnectedAs names the connected client whose own token made the
+	// call (see ClientToken); empty for the endpoint's token.
+	ConnectedAs string `json:"connected_as,omitempty"`
+	ServerID    string `json:"server_id"`
+	Tool        string `json:"tool"`
+	AgentName   string `json:"agent_name"`
 	// ArgsHash is the SHA-256 of the arguments as received.
 	ArgsHash string `json:"args_hash"`
 	Pin      string `json:"pin,omitempty"`

@@ -12,13 +12,15 @@ type Approval struct {
 	Deadline time.Time
 	Session  string
 	// Stateless is a call from a 2026-07-28 client, which has no session.
-	Stateless  bool
-	Client     string
-	ServerID   string
-	ServerName string
-	Tool       string
-	AgentName  string
-	Args       string // pretty JSON
+	Stateless bool
+	Client    string
+	// ConnectedAs names the connected client whose token made the call.
+	ConnectedAs string
+	ServerID    string
+	ServerName  string
+	Tool        string
+	AgentName   string
+	Args        string // pretty JSON
 	// InClient is set when the person is asked in the agent's client
 	// too (MCP elicitation): the first answer wins.
 	InClient bool
@@ -38,6 +40,18 @@ type AgentsView struct {
 	AskTimeout time.Duration
 	IdleAfter  time.Duration
 	MaxRunning int
+	// Clients are the connected clients with their own tokens; NewToken
+	// is one just made for NewTokenFor, shown this once. ClientError and
+	// ClientName are the new-client form's error and input.
+	Clients                 []ConnectedClient
+	NewToken, NewTokenFor   string
+	ClientError, ClientName string
+}
+
+// ConnectedClient is a client with its own MCP token.
+type ConnectedClient struct {
+	ID, Name string
+	Created  time.Time
 }
 
 // AgentSession is one connected agent.
@@ -76,19 +90,20 @@ type CallsView struct {
 
 // CallRow is one audited call.
 type CallRow struct {
-	At         time.Time
-	Session    string
-	Client     string
-	ServerID   string
-	Tool       string
-	AgentName  string
-	ArgsHash   string
-	Decision   string
-	DecidedBy  string
-	Reason     string
-	DurationMS int64
-	Outcome    string
-	Error      string
+	At          time.Time
+	Session     string
+	Client      string
+	ConnectedAs string // the connected client whose token made the call
+	ServerID    string
+	Tool        string
+	AgentName   string
+	ArgsHash    string
+	Decision    string
+	DecidedBy   string
+	Reason      string
+	DurationMS  int64
+	Outcome     string
+	Error       string
 }
 
 func msString(n int64) string { return strconv.FormatInt(n, 10) + " ms" }

@@ -30,14 +30,27 @@ func (s *Server) handleMCP(c echo.Context) error {
 // handleAgentsPage serves GET /agents: how to connect an agent, who is
 // connected, the servers running for calls, the recent calls.
 func (s *Server) handleAgentsPage(c echo.Context) error {
-	ctx := c.Request().Context()
-	calls, err := s.callsView(ctx)
+	v, err := s.agentsView(c)
 	if err != nil {
 		return err
 	}
+	return render(c, http.StatusOK, views.AgentsPage(s.page(c, "Agents"), v))
+}
+
+// agentsView is what the Agents page shows.
+func (s *Server) agentsView(c echo.Context) (views.AgentsView, error) {
+	ctx := c.Request().Context()
+	calls, err := s.callsView(ctx)
+	if err != nil {
+		return views.AgentsView{}, err
+	}
 	offered, err := s.mcp.Offered()
 	if err != nil {
-		return err
+		return views.AgentsView{}, err
+	}
+	clients, err := s.mcp.Clients(ctx)
+	if err != nil {
+		return views.AgentsView{}, err
 	}
 	cfg := s.mcp.Config()
 	v := views.AgentsView{
@@ -52,7 +65,10 @@ func (s *Server) handleAgentsPage(c echo.Context) error {
 		v.Stateless = append(v.Stateless, views.StatelessAgent{Client: a.Client, LastUsed: a.LastUsed,
 			Requests: a.Requests, Listening: a.Listening})
 	}
-	return render(c, http.StatusOK, views.AgentsPage(s.page(c, "Agents"), v))
+	for _, ct := range clients {
+		v.Clients = append(v.Clients, views.ConnectedClient{ID: ct.ID, Name: ct.Name, Created: ct.CreatedAt})
+	}
+	return v, nil
 }
 
 // handleRotateToken serves POST /agents/token.
@@ -106,7 +122,7 @@ func (s *Server) callsView(ctx context.Context) (views.CallsView, error) {
 	v := views.CallsView{Total: total}
 	for _, c := range calls {
 		v.Calls = append(v.Calls, views.CallRow{
-			At: c.At, Session: c.Session, Client: c.Client, ServerID: c.ServerID, Tool: c.Tool, AgentName: c.AgentName,
+			At: c.At, Session: c.Session, Client: c.Client, ConnectedAs: c.ConnectedAs, ServerID: c.ServerID, Tool: c.Tool, AgentName: c.AgentName,
 			ArgsHash: c.ArgsHash, Decision: c.Decision, DecidedBy: c.DecidedBy, Reason: c.Reason,
 			DurationMS: c.DurationMS, Outcome: c.Outcome, Error: c.Error,
 		})

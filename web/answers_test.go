@@ -226,22 +226,23 @@ type apiLaunchRefused struct {
 
 // apiCall is a tool call in the audit log.
 type apiCall struct {
-	Seq        uint64    `json:"seq"`
-	At         time.Time `json:"at"`
-	Session    string    `json:"session"`
-	Client     string    `json:"client"`
-	ServerID   string    `json:"server_id"`
-	Tool       string    `json:"tool"`
-	AgentName  string    `json:"agent_name"`
-	ArgsHash   string    `json:"args_hash"`
-	Pin        string    `json:"pin"`
-	Policy     string    `json:"policy"`
-	Decision   string    `json:"decision"`
-	DecidedBy  string    `json:"decided_by"`
-	Reason     string    `json:"reason"`
-	DurationMS int64     `json:"duration_ms"`
-	Outcome    string    `json:"outcome"`
-	Error      string    `json:"error"`
+	Seq         uint64    `json:"seq"`
+	At          time.Time `json:"at"`
+	Session     string    `json:"session"`
+	Client      string    `json:"client"`
+	ConnectedAs string    `json:"connected_as"`
+	ServerID    string    `json:"server_id"`
+	Tool        string    `json:"tool"`
+	AgentName   string    `json:"agent_name"`
+	ArgsHash    string    `json:"args_hash"`
+	Pin         string    `json:"pin"`
+	Policy      string    `json:"policy"`
+	Decision    string    `json:"decision"`
+	DecidedBy   string    `json:"decided_by"`
+	Reason      string    `json:"reason"`
+	DurationMS  int64     `json:"duration_ms"`
+	Outcome     string    `json:"outcome"`
+	Error       string    `json:"error"`
 }
 
 // apiApproval is a call waiting for a person.

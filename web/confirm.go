@@ -9,7 +9,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
+	"github.com/switchboard-dev/switchboard/web/internal/present"
 )
 
 // Before Switchboard first starts a server's command (or contacts its
@@ -59,40 +59,6 @@ func (s *Server) confirmLaunch(ctx context.Context, srv store.Server, confirmed 
 	return nil
 }
 
-// launchView is what the confirmation shows: everything that decides what
-// runs, in full, secret values left out.
-func launchView(srv store.Server) views.Launch {
-	l := views.Launch{
-		ServerID: srv.ID, Name: srv.Name, Transport: srv.Transport,
-		Hash: srv.LaunchHash(), Changed: srv.LaunchConfirmed != "",
-		Presets: options(store.Presets), Preset: string(srv.Preset), DefaultPolicy: string(srv.DefaultPolicy),
-	}
-	if srv.Preset == "" { // the preset closest to the default policy, never looser
-		l.Preset = map[store.Policy]string{store.PolicyAsk: string(store.PresetAskAll), store.PolicyAllow: string(store.PresetReadOnly)}[srv.DefaultPolicy]
-	}
-	if srv.Transport == store.TransportStdio {
-		l.CommandLine = serverconfig.CommandLine(srv.Command, srv.Args)
-		l.Command, l.Args, l.Cwd, l.EnvKeys = srv.Command, srv.Args, srv.Cwd, sortedKeys(srv.Env)
-		l.MemoryMB = srv.MemoryMB
-	} else {
-		l.URL, l.HeaderKeys = srv.URL, sortedKeys(srv.Headers)
-	}
-	return l
-}
-
-// options are choices as pages offer them: the presets, the bulk
-// policy selections.
-func options[T interface {
-	~string
-	Title() string
-}](list []T) []views.Option {
-	out := make([]views.Option, 0, len(list))
-	for _, v := range list {
-		out = append(out, views.Option{Value: string(v), Title: v.Title()})
-	}
-	return out
-}
-
 // launchJSON is the API's form of launchView, in a 409 answer.
 type launchJSON struct {
 	Transport   string   `json:"transport"`
@@ -121,5 +87,5 @@ func (s *Server) handleConfirmPage(c echo.Context) error {
 	if err != nil {
 		return notFound(err)
 	}
-	return render(c, http.StatusOK, views.ConfirmPage(s.page(c, "Confirm "+srv.Name), launchView(srv), ""))
+	return render(c, http.StatusOK, views.ConfirmPage(s.page(c, "Confirm "+srv.Name), present.Launch(srv), ""))
 }

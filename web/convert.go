@@ -1,18 +1,17 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/present"
 	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
@@ -109,76 +108,15 @@ func (s *Server) serverDetail(ctx context.Context, sum store.Summary, tools []st
 		TimeoutMS:     srv.TimeoutMS,
 		MemoryMB:      srv.MemoryMB,
 		Instructions:  sum.Discovery.Instructions,
-		Preset:        string(srv.Preset), Presets: options(store.Presets), Selections: options(store.Selections),
+		Preset:        string(srv.Preset), Presets: present.Options(store.Presets), Selections: present.Options(store.Selections),
 	}
 	for i, t := range tools {
-		d.Tools = append(d.Tools, toolItem(strconv.Itoa(i), t))
+		d.Tools = append(d.Tools, present.ToolItem(strconv.Itoa(i), t))
 	}
 	return d
 }
 
-// toolItem builds a tool row. key is an opaque id for the row's element;
-// the tool's name never becomes an id, selector or URL.
-
-func toolItem(key string, t store.ToolEntry) views.ToolItem {
-	item := views.ToolItem{
-		Key:          key,
-		ServerID:     t.ServerID,
-		Name:         t.Name,
-		Title:        t.Title,
-		Description:  t.Description,
-		State:        string(t.State),
-		Problems:     t.Problems,
-		Policy:       string(t.Policy.Policy),
-		PolicyReason: t.Policy.Reason, PolicySetBy: t.Policy.SetBy,
-		Effective: string(t.Effective),
-		AgentName: offeredName(t),
-	}
-	if len(t.InputSchema) > 0 {
-		var buf bytes.Buffer
-		if json.Indent(&buf, t.InputSchema, "", "  ") == nil {
-			item.InputSchema = buf.String()
-		} else {
-			item.InputSchema = string(t.InputSchema)
-		}
-	}
-	var ann map[string]json.RawMessage
-	if json.Unmarshal(t.Annotations, &ann) == nil {
-		for _, k := range sortedKeys(ann) {
-			item.Annotations = append(item.Annotations, views.Annotation{Key: k, Value: string(ann[k])})
-		}
-	}
-	return item
-}
-
-// sortedKeys returns the map's keys in order.
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
-
-// formFromServer fills the edit form from a stored server. Secret values
-// are not sent to the browser; rows only say they are set.
-func formFromServer(s store.Server) views.ServerForm {
-	f := views.ServerForm{
-		ID:            s.ID,
-		Name:          s.Name,
-		Transport:     s.Transport,
-		Command:       s.Command,
-		Args:          strings.Join(s.Args, "\n"),
-		Cwd:           s.Cwd,
-		URL:           s.URL,
-		DefaultPolicy: string(s.DefaultPolicy),
-		Enabled:       s.Enabled,
-	}
-	f.TimeoutMS, f.MemoryMB, f.TTLSeconds, f.AutoRefresh = serverconfig.SettingsText(s)
-	for _, k := range sortedKeys(s.Env) {
-		f.Env = append(f.Env, views.KV{Key: k, Set: true})
-	}
-	for _, k := range sortedKeys(s.Headers) {
-		f.Headers = append(f.Headers, views.KV{Key: k, Set: true})
-	}
-	oc := s.OAuthSettings()
-	f.OAuthClientID, f.OAuthClientSecretSet, f.OAuthScopes = oc.ClientID, oc.ClientSecret != "", strings.Join(oc.Scopes, " ")
-	return f
-}
 
 // target is what the verifier needs to reach a server: for a remote
 // one, with its OAuth grant's tokens.
@@ -312,7 +250,7 @@ type toolJSON struct {
 
 func toolToJSON(t store.ToolEntry) toolJSON {
 	return toolJSON{
-		Server: t.ServerID, Name: t.Name, AgentName: offeredName(t),
+		Server: t.ServerID, Name: t.Name, AgentName: present.OfferedName(t),
 		Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations,
 		State: t.State, Problems: t.Problems, Policy: t.Policy.Policy, PolicyReason: t.Policy.Reason, PolicySetBy: t.Policy.SetBy,
 		EffectivePolicy: t.Effective, Pin: t.Pin,
@@ -325,15 +263,6 @@ func toolsToJSON(es []store.ToolEntry) []toolJSON {
 		out = append(out, toolToJSON(e))
 	}
 	return out
-}
-
-// offeredName is the name agents know the tool by, or "" for a tool that
-// is never offered to them as it is (flagged: see store.ToolState.Flagged).
-func offeredName(t store.ToolEntry) string {
-	if t.State.Flagged() {
-		return ""
-	}
-	return t.AgentName
 }
 
 type jobJSON struct {

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/clientconfig"
 	"github.com/switchboard-dev/switchboard/web/internal/held"
+	"github.com/switchboard-dev/switchboard/web/internal/present"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
@@ -153,7 +154,7 @@ func (s *Server) handleImportPreview(c echo.Context) error {
 		return s.importFailed(c, v, err)
 	}
 	v.Text = "" // held by the server, see heldImport
-	v.Plan = planView(plan)
+	v.Plan = present.ImportPlan(plan)
 	v.Plan.HeldID = randomHex(16)
 	s.held.Put(v.Plan.HeldID, heldImport{text: text, format: format})
 	return render(c, http.StatusOK, views.ImportPage(s.page(c, "Import"), v))
@@ -174,21 +175,6 @@ func (s *Server) importFailed(c echo.Context, v views.ImportView, err error) err
 		}
 	}
 	return render(c, http.StatusUnprocessableEntity, views.ImportPage(s.page(c, "Import"), v))
-}
-
-func planView(p serverconfig.ImportPlan) *views.ImportPlanView {
-	counts := p.Counts()
-	v := &views.ImportPlanView{Format: p.Format, Warnings: p.Warnings, Add: counts[serverconfig.ImportAdd],
-		Update: counts[serverconfig.ImportUpdate], Same: counts[serverconfig.ImportSame], Errors: counts[serverconfig.ImportError]}
-	for i, r := range p.Rows {
-		row := views.ImportRowView{Index: i, Fingerprint: r.Fingerprint, Name: r.Name, ID: r.ID, Action: r.Action, Choice: r.Choice, NewID: r.NewID,
-			Line: r.Line, Col: r.Col, Target: r.Target, Secrets: r.Secrets, Refs: r.Refs, Notes: r.Notes, Errors: r.Errors}
-		for _, d := range r.Diff {
-			row.Diff = append(row.Diff, views.FieldChange{Field: d.Field, Old: d.Old, New: d.New})
-		}
-		v.Rows = append(v.Rows, row)
-	}
-	return v
 }
 
 // handleImportApply serves POST /import/apply: the plan of the same text,
@@ -225,7 +211,7 @@ func (s *Server) handleImportApply(c echo.Context) error {
 	}
 	if len(moved) > 0 {
 		v.Error = "Nothing was imported: what these entries would do changed since the preview: " + strings.Join(moved, ", ") + ". Review the plan below and import again."
-		v.Plan = planView(plan)
+		v.Plan = present.ImportPlan(plan)
 		v.Plan.HeldID = id
 		return render(c, http.StatusConflict, views.ImportPage(s.page(c, "Import"), v))
 	}
@@ -233,7 +219,7 @@ func (s *Server) handleImportApply(c echo.Context) error {
 	if res.Failed > 0 {
 		v.Error = "Some entries were not imported: " + strings.Join(res.Lines, "; ")
 		if plan, err := serverconfig.PlanImport(ctx, s.store, held.format, []byte(held.text)); err == nil {
-			v.Plan = planView(plan)
+			v.Plan = present.ImportPlan(plan)
 			v.Plan.HeldID = id
 		}
 		return render(c, http.StatusUnprocessableEntity, views.ImportPage(s.page(c, "Import"), v))

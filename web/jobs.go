@@ -11,6 +11,8 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/present"
+	"github.com/switchboard-dev/switchboard/web/internal/record"
 )
 
 // startVerify queues a verification of the server with its current
@@ -75,7 +77,7 @@ func (s *Server) handleVerify(c echo.Context) error {
 		c.Response().Header().Set("HX-Redirect", "/servers/"+id+"/confirm")
 		return c.NoContent(http.StatusConflict)
 	case errors.As(err, &lu):
-		return render(c, http.StatusConflict, views.ConfirmPage(s.page(c, "Confirm "+lu.srv.Name), launchView(lu.srv), lu.Error()))
+		return render(c, http.StatusConflict, views.ConfirmPage(s.page(c, "Confirm "+lu.srv.Name), present.Launch(lu.srv), lu.Error()))
 	case err != nil:
 		return err
 	case c.Request().Header.Get(headerHXRequest) != "":
@@ -120,7 +122,7 @@ func (s *Server) handleAPIVerify(c echo.Context) error {
 	if lu := (*launchUnconfirmed)(nil); errors.As(err, &lu) {
 		return c.JSON(http.StatusConflict, map[string]any{
 			"error":  lu.Error() + `; send {"confirm": true} to confirm this launch and start`,
-			"launch": launchToJSON(launchView(lu.srv)),
+			"launch": launchToJSON(present.Launch(lu.srv)),
 		})
 	}
 	if err != nil {
@@ -176,60 +178,15 @@ func (s *Server) jobFinished(j discovery.Job, res *discovery.Result, verr *disco
 	var err error
 	now := s.cfg.Now()
 	if verr != nil {
-		err = s.store.RecordFailure(ctx, j.ServerID, store.Failure{
-			JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: verr.Status(), StartedAt: startOf(j), FinishedAt: now,
-			Timings: storeTimings(j.Timings),
-			Error: store.VerifyError{Class: verr.Class, Phase: verr.Phase, Message: verr.Message,
-				Suggestion: verr.Suggestion, StderrTail: verr.StderrTail, SignIn: signInNeed(verr), Lasting: verr.Lasting()},
-		})
+		err = s.store.RecordFailure(ctx, j.ServerID, record.Failure(j, verr, now))
 	} else {
-		v := store.Verification{
-			JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, StartedAt: startOf(j), FinishedAt: now,
-			Timings: storeTimings(res.Timings), ProtocolVersion: res.ProtocolVersion, Isolation: res.Isolation,
-			ListTTLMS: listTTLMS(res.ListTTL), CacheScope: res.CacheScope,
-			ServerName: res.ServerName, ServerVersion: res.ServerVersion, Capabilities: res.Capabilities,
-			Instructions: res.Instructions, Warnings: res.Warnings,
-		}
-		for _, t := range res.Tools {
-			v.Tools = append(v.Tools, store.Tool{
-				Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
-				OutputSchema: t.OutputSchema, Annotations: t.Annotations, Raw: t.Raw, Pin: t.Pin,
-				State: t.State, Problems: t.Problems,
-			})
-		}
-		err = s.store.RecordSuccess(ctx, j.ServerID, v)
+		err = s.store.RecordSuccess(ctx, j.ServerID, record.Success(j, res, now))
 	}
-	if verr := discarded(err); verr != nil {
+	if verr := record.Discarded(err); verr != nil {
 		return verr
 	}
 	if err != nil {
 		return s.saveFailed(j, now, err)
-	}
-	return nil
-}
-
-// signInNeed is what a verification that ended auth_required found
-// about signing in (nil for another error).
-func signInNeed(e *discovery.Error) *store.SignInNeed {
-	if e.Class != discovery.ClassAuth || e.Auth == nil {
-		return nil
-	}
-	need := &store.SignInNeed{Status: e.Auth.Status, Error: e.Auth.Error, Scope: e.Auth.Scope,
-		ResourceMetadata: e.Auth.ResourceMetadata, Problem: e.SignInProblem}
-	if p := e.SignIn; p != nil {
-		need.Issuer, need.Scopes = p.Server.Issuer, p.Scopes
-	}
-	return need
-}
-
-// discarded is the job's outcome when the store refused to record it
-// because the server changed or went away meanwhile, or nil.
-func discarded(err error) *discovery.Error {
-	switch {
-	case errors.Is(err, store.ErrConfigChanged):
-		return discovery.NewError(discovery.ClassCancelled, discovery.PhaseSaving, "the server's configuration changed while it was being verified; the result was discarded")
-	case errors.Is(err, store.ErrNotFound):
-		return discovery.NewError(discovery.ClassCancelled, discovery.PhaseSaving, "the server was deleted while it was being verified")
 	}
 	return nil
 }
@@ -243,29 +200,4 @@ func (s *Server) jobLateWarnings(j discovery.Job, warnings []string) {
 	if err != nil && !errors.Is(err, store.ErrOtherJob) && !errors.Is(err, store.ErrNotFound) {
 		s.log.Error("record late warnings", "server", j.ServerID, "err", err)
 	}
-}
-
-func startOf(j discovery.Job) time.Time {
-	if j.StartedAt.IsZero() {
-		return j.QueuedAt
-	}
-	return j.StartedAt
-}
-
-func storeTimings(ts []discovery.Timing) []store.PhaseTiming {
-	out := make([]store.PhaseTiming, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, store.PhaseTiming{Phase: t.Phase, MS: t.Duration.Milliseconds()})
-	}
-	return out
-}
-
-// listTTLMS is a list TTL as the store keeps it: milliseconds, nil if
-// the server gave none.
-func listTTLMS(ttl *time.Duration) *int64 {
-	if ttl == nil {
-		return nil
-	}
-	ms := ttl.Milliseconds()
-	return &ms
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
-	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/web/internal/record"
 )
 
 // What a person sees when a verification's outcome could not be saved.
@@ -34,12 +34,8 @@ func (s *Server) saveFailed(j discovery.Job, now time.Time, err error) *discover
 	if errors.Is(err, syscall.ENOSPC) {
 		verr.Message, verr.Suggestion = saveFailedDiskFull, diskFullAdvice
 	}
-	ferr := s.store.RecordFailure(ctx, j.ServerID, store.Failure{
-		JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: store.StatusFailed,
-		StartedAt: startOf(j), FinishedAt: now, Timings: storeTimings(j.Timings),
-		Error: store.VerifyError{Class: verr.Class, Phase: verr.Phase, Message: verr.Message, Suggestion: verr.Suggestion},
-	})
-	if d := discarded(ferr); d != nil {
+	ferr := s.store.RecordFailure(ctx, j.ServerID, record.Failure(j, verr, now))
+	if d := record.Discarded(ferr); d != nil {
 		return d
 	}
 	// Any other ferr is the same failure to write: the store keeps the

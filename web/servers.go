@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/present"
 	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
@@ -112,7 +113,7 @@ func (s *Server) handleEditServerPage(c echo.Context) error {
 	if err != nil {
 		return notFound(err)
 	}
-	f := views.FormView{Form: formFromServer(srv), Edit: true, CallbackURL: s.callbackURL(c)}
+	f := views.FormView{Form: present.ServerForm(srv), Edit: true, CallbackURL: s.callbackURL(c)}
 	return render(c, http.StatusOK, views.FormPage(s.page(c, "Edit "+srv.Name), f))
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/present"
 )
 
 // handleToolsFragment serves GET /servers/:id/tools: the detail page's
@@ -47,7 +48,7 @@ func (s *Server) handleSetPolicyForm(c echo.Context) error {
 	if err != nil {
 		return notFound(err)
 	}
-	return render(c, http.StatusOK, views.ToolRow(toolItem(key, e)))
+	return render(c, http.StatusOK, views.ToolRow(present.ToolItem(key, e)))
 }
 
 var rowKeyPattern = regexp.MustCompile(`^[0-9]{1,6}$`)

@@ -39,17 +39,18 @@ func (a Answer) allows() bool { return a == AllowOnce || a == AlwaysAllow }
 // dashboard tab, and in the agent's own client when it can ask
 // (elicitation); the first answer wins.
 type approval struct {
-	ID         string
-	At         time.Time
-	Deadline   time.Time
-	Session    string
-	Client     string
-	ServerID   string
-	ServerName string
-	Tool       string
-	AgentName  string
-	Args       string // pretty JSON, shown escaped
-	ArgsHash   string
+	ID          string
+	At          time.Time
+	Deadline    time.Time
+	Session     string
+	Client      string
+	ConnectedAs string
+	ServerID    string
+	ServerName  string
+	Tool        string
+	AgentName   string
+	Args        string // pretty JSON, shown escaped
+	ArgsHash    string
 	// InClient is set when the person is asked in the agent's client too.
 	InClient bool
 	// held is set for a 2026-07-28 call, which does not wait here: its
@@ -275,7 +276,7 @@ func (a *approvals) list() []views.Approval {
 		default:
 		}
 		out = append(out, views.Approval{
-			ID: ap.ID, At: ap.At, Deadline: ap.Deadline, Session: shortSession(ap.Session), Stateless: ap.Session == statelessSession, Client: ap.Client,
+			ID: ap.ID, At: ap.At, Deadline: ap.Deadline, Session: shortSession(ap.Session), Stateless: ap.Session == statelessSession, Client: ap.Client, ConnectedAs: ap.ConnectedAs,
 			ServerID: ap.ServerID, ServerName: ap.ServerName, Tool: ap.Tool, AgentName: ap.AgentName, Args: ap.Args, InClient: ap.InClient,
 		})
 	}

@@ -97,7 +97,7 @@ type asked struct {
 
 // askPerson asks the person about a call to an ask tool (see above).
 func (e *Endpoint) askPerson(ctx context.Context, cr callRequest, srv store.Server, rec store.Call) asked {
-	ap := &approval{Session: cr.Session, Client: cr.Client, ServerID: srv.ID, ServerName: srv.Name,
+	ap := &approval{Session: cr.Session, Client: cr.Client, ConnectedAs: cr.ConnectedAs, ServerID: srv.ID, ServerName: srv.Name,
 		Tool: rec.Tool, AgentName: cr.AgentName, Args: PrettyJSON(cr.Args), ArgsHash: rec.ArgsHash}
 	if state := cr.Retry.RequestState; state != "" {
 		var given Answer

@@ -34,8 +34,10 @@ const (
 // a person's Try it form.
 type callRequest struct {
 	Session, Client string
-	AgentName       string
-	Args            any
+	// ConnectedAs names the connected client whose token made the call.
+	ConnectedAs string
+	AgentName   string
+	Args        any
 	// ApprovedBy, if set, is the person who started the call (Try it):
 	// an ask tool needs no other approval.
 	ApprovedBy string
@@ -65,7 +67,7 @@ func (e *Endpoint) Try(ctx context.Context, agentName string, args any) (*mcp.Ca
 
 // handleCall is the mcp-go handler of every offered tool.
 func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	cr := callRequest{AgentName: req.Params.Name, Args: req.Params.Arguments, Retry: req.Params.MultiRoundTripParams}
+	cr := callRequest{AgentName: req.Params.Name, Args: req.Params.Arguments, Retry: req.Params.MultiRoundTripParams, ConnectedAs: connectedAs(ctx)}
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		cr.Session, cr.Client = statelessSession, clientName(info.ClientInfo)
 		cr.Modern = true
@@ -90,7 +92,7 @@ func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mc
 // server an error saying what failed.
 func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolResult, err error) {
 	start := time.Now()
-	rec := store.Call{At: start.UTC(), Session: cr.Session, Client: cr.Client, AgentName: cr.AgentName, ArgsHash: argsHash(cr.Args)}
+	rec := store.Call{At: start.UTC(), Session: cr.Session, Client: cr.Client, ConnectedAs: cr.ConnectedAs, AgentName: cr.AgentName, ArgsHash: argsHash(cr.Args)}
 	defer func() {
 		if res != nil && res.NeedsInput() {
 			return // the call's answer is to come (see askPerson)

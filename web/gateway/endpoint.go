@@ -148,6 +148,9 @@ type Store interface {
 	AppendCalls(ctx context.Context, calls []store.Call) error
 	MCPToken(ctx context.Context) (string, error)
 	RotateMCPToken(ctx context.Context) (string, error)
+	AddClientToken(ctx context.Context, ct store.ClientToken) error
+	ClientTokens(ctx context.Context) ([]store.ClientToken, error)
+	RevokeClientToken(ctx context.Context, id string) error
 }
 
 // Deps is what the gateway needs of the rest of Switchboard.
@@ -187,6 +190,9 @@ type Endpoint struct {
 
 	token      atomic.Pointer[string]
 	fixedToken bool
+	// clients are the connected clients' own tokens, by hash (see
+	// clients.go).
+	clients atomic.Pointer[map[string]store.ClientToken]
 	// authLimit counts failed MCP tokens per address, apart from the
 	// dashboard's: an agent retrying a rotated token must not lock the
 	// person out of the dashboard (agents and browser share 127.0.0.1).
@@ -286,6 +292,10 @@ func (e *Endpoint) start() error {
 		}
 		e.token.Store(&tok)
 		e.keepToken(tok)
+	}
+	if err := e.loadClients(ctx); err != nil {
+		close(e.stopped)
+		return err
 	}
 	if _, err := e.current(); err != nil {
 		close(e.stopped)
@@ -503,12 +513,17 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 		return &HTTPError{Status: http.StatusTooManyRequests, Message: authlimit.Message}
 	}
 	scheme, token, _ := strings.Cut(header, " ")
-	if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(e.Token())) != 1 {
+	token = strings.TrimSpace(token)
+	client, connected := e.clientOf(token)
+	if !strings.EqualFold(scheme, "Bearer") || !connected && subtle.ConstantTimeCompare([]byte(token), []byte(e.Token())) != 1 {
 		if header != "" {
 			e.authLimit.Failed(authlimit.Client(r.RemoteAddr))
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard-mcp"`)
 		return &HTTPError{Status: http.StatusUnauthorized, Message: "missing or invalid MCP bearer token (see Agents in the dashboard)"}
+	}
+	if connected {
+		r = r.WithContext(context.WithValue(r.Context(), connectionKey{}, client.Name))
 	}
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
@@ -748,7 +763,7 @@ func (e *Endpoint) refuseCall(w http.ResponseWriter, r *http.Request, req rpcReq
 	if !from.modern {
 		client = e.sessions.client(from.session)
 	}
-	res, err := e.call(r.Context(), callRequest{Session: from.session, Client: client,
+	res, err := e.call(r.Context(), callRequest{Session: from.session, Client: client, ConnectedAs: connectedAs(r.Context()),
 		AgentName: req.Params.Name, Args: req.Params.Arguments})
 	if err != nil {
 		return writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: err.Error()})

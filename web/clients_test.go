@@ -1,0 +1,154 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// apiClient is a connected client as the API lists it.
+type apiClient struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	CreatedAt   string `json:"created_at"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// mcpStatus is the status /mcp answers a bare initialize with token.
+func mcpStatus(t *testing.T, base, token string) int {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}`
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// Each connected client gets its own token, shown once: it reaches /mcp,
+// its calls are named in the call log, and revoking it refuses it at once
+// while the endpoint's own token and the other clients keep working.
+func TestConnectedClientTokens(t *testing.T) {
+	m := newMCPSetup(t)
+	e := m.e
+	// The Agents page shows the endpoint's own token, by design.
+	e.secrets = slices.DeleteFunc(e.secrets, func(s string) bool { return s == testMCPToken })
+	var token string
+	var created apiClient
+
+	if !t.Run("a token, shown once", func(t *testing.T) {
+		e := e.in(t)
+		rec := e.api(http.MethodPost, "/api/v1/clients", map[string]any{"name": "Claude Desktop"})
+		wantStatus(t, rec, http.StatusCreated)
+		body := decodeAs[struct {
+			Client apiClient `json:"client"`
+			Token  string    `json:"token"`
+		}](t, rec)
+		token, created = body.Token, body.Client
+		if !strings.HasPrefix(token, "sbc_") || created.Name != "Claude Desktop" || created.Fingerprint != store.HashToken(token)[:12] {
+			t.Fatalf("connect = %+v; want an sbc_ token and its client with the token's fingerprint", body)
+		}
+		list := decodeAs[struct {
+			Clients []apiClient `json:"clients"`
+		}](t, e.api(http.MethodGet, "/api/v1/clients", nil))
+		if len(list.Clients) != 1 || list.Clients[0] != created {
+			t.Errorf("clients = %+v; want the one made", list.Clients)
+		}
+		if strings.Contains(e.api(http.MethodGet, "/api/v1/clients", nil).Body.String(), token) {
+			t.Error("the token is listed again")
+		}
+	}) {
+		return
+	}
+
+	t.Run("its calls are named", func(t *testing.T) {
+		e := e.in(t)
+		tr, err := transport.NewStreamableHTTP(m.base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := client.NewClient(tr)
+		defer c.Close()
+		if err := c.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.ProtocolVersion20251125,
+			ClientInfo: mcp.Implementation{Name: "desktop", Version: "1"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "alpha__read"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.waitCall(1); got.ConnectedAs != "Claude Desktop" || got.Client != "desktop 1" {
+			t.Errorf("audited call = %+v; want it made with Claude Desktop's token", got)
+		}
+		if page := e.login().get("/agents").Body.String(); !strings.Contains(page, "token of Claude Desktop") || strings.Contains(page, token) {
+			t.Errorf("the Agents page does not name the client in the calls, or shows its token again")
+		}
+	})
+
+	t.Run("revoked at once, nothing else", func(t *testing.T) {
+		e := e.in(t)
+		if got := mcpStatus(t, m.base, token); got != http.StatusOK {
+			t.Fatalf("the client's token before revoking: %d", got)
+		}
+		wantStatus(t, e.api(http.MethodDelete, "/api/v1/clients/"+created.ID, nil), http.StatusNoContent)
+		if got := mcpStatus(t, m.base, token); got != http.StatusUnauthorized {
+			t.Errorf("the revoked token: %d; want 401", got)
+		}
+		if got := mcpStatus(t, m.base, testMCPToken); got != http.StatusOK {
+			t.Errorf("the endpoint's own token after a revocation: %d", got)
+		}
+		wantStatus(t, e.api(http.MethodDelete, "/api/v1/clients/"+created.ID, nil), http.StatusNotFound)
+	})
+
+	t.Run("a name is required", func(t *testing.T) {
+		e := e.in(t)
+		for _, name := range []string{"", "   ", strings.Repeat("x", 101)} {
+			rec := e.api(http.MethodPost, "/api/v1/clients", map[string]any{"name": name})
+			wantStatus(t, rec, http.StatusUnprocessableEntity)
+			if err := decodeAs[apiError](t, rec); err.Fields["name"] == "" {
+				t.Errorf("name %q: %+v; want a field error on name", name, err)
+			}
+		}
+	})
+
+	t.Run("on the Agents page", func(t *testing.T) {
+		e := e.in(t)
+		b := e.loginWithToken()
+		rec := b.post("/agents/clients", url.Values{"name": {"Cursor"}})
+		wantStatus(t, rec, http.StatusCreated)
+		page := parseHTML(t, rec.Body.String())
+		shown := strings.TrimSpace(page.Find(`[data-testid="new-token"]`).Text())
+		if !strings.HasPrefix(shown, "sbc_") || mcpStatus(t, m.base, shown) != http.StatusOK {
+			t.Fatalf("the new token shown = %q; want a working sbc_ token", shown)
+		}
+		again := parseHTML(t, b.get("/agents").Body.String())
+		if strings.Contains(again.Text(), shown) || again.Find(`[data-testid="connected-client"]`).Length() != 1 {
+			t.Errorf("the Agents page after: shows the token again, or not one connected client")
+		}
+		id := strings.TrimSuffix(strings.TrimPrefix(again.Find(`[data-testid="connected-client"] form`).AttrOr("action", ""), "/agents/clients/"), "/revoke")
+		wantStatus(t, b.post("/agents/clients/"+id+"/revoke", nil), http.StatusSeeOther)
+		if mcpStatus(t, m.base, shown) != http.StatusUnauthorized {
+			t.Error("the token revoked on the page still works")
+		}
+		rec = b.post("/agents/clients", url.Values{"name": {""}})
+		wantStatus(t, rec, http.StatusUnprocessableEntity)
+		if parseHTML(t, rec.Body.String()).Find(`[data-testid="client-error"]`).Length() != 1 {
+			t.Error("an empty name shows no error on the form")
+		}
+	})
+}

@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// Each client a person connects gets its own MCP token: shown once, kept
+// by hash, revocable alone, and named in the call log (store.Call's
+// ConnectedAs). The endpoint's own token (Token) keeps working for what
+// was set up with it.
+
+// maxClientName caps a connected client's name.
+const maxClientName = 100
+
+// ErrClientName is Connect's refusal of an empty or overlong name.
+var ErrClientName = errors.New("a connected client needs a name of 1 to 100 characters")
+
+// Connect makes a token for the client named name and keeps its hash:
+// the token is returned once, never again.
+func (e *Endpoint) Connect(ctx context.Context, name string) (string, store.ClientToken, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || utf8.RuneCountInString(name) > maxClientName || !utf8.ValidString(name) {
+		return "", store.ClientToken{}, ErrClientName
+	}
+	token, ct := store.NewClientToken(name, time.Now())
+	if err := e.st.AddClientToken(ctx, ct); err != nil {
+		return "", store.ClientToken{}, err
+	}
+	return token, ct, e.loadClients(ctx)
+}
+
+// Disconnect revokes a connected client's token (store.ErrNotFound if
+// none has the id): its next request is refused.
+func (e *Endpoint) Disconnect(ctx context.Context, id string) error {
+	if err := e.st.RevokeClientToken(ctx, id); err != nil {
+		return err
+	}
+	return e.loadClients(ctx)
+}
+
+// Clients is the connected clients, oldest first.
+func (e *Endpoint) Clients(ctx context.Context) ([]store.ClientToken, error) {
+	return e.st.ClientTokens(ctx)
+}
+
+// loadClients reads the connected clients' tokens for the bearer check.
+func (e *Endpoint) loadClients(ctx context.Context) error {
+	list, err := e.st.ClientTokens(ctx)
+	if err != nil {
+		return err
+	}
+	byHash := make(map[string]store.ClientToken, len(list))
+	for _, ct := range list {
+		byHash[ct.Hash] = ct
+	}
+	e.clients.Store(&byHash)
+	return nil
+}
+
+// clientOf is the connected client whose token this is (ok false if
+// none): the lookup is by the token's hash.
+func (e *Endpoint) clientOf(token string) (store.ClientToken, bool) {
+	m := e.clients.Load()
+	if m == nil || !strings.HasPrefix(token, "sbc_") {
+		return store.ClientToken{}, false
+	}
+	ct, ok := (*m)[store.HashToken(token)]
+	return ct, ok
+}
+
+type connectionKey struct{}
+
+// connectedAs is the name of the connected client whose token made the
+// request in ctx ("" for the endpoint's own token).
+func connectedAs(ctx context.Context) string {
+	name, _ := ctx.Value(connectionKey{}).(string)
+	return name
+}

@@ -1,0 +1,138 @@
+// Package present turns the domain's values (a stored server, its
+// tools, a launch, an import plan) into the models the pages (views)
+// render; nothing in it reads or writes anything.
+package present
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/serverconfig"
+)
+
+// ToolItem builds a tool row. key is an opaque id for the row's element;
+// the tool's name never becomes an id, selector or URL.
+func ToolItem(key string, t store.ToolEntry) views.ToolItem {
+	item := views.ToolItem{
+		Key:          key,
+		ServerID:     t.ServerID,
+		Name:         t.Name,
+		Title:        t.Title,
+		Description:  t.Description,
+		State:        string(t.State),
+		Problems:     t.Problems,
+		Policy:       string(t.Policy.Policy),
+		PolicyReason: t.Policy.Reason, PolicySetBy: t.Policy.SetBy,
+		Effective: string(t.Effective),
+		AgentName: OfferedName(t),
+	}
+	if len(t.InputSchema) > 0 {
+		var buf bytes.Buffer
+		if json.Indent(&buf, t.InputSchema, "", "  ") == nil {
+			item.InputSchema = buf.String()
+		} else {
+			item.InputSchema = string(t.InputSchema)
+		}
+	}
+	var ann map[string]json.RawMessage
+	if json.Unmarshal(t.Annotations, &ann) == nil {
+		for _, k := range sortedKeys(ann) {
+			item.Annotations = append(item.Annotations, views.Annotation{Key: k, Value: string(ann[k])})
+		}
+	}
+	return item
+}
+
+// sortedKeys returns the map's keys in order.
+
+// ServerForm fills the edit form from a stored server. Secret values
+// are not sent to the browser; rows only say they are set.
+func ServerForm(s store.Server) views.ServerForm {
+	f := views.ServerForm{
+		ID:            s.ID,
+		Name:          s.Name,
+		Transport:     s.Transport,
+		Command:       s.Command,
+		Args:          strings.Join(s.Args, "\n"),
+		Cwd:           s.Cwd,
+		URL:           s.URL,
+		DefaultPolicy: string(s.DefaultPolicy),
+		Enabled:       s.Enabled,
+	}
+	f.TimeoutMS, f.MemoryMB, f.TTLSeconds, f.AutoRefresh = serverconfig.SettingsText(s)
+	for _, k := range sortedKeys(s.Env) {
+		f.Env = append(f.Env, views.KV{Key: k, Set: true})
+	}
+	for _, k := range sortedKeys(s.Headers) {
+		f.Headers = append(f.Headers, views.KV{Key: k, Set: true})
+	}
+	oc := s.OAuthSettings()
+	f.OAuthClientID, f.OAuthClientSecretSet, f.OAuthScopes = oc.ClientID, oc.ClientSecret != "", strings.Join(oc.Scopes, " ")
+	return f
+}
+
+// Launch is what the confirmation shows: everything that decides what
+// runs, in full, secret values left out.
+func Launch(srv store.Server) views.Launch {
+	l := views.Launch{
+		ServerID: srv.ID, Name: srv.Name, Transport: srv.Transport,
+		Hash: srv.LaunchHash(), Changed: srv.LaunchConfirmed != "",
+		Presets: Options(store.Presets), Preset: string(srv.Preset), DefaultPolicy: string(srv.DefaultPolicy),
+	}
+	if srv.Preset == "" { // the preset closest to the default policy, never looser
+		l.Preset = map[store.Policy]string{store.PolicyAsk: string(store.PresetAskAll), store.PolicyAllow: string(store.PresetReadOnly)}[srv.DefaultPolicy]
+	}
+	if srv.Transport == store.TransportStdio {
+		l.CommandLine = serverconfig.CommandLine(srv.Command, srv.Args)
+		l.Command, l.Args, l.Cwd, l.EnvKeys = srv.Command, srv.Args, srv.Cwd, sortedKeys(srv.Env)
+		l.MemoryMB = srv.MemoryMB
+	} else {
+		l.URL, l.HeaderKeys = srv.URL, sortedKeys(srv.Headers)
+	}
+	return l
+}
+
+// Options are choices as pages offer them: the presets, the bulk
+// policy selections.
+func Options[T interface {
+	~string
+	Title() string
+}](list []T) []views.Option {
+	out := make([]views.Option, 0, len(list))
+	for _, v := range list {
+		out = append(out, views.Option{Value: string(v), Title: v.Title()})
+	}
+	return out
+}
+
+// ImportPlan is an import plan as the Import page shows it.
+func ImportPlan(p serverconfig.ImportPlan) *views.ImportPlanView {
+	counts := p.Counts()
+	v := &views.ImportPlanView{Format: p.Format, Warnings: p.Warnings, Add: counts[serverconfig.ImportAdd],
+		Update: counts[serverconfig.ImportUpdate], Same: counts[serverconfig.ImportSame], Errors: counts[serverconfig.ImportError]}
+	for i, r := range p.Rows {
+		row := views.ImportRowView{Index: i, Fingerprint: r.Fingerprint, Name: r.Name, ID: r.ID, Action: r.Action, Choice: r.Choice, NewID: r.NewID,
+			Line: r.Line, Col: r.Col, Target: r.Target, Secrets: r.Secrets, Refs: r.Refs, Notes: r.Notes, Errors: r.Errors}
+		for _, d := range r.Diff {
+			row.Diff = append(row.Diff, views.FieldChange{Field: d.Field, Old: d.Old, New: d.New})
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return v
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// OfferedName is the name agents know the tool by, or "" for a tool that
+// is never offered to them as it is (flagged: see store.ToolState.Flagged).
+func OfferedName(t store.ToolEntry) string {
+	if t.State.Flagged() {
+		return ""
+	}
+	return t.AgentName
+}

@@ -1,0 +1,112 @@
+// Package record says what a verification's outcome becomes in the
+// store: the one place where discovery's words (error classes, tool
+// states, timings) meet the store's, since the two packages never import
+// each other.
+package record
+
+import (
+	"errors"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// Status is how the store records a verification that ended with e: the
+// one mapping from error classes to statuses.
+func Status(e *discovery.Error) store.Status {
+	switch e.Class {
+	case discovery.ClassTimeout:
+		return store.StatusTimeout
+	case discovery.ClassCancelled:
+		return store.StatusCancelled
+	case discovery.ClassAuth:
+		return store.StatusSignIn
+	}
+	return store.StatusFailed
+}
+
+// toolStates maps the states discovery flags tools with to the store's.
+var toolStates = map[discovery.ToolState]store.ToolState{
+	discovery.ToolOversized: store.ToolOversized, discovery.ToolInvalid: store.ToolInvalid, discovery.ToolUnsupported: store.ToolUnsupported,
+}
+
+// Failure is the store's record of job j, which ended with e at now.
+func Failure(j discovery.Job, e *discovery.Error, now time.Time) store.Failure {
+	return store.Failure{
+		JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: Status(e), StartedAt: startOf(j), FinishedAt: now,
+		Timings: timings(j.Timings),
+		Error: store.VerifyError{Class: e.Class, Phase: e.Phase, Message: e.Message,
+			Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: signInNeed(e), Lasting: e.Lasting()},
+	}
+}
+
+// Success is the store's record of job j, which found res, at now.
+func Success(j discovery.Job, res *discovery.Result, now time.Time) store.Verification {
+	v := store.Verification{
+		JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, StartedAt: startOf(j), FinishedAt: now,
+		Timings: timings(res.Timings), ProtocolVersion: res.ProtocolVersion, Isolation: res.Isolation,
+		ListTTLMS: listTTLMS(res.ListTTL), CacheScope: res.CacheScope,
+		ServerName: res.ServerName, ServerVersion: res.ServerVersion, Capabilities: res.Capabilities,
+		Instructions: res.Instructions, Warnings: res.Warnings,
+	}
+	for _, t := range res.Tools {
+		v.Tools = append(v.Tools, store.Tool{
+			Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+			OutputSchema: t.OutputSchema, Annotations: t.Annotations, Raw: t.Raw, Pin: t.Pin,
+			State: toolStates[t.State], Problems: t.Problems,
+		})
+	}
+	return v
+}
+
+// Discarded is the job's outcome when the store refused to record it
+// because the server changed or went away meanwhile, or nil.
+func Discarded(err error) *discovery.Error {
+	switch {
+	case errors.Is(err, store.ErrConfigChanged):
+		return discovery.NewError(discovery.ClassCancelled, discovery.PhaseSaving, "the server's configuration changed while it was being verified; the result was discarded")
+	case errors.Is(err, store.ErrNotFound):
+		return discovery.NewError(discovery.ClassCancelled, discovery.PhaseSaving, "the server was deleted while it was being verified")
+	}
+	return nil
+}
+
+// signInNeed is what a verification that ended auth_required found
+// about signing in (nil for another error).
+func signInNeed(e *discovery.Error) *store.SignInNeed {
+	if e.Class != discovery.ClassAuth || e.Auth == nil {
+		return nil
+	}
+	need := &store.SignInNeed{Status: e.Auth.Status, Error: e.Auth.Error, Scope: e.Auth.Scope,
+		ResourceMetadata: e.Auth.ResourceMetadata, Problem: e.SignInProblem}
+	if p := e.SignIn; p != nil {
+		need.Issuer, need.Scopes = p.Server.Issuer, p.Scopes
+	}
+	return need
+}
+
+func startOf(j discovery.Job) time.Time {
+	if j.StartedAt.IsZero() {
+		return j.QueuedAt
+	}
+	return j.StartedAt
+}
+
+func timings(ts []discovery.Timing) []store.PhaseTiming {
+	out := make([]store.PhaseTiming, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, store.PhaseTiming{Phase: t.Phase, MS: t.Duration.Milliseconds()})
+	}
+	return out
+}
+
+// listTTLMS is a list TTL as the store keeps it: milliseconds, nil if
+// the server gave none.
+func listTTLMS(ttl *time.Duration) *int64 {
+	if ttl == nil {
+		return nil
+	}
+	ms := ttl.Milliseconds()
+	return &ms
+}
