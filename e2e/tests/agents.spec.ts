@@ -71,3 +71,51 @@ test('Try it calls server-everything echo through the endpoint and shows the res
   await page.getByTestId('try-submit').click();
   await expect(page.locator('.field-error')).toContainText('required');
 });
+
+test('the preset chosen at confirmation shows on the server page, and Always allow on a card flips the policy on two tabs', async ({ context, playwright }) => {
+  const page = await context.newPage();
+  await login(page);
+  expect((await api(page, 'POST', '/api/v1/servers', { id: 'presetfx', name: 'presetfx', transport: 'stdio', command: FIXTURE, args: ['-tools', '3'] })).status).toBe(201);
+
+  // Confirm the launch with the read-only preset.
+  await page.goto('/servers/presetfx/confirm');
+  await expect(page.getByTestId('confirm-presets')).toContainText('Switchboard cannot check them');
+  await page.getByTestId('preset-read_only').check();
+  await page.getByTestId('confirm-button').click();
+  await expect(page).toHaveURL(/\/servers\/presetfx$/);
+  await expect(page.getByTestId('server-preset')).toContainText('Allow tools that declare themselves read-only and closed-world');
+  const rowOf = (p: Page, name: string) => p.locator(`[data-testid=tool-row][data-tool-name=${name}]`);
+  const row = (p: Page) => rowOf(p, 'tool_002');
+  // A search tool declares itself read-only and closed-world; creating a
+  // work item does not.
+  await expect(rowOf(page, 'tool_000').getByTestId('policy-reason')).toHaveText('allow: preset read-only (declared read-only and closed-world)', { timeout: 30_000 });
+  await expect(row(page).getByTestId('policy-reason')).toHaveText('ask: not declared read-only (preset read-only)');
+  await expect(row(page).getByTestId('policy-select')).toHaveValue('ask');
+
+  const other = await context.newPage();
+  await other.goto('/servers/presetfx');
+  await waitLive(page);
+  await waitLive(other);
+  await expect(row(other).getByTestId('policy-select')).toHaveValue('ask');
+
+  const agentRequest = await playwright.request.newContext({ baseURL: 'http://127.0.0.1:7431' });
+  const agent = new Agent(agentRequest);
+  await agent.connect();
+  const pending = agent.call('presetfx__tool_002', { title: 'x', priority: 'low' });
+  for (const p of [page, other]) {
+    await expect(p.getByTestId('approval-card')).toBeVisible();
+    await expect(p.getByTestId('always-allow-call')).toBeVisible();
+  }
+  await other.getByTestId('always-allow-call').click();
+  const answer = await pending;
+  expect(answer.body.result.content[0].text.startsWith('tool_002 ')).toBe(true);
+  for (const p of [page, other]) {
+    await expect(p.getByTestId('approval-card')).toHaveCount(0);
+    await expect(row(p).getByTestId('policy-select')).toHaveValue('allow');
+    await expect(row(p).getByTestId('policy-reason')).toHaveText('set: dashboard (always allow)');
+  }
+  // The next call needs nobody.
+  const next = await agent.call('presetfx__tool_002', { title: 'y', priority: 'low' });
+  expect(next.body.result.content[0].text.startsWith('tool_002 ')).toBe(true);
+  await agentRequest.dispose();
+});
