@@ -42,8 +42,9 @@ func mcpRunsFor(cfg *config) mcpRuns {
 }
 
 // mcpFigures measures the MCP endpoint for agents: tools/list of the
-// seeded catalog without any upstream started, and the cost a routed
-// tools/call adds to a call made directly to the upstream.
+// seeded catalog without any upstream started, the cost a routed
+// tools/call adds to a call made directly to the upstream, and how fast
+// an ask call reaches the person (askFigures).
 // Afterwards no process and no goroutine of the group may be left.
 func mcpFigures(ctx context.Context, cfg *config) ([]figure, error) {
 	if _, err := cfg.seededCatalog(ctx); err != nil { // before counting goroutines
@@ -59,6 +60,11 @@ func mcpFigures(ctx context.Context, cfg *config) ([]figure, error) {
 		return figs, err
 	}
 	figs = append(figs, f)
+	asks, err := askFigures(ctx, cfg)
+	if err != nil {
+		return figs, err
+	}
+	figs = append(figs, asks...)
 	for _, pid := range childProcesses() {
 		if !slices.Contains(children, pid) {
 			return figs, fmt.Errorf("a child process (pid %d) was left running", pid)
@@ -375,12 +381,13 @@ func offerEverything(db *bolt.DB) (int, error) {
 // mcpClient connects an agent to /mcp with mcp-go's Streamable HTTP
 // client, asking for the newest session-based protocol version (the
 // endpoint speaks no other), so no server/discover probe is sent.
-func (a *app) mcpClient(ctx context.Context) (*client.Client, *mcp.InitializeResult, error) {
-	c, err := client.NewStreamableHttpClient(a.base+"/mcp",
+func (a *app) mcpClient(ctx context.Context, opts ...client.ClientOption) (*client.Client, *mcp.InitializeResult, error) {
+	tr, err := transport.NewStreamableHTTP(a.base+"/mcp",
 		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + benchMCPToken}))
 	if err != nil {
 		return nil, nil, err
 	}
+	c := client.NewClient(tr, opts...)
 	if err := c.Start(ctx); err != nil {
 		c.Close()
 		return nil, nil, err
