@@ -256,7 +256,7 @@ func newLines(data []byte) *lines {
 // the end of the text).
 func (l *lines) pos(off int) Pos {
 	off = max(0, min(off, len(l.data)))
-	i := sort.Search(len(l.starts), func(i int) bool { return l.starts[i] > off }) - 1
+	i := l.index(off)
 	// An offset inside a character (go-toml can point at its last byte)
 	// is that character's position.
 	for s := off - 1; s >= max(l.starts[i], off-utf8.UTFMax+1); s-- {
@@ -266,6 +266,11 @@ func (l *lines) pos(off int) Pos {
 		}
 	}
 	return Pos{Line: i + 1, Col: 1 + utf8.RuneCount(l.data[l.starts[i]:off])}
+}
+
+// index is the 0-based line of the byte at offset off.
+func (l *lines) index(off int) int {
+	return sort.Search(len(l.starts), func(i int) bool { return l.starts[i] > off }) - 1
 }
 
 // offset is the byte offset of a 1-based line and a 1-based byte column,

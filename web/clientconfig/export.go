@@ -195,10 +195,16 @@ func exportInputs(inputs []Input) ([]jsonInput, error) {
 // encodeJSON writes v with 2-space indents, <, > and & as they are, and a
 // trailing newline. Map keys come out sorted.
 func encodeJSON(v any) ([]byte, error) {
+	return encodeJSONIndent(v, "", "  ")
+}
+
+// encodeJSONIndent is encodeJSON with the prefix and indent of
+// json.Encoder.SetIndent; with both empty, v is written on one line.
+func encodeJSONIndent(v any, prefix, indent string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
+	enc.SetIndent(prefix, indent)
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
@@ -214,11 +220,8 @@ var (
 	bearerRef = regexp.MustCompile(`^Bearer \$\{([A-Za-z_][A-Za-z0-9_]*)\}$`)
 )
 
-// exportCodex writes [mcp_servers.NAME] tables. An env value that is
-// "${KEY}" for its own KEY becomes env_vars (Codex passes the variable
-// through); a header value "${VAR}" becomes env_http_headers; an
-// Authorization header "Bearer ${VAR}" becomes bearer_token_env_var.
-// Reading the file back gives the same values.
+// exportCodex writes [mcp_servers.NAME] tables, a blank line between
+// two entries.
 func exportCodex(list []Server) []byte {
 	var b strings.Builder
 	if len(list) == 0 {
@@ -228,66 +231,76 @@ func exportCodex(list []Server) []byte {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		table := "mcp_servers." + tomlKey(s.Name)
-		fmt.Fprintf(&b, "[%s]\n", table)
-		env := map[string]string{}
-		var envVars []string
-		for k, v := range s.Env {
-			if m := wholeRef.FindStringSubmatch(v); m != nil && m[1] == k {
-				envVars = append(envVars, k)
-			} else {
-				env[k] = v
-			}
-		}
-		sort.Strings(envVars)
-		headers, envHeaders, bearer := map[string]string{}, map[string]string{}, ""
-		for k, v := range s.Headers {
-			if m := bearerRef.FindStringSubmatch(v); m != nil && k == "Authorization" {
-				bearer = m[1]
-			} else if m := wholeRef.FindStringSubmatch(v); m != nil {
-				envHeaders[k] = m[1]
-			} else {
-				headers[k] = v
-			}
-		}
-		if s.Transport == TransportStdio {
-			fmt.Fprintf(&b, "command = %s\n", tomlString(s.Command))
-			if len(s.Args) > 0 {
-				fmt.Fprintf(&b, "args = %s\n", tomlArray(s.Args))
-			}
-			if s.Cwd != "" {
-				fmt.Fprintf(&b, "cwd = %s\n", tomlString(s.Cwd))
-			}
-			if len(envVars) > 0 {
-				fmt.Fprintf(&b, "env_vars = %s\n", tomlArray(envVars))
-			}
-		} else {
-			fmt.Fprintf(&b, "url = %s\n", tomlString(s.URL))
-			if bearer != "" {
-				fmt.Fprintf(&b, "bearer_token_env_var = %s\n", tomlString(bearer))
-			}
-			if s.Transport == TransportSSE {
-				b.WriteString("# A legacy SSE server: Codex itself connects over Streamable HTTP only.\n")
-				b.WriteString("type = \"sse\"\n")
-			}
-		}
-		if s.Disabled {
-			b.WriteString("enabled = false\n")
-		}
-		for _, sub := range []struct {
-			name string
-			m    map[string]string
-		}{{"env", env}, {"http_headers", headers}, {"env_http_headers", envHeaders}} {
-			if len(sub.m) == 0 {
-				continue
-			}
-			fmt.Fprintf(&b, "\n[%s.%s]\n", table, sub.name)
-			for _, k := range slices.Sorted(maps.Keys(sub.m)) {
-				fmt.Fprintf(&b, "%s = %s\n", tomlKey(k), tomlString(sub.m[k]))
-			}
-		}
+		writeCodexEntry(&b, s)
 	}
 	return []byte(b.String())
+}
+
+// writeCodexEntry writes s as a [mcp_servers.NAME] table and its
+// sub-tables, each line ended by "\n". An env value that is "${KEY}" for
+// its own KEY becomes env_vars (Codex passes the variable through); a
+// header value "${VAR}" becomes env_http_headers; an Authorization header
+// "Bearer ${VAR}" becomes bearer_token_env_var. Reading the table back
+// gives the same values.
+func writeCodexEntry(b *strings.Builder, s Server) {
+	table := "mcp_servers." + tomlKey(s.Name)
+	fmt.Fprintf(b, "[%s]\n", table)
+	env := map[string]string{}
+	var envVars []string
+	for k, v := range s.Env {
+		if m := wholeRef.FindStringSubmatch(v); m != nil && m[1] == k {
+			envVars = append(envVars, k)
+		} else {
+			env[k] = v
+		}
+	}
+	sort.Strings(envVars)
+	headers, envHeaders, bearer := map[string]string{}, map[string]string{}, ""
+	for k, v := range s.Headers {
+		if m := bearerRef.FindStringSubmatch(v); m != nil && k == "Authorization" {
+			bearer = m[1]
+		} else if m := wholeRef.FindStringSubmatch(v); m != nil {
+			envHeaders[k] = m[1]
+		} else {
+			headers[k] = v
+		}
+	}
+	if s.Transport == TransportStdio {
+		fmt.Fprintf(b, "command = %s\n", tomlString(s.Command))
+		if len(s.Args) > 0 {
+			fmt.Fprintf(b, "args = %s\n", tomlArray(s.Args))
+		}
+		if s.Cwd != "" {
+			fmt.Fprintf(b, "cwd = %s\n", tomlString(s.Cwd))
+		}
+		if len(envVars) > 0 {
+			fmt.Fprintf(b, "env_vars = %s\n", tomlArray(envVars))
+		}
+	} else {
+		fmt.Fprintf(b, "url = %s\n", tomlString(s.URL))
+		if bearer != "" {
+			fmt.Fprintf(b, "bearer_token_env_var = %s\n", tomlString(bearer))
+		}
+		if s.Transport == TransportSSE {
+			b.WriteString("# A legacy SSE server: Codex itself connects over Streamable HTTP only.\n")
+			b.WriteString("type = \"sse\"\n")
+		}
+	}
+	if s.Disabled {
+		b.WriteString("enabled = false\n")
+	}
+	for _, sub := range []struct {
+		name string
+		m    map[string]string
+	}{{"env", env}, {"http_headers", headers}, {"env_http_headers", envHeaders}} {
+		if len(sub.m) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "\n[%s.%s]\n", table, sub.name)
+		for _, k := range slices.Sorted(maps.Keys(sub.m)) {
+			fmt.Fprintf(b, "%s = %s\n", tomlKey(k), tomlString(sub.m[k]))
+		}
+	}
 }
 
 func tomlKey(k string) string {

@@ -45,3 +45,34 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEdit checks, for any text, entry name and format, that SetEntry and
+// RemoveEntry do not panic, and that whatever they return passes
+// checkEdit: it parses, the other entries are the same, the text outside
+// the entry is kept, and the edit is done once.
+func FuzzEdit(f *testing.F) {
+	for _, dir := range []string{"testdata/edit/*", "testdata/parse/*"} {
+		inputs, _ := filepath.Glob(dir)
+		for i, in := range inputs {
+			if data, err := os.ReadFile(in); err == nil && !strings.Contains(in, ".golden.") && !strings.HasPrefix(filepath.Base(in), ".") {
+				f.Add(data, editName, uint8(i))
+				f.Add(data, "mémoire ✨", uint8(i+5))
+			}
+		}
+	}
+	f.Add([]byte("{\"mcpServers\": {\"a\": {\"command\": \"a\"} /* c */, \"a\": 1,}}"), "a", uint8(0))
+	f.Add([]byte("[mcp_servers.a]\ncommand = \"a\"\n[mcp_servers.b]\n[mcp_servers.a.env]\nA = \"1\""), "a", uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, name string, sel uint8) {
+		format := Formats[int(sel)%len(Formats)]
+		s, _ := editServers()
+		if sel&4 != 0 {
+			_, s = editServers()
+		}
+		if out, err := SetEntry(format, data, name, s); err == nil {
+			checkEdit(t, format, data, out, name, &s)
+		}
+		if out, _, ok, err := RemoveEntry(format, data, name); err == nil && ok {
+			checkEdit(t, format, data, out, name, nil)
+		}
+	})
+}

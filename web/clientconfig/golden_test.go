@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,18 +74,8 @@ func TestParseGolden(t *testing.T) {
 			}
 			got = append(got, '\n')
 			goldenPath := strings.TrimSuffix(in, filepath.Ext(in)) + ".golden.json"
-			if *update {
-				if err := os.WriteFile(goldenPath, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
+			if !compareGolden(t, goldenPath, got, fmt.Sprintf("Parse(%q, %s)", formatOf(name), in)) {
 				return
-			}
-			want, err := os.ReadFile(goldenPath)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to write it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("Parse(%q, %s) differs from %s:\n%s", formatOf(name), in, goldenPath, lineDiff(string(want), string(got)))
 			}
 			if f != nil {
 				checkPositions(t, data, f)
@@ -142,21 +133,30 @@ func TestExportGolden(t *testing.T) {
 				ext = ".toml"
 			}
 			path := filepath.Join("testdata", "export", format+".golden"+ext)
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to write it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("Export(%q) differs from %s:\n%s", format, path, lineDiff(string(want), string(got)))
-			}
+			compareGolden(t, path, got, fmt.Sprintf("Export(%q)", format))
 		})
 	}
+}
+
+// compareGolden compares got, the result of what, with the golden file at
+// path, or with -update rewrites the file and returns false (nothing more
+// to check).
+func compareGolden(t *testing.T, path string, got []byte, what string) bool {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from %s:\n%s", what, path, lineDiff(string(want), string(got)))
+	}
+	return true
 }
 
 // exportServers is the fixed list the export golden files and the round

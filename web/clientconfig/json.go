@@ -223,8 +223,7 @@ func parseJSON(format string, data []byte) (*File, error) {
 	p := &jsonParser{format: format, lines: newLines(data), file: &File{Format: format}, seen: map[string]Pos{}}
 	obj, ok := root.Value.(*hujson.Object)
 	if !ok {
-		return nil, &SyntaxError{Pos: p.lines.pos(root.StartOffset),
-			Message: fmt.Sprintf("the config must be a JSON object, not %s", kindOf(toValue(root)))}
+		return nil, notAnObject(p.lines, root)
 	}
 	if format == VSCode {
 		servers, inputs, ok := vscodeSections(obj)
@@ -269,6 +268,20 @@ func parseJSON(format string, data []byte) (*File, error) {
 	return p.file, nil
 }
 
+// notAnObject is the error about a config whose top level (root) is not
+// an object.
+func notAnObject(ls *lines, root hujson.Value) error {
+	return &SyntaxError{Pos: ls.pos(root.StartOffset),
+		Message: fmt.Sprintf("the config must be a JSON object, not %s", kindOf(toValue(root)))}
+}
+
+// notServers is the error about a servers object (called where) that is
+// not an object.
+func notServers(ls *lines, v hujson.Value, where string) error {
+	return &SyntaxError{Pos: ls.pos(v.StartOffset),
+		Message: fmt.Sprintf("%s must be an object of servers, not %s", where, kindOf(toValue(v)))}
+}
+
 // disabledIn is the set of names a ~/.claude.json project lists in
 // "disabledMcpServers" (the servers /mcp turned off there).
 func disabledIn(project *hujson.Object) map[string]bool {
@@ -294,8 +307,7 @@ func disabledIn(project *hujson.Object) map[string]bool {
 func (p *jsonParser) servers(v *hujson.Value, where string, disabled map[string]bool) error {
 	obj, ok := v.Value.(*hujson.Object)
 	if !ok {
-		return &SyntaxError{Pos: p.lines.pos(v.StartOffset),
-			Message: fmt.Sprintf("%s must be an object of servers, not %s", where, kindOf(toValue(*v)))}
+		return notServers(p.lines, *v, where)
 	}
 	for _, m := range obj.Members {
 		name := memberName(m)

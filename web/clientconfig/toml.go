@@ -110,27 +110,15 @@ func scanTOML(data []byte) int {
 }
 
 func parseCodex(data []byte) (*File, error) {
-	if looksJSON(data) {
-		if root, err := readJSON(data); err == nil {
-			if f, err := detectJSON(root); err == nil {
-				return nil, fmt.Errorf("the text is JSON (a %s config), not Codex TOML", f)
-			}
-		}
-	}
-	doc, err := readTOML(data)
+	tbl, err := readCodex(data)
 	if err != nil {
 		return nil, err
 	}
-	ms, ok := doc["mcp_servers"]
-	if !ok {
+	if tbl == nil {
 		return nil, errors.New("no [mcp_servers] table: not a codex config")
 	}
 	ls := newLines(data)
-	names, at, top := tomlEntries(data)
-	tbl, ok := ms.(map[string]any)
-	if !ok {
-		return nil, &SyntaxError{Pos: ls.pos(top), Message: fmt.Sprintf("mcp_servers must be a table, not %s", kindOf(fromTOML(ms)))}
-	}
+	names, at, _ := tomlEntries(data)
 	// Every name is in names (the walk sees what Unmarshal saw); the
 	// sorted rest is a safety net.
 	var rest []string
@@ -159,6 +147,33 @@ func parseCodex(data []byte) (*File, error) {
 		f.Servers = append(f.Servers, s)
 	}
 	return f, nil
+}
+
+// readCodex reads data as Codex TOML and returns its mcp_servers table
+// (nil if it has none). A JSON config, or an mcp_servers that is no
+// table, is an error.
+func readCodex(data []byte) (map[string]any, error) {
+	if looksJSON(data) {
+		if root, err := readJSON(data); err == nil {
+			if f, err := detectJSON(root); err == nil {
+				return nil, fmt.Errorf("the text is JSON (a %s config), not Codex TOML", f)
+			}
+		}
+	}
+	doc, err := readTOML(data)
+	if err != nil {
+		return nil, err
+	}
+	ms, ok := doc["mcp_servers"]
+	if !ok {
+		return nil, nil
+	}
+	tbl, ok := ms.(map[string]any)
+	if !ok {
+		_, _, top := tomlEntries(data)
+		return nil, &SyntaxError{Pos: newLines(data).pos(top), Message: fmt.Sprintf("mcp_servers must be a table, not %s", kindOf(fromTOML(ms)))}
+	}
+	return tbl, nil
 }
 
 var tomlRune = regexp.MustCompile(`U\+[0-9A-F]{4,} '.+'`)
@@ -297,18 +312,6 @@ func tomlEntries(data []byte) (names []string, at map[string]int, top int) {
 			}
 		}
 	}
-	var walkKV func(path []string, offs []int, kv *unstable.Node)
-	walkKV = func(path []string, offs []int, kv *unstable.Node) {
-		p, o := keyPath(kv.Key())
-		path, offs = append(path[:len(path):len(path)], p...), append(offs[:len(offs):len(offs)], o...)
-		record(path, offs)
-		if v := kv.Value(); v.Kind == unstable.InlineTable {
-			it := v.Children()
-			for it.Next() {
-				walkKV(path, offs, it.Node())
-			}
-		}
-	}
 	var p unstable.Parser
 	p.Reset(data)
 	var table []string
@@ -320,10 +323,25 @@ func tomlEntries(data []byte) (names []string, at map[string]int, top int) {
 			table, tableOffs = keyPath(e.Key())
 			record(table, tableOffs)
 		case unstable.KeyValue:
-			walkKV(table, tableOffs, e)
+			walkKeys(table, tableOffs, e, record)
 		}
 	}
 	return names, at, top
+}
+
+// walkKeys calls f with the full path of the key-value kv in the table
+// path (and the offsets of the path's parts), then with those of every
+// key of the inline tables in its value.
+func walkKeys(path []string, offs []int, kv *unstable.Node, f func(path []string, offs []int)) {
+	p, o := keyPath(kv.Key())
+	path, offs = append(path[:len(path):len(path)], p...), append(offs[:len(offs):len(offs)], o...)
+	f(path, offs)
+	if v := kv.Value(); v.Kind == unstable.InlineTable {
+		it := v.Children()
+		for it.Next() {
+			walkKeys(path, offs, it.Node(), f)
+		}
+	}
 }
 
 // keyPath is a (dotted) key's parts and their offsets.
