@@ -46,6 +46,16 @@ type AgentsView struct {
 	Clients                 []ConnectedClient
 	NewToken, NewTokenFor   string
 	ClientError, ClientName string
+	// ConnectClients are the clients Switchboard writes itself into;
+	// Connect is a previewed change, Connected one written.
+	ConnectClients     []Option
+	Connect, Connected *ConnectView
+}
+
+// ConnectView is a change to a client's config file: previewed (Diff,
+// and Before, the hash of the file as it was) or written (Backup).
+type ConnectView struct {
+	Client, Path, Diff, Before, Backup, Error string
 }
 
 // ConnectedClient is a client with its own MCP token.

@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
+	"github.com/switchboard-dev/switchboard/web/serverconfig"
 	"github.com/switchboard-dev/switchboard/web/tryit"
 )
 
@@ -67,6 +68,9 @@ func (s *Server) agentsView(c echo.Context) (views.AgentsView, error) {
 	}
 	for _, ct := range clients {
 		v.Clients = append(v.Clients, views.ConnectedClient{ID: ct.ID, Name: ct.Name, Created: ct.CreatedAt})
+	}
+	for _, cl := range serverconfig.Clients {
+		v.ConnectClients = append(v.ConnectClients, views.Option{Value: cl.Key, Title: cl.Name})
 	}
 	return v, nil
 }

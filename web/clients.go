@@ -1,8 +1,12 @@
 package web
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
+	"os"
+	"runtime"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -10,6 +14,7 @@ import (
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
+	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // Connected clients: each gets its own MCP token, shown once (see
@@ -93,4 +98,75 @@ func (s *Server) handleDisconnectForm(c echo.Context) error {
 		return notFound(err)
 	}
 	return c.Redirect(http.StatusSeeOther, "/agents")
+}
+
+// connectPlan is the change that connects client key, with the entry's
+// token (a placeholder for a preview).
+func (s *Server) connectPlan(c echo.Context, key, token string) (serverconfig.ConfigChange, error) {
+	client, ok := serverconfig.ClientByKey(key)
+	if !ok {
+		return serverconfig.ConfigChange{}, &apiError{Status: http.StatusUnprocessableEntity, Message: "choose one of the clients"}
+	}
+	home := s.cfg.ImportHome
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return serverconfig.ConfigChange{}, err
+	}
+	host := c.Request().Host
+	entry := client.Entry(serverconfig.Endpoint{URL: "http://" + host + "/mcp", Addr: host, Exe: exe, Token: token})
+	return serverconfig.PlanConnect(client, client.ConfigPath(runtime.GOOS, home, os.Getenv), entry)
+}
+
+// handleConnectPreview serves POST /agents/connect/preview: the change
+// connecting a client would make to its config file, token left out.
+func (s *Server) handleConnectPreview(c echo.Context) error {
+	v, err := s.agentsView(c)
+	if err != nil {
+		return err
+	}
+	p, err := s.connectPlan(c, c.FormValue("client"), "<a token of its own, made when you write it>")
+	v.Connect = &views.ConnectView{Client: c.FormValue("client"), Path: p.Path, Diff: p.Diff, Before: hashHex(p.Before)}
+	if err != nil {
+		v.Connect.Error = err.Error()
+	}
+	return render(c, http.StatusOK, views.AgentsPage(s.page(c, "Agents"), v))
+}
+
+// handleConnect serves POST /agents/connect: makes the client's token and
+// writes its entry, after a backup, if the file is still as previewed.
+func (s *Server) handleConnect(c echo.Context) error {
+	ctx := c.Request().Context()
+	key := c.FormValue("client")
+	client, _ := serverconfig.ClientByKey(key)
+	if p, err := s.connectPlan(c, key, ""); err != nil || hashHex(p.Before) != c.FormValue("before") {
+		return s.handleConnectPreview(c) // changed since the preview: show it again
+	}
+	token, ct, err := s.mcp.Connect(ctx, client.Name)
+	if err != nil {
+		return err
+	}
+	p, err := s.connectPlan(c, key, token)
+	var backup string
+	if err == nil {
+		backup, err = p.Write(time.Now())
+	}
+	v, verr := s.agentsView(c)
+	if verr != nil {
+		return verr
+	}
+	if err != nil {
+		s.mcp.Disconnect(ctx, ct.ID) // no token without its entry
+		v.Connect = &views.ConnectView{Client: key, Path: p.Path, Error: err.Error()}
+		return render(c, http.StatusUnprocessableEntity, views.AgentsPage(s.page(c, "Agents"), v))
+	}
+	v.Connected = &views.ConnectView{Client: client.Name, Path: p.Path, Backup: backup}
+	return render(c, http.StatusOK, views.AgentsPage(s.page(c, "Agents"), v))
+}
+
+func hashHex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

@@ -3,6 +3,9 @@ package web_test
 import (
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/store"
 )
 
@@ -22,20 +26,14 @@ type apiClient struct {
 	Fingerprint string `json:"fingerprint"`
 }
 
-// mcpStatus is the status /mcp answers a bare initialize with token.
+// mcpStatus is what /mcp at base answers an initialize with token.
 func mcpStatus(t *testing.T, base, token string) int {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}`
-	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	status, err := mcptest.InitializeStatus(base, token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return status
 }
 
 // Each connected client gets its own token, shown once: it reaches /mcp,
@@ -151,4 +149,65 @@ func TestConnectedClientTokens(t *testing.T) {
 			t.Error("an empty name shows no error on the form")
 		}
 	})
+}
+
+// The Agents page connects a client: it shows the change to the client's
+// own config file first, writes it (with a backup, the rest kept) only if
+// the file is still as shown, and the token written is the client's own.
+func TestConnectFromTheAgentsPage(t *testing.T) {
+	home := t.TempDir()
+	m := newMCPSetup(t, func(c *webConfig) { c.ImportHome = home })
+	e := m.e
+	e.secrets = slices.DeleteFunc(e.secrets, func(s string) bool { return s == testMCPToken })
+	path := filepath.Join(home, ".cursor", "mcp.json")
+	const original = "{\n  // mine\n  \"mcpServers\": {\n    \"linear\": {\"url\": \"https://mcp.linear.app/sse\"}\n  }\n}\n"
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(original), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := e.loginWithToken()
+	preview := func() (string, string) {
+		page := parseHTML(t, b.post("/agents/connect/preview", url.Values{"client": {"cursor"}}).Body.String())
+		before, _ := page.Find(`[data-testid="connect-change"] input[name="before"]`).Attr("value")
+		return page.Find(`[data-testid="connect-diff"]`).Text(), before
+	}
+
+	diff, before := preview()
+	if !strings.Contains(diff, `+    "switchboard": {`) || !strings.Contains(diff, "made when you write it") || strings.Contains(diff, "sbc_") {
+		t.Fatalf("preview diff = %s", diff)
+	}
+	if got, _ := os.ReadFile(path); string(got) != original {
+		t.Fatal("the preview wrote the file")
+	}
+
+	// Changed since the preview: shown again, not written.
+	changed := strings.Replace(original, "// mine", "// mine, edited", 1)
+	os.WriteFile(path, []byte(changed), 0o600)
+	page := parseHTML(t, b.post("/agents/connect", url.Values{"client": {"cursor"}, "before": {before}}).Body.String())
+	if page.Find(`[data-testid="connect-diff"]`).Length() != 1 || page.Find(`[data-testid="connect-done"]`).Length() != 0 {
+		t.Errorf("a write after the file changed was not shown again")
+	}
+	if got, _ := os.ReadFile(path); string(got) != changed {
+		t.Fatal("a file changed since the preview was written")
+	}
+
+	_, before = preview()
+	rec := b.post("/agents/connect", url.Values{"client": {"cursor"}, "before": {before}})
+	wantStatus(t, rec, http.StatusOK)
+	if done := parseHTML(t, rec.Body.String()).Find(`[data-testid="connect-done"]`).Text(); !strings.Contains(done, "Connected Cursor") || !strings.Contains(done, path) {
+		t.Errorf("after writing: %q", done)
+	}
+	written, _ := os.ReadFile(path)
+	token := regexp.MustCompile(`sbc_[0-9a-f]{64}`).FindString(string(written))
+	if token == "" || !strings.Contains(string(written), "// mine, edited") || !strings.Contains(string(written), "linear") {
+		t.Fatalf("written file:\n%s", written)
+	}
+	if got := mcpStatus(t, m.base, token); got != http.StatusOK {
+		t.Errorf("/mcp with the written token: %d", got)
+	}
+	if backups, _ := filepath.Glob(path + ".switchboard-backup-*"); len(backups) != 1 {
+		t.Errorf("backups = %v; want one", backups)
+	}
 }

@@ -59,6 +59,8 @@ func (s *Server) routes() {
 	ui.POST("/agents/token", s.handleRotateToken)
 	ui.POST("/agents/clients", s.handleConnectForm)
 	ui.POST("/agents/clients/:id/revoke", s.handleDisconnectForm)
+	ui.POST("/agents/connect/preview", s.handleConnectPreview)
+	ui.POST("/agents/connect", s.handleConnect)
 	ui.GET("/fragments/calls", s.handleCallsFragment)
 	ui.POST("/approvals/:id", s.handleDecideForm)
 	ui.GET("/tools/:agent", s.handleTryPage)

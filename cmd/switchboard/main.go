@@ -9,6 +9,7 @@
 //	switchboard import [--dry-run] FILE      import servers from another MCP client's config
 //	switchboard export --format F            write servers in another MCP client's config format
 //	switchboard mcp                          serve MCP on stdio, relaying to the dashboard's /mcp
+//	switchboard connect|disconnect CLIENT    write Switchboard into a client's config, or remove it
 package main
 
 import (
@@ -59,7 +60,7 @@ func usageError(format string, args ...any) error {
 // the command is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "call" || args[0] == "backup" || args[0] == "import" || args[0] == "export" || args[0] == "mcp" || args[0] == "version" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "call" || args[0] == "backup" || args[0] == "import" || args[0] == "export" || args[0] == "mcp" || args[0] == "connect" || args[0] == "disconnect" || args[0] == "version" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exportCmd(ctx, args, getenv, stdout, stderr)
 	case "mcp":
 		return mcpCmd(ctx, args, getenv, stdin, stdout, stderr)
+	case "connect", "disconnect":
+		return connectCmd(ctx, args, getenv, stdout, stderr, cmd == "disconnect")
 	case "version":
 		return versionCmd(args, stdout)
 	}
@@ -99,5 +102,8 @@ Usage:
                                             write servers as claude, cursor, vscode or codex config
   switchboard mcp [-addr HOST:PORT]         serve MCP on stdio, relaying to the running dashboard's /mcp
                                             (for clients that start stdio servers only, such as Claude Desktop)
+  switchboard connect CLIENT [--dry-run]    write Switchboard into a client's config, with a token of its own:
+                                            claude-code, claude-desktop, cursor, vscode or codex
+  switchboard disconnect CLIENT [--dry-run] remove it again, and revoke its token
   switchboard version                       print the version, commit, build date and platform
 `

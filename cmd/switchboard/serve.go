@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -330,6 +331,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		cfg.AllowedHosts = append(cfg.AllowedHosts, extraHost)
 	}
 	loginCode := randomToken()
+	// switchboard connect and disconnect, run by the same user, reach the
+	// API with a generated token through a file beside the database; one
+	// set by SWITCHBOARD_TOKEN they read from there.
+	if generated {
+		if err := keepMCPToken(apiTokenPath(cfg.DBPath), token); err != nil {
+			log.Warn("switchboard connect cannot find the API token by itself: set SWITCHBOARD_TOKEN for it", "err", err)
+		}
+	} else {
+		os.Remove(apiTokenPath(cfg.DBPath))
+	}
 	cfg.MCP.TokenKept = func(tok string) {
 		if err := keepMCPToken(mcpTokenPath(cfg.DBPath), tok); err != nil {
 			log.Warn("switchboard mcp cannot find the MCP token by itself: set SWITCHBOARD_MCP_TOKEN for it", "err", err)

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/web/serverconfig"
+)
+
+// apiTokenPath is where `switchboard serve` keeps a generated API token
+// for `switchboard connect` and `disconnect`, beside the database.
+func apiTokenPath(dbPath string) string { return dbPath + ".api-token" }
+
+const connectUsage = `usage: switchboard connect CLIENT [--dry-run] [-addr HOST:PORT] [-db PATH] [-config PATH]
+       switchboard disconnect CLIENT [--dry-run] [-addr HOST:PORT] [-db PATH] [-config PATH]
+
+connect writes Switchboard's entry into the client's own config file (a
+backup of the file first, everything else in it kept as written) with a
+token of the client's own, made by the running dashboard; the diff is
+shown. disconnect removes the entry and revokes its token. CLIENT is one of:
+  claude-code     ~/.claude.json (Claude Code's user scope), over HTTP
+  claude-desktop  claude_desktop_config.json, through switchboard mcp
+  cursor          ~/.cursor/mcp.json, over HTTP
+  vscode          the user mcp.json, over HTTP
+  codex           ~/.codex/config.toml, through switchboard mcp
+`
+
+// connectCmd runs `switchboard connect` (remove false) and
+// `switchboard disconnect` (remove true).
+func connectCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, remove bool) error {
+	name := "connect"
+	if remove {
+		name = "disconnect"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, connectUsage); fs.PrintDefaults() }
+	dryRun := fs.Bool("dry-run", false, "show the diff, change nothing")
+	addr := cmpOr(getenv("SWITCHBOARD_ADDR"), "127.0.0.1:"+strconv.Itoa(DefaultPort))
+	fs.StringVar(&addr, "addr", addr, "the dashboard's address, as given to serve (env SWITCHBOARD_ADDR)")
+	dbPath := fs.String("db", cmpOr(getenv("SWITCHBOARD_DB"), defaultDBPath(runtime.GOOS, getenv)), "the dashboard's database, beside which it keeps a generated API token (env SWITCHBOARD_DB)")
+	config := fs.String("config", "", "the client's config file, if not where the client keeps it")
+	// The client comes first; flags may follow it.
+	var key string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		key, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &exitError{code: 0}
+		}
+		return &exitError{code: 2}
+	}
+	if key == "" && fs.NArg() == 1 {
+		key = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return usageError("%s takes one client, got %q", name, fs.Args())
+	}
+	client, ok := serverconfig.ClientByKey(key)
+	if !ok {
+		return usageError("%s: which client? one of claude-code, claude-desktop, cursor, vscode, codex (got %q)", name, key)
+	}
+	path := *config
+	if path == "" {
+		home := cmpOr(getenv("HOME"), getenv("USERPROFILE"))
+		if home == "" {
+			return fmt.Errorf("%s: no home directory (HOME) to find %s's config in; give -config", name, client.Name)
+		}
+		path = client.ConfigPath(runtime.GOOS, home, getenv)
+	}
+	api := &dashboardAPI{base: "http://" + addr, token: getenv("SWITCHBOARD_TOKEN")}
+	if api.token == "" {
+		if b, err := os.ReadFile(apiTokenPath(*dbPath)); err == nil {
+			api.token = strings.TrimSpace(string(b))
+		}
+	}
+	if remove {
+		return disconnect(ctx, client, path, api, *dryRun, stdout, stderr)
+	}
+	return connect(ctx, client, path, addr, api, *dryRun, stdout, stderr)
+}
+
+func connect(ctx context.Context, c serverconfig.Client, path, addr string, api *dashboardAPI, dryRun bool, stdout, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("connect: where is this switchboard? %w", err)
+	}
+	ep := serverconfig.Endpoint{URL: api.base + "/mcp", Exe: exe, Addr: addr, Token: "<a token of " + c.Name + "'s own, made when you connect>"}
+	if dryRun {
+		p, err := serverconfig.PlanConnect(c, path, c.Entry(ep))
+		if err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+		fmt.Fprint(stdout, p.Diff)
+		fmt.Fprintf(stdout, "Dry run: %s not written, no token made.\n", path)
+		return nil
+	}
+	var made struct {
+		Client struct{ ID string } `json:"client"`
+		Token  string              `json:"token"`
+	}
+	if err := api.do(ctx, http.MethodPost, "/api/v1/clients", map[string]any{"name": c.Name}, http.StatusCreated, &made); err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	ep.Token = made.Token
+	p, err := serverconfig.PlanConnect(c, path, c.Entry(ep))
+	var backup string
+	if err == nil {
+		fmt.Fprint(stdout, p.Diff)
+		backup, err = p.Write(time.Now())
+	}
+	if err != nil {
+		api.do(ctx, http.MethodDelete, "/api/v1/clients/"+made.Client.ID, nil, http.StatusNoContent, nil) // no orphan token
+		return fmt.Errorf("connect: %w", err)
+	}
+	if p.Old != nil {
+		revoke(ctx, api, serverconfig.TokenOf(*p.Old), stderr) // the entry it replaced
+	}
+	fmt.Fprintf(stdout, "Connected %s: wrote %s", c.Name, path)
+	if backup != "" {
+		fmt.Fprintf(stdout, " (the file as it was: %s)", backup)
+	}
+	fmt.Fprintf(stdout, ". Its token is its own: revoke it on the Agents page or with switchboard disconnect %s. Restart %s to load it.\n", c.Key, c.Name)
+	return nil
+}
+
+func disconnect(ctx context.Context, c serverconfig.Client, path string, api *dashboardAPI, dryRun bool, stdout, stderr io.Writer) error {
+	p, err := serverconfig.PlanDisconnect(c, path)
+	if err != nil {
+		return fmt.Errorf("disconnect: %w", err)
+	}
+	if p.Old == nil {
+		fmt.Fprintf(stdout, "%s has no %s entry: nothing to do.\n", path, serverconfig.EntryName)
+		return nil
+	}
+	fmt.Fprint(stdout, p.Diff)
+	if dryRun {
+		fmt.Fprintf(stdout, "Dry run: %s not written, no token revoked.\n", path)
+		return nil
+	}
+	backup, err := p.Write(time.Now())
+	if err != nil {
+		return fmt.Errorf("disconnect: %w", err)
+	}
+	fmt.Fprintf(stdout, "Disconnected %s: removed its entry from %s (the file as it was: %s).\n", c.Name, path, backup)
+	revoke(ctx, api, serverconfig.TokenOf(*p.Old), stderr)
+	return nil
+}
+
+// revoke revokes the connected client whose token this is, if one is;
+// it says so on stderr when it cannot.
+func revoke(ctx context.Context, api *dashboardAPI, token string, stderr io.Writer) {
+	if token == "" {
+		return
+	}
+	var list struct {
+		Clients []struct{ ID, Name, Fingerprint string } `json:"clients"`
+	}
+	if err := api.do(ctx, http.MethodGet, "/api/v1/clients", nil, http.StatusOK, &list); err != nil {
+		fmt.Fprintf(stderr, "warning: the entry's token was not revoked (%v); revoke it on the Agents page\n", err)
+		return
+	}
+	fp := store.HashToken(token)[:12]
+	for _, c := range list.Clients {
+		if c.Fingerprint == fp {
+			if err := api.do(ctx, http.MethodDelete, "/api/v1/clients/"+c.ID, nil, http.StatusNoContent, nil); err != nil {
+				fmt.Fprintf(stderr, "warning: the token of %s was not revoked (%v); revoke it on the Agents page\n", c.Name, err)
+			}
+			return
+		}
+	}
+}
+
+// dashboardAPI is the running dashboard's JSON API.
+type dashboardAPI struct{ base, token string }
+
+func (a *dashboardAPI) do(ctx context.Context, method, path string, body any, want int, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("the dashboard is not reachable at %s (is switchboard serve running? it makes the client's token): %w", a.base, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		return errors.New("the dashboard refused the API token: set SWITCHBOARD_TOKEN, or run as the user who runs switchboard serve")
+	case resp.StatusCode != want:
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, strings.TrimSpace(string(data)))
+	case out != nil:
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}

@@ -1,0 +1,271 @@
+package serverconfig
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pmezard/go-difflib/difflib"
+
+	"github.com/switchboard-dev/switchboard/web/clientconfig"
+)
+
+// Connecting a client writes Switchboard's own entry into that client's
+// user-wide config file, keeping everything else in it as written
+// (clientconfig.SetEntry), after a backup; disconnecting removes the
+// entry. Clients that take a URL reach /mcp over HTTP with the client's
+// own token; those that only start stdio servers run `switchboard mcp`
+// with the token in its environment.
+
+// EntryName is the name of Switchboard's entry in a client's config.
+const EntryName = "switchboard"
+
+// Client is an agent client Switchboard can connect itself to.
+type Client struct {
+	Key    string // as the CLI and forms name it: claude-code, claude-desktop, cursor, vscode, codex
+	Name   string // as people know it
+	Format string // its config's format (see clientconfig)
+	// Stdio is set for a client whose entry runs `switchboard mcp`.
+	Stdio bool
+}
+
+// Clients are the clients Switchboard connects to.
+var Clients = []Client{
+	{Key: "claude-code", Name: "Claude Code", Format: clientconfig.Claude},
+	{Key: "claude-desktop", Name: "Claude Desktop", Format: clientconfig.Claude, Stdio: true},
+	{Key: "cursor", Name: "Cursor", Format: clientconfig.Cursor},
+	{Key: "vscode", Name: "VS Code", Format: clientconfig.VSCode},
+	{Key: "codex", Name: "Codex", Format: clientconfig.Codex, Stdio: true},
+}
+
+// ClientByKey is the client of that key.
+func ClientByKey(key string) (Client, bool) {
+	for _, c := range Clients {
+		if c.Key == key {
+			return c, true
+		}
+	}
+	return Client{}, false
+}
+
+// ConfigPath is where the client keeps its user-wide config on goos, for
+// the user whose home is home (getenv reads APPDATA, XDG_CONFIG_HOME and
+// CODEX_HOME, where the clients do).
+func (c Client) ConfigPath(goos, home string, getenv func(string) string) string {
+	appConfig := func(app string) string { // Claude Desktop's and VS Code's per-OS place
+		switch goos {
+		case "darwin":
+			return filepath.Join(home, "Library", "Application Support", app)
+		case "windows":
+			if d := getenv("APPDATA"); d != "" {
+				return filepath.Join(d, app)
+			}
+			return filepath.Join(home, "AppData", "Roaming", app)
+		}
+		if d := getenv("XDG_CONFIG_HOME"); d != "" {
+			return filepath.Join(d, app)
+		}
+		return filepath.Join(home, ".config", app)
+	}
+	switch c.Key {
+	case "claude-code":
+		return filepath.Join(home, ".claude.json")
+	case "claude-desktop":
+		return filepath.Join(appConfig("Claude"), "claude_desktop_config.json")
+	case "cursor":
+		return filepath.Join(home, ".cursor", "mcp.json")
+	case "vscode":
+		return filepath.Join(appConfig("Code"), "User", "mcp.json")
+	case "codex":
+		if d := getenv("CODEX_HOME"); d != "" {
+			return filepath.Join(d, "config.toml")
+		}
+		return filepath.Join(home, ".codex", "config.toml")
+	}
+	return ""
+}
+
+// Endpoint is how a client reaches Switchboard: the /mcp URL, the token,
+// and for stdio-only clients the switchboard executable and the
+// dashboard's address for `switchboard mcp`.
+type Endpoint struct {
+	URL, Token string
+	Exe, Addr  string
+}
+
+// Entry is Switchboard's entry for client c.
+func (c Client) Entry(e Endpoint) clientconfig.Server {
+	if c.Stdio {
+		return clientconfig.Server{Name: EntryName, Transport: clientconfig.TransportStdio, Command: e.Exe,
+			Args: []string{"mcp", "-addr", e.Addr}, Env: map[string]string{"SWITCHBOARD_MCP_TOKEN": e.Token}}
+	}
+	return clientconfig.Server{Name: EntryName, Transport: clientconfig.TransportHTTP, URL: e.URL,
+		Headers: map[string]string{"Authorization": "Bearer " + e.Token}}
+}
+
+// TokenOf is the token an entry of Switchboard's carries ("" if none).
+func TokenOf(s clientconfig.Server) string {
+	if t := s.Env["SWITCHBOARD_MCP_TOKEN"]; t != "" {
+		return t
+	}
+	t, _ := strings.CutPrefix(s.Headers["Authorization"], "Bearer ")
+	return t
+}
+
+// ConfigChange is a change of one client config file: its text before
+// and after, and the unified diff between them.
+type ConfigChange struct {
+	Client        Client
+	Path          string
+	Exists        bool // the file was there
+	Before, After []byte
+	Diff          string
+	// Old is Switchboard's entry as it was (nil if there was none).
+	Old *clientconfig.Server
+}
+
+// Changed reports whether the file would change.
+func (p ConfigChange) Changed() bool { return string(p.Before) != string(p.After) }
+
+// maxClientConfig caps a client config read (Claude Code's ~/.claude.json
+// grows with its history).
+const maxClientConfig = 32 << 20
+
+// PlanConnect is the change that sets entry as Switchboard's entry in the
+// client's config at path (a new file if there is none).
+func PlanConnect(c Client, path string, entry clientconfig.Server) (ConfigChange, error) {
+	p, err := readConfig(c, path)
+	if err != nil {
+		return p, err
+	}
+	if _, old, ok, err := clientconfig.RemoveEntry(c.Format, p.Before, EntryName); err == nil && ok {
+		p.Old = &old
+	}
+	if p.After, err = clientconfig.SetEntry(c.Format, p.Before, EntryName, entry); err != nil {
+		return p, fmt.Errorf("%s: %w", path, err)
+	}
+	p.Diff = diff(path, p.Before, p.After)
+	return p, nil
+}
+
+// PlanDisconnect is the change that removes Switchboard's entry from the
+// client's config at path (no change if there is none).
+func PlanDisconnect(c Client, path string) (ConfigChange, error) {
+	p, err := readConfig(c, path)
+	if err != nil || !p.Exists {
+		p.After = p.Before
+		return p, err
+	}
+	out, old, ok, err := clientconfig.RemoveEntry(c.Format, p.Before, EntryName)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w", path, err)
+	}
+	p.After = out
+	if ok {
+		p.Old = &old
+	}
+	p.Diff = diff(path, p.Before, p.After)
+	return p, nil
+}
+
+func readConfig(c Client, path string) (ConfigChange, error) {
+	p := ConfigChange{Client: c, Path: path}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return p, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxClientConfig+1))
+	if err != nil {
+		return p, err
+	}
+	if len(data) > maxClientConfig {
+		return p, fmt.Errorf("%s is over %d MiB", path, maxClientConfig>>20)
+	}
+	p.Exists, p.Before = true, data
+	return p, nil
+}
+
+// writeBackup writes data to a new file named name, or name-2, name-3…
+// if it is taken: a backup never replaces another.
+func writeBackup(name string, data []byte, mode fs.FileMode) (string, error) {
+	for i := 1; i < 100; i++ {
+		path := name
+		if i > 1 {
+			path = fmt.Sprintf("%s-%d", name, i)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, err = f.Write(data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return path, err
+	}
+	return "", fmt.Errorf("%s: too many backups", name)
+}
+
+// diff is the unified diff of a file's change.
+func diff(path string, before, after []byte) string {
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(string(before)), B: difflib.SplitLines(string(after)),
+		FromFile: path, ToFile: path + " (new)", Context: 3,
+	})
+	return d
+}
+
+// Write applies the change: the file as it was is copied beside it first
+// (PATH.switchboard-backup-TIME, returned), then the new text replaces it
+// whole (a temporary file renamed over it, with the old file's mode, 0600
+// for a new file). A change that changes nothing writes nothing.
+func (p ConfigChange) Write(now time.Time) (backup string, err error) {
+	if !p.Changed() {
+		return "", nil
+	}
+	mode := fs.FileMode(0o600)
+	if p.Exists {
+		fi, err := os.Stat(p.Path)
+		if err != nil {
+			return "", err
+		}
+		if cur, err := os.ReadFile(p.Path); err != nil || string(cur) != string(p.Before) {
+			return "", fmt.Errorf("%s changed since the diff was shown; look again", p.Path)
+		}
+		mode = fi.Mode().Perm()
+		if backup, err = writeBackup(p.Path+".switchboard-backup-"+now.UTC().Format("20060102-150405"), p.Before, mode); err != nil {
+			return "", fmt.Errorf("back up %s: %w", p.Path, err)
+		}
+	} else if err := os.MkdirAll(filepath.Dir(p.Path), 0o700); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p.Path), filepath.Base(p.Path)+".tmp-*")
+	if err != nil {
+		return backup, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(p.After); err != nil {
+		tmp.Close()
+		return backup, err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return backup, err
+	}
+	if err := tmp.Close(); err != nil {
+		return backup, err
+	}
+	return backup, os.Rename(tmp.Name(), p.Path)
+}
