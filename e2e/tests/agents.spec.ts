@@ -119,3 +119,53 @@ test('the preset chosen at confirmation shows on the server page, and Always all
   expect(next.body.result.content[0].text.startsWith('tool_002 ')).toBe(true);
   await agentRequest.dispose();
 });
+
+test('a waiting call raises a browser notification while the tab is in the background, once notifications are allowed', async ({ context, playwright }) => {
+  // The browser's own notification cannot be seen headless: the page's
+  // Notification is replaced by one that records what it is asked to
+  // show, and whether the tab is hidden is the test's to say.
+  await context.addInitScript(() => {
+    const w = window as unknown as { notes: { title: string; body: string }[]; hiddenTab: boolean; Notification: unknown };
+    w.notes = [];
+    w.hiddenTab = false;
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => w.hiddenTab });
+    w.Notification = class {
+      static permission = 'default';
+      static requestPermission() { (this as unknown as { permission: string }).permission = 'granted'; return Promise.resolve('granted'); }
+      constructor(title: string, opts: { body: string }) { w.notes.push({ title, body: opts.body }); }
+      close() {}
+    };
+  });
+  const page = await context.newPage();
+  await login(page);
+  await addVerified(page, 'notefx', FIXTURE, ['-tools', '1']);
+  expect((await api(page, 'PUT', '/api/v1/servers/notefx/tools/tool_000/policy', { policy: 'ask' })).status).toBe(200);
+  await page.goto('/agents');
+  await waitLive(page);
+  const notify = page.locator('[data-notify]');
+  await expect(notify).toBeVisible();
+  await notify.click();
+  await expect(notify).toBeHidden();
+  await expect(page.getByTestId('notify')).toContainText('Notifications are on for background tabs.');
+
+  const agentRequest = await playwright.request.newContext({ baseURL: 'http://127.0.0.1:7431' });
+  const agent = new Agent(agentRequest);
+  await agent.connect();
+  const notes = () => page.evaluate(() => (window as unknown as { notes: { title: string; body: string }[] }).notes);
+
+  // A card on a visible tab raises none.
+  let pending = agent.call('notefx__tool_000', { n: 1 });
+  await expect(page.getByTestId('approval-card')).toBeVisible();
+  expect(await notes()).toEqual([]);
+  await page.getByTestId('deny-call').click();
+  await pending;
+  await expect(page.getByTestId('approval-card')).toHaveCount(0);
+
+  // In the background: one notification naming the server and the tool.
+  await page.evaluate(() => { (window as unknown as { hiddenTab: boolean }).hiddenTab = true; });
+  pending = agent.call('notefx__tool_000', { n: 2 });
+  await expect.poll(notes).toEqual([{ title: 'A call waits for your approval', body: 'notefx: tool_000' }]);
+  await page.getByTestId('approve-call').click();
+  await pending;
+  await agentRequest.dispose();
+});
