@@ -161,7 +161,12 @@ func (a *approvals) hold(ap *approval, timeout time.Duration) error {
 	if err := a.add(ap, timeout); err != nil {
 		return err
 	}
+	// After Close (closeAll) the timers do nothing: the call was denied,
+	// and the endpoint's audit and tabs are gone.
 	time.AfterFunc(timeout, func() {
+		if a.isClosed() {
+			return
+		}
 		if a.decide(ap.ID, Deny, byTimeout, "nobody approved the call within "+timeout.String()) == nil {
 			a.changed()
 		}
@@ -169,13 +174,20 @@ func (a *approvals) hold(ap *approval, timeout time.Duration) error {
 			a.mu.Lock()
 			_, left := a.pending[ap.ID]
 			delete(a.pending, ap.ID)
+			closed := a.closed
 			a.mu.Unlock()
-			if left && ap.by == byTimeout {
+			if left && !closed && ap.by == byTimeout {
 				a.expired(ap.call)
 			}
 		})
 	})
 	return nil
+}
+
+func (a *approvals) isClosed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.closed
 }
 
 // resume collects the answer to a held call: the dashboard's if it came
