@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -62,7 +63,10 @@ type Error struct {
 	SignInProblem string
 	// HTTPStatus is the status of a ClassHTTPStatus answer (0 if unknown).
 	HTTPStatus int
-	err        error
+	// guessed is set for an error no case of classify recognised: it is
+	// ClassProtocol for want of better, and not known to last.
+	guessed bool
+	err     error
 }
 
 // Lasting reports whether the failure will not pass by itself: the
@@ -73,8 +77,10 @@ type Error struct {
 // Switchboard's own failures may pass on the next try.
 func (e *Error) Lasting() bool {
 	switch e.Class {
-	case ClassNotFound, ClassPermission, ClassExited, ClassProtocol, ClassTooLarge, ClassAuth:
+	case ClassNotFound, ClassPermission, ClassExited, ClassTooLarge, ClassAuth:
 		return true
+	case ClassProtocol:
+		return !e.guessed
 	case ClassHTTPStatus:
 		return e.HTTPStatus != http.StatusTooManyRequests && e.HTTPStatus < 500
 	}
@@ -189,7 +195,14 @@ func classify(err error, phase string, jobCtx context.Context, exited bool, code
 		e.HTTPStatus = code
 		return e
 	}
-	return newError(ClassProtocol, phase, rootMessage(err), err)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		// A remote server that dropped the connection (a stdio server
+		// that did is ClassExited above): it may be back on the next try.
+		return newError(ClassNetwork, phase, "the connection closed before the answer: "+rootMessage(err), err)
+	}
+	e = newError(ClassProtocol, phase, rootMessage(err), err)
+	e.guessed = true
+	return e
 }
 
 // spawnError classifies a failure to start a process.

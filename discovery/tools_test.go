@@ -1,9 +1,16 @@
 package discovery
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
 	"slices"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // A tool outside MCP's Tool shape is invalid: clients check a whole
@@ -54,6 +61,28 @@ func TestTaskRequiredIsUnsupported(t *testing.T) {
 		}
 		if c.want == string(ToolUnsupported) && !slices.Contains(tool.Problems, taskRequired) {
 			t.Errorf("decodeTool(%s) problems = %q; want the reason", c.raw, tool.Problems)
+		}
+	}
+}
+
+// A failure is lasting only when classify knows what it is: a dropped
+// connection may pass, and so may an error nothing recognised (a
+// ClassProtocol guess); an unsupported protocol version will not.
+func TestLastingOnlyWhenKnown(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		err     error
+		class   string
+		lasting bool
+	}{
+		{fmt.Errorf("failed to send request: %w", &url.Error{Op: "Post", URL: "http://x/mcp", Err: io.EOF}), ClassNetwork, false},
+		{fmt.Errorf("read body: %w", io.ErrUnexpectedEOF), ClassNetwork, false},
+		{errors.New("something nobody foresaw"), ClassProtocol, false},
+		{mcp.UnsupportedProtocolVersionError{Version: "1999-01-01"}, ClassProtocol, true},
+	} {
+		e := classify(c.err, PhaseInitializing, ctx, false, 0)
+		if e.Class != c.class || e.Lasting() != c.lasting {
+			t.Errorf("classify(%v) = %s, lasting %v; want %s, %v", c.err, e.Class, e.Lasting(), c.class, c.lasting)
 		}
 	}
 }

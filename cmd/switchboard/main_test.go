@@ -85,10 +85,16 @@ var openURL = regexp.MustCompile(`Open (http://127\.0\.0\.1:\d+)/login\?code=([0
 // for run to return.
 func startServe(t *testing.T, vars map[string]string) (base, code string, stop func() error) {
 	t.Helper()
+	return startServeAt(t, "127.0.0.1:0", vars)
+}
+
+// startServeAt is startServe on addr.
+func startServeAt(t *testing.T, addr string, vars map[string]string) (base, code string, stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0"}, env(vars), nil, &stdout, &stderr) }()
+	go func() { done <- run(ctx, []string{"serve", "-addr", addr}, env(vars), nil, &stdout, &stderr) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if m := openURL.FindStringSubmatch(stdout.String()); m != nil {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,15 +80,13 @@ func mcpCmd(ctx context.Context, args []string, getenv func(string) string, stdi
 	if url == "" {
 		url = "http://" + addr + "/mcp"
 	}
-	token := getenv("SWITCHBOARD_MCP_TOKEN")
-	if token == "" {
-		b, err := os.ReadFile(mcpTokenPath(*dbPath))
-		if err != nil {
-			return fmt.Errorf("mcp: no MCP token: set SWITCHBOARD_MCP_TOKEN (the Agents page shows it), or run as the user who runs switchboard serve (%v)", err)
+	b := &bridge{url: url, token: getenv("SWITCHBOARD_MCP_TOKEN"), hc: &http.Client{}, out: stdout, log: stderr, tools: map[string]*mcp.Tool{}}
+	if b.token == "" {
+		b.tokenFile = mcpTokenPath(*dbPath)
+		if !b.reloadToken() {
+			return fmt.Errorf("mcp: no MCP token: set SWITCHBOARD_MCP_TOKEN (the Agents page shows it), or run as the user who runs switchboard serve (%s cannot be read)", b.tokenFile)
 		}
-		token = strings.TrimSpace(string(b))
 	}
-	b := &bridge{url: url, token: token, hc: &http.Client{}, out: stdout, log: stderr, tools: map[string]*mcp.Tool{}}
 	return b.run(ctx, stdin)
 }
 
@@ -100,9 +99,12 @@ func cmpOr(a, b string) string {
 
 // bridge relays one stdio client to /mcp.
 type bridge struct {
-	url, token string
-	hc         *http.Client
-	log        io.Writer
+	url string
+	hc  *http.Client
+	log io.Writer
+	// tokenFile, if set, is where the token was read: read again when the
+	// endpoint refuses it (rotated).
+	tokenFile string
 
 	outMu sync.Mutex
 	out   io.Writer
@@ -112,9 +114,15 @@ type bridge struct {
 	wg  sync.WaitGroup
 
 	mu      sync.Mutex
-	session string               // Mcp-Session-Id, once initialized (2025-11-25 and earlier)
-	version string               // the protocol version negotiated by initialize
-	tools   map[string]*mcp.Tool // from the tools lists relayed, for Mcp-Param headers
+	token   string
+	session string // Mcp-Session-Id, once initialized (2025-11-25 and earlier)
+	// initialize and initialized are the client's own, kept to start a
+	// session again when the endpoint forgot it (restarted, or idle).
+	initialize, initialized []byte
+	listening               bool                 // the session's stream is relayed (see listen)
+	restartMu               sync.Mutex           // one restart at a time
+	version                 string               // the protocol version negotiated by initialize
+	tools                   map[string]*mcp.Tool // from the tools lists relayed, for Mcp-Param headers
 }
 
 // message is what the bridge reads of a JSON-RPC message.
@@ -146,6 +154,16 @@ func (b *bridge) run(ctx context.Context, stdin io.Reader) error {
 				fmt.Fprintf(b.log, "switchboard mcp: a message over %d bytes was dropped\n", maxBridgeMessage)
 			case json.Unmarshal(line, &m) != nil:
 				b.write(rpcErrorJSON(nil, mcp.PARSE_ERROR, "switchboard mcp: a message that is not JSON-RPC"))
+			case m.Method == string(mcp.MethodInitialize) && m.isRequest():
+				b.mu.Lock()
+				b.initialize = slices.Clone(line)
+				b.mu.Unlock()
+				b.wg.Go(func() { b.request(ctx, line, m) })
+			case m.Method == string(mcp.MethodNotificationInitialized):
+				b.mu.Lock()
+				b.initialized = slices.Clone(line)
+				b.mu.Unlock()
+				b.post(ctx, line, m)
 			case m.isRequest():
 				// Each request is answered on its own: a call may wait for a
 				// person, a subscriptions/listen stream lasts.
@@ -205,7 +223,7 @@ func rpcErrorJSON(id json.RawMessage, code int, msg string) []byte {
 // request relays a request and its answer (and whatever the endpoint
 // sends on the way: progress, questions to the person).
 func (b *bridge) request(ctx context.Context, body []byte, m message) {
-	resp, err := b.send(ctx, http.MethodPost, body, m)
+	resp, err := b.exchange(ctx, http.MethodPost, body, m)
 	if err != nil {
 		if ctx.Err() == nil {
 			b.write(rpcErrorJSON(m.ID, mcp.INTERNAL_ERROR, err.Error()))
@@ -233,7 +251,7 @@ func (b *bridge) request(ctx context.Context, body []byte, m message) {
 // post relays a notification or an answer; the endpoint accepts it with
 // no answer to relay, or says why not.
 func (b *bridge) post(ctx context.Context, body []byte, m message) {
-	resp, err := b.send(ctx, http.MethodPost, body, m)
+	resp, err := b.exchange(ctx, http.MethodPost, body, m)
 	if err != nil {
 		fmt.Fprintln(b.log, "switchboard mcp:", err)
 		return
@@ -255,9 +273,10 @@ func (b *bridge) learn(resp *http.Response, req, answer message) {
 		json.Unmarshal(answer.Result, &res)
 		b.mu.Lock()
 		b.session, b.version = resp.Header.Get("Mcp-Session-Id"), res.ProtocolVersion
-		started := b.session != ""
+		listen := b.session != "" && !b.listening
+		b.listening = b.listening || listen
 		b.mu.Unlock()
-		if started {
+		if listen { // one stream, whichever session is current
 			b.wg.Go(b.listen)
 		}
 	case string(mcp.MethodToolsList):
@@ -282,14 +301,14 @@ func (b *bridge) send(ctx context.Context, method string, body []byte, m message
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+b.token)
+	b.mu.Lock()
+	session, version, token := b.session, b.version, b.token
+	b.mu.Unlock()
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	b.mu.Lock()
-	session, version := b.session, b.version
-	b.mu.Unlock()
 	var params struct {
 		Meta *mcp.Meta `json:"_meta"`
 		Name string    `json:"name"`
@@ -324,9 +343,98 @@ func (b *bridge) send(ctx context.Context, method string, body []byte, m message
 	}
 	if resp.StatusCode == http.StatusUnauthorized {
 		resp.Body.Close()
-		return nil, errors.New("Switchboard refused the MCP token: set SWITCHBOARD_MCP_TOKEN to the token on its Agents page (it changes when rotated)")
+		return nil, errTokenRefused
 	}
 	return resp, nil
+}
+
+var errTokenRefused = errors.New("Switchboard refused the MCP token: set SWITCHBOARD_MCP_TOKEN to the token on its Agents page (it changes when rotated)")
+
+// exchange is send, once more after what the bridge can mend by itself:
+// a token rotated since it was read from the file, and a session the
+// endpoint no longer knows (it restarted, or ended the session after an
+// idle hour), which the bridge starts again with the client's own
+// initialize, unseen by the client.
+func (b *bridge) exchange(ctx context.Context, method string, body []byte, m message) (*http.Response, error) {
+	b.mu.Lock()
+	hadSession := b.session
+	b.mu.Unlock()
+	resp, err := b.send(ctx, method, body, m)
+	switch {
+	case errors.Is(err, errTokenRefused) && b.reloadToken():
+	case err == nil && resp.StatusCode == http.StatusNotFound && hadSession != "" && m.Method != string(mcp.MethodInitialize):
+		resp.Body.Close()
+		if rerr := b.restart(ctx, hadSession); rerr != nil {
+			return nil, fmt.Errorf("the session with Switchboard ended and could not be started again: %w", rerr)
+		}
+	default:
+		return resp, err
+	}
+	return b.send(ctx, method, body, m)
+}
+
+// reloadToken reads the token file again; it reports whether it holds a
+// token other than the one in use.
+func (b *bridge) reloadToken() bool {
+	if b.tokenFile == "" {
+		return false
+	}
+	data, err := os.ReadFile(b.tokenFile)
+	tok := strings.TrimSpace(string(data))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil || tok == "" || tok == b.token {
+		return false
+	}
+	b.token = tok
+	return true
+}
+
+// restart starts a new session in place of gone, unless another request
+// did already.
+func (b *bridge) restart(ctx context.Context, gone string) error {
+	b.restartMu.Lock()
+	defer b.restartMu.Unlock()
+	b.mu.Lock()
+	if b.session != gone {
+		b.mu.Unlock()
+		return nil // started again meanwhile
+	}
+	b.session = ""
+	init, initialized := b.initialize, b.initialized
+	b.mu.Unlock()
+	if init == nil {
+		return errors.New("the client never initialized")
+	}
+	var m message
+	json.Unmarshal(init, &m)
+	resp, err := b.send(ctx, http.MethodPost, init, m)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var answer message
+	if err := b.relay(resp, func(msg []byte) {
+		var r message
+		if json.Unmarshal(msg, &r) == nil && bytes.Equal(r.ID, m.ID) && r.Method == "" {
+			answer = r
+		}
+	}); err != nil {
+		return err
+	}
+	if answer.Result == nil {
+		return fmt.Errorf("initialize answered HTTP %d without a result", resp.StatusCode)
+	}
+	b.mu.Lock()
+	b.session = resp.Header.Get("Mcp-Session-Id")
+	b.mu.Unlock()
+	if initialized != nil {
+		if r, err := b.send(ctx, http.MethodPost, initialized, message{Method: string(mcp.MethodNotificationInitialized)}); err == nil {
+			r.Body.Close()
+		}
+	}
+	fmt.Fprintln(b.log, "switchboard mcp: the session with Switchboard was started again")
+	return nil
 }
 
 // relay hands each JSON-RPC message of an answer to fn: a JSON body, or
@@ -383,7 +491,7 @@ func readEvents(r io.Reader, fn func([]byte)) error {
 // again after a drop, until the bridge ends.
 func (b *bridge) listen() {
 	for delay := 100 * time.Millisecond; ; delay = min(delay*2, 5*time.Second) {
-		resp, err := b.send(b.ctx, http.MethodGet, nil, message{})
+		resp, err := b.exchange(b.ctx, http.MethodGet, nil, message{})
 		if err == nil {
 			if resp.StatusCode == http.StatusMethodNotAllowed { // no such stream here
 				resp.Body.Close()

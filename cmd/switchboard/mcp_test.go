@@ -34,6 +34,14 @@ func startLiveDashboard(t *testing.T) liveDashboard {
 	base, _, stop := startServe(t, map[string]string{"SWITCHBOARD_DB": d.db, "SWITCHBOARD_TOKEN": d.token})
 	t.Cleanup(func() { stop() })
 	d.base = base
+	d.addFixture(t)
+	return d
+}
+
+// addFixture registers fx and verifies it, with tools allow (read), ask
+// (write) and deny (drop).
+func (d liveDashboard) addFixture(t *testing.T) {
+	t.Helper()
 	tools := filepath.Join(t.TempDir(), "tools.json")
 	var list []map[string]any
 	for _, n := range []string{"read", "write", "drop"} {
@@ -65,7 +73,41 @@ func startLiveDashboard(t *testing.T) liveDashboard {
 	for tool, policy := range map[string]string{"read": "allow", "write": "ask", "drop": "deny"} {
 		d.api(t, http.MethodPut, "/api/v1/servers/fx/tools/"+tool+"/policy", map[string]any{"policy": policy}, http.StatusOK)
 	}
-	return d
+}
+
+// When the dashboard restarts under a running switchboard mcp, the
+// session the client opened is gone: the bridge starts it again by
+// itself, and the client's next call goes through.
+func TestMCPBridgeOutlivesARestart(t *testing.T) {
+	d := liveDashboard{token: strings.Repeat("c", 64), db: filepath.Join(t.TempDir(), "sb.db")}
+	vars := map[string]string{"SWITCHBOARD_DB": d.db, "SWITCHBOARD_TOKEN": d.token}
+	base, _, stop := startServe(t, vars)
+	d.base = base
+	d.addFixture(t)
+	c, err := bridgeClient(t, d, mcp.ProtocolVersion20251125, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		_, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "fx__read"}})
+		return err
+	}
+	if err := call(); err != nil {
+		t.Fatalf("call before the restart: %v", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	base2, _, stop2 := startServeAt(t, strings.TrimPrefix(base, "http://"), vars)
+	t.Cleanup(func() { stop2() })
+	if base2 != base {
+		t.Fatalf("restarted at %s; want %s", base2, base)
+	}
+	if err := call(); err != nil {
+		t.Errorf("call after the restart: %v; want the bridge to start the session again", err)
+	}
 }
 
 func (d liveDashboard) api(t *testing.T, method, path string, body any, want int) []byte {

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -18,8 +20,18 @@ import (
 func TestHeldApprovals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var changes atomic.Int32
+		var mu sync.Mutex // the timers log from their own goroutines
 		var expired []store.Call
-		a := newApprovals(func() { changes.Add(1) }, func(c store.Call) { expired = append(expired, c) })
+		a := newApprovals(func() { changes.Add(1) }, func(c store.Call) {
+			mu.Lock()
+			defer mu.Unlock()
+			expired = append(expired, c)
+		})
+		logged := func() []store.Call {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(expired)
+		}
 		held := func(args string) *approval {
 			ap := &approval{Session: statelessSession, Client: "agent 1", AgentName: "s__t", ArgsHash: args, call: store.Call{AgentName: "s__t", ArgsHash: args}}
 			if err := a.hold(ap, 10*time.Second); err != nil {
@@ -57,21 +69,21 @@ func TestHeldApprovals(t *testing.T) {
 		if len(a.list()) != 0 || unanswered.by != byTimeout {
 			t.Errorf("after the deadline: %d cards, decided by %q; want none, by timeout", len(a.list()), unanswered.by)
 		}
-		if len(expired) != 0 {
+		if len(logged()) != 0 {
 			t.Errorf("logged before the grace was over")
 		}
 		time.Sleep(heldGrace)
 		synctest.Wait()
-		if len(expired) != 1 || expired[0].ArgsHash != "h3" {
-			t.Errorf("logged after the grace: %+v; want the unanswered call", expired)
+		if got := logged(); len(got) != 1 || got[0].ArgsHash != "h3" {
+			t.Errorf("logged after the grace: %+v; want the unanswered call", got)
 		}
 
 		held("h4")
 		a.closeAll()
 		time.Sleep(10*time.Second + heldGrace)
 		synctest.Wait()
-		if len(expired) != 1 {
-			t.Errorf("a timer logged a call after Close: %+v", expired)
+		if got := logged(); len(got) != 1 {
+			t.Errorf("a timer logged a call after Close: %+v", got)
 		}
 	})
 }
