@@ -128,7 +128,7 @@ func (s *Server) handleConnectPreview(c echo.Context) error {
 		return err
 	}
 	p, err := s.connectPlan(c, c.FormValue("client"), "<a token of its own, made when you write it>")
-	v.Connect = &views.ConnectView{Client: c.FormValue("client"), Path: p.Path, Diff: p.Diff, Before: hashHex(p.Before)}
+	v.Connect = &views.ConnectView{Client: c.FormValue("client"), Path: p.Path, Diff: p.PageDiff(), Before: hashHex(p.Before)}
 	if err != nil {
 		v.Connect.Error = err.Error()
 	}
@@ -161,6 +161,11 @@ func (s *Server) handleConnect(c echo.Context) error {
 		s.mcp.Disconnect(ctx, ct.ID) // no token without its entry
 		v.Connect = &views.ConnectView{Client: key, Path: p.Path, Error: err.Error()}
 		return render(c, http.StatusUnprocessableEntity, views.AgentsPage(s.page(c, "Agents"), v))
+	}
+	if p.Old != nil { // the entry it replaced had a token of its own
+		if err := s.mcp.DisconnectToken(ctx, serverconfig.TokenOf(*p.Old)); err != nil {
+			s.log.Warn("revoke the token of a replaced entry", "client", client.Name, "err", err)
+		}
 	}
 	v.Connected = &views.ConnectView{Client: client.Name, Path: p.Path, Backup: backup}
 	return render(c, http.StatusOK, views.AgentsPage(s.page(c, "Agents"), v))

@@ -160,7 +160,10 @@ func TestConnectFromTheAgentsPage(t *testing.T) {
 	e := m.e
 	e.secrets = slices.DeleteFunc(e.secrets, func(s string) bool { return s == testMCPToken })
 	path := filepath.Join(home, ".cursor", "mcp.json")
-	const original = "{\n  // mine\n  \"mcpServers\": {\n    \"linear\": {\"url\": \"https://mcp.linear.app/sse\"}\n  }\n}\n"
+	// The last entry holds a secret: the page's diff shows that line (a
+	// comma is added after it) but never its values.
+	const original = "{\n  // mine\n  \"mcpServers\": {\n    \"linear\": {\"url\": \"https://mcp.linear.app/sse\", \"headers\": {\"Authorization\": \"Bearer lin-secret-123\"}}\n  }\n}\n"
+	e.secrets = append(e.secrets, "lin-secret-123")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -201,13 +204,28 @@ func TestConnectFromTheAgentsPage(t *testing.T) {
 	}
 	written, _ := os.ReadFile(path)
 	token := regexp.MustCompile(`sbc_[0-9a-f]{64}`).FindString(string(written))
-	if token == "" || !strings.Contains(string(written), "// mine, edited") || !strings.Contains(string(written), "linear") {
+	if token == "" || !strings.Contains(string(written), "// mine, edited") || !strings.Contains(string(written), "lin-secret-123") {
 		t.Fatalf("written file:\n%s", written)
 	}
 	if got := mcpStatus(t, m.base, token); got != http.StatusOK {
 		t.Errorf("/mcp with the written token: %d", got)
 	}
-	if backups, _ := filepath.Glob(path + ".switchboard-backup-*"); len(backups) != 1 {
-		t.Errorf("backups = %v; want one", backups)
+
+	// Connecting again replaces the entry and revokes its token; the page
+	// never shows either token.
+	diff, before = preview()
+	if strings.Contains(diff, token) {
+		t.Errorf("the preview shows the written token")
+	}
+	wantStatus(t, b.post("/agents/connect", url.Values{"client": {"cursor"}, "before": {before}}), http.StatusOK)
+	again, _ := os.ReadFile(path)
+	if newToken := regexp.MustCompile(`sbc_[0-9a-f]{64}`).FindString(string(again)); newToken == token || mcpStatus(t, m.base, newToken) != http.StatusOK {
+		t.Errorf("connecting again wrote %q (was %q)", newToken, token)
+	}
+	if got := mcpStatus(t, m.base, token); got != http.StatusUnauthorized {
+		t.Errorf("the replaced entry's token: %d; want it revoked", got)
+	}
+	if backups, _ := filepath.Glob(path + ".switchboard-backup-*"); len(backups) != 2 {
+		t.Errorf("backups = %v; want one per write", backups)
 	}
 }

@@ -129,8 +129,8 @@ func TestConnectAndDisconnect(t *testing.T) {
 			}
 			written, _ := os.ReadFile(path)
 			token := tokenIn.FindString(string(written))
-			if token == "" || !strings.Contains(out, token) {
-				t.Fatalf("the file holds no client token, or the diff did not show it:\n%s", written)
+			if token == "" || strings.Contains(out, token) || !strings.Contains(out, "sbc_••••") {
+				t.Fatalf("the file holds no client token, or the diff shows it unmasked:\n%s\n%s", written, out)
 			}
 			for _, kept := range []string{"mcpServers", "servers", "context7", "DEBUG", "// my servers", "# kept as is", "numStartups", "allowedTools", "api-key", "notes-mcp", "linear", "fetch"} {
 				if strings.Contains(cfg.text, kept) && !strings.Contains(string(written), kept) {

@@ -44,6 +44,20 @@ func (e *Endpoint) Disconnect(ctx context.Context, id string) error {
 	return e.loadClients(ctx)
 }
 
+// DisconnectToken revokes the connected client whose token this is, if
+// one is (nothing else: the endpoint's own token is not a client's).
+func (e *Endpoint) DisconnectToken(ctx context.Context, token string) error {
+	ct, ok := e.clientOf(token)
+	if !ok {
+		return nil
+	}
+	err := e.Disconnect(ctx, ct.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // revoked meanwhile
+	}
+	return err
+}
+
 // Clients is the connected clients, oldest first.
 func (e *Endpoint) Clients(ctx context.Context) ([]store.ClientToken, error) {
 	return e.st.ClientTokens(ctx)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -218,13 +219,49 @@ func writeBackup(name string, data []byte, mode fs.FileMode) (string, error) {
 	return "", fmt.Errorf("%s: too many backups", name)
 }
 
-// diff is the unified diff of a file's change.
+// diff is the unified diff of a file's change, with Switchboard's tokens
+// masked (see MaskTokens).
 func diff(path string, before, after []byte) string {
 	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 		A: difflib.SplitLines(string(before)), B: difflib.SplitLines(string(after)),
 		FromFile: path, ToFile: path + " (new)", Context: 3,
 	})
-	return d
+	return MaskTokens(d)
+}
+
+var switchboardToken = regexp.MustCompile(`\b(sbc|sbmcp)_[0-9a-f]{16,}`)
+
+// MaskTokens hides Switchboard's tokens (a client's sbc_…, the
+// endpoint's sbmcp_…) in text meant to be shown.
+func MaskTokens(s string) string { return switchboardToken.ReplaceAllString(s, "${1}_••••") }
+
+// quotedValue is a quoted value after a key (JSON "k": "v", TOML k = "v").
+var quotedValue = regexp.MustCompile(`((?:"(?:[^"\\]|\\.)*"\s*:|[A-Za-z0-9_.-]+\s*=)\s*)"(?:[^"\\]|\\.)*"`)
+
+// PageDiff is the change as a page shows it: only the lines that change,
+// with the values of every line but the new entry's masked, since the
+// file may hold other servers' secrets the page must not echo.
+func (p ConfigChange) PageDiff() string {
+	d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(string(p.Before)), B: difflib.SplitLines(string(p.After)), Context: 0,
+	})
+	removed := map[string]bool{}
+	for _, l := range strings.Split(d, "\n") {
+		if strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---") {
+			removed[strings.TrimRight(strings.TrimSpace(l[1:]), ",")] = true
+		}
+	}
+	var out []string
+	for _, l := range strings.Split(d, "\n") {
+		switch {
+		case strings.HasPrefix(l, "---"), strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "@@"):
+			continue
+		case strings.HasPrefix(l, "-"), strings.HasPrefix(l, "+") && removed[strings.TrimRight(strings.TrimSpace(l[1:]), ",")]:
+			l = quotedValue.ReplaceAllString(l, `${1}"••••"`) // a line of the file as it was
+		}
+		out = append(out, l)
+	}
+	return MaskTokens(strings.TrimRight(strings.Join(out, "\n"), "\n") + "\n")
 }
 
 // Write applies the change: the file as it was is copied beside it first
