@@ -196,14 +196,3 @@ func Discard(d *Discovery, job, trigger string, started, finished time.Time) His
 	}
 	return entry
 }
-
-// CountChanged counts the changed tools among entries.
-func CountChanged(entries []ToolEntry) int {
-	n := 0
-	for _, e := range entries {
-		if e.State == ToolChanged {
-			n++
-		}
-	}
-	return n
-}

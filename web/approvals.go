@@ -22,31 +22,25 @@ func (s *Server) approvalsEvent() *sse.Event {
 // (htmx, which sends the CSRF token; the cards are the same on every tab,
 // so they hold none).
 func (s *Server) handleDecideForm(c echo.Context) error {
-	approve, err := decision(c.FormValue("decision"))
-	if err != nil {
+	if err := s.decide(c.Param("id"), c.FormValue("decision"), gateway.ByDashboard, "a person denied the call in the dashboard"); err != nil {
 		return err
-	}
-	if err := s.mcp.Decide(c.Param("id"), approve, gateway.ByDashboard, "a person denied the call in the dashboard"); err != nil {
-		return decideError(err)
 	}
 	return c.NoContent(http.StatusNoContent) // the cards update over SSE
 }
 
-// decideError is the answer to a decision on a call that is not
-// waiting.
-func decideError(err error) error {
+// decide records an answer to a waiting call, as the cards and the API
+// send it: 422 for an answer that is none, 404 for a call not waiting.
+func (s *Server) decide(id, answer, by, reason string) error {
+	a, ok := gateway.ParseAnswer(answer)
+	if !ok {
+		return &apiError{Status: http.StatusUnprocessableEntity, Message: "invalid decision",
+			Fields: map[string]string{"decision": `must be "allow_once" (or "approve"), "always_allow" or "deny"`}}
+	}
+	err := s.mcp.Decide(id, a, by, reason)
 	if errors.Is(err, gateway.ErrApprovalGone) {
 		return &apiError{Status: http.StatusNotFound, Message: err.Error()}
 	}
 	return err
-}
-
-func decision(v string) (gateway.Answer, error) {
-	if a, ok := gateway.ParseAnswer(v); ok {
-		return a, nil
-	}
-	return "", &apiError{Status: http.StatusUnprocessableEntity, Message: "invalid decision",
-		Fields: map[string]string{"decision": `must be "allow_once" (or "approve"), "always_allow" or "deny"`}}
 }
 
 type approvalJSON struct {
@@ -63,6 +57,7 @@ type approvalJSON struct {
 
 // handleAPIApprovals serves GET /api/v1/approvals.
 func (s *Server) handleAPIApprovals(c echo.Context) error {
+	s.lastAPIPoll.Store(s.cfg.Now().UnixNano()) // a program that may answer (see approvers)
 	list := s.mcp.Approvals()
 	out := make([]approvalJSON, 0, len(list))
 	for _, a := range list {
@@ -81,12 +76,8 @@ func (s *Server) handleAPIDecide(c echo.Context) error {
 	if err := decodeJSON(c, 4096, &body); err != nil {
 		return err
 	}
-	approve, err := decision(body.Decision)
-	if err != nil {
+	if err := s.decide(c.Param("id"), body.Decision, gateway.ByAPI, "denied through the API"); err != nil {
 		return err
-	}
-	if err := s.mcp.Decide(c.Param("id"), approve, gateway.ByAPI, "denied through the API"); err != nil {
-		return decideError(err)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"decision": body.Decision})
 }

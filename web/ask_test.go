@@ -153,8 +153,8 @@ func TestAskInTheAgentsClient(t *testing.T) {
 				if got := e.lastCall(n); got.Decision != "approved" || got.DecidedBy != "client" || !strings.HasPrefix(got.Reason, "always allow") {
 					t.Errorf("audited = %+v; want approved by the client, always allow", got)
 				}
-				if p, by := e.policyOf("alpha", "write"); p != "allow" || by != "client (always allow)" {
-					t.Errorf("policy after Always allow = %s set by %q; want allow by the client (always allow)", p, by)
+				if p, by := e.policyOf("alpha", "write"); p != "allow" || by != "client asking-agent 1 (always allow)" {
+					t.Errorf("policy after Always allow = %s set by %q; want allow, set by the client that answered, named", p, by)
 				}
 				asked := a.asked.Load()
 				if res, err := callWrite(); err != nil || !strings.HasPrefix(text(res), "write ") || a.asked.Load() != asked {
@@ -248,21 +248,36 @@ func TestAskNobodyToAsk(t *testing.T) {
 		t.Errorf("audited = %+v; want denied by switchboard", got)
 	}
 
-	e.openTab(e.login())
-	done := make(chan error, 1)
-	go func() { _, err := c.call("alpha__write", map[string]any{"text": "x"}); done <- err }()
-	var id string
-	waitFor(t, 5*time.Second, "the card", func() bool {
-		if list := e.approvals(); len(list) == 1 {
-			id = list[0].ID
-		}
-		return id != ""
-	})
-	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "always_allow"}), http.StatusOK)
-	if err := <-done; err != nil {
+	// A program that reads the waiting calls through the API may answer
+	// there: a call then waits for it.
+	answerThroughAPI := func(decision string) error {
+		done := make(chan error, 1)
+		go func() { _, err := c.call("alpha__write", map[string]any{"text": decision}); done <- err }()
+		wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+e.waitApproval(), map[string]any{"decision": decision}), http.StatusOK)
+		return <-done
+	}
+	e.approvals()
+	if err := answerThroughAPI("allow_once"); err != nil {
+		t.Fatalf("call answered through the API = %v", err)
+	}
+	if err := answerThroughAPI("always_allow"); err != nil {
 		t.Fatalf("call answered Always allow through the API = %v", err)
 	}
 	if p, by := e.policyOf("alpha", "write"); p != "allow" || by != "api (always allow)" {
 		t.Errorf("policy = %s by %q; want allow by api (always allow)", p, by)
 	}
+}
+
+// waitApproval waits for one call to wait for a person, and returns its
+// id as the API lists it.
+func (e *env) waitApproval() string {
+	e.t.Helper()
+	var id string
+	waitFor(e.t, 5*time.Second, "a call waiting for a person", func() bool {
+		if list := e.approvals(); len(list) == 1 {
+			id = list[0].ID
+		}
+		return id != ""
+	})
+	return id
 }

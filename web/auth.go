@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -20,7 +21,23 @@ func (s *Server) handleHealth(c echo.Context) error {
 func (s *Server) handleEvents(c echo.Context) error {
 	sess, _ := c.Get(ctxSession).(session.Session)
 	s.hub.ServeSession(c.Response(), c.Request(), sess.ID, sess.Expires)
+	s.lastTab.Store(s.cfg.Now().UnixNano()) // a page load closes one tab before the next opens
 	return nil
+}
+
+// approvers is how many can answer a call waiting for a person now: the
+// open tabs, else one if a tab closed in the last 5 s (a page being
+// loaded) or a program read the waiting calls through the API in the
+// last 30 s (it may answer there).
+func (s *Server) approvers() int {
+	if n := s.hub.Connections(); n > 0 {
+		return n
+	}
+	now := s.cfg.Now()
+	if now.Sub(time.Unix(0, s.lastTab.Load())) < 5*time.Second || now.Sub(time.Unix(0, s.lastAPIPoll.Load())) < 30*time.Second {
+		return 1
+	}
+	return 0
 }
 
 // handleLoginPage serves GET /login. With ?code= it redeems the one-time

@@ -1,12 +1,9 @@
 package web
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"os"
-	"runtime"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -103,21 +100,13 @@ func (s *Server) handleDisconnectForm(c echo.Context) error {
 // connectPlan is the change that connects client key, with the entry's
 // token (a placeholder for a preview).
 func (s *Server) connectPlan(c echo.Context, key, token string) (serverconfig.ConfigChange, error) {
-	client, ok := serverconfig.ClientByKey(key)
-	if !ok {
-		return serverconfig.ConfigChange{}, &apiError{Status: http.StatusUnprocessableEntity, Message: "choose one of the clients"}
-	}
-	home := s.cfg.ImportHome
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return serverconfig.ConfigChange{}, err
-	}
+	exe, _ := os.Executable()
 	host := c.Request().Host
-	entry := client.Entry(serverconfig.Endpoint{URL: "http://" + host + "/mcp", Addr: host, Exe: exe, Token: token})
-	return serverconfig.PlanConnect(client, client.ConfigPath(runtime.GOOS, home, os.Getenv), entry)
+	p, err := serverconfig.PlanConnectHere(key, s.home(), serverconfig.Endpoint{URL: "http://" + host + "/mcp", Addr: host, Exe: exe, Token: token})
+	if errors.Is(err, serverconfig.ErrUnknownClient) {
+		return p, &apiError{Status: http.StatusUnprocessableEntity, Message: err.Error()}
+	}
+	return p, err
 }
 
 // handleConnectPreview serves POST /agents/connect/preview: the change
@@ -128,7 +117,7 @@ func (s *Server) handleConnectPreview(c echo.Context) error {
 		return err
 	}
 	p, err := s.connectPlan(c, c.FormValue("client"), "<a token of its own, made when you write it>")
-	v.Connect = &views.ConnectView{Client: c.FormValue("client"), Path: p.Path, Diff: p.PageDiff(), Before: hashHex(p.Before)}
+	v.Connect = &views.ConnectView{Client: c.FormValue("client"), Path: p.Path, Diff: p.PageDiff(), Before: store.HashToken(string(p.Before))}
 	if err != nil {
 		v.Connect.Error = err.Error()
 	}
@@ -141,7 +130,7 @@ func (s *Server) handleConnect(c echo.Context) error {
 	ctx := c.Request().Context()
 	key := c.FormValue("client")
 	client, _ := serverconfig.ClientByKey(key)
-	if p, err := s.connectPlan(c, key, ""); err != nil || hashHex(p.Before) != c.FormValue("before") {
+	if p, err := s.connectPlan(c, key, ""); err != nil || store.HashToken(string(p.Before)) != c.FormValue("before") {
 		return s.handleConnectPreview(c) // changed since the preview: show it again
 	}
 	token, ct, err := s.mcp.Connect(ctx, client.Name)
@@ -169,9 +158,4 @@ func (s *Server) handleConnect(c echo.Context) error {
 	}
 	v.Connected = &views.ConnectView{Client: client.Name, Path: p.Path, Backup: backup}
 	return render(c, http.StatusOK, views.AgentsPage(s.page(c, "Agents"), v))
-}
-
-func hashHex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }

@@ -42,14 +42,20 @@ func newHeldImports() *held.Map[heldImport] { return held.New[heldImport](time.H
 
 // knownFiles lists the client configs found on this machine.
 func (s *Server) knownFiles() []clientconfig.Location {
-	home, cwd := s.cfg.ImportHome, s.cfg.ImportCwd
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
+	cwd := s.cfg.ImportCwd
 	if cwd == "" {
 		cwd, _ = os.Getwd()
 	}
-	return clientconfig.WellKnown(home, cwd)
+	return clientconfig.WellKnown(s.home(), cwd)
+}
+
+// home is the user's home, where the clients keep their configs.
+func (s *Server) home() string {
+	if s.cfg.ImportHome != "" {
+		return s.cfg.ImportHome
+	}
+	home, _ := os.UserHomeDir()
+	return home
 }
 
 // knownKey names a found file in a form: stable while the file is there,

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a-h/templ"
@@ -102,6 +103,10 @@ type Server struct {
 
 	pub         *publisher // the one path of servers' state to the tabs
 	unsubscribe func()     // stops following the store's changes
+
+	// lastTab and lastAPIPoll are when a tab last closed and a program last
+	// read the waiting calls (Unix ns; see approvers).
+	lastTab, lastAPIPoll atomic.Int64
 }
 
 // New builds the application on st, whose changes it follows from now
@@ -180,7 +185,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 		ApprovalsChanged: func() { s.hub.Publish(s.approvalsEvent()) },
 		CallsChanged:     func() { s.hub.Publish(signal(views.EventCalls)) },
 		UpstreamsChanged: s.publishAgents,
-		Approvers:        s.hub.Connections,
+		Approvers:        s.approvers,
 		Logger:           s.log,
 	})
 	if err != nil {

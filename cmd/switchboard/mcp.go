@@ -12,6 +12,8 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -40,11 +42,22 @@ func mcpTokenPath(dbPath string) string { return dbPath + ".mcp-token" }
 
 // keepMCPToken writes the token to path (0600), replacing it whole.
 func keepMCPToken(path, token string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(token+"\n"), 0o600); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(token + "\n")
+	if cerr := f.Chmod(0o600); err == nil {
+		err = cerr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 const mcpUsage = `usage: switchboard mcp [-addr HOST:PORT | -url URL] [-db PATH]
@@ -151,7 +164,9 @@ func (b *bridge) run(ctx context.Context, stdin io.Reader) error {
 			var m message
 			switch {
 			case errors.Is(err, errTooLong):
+				// The client waits for an answer: say why it gets none.
 				fmt.Fprintf(b.log, "switchboard mcp: a message over %d bytes was dropped\n", maxBridgeMessage)
+				b.write(rpcErrorJSON(leadingID(line), mcp.INVALID_REQUEST, fmt.Sprintf("switchboard mcp: a message over %d MiB is refused", maxBridgeMessage>>20)))
 			case json.Unmarshal(line, &m) != nil:
 				b.write(rpcErrorJSON(nil, mcp.PARSE_ERROR, "switchboard mcp: a message that is not JSON-RPC"))
 			case m.Method == string(mcp.MethodInitialize) && m.isRequest():
@@ -182,16 +197,27 @@ func (b *bridge) run(ctx context.Context, stdin io.Reader) error {
 
 var errTooLong = errors.New("message too long")
 
+// leadingID is the id of an over-long message, if it comes early in it.
+var leadingIDRe = regexp.MustCompile(`^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})`)
+
+func leadingID(line []byte) json.RawMessage {
+	if m := leadingIDRe.FindSubmatch(line); m != nil {
+		return json.RawMessage(m[1])
+	}
+	return nil
+}
+
 // readMessage reads one line, at most maxBridgeMessage bytes of it.
 func readMessage(r *bufio.Reader) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(line)+len(chunk) > maxBridgeMessage {
+			head := append(line, chunk[:min(len(chunk), 512)]...)
 			for errors.Is(err, bufio.ErrBufferFull) { // skip the rest of the line
 				_, err = r.ReadSlice('\n')
 			}
-			return nil, errTooLong
+			return head[:min(len(head), 512)], errTooLong
 		}
 		line = append(line, chunk...)
 		if !errors.Is(err, bufio.ErrBufferFull) {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -258,4 +260,22 @@ func TestMCPBridge(t *testing.T) {
 			t.Errorf("initialize with a wrong token = %v; want refused, saying what to do", err)
 		}
 	})
+}
+
+// A message over the bridge's bound is refused with an error the client
+// can match to its request, and the next one is read whole.
+func TestBridgeReadsBoundedMessages(t *testing.T) {
+	big := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"x":"` + strings.Repeat("a", maxBridgeMessage) + `"}}}`
+	in := bufio.NewReaderSize(strings.NewReader(big+"\n"+`{"jsonrpc":"2.0","id":8,"method":"ping"}`+"\n"), 64<<10)
+	head, err := readMessage(in)
+	if !errors.Is(err, errTooLong) || string(leadingID(head)) != "7" {
+		t.Fatalf("readMessage of an over-long message = %q…, %v; want errTooLong with its id 7", head[:min(len(head), 40)], err)
+	}
+	next, err := readMessage(in)
+	if err != nil || !strings.Contains(string(next), `"id":8`) {
+		t.Fatalf("the next message = %q, %v", next, err)
+	}
+	if id := leadingID([]byte(`{"jsonrpc":"2.0","id":"abc","method":"x"}`)); string(id) != `"abc"` {
+		t.Errorf("leadingID of a string id = %s", id)
+	}
 }

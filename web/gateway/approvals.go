@@ -69,8 +69,8 @@ type approval struct {
 // approvals are the calls waiting for a person, shown as cards on every
 // open tab.
 type approvals struct {
-	changed func()           // a call started or stopped waiting
-	expired func(store.Call) // a held call was never called again
+	changed func()          // a call started or stopped waiting
+	expired func(*approval) // a held call was never called again
 	mu      sync.Mutex
 	pending map[string]*approval
 	closed  bool
@@ -87,7 +87,7 @@ const maxPending = 32
 // for the agent's next call after its deadline.
 const heldGrace = time.Minute
 
-func newApprovals(changed func(), expired func(store.Call)) *approvals {
+func newApprovals(changed func(), expired func(*approval)) *approvals {
 	return &approvals{changed: changed, expired: expired, pending: map[string]*approval{}}
 }
 
@@ -176,8 +176,8 @@ func (a *approvals) hold(ap *approval, timeout time.Duration) error {
 			delete(a.pending, ap.ID)
 			closed := a.closed
 			a.mu.Unlock()
-			if left && !closed && ap.by == byTimeout {
-				a.expired(ap.call)
+			if left && !closed {
+				a.expired(ap)
 			}
 		})
 	})
@@ -191,13 +191,15 @@ func (a *approvals) isClosed() bool {
 }
 
 // resume collects the answer to a held call: the dashboard's if it came
-// first, else given (answered in the agent's client, if not ""). It
-// reports false if the call is still waiting, and ErrApprovalGone if id
-// is not a held call of this agent and tool.
-func (a *approvals) resume(id, session, client, agentName, argsHash string, given Answer, reason string) (*approval, bool, error) {
+// first, else given (answered in the agent's client, if not ""). caller
+// is the call that collects it: the same client (and connected client's
+// token), tool and arguments. It reports false if the call is still
+// waiting, and ErrApprovalGone if id is not a held call of caller's.
+func (a *approvals) resume(id string, caller *approval, given Answer, reason string) (*approval, bool, error) {
 	a.mu.Lock()
 	ap, ok := a.pending[id]
-	if !ok || !ap.held || ap.Session != session || ap.Client != client || ap.AgentName != agentName || ap.ArgsHash != argsHash {
+	if !ok || !ap.held || ap.Session != caller.Session || ap.Client != caller.Client || ap.ConnectedAs != caller.ConnectedAs ||
+		ap.AgentName != caller.AgentName || ap.ArgsHash != caller.ArgsHash {
 		a.mu.Unlock()
 		return nil, false, ErrApprovalGone
 	}
@@ -241,6 +243,17 @@ func (a *approvals) decide(id string, ans Answer, by, reason string) error {
 	ap.answer, ap.by, ap.reason = ans, by, reason
 	close(ap.decided)
 	return nil
+}
+
+// tool is the tool the call waiting under id calls.
+func (a *approvals) tool(id string) (store.ToolRef, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ap, ok := a.pending[id]
+	if !ok {
+		return store.ToolRef{}, false
+	}
+	return store.ToolRef{ServerID: ap.ServerID, Tool: ap.Tool}, true
 }
 
 // waiting reports whether a call waits for an answer under id.
@@ -307,12 +320,20 @@ func shortSession(id string) string {
 func (e *Endpoint) Approvals() []views.Approval { return e.approvals.list() }
 
 // Decide records a person's answer to a waiting call: by is where they
-// answered (ByDashboard, ByAPI), reason why, if it is a denial. It is
-// ErrApprovalGone if the call is not waiting (any more).
+// answered (ByDashboard, ByAPI), reason why, if it is a denial. Always
+// allow sets the tool's policy here and now, whether or not the call
+// itself is ever made. It is ErrApprovalGone if the call is not waiting
+// (any more).
 func (e *Endpoint) Decide(id string, ans Answer, by, reason string) error {
+	ref, ok := e.approvals.tool(id)
 	if err := e.approvals.decide(id, ans, by, reason); err != nil {
 		return err
 	}
 	e.approvals.changed()
+	if ans == AlwaysAllow && ok {
+		if err := e.alwaysAllow(context.Background(), ref, by); err != nil {
+			e.log.Error("set the policy of an always-allowed tool", "server", ref.ServerID, "tool", ref.Tool, "err", err)
+		}
+	}
 	return nil
 }

@@ -22,10 +22,10 @@ func TestHeldApprovals(t *testing.T) {
 		var changes atomic.Int32
 		var mu sync.Mutex // the timers log from their own goroutines
 		var expired []store.Call
-		a := newApprovals(func() { changes.Add(1) }, func(c store.Call) {
+		a := newApprovals(func() { changes.Add(1) }, func(ap *approval) {
 			mu.Lock()
 			defer mu.Unlock()
-			expired = append(expired, c)
+			expired = append(expired, ap.call)
 		})
 		logged := func() []store.Call {
 			mu.Lock()
@@ -42,11 +42,16 @@ func TestHeldApprovals(t *testing.T) {
 
 		first := held("h1")
 		for _, other := range []struct{ client, agentName, args string }{{"other 1", "s__t", "h1"}, {"agent 1", "s__u", "h1"}, {"agent 1", "s__t", "h2"}} {
-			if _, _, err := a.resume(first.ID, statelessSession, other.client, other.agentName, other.args, AllowOnce, ""); !errors.Is(err, ErrApprovalGone) {
+			caller := &approval{Session: statelessSession, Client: other.client, AgentName: other.agentName, ArgsHash: other.args}
+			if _, _, err := a.resume(first.ID, caller, AllowOnce, ""); !errors.Is(err, ErrApprovalGone) {
 				t.Errorf("resume by %+v = %v; want ErrApprovalGone", other, err)
 			}
 		}
-		if _, done, err := a.resume(first.ID, statelessSession, "agent 1", "s__t", "h1", "", ""); err != nil || done {
+		same := &approval{Session: statelessSession, Client: "agent 1", AgentName: "s__t", ArgsHash: "h1"}
+		if _, _, err := a.resume(first.ID, &approval{Session: statelessSession, Client: "agent 1", ConnectedAs: "Cursor", AgentName: "s__t", ArgsHash: "h1"}, AllowOnce, ""); !errors.Is(err, ErrApprovalGone) {
+			t.Errorf("resume with another connected client's token = %v; want ErrApprovalGone", err)
+		}
+		if _, done, err := a.resume(first.ID, same, "", ""); err != nil || done {
 			t.Fatalf("resume with no answer yet = %v, %v; want still waiting", done, err)
 		}
 		if err := a.decide(first.ID, AllowOnce, ByDashboard, ""); err != nil {
@@ -55,11 +60,11 @@ func TestHeldApprovals(t *testing.T) {
 		if n := len(a.list()); n != 0 {
 			t.Errorf("%d cards after the card was answered; want none", n)
 		}
-		ap, done, err := a.resume(first.ID, statelessSession, "agent 1", "s__t", "h1", Deny, "denied in the client")
+		ap, done, err := a.resume(first.ID, same, Deny, "denied in the client")
 		if err != nil || !done || ap.answer != AllowOnce || ap.by != ByDashboard {
 			t.Fatalf("resume after the card's answer = %+v, %v, %v; want the card's Allow once", ap, done, err)
 		}
-		if _, _, err := a.resume(first.ID, statelessSession, "agent 1", "s__t", "h1", AllowOnce, ""); !errors.Is(err, ErrApprovalGone) {
+		if _, _, err := a.resume(first.ID, same, AllowOnce, ""); !errors.Is(err, ErrApprovalGone) {
 			t.Errorf("collecting an answer twice = %v; want ErrApprovalGone", err)
 		}
 

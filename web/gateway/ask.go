@@ -105,7 +105,7 @@ func (e *Endpoint) askPerson(ctx context.Context, cr callRequest, srv store.Serv
 		if res := server.ElicitationResponse(cr.Retry.InputResponses, answerInput); res != nil {
 			given, reason = answerOf(res)
 		}
-		held, done, err := e.approvals.resume(state, ap.Session, ap.Client, ap.AgentName, ap.ArgsHash, given, reason)
+		held, done, err := e.approvals.resume(state, ap, given, reason)
 		switch {
 		case err != nil:
 			return asked{answer: Deny, by: bySwitch, reason: "the question this call answers is gone: it was answered already or timed out; call again"}
@@ -116,8 +116,7 @@ func (e *Endpoint) askPerson(ctx context.Context, cr callRequest, srv store.Serv
 	}
 	if cr.Modern && cr.CanAsk {
 		ap.call = rec
-		ap.call.Decision, ap.call.DecidedBy, ap.call.Outcome = store.DecisionDenied, byTimeout, "refused"
-		ap.call.Reason = "nobody approved the call within " + e.cfg.AskTimeout.String()
+		ap.call.Outcome = "refused"
 		if err := e.approvals.hold(ap, e.cfg.AskTimeout); err != nil {
 			return asked{answer: Deny, by: bySwitch, reason: err.Error()}
 		}

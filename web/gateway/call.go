@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -143,10 +144,14 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 			}
 			rec.Decision, rec.DecidedBy = store.DecisionApproved, a.by
 			if a.answer == AlwaysAllow {
+				// A person on a card set the policy as they answered (see
+				// Decide); one in the agent's client, here, named.
 				rec.Reason = "always allow: the tool's policy is now allow"
-				if err := e.alwaysAllow(ctx, store.ToolRef{ServerID: srv.ID, Tool: entry.Name}, a.by); err != nil {
-					e.log.Error("set the policy of an always-allowed tool", "server", srv.ID, "tool", entry.Name, "err", err)
-					rec.Reason = "always allow, but the policy could not be saved: " + err.Error()
+				if a.by == ByClient {
+					if err := e.alwaysAllow(ctx, store.ToolRef{ServerID: srv.ID, Tool: entry.Name}, ByClient+" "+cmp.Or(cr.ConnectedAs, cr.Client)); err != nil {
+						e.log.Error("set the policy of an always-allowed tool", "server", srv.ID, "tool", entry.Name, "err", err)
+						rec.Reason = "always allow, but the policy could not be saved: " + err.Error()
+					}
 				}
 			}
 			// The person may have changed the tool or its server while

@@ -243,8 +243,13 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 	poolCfg.OnChange = deps.UpstreamsChanged
 	e.pool = discovery.NewPool(deps.Verifier, poolCfg)
 	e.cfg.Pool = e.pool.Config()
-	e.approvals = newApprovals(deps.ApprovalsChanged, func(c store.Call) {
+	e.approvals = newApprovals(deps.ApprovalsChanged, func(ap *approval) {
+		c := ap.call // the 2026-07-28 call whose answer was never collected
 		c.DurationMS = time.Since(c.At).Milliseconds()
+		c.DecidedBy, c.Decision, c.Reason = ap.by, store.DecisionDenied, ap.reason
+		if ap.answer.allows() {
+			c.Decision, c.Outcome, c.Reason = store.DecisionApproved, "not called", "the agent never called again to collect the answer"
+		}
 		e.audit.add(c)
 	})
 	e.audit = newAuditLog(deps.Store, deps.CallsChanged, deps.Logger)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -109,6 +110,20 @@ func (c Client) Entry(e Endpoint) clientconfig.Server {
 		Headers: map[string]string{"Authorization": "Bearer " + e.Token}}
 }
 
+// PlanConnectHere is PlanConnect for client key on this system, for the
+// user whose home is home (the environment read as the clients read it).
+func PlanConnectHere(key, home string, ep Endpoint) (ConfigChange, error) {
+	c, ok := ClientByKey(key)
+	if !ok {
+		return ConfigChange{}, fmt.Errorf("%w: %q", ErrUnknownClient, key)
+	}
+	return PlanConnect(c, c.ConfigPath(runtime.GOOS, home, os.Getenv), c.Entry(ep))
+}
+
+// ErrUnknownClient is PlanConnectHere's answer for a client it does not
+// know.
+var ErrUnknownClient = errors.New("not a client Switchboard connects to: one of claude-code, claude-desktop, cursor, vscode, codex")
+
 // TokenOf is the token an entry of Switchboard's carries ("" if none).
 func TokenOf(s clientconfig.Server) string {
 	if t := s.Env["SWITCHBOARD_MCP_TOKEN"]; t != "" {
@@ -175,6 +190,11 @@ func PlanDisconnect(c Client, path string) (ConfigChange, error) {
 }
 
 func readConfig(c Client, path string) (ConfigChange, error) {
+	// A config kept elsewhere and linked (dotfiles) is written where it
+	// lives: the link stays a link.
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
 	p := ConfigChange{Client: c, Path: path}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {

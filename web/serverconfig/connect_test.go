@@ -1,8 +1,11 @@
 package serverconfig
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // Each client's config is where the client itself keeps it, per system.
@@ -49,5 +52,39 @@ func TestEntry(t *testing.T) {
 	h := code.Entry(ep)
 	if h.URL != ep.URL || h.Headers["Authorization"] != "Bearer sbc_t" || TokenOf(h) != "sbc_t" || h.Command != "" {
 		t.Errorf("claude-code entry = %+v", h)
+	}
+}
+
+// A config kept elsewhere and linked to (dotfiles) is written where it
+// lives: the link stays a link, and the backup sits beside the target.
+func TestConnectThroughASymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "dotfiles", "mcp.json")
+	link := filepath.Join(dir, "home", ".cursor", "mcp.json")
+	os.MkdirAll(filepath.Dir(target), 0o700)
+	os.MkdirAll(filepath.Dir(link), 0o700)
+	if err := os.WriteFile(target, []byte("{\"mcpServers\": {}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	cursor, _ := ClientByKey("cursor")
+	p, err := PlanConnect(cursor, link, cursor.Entry(Endpoint{URL: "http://127.0.0.1:7420/mcp", Token: "sbc_x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup, err := p.Write(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link is no longer a link: %v, %v", fi, err)
+	}
+	if got, _ := os.ReadFile(target); !strings.Contains(string(got), "switchboard") {
+		t.Errorf("the target was not written: %s", got)
+	}
+	if filepath.Dir(backup) != filepath.Dir(target) {
+		t.Errorf("backup %s; want it beside the target", backup)
 	}
 }
