@@ -158,3 +158,51 @@ func TestSelectionsAndPresetChanges(t *testing.T) {
 		t.Errorf("read-only preset applied = %q; want %q", got, w)
 	}
 }
+
+// A bulk policy names tools or a selection, never both, and a known
+// policy; its changes are the named tools, or those the selection picks.
+func TestBulkPolicy(t *testing.T) {
+	for _, c := range []struct {
+		b      store.BulkPolicy
+		fields []string
+	}{
+		{store.BulkPolicy{Policy: store.PolicyAllow, Tools: []string{"a"}}, nil},
+		{store.BulkPolicy{Policy: store.PolicyAllow, Select: store.SelectAll}, nil},
+		{store.BulkPolicy{Policy: "maybe", Tools: []string{"a"}}, []string{"policy"}},
+		{store.BulkPolicy{Policy: store.PolicyAsk}, []string{"tools"}},
+		{store.BulkPolicy{Policy: store.PolicyAsk, Tools: []string{"a"}, Select: store.SelectAll}, []string{"select"}},
+		{store.BulkPolicy{Policy: store.PolicyAsk, Select: "everything"}, []string{"select"}},
+	} {
+		got := c.b.Check()
+		if len(got) != len(c.fields) {
+			t.Errorf("%+v.Check() = %v; want errors on %v", c.b, got, c.fields)
+		}
+		for _, f := range c.fields {
+			if got[f] == "" {
+				t.Errorf("%+v.Check() = %v; want an error on %s", c.b, got, f)
+			}
+		}
+	}
+	tools := []store.ToolEntry{
+		{Tool: store.Tool{Name: "read", Annotations: json.RawMessage(`{"readOnlyHint":true,"openWorldHint":false}`)}},
+		{Tool: store.Tool{Name: "rm"}},
+	}
+	for _, c := range []struct {
+		b    store.BulkPolicy
+		want []string
+	}{
+		{store.BulkPolicy{Policy: store.PolicyDeny, Select: store.SelectMayChange}, []string{"rm"}},
+		{store.BulkPolicy{Policy: store.PolicyDeny, Tools: []string{"read"}}, []string{"read"}},
+	} {
+		var got []string
+		for _, ch := range c.b.Changes(tools) {
+			if ch.Policy != c.b.Policy {
+				t.Errorf("change %+v; want policy %s", ch, c.b.Policy)
+			}
+			got = append(got, ch.Tool)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%+v.Changes = %q; want %q", c.b, got, c.want)
+		}
+	}
+}

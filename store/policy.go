@@ -226,3 +226,49 @@ func PresetChanges(p Preset, tools []ToolEntry) []PolicyChange {
 	}
 	return out
 }
+
+// BulkPolicy is one policy for several tools: those named, or those Select
+// picks (one or the other).
+type BulkPolicy struct {
+	Policy Policy
+	Tools  []string
+	Select Selection
+}
+
+// Check says what is wrong with b, by field ("policy", "tools",
+// "select"); nil if nothing.
+func (b BulkPolicy) Check() map[string]string {
+	fields := map[string]string{}
+	if !b.Policy.Valid() {
+		fields["policy"] = "must be allow, ask or deny"
+	}
+	switch {
+	case b.Select == "" && len(b.Tools) == 0:
+		fields["tools"] = "name the tools, or choose a selection"
+	case b.Select != "" && len(b.Tools) > 0:
+		fields["select"] = "name the tools or choose a selection, not both"
+	case b.Select != "" && !b.Select.Valid():
+		fields["select"] = "must be all, read_only, may_change or open_world"
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	return fields
+}
+
+// Changes is what b sets among a server's tools (see SetPolicies).
+func (b BulkPolicy) Changes(tools []ToolEntry) []PolicyChange {
+	names := b.Tools
+	if b.Select != "" {
+		for _, t := range tools {
+			if b.Select.Matches(t.Tool) {
+				names = append(names, t.Name)
+			}
+		}
+	}
+	out := make([]PolicyChange, 0, len(names))
+	for _, n := range names {
+		out = append(out, PolicyChange{Tool: n, Policy: b.Policy})
+	}
+	return out
+}

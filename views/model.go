@@ -434,7 +434,14 @@ type ToolChange struct {
 	// Switchboard keeping them: only the current one can be shown.
 	ApprovedKnown bool
 	Fields        []FieldDiff
+	// Markers and Hidden flag the current version (see present.Flags):
+	// its approval then needs a second, explicit confirmation.
+	Markers []string
+	Hidden  bool
 }
+
+// Flagged reports whether the change needs the second confirmation.
+func (c ToolChange) Flagged() bool { return len(c.Markers) > 0 || c.Hidden }
 
 // FieldDiff is one differing field of a tool, side by side.
 type FieldDiff struct {
@@ -458,4 +465,15 @@ func (d ServerDetail) PresetTitle() string {
 		}
 	}
 	return ""
+}
+
+// unflagged is the changes that need no second confirmation.
+func unflagged(changes []ToolChange) []ToolChange {
+	var out []ToolChange
+	for _, c := range changes {
+		if !c.Flagged() {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -1,16 +1,21 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/present"
 	"github.com/switchboard-dev/switchboard/web/internal/tooldiff"
 )
 
@@ -35,9 +40,10 @@ func (s *Server) changes(ctx context.Context, id string) (store.Server, []views.
 		} else if err != nil {
 			return srv, nil, err
 		}
+		f := present.FlagsOf(cur.Tool)
 		out = append(out, views.ToolChange{
 			Key: strconv.Itoa(len(out)), Name: cur.Name, Pin: cur.Pin, Policy: string(cur.Policy.Policy),
-			ApprovedKnown: approved != nil, Fields: tooldiff.Diff(approved, cur.Tool),
+			ApprovedKnown: approved != nil, Fields: tooldiff.Diff(approved, cur.Tool), Markers: f.Markers, Hidden: f.Hidden,
 		})
 	}
 	return srv, out, nil
@@ -81,6 +87,12 @@ func (s *Server) handleApproveForm(c echo.Context) error {
 		want[t] = pins[i]
 	}
 	id := c.Param("id")
+	if why, err := s.flaggedUnconfirmed(ctx, id, tools, form["confirm_flagged"]); err != nil || why != "" {
+		if err != nil {
+			return err
+		}
+		return s.renderChanges(c, http.StatusUnprocessableEntity, "Nothing was approved: "+why+". Read it, then tick the confirmation beside it.")
+	}
 	_, err := s.store.ApproveChanges(ctx, id, want, "dashboard")
 	switch {
 	case errors.Is(err, store.ErrPinMismatch), errors.Is(err, store.ErrNotChanged):
@@ -89,6 +101,22 @@ func (s *Server) handleApproveForm(c echo.Context) error {
 		return notFound(err)
 	}
 	return c.Redirect(http.StatusSeeOther, "/servers/"+id+"/changes")
+}
+
+// flaggedUnconfirmed says which of the tools' current definitions is
+// flagged (see present.Flags) without being among confirmed: a flagged
+// change is approved only with that second, explicit confirmation.
+func (s *Server) flaggedUnconfirmed(ctx context.Context, id string, tools, confirmed []string) (string, error) {
+	for _, name := range tools {
+		cur, _, err := s.store.ToolVersions(ctx, store.ToolRef{ServerID: id, Tool: name})
+		if err != nil {
+			return "", approveError(err)
+		}
+		if f := present.FlagsOf(cur.Tool); f.Any() && !slices.Contains(confirmed, name) {
+			return fmt.Sprintf("the new version of %q is flagged: %s", name, f), nil
+		}
+	}
+	return "", nil
 }
 
 // toolParam is the :name path parameter, unescaped once. Echo matches on
@@ -159,13 +187,17 @@ func (s *Server) handleAPIApproveTool(c echo.Context) error {
 		return err
 	}
 	var body struct {
-		Pin string `json:"pin"`
+		Pin            string `json:"pin"`
+		ConfirmFlagged bool   `json:"confirm_flagged"` // needed for a flagged version
 	}
 	if err := decodeJSON(c, 4096, &body); err != nil {
 		return err
 	}
 	if body.Pin == "" {
 		return validationError(map[string]string{"pin": "required: the pin of the version you reviewed"})
+	}
+	if why, err := s.flaggedUnconfirmed(ctx, c.Param("id"), []string{name}, nil); err != nil || why != "" && !body.ConfirmFlagged {
+		return cmp.Or(err, validationError(map[string]string{"confirm_flagged": why + `: send "confirm_flagged": true once a person read it`}))
 	}
 	e, err := s.store.ApproveTool(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name}, body.Pin, "api")
 	if err != nil {
@@ -179,13 +211,17 @@ func (s *Server) handleAPIApproveTool(c echo.Context) error {
 func (s *Server) handleAPIApproveChanges(c echo.Context) error {
 	ctx := c.Request().Context()
 	var body struct {
-		Tools map[string]string `json:"tools"`
+		Tools          map[string]string `json:"tools"`
+		ConfirmFlagged []string          `json:"confirm_flagged"` // the flagged versions a person read
 	}
 	if err := decodeJSON(c, 1<<20, &body); err != nil {
 		return err
 	}
 	if len(body.Tools) == 0 {
 		return validationError(map[string]string{"tools": "required: each tool name with the pin of the version you reviewed"})
+	}
+	if why, err := s.flaggedUnconfirmed(ctx, c.Param("id"), slices.Sorted(maps.Keys(body.Tools)), body.ConfirmFlagged); err != nil || why != "" {
+		return cmp.Or(err, validationError(map[string]string{"confirm_flagged": why + `: list it in "confirm_flagged" once a person read it`}))
 	}
 	es, err := s.store.ApproveChanges(ctx, c.Param("id"), body.Tools, "api")
 	if err != nil {

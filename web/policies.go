@@ -39,41 +39,18 @@ func (s *Server) setPreset(ctx context.Context, id string, p store.Preset, apply
 	return out, notFound(err)
 }
 
-// policyChanges are the changes of one bulk request: policy for the tools
-// named, or for those sel picks. fields says what is wrong with the
-// request, if anything.
-func (s *Server) policyChanges(ctx context.Context, id, policy, sel string, names []string) ([]store.PolicyChange, map[string]string, error) {
-	fields := map[string]string{}
-	if !store.Policy(policy).Valid() {
-		fields["policy"] = "must be allow, ask or deny"
-	}
-	switch {
-	case sel == "" && len(names) == 0:
-		fields["tools"] = "name the tools, or choose a selection"
-	case sel != "" && len(names) > 0:
-		fields["select"] = "name the tools or choose a selection, not both"
-	case sel != "" && !store.Selection(sel).Valid():
-		fields["select"] = "must be all, read_only, may_change or open_world"
-	}
-	if len(fields) > 0 {
+// setPolicies applies a bulk policy to the server's tools, all or none;
+// fields says what is wrong with it, if anything.
+func (s *Server) setPolicies(ctx context.Context, id string, b store.BulkPolicy, by string) ([]store.ToolEntry, map[string]string, error) {
+	if fields := b.Check(); fields != nil {
 		return nil, fields, nil
 	}
-	if sel != "" {
-		tools, err := s.store.Tools(ctx, id)
-		if err != nil {
-			return nil, nil, notFound(err)
-		}
-		for _, t := range tools {
-			if store.Selection(sel).Matches(t.Tool) {
-				names = append(names, t.Name)
-			}
-		}
+	tools, err := s.store.Tools(ctx, id)
+	if err != nil {
+		return nil, nil, notFound(err)
 	}
-	changes := make([]store.PolicyChange, 0, len(names))
-	for _, n := range names {
-		changes = append(changes, store.PolicyChange{Tool: n, Policy: store.Policy(policy)})
-	}
-	return changes, nil, nil
+	out, err := s.store.SetPolicies(ctx, id, b.Changes(tools), by)
+	return out, nil, notFound(err)
 }
 
 // handleAPISetPolicies serves POST /api/v1/servers/:id/policies:
@@ -89,16 +66,12 @@ func (s *Server) handleAPISetPolicies(c echo.Context) error {
 	if err := decodeJSON(c, 1<<20, &body); err != nil {
 		return err
 	}
-	changes, fields, err := s.policyChanges(ctx, c.Param("id"), body.Policy, body.Select, body.Tools)
+	tools, fields, err := s.setPolicies(ctx, c.Param("id"), store.BulkPolicy{Policy: store.Policy(body.Policy), Tools: body.Tools, Select: store.Selection(body.Select)}, "api")
 	switch {
 	case err != nil:
 		return err
-	case len(fields) > 0:
+	case fields != nil:
 		return validationError(fields)
-	}
-	tools, err := s.store.SetPolicies(ctx, c.Param("id"), changes, "api")
-	if err != nil {
-		return notFound(err)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"tools": toolsToJSON(tools)})
 }
@@ -142,22 +115,18 @@ func (s *Server) handlePoliciesForm(c echo.Context) error {
 			return err
 		}
 	} else {
-		sel := form.Get("select")
-		var names []string
-		if sel == "checked" {
-			sel, names = "", form["tool"]
+		b := store.BulkPolicy{Policy: store.Policy(form.Get("policy")), Select: store.Selection(form.Get("select"))}
+		if b.Select == "checked" {
+			b.Select, b.Tools = "", form["tool"]
 		}
-		changes, fields, err := s.policyChanges(ctx, id, form.Get("policy"), sel, names)
+		_, fields, err := s.setPolicies(ctx, id, b, "dashboard")
 		switch {
 		case err != nil:
 			return err
-		case fields["tools"] != "" && sel == "":
+		case fields["tools"] != "" && b.Select == "":
 			return &apiError{Status: http.StatusUnprocessableEntity, Message: "check the tools to change first"}
-		case len(fields) > 0:
+		case fields != nil:
 			return &apiError{Status: http.StatusUnprocessableEntity, Message: "choose a policy and which tools"}
-		}
-		if _, err := s.store.SetPolicies(ctx, id, changes, "dashboard"); err != nil {
-			return notFound(err)
 		}
 	}
 	sum, tools, err := s.summaryAndTools(ctx, id)

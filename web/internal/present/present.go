@@ -136,3 +136,38 @@ func OfferedName(t store.ToolEntry) string {
 	}
 	return t.AgentName
 }
+
+// Flags are why a tool's definition needs a second look before it is
+// approved: the prompt-injection markers in its title and description,
+// and whether its name, title or description hides characters. They are
+// what the server page flags, and the review of a change shows them too.
+type Flags struct {
+	Markers []string
+	Hidden  bool
+}
+
+// Any reports whether anything is flagged.
+func (f Flags) Any() bool { return len(f.Markers) > 0 || f.Hidden }
+
+// String says what is flagged, for a refusal.
+func (f Flags) String() string {
+	var parts []string
+	if len(f.Markers) > 0 {
+		parts = append(parts, "possible prompt injection ("+strings.Join(f.Markers, ", ")+")")
+	}
+	if f.Hidden {
+		parts = append(parts, "hidden characters")
+	}
+	return strings.Join(parts, " and ")
+}
+
+// FlagsOf is t's flags.
+func FlagsOf(t store.Tool) Flags {
+	f := Flags{Markers: views.InjectionMarkers(t.Title + "\n" + t.Description)}
+	for _, s := range []string{t.Name, t.Title, t.Description} {
+		if _, hidden := views.Reveal(s); hidden {
+			f.Hidden = true
+		}
+	}
+	return f
+}
