@@ -6,9 +6,11 @@ package views
 
 import (
 	"fmt"
-	"github.com/a-h/templ"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/a-h/templ"
 )
 
 // Page is what the layout needs.
@@ -69,6 +71,15 @@ type ServerItem struct {
 	Warnings      []string
 	// SignIn is the server's OAuth sign-in (remote servers only).
 	SignIn *SignInView
+	// Watch is the session held to hear the server's changes (nil if none).
+	Watch *WatchView
+}
+
+// WatchView is a held session: connected, or not and why, since when.
+type WatchView struct {
+	Connected bool
+	Since     time.Time
+	LastError string
 }
 
 // SignInView is a remote server's OAuth sign-in: what the server asked
@@ -476,4 +487,67 @@ func unflagged(changes []ToolChange) []ToolChange {
 		}
 	}
 	return out
+}
+
+// Health is the one chip a server's state comes down to: its
+// verification, its freshness and the session held to it, in a few
+// words ("OK · 13 tools", "Unreachable since 14:02 UTC", "Failed: command
+// not found"), never two states side by side. A server re-checked only
+// when a person presses Verify (auto-refresh off) is not called stale
+// for the time passing.
+func (s ServerItem) Health() (state, text string) {
+	since := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return " since " + t.UTC().Format("15:04") + " UTC"
+	}
+	switch {
+	case s.Running():
+		return "running", s.PhaseLabel()
+	case !s.Enabled:
+		return "disabled", "Disabled"
+	case s.Status == "never":
+		return "never", "Not verified"
+	case s.Status == "sign_in_required":
+		return "sign_in", "Sign-in required"
+	case s.Status == "success" && s.Watch != nil && !s.Watch.Connected && s.Watch.LastError != "":
+		return "unreachable", "Unreachable" + since(s.Watch.Since)
+	case s.Status == "success" && s.Fresh.State == "stale" && s.Fresh.Reason == "config":
+		return "stale", "Stale: its configuration changed"
+	case s.Status == "success" && s.Fresh.State == "stale" && s.AutoRefresh:
+		return "stale", "Stale"
+	case s.Status == "success":
+		return "ok", "OK · " + itoa(s.ToolCount) + " tools"
+	case s.Error != nil && (s.Error.Class == "timeout" || s.Error.Class == "network") && !s.VerifiedAt.IsZero():
+		return "unreachable", "Unreachable" + since(s.Fresh.Since)
+	case s.Error != nil:
+		return "failed", "Failed: " + failureWords(s.Error.Class)
+	}
+	return s.Status, s.StatusLabel()
+}
+
+// failureWords says an error class as people say it.
+func failureWords(class string) string {
+	switch class {
+	case "not_found":
+		return "command not found"
+	case "permission":
+		return "the command cannot be run"
+	case "exited":
+		return "the server exited"
+	case "timeout":
+		return "no answer in time"
+	case "network":
+		return "not reachable"
+	case "protocol":
+		return "not an MCP server as expected"
+	case "too_large":
+		return "over a limit"
+	case "http_status":
+		return "the server refused the request"
+	case "cancelled":
+		return "cancelled"
+	}
+	return strings.ReplaceAll(class, "_", " ")
 }

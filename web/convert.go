@@ -3,8 +3,6 @@ package web
 import (
 	"context"
 	"encoding/json"
-	"maps"
-	"slices"
 	"strconv"
 	"time"
 
@@ -54,6 +52,9 @@ func (s *Server) serverItem(ctx context.Context, sum store.Summary) views.Server
 	if srv.Transport != store.TransportStdio {
 		item.SignIn = s.signInView(ctx, srv.ID, d)
 	}
+	if w := s.watches.State(srv.ID); w != nil {
+		item.Watch = &views.WatchView{Connected: w.Connected, Since: w.Since, LastError: w.LastError}
+	}
 	if j, ok := s.runner.Active(srv.ID); ok {
 		item.Status = j.Status
 		item.Phase = j.Phase
@@ -100,10 +101,10 @@ func (s *Server) serverDetail(ctx context.Context, sum store.Summary, tools []st
 		Item:          s.serverItem(ctx, sum),
 		Command:       srv.Command,
 		Args:          srv.Args,
-		EnvKeys:       sortedKeys(srv.Env),
+		EnvKeys:       present.SortedKeys(srv.Env),
 		Cwd:           srv.Cwd,
 		URL:           srv.URL,
-		HeaderKeys:    sortedKeys(srv.Headers),
+		HeaderKeys:    present.SortedKeys(srv.Headers),
 		DefaultPolicy: string(srv.DefaultPolicy),
 		TimeoutMS:     srv.TimeoutMS,
 		MemoryMB:      srv.MemoryMB,
@@ -115,8 +116,6 @@ func (s *Server) serverDetail(ctx context.Context, sum store.Summary, tools []st
 	}
 	return d
 }
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // target is what the verifier needs to reach a server: for a remote
 // one, with its OAuth grant's tokens.

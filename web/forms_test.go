@@ -297,7 +297,7 @@ func TestServerPageAfterVerify(t *testing.T) {
 		if doc.Find(testID("no-tools")).Length() != 1 || doc.Find(testID("tool-row")).Length() != 0 {
 			t.Error("unverified server page should say no tools")
 		}
-		if got := testIDText(t, doc, "status"); got != "not verified" {
+		if got := testIDText(t, doc, "status"); got != "Not verified" {
 			t.Errorf("status = %q", got)
 		}
 		if got := testIDText(t, doc, "command-line"); got != fixtureBin+" -tools 5 -page-size 2" {

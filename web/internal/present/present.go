@@ -41,7 +41,7 @@ func ToolItem(key string, t store.ToolEntry) views.ToolItem {
 	}
 	var ann map[string]json.RawMessage
 	if json.Unmarshal(t.Annotations, &ann) == nil {
-		for _, k := range sortedKeys(ann) {
+		for _, k := range SortedKeys(ann) {
 			item.Annotations = append(item.Annotations, views.Annotation{Key: k, Value: string(ann[k])})
 		}
 	}
@@ -65,10 +65,10 @@ func ServerForm(s store.Server) views.ServerForm {
 		Enabled:       s.Enabled,
 	}
 	f.TimeoutMS, f.MemoryMB, f.TTLSeconds, f.AutoRefresh = serverconfig.SettingsText(s)
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range SortedKeys(s.Env) {
 		f.Env = append(f.Env, views.KV{Key: k, Set: true})
 	}
-	for _, k := range sortedKeys(s.Headers) {
+	for _, k := range SortedKeys(s.Headers) {
 		f.Headers = append(f.Headers, views.KV{Key: k, Set: true})
 	}
 	oc := s.OAuthSettings()
@@ -89,10 +89,10 @@ func Launch(srv store.Server) views.Launch {
 	}
 	if srv.Transport == store.TransportStdio {
 		l.CommandLine = serverconfig.CommandLine(srv.Command, srv.Args)
-		l.Command, l.Args, l.Cwd, l.EnvKeys = srv.Command, srv.Args, srv.Cwd, sortedKeys(srv.Env)
+		l.Command, l.Args, l.Cwd, l.EnvKeys = srv.Command, srv.Args, srv.Cwd, SortedKeys(srv.Env)
 		l.MemoryMB = srv.MemoryMB
 	} else {
-		l.URL, l.HeaderKeys = srv.URL, sortedKeys(srv.Headers)
+		l.URL, l.HeaderKeys = srv.URL, SortedKeys(srv.Headers)
 	}
 	return l
 }
@@ -126,7 +126,8 @@ func ImportPlan(p serverconfig.ImportPlan) *views.ImportPlanView {
 	return v
 }
 
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+// SortedKeys is m's keys in order.
+func SortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // OfferedName is the name agents know the tool by, or "" for a tool that
 // is never offered to them as it is (flagged: see store.ToolState.Flagged).

@@ -55,8 +55,8 @@ type watch struct {
 	lastError string
 }
 
-// WatchState is a server's watch: whether its session is connected, since
-// when, or why it is not.
+// WatchState is a server's watch: whether its session is connected, and
+// since when it is connected, or not and why.
 type WatchState struct {
 	Connected bool
 	Since     time.Time
@@ -167,7 +167,12 @@ func (ws *Watches) run(ctx context.Context, w *watch, srv store.Server) {
 		if err != nil {
 			msg = err.Error()
 		}
-		ws.update(w, srv.ID, func(w *watch) { w.connected, w.since, w.lastError = false, time.Time{}, msg })
+		ws.update(w, srv.ID, func(w *watch) {
+			if w.connected || w.since.IsZero() { // since when it is unreachable
+				w.since = time.Now()
+			}
+			w.connected, w.lastError = false, msg
+		})
 		// A session that lasted a while starts the pauses over; one that
 		// ended soon after connecting (a flood, a crash) keeps growing them.
 		if time.Since(began) > watchHealthy {
