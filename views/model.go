@@ -124,11 +124,14 @@ type Freshness struct {
 	VerifiedAt time.Time
 	Until      time.Time // fresh: when it turns stale
 	// Hint: the server's list TTL (ttlMs) set Until or Since.
-	Hint       bool
-	Since      time.Time // stale: since when; failed: when it failed
-	Reason     string    // stale: ttl or config
-	ErrorClass string    // failed
-	ErrorPhase string    // failed
+	Hint   bool
+	Since  time.Time // stale: since when; failed: when it failed
+	Reason string    // stale: ttl or config
+	// Idle: stale by the clock for a server nothing re-checks by itself
+	// (auto-refresh off), which is no fault: it is verified on Verify.
+	Idle       bool
+	ErrorClass string // failed
+	ErrorPhase string // failed
 }
 
 // Timing is one phase's duration.

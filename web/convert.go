@@ -43,6 +43,7 @@ func (s *Server) serverItem(ctx context.Context, sum store.Summary) views.Server
 	for _, t := range d.Timings {
 		item.Timings = append(item.Timings, views.Timing{Phase: t.Phase, MS: t.MS})
 	}
+	item.Fresh.Idle = fresh.State == store.FreshStale && fresh.Reason == store.StaleTTL && !item.AutoRefresh
 	if d.Delta != nil {
 		item.Delta = d.Delta.String()
 	}

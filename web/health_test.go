@@ -46,3 +46,29 @@ func TestDeadRemoteLooksDead(t *testing.T) {
 		}
 	}
 }
+
+// A stdio server nothing re-checks by itself (auto-refresh off, the
+// default) stays OK as time passes: its freshness says it is not
+// re-checked rather than stale, on its row and its page.
+func TestIdleStdioServerIsNotStale(t *testing.T) {
+	clock := &testClock{}
+	e := newEnv(t, withClock(clock))
+	b := e.login()
+	e.createServer(fixtureServer("quiet"))
+	if job := e.verify("quiet"); job.Status != "success" {
+		t.Fatalf("verify: %+v", job)
+	}
+	clock.Advance(time.Hour) // well past the default fresh-for time
+	if f := e.discovery("quiet").Freshness; f.State != "stale" || f.Reason != "ttl" {
+		t.Fatalf("freshness an hour later = %+v; want stale by the clock in the API", f)
+	}
+	for _, path := range []string{"/", "/servers/quiet"} {
+		doc := parseHTML(t, b.get(path).Body.String())
+		if health := doc.Find(`[data-testid="status"]`).First().AttrOr("data-health", ""); health != "ok" {
+			t.Errorf("%s: health %q; want ok", path, health)
+		}
+		if text := doc.Find(`[data-testid="freshness"]`).First().Text(); !strings.Contains(text, "not re-checked") || strings.Contains(text, "stale") {
+			t.Errorf("%s: freshness %q; want not re-checked, not stale", path, text)
+		}
+	}
+}
