@@ -85,6 +85,17 @@
     notified = now;
   });
 
+  // A Copy button copies the text of the element just before it.
+  document.addEventListener("click", function (e) {
+    var btn = e.target.closest("[data-copy]");
+    var src = btn && btn.previousElementSibling;
+    if (!src || !navigator.clipboard) { return; }
+    navigator.clipboard.writeText(src.textContent.trim()).then(function () {
+      btn.textContent = "Copied";
+      setTimeout(function () { btn.textContent = "Copy"; }, 1500);
+    });
+  });
+
   // Tick elapsed times of running jobs and "verified N ago" labels.
   function span(s) {
     if (s < 60) { return s + "s"; }

@@ -169,3 +169,17 @@ test('a waiting call raises a browser notification while the tab is in the backg
   await pending;
   await agentRequest.dispose();
 });
+
+test('the Agents page copies the URL, the token and each client recipe', async ({ context }) => {
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: 'http://127.0.0.1:7431' });
+  const page = await context.newPage();
+  await login(page);
+  await page.goto('/agents');
+  const clipboard = () => page.evaluate(() => navigator.clipboard.readText());
+  for (const [button, source] of [['copy-url', 'mcp-url'], ['copy-token', 'mcp-token'], ['copy-recipe-claude-code', 'recipe-claude-code'], ['copy-recipe-http', 'recipe-http']]) {
+    await page.getByTestId(button).click();
+    await expect(page.getByTestId(button)).toHaveText('Copied');
+    expect(await clipboard()).toBe((await page.getByTestId(source).textContent())!.trim());
+  }
+  expect(await clipboard()).toContain('"Authorization": "Bearer ');
+});
