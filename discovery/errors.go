@@ -193,6 +193,7 @@ func classify(err error, phase string, jobCtx context.Context, exited bool, code
 		}
 		e := newError(ClassHTTPStatus, phase, msg, err)
 		e.HTTPStatus = code
+		e.Suggestion = statusSuggestion(code, e.Suggestion)
 		return e
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -203,6 +204,22 @@ func classify(err error, phase string, jobCtx context.Context, exited bool, code
 	e = newError(ClassProtocol, phase, rootMessage(err), err)
 	e.guessed = true
 	return e
+}
+
+// statusSuggestion is the advice for a refusal with an HTTP status: what
+// that status says of the URL or the credentials, not both at once.
+func statusSuggestion(code int, general string) string {
+	switch {
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return "The server wants credentials: check the Authorization (or API key) header, or sign in if it offers OAuth."
+	case code == http.StatusNotFound:
+		return "Nothing answers MCP at this URL: check its path (Streamable HTTP servers often serve /mcp; a legacy SSE server, /sse with the transport set to SSE)."
+	case code == http.StatusMethodNotAllowed || code == http.StatusNotAcceptable || code == http.StatusUnsupportedMediaType:
+		return "The URL answers, but not to Streamable HTTP's POST: if it is a legacy SSE server (often /sse), set the transport to SSE."
+	case code == http.StatusTooManyRequests || code >= 500:
+		return "The server is busy or failing on its side; try again later."
+	}
+	return general
 }
 
 // spawnError classifies a failure to start a process.

@@ -131,7 +131,11 @@ func wantClass(t *testing.T, e *Error, class, phase string) {
 	if e.Class != class || (phase != "" && e.Phase != phase) {
 		t.Fatalf("error class %q phase %q, want %q %q: %v (stderr %q)", e.Class, e.Phase, class, phase, e, e.StderrTail)
 	}
-	if e.Suggestion == "" || e.Suggestion != Suggestion(class) {
+	want := Suggestion(class)
+	if class == ClassHTTPStatus {
+		want = statusSuggestion(e.HTTPStatus, want) // the status's own advice
+	}
+	if e.Suggestion == "" || e.Suggestion != want {
 		t.Errorf("suggestion %q, want the one of %q", e.Suggestion, class)
 	}
 	if class != ClassExited && e.ExitCode != -1 {

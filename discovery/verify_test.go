@@ -522,7 +522,7 @@ func TestVerifyRemoteErrors(t *testing.T) {
 			status      int
 			credentials bool
 			lasting     bool // will not pass by itself
-		}{{401, true, true}, {403, true, true}, {404, false, true}, {429, false, false}, {500, false, false}, {503, false, false}} {
+		}{{401, true, true}, {403, true, true}, {404, false, true}, {405, false, true}, {429, false, false}, {500, false, false}, {503, false, false}} {
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "no", c.status)
 			}))
@@ -537,6 +537,16 @@ func TestVerifyRemoteErrors(t *testing.T) {
 				}
 				if e.HTTPStatus != c.status || e.Lasting() != c.lasting {
 					t.Errorf("%s %d: HTTPStatus %d, Lasting %v; want %d, %v", tr, c.status, e.HTTPStatus, e.Lasting(), c.status, c.lasting)
+				}
+				// The advice matches the status: credentials only for 401/403.
+				if got := strings.Contains(e.Suggestion, "credentials"); got != c.credentials {
+					t.Errorf("%s %d: Suggestion %q, mentions credentials: %v", tr, c.status, e.Suggestion, got)
+				}
+				if c.status == 404 && !strings.Contains(e.Suggestion, "path") {
+					t.Errorf("%s 404: Suggestion %q; want it to point at the URL's path", tr, e.Suggestion)
+				}
+				if c.status == 405 && tr == TransportHTTP && !strings.Contains(e.Suggestion, "set the transport to SSE") {
+					t.Errorf("%s 405: Suggestion %q; want it to suggest the SSE transport", tr, e.Suggestion)
 				}
 				if d > 2*time.Second {
 					t.Errorf("%s %d: took %v", tr, c.status, d)
