@@ -38,6 +38,9 @@ type Refresher struct {
 
 	// shown is the freshness each server was last published with.
 	shown map[string]string
+	// made is when the refresher was made: the start-up verifications
+	// are of the servers there were then, not of those added since.
+	made time.Time
 }
 
 // Deps is what the refresher needs from the rest of the application.
@@ -65,6 +68,7 @@ func New(deps Deps) *Refresher {
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 		shown: map[string]string{},
+		made:  time.Now(),
 	}
 }
 
@@ -128,8 +132,8 @@ func (r *Refresher) startup() {
 	}
 	for _, sum := range sums {
 		d := sum.Discovery
-		if !Verifiable(sum.Server) || (d.Status != store.StatusInterrupted && d.Status != store.StatusNever) {
-			continue
+		if !Verifiable(sum.Server) || (d.Status != store.StatusInterrupted && d.Status != store.StatusNever) || sum.Server.CreatedAt.After(r.made) {
+			continue // a server added since is verified when a person confirms it
 		}
 		r.Submit(sum.Server, store.TriggerStartup)
 	}

@@ -1,7 +1,10 @@
 package refresh
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,5 +77,36 @@ func TestWanted(t *testing.T) {
 				t.Errorf("wanted = %v; want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// The start-up verifications are of the servers there were when the
+// refresher was made (left never verified, or interrupted by a crash),
+// not of one a person added meanwhile: that one waits for its own
+// confirmation and Verify.
+func TestStartupVerifiesOnlyServersFromBefore(t *testing.T) {
+	before := verified(`{}`)
+	before.Server.ID, before.Discovery.Status = "before", store.StatusNever
+	before.Server.CreatedAt = time.Now().Add(-time.Hour)
+	interrupted := verified(`{}`)
+	interrupted.Server.ID, interrupted.Discovery.Status = "crashed", store.StatusInterrupted
+	r := New(Deps{})
+	added := verified(`{}`)
+	added.Server.ID, added.Discovery.Status = "added", store.StatusNever
+	added.Server.CreatedAt = time.Now().Add(time.Second)
+	var submitted []string
+	r.deps = Deps{
+		Summaries: func(context.Context) ([]store.Summary, error) {
+			return []store.Summary{before, interrupted, added}, nil
+		},
+		Submit: func(srv store.Server, trigger string) error {
+			submitted = append(submitted, srv.ID+" "+trigger)
+			return nil
+		},
+		Log: slog.New(slog.DiscardHandler),
+	}
+	r.startup()
+	if want := []string{"before startup", "crashed startup"}; !slices.Equal(submitted, want) {
+		t.Errorf("start-up verifications %q; want %q", submitted, want)
 	}
 }
