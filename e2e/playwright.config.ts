@@ -4,8 +4,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 // One Switchboard for the whole run, built by `make build`, on its own
-// port with a fresh database.
-export const PORT = 7431;
+// port (SWITCHBOARD_E2E_PORT, default 7431) with a fresh database.
+export const PORT = Number(process.env.SWITCHBOARD_E2E_PORT || 7431);
 // Set once in the main process; worker processes inherit the environment.
 process.env.SWITCHBOARD_E2E_TOKEN ||= 'e2e-' + Math.random().toString(36).slice(2);
 process.env.SWITCHBOARD_E2E_DIR ||= fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-e2e-'));
