@@ -1,4 +1,5 @@
 import { expect, test, type Page } from '@playwright/test';
+import { PORT } from '../playwright.config';
 import { Agent, EVERYTHING, FIXTURE, api, login, waitLive } from './helpers';
 
 // addVerified registers a stdio server through the API, confirms and
@@ -24,7 +25,7 @@ test('an ask call waits as a card on every tab until a person approves it', asyn
   await waitLive(other);
   await expect(page.getByTestId('upstreams')).toContainText('None');
 
-  const agentRequest = await playwright.request.newContext({ baseURL: 'http://127.0.0.1:7431' });
+  const agentRequest = await playwright.request.newContext({ baseURL: `http://127.0.0.1:${PORT}` });
   const agent = new Agent(agentRequest);
   await agent.connect();
   const list = await agent.post({ jsonrpc: '2.0', id: 9, method: 'tools/list' });
@@ -98,7 +99,7 @@ test('the preset chosen at confirmation shows on the server page, and Always all
   await waitLive(other);
   await expect(row(other).getByTestId('policy-select')).toHaveValue('ask');
 
-  const agentRequest = await playwright.request.newContext({ baseURL: 'http://127.0.0.1:7431' });
+  const agentRequest = await playwright.request.newContext({ baseURL: `http://127.0.0.1:${PORT}` });
   const agent = new Agent(agentRequest);
   await agent.connect();
   const pending = agent.call('presetfx__tool_002', { title: 'x', priority: 'low' });
@@ -148,7 +149,7 @@ test('a waiting call raises a browser notification while the tab is in the backg
   await expect(notify).toBeHidden();
   await expect(page.getByTestId('notify')).toContainText('Notifications are on for background tabs.');
 
-  const agentRequest = await playwright.request.newContext({ baseURL: 'http://127.0.0.1:7431' });
+  const agentRequest = await playwright.request.newContext({ baseURL: `http://127.0.0.1:${PORT}` });
   const agent = new Agent(agentRequest);
   await agent.connect();
   const notes = () => page.evaluate(() => (window as unknown as { notes: { title: string; body: string }[] }).notes);
@@ -171,7 +172,7 @@ test('a waiting call raises a browser notification while the tab is in the backg
 });
 
 test('the Agents page copies the URL, the token and each client recipe', async ({ context }) => {
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: 'http://127.0.0.1:7431' });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: `http://127.0.0.1:${PORT}` });
   const page = await context.newPage();
   await login(page);
   await page.goto('/agents');

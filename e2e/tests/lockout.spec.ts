@@ -1,4 +1,5 @@
 import { test, expect } from '@playwright/test';
+import { PORT as MAIN_PORT } from '../playwright.config';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startOwnSwitchboard, type OwnSwitchboard } from './helpers';
@@ -7,7 +8,7 @@ import { startOwnSwitchboard, type OwnSwitchboard } from './helpers';
 // item 1): frames of /login?code=wrong once spent the failure budget of
 // 127.0.0.1, and the right token got 429 for a minute. A Switchboard of
 // its own, as a person starts it, so the genuine one-time link is unused.
-const PORT = 7433;
+const PORT = MAIN_PORT + 2; // beside the main one, so worktrees with their own SWITCHBOARD_E2E_PORT do not collide
 let own: OwnSwitchboard;
 let loginURL = '';
 let apiToken = '';

@@ -1,9 +1,10 @@
 import { test, expect } from '@playwright/test';
+import { PORT as MAIN_PORT } from '../playwright.config';
 import { startOwnSwitchboard, type OwnSwitchboard } from './helpers';
 
 // A Switchboard of its own, as a person starts it: no token chosen, so it
 // generates one, and prints a one-time login URL.
-const PORT = 7432;
+const PORT = MAIN_PORT + 1; // beside the main one, so worktrees with their own SWITCHBOARD_E2E_PORT do not collide
 let own: OwnSwitchboard;
 let loginURL = '';
 let apiToken = '';

@@ -1,6 +1,7 @@
 import { expect, test, type Page } from '@playwright/test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
+import { PORT } from '../playwright.config';
 import { Agent, FIXTURE, api, login, verifyConfirming, waitLive } from './helpers';
 
 // Signing in to an OAuth-protected remote server from the dashboard,
@@ -111,7 +112,7 @@ test('sign in, refresh without the person, sign in again after a revocation, rou
 
   // A routed call through /mcp uses the token.
   expect((await api(page, 'PUT', `/api/v1/servers/${id}/tools/tool_000/policy`, { policy: 'allow' })).status).toBe(200);
-  const agentRequest = await playwright.request.newContext({ baseURL: 'http://127.0.0.1:7431' });
+  const agentRequest = await playwright.request.newContext({ baseURL: `http://127.0.0.1:${PORT}` });
   const agent = new Agent(agentRequest);
   await agent.connect();
   const ok = await agent.call(`${id}__tool_000`, {});
