@@ -96,6 +96,117 @@
     });
   });
 
+  // The tools table: search and filters (above the table, outside the
+  // live-reloaded section), "select every tool shown", and what a live
+  // reload must not lose: the filter, open details, checked boxes and a
+  // fresh "saved".
+  function toolRows() { return document.querySelectorAll('#tools [data-testid="tool-row"]'); }
+  function filterTools() {
+    var bar = document.querySelector("[data-tool-filters]");
+    if (!bar) { return; }
+    var f = {};
+    bar.querySelectorAll("[data-filter]").forEach(function (el) { f[el.getAttribute("data-filter")] = el.value.trim().toLowerCase(); });
+    var shown = 0, total = 0;
+    toolRows().forEach(function (row) {
+      total++;
+      var ok = (!f.state || row.getAttribute("data-state") === f.state) &&
+        (!f.policy || row.getAttribute("data-policy") === f.policy) &&
+        (!f.hint || (" " + row.getAttribute("data-hints") + " ").indexOf(" " + f.hint + " ") >= 0);
+      if (ok && f.q) {
+        var text = "";
+        row.querySelectorAll('[data-testid="tool-name"], [data-testid="tool-title"], [data-testid="tool-description"], [data-testid="agent-name"]').forEach(function (el) { text += el.textContent + "\n"; });
+        ok = text.toLowerCase().indexOf(f.q) >= 0;
+      }
+      row.hidden = !ok;
+      if (ok) { shown++; }
+    });
+    var count = bar.querySelector("[data-filter-count]");
+    if (count) { count.textContent = shown === total ? total + " tools" : shown + " of " + total + " tools shown"; }
+    var all = document.querySelector("[data-check-shown]");
+    if (all) { all.checked = false; }
+  }
+  document.addEventListener("input", function (e) { if (e.target.closest("[data-tool-filters]")) { filterTools(); } });
+  document.addEventListener("change", function (e) {
+    if (e.target.closest("[data-tool-filters]")) { filterTools(); }
+    if (e.target.matches("[data-check-shown]")) {
+      toolRows().forEach(function (row) {
+        var box = row.querySelector('[data-testid="tool-check"]');
+        if (box && !row.hidden) { box.checked = e.target.checked; }
+      });
+    }
+  });
+  document.addEventListener("DOMContentLoaded", filterTools);
+
+  var kept = null, savedAt = {};
+  function rowState(row) { return { open: row.querySelector("details[open]") !== null, checked: !!(row.querySelector('[data-testid="tool-check"]') || {}).checked }; }
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var t = e.detail.target;
+    if (!t || !(t.id === "tools" || t.matches('[data-testid="tool-row"]'))) { return; }
+    kept = kept || {};
+    (t.id === "tools" ? toolRows() : [t]).forEach(function (row) { kept[row.getAttribute("data-tool-name")] = rowState(row); });
+  });
+  // A policy saved in the last 2.5 s says so, even in a row a live
+  // reload has just replaced.
+  // Noted from the request itself: the live reload a save causes can
+  // replace the form before its answer arrives, and htmx then drops that
+  // answer (and its events) as the form is gone.
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var elt = e.detail.elt, xhr = e.detail.xhr;
+    if (elt.tagName !== "FORM" || !xhr) { return; }
+    var tool = elt.querySelector('input[name="tool"][type="hidden"]');
+    var key = tool ? tool.value : /\/policies$/.test(elt.getAttribute("hx-post") || "") ? "" : null;
+    if (key === null) { return; }
+    xhr.addEventListener("load", function () {
+      if (xhr.status < 300) { savedAt[key] = Date.now(); setTimeout(markSaved, 0); }
+    });
+  });
+  function markSaved() {
+    var tools = document.getElementById("tools");
+    if (!tools) { return; }
+    if (savedAt[""] && Date.now() - savedAt[""] < 2500 && !tools.querySelector('[data-testid="policies-saved"]')) {
+      var p = document.createElement("p");
+      p.className = "saved"; p.setAttribute("role", "status"); p.setAttribute("data-testid", "policies-saved"); p.textContent = "saved";
+      tools.insertBefore(p, tools.firstChild);
+    }
+    toolRows().forEach(function (row) {
+      var at = savedAt[row.getAttribute("data-tool-name")], sel = row.querySelector('[data-testid="policy-select"]');
+      if (at && Date.now() - at < 2500 && sel && !row.querySelector(".saved")) {
+        var s = document.createElement("span");
+        s.className = "saved"; s.setAttribute("role", "status"); s.setAttribute("data-testid", "policy-saved"); s.textContent = "saved";
+        sel.insertAdjacentElement("afterend", s);
+      }
+    });
+  }
+  document.addEventListener("htmx:afterSettle", function (e) {
+    if (!document.getElementById("tools")) { return; }
+    if (kept) {
+      var bulk = e.detail.target && e.detail.target.id === "tools" && e.detail.requestConfig && e.detail.requestConfig.verb === "post";
+      toolRows().forEach(function (row) {
+        var k = kept[row.getAttribute("data-tool-name")];
+        if (k && k.open) { var d = row.querySelector("details"); if (d) { d.open = true; } }
+        if (k && k.checked && !bulk) { var b = row.querySelector('[data-testid="tool-check"]'); if (b) { b.checked = true; } }
+      });
+      kept = null;
+    }
+    markSaved();
+    filterTools();
+  });
+
+  // Responsive tables become a card per row on narrow screens; each cell
+  // then names its column, from the table's header.
+  function labelCells(root) {
+    (root || document).querySelectorAll("table.responsive").forEach(function (table) {
+      var heads = [].map.call(table.querySelectorAll("thead th"), function (th) { return th.textContent.trim(); });
+      table.querySelectorAll("tbody tr").forEach(function (tr) {
+        [].forEach.call(tr.children, function (td, i) {
+          if (heads[i] && !td.hasAttribute("data-label") && !td.classList.contains("pick")) { td.setAttribute("data-label", heads[i]); }
+        });
+      });
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { labelCells(); });
+  document.addEventListener("htmx:afterSettle", function () { labelCells(); });
+
   // Tick elapsed times of running jobs and "verified N ago" labels.
   function span(s) {
     if (s < 60) { return s + "s"; }

@@ -589,7 +589,7 @@ func ImportPlan(p Page, v ImportView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 58, "\"><table><thead><tr><th>Entry</th><th>Id</th><th>What</th><th>Details</th><th>Do</th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 58, "\"><table class=\"responsive\"><thead><tr><th>Entry</th><th>Id</th><th>What</th><th>Details</th><th>Do</th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

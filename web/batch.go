@@ -33,7 +33,7 @@ func (s *Server) verifyAll(ctx context.Context) (*batch.Batch, error) {
 			b.Skipped = append(b.Skipped, views.Skipped{ServerID: srv.ID, Reason: "disabled"})
 			continue
 		case !srv.LaunchConfirmedNow():
-			b.Skipped = append(b.Skipped, views.Skipped{ServerID: srv.ID, Reason: "its command must be confirmed first: open it and press Verify…"})
+			b.Skipped = append(b.Skipped, views.Skipped{ServerID: srv.ID, Reason: "its command must be confirmed first: open it and press Review and verify"})
 			continue
 		}
 		j, err := s.submit(srv, store.TriggerVerifyAll)

@@ -133,5 +133,5 @@ func (s *Server) handlePoliciesForm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.ToolsBody(s.serverDetail(ctx, sum, tools)))
+	return render(c, http.StatusOK, views.SavedToolsBody(s.serverDetail(ctx, sum, tools)))
 }

@@ -6,10 +6,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -230,9 +232,51 @@ func TestPresetAndBulkInTheDashboard(t *testing.T) {
 		t.Errorf("read's reason on the page = %q", got)
 	}
 
+	// The rows carry what the search and filters match (app.js), and
+	// show the hints the server states as chips, nothing assumed.
+	for name, want := range map[string]struct{ hints, chips string }{
+		"read":  {"read-only closed-world", "read-onlyclosed world"},
+		"write": {"closed-world", "closed world"},
+		"rm":    {"destructive", "destructive"},
+		"bare":  {"", ""},
+	} {
+		row := server.Find(`[data-testid="tool-row"][data-tool-name="` + name + `"]`)
+		if got, _ := row.Attr("data-hints"); got != want.hints {
+			t.Errorf("%s: data-hints = %q; want %q", name, got, want.hints)
+		}
+		if got := row.Find(`[data-testid="tool-hints"] .chip`).Text(); got != want.chips {
+			t.Errorf("%s: chips = %q; want %q", name, got, want.chips)
+		}
+		if got, _ := row.Attr("data-policy"); got != e.apiTools("files")[name].Policy {
+			t.Errorf("%s: data-policy = %q; want the tool's policy %q", name, got, e.apiTools("files")[name].Policy)
+		}
+	}
+	if got := server.Find(`[data-testid="filter-state"] option`).Map(func(_ int, o *goquery.Selection) string { return o.Text() }); !slices.Equal(got, []string{"any state", "active"}) {
+		t.Errorf("state filter = %q; want only the states present", got)
+	}
+	if server.Find(`[data-testid="policy-saved"], [data-testid="policies-saved"]`).Length() != 0 {
+		t.Errorf("the page says saved before anything was changed")
+	}
+
+	// One tool's policy: the row answers, saying it was saved.
+	rec = b.htmx(http.MethodPost, "/servers/files/policy", url.Values{"tool": {"write"}, "key": {"3"}, "policy": {"deny"}})
+	wantStatus(t, rec, http.StatusOK)
+	row := parseFragment(t, rec.Body.String())
+	if got := row.Find(`[data-testid="policy-saved"][role="status"]`).Text(); got != "saved" {
+		t.Errorf("the row after a policy change says %q; want saved", got)
+	}
+	if got := e.apiTools("files")["write"].Policy; got != "deny" {
+		t.Errorf("write's policy after the row's form = %s; want deny", got)
+	}
+	rec = b.htmx(http.MethodPost, "/servers/files/policy", url.Values{"tool": {"write"}, "key": {"3"}, "policy": {"ask"}})
+	wantStatus(t, rec, http.StatusOK)
+
 	rec = b.htmx(http.MethodPost, "/servers/files/policies", url.Values{"policy": {"deny"}, "select": {"checked"}, "tool": {"rm", "bare"}})
 	wantStatus(t, rec, http.StatusOK)
 	body := parseFragment(t, rec.Body.String())
+	if got := body.Find(`[data-testid="policies-saved"][role="status"]`).Text(); got != "saved" {
+		t.Errorf("the section after the bulk form says %q; want saved", got)
+	}
 	for _, name := range []string{"rm", "bare"} {
 		if v, _ := body.Find(`[data-tool-name="` + name + `"] select[name="policy"] option[selected]`).Attr("value"); v != "deny" {
 			t.Errorf("%s after the bulk form = %q; want deny", name, v)

@@ -48,7 +48,7 @@ func (s *Server) handleSetPolicyForm(c echo.Context) error {
 	if err != nil {
 		return notFound(err)
 	}
-	return render(c, http.StatusOK, views.ToolRow(present.ToolItem(key, e)))
+	return render(c, http.StatusOK, views.SavedToolRow(present.ToolItem(key, e)))
 }
 
 var rowKeyPattern = regexp.MustCompile(`^[0-9]{1,6}$`)

@@ -39,7 +39,7 @@ test('paste a Claude Desktop config, review the dry run, import, and find the se
     const row = page.locator(`[data-testid=server-row][data-server-id=${id}]`);
     await expect(row).toHaveCount(1);
     // Not verified: its Verify leads to the confirmation of its command.
-    await expect(row.getByTestId('verify-button')).toHaveText('Verify…');
+    await expect(row.getByTestId('verify-button')).toHaveText('Review and verify');
   }
   // The secret is stored masked.
   await page.goto('/servers/fixture-tools');

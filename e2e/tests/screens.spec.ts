@@ -91,6 +91,7 @@ async function check(page: Page, name: string) {
     .map(v => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | ')}`);
   expect.soft(bad, `${name}: accessibility`).toEqual([]);
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  await page.screenshot({ path: path.join(SHOTS, `${name}-first-screen.png`) }); // what a person sees first
 }
 
 test('every page fits a phone and a laptop, light and dark, with no serious accessibility violation', async ({ browser }) => {
