@@ -122,7 +122,7 @@ func Onboarding(servers []ServerItem) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if o.ImportableServers() > 0 {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<form method=\"post\" action=\"/import/all\" class=\"actions onboarding\"><input type=\"hidden\" name=\"_csrf\" value=\"")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<form method=\"post\" action=\"/import/all\" class=\"actions\"><input type=\"hidden\" name=\"_csrf\" value=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
