@@ -38,7 +38,7 @@ func (s *Server) verifyAll(ctx context.Context, only []string) (*batch.Batch, er
 			b.Skipped = append(b.Skipped, views.Skipped{ServerID: srv.ID, Reason: "disabled"})
 			continue
 		case !srv.LaunchConfirmedNow():
-			b.Skipped = append(b.Skipped, views.Skipped{ServerID: srv.ID, Reason: "its command must be confirmed first: open it and press Verify…"})
+			b.Skipped = append(b.Skipped, views.Skipped{ServerID: srv.ID, Reason: "its command must be confirmed first: Confirm launches on the servers list"})
 			continue
 		}
 		j, err := s.submit(srv, store.TriggerVerifyAll)
