@@ -210,18 +210,22 @@ type apiError struct {
 
 // apiLaunchRefused is the 409 of a Verify whose launch is unconfirmed.
 type apiLaunchRefused struct {
-	Error  string `json:"error"`
-	Launch struct {
-		Transport   string   `json:"transport"`
-		CommandLine string   `json:"command_line"`
-		Command     string   `json:"command"`
-		Args        []string `json:"args"`
-		Cwd         string   `json:"cwd"`
-		EnvKeys     []string `json:"env_keys"`
-		URL         string   `json:"url"`
-		HeaderKeys  []string `json:"header_keys"`
-		Hash        string   `json:"launch_hash"`
-	} `json:"launch"`
+	Error  string    `json:"error"`
+	Launch apiLaunch `json:"launch"`
+}
+
+// apiLaunch is a launch waiting for a person's confirmation.
+type apiLaunch struct {
+	ServerID    string   `json:"server_id"`
+	Transport   string   `json:"transport"`
+	CommandLine string   `json:"command_line"`
+	Command     string   `json:"command"`
+	Args        []string `json:"args"`
+	Cwd         string   `json:"cwd"`
+	EnvKeys     []string `json:"env_keys"`
+	URL         string   `json:"url"`
+	HeaderKeys  []string `json:"header_keys"`
+	Hash        string   `json:"launch_hash"`
 }
 
 // apiCall is a tool call in the audit log.
@@ -298,6 +302,7 @@ type apiImportResult struct {
 	Invalid int      `json:"invalid"`
 	Failed  int      `json:"failed"`
 	Lines   []string `json:"lines"`
+	Servers []string `json:"servers"`
 }
 
 // The envelopes the answers come in.
@@ -307,6 +312,9 @@ type (
 	}
 	batchAnswer struct {
 		Batch apiBatch `json:"batch"`
+	}
+	launchesAnswer struct {
+		Launches []apiLaunch `json:"launches"`
 	}
 	toolAnswer struct {
 		Tool apiTool `json:"tool"`

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -12,13 +13,15 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 	"github.com/switchboard-dev/switchboard/web/internal/batch"
 )
 
 // verifyAll starts a verification of every enabled server whose launch a
-// person confirmed; the runner's concurrency limit paces them. Disabled
-// and unconfirmed servers are skipped, with the reason.
-func (s *Server) verifyAll(ctx context.Context) (*batch.Batch, error) {
+// person confirmed (of those of only, unless only is nil); the runner's
+// concurrency limit paces them. Disabled and unconfirmed servers are
+// skipped, with the reason.
+func (s *Server) verifyAll(ctx context.Context, only []string) (*batch.Batch, error) {
 	sums, err := s.store.Summaries(ctx)
 	if err != nil {
 		return nil, err
@@ -29,11 +32,13 @@ func (s *Server) verifyAll(ctx context.Context) (*batch.Batch, error) {
 	for _, sum := range sums {
 		srv := sum.Server
 		switch {
+		case only != nil && !slices.Contains(only, srv.ID):
+			continue
 		case !srv.Enabled:
 			b.Skipped = append(b.Skipped, views.Skipped{ServerID: srv.ID, Reason: "disabled"})
 			continue
 		case !srv.LaunchConfirmedNow():
-			b.Skipped = append(b.Skipped, views.Skipped{ServerID: srv.ID, Reason: "its command must be confirmed first: open it and press Review and verify"})
+			b.Skipped = append(b.Skipped, views.Skipped{ServerID: srv.ID, Reason: "its command must be confirmed first: Confirm launches on the servers list"})
 			continue
 		}
 		j, err := s.submit(srv, store.TriggerVerifyAll)
@@ -66,21 +71,34 @@ func (s *Server) publishBatch() {
 // progress arrives over SSE.
 func (s *Server) handleVerifyAll(c echo.Context) error {
 	ctx := c.Request().Context()
-	if _, err := s.verifyAll(ctx); err != nil {
+	if _, err := s.verifyAll(ctx, nil); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusAccepted)
 }
 
 // handleAPIVerifyAll serves POST /api/v1/verify-all: 202 with the batch.
+// With {"confirm": {ID: launch_hash…}} (hashes from GET /api/v1/launches)
+// it confirms those launches and verifies just those servers, or refuses
+// (409) if any launch is no longer the one given.
 func (s *Server) handleAPIVerifyAll(c echo.Context) error {
 	ctx := c.Request().Context()
-	b, err := s.verifyAll(ctx)
+	var body struct {
+		Confirm map[string]string `json:"confirm"`
+	}
+	if err := decodeOptionalJSON(c, 64<<10, &body); err != nil {
+		return err
+	}
+	verify := func() (*batch.Batch, error) { return s.verifyAll(ctx, nil) }
+	if body.Confirm != nil {
+		verify = func() (*batch.Batch, error) { return s.confirmLaunches(ctx, body.Confirm) }
+	}
+	b, err := verify()
 	if err != nil {
 		return err
 	}
 	got, _ := s.batches.Get(b.ID)
-	return c.JSON(http.StatusAccepted, map[string]any{"batch": batchToJSON(got)})
+	return c.JSON(http.StatusAccepted, map[string]any{"batch": apijson.BatchOf(got)})
 }
 
 // handleAPIBatch serves GET /api/v1/batches/:id.
@@ -89,42 +107,5 @@ func (s *Server) handleAPIBatch(c echo.Context) error {
 	if !ok {
 		return &apiError{Status: http.StatusNotFound, Message: "no batch with this id (the latest 20 are kept)"}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"batch": batchToJSON(b)})
-}
-
-type batchJSON struct {
-	ID        string         `json:"id"`
-	CreatedAt time.Time      `json:"created_at"`
-	Total     int            `json:"total"`
-	Queued    int            `json:"queued"`
-	Running   int            `json:"running"`
-	Succeeded int            `json:"succeeded"`
-	Failed    int            `json:"failed"`
-	Done      bool           `json:"done"`
-	Jobs      []batchJobJSON `json:"jobs"`
-	Skipped   []skippedJSON  `json:"skipped"`
-}
-
-type batchJobJSON struct {
-	ServerID string `json:"server_id"`
-	JobID    string `json:"job_id"`
-	Status   string `json:"status"`
-}
-
-type skippedJSON struct {
-	ServerID string `json:"server_id"`
-	Reason   string `json:"reason"`
-}
-
-func batchToJSON(b batch.Batch) batchJSON {
-	v := b.View()
-	out := batchJSON{ID: b.ID, CreatedAt: b.Created, Total: v.Total, Queued: v.Queued, Running: v.Running,
-		Succeeded: v.Succeeded, Failed: v.Failed, Done: v.Finished(), Jobs: []batchJobJSON{}, Skipped: []skippedJSON{}}
-	for _, j := range b.Jobs {
-		out.Jobs = append(out.Jobs, batchJobJSON(j))
-	}
-	for _, sk := range b.Skipped {
-		out.Skipped = append(out.Skipped, skippedJSON(sk))
-	}
-	return out
+	return c.JSON(http.StatusOK, map[string]any{"batch": apijson.BatchOf(b)})
 }

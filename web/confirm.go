@@ -59,26 +59,6 @@ func (s *Server) confirmLaunch(ctx context.Context, srv store.Server, confirmed 
 	return nil
 }
 
-// launchJSON is the API's form of launchView, in a 409 answer.
-type launchJSON struct {
-	Transport   string   `json:"transport"`
-	CommandLine string   `json:"command_line,omitempty"`
-	Command     string   `json:"command,omitempty"`
-	Args        []string `json:"args,omitempty"`
-	Cwd         string   `json:"cwd,omitempty"`
-	EnvKeys     []string `json:"env_keys,omitempty"`
-	URL         string   `json:"url,omitempty"`
-	HeaderKeys  []string `json:"header_keys,omitempty"`
-	Hash        string   `json:"launch_hash"`
-}
-
-func launchToJSON(l views.Launch) launchJSON {
-	return launchJSON{
-		Transport: l.Transport, CommandLine: l.CommandLine, Command: l.Command, Args: l.Args,
-		Cwd: l.Cwd, EnvKeys: l.EnvKeys, URL: l.URL, HeaderKeys: l.HeaderKeys, Hash: l.Hash,
-	}
-}
-
 // handleConfirmPage serves GET /servers/:id/confirm: the exact launch and
 // a form that confirms it and starts the Verify.
 func (s *Server) handleConfirmPage(c echo.Context) error {

@@ -9,8 +9,8 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 	"github.com/switchboard-dev/switchboard/web/internal/present"
-	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
@@ -159,47 +159,30 @@ type grantJSON struct {
 }
 
 type discoveryJSON struct {
-	Status        string     `json:"status"`
-	Phase         string     `json:"phase,omitempty"`
-	JobID         string     `json:"job_id,omitempty"`
-	VerifiedAt    *time.Time `json:"verified_at"`
-	LastAttemptAt *time.Time `json:"last_attempt_at"`
-	ToolCount     int        `json:"tool_count"`
-	Stale         bool       `json:"stale"`
-	Freshness     freshJSON  `json:"freshness"`
-	Delta         *deltaJSON `json:"delta,omitempty"`
+	Status        string         `json:"status"`
+	Phase         string         `json:"phase,omitempty"`
+	JobID         string         `json:"job_id,omitempty"`
+	VerifiedAt    *time.Time     `json:"verified_at"`
+	LastAttemptAt *time.Time     `json:"last_attempt_at"`
+	ToolCount     int            `json:"tool_count"`
+	Stale         bool           `json:"stale"`
+	Freshness     apijson.Fresh  `json:"freshness"`
+	Delta         *apijson.Delta `json:"delta,omitempty"`
 	// Changed is how many tools await approval of a new definition.
 	Changed int `json:"changed_tools"`
 	// Watch is the session held to hear the server's list changes, if
 	// one is.
-	Watch           *watchJSON `json:"watch,omitempty"`
-	ProtocolVersion string     `json:"protocol_version,omitempty"`
+	Watch           *apijson.Watch `json:"watch,omitempty"`
+	ProtocolVersion string         `json:"protocol_version,omitempty"`
 	// ListTTLMS and CacheScope are what the server's tools/list said
 	// about caching it (2026-07-28's ttlMs and cacheScope).
-	ListTTLMS     *int64     `json:"list_ttl_ms,omitempty"`
-	CacheScope    string     `json:"cache_scope,omitempty"`
-	Isolation     string     `json:"isolation,omitempty"`
-	ServerName    string     `json:"server_name,omitempty"`
-	ServerVersion string     `json:"server_version,omitempty"`
-	Warnings      []string   `json:"warnings,omitempty"`
-	Error         *errorJSON `json:"error,omitempty"`
-}
-
-type errorJSON struct {
-	Class      string            `json:"class"`
-	Phase      string            `json:"phase,omitempty"`
-	Message    string            `json:"message"`
-	Suggestion string            `json:"suggestion,omitempty"`
-	StderrTail string            `json:"stderr_tail,omitempty"`
-	SignIn     *store.SignInNeed `json:"sign_in,omitempty"`
-	Lasting    bool              `json:"lasting,omitempty"` // its server's tools are not offered until it verifies
-}
-
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
+	ListTTLMS     *int64         `json:"list_ttl_ms,omitempty"`
+	CacheScope    string         `json:"cache_scope,omitempty"`
+	Isolation     string         `json:"isolation,omitempty"`
+	ServerName    string         `json:"server_name,omitempty"`
+	ServerVersion string         `json:"server_version,omitempty"`
+	Warnings      []string       `json:"warnings,omitempty"`
+	Error         *apijson.Error `json:"error,omitempty"`
 }
 
 func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON {
@@ -207,18 +190,18 @@ func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON
 	out := serverJSON{JSON: serverconfig.ToJSON(srv)}
 	fresh := sum.Freshness(s.cfg.DefaultTTL, s.cfg.Now())
 	dj := &discoveryJSON{
-		Status: string(d.Status), VerifiedAt: timePtr(d.VerifiedAt), LastAttemptAt: timePtr(d.LastAttemptAt),
-		ToolCount: d.ToolCount, Stale: tooOld(fresh), Freshness: freshToJSON(fresh), Delta: deltaToJSON(d.Delta),
-		Changed: d.Changed, Watch: watchToJSON(s.watches.State(srv.ID)), ProtocolVersion: d.ProtocolVersion, Isolation: d.Isolation,
+		Status: string(d.Status), VerifiedAt: apijson.TimePtr(d.VerifiedAt), LastAttemptAt: apijson.TimePtr(d.LastAttemptAt),
+		ToolCount: d.ToolCount, Stale: tooOld(fresh), Freshness: apijson.FreshOf(fresh), Delta: apijson.DeltaOf(d.Delta),
+		Changed: d.Changed, Watch: apijson.WatchOf(s.watches.State(srv.ID)), ProtocolVersion: d.ProtocolVersion, Isolation: d.Isolation,
 		ListTTLMS: d.ListTTLMS, CacheScope: d.CacheScope,
 		ServerName: d.ServerName, ServerVersion: d.ServerVersion, Warnings: d.Warnings,
 	}
 	if e := d.Error; e != nil {
-		dj.Error = &errorJSON{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: e.SignIn, Lasting: e.Lasting}
+		dj.Error = &apijson.Error{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: e.SignIn, Lasting: e.Lasting}
 	}
 	if srv.Transport != store.TransportStdio {
 		if g, ok, err := s.store.LatestGrant(ctx, srv.ID); err == nil && ok {
-			out.SignIn = &grantJSON{Issuer: g.Issuer, Scope: g.Scope, ExpiresAt: timePtr(g.ExpiresAt),
+			out.SignIn = &grantJSON{Issuer: g.Issuer, Scope: g.Scope, ExpiresAt: apijson.TimePtr(g.ExpiresAt),
 				RefreshToken: g.RefreshToken != "", SignedInAt: g.SavedAt, Problem: g.Problem}
 		}
 	}
@@ -232,7 +215,7 @@ func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON
 type toolJSON struct {
 	Server string `json:"server"`
 	// Freshness is the server's (catalog reads only).
-	Freshness       *freshJSON      `json:"freshness,omitempty"`
+	Freshness       *apijson.Fresh  `json:"freshness,omitempty"`
 	Name            string          `json:"name"`
 	AgentName       string          `json:"agent_name"`
 	Title           string          `json:"title,omitempty"`
@@ -263,60 +246,4 @@ func toolsToJSON(es []store.ToolEntry) []toolJSON {
 		out = append(out, toolToJSON(e))
 	}
 	return out
-}
-
-type jobJSON struct {
-	ID         string       `json:"id"`
-	ServerID   string       `json:"server_id"`
-	Status     string       `json:"status"`
-	Phase      string       `json:"phase"`
-	Page       int          `json:"page,omitempty"`
-	QueuedAt   time.Time    `json:"queued_at"`
-	StartedAt  *time.Time   `json:"started_at"`
-	FinishedAt *time.Time   `json:"finished_at"`
-	Timings    []timingJSON `json:"timings"`
-	ToolCount  int          `json:"tool_count"`
-	Error      *errorJSON   `json:"error"`
-	Trigger    string       `json:"trigger,omitempty"`
-	// Delta is what the job's verification changed (once it succeeded).
-	Delta *deltaJSON `json:"delta,omitempty"`
-}
-
-type timingJSON struct {
-	Phase string `json:"phase"`
-	MS    int64  `json:"ms"`
-}
-
-func timingsJSON(ts []discovery.Timing) []timingJSON {
-	out := make([]timingJSON, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, timingJSON{Phase: t.Phase, MS: t.Duration.Milliseconds()})
-	}
-	return out
-}
-
-func jobToJSON(j discovery.Job) jobJSON {
-	out := jobJSON{
-		ID: j.ID, ServerID: j.ServerID, Status: j.Status, Phase: j.Phase, Page: j.Page,
-		QueuedAt: j.QueuedAt, StartedAt: timePtr(j.StartedAt), FinishedAt: timePtr(j.FinishedAt),
-		Timings: timingsJSON(j.Timings), ToolCount: j.ToolCount, Trigger: j.Trigger,
-	}
-	if e := j.Error; e != nil {
-		out.Error = &errorJSON{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail}
-	}
-	return out
-}
-
-// watchJSON is a server's watch as the API shows it.
-type watchJSON struct {
-	Connected bool       `json:"connected"`
-	Since     *time.Time `json:"since,omitempty"`
-	LastError string     `json:"last_error,omitempty"`
-}
-
-func watchToJSON(w *refresh.WatchState) *watchJSON {
-	if w == nil {
-		return nil
-	}
-	return &watchJSON{Connected: w.Connected, Since: timePtr(w.Since), LastError: w.LastError}
 }

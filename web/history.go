@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 )
 
 // historyShown is how many verifications the detail page lists.
@@ -50,18 +51,18 @@ func (s *Server) handleHistoryFragment(c echo.Context) error {
 }
 
 type historyJSON struct {
-	Seq             uint64       `json:"seq"`
-	JobID           string       `json:"job_id"`
-	Trigger         string       `json:"trigger,omitempty"`
-	StartedAt       string       `json:"started_at"`
-	FinishedAt      string       `json:"finished_at"`
-	DurationMS      int64        `json:"duration_ms"`
-	Outcome         store.Status `json:"outcome"`
-	Error           *errorJSON   `json:"error,omitempty"`
-	Delta           *deltaJSON   `json:"delta,omitempty"`
-	ToolCount       int          `json:"tool_count"`
-	ServerVersion   string       `json:"server_version,omitempty"`
-	PreviousVersion string       `json:"previous_version,omitempty"`
+	Seq             uint64         `json:"seq"`
+	JobID           string         `json:"job_id"`
+	Trigger         string         `json:"trigger,omitempty"`
+	StartedAt       string         `json:"started_at"`
+	FinishedAt      string         `json:"finished_at"`
+	DurationMS      int64          `json:"duration_ms"`
+	Outcome         store.Status   `json:"outcome"`
+	Error           *apijson.Error `json:"error,omitempty"`
+	Delta           *apijson.Delta `json:"delta,omitempty"`
+	ToolCount       int            `json:"tool_count"`
+	ServerVersion   string         `json:"server_version,omitempty"`
+	PreviousVersion string         `json:"previous_version,omitempty"`
 }
 
 // handleAPIHistory serves GET /api/v1/servers/:id/history: every kept
@@ -75,10 +76,10 @@ func (s *Server) handleAPIHistory(c echo.Context) error {
 	out := make([]historyJSON, 0, len(entries))
 	for _, e := range entries {
 		h := historyJSON{Seq: e.Seq, JobID: e.JobID, Trigger: e.Trigger, StartedAt: e.StartedAt.Format(timeJSON),
-			FinishedAt: e.FinishedAt.Format(timeJSON), DurationMS: e.DurationMS, Outcome: e.Outcome, Delta: deltaToJSON(e.Delta),
+			FinishedAt: e.FinishedAt.Format(timeJSON), DurationMS: e.DurationMS, Outcome: e.Outcome, Delta: apijson.DeltaOf(e.Delta),
 			ToolCount: e.ToolCount, ServerVersion: e.ServerVersion, PreviousVersion: e.PreviousVersion}
 		if e.Error != nil {
-			h.Error = &errorJSON{Class: e.Error.Class, Phase: e.Error.Phase, Message: e.Error.Message, Suggestion: e.Error.Suggestion}
+			h.Error = &apijson.Error{Class: e.Error.Class, Phase: e.Error.Phase, Message: e.Error.Message, Suggestion: e.Error.Suggestion}
 		}
 		out = append(out, h)
 	}

@@ -256,7 +256,9 @@ func TestImportPage(t *testing.T) {
 		// Skip the second row, apply the rest.
 		form := url.Values{"held": {held}, "choice-1": {"skip"}}
 		rec := b.post("/import/apply", form)
-		if rec.Code != http.StatusSeeOther || !strings.HasPrefix(rec.Header().Get("Location"), "/?imported=2.0.1") {
+		// The servers added wait for the confirmation of their launches,
+		// on one page.
+		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/launches/confirm?imported=2.0.1&server=filesystem&server=remote" {
 			t.Fatalf("apply = %d to %q", rec.Code, rec.Header().Get("Location"))
 		}
 		list := b.get(rec.Header().Get("Location"))

@@ -2,12 +2,11 @@ package web
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/clientconfig"
 	"github.com/switchboard-dev/switchboard/web/internal/held"
+	"github.com/switchboard-dev/switchboard/web/internal/onboard"
 	"github.com/switchboard-dev/switchboard/web/internal/present"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
@@ -58,17 +58,10 @@ func (s *Server) home() string {
 	return home
 }
 
-// knownKey names a found file in a form: stable while the file is there,
-// and never a path the server would read.
-func knownKey(path string) string {
-	sum := sha256.Sum256([]byte(path))
-	return hex.EncodeToString(sum[:8])
-}
-
 func (s *Server) importView(ctx context.Context, text, format string) views.ImportView {
 	v := views.ImportView{Text: text, Format: format, Formats: clientconfig.Formats}
 	for _, k := range s.knownFiles() {
-		v.Known = append(v.Known, views.KnownFile{Key: knownKey(k.Path), Path: k.Path, Client: k.Client, Format: k.Format})
+		v.Known = append(v.Known, views.KnownFile{Key: onboard.Key(k.Path), Path: k.Path, Client: k.Client, Format: k.Format})
 	}
 	if sums, err := s.store.Summaries(ctx); err == nil {
 		for _, sum := range sums {
@@ -93,7 +86,7 @@ func (s *Server) importText(c echo.Context) (text, format, source string, err er
 	format = c.FormValue("format")
 	if k := c.FormValue("known"); k != "" {
 		for _, known := range s.knownFiles() {
-			if knownKey(known.Path) == k {
+			if onboard.Key(known.Path) == k {
 				data, err := readCapped(known.Path, maxKnownFile)
 				return string(data), known.Format, known.Path, err
 			}
@@ -231,7 +224,14 @@ func (s *Server) handleImportApply(c echo.Context) error {
 		return render(c, http.StatusUnprocessableEntity, views.ImportPage(s.page(c, "Import"), v))
 	}
 	s.held.Delete(id)
-	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/?imported=%d.%d.%d", res.Added, res.Updated, res.Skipped))
+	// The servers added or updated whose launch waits for a person lead to
+	// their confirmation, together.
+	q := url.Values{"imported": {fmt.Sprintf("%d.%d.%d", res.Added, res.Updated, res.Skipped)}}
+	if sums, err := s.store.Summaries(ctx); err == nil && len(onboard.Pending(sums, res.Servers)) > 0 {
+		q["server"] = res.Servers
+		return c.Redirect(http.StatusSeeOther, "/launches/confirm?"+q.Encode())
+	}
+	return c.Redirect(http.StatusSeeOther, "/?"+q.Encode())
 }
 
 var importedFlash = regexp.MustCompile(`^(\d{1,5})\.(\d{1,5})\.(\d{1,5})$`)

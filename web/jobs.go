@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 	"github.com/switchboard-dev/switchboard/web/internal/present"
 	"github.com/switchboard-dev/switchboard/web/internal/record"
 )
@@ -122,7 +123,7 @@ func (s *Server) handleAPIVerify(c echo.Context) error {
 	if lu := (*launchUnconfirmed)(nil); errors.As(err, &lu) {
 		return c.JSON(http.StatusConflict, map[string]any{
 			"error":  lu.Error() + `; send {"confirm": true} to confirm this launch and start`,
-			"launch": launchToJSON(present.Launch(lu.srv)),
+			"launch": apijson.LaunchOf(present.Launch(lu.srv)),
 		})
 	}
 	if err != nil {
@@ -131,13 +132,13 @@ func (s *Server) handleAPIVerify(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, map[string]any{"job": s.jobJSON(ctx, j)})
 }
 
-// jobJSON is a job as the API shows it, with what its verification
+// apijson.Job is a job as the API shows it, with what its verification
 // changed once it succeeded.
-func (s *Server) jobJSON(ctx context.Context, j discovery.Job) jobJSON {
-	out := jobToJSON(j)
+func (s *Server) jobJSON(ctx context.Context, j discovery.Job) apijson.Job {
+	out := apijson.JobOf(j)
 	if j.Status == discovery.JobSuccess {
 		if h, err := s.store.JobHistory(ctx, j.ServerID, j.ID); err == nil {
-			out.Delta = deltaToJSON(h.Delta)
+			out.Delta = apijson.DeltaOf(h.Delta)
 		}
 	}
 	return out

@@ -52,6 +52,7 @@ func (s *Server) handleServersPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.onboarding(c, items)
 	return render(c, http.StatusOK, views.ServersPage(s.page(c, "Servers"), items, s.batches.Latest()))
 }
 
@@ -63,6 +64,7 @@ func (s *Server) handleServersFragment(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.onboarding(c, items)
 	return render(c, http.StatusOK, views.ServerTable(items))
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 	"github.com/switchboard-dev/switchboard/web/internal/present"
 )
 
@@ -116,7 +117,7 @@ func (s *Server) handleAPICatalog(c echo.Context) error {
 		now := s.cfg.Now()
 		var (
 			server string
-			fresh  freshJSON
+			fresh  apijson.Fresh
 			until  time.Time // the first clock-driven change of any freshness
 		)
 		rev, err := s.store.Catalog(ctx, func(sum *store.Summary, e store.ToolEntry) error {
@@ -126,7 +127,7 @@ func (s *Server) handleAPICatalog(c echo.Context) error {
 				// Times that move on with every re-verification are left
 				// out (GET /api/v1/servers has them), so that the ETag
 				// changes only with what an agent would act on.
-				fresh = freshToJSON(f)
+				fresh = apijson.FreshOf(f)
 				fresh.VerifiedAt, fresh.FreshUntil = nil, nil
 				if f.State == store.FreshFresh && (until.IsZero() || f.Until.Before(until)) {
 					until = f.Until

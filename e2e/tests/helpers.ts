@@ -108,10 +108,15 @@ export interface OwnSwitchboard {
   stop: () => Promise<void>;
 }
 
-export async function startOwnSwitchboard(port: number, name: string): Promise<OwnSwitchboard> {
+// opts.home is the HOME it runs with, where it finds the clients' configs
+// (and its working directory, where it finds a project's); by default a
+// fresh empty directory.
+export async function startOwnSwitchboard(port: number, name: string, opts: { home?: string } = {}): Promise<OwnSwitchboard> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `switchboard-${name}-`));
+  const home = opts.home ?? dir;
   const proc = spawn(path.resolve(__dirname, '../../bin/switchboard'), [], {
-    env: { SWITCHBOARD_ADDR: `127.0.0.1:${port}`, SWITCHBOARD_DB: path.join(dir, 'sb.db'), HOME: dir, PATH: process.env.PATH || '/usr/bin:/bin' },
+    env: { SWITCHBOARD_ADDR: `127.0.0.1:${port}`, SWITCHBOARD_DB: path.join(dir, 'sb.db'), HOME: home, PATH: process.env.PATH || '/usr/bin:/bin' },
+    cwd: opts.home ? home : undefined,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -33,8 +33,14 @@ test('paste a Claude Desktop config, review the dry run, import, and find the se
   expect((await api(page, 'GET', '/api/v1/servers/fixture-tools')).status).toBe(404);
 
   await page.getByTestId('import-apply').click();
-  await expect(page).toHaveURL(/\/\?imported=2\.0\.0$/);
+  // The servers added wait for the confirmation of their launches, on one page.
+  await expect(page).toHaveURL(/\/launches\/confirm\?imported=2\.0\.0&server=fixture-tools&server=remote-docs$/);
   await expect(page.getByTestId('flash')).toContainText('2 added');
+  await expect(page.getByTestId('batch-launch')).toHaveCount(2);
+  await expect(page.locator('[data-testid=batch-launch][data-server-id=remote-docs] [data-testid=confirm-url]')).toHaveText('https://docs.example.com/mcp');
+  await page.getByTestId('confirm-launches-cancel').click();
+  await expect(page).toHaveURL(/\/$/);
+  await expect(page.getByTestId('confirm-launches-link')).toHaveText('Confirm 2 launches');
   for (const id of ['fixture-tools', 'remote-docs']) {
     const row = page.locator(`[data-testid=server-row][data-server-id=${id}]`);
     await expect(row).toHaveCount(1);

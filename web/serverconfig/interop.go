@@ -203,6 +203,9 @@ type ImportResult struct {
 	Invalid int      `json:"invalid"` // rows that cannot be imported
 	Failed  int      `json:"failed"`  // rows the store refused
 	Lines   []string `json:"lines"`
+	// Servers are the ids of the servers added or updated, in row order:
+	// each waits for a person to confirm its launch.
+	Servers []string `json:"servers"`
 }
 
 // ApplyImport applies the plan with the person's choices, by row index
@@ -210,7 +213,7 @@ type ImportResult struct {
 // imported count as Invalid. Each row is its own store change: one that
 // fails (the id taken meanwhile) does not undo the others.
 func ApplyImport(ctx context.Context, st planStore, plan ImportPlan, choices map[int]string) ImportResult {
-	var res ImportResult
+	res := ImportResult{Servers: []string{}}
 	for i, r := range plan.Rows {
 		choice := r.Choice
 		if c, ok := choices[i]; ok {
@@ -233,6 +236,7 @@ func ApplyImport(ctx context.Context, st planStore, plan ImportPlan, choices map
 				continue
 			}
 			res.Added++
+			res.Servers = append(res.Servers, r.ID)
 			res.Lines = append(res.Lines, fmt.Sprintf("%s: added as %s", r.Name, r.ID))
 		case choice == ChoiceNew && r.Action == ImportUpdate:
 			if err := st.CreateServer(ctx, r.asNew); err != nil {
@@ -240,6 +244,7 @@ func ApplyImport(ctx context.Context, st planStore, plan ImportPlan, choices map
 				continue
 			}
 			res.Added++
+			res.Servers = append(res.Servers, r.NewID)
 			res.Lines = append(res.Lines, fmt.Sprintf("%s: added as %s", r.Name, r.NewID))
 		case choice == ChoiceUpdate && r.Action == ImportUpdate:
 			if err := st.UpdateServer(ctx, r.server); err != nil {
@@ -247,6 +252,7 @@ func ApplyImport(ctx context.Context, st planStore, plan ImportPlan, choices map
 				continue
 			}
 			res.Updated++
+			res.Servers = append(res.Servers, r.ID)
 			res.Lines = append(res.Lines, fmt.Sprintf("%s: updated %s", r.Name, r.ID))
 		default:
 			fail(fmt.Errorf("%q is not a choice for a row that would %s", choice, r.Action))
