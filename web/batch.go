@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -80,51 +81,45 @@ func (s *Server) handleAPIVerifyAll(c echo.Context) error {
 		return err
 	}
 	got, _ := s.batches.Get(b.ID)
-	return c.JSON(http.StatusAccepted, map[string]any{"batch": batchToJSON(got)})
+	return c.JSON(http.StatusAccepted, map[string]any{"batch": got.JSON()})
 }
+
+// handleCancelBatch serves POST /batches/:id/cancel (htmx, from the
+// Verify all panel) and POST /api/v1/batches/:id/cancel (202 with the
+// batch): the batch's verifications still queued or running are
+// cancelled (a running one's process is stopped).
+func (s *Server) handleCancelBatch(c echo.Context) error {
+	jobs, ok := s.batches.Cancel(c.Param("id"))
+	if !ok {
+		return errNoBatch
+	}
+	for _, id := range jobs {
+		s.runner.Cancel(id)
+	}
+	s.publishBatch()
+	if b, _ := s.batches.Get(c.Param("id")); strings.HasPrefix(c.Path(), "/api/") {
+		return c.JSON(http.StatusAccepted, map[string]any{"batch": b.JSON()})
+	}
+	return c.NoContent(http.StatusAccepted)
+}
+
+// handleDismissBatch serves POST /batches/:id/dismiss (htmx): the panel
+// goes away in every tab; the batch's jobs go on.
+func (s *Server) handleDismissBatch(c echo.Context) error {
+	if !s.batches.Dismiss(c.Param("id")) {
+		return errNoBatch
+	}
+	s.publishBatch()
+	return c.NoContent(http.StatusAccepted)
+}
+
+var errNoBatch = &apiError{Status: http.StatusNotFound, Message: "no batch with this id (the latest 20 are kept)"}
 
 // handleAPIBatch serves GET /api/v1/batches/:id.
 func (s *Server) handleAPIBatch(c echo.Context) error {
 	b, ok := s.batches.Get(c.Param("id"))
 	if !ok {
-		return &apiError{Status: http.StatusNotFound, Message: "no batch with this id (the latest 20 are kept)"}
+		return errNoBatch
 	}
-	return c.JSON(http.StatusOK, map[string]any{"batch": batchToJSON(b)})
-}
-
-type batchJSON struct {
-	ID        string         `json:"id"`
-	CreatedAt time.Time      `json:"created_at"`
-	Total     int            `json:"total"`
-	Queued    int            `json:"queued"`
-	Running   int            `json:"running"`
-	Succeeded int            `json:"succeeded"`
-	Failed    int            `json:"failed"`
-	Done      bool           `json:"done"`
-	Jobs      []batchJobJSON `json:"jobs"`
-	Skipped   []skippedJSON  `json:"skipped"`
-}
-
-type batchJobJSON struct {
-	ServerID string `json:"server_id"`
-	JobID    string `json:"job_id"`
-	Status   string `json:"status"`
-}
-
-type skippedJSON struct {
-	ServerID string `json:"server_id"`
-	Reason   string `json:"reason"`
-}
-
-func batchToJSON(b batch.Batch) batchJSON {
-	v := b.View()
-	out := batchJSON{ID: b.ID, CreatedAt: b.Created, Total: v.Total, Queued: v.Queued, Running: v.Running,
-		Succeeded: v.Succeeded, Failed: v.Failed, Done: v.Finished(), Jobs: []batchJobJSON{}, Skipped: []skippedJSON{}}
-	for _, j := range b.Jobs {
-		out.Jobs = append(out.Jobs, batchJobJSON(j))
-	}
-	for _, sk := range b.Skipped {
-		out.Skipped = append(out.Skipped, skippedJSON(sk))
-	}
-	return out
+	return c.JSON(http.StatusOK, map[string]any{"batch": b.JSON()})
 }

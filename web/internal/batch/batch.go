@@ -20,6 +20,9 @@ type Batch struct {
 	Created time.Time
 	Jobs    []Job
 	Skipped []views.Skipped
+	// Cancelled says a person cancelled the batch; Dismissed that a
+	// person put its panel away (its jobs go on).
+	Cancelled, Dismissed bool
 }
 
 // Job is one job of a batch, with the status it last had.
@@ -85,23 +88,62 @@ func (bs *Recent) Latest() *views.BatchView {
 	return &v
 }
 
+// Cancel marks the batch with the given id cancelled and returns the ids
+// of its jobs not finished yet, for the caller to cancel; ok is false if
+// there is no such batch.
+func (bs *Recent) Cancel(id string) (jobIDs []string, ok bool) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	b := bs.find(id)
+	if b == nil {
+		return nil, false
+	}
+	b.Cancelled = true
+	for _, j := range b.Jobs {
+		if j.Status == discovery.JobQueued || j.Status == discovery.JobRunning {
+			jobIDs = append(jobIDs, j.JobID)
+		}
+	}
+	return jobIDs, true
+}
+
+// Dismiss puts the panel of the batch with the given id away; it reports
+// whether there is such a batch.
+func (bs *Recent) Dismiss(id string) bool {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	b := bs.find(id)
+	if b != nil {
+		b.Dismissed = true
+	}
+	return b != nil
+}
+
+func (bs *Recent) find(id string) *Batch {
+	for _, b := range bs.recent {
+		if b.ID == id {
+			return b
+		}
+	}
+	return nil
+}
+
 // Get returns a copy of the batch with the given id.
 func (bs *Recent) Get(id string) (Batch, bool) {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	for _, b := range bs.recent {
-		if b.ID == id {
-			c := *b
-			c.Jobs = append([]Job(nil), b.Jobs...)
-			return c, true
-		}
+	b := bs.find(id)
+	if b == nil {
+		return Batch{}, false
 	}
-	return Batch{}, false
+	c := *b
+	c.Jobs = append([]Job(nil), b.Jobs...)
+	return c, true
 }
 
 // View is the batch's progress as pages show it.
 func (b *Batch) View() views.BatchView {
-	v := views.BatchView{Total: len(b.Jobs), Skipped: b.Skipped}
+	v := views.BatchView{ID: b.ID, Total: len(b.Jobs), Skipped: b.Skipped, Stopped: b.Cancelled, Dismissed: b.Dismissed}
 	for _, j := range b.Jobs {
 		switch j.Status {
 		case discovery.JobQueued:
@@ -110,9 +152,55 @@ func (b *Batch) View() views.BatchView {
 			v.Running++
 		case discovery.JobSuccess:
 			v.Succeeded++
+		case discovery.JobCancelled:
+			v.Cancelled++
 		default:
 			v.Failed++
 		}
 	}
 	return v
+}
+
+// JSON is a batch as the API shows it.
+type JSON struct {
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"created_at"`
+	Total     int       `json:"total"`
+	Queued    int       `json:"queued"`
+	Running   int       `json:"running"`
+	Succeeded int       `json:"succeeded"`
+	Failed    int       `json:"failed"`    // failed or timed out
+	Cancelled int       `json:"cancelled"` // verifications cancelled
+	// Stopped says a person cancelled the batch.
+	Stopped bool          `json:"stopped"`
+	Done    bool          `json:"done"`
+	Jobs    []JobJSON     `json:"jobs"`
+	Skipped []SkippedJSON `json:"skipped"`
+}
+
+// JobJSON is one job of a batch in the API.
+type JobJSON struct {
+	ServerID string `json:"server_id"`
+	JobID    string `json:"job_id"`
+	Status   string `json:"status"`
+}
+
+// SkippedJSON is a server a batch left out, in the API.
+type SkippedJSON struct {
+	ServerID string `json:"server_id"`
+	Reason   string `json:"reason"`
+}
+
+// JSON is the batch as the API shows it.
+func (b *Batch) JSON() JSON {
+	v := b.View()
+	out := JSON{ID: b.ID, CreatedAt: b.Created, Total: v.Total, Queued: v.Queued, Running: v.Running, Succeeded: v.Succeeded,
+		Failed: v.Failed, Cancelled: v.Cancelled, Stopped: b.Cancelled, Done: v.Finished(), Jobs: []JobJSON{}, Skipped: []SkippedJSON{}}
+	for _, j := range b.Jobs {
+		out.Jobs = append(out.Jobs, JobJSON(j))
+	}
+	for _, sk := range b.Skipped {
+		out.Skipped = append(out.Skipped, SkippedJSON(sk))
+	}
+	return out
 }
