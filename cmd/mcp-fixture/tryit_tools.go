@@ -50,11 +50,14 @@ const planTripSchema = `{"type":"object","properties":{
 
 // planTrip answers its arguments as indented JSON text.
 func planTrip(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	b, err := json.MarshalIndent(req.GetArguments(), "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(req.GetArguments()); err != nil {
 		return mcp.NewToolResultErrorf("cannot encode arguments: %v", err), nil
 	}
-	return mcp.NewToolResultText(string(b)), nil
+	return mcp.NewToolResultText(b.String()), nil
 }
 
 // media answers a 64×40 test card and a 0.3 s tone.
@@ -101,6 +104,11 @@ func slowSteps(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResul
 				"progressToken": token, "progress": i, "total": steps, "message": fmt.Sprintf("step %d of %d <done>", i, steps),
 			})
 		}
+	}
+	if token != nil {
+		// mcp-go writes notifications from a goroutine of its own, so
+		// the last one could follow the result: give it time to go first.
+		time.Sleep(100 * time.Millisecond)
 	}
 	return mcp.NewToolResultText(fmt.Sprintf("done after %d steps", steps)), nil
 }
