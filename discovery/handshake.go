@@ -49,6 +49,8 @@ type listeners struct {
 	// lost is called when mcp-go finds the connection lost, with the
 	// error to end on (see streamLost).
 	lost func(error)
+	// progress is called on notifications/progress.
+	progress func(mcp.JSONRPCNotification)
 }
 
 // handshake connects to the run's server (see connect) and runs the MCP
@@ -80,10 +82,13 @@ func (r *verification) handshake(ctx, held context.Context, on listeners) (*clie
 		cleanup()
 	}
 	c := r.newClient(tr)
-	if on.toolsChanged != nil {
+	if on.toolsChanged != nil || on.progress != nil {
 		c.OnNotification(func(n mcp.JSONRPCNotification) {
-			if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			switch {
+			case n.Method == string(mcp.MethodNotificationToolsListChanged) && on.toolsChanged != nil:
 				on.toolsChanged()
+			case n.Method == string(mcp.MethodNotificationProgress) && on.progress != nil:
+				on.progress(n)
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +60,9 @@ type Session struct {
 	closed bool
 	up     atomic.Bool // open is done
 	wg     sync.WaitGroup
+
+	calls    atomic.Uint64                 // progress tokens handed out
+	progress map[string]func(CallProgress) // by progress token, under mu
 }
 
 // Open connects to the server t describes as a verification does (the
@@ -102,7 +107,8 @@ func (r *verification) open(ctx context.Context) (*Session, error) {
 			s.stale = true
 			s.mu.Unlock()
 		},
-		lost: s.lost,
+		lost:     s.lost,
+		progress: s.progressed,
 	})
 	s.c = c
 	if err != nil {
@@ -226,6 +232,21 @@ func (s *Session) Call(ctx context.Context, tool, pin string, args any, maxResul
 		return nil, &PinMismatchError{Tool: tool, Want: pin, Live: &live}
 	}
 	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}}
+	if fn := progressOf(ctx); fn != nil {
+		token := "sb-" + strconv.FormatUint(s.calls.Add(1), 10)
+		s.mu.Lock()
+		if s.progress == nil {
+			s.progress = map[string]func(CallProgress){}
+		}
+		s.progress[token] = fn
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.progress, token)
+			s.mu.Unlock()
+		}()
+		req.Params.Meta = &mcp.Meta{ProgressToken: token}
+	}
 	if mcp.IsModernProtocol(s.protocol) && s.run.target.Transport == TransportHTTP {
 		req.Header = paramHeaders(live, args)
 	}
@@ -326,4 +347,53 @@ func (s *Session) Close() error {
 	s.wg.Wait()
 	close(s.done)
 	return nil
+}
+
+// MaxProgressMessage caps the message of a call's progress.
+const MaxProgressMessage = 500
+
+type progressKey struct{}
+
+// WithCallProgress returns a context whose tool calls (Session.Call, and
+// so Pool.Call) ask the server for progress notifications and pass each
+// to fn, from the session's reading goroutine: fn must not block. Like
+// net/http/httptrace, it rides on the context so that the layers between
+// the caller and the session need not know.
+func WithCallProgress(ctx context.Context, fn func(CallProgress)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+func progressOf(ctx context.Context) func(CallProgress) {
+	fn, _ := ctx.Value(progressKey{}).(func(CallProgress))
+	return fn
+}
+
+// CallProgress is one notifications/progress of a call: the progress so
+// far, the total if the server knows it (else 0), and its message (valid
+// UTF-8, cut to MaxProgressMessage bytes).
+type CallProgress struct {
+	Progress, Total float64
+	Message         string
+}
+
+// progressed passes a notifications/progress to the call whose token it
+// names; one for no call in flight is dropped.
+func (s *Session) progressed(n mcp.JSONRPCNotification) {
+	f := n.Params.AdditionalFields
+	token, _ := f["progressToken"].(string)
+	s.mu.Lock()
+	fn := s.progress[token]
+	s.mu.Unlock()
+	if fn == nil {
+		return
+	}
+	p := CallProgress{}
+	p.Progress, _ = f["progress"].(float64)
+	p.Total, _ = f["total"].(float64)
+	msg, _ := f["message"].(string)
+	if len(msg) > MaxProgressMessage {
+		msg = msg[:MaxProgressMessage]
+	}
+	p.Message = strings.ToValidUTF8(msg, "")
+	fn(p)
 }

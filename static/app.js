@@ -207,6 +207,56 @@
   document.addEventListener("DOMContentLoaded", function () { labelCells(); });
   document.addEventListener("htmx:afterSettle", function () { labelCells(); });
 
+  // Try it: the rows of an array argument. A new row is the list's
+  // template, its row mark replaced by a number no row has yet (the
+  // server reads rows in page order, whatever their numbers).
+  document.addEventListener("click", function (e) {
+    var add = e.target.closest("[data-try-add]");
+    var rm = e.target.closest("[data-try-remove]");
+    if (rm) {
+      var gone = rm.closest(".try-row");
+      if (gone) { gone.remove(); }
+      return;
+    }
+    if (!add) { return; }
+    var list = document.getElementById(add.getAttribute("data-try-add"));
+    var tmpl = list && list.querySelector(":scope > template");
+    if (!tmpl) { return; }
+    var n = parseInt(list.getAttribute("data-next-row"), 10) || 0;
+    list.setAttribute("data-next-row", String(n + 1));
+    var row = tmpl.content.cloneNode(true);
+    row.querySelectorAll("*").forEach(function (el) {
+      ["name", "id", "for", "value", "aria-describedby", "data-testid"].forEach(function (a) {
+        var v = el.getAttribute(a);
+        if (v && v.indexOf("__row__") >= 0) { el.setAttribute(a, v.split("__row__").join(String(n))); }
+      });
+    });
+    var first = row.querySelector("input:not([type=hidden]), select, textarea");
+    list.insertBefore(row, tmpl);
+    if (first) { first.focus(); }
+  });
+
+  // Try it: Cancel aborts the call's request, which stops the call; a new
+  // call starts with a blank progress line.
+  document.addEventListener("click", function (e) {
+    var btn = e.target.closest("[data-try-cancel]");
+    var form = btn && btn.closest("form");
+    if (form && window.htmx) { window.htmx.trigger(form, "htmx:abort"); }
+  });
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var live = e.target.classList && e.target.classList.contains("try-form") && e.target.querySelector(".try-live");
+    if (live) { live.textContent = "Calling…"; }
+  });
+  document.addEventListener("htmx:xhr:abort", function (e) {
+    var out = e.target.classList && e.target.classList.contains("try-form") && document.getElementById("try-result");
+    if (!out) { return; }
+    var note = document.createElement("p");
+    note.className = "warn-box";
+    note.setAttribute("data-testid", "try-cancelled");
+    note.textContent = "Cancelled: Switchboard stopped waiting and told the server (it may finish the work anyway).";
+    out.replaceChildren(note);
+  });
+
   // Tick elapsed times of running jobs and "verified N ago" labels.
   function span(s) {
     if (s < 60) { return s + "s"; }

@@ -124,24 +124,3 @@ func short(s string, n int) string {
 	}
 	return s
 }
-
-// TryView is the Try it page of one tool.
-type TryView struct {
-	AgentName   string // opaque and URL-safe: [a-zA-Z0-9_-]
-	ServerID    string
-	ServerName  string
-	Tool        string
-	Description string
-	Policy      string
-	Form        TryForm
-	FormError   string
-	Result      *TryResult
-}
-
-// TryResult is what a Try it call returned.
-type TryResult struct {
-	OK       bool   // the call went through (the tool may still report an error)
-	IsError  bool   // the tool said isError
-	Text     string // the result as indented JSON, or the error
-	Duration time.Duration
-}

@@ -29,3 +29,7 @@ func ToolsEvent(id string) string { return "tools-" + id }
 // HistoryEvent signals a new verification in a server's history; the
 // history reloads.
 func HistoryEvent(id string) string { return "history-" + id }
+
+// TryEvent carries the progress of the Try it call with the opaque id
+// callID (see TryView.CallID).
+func TryEvent(callID string) string { return "try-" + callID }

@@ -389,16 +389,21 @@ type Launch struct {
 
 // BatchView is the progress of a "Verify all".
 type BatchView struct {
+	ID        string // opaque, made by the server
 	Total     int
 	Queued    int
 	Running   int
 	Succeeded int
-	Failed    int // also timed out or cancelled
+	Failed    int // also timed out
+	Cancelled int
 	Skipped   []Skipped
+	// Stopped says a person cancelled the batch, Dismissed that a person
+	// put its panel away.
+	Stopped, Dismissed bool
 }
 
 // Done is how many verifications of the batch have finished.
-func (b BatchView) Done() int { return b.Succeeded + b.Failed }
+func (b BatchView) Done() int { return b.Succeeded + b.Failed + b.Cancelled }
 
 // Finished reports whether every verification of the batch has finished.
 func (b BatchView) Finished() bool { return b.Done() == b.Total }

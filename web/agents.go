@@ -14,7 +14,6 @@ import (
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
-	"github.com/switchboard-dev/switchboard/web/tryit"
 )
 
 // handleMCP serves GET, POST and DELETE /mcp: the MCP endpoint for
@@ -177,65 +176,30 @@ const maxTryBody = 2 << 20
 
 // handleTryPage serves GET /tools/:agent: the Try it form of one tool.
 func (s *Server) handleTryPage(c echo.Context) error {
-	ctx := c.Request().Context()
-	v, _, err := s.tryView(ctx, c.Param("agent"))
+	v, err := s.try.View(c.Request().Context(), c.Param("agent"))
 	if err != nil {
 		return err
 	}
 	return render(c, http.StatusOK, views.TryPage(s.page(c, "Try "+v.Tool), v))
 }
 
-// handleTry serves POST /tools/:agent/try: the form's arguments, called
-// through the same path as an agent's call, approved by the person who
-// pressed the button.
+// handleTry serves POST /tools/:agent/try: the form's arguments, checked
+// against the tool's schema and called through the same path as an
+// agent's call, approved by the person who pressed the button (see
+// web/tryit); its progress arrives over SSE.
 func (s *Server) handleTry(c echo.Context) error {
-	ctx := c.Request().Context()
-	v, entry, err := s.tryView(ctx, c.Param("agent"))
-	if err != nil {
-		return err
-	}
 	r := c.Request()
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxTryBody)
 	form, err := c.FormParams()
 	if err != nil {
 		return &apiError{Status: http.StatusBadRequest, Message: "cannot read the form (at most 2 MiB)"}
 	}
-	args, f, ok := tryit.Args(entry.InputSchema, form)
-	v.Form = f
-	if !ok {
-		v.FormError = "Some arguments are not right; see the fields below."
-		status := http.StatusUnprocessableEntity
-		if r.Header.Get(headerHXRequest) != "" {
-			status = http.StatusOK // htmx swaps only successful answers
-		}
-		return render(c, status, views.TryPage(s.page(c, "Try "+v.Tool), v))
-	}
-	start := time.Now()
-	res, err := s.mcp.Try(c.Request().Context(), v.AgentName, args)
-	out := &views.TryResult{Duration: time.Since(start)}
+	v, status, err := s.try.Submit(r.Context(), c.Param("agent"), form)
 	if err != nil {
-		out.Text = err.Error()
-	} else {
-		out.OK, out.IsError = true, res.IsError
-		out.Text = gateway.ResultText(res)
+		return err
 	}
-	v.Result = out
-	return render(c, http.StatusOK, views.TryPage(s.page(c, "Try "+v.Tool), v))
-}
-
-// tryView reads a tool by its agent name for the Try it page.
-func (s *Server) tryView(ctx context.Context, agent string) (views.TryView, store.ToolEntry, error) {
-	entry, _, err := s.store.ToolByAgentName(ctx, agent)
-	if errors.Is(err, store.ErrAgentNameUnknown) {
-		return views.TryView{}, entry, &apiError{Status: http.StatusNotFound, Message: "no tool has this name"}
+	if r.Header.Get(headerHXRequest) != "" {
+		status = http.StatusOK // htmx swaps only successful answers
 	}
-	if err != nil {
-		return views.TryView{}, entry, err
-	}
-	srv, err := s.store.Server(ctx, entry.ServerID)
-	if err != nil {
-		return views.TryView{}, entry, notFound(err)
-	}
-	return views.TryView{AgentName: entry.AgentName, ServerID: srv.ID, ServerName: srv.Name, Tool: entry.Name,
-		Description: entry.Description, Policy: string(entry.Effective), Form: tryit.Form(entry.InputSchema)}, entry, nil
+	return render(c, status, views.TryPage(s.page(c, "Try "+v.Tool), v))
 }

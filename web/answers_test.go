@@ -190,6 +190,8 @@ type apiBatch struct {
 	Running   int       `json:"running"`
 	Succeeded int       `json:"succeeded"`
 	Failed    int       `json:"failed"`
+	Cancelled int       `json:"cancelled"`
+	Stopped   bool      `json:"stopped"`
 	Done      bool      `json:"done"`
 	Jobs      []struct {
 		ServerID string `json:"server_id"`

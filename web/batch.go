@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -101,11 +102,42 @@ func (s *Server) handleAPIVerifyAll(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, map[string]any{"batch": apijson.BatchOf(got)})
 }
 
+// handleCancelBatch serves POST /batches/:id/cancel (htmx, from the
+// Verify all panel) and POST /api/v1/batches/:id/cancel (202 with the
+// batch): the batch's verifications still queued or running are
+// cancelled (a running one's process is stopped).
+func (s *Server) handleCancelBatch(c echo.Context) error {
+	jobs, ok := s.batches.Cancel(c.Param("id"))
+	if !ok {
+		return errNoBatch
+	}
+	for _, id := range jobs {
+		s.runner.Cancel(id)
+	}
+	s.publishBatch()
+	if b, _ := s.batches.Get(c.Param("id")); strings.HasPrefix(c.Path(), "/api/") {
+		return c.JSON(http.StatusAccepted, map[string]any{"batch": apijson.BatchOf(b)})
+	}
+	return c.NoContent(http.StatusAccepted)
+}
+
+// handleDismissBatch serves POST /batches/:id/dismiss (htmx): the panel
+// goes away in every tab; the batch's jobs go on.
+func (s *Server) handleDismissBatch(c echo.Context) error {
+	if !s.batches.Dismiss(c.Param("id")) {
+		return errNoBatch
+	}
+	s.publishBatch()
+	return c.NoContent(http.StatusAccepted)
+}
+
+var errNoBatch = &apiError{Status: http.StatusNotFound, Message: "no batch with this id (the latest 20 are kept)"}
+
 // handleAPIBatch serves GET /api/v1/batches/:id.
 func (s *Server) handleAPIBatch(c echo.Context) error {
 	b, ok := s.batches.Get(c.Param("id"))
 	if !ok {
-		return &apiError{Status: http.StatusNotFound, Message: "no batch with this id (the latest 20 are kept)"}
+		return errNoBatch
 	}
 	return c.JSON(http.StatusOK, map[string]any{"batch": apijson.BatchOf(b)})
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 	"github.com/switchboard-dev/switchboard/web/internal/session"
 	"github.com/switchboard-dev/switchboard/web/internal/signin"
+	"github.com/switchboard-dev/switchboard/web/tryit"
 )
 
 // Config configures the web server.
@@ -97,6 +98,7 @@ type Server struct {
 	watches  *refresh.Watches
 	verifier *discovery.Verifier
 	mcp      *gateway.Endpoint
+	try      *tryit.Service
 	held     *held.Map[heldImport] // previewed imports
 	tokens   *signin.Keeper
 	signIns  *signin.Pending
@@ -195,6 +197,9 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 		return nil, err
 	}
 	s.mcp = mcp
+	s.try = tryit.New(tryit.Deps{Store: st, Call: mcp.Try, Publish: func(event string, data []byte) {
+		s.hub.Publish(&sse.Event{Event: []byte(event), Data: data})
+	}})
 	s.unsubscribe = st.Subscribe(s.storeChanged)
 	s.echo.HideBanner = true
 	s.echo.HidePort = true

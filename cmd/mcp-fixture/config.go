@@ -28,6 +28,7 @@ const (
 	modeHangInit          = "hang-init"
 	modeCrash             = "crash"
 	modeChangeOnSecondRun = "change-on-second-run"
+	modeTryIt             = "try-it"
 
 	// Process and lifecycle.
 	modeTrickle         = "trickle"
@@ -101,6 +102,7 @@ var modes = map[string]modeInfo{
 	modeHangInit:          {anyTransport, "#3 read requests, never answer"},
 	modeCrash:             {anyTransport, "#2 write to stderr (and -secret), exit with -exit-code before reading"},
 	modeChangeOnSecondRun: {anyTransport, "#34 change the tool list from the second run on (needs -state-file)"},
+	modeTryIt:             {anyTransport, "serve the generated tools and plan_trip (arrays of objects), media (an image, a sound), hostile_media and slow_steps (progress); see tryit_tools.go"},
 
 	modeTrickle:         {stdioOnly, "#4 write one byte per -interval, never completing a line"},
 	modeProgressForever: {stdioOnly, "#5 answer initialize with progress notifications every -interval, never the result"},

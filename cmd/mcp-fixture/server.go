@@ -83,6 +83,9 @@ func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServ
 	if len(tools) > 0 {
 		s.AddTools(serverTools(tools)...)
 	}
+	if cfg.mode == modeTryIt {
+		s.AddTools(tryItTools()...)
+	}
 	return s
 }
 

@@ -34,11 +34,23 @@ import (
 // Kinds: "enum" (or "const") with at most tryMaxOptions values becomes a
 // select whose options are indexes into the values, so that any JSON value
 // comes back exactly; type string, number, integer and boolean get their
-// own inputs; an object with properties becomes a fieldset; everything
-// else (arrays, oneOf/anyOf/allOf/not/if, type lists, free-form objects,
-// non-object schemas) is a "json" field whose text must parse as JSON.
-// Formats, patterns and ranges are not enforced here: the upstream
-// server validates.
+// own inputs; an object with properties becomes a fieldset; an array
+// (type "array" with one items schema) of such scalars, or of objects,
+// is edited as rows (see below); everything else (tuples, oneOf/anyOf/
+// allOf/not/if, type lists, free-form objects, non-object schemas) is a
+// "json" field whose text must parse as JSON. Check then validates the
+// arguments against the whole schema (formats, patterns, ranges, …) and
+// puts each error on the field it is about.
+//
+// Rows: the item's fields are planned once, as a template (counted once
+// against tryMaxFields); a row's field is named after its template's with
+// "-" and the row's number, and each row sends a marker, a hidden input
+// named after the array field holding the row's number, so that rows
+// come back in the order the page shows them, whatever numbers app.js
+// gave them. A row of objects has one field per property; a property that
+// is itself an object or an array is a "json" field there. A row with
+// nothing filled in is left out; an array with no rows filled in is left
+// out, or [] if it is required. At most tryMaxRows rows are read.
 //
 // Bounds (each deeper or bigger thing becomes a "json" field, and the form
 // says so in a note): fields nest at most tryMaxDepth levels; a $ref is
@@ -57,6 +69,7 @@ const (
 	tryMaxValue   = 64 << 10
 	tryMaxSchema  = 4 << 20
 	tryMaxRefHops = 32
+	tryMaxRows    = 100
 
 	// tryRestLabel is the label of the field holding the properties
 	// beyond the field limit.
@@ -78,6 +91,7 @@ const (
 	kindEnum    = "enum"
 	kindJSON    = "json"
 	kindObject  = "object"
+	kindArray   = "array"
 )
 
 // Form builds the form for an input schema.
@@ -92,12 +106,43 @@ func Form(schema json.RawMessage) views.TryForm {
 // (args is nil then). Only the generated field names are read from form.
 func Args(schema json.RawMessage, form url.Values) (args map[string]any, f views.TryForm, ok bool) {
 	p := planForm(schema)
+	args, ok = p.fill(form, nil)
+	return args, views.TryForm{Fields: formFields(p.fields), Notes: p.notes}, ok
+}
+
+// Check is Args, then a check of the arguments against the schema: each
+// error goes to the field it is about, and those about no field are
+// returned as problems. ok is false if anything is wrong.
+func Check(schema json.RawMessage, form url.Values) (args map[string]any, f views.TryForm, problems []string, ok bool) {
+	p := planForm(schema)
+	locs := map[string]*tryNode{}
+	args, ok = p.fill(form, locs)
+	if ok {
+		var note string
+		problems, note = validate(schema, args, locs)
+		if note != "" {
+			p.notes = append(p.notes, note)
+		}
+		ok = len(problems) == 0 && !anyError(p.fields)
+		if !ok {
+			args = nil
+		}
+	}
+	return args, views.TryForm{Fields: formFields(p.fields), Notes: p.notes}, problems, ok
+}
+
+// fill reads the form into the arguments. locs, if not nil, gets the
+// node of each JSON pointer a field's value is at.
+func (p formPlan) fill(form url.Values, locs map[string]*tryNode) (args map[string]any, ok bool) {
 	ok = true
 	if len(p.fields) == 1 && p.fields[0].role == roleWhole {
 		n := p.fields[0]
 		raw := formValue(form, n.field.Name)
 		n.field.Value = raw
 		args = map[string]any{}
+		if locs != nil {
+			locs[""] = n
+		}
 		if strings.TrimSpace(raw) != "" {
 			v, msg := parseTryValue(n, raw)
 			if m, isObj := v.(map[string]any); msg == "" && isObj {
@@ -112,12 +157,12 @@ func Args(schema json.RawMessage, form url.Values) (args map[string]any, f views
 		}
 	} else {
 		args = map[string]any{}
-		ok = fillArgs(p.fields, form, args)
+		ok = fillArgs(p.fields, form, args, "", locs)
 	}
 	if !ok {
 		args = nil
 	}
-	return args, views.TryForm{Fields: formFields(p.fields), Notes: p.notes}, ok
+	return args, ok
 }
 
 // fieldRole says how a field's value goes into the arguments.
@@ -137,6 +182,8 @@ type tryNode struct {
 	role     fieldRole
 	enum     []any // for kindEnum: the values, parallel to field.Options
 	children []*tryNode
+	item     []*tryNode   // for kindArray: the template of a row's fields
+	rows     [][]*tryNode // for kindArray: the rows shown
 }
 
 type formPlan struct {
@@ -217,6 +264,7 @@ type planner struct {
 	named   int         // fields named so far (f0, f1, …)
 	counted int         // fields counted against tryMaxFields
 	notes   []string
+	inRow   bool // planning a row's fields: no fieldsets or rows inside
 }
 
 func (b *planner) note(s string) { b.notes = append(b.notes, s) }
@@ -350,8 +398,21 @@ func (b *planner) property(key string, s any, required bool, depth int, path []s
 	default:
 		why = "has a schema that is not an object"
 	}
-	if kind == kindObject && depth >= tryMaxDepth {
+	switch {
+	case kindObject == kind && b.inRow:
+		kind, why = kindJSON, "is an object inside a row"
+	case kind == kindObject && depth >= tryMaxDepth:
 		kind, why = kindJSON, fmt.Sprintf("nested deeper than %d levels", tryMaxDepth)
+	}
+	if kind == kindJSON && why == "" && obj != nil && !b.inRow && depth < tryMaxDepth {
+		if b.array(n, obj, path, here) {
+			if d, ok := def.([]any); hasDef && ok {
+				b.defaultRows(n, d, here)
+			} else if required {
+				n.rows = [][]*tryNode{cloneRow(n.item, "0")}
+			}
+			return n
+		}
 	}
 	if why != "" {
 		b.note(here + ": " + why + ": edited as JSON")
@@ -370,6 +431,86 @@ func (b *planner) property(key string, s any, required bool, depth int, path []s
 		b.setDefault(n, def, here)
 	}
 	return n
+}
+
+// array makes n an array edited as rows, if obj is an array of one items
+// schema whose items are scalars or objects with properties.
+func (b *planner) array(n *tryNode, obj *jsonObject, path []string, here string) bool {
+	if !isType(obj, "array") || hasKey(obj, "prefixItems") {
+		return false
+	}
+	for _, k := range []string{"oneOf", "anyOf", "allOf", "not", "if", "enum", "const"} {
+		if hasKey(obj, k) {
+			return false
+		}
+	}
+	items, has := obj.get("items")
+	if !has {
+		return false
+	}
+	chain, _, problem := b.resolve(items, path)
+	item, isObj := chain[len(chain)-1].(*jsonObject)
+	if problem != "" || !isObj {
+		return false
+	}
+	kind, _ := schemaKind(item)
+	switch kind {
+	case kindJSON:
+		return false
+	case kindObject:
+		b.inRow = true
+		n.item = b.properties(item, tryMaxDepth, path, nil, here+" › ")
+		b.inRow = false
+		if len(n.item) == 0 {
+			return false
+		}
+	default:
+		c := &tryNode{field: views.TryField{Name: b.name(), Label: "item", Kind: kind}}
+		b.counted++
+		if d, found := lookup(chain, "description"); found {
+			c.field.Description, _ = d.(string)
+		}
+		if kind == kindEnum {
+			c.enum = enumValues(item)
+			c.field.Options = enumOptions(c.enum)
+		}
+		n.item = []*tryNode{c}
+	}
+	n.field.Kind = kindArray
+	return true
+}
+
+// defaultRows shows an array's default as its rows.
+func (b *planner) defaultRows(n *tryNode, def []any, where string) {
+	if len(def) > tryMaxRows {
+		b.note(fmt.Sprintf("%s: the default has more than %d items: not filled in", where, tryMaxRows))
+		return
+	}
+	for i, d := range def {
+		row := cloneRow(n.item, strconv.Itoa(i))
+		if len(row) == 1 && row[0].prop == "" {
+			b.setDefault(row[0], d, where)
+		} else if o, isObj := d.(*jsonObject); isObj {
+			for _, c := range row {
+				if v, has := o.get(c.prop); has {
+					b.setDefault(c, v, where+" › "+quoteName(c.prop))
+				}
+			}
+		}
+		n.rows = append(n.rows, row)
+	}
+}
+
+// cloneRow makes a row's fields from an array's template, named for row
+// index.
+func cloneRow(item []*tryNode, index string) []*tryNode {
+	row := make([]*tryNode, len(item))
+	for i, t := range item {
+		c := *t
+		c.field.Name = t.field.Name + "-" + index
+		row[i] = &c
+	}
+	return row
 }
 
 // setDefault shows a schema default as the field's initial value, if it
@@ -566,23 +707,54 @@ func formFields(nodes []*tryNode) []views.TryField {
 	for i, n := range nodes {
 		out[i] = n.field
 		out[i].Children = formFields(n.children)
+		if n.field.Kind == kindArray {
+			out[i].Item = formFields(cloneRow(n.item, views.RowMark))
+			out[i].Rows = make([]views.TryRow, len(n.rows))
+			for r, row := range n.rows {
+				out[i].Rows[r] = views.TryRow{Index: strconv.Itoa(r), Fields: formFields(row)}
+			}
+		}
 	}
 	return out
 }
 
-// fillArgs reads the fields of one object into dst, recording the
-// person's input and any error on each node. It reports whether all were
+// anyError reports whether a field under nodes has an error.
+func anyError(nodes []*tryNode) bool {
+	for _, n := range nodes {
+		if n.field.Error != "" || anyError(n.children) {
+			return true
+		}
+		for _, row := range n.rows {
+			if anyError(row) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fillArgs reads the fields of one object, at JSON pointer at, into
+// dst, recording the person's input and any error on each node, and in
+// locs (if not nil) where each value went. It reports whether all were
 // valid.
-func fillArgs(nodes []*tryNode, form url.Values, dst map[string]any) bool {
+func fillArgs(nodes []*tryNode, form url.Values, dst map[string]any, at string, locs map[string]*tryNode) bool {
 	ok := true
 	for _, n := range nodes {
-		if n.field.Kind == kindObject {
+		here := at + "/" + pointerToken(n.prop)
+		if locs != nil && n.role == roleProperty {
+			locs[here] = n
+		}
+		switch n.field.Kind {
+		case kindObject:
 			if !n.field.Required && !anyGiven(n.children, form) {
 				continue
 			}
 			sub := map[string]any{}
-			ok = fillArgs(n.children, form, sub) && ok
+			ok = fillArgs(n.children, form, sub, here, locs) && ok
 			dst[n.prop] = sub
+			continue
+		case kindArray:
+			ok = fillRows(n, form, dst, here, locs) && ok
 			continue
 		}
 		raw := formValue(form, n.field.Name)
@@ -607,9 +779,73 @@ func fillArgs(nodes []*tryNode, form url.Values, dst map[string]any) bool {
 		}
 		if n.role == roleProperty {
 			dst[n.prop] = v
+		} else if m, isObj := v.(map[string]any); isObj && locs != nil {
+			for k := range m {
+				locs[at+"/"+pointerToken(k)] = n
+			}
 		}
 	}
 	return ok
+}
+
+// fillRows reads an array's rows (see the package comment) into
+// dst[n.prop].
+func fillRows(n *tryNode, form url.Values, dst map[string]any, at string, locs map[string]*tryNode) bool {
+	marks := form[n.field.Name]
+	ok := true
+	if len(marks) > tryMaxRows {
+		n.field.Error = fmt.Sprintf("at most %d rows", tryMaxRows)
+		marks, ok = marks[:tryMaxRows], false
+	}
+	n.rows = nil
+	values := []any{}
+	seen := map[string]bool{}
+	for _, m := range marks {
+		if seen[m] || !rowMark.MatchString(m) {
+			continue
+		}
+		seen[m] = true
+		row := cloneRow(n.item, m)
+		shown := strconv.Itoa(len(n.rows))
+		n.rows = append(n.rows, row)
+		given := anyGiven(row, form)
+		if given {
+			sub := map[string]any{}
+			elem := at + "/" + strconv.Itoa(len(values))
+			if len(row) == 1 && row[0].prop == "" {
+				rowOK := fillArgs(row, form, sub, "", nil)
+				if locs != nil {
+					locs[elem] = row[0]
+				}
+				ok = rowOK && ok
+				values = append(values, sub[""])
+			} else {
+				if locs != nil {
+					locs[elem] = n
+				}
+				ok = fillArgs(row, form, sub, elem, locs) && ok
+				values = append(values, sub)
+			}
+		}
+		for _, c := range row {
+			if !given {
+				c.field.Value = formValue(form, c.field.Name)
+			}
+			c.field.Name = strings.TrimSuffix(c.field.Name, m) + shown
+		}
+	}
+	if len(values) > 0 || n.field.Required {
+		dst[n.prop] = values
+	}
+	return ok
+}
+
+// rowMark is the syntax of a row's number.
+var rowMark = regexp.MustCompile(`^[0-9]{1,6}$`)
+
+// pointerToken escapes a property name for a JSON pointer.
+func pointerToken(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 // mergeRest merges the "other arguments" object into dst.
@@ -649,9 +885,17 @@ func given(n *tryNode, raw string) bool {
 // what makes an optional object part of the arguments.
 func anyGiven(nodes []*tryNode, form url.Values) bool {
 	for _, n := range nodes {
-		if n.field.Kind == kindObject {
+		switch n.field.Kind {
+		case kindObject:
 			if anyGiven(n.children, form) {
 				return true
+			}
+			continue
+		case kindArray:
+			for _, m := range form[n.field.Name] {
+				if rowMark.MatchString(m) && anyGiven(cloneRow(n.item, m), form) {
+					return true
+				}
 			}
 			continue
 		}

@@ -92,7 +92,7 @@ func TestSchemaForm(t *testing.T) {
 		{
 			name: "everything else is JSON",
 			schema: `{"type":"object","properties":{
-				"list":{"type":"array","items":{"type":"string"},"default":["a","<b>"]},
+				"list":{"type":"array","prefixItems":[{"type":"string"}],"default":["a","<b>"]},
 				"one":{"oneOf":[{"type":"string"},{"type":"integer"}]},
 				"any":{"type":"string","anyOf":[{"minLength":1}]},
 				"all":{"allOf":[{"type":"string"}]},
@@ -634,7 +634,7 @@ func TestSchemaFormRoundTrip(t *testing.T) {
 		"ratio":{"type":"number"},
 		"recursive":{"type":"boolean","default":false},
 		"mode":{"enum":["fast",2,{"slow":true}],"default":"fast"},
-		"tags":{"type":"array","items":{"type":"string"},"default":["a"]},
+		"tags":{"type":"array","prefixItems":[{"type":"string"}],"items":{"type":"string"},"default":["a"]},
 		"owner":{"$ref":"#/$defs/Person"}
 	},"required":["path","recursive"],
 	"$defs":{"Person":{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name"]}}}`)
@@ -967,6 +967,9 @@ func sfWalk(fields []views.TryField, fn func(views.TryField)) {
 	for _, f := range fields {
 		fn(f)
 		sfWalk(f.Children, fn)
+		for _, r := range f.Rows {
+			sfWalk(r.Fields, fn)
+		}
 	}
 }
 

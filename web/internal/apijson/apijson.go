@@ -146,16 +146,19 @@ func WatchOf(w *refresh.WatchState) *Watch {
 
 // Batch is a "Verify all" (GET /api/v1/batches/:id).
 type Batch struct {
-	ID        string     `json:"id"`
-	CreatedAt time.Time  `json:"created_at"`
-	Total     int        `json:"total"`
-	Queued    int        `json:"queued"`
-	Running   int        `json:"running"`
-	Succeeded int        `json:"succeeded"`
-	Failed    int        `json:"failed"`
-	Done      bool       `json:"done"`
-	Jobs      []BatchJob `json:"jobs"`
-	Skipped   []Skipped  `json:"skipped"`
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"created_at"`
+	Total     int       `json:"total"`
+	Queued    int       `json:"queued"`
+	Running   int       `json:"running"`
+	Succeeded int       `json:"succeeded"`
+	Failed    int       `json:"failed"`    // failed or timed out
+	Cancelled int       `json:"cancelled"` // verifications cancelled
+	// Stopped says a person cancelled the batch.
+	Stopped bool       `json:"stopped"`
+	Done    bool       `json:"done"`
+	Jobs    []BatchJob `json:"jobs"`
+	Skipped []Skipped  `json:"skipped"`
 }
 
 // BatchJob is one job of a batch.
@@ -175,7 +178,8 @@ type Skipped struct {
 func BatchOf(b batch.Batch) Batch {
 	v := b.View()
 	out := Batch{ID: b.ID, CreatedAt: b.Created, Total: v.Total, Queued: v.Queued, Running: v.Running,
-		Succeeded: v.Succeeded, Failed: v.Failed, Done: v.Finished(), Jobs: []BatchJob{}, Skipped: []Skipped{}}
+		Succeeded: v.Succeeded, Failed: v.Failed, Cancelled: v.Cancelled, Stopped: b.Cancelled, Done: v.Finished(),
+		Jobs: []BatchJob{}, Skipped: []Skipped{}}
 	for _, j := range b.Jobs {
 		out.Jobs = append(out.Jobs, BatchJob(j))
 	}

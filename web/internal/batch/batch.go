@@ -20,6 +20,9 @@ type Batch struct {
 	Created time.Time
 	Jobs    []Job
 	Skipped []views.Skipped
+	// Cancelled says a person cancelled the batch; Dismissed that a
+	// person put its panel away (its jobs go on).
+	Cancelled, Dismissed bool
 }
 
 // Job is one job of a batch, with the status it last had.
@@ -85,23 +88,62 @@ func (bs *Recent) Latest() *views.BatchView {
 	return &v
 }
 
+// Cancel marks the batch with the given id cancelled and returns the ids
+// of its jobs not finished yet, for the caller to cancel; ok is false if
+// there is no such batch.
+func (bs *Recent) Cancel(id string) (jobIDs []string, ok bool) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	b := bs.find(id)
+	if b == nil {
+		return nil, false
+	}
+	b.Cancelled = true
+	for _, j := range b.Jobs {
+		if j.Status == discovery.JobQueued || j.Status == discovery.JobRunning {
+			jobIDs = append(jobIDs, j.JobID)
+		}
+	}
+	return jobIDs, true
+}
+
+// Dismiss puts the panel of the batch with the given id away; it reports
+// whether there is such a batch.
+func (bs *Recent) Dismiss(id string) bool {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	b := bs.find(id)
+	if b != nil {
+		b.Dismissed = true
+	}
+	return b != nil
+}
+
+func (bs *Recent) find(id string) *Batch {
+	for _, b := range bs.recent {
+		if b.ID == id {
+			return b
+		}
+	}
+	return nil
+}
+
 // Get returns a copy of the batch with the given id.
 func (bs *Recent) Get(id string) (Batch, bool) {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
-	for _, b := range bs.recent {
-		if b.ID == id {
-			c := *b
-			c.Jobs = append([]Job(nil), b.Jobs...)
-			return c, true
-		}
+	b := bs.find(id)
+	if b == nil {
+		return Batch{}, false
 	}
-	return Batch{}, false
+	c := *b
+	c.Jobs = append([]Job(nil), b.Jobs...)
+	return c, true
 }
 
 // View is the batch's progress as pages show it.
 func (b *Batch) View() views.BatchView {
-	v := views.BatchView{Total: len(b.Jobs), Skipped: b.Skipped}
+	v := views.BatchView{ID: b.ID, Total: len(b.Jobs), Skipped: b.Skipped, Stopped: b.Cancelled, Dismissed: b.Dismissed}
 	for _, j := range b.Jobs {
 		switch j.Status {
 		case discovery.JobQueued:
@@ -110,6 +152,8 @@ func (b *Batch) View() views.BatchView {
 			v.Running++
 		case discovery.JobSuccess:
 			v.Succeeded++
+		case discovery.JobCancelled:
+			v.Cancelled++
 		default:
 			v.Failed++
 		}

@@ -21,7 +21,7 @@ func TestProgress(t *testing.T) {
 	r.Add(b, func(id string) (discovery.Job, bool) {
 		return discovery.Job{ID: id, Status: discovery.JobRunning}, id == "j1"
 	})
-	if diff := cmp.Diff(&views.BatchView{Total: 2, Running: 1, Queued: 1, Skipped: b.Skipped}, r.Latest()); diff != "" {
+	if diff := cmp.Diff(&views.BatchView{ID: "b1", Total: 2, Running: 1, Queued: 1, Skipped: b.Skipped}, r.Latest()); diff != "" {
 		t.Errorf("after Add (-want +got):\n%s", diff)
 	}
 	v, ok := r.Update(discovery.Job{ID: "j2", Status: discovery.JobFailed})
@@ -51,5 +51,40 @@ func TestKeepsTheLatest(t *testing.T) {
 		if _, ok := r.Get(strconv.Itoa(i)); ok != (i >= 5) {
 			t.Errorf("batch %d kept = %v; want %v (the latest %d)", i, ok, i >= 5, Kept)
 		}
+	}
+}
+
+// Cancel names the jobs still queued or running and marks the batch;
+// cancelled jobs count apart from failed ones; Dismiss marks the batch,
+// whose jobs go on.
+func TestCancelAndDismiss(t *testing.T) {
+	var r Recent
+	none := func(string) (discovery.Job, bool) { return discovery.Job{}, false }
+	r.Add(&Batch{ID: "b1", Jobs: []Job{
+		{ServerID: "a", JobID: "j1", Status: discovery.JobSuccess},
+		{ServerID: "b", JobID: "j2", Status: discovery.JobRunning},
+		{ServerID: "c", JobID: "j3", Status: discovery.JobQueued},
+	}}, none)
+	if _, ok := r.Cancel("nope"); ok {
+		t.Error("Cancel(unknown batch) = ok")
+	}
+	jobs, ok := r.Cancel("b1")
+	if !ok || len(jobs) != 2 || jobs[0] != "j2" || jobs[1] != "j3" {
+		t.Fatalf("Cancel(b1) = %q, %v; want j2, j3", jobs, ok)
+	}
+	r.Update(discovery.Job{ID: "j2", Status: discovery.JobCancelled})
+	v, _ := r.Update(discovery.Job{ID: "j3", Status: discovery.JobCancelled})
+	if want := (views.BatchView{ID: "b1", Total: 3, Succeeded: 1, Cancelled: 2, Stopped: true}); !cmp.Equal(v, want) {
+		t.Errorf("after the cancellations: %s", cmp.Diff(want, v))
+	}
+	if !v.Finished() || v.Done() != 3 {
+		t.Errorf("Finished, Done = %v, %d; want true, 3", v.Finished(), v.Done())
+	}
+	if r.Dismiss("nope") || !r.Dismiss("b1") || !r.Latest().Dismissed {
+		t.Error("Dismiss does not mark the batch, or accepts an unknown one")
+	}
+	b, _ := r.Get("b1")
+	if bv := b.View(); bv.Cancelled != 2 || bv.Failed != 0 || !b.Cancelled || !bv.Finished() || len(b.Jobs) != 3 {
+		t.Errorf("the stored batch: %+v, view %+v", b, bv)
 	}
 }
