@@ -103,13 +103,15 @@ export async function api(page: Page, method: string, url: string, data?: unknow
 // with a one-time login URL.
 export interface OwnSwitchboard {
   proc: ChildProcess;
+  dir: string; // its database's directory: start another on it to restart
+  output: () => string; // what it printed so far
   loginURL: string;
   apiToken: string;
   stop: () => Promise<void>;
 }
 
-export async function startOwnSwitchboard(port: number, name: string): Promise<OwnSwitchboard> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `switchboard-${name}-`));
+export async function startOwnSwitchboard(port: number, name: string, dir?: string): Promise<OwnSwitchboard> {
+  dir ??= fs.mkdtempSync(path.join(os.tmpdir(), `switchboard-${name}-`));
   const proc = spawn(path.resolve(__dirname, '../../bin/switchboard'), [], {
     env: { SWITCHBOARD_ADDR: `127.0.0.1:${port}`, SWITCHBOARD_DB: path.join(dir, 'sb.db'), HOME: dir, PATH: process.env.PATH || '/usr/bin:/bin' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -125,7 +127,7 @@ export async function startOwnSwitchboard(port: number, name: string): Promise<O
   while (Date.now() < deadline) {
     const url = output.match(/Open (http:\/\/127\.0\.0\.1:\d+\/login\?code=[0-9a-f]{64})/);
     const token = output.match(/API token .*: ([0-9a-f]{64})/);
-    if (url && token) return { proc, loginURL: url[1], apiToken: token[1], stop };
+    if (url && token) return { proc, dir, output: () => output, loginURL: url[1], apiToken: token[1], stop };
     await new Promise(r => setTimeout(r, 50));
   }
   await stop();
