@@ -16,8 +16,13 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.dat
 
 .PHONY: run build dist test test-go test-fuzz fuzz test-e2e deps-e2e chromium check generate bench clean
 
+# Built, then run, rather than `go run`: go run exits 1 whenever it is
+# interrupted, whatever the program did, so Ctrl-C read as a failure
+# ("make: *** Error 1"). Ctrl-C stops Switchboard gracefully with exit
+# status 0, and make with it; a second Ctrl-C quits at once.
 run:
-	$(GO) run ./cmd/switchboard
+	$(GO) build -o bin/switchboard ./cmd/switchboard
+	./bin/switchboard $(ARGS)
 
 build:
 	$(GO) build -o bin/switchboard ./cmd/switchboard

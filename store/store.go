@@ -9,8 +9,9 @@
 // same ones: a backend reads the records a rule needs, applies it, and
 // writes what it returns, in one transaction. The contract is a handful of
 // small interfaces by role (Catalog, Servers, Verifications, Policies,
-// Audit, Credentials, Changes); Store is all of them. store/bolt is the
-// embedded backend; store/storetest is the suite every backend passes.
+// Audit, Credentials, Sessions, Changes); Store is all of them.
+// store/bolt is the embedded backend; store/storetest is the suite every
+// backend passes.
 package store
 
 import (
@@ -166,6 +167,27 @@ type Credentials interface {
 	RevokeClientToken(ctx context.Context, id string) error
 }
 
+// Sessions keeps the dashboard's browser sessions by the hash of their
+// secret (see BrowserSession). They are not changes of the catalog:
+// they do not move the revision, and subscribers do not hear of them.
+type Sessions interface {
+	// CreateSession keeps a new session, and forgets every session that
+	// has expired by s.CreatedAt.
+	CreateSession(ctx context.Context, s BrowserSession) error
+	// Session is the session kept under hash, expired or not;
+	// ErrSessionNotFound if there is none.
+	Session(ctx context.Context, hash string) (BrowserSession, error)
+	// TouchSession records that the session was used at at;
+	// ErrSessionNotFound if there is none.
+	TouchSession(ctx context.Context, hash string, at time.Time) error
+	// DeleteSession forgets one session; forgetting one that is not
+	// kept is not an error.
+	DeleteSession(ctx context.Context, hash string) error
+	// DeleteSessions forgets every session ("log out everywhere") and
+	// returns how many there were.
+	DeleteSessions(ctx context.Context) (int, error)
+}
+
 // Changes announces committed changes.
 type Changes interface {
 	// Subscribe calls fn with every change after it committed, in
@@ -183,6 +205,7 @@ type Store interface {
 	Policies
 	Audit
 	Credentials
+	Sessions
 	Changes
 	Close() error
 }

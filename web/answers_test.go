@@ -334,6 +334,10 @@ type (
 		Calls []apiCall `json:"calls"`
 		Total int       `json:"total"`
 	}
+	// sessionsEndedAnswer answers DELETE /api/v1/sessions.
+	sessionsEndedAnswer struct {
+		Ended int `json:"ended"`
+	}
 	historyAnswer struct {
 		History    []apiHistoryEntry `json:"history"`
 		Total      int               `json:"total"`

@@ -99,27 +99,28 @@ func statusOfBodyError(err error) int {
 }
 
 func (s *Server) startSession(c echo.Context) error {
-	id, _ := s.sessions.Create()
-	c.SetCookie(&http.Cookie{
-		Name:     sessionCookie,
-		Value:    id,
-		Path:     "/",
-		MaxAge:   int(session.TTL.Seconds()),
-		HttpOnly: true,
-		SameSite: http.SameSiteStrictMode,
-		Secure:   c.Request().TLS != nil,
-	})
+	if err := s.sessions.Start(c.Response(), c.Request()); err != nil {
+		return err
+	}
 	return c.Redirect(http.StatusSeeOther, "/")
 }
 
-// handleLogout serves POST /logout. The session's event streams end at
-// once (in every tab): they carry what the pages show, approval cards
-// with call arguments among it.
+// handleLogout serves POST /logout, ending the session's event streams
+// at once in every tab: they carry approval cards with call arguments.
 func (s *Server) handleLogout(c echo.Context) error {
-	if ck, err := c.Cookie(sessionCookie); err == nil {
-		s.sessions.Delete(ck.Value)
-		s.hub.EndSession(ck.Value)
+	s.hub.EndSession(s.sessions.End(c.Response(), c.Request()))
+	return c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// handleLogoutEverywhere serves POST /logout/everywhere and DELETE /api/v1/sessions
+// ({"ended": n}): every browser's session ends, the caller's too, with its streams.
+func (s *Server) handleLogoutEverywhere(c echo.Context) error {
+	n, err := s.sessions.EndAll(c.Response(), c.Request())
+	switch s.hub.EndSessions(); {
+	case err != nil:
+		return err
+	case c.Request().Method == http.MethodDelete:
+		return c.JSON(http.StatusOK, map[string]int{"ended": n})
 	}
-	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	return c.Redirect(http.StatusSeeOther, "/login")
 }

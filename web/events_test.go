@@ -123,6 +123,23 @@ func (s *sseStream) read(drop []string) {
 
 // until reads events until one satisfies ok, and returns every event read
 // so far. It fails the test at the deadline or if the stream ends.
+// waitEnded fails t unless the stream ends within d.
+func (s *sseStream) waitEnded(t testing.TB, d time.Duration, what string) {
+	t.Helper()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case _, ok := <-s.events:
+			if !ok {
+				return
+			}
+		case <-timer.C:
+			t.Fatalf("%s: stream still open after %s", what, d)
+		}
+	}
+}
+
 func (s *sseStream) until(t *testing.T, d time.Duration, what string, ok func(sseEvent) bool) []sseEvent {
 	t.Helper()
 	var seen []sseEvent

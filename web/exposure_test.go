@@ -337,17 +337,7 @@ func TestLogoutEndsStreams(t *testing.T) {
 		mine := mine.in(t)
 		wantStatus(t, mine.post("/logout", nil), http.StatusSeeOther)
 		for i, tab := range tabs {
-			ended := make(chan struct{})
-			go func() {
-				for range tab.events {
-				}
-				close(ended)
-			}()
-			select {
-			case <-ended:
-			case <-time.After(5 * time.Second):
-				t.Fatalf("tab %d's stream still open 5 s after logging out", i+1)
-			}
+			tab.waitEnded(t, 5*time.Second, fmt.Sprintf("tab %d, after logging out", i+1))
 		}
 	}) {
 		return

@@ -54,9 +54,10 @@ func (s *Server) submit(srv store.Server, trigger string) (discovery.Job, error)
 	return j, err
 }
 
-// jobEvent publishes a job's change: its server's fragments and, if it
-// belongs to the latest "Verify all", that batch's progress.
+// jobEvent publishes a job's change (its server's fragments and, if it
+// belongs to the latest "Verify all", that batch's progress); logs its end.
 func (s *Server) jobEvent(j discovery.Job) {
+	record.Log(s.log, j)
 	s.publishServer(j.ServerID)
 	if _, ok := s.batches.Update(j); ok {
 		s.publishBatch()

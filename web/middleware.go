@@ -20,7 +20,7 @@ import (
 const headerHXRequest = "HX-Request"
 
 const (
-	sessionCookie = "switchboard_session"
+	sessionCookie = session.Cookie
 	csrfHeader    = "X-CSRF-Token"
 	csrfField     = "_csrf"
 	ctxSession    = "session"
@@ -106,14 +106,11 @@ func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 // A page request without one is sent to the login page.
 func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if ck, err := c.Cookie(sessionCookie); err == nil {
-			if sess, ok := s.sessions.Get(ck.Value); ok {
-				c.Set(ctxSession, sess)
-				// Before any read: a page shows at least this revision
-				// (see Hub.ServeHTTP's "rev").
-				c.Set(ctxRevision, s.store.Revision())
-				return next(c)
-			}
+		if sess, ok := s.sessions.Of(c.Request()); ok {
+			c.Set(ctxSession, sess)
+			// Before any read: a page shows at least this revision (see Hub's "rev").
+			c.Set(ctxRevision, s.store.Revision())
+			return next(c)
 		}
 		r := c.Request()
 		if r.Method == http.MethodGet && r.Header.Get(headerHXRequest) == "" && r.URL.Path != "/events" {
@@ -132,12 +129,11 @@ func csrfProtect(next echo.HandlerFunc) echo.HandlerFunc {
 		if guard.SafeMethod(r.Method) {
 			return next(c)
 		}
-		sess, _ := c.Get(ctxSession).(session.Session)
 		token := r.Header.Get(csrfHeader)
 		if token == "" {
 			token = c.FormValue(csrfField)
 		}
-		if sess.CSRF == "" || !equal(token, sess.CSRF) {
+		if sess, _ := c.Get(ctxSession).(session.Session); sess.CSRF == "" || !equal(token, sess.CSRF) {
 			return echo.NewHTTPError(http.StatusForbidden, "missing or invalid CSRF token; reload the page and try again")
 		}
 		return next(c)

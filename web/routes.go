@@ -29,6 +29,7 @@ func (s *Server) routes() {
 	// Browser: session cookie, CSRF on every state change.
 	ui := e.Group("", s.requireSession, csrfProtect)
 	ui.POST("/logout", s.handleLogout)
+	ui.POST("/logout/everywhere", s.handleLogoutEverywhere)
 	ui.GET("/events", s.handleEvents)
 	ui.GET("/", s.handleServersPage)
 	ui.GET("/fragments/servers", s.handleServersFragment)
@@ -104,6 +105,7 @@ func (s *Server) routes() {
 	api.GET("/upstreams", s.handleAPIUpstreams)
 	api.POST("/import", s.handleAPIImport)
 	api.GET("/export", s.handleAPIExport)
+	api.DELETE("/sessions", s.handleLogoutEverywhere)
 
 	// The MCP endpoint for agents, with its own token (see web/gateway).
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", s.handleMCP)

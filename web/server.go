@@ -33,8 +33,9 @@ import (
 
 // Config configures the web server.
 type Config struct {
-	// Token is the API bearer token; it also logs a browser in.
-	Token string
+	// Token is the API bearer token; it also logs a browser in. With a
+	// TokenFile, the token that file holds once it is replaced (rotated).
+	Token, TokenFile string
 	// LoginCode is the one-time code of the login URL printed at start.
 	LoginCode string
 	// AllowedHosts are extra Host header names accepted besides loopback.
@@ -133,7 +134,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 	s := &Server{
 		echo:       echo.New(),
 		store:      st,
-		sessions:   session.New(cfg.Token, cfg.LoginCode),
+		sessions:   session.New(st, session.NewToken(cfg.Token, cfg.TokenFile), cfg.LoginCode, cfg.Now),
 		tokenLimit: authlimit.New(),
 		codeLimit:  authlimit.New(),
 		conns:      conns.New(conns.Max()),

@@ -164,7 +164,7 @@ func (s *Server) handleOAuthCallback(c echo.Context) error {
 	if sum := sha256.Sum256([]byte(valueOf(ck, err))); err != nil || !equal(string(sum[:]), string(p.NonceHash[:])) {
 		return page(http.StatusForbidden, views.CallbackView{Back: back, Message: "This sign-in was started in another browser, or its cookie was lost: start it again with Sign in on the server's page."})
 	}
-	if _, ok := s.sessions.Get(p.Session); !ok {
+	if _, ok := s.sessions.Get(c.Request().Context(), p.Session); !ok {
 		return page(http.StatusForbidden, views.CallbackView{Back: back, Message: "The Switchboard session that started this sign-in has ended: log in and sign in again."})
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), signInTimeout)

@@ -10,6 +10,7 @@
 //	switchboard export --format F            write servers in another MCP client's config format
 //	switchboard mcp                          serve MCP on stdio, relaying to the dashboard's /mcp
 //	switchboard connect|disconnect CLIENT    write Switchboard into a client's config, or remove it
+//	switchboard token [--rotate]             print the API token, or replace it
 package main
 
 import (
@@ -29,6 +30,9 @@ func main() {
 	bolt.RunChildCheckIfAsked()
 	discovery.RunLauncherIfAsked() // servers start through this program (discovery/launcher.go)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal, which starts a graceful stop, the next one
+	// ends the program at once, as the signal does by default.
+	context.AfterFunc(ctx, stop)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
@@ -60,7 +64,7 @@ func usageError(format string, args ...any) error {
 // the command is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "call" || args[0] == "backup" || args[0] == "import" || args[0] == "export" || args[0] == "mcp" || args[0] == "connect" || args[0] == "disconnect" || args[0] == "version" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "call" || args[0] == "backup" || args[0] == "import" || args[0] == "export" || args[0] == "mcp" || args[0] == "connect" || args[0] == "disconnect" || args[0] == "version" || args[0] == "token" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -82,6 +86,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return connectCmd(ctx, args, getenv, stdout, stderr, cmd == "disconnect")
 	case "version":
 		return versionCmd(args, stdout)
+	case "token":
+		return tokenCmd(args, getenv, stdout, stderr)
 	}
 	fmt.Fprint(stdout, usage)
 	return nil
@@ -105,5 +111,7 @@ Usage:
   switchboard connect CLIENT [--dry-run]    write Switchboard into a client's config, with a token of its own:
                                             claude-code, claude-desktop, cursor, vscode or codex
   switchboard disconnect CLIENT [--dry-run] remove it again, and revoke its token
+  switchboard token [--rotate] [-db PATH]   print the API token serve keeps (the same at every start),
+                                            or replace it with a new one (the old one stops working)
   switchboard version                       print the version, commit, build date and platform
 `

@@ -91,25 +91,41 @@ func startServe(t *testing.T, vars map[string]string) (base, code string, stop f
 // startServeAt is startServe on addr.
 func startServeAt(t *testing.T, addr string, vars map[string]string) (base, code string, stop func() error) {
 	t.Helper()
+	s := startServeArgs(t, []string{"-addr", addr}, vars)
+	return s.base, s.code, s.stop
+}
+
+// serving is a `switchboard serve` running in the background.
+type serving struct {
+	base, code     string
+	stdout, stderr *syncBuffer
+	stop           func() error // cancels run and waits for it to return
+}
+
+// startServeArgs runs `switchboard serve ARGS...` in the background and
+// waits for its login URL.
+func startServeArgs(t *testing.T, args []string, vars map[string]string) *serving {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	s := &serving{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve", "-addr", addr}, env(vars), nil, &stdout, &stderr) }()
+	go func() { done <- run(ctx, append([]string{"serve"}, args...), env(vars), nil, s.stdout, s.stderr) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		if m := openURL.FindStringSubmatch(stdout.String()); m != nil {
-			return m[1], m[2], func() error { cancel(); return <-done }
+		if m := openURL.FindStringSubmatch(s.stdout.String()); m != nil {
+			s.base, s.code, s.stop = m[1], m[2], func() error { cancel(); return <-done }
+			return s
 		}
 		select {
 		case err := <-done:
 			cancel()
-			t.Fatalf("run returned early: %v\nstderr: %s", err, stderr.String())
+			t.Fatalf("run returned early: %v\nstderr: %s", err, s.stderr.String())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	cancel()
-	t.Fatalf("no login URL printed; stdout: %q stderr: %q", stdout.String(), stderr.String())
-	return "", "", nil
+	t.Fatalf("no login URL printed; stdout: %q stderr: %q", s.stdout.String(), s.stderr.String())
+	return nil
 }
 
 func TestGeneratedTokenIsPrintedAndWorks(t *testing.T) {

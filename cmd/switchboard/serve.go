@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/netip"
 	"net/url"
@@ -48,6 +47,9 @@ type serveConfig struct {
 	// OAuthClientMetadataURL is where Switchboard's OAuth Client ID
 	// Metadata Document is published, if it is (see web.Config).
 	OAuthClientMetadataURL string
+	// LogFormat is "text" (lines for a person) or "json" (a JSON object
+	// a line, for programs).
+	LogFormat string
 }
 
 // defaultDBPath is where the database lives by default, by each
@@ -81,6 +83,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		Concurrency:   2,
 		TTL:           web.DefaultTTL,
 		VerifyOnStart: true,
+		LogFormat:     cmpOr(getenv("SWITCHBOARD_LOG_FORMAT"), "text"),
 		MCP: gateway.Config{AskTimeout: gateway.DefaultAskTimeout, CallTimeout: gateway.DefaultCallTimeout,
 			Pool: discovery.PoolConfig{Idle: discovery.DefaultIdle, MaxRunning: discovery.DefaultMaxRunning, MaxResult: discovery.DefaultMaxResult}},
 	}
@@ -155,6 +158,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.IntVar(&cfg.MCP.Pool.MaxRunning, "upstream-max", cfg.MCP.Pool.MaxRunning, "servers running for calls at once (env SWITCHBOARD_UPSTREAM_MAX)")
 	fs.IntVar(&cfg.MCP.Pool.MaxResult, "max-result", cfg.MCP.Pool.MaxResult, "largest tool result relayed to an agent, in bytes")
 	fs.StringVar(&cfg.OAuthClientMetadataURL, "oauth-client-metadata-url", cfg.OAuthClientMetadataURL, "https URL where you publish Switchboard's OAuth Client ID Metadata Document (its redirect_uris: this dashboard's /oauth/callback), used as client_id by authorization servers that support those; empty: clients are registered dynamically (env SWITCHBOARD_OAUTH_CLIENT_METADATA_URL)")
+	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "the log on stderr: text (a line a verification, a routed call, a problem) or json (the same, a JSON object a line) (env SWITCHBOARD_LOG_FORMAT)")
 	fs.BoolVar(&cfg.DangerouslyBindAll, "dangerously-bind-all", false, "allow listening on all interfaces (anyone who can reach the port can try to start commands)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -164,6 +168,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	}
 	if fs.NArg() > 0 {
 		return cfg, usageError("serve takes no arguments, got %q", fs.Args())
+	}
+	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
+		return cfg, usageError("-log-format must be text or json, got %q", cfg.LogFormat)
 	}
 	if cfg.Concurrency < 1 || cfg.Concurrency > 64 {
 		return cfg, usageError("-concurrency must be between 1 and 64, got %d", cfg.Concurrency)
@@ -254,7 +261,7 @@ var numericHost = regexp.MustCompile(`^(?i)[0-9a-fx.:]+$`)
 // make different from what checkBind saw: a wildcard is refused unless
 // allowed, and any address beyond loopback is announced loudly. It
 // returns the bound IP when it must be accepted as a Host header too.
-func checkBound(ln net.Listener, allowAll bool, log *slog.Logger) (extraHost string, err error) {
+func checkBound(ln net.Listener, allowAll bool, t *terminal) (extraHost string, err error) {
 	tcp, ok := ln.Addr().(*net.TCPAddr)
 	if !ok {
 		return "", nil
@@ -263,11 +270,15 @@ func checkBound(ln net.Listener, allowAll bool, log *slog.Logger) (extraHost str
 	case tcp.IP.IsUnspecified() && !allowAll:
 		return "", usageError("refusing to listen on all interfaces (%s): the host name resolved to a wildcard address", tcp)
 	case tcp.IP.IsUnspecified():
-		log.Warn("LISTENING ON ALL INTERFACES (--dangerously-bind-all): anyone who can reach this port can try to log in and start commands on this machine; "+
-			"only Host names given with --allowed-host (and localhost) are answered", "addr", tcp.String())
+		t.warn("LISTENING ON ALL INTERFACES", tcp.String(),
+			"Anyone who can reach port "+strconv.Itoa(tcp.Port)+" can try to log in and start commands on this machine.",
+			"Only localhost and the names given with --allowed-host are answered.",
+			"To stay on this machine: drop --dangerously-bind-all and listen on 127.0.0.1.")
 		return "", nil
 	case !tcp.IP.IsLoopback():
-		log.Warn("LISTENING BEYOND THIS MACHINE: anyone who can reach this address can try to log in and start commands on this machine", "addr", tcp.String())
+		t.warn("LISTENING BEYOND THIS MACHINE", tcp.String(),
+			"Anyone who can reach "+tcp.String()+" can try to log in and start commands on this machine.",
+			"To stay on this machine: -addr 127.0.0.1:"+strconv.Itoa(tcp.Port)+".")
 		return tcp.IP.String(), nil
 	}
 	return "", nil
@@ -279,13 +290,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	term := newTerminal(cfg.LogFormat, stderr)
+	log := term.log
 
-	token := cfg.Token
-	generated := token == ""
-	if generated {
-		token = randomToken()
-	}
 	db, err := bolt.Open(cfg.DBPath, bolt.Options{
 		PrivateDir: cfg.DBPath == defaultDBPath(runtime.GOOS, getenv),
 		Warn:       func(msg string) { log.Warn(msg) },
@@ -322,7 +329,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	extraHost, err := checkBound(ln, cfg.DangerouslyBindAll, log)
+	extraHost, err := checkBound(ln, cfg.DangerouslyBindAll, term)
 	if err != nil {
 		ln.Close()
 		return err
@@ -331,12 +338,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		cfg.AllowedHosts = append(cfg.AllowedHosts, extraHost)
 	}
 	loginCode := randomToken()
-	// switchboard connect and disconnect, run by the same user, reach the
-	// API with a generated token through a file beside the database; one
-	// set by SWITCHBOARD_TOKEN they read from there.
-	if generated {
-		if err := keepMCPToken(apiTokenPath(cfg.DBPath), token); err != nil {
-			log.Warn("switchboard connect cannot find the API token by itself: set SWITCHBOARD_TOKEN for it", "err", err)
+	// Without SWITCHBOARD_TOKEN, the API token is the one kept beside the
+	// database (see token.go), where switchboard token, connect and
+	// disconnect, run by the same user, find it. With it, no file names
+	// another token.
+	token, tokenFile := cfg.Token, ""
+	if token == "" {
+		tokenFile = apiTokenPath(cfg.DBPath)
+		var made bool
+		token, made, err = keptAPIToken(tokenFile)
+		switch {
+		case err != nil && !made: // a file that holds no token of ours
+			ln.Close()
+			return fmt.Errorf("start: %w", err)
+		case err != nil:
+			term.warn("THE API TOKEN IS NOT KEPT", tokenFile,
+				"It will change at every start, and switchboard token and connect cannot find it.",
+				"Why: "+err.Error(),
+				"Set SWITCHBOARD_TOKEN to choose one.")
+			tokenFile = ""
 		}
 	} else {
 		os.Remove(apiTokenPath(cfg.DBPath))
@@ -348,6 +368,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	app, err := web.New(web.Config{
 		Token:           token,
+		TokenFile:       tokenFile,
 		LoginCode:       loginCode,
 		AllowedHosts:    cfg.AllowedHosts,
 		Concurrency:     cfg.Concurrency,
@@ -369,10 +390,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	base := "http://" + displayAddr(ln.Addr())
 	fmt.Fprintf(stdout, "Switchboard is running with database %s\n", cfg.DBPath)
 	fmt.Fprintf(stdout, "Open %s/login?code=%s\n", base, loginCode)
-	fmt.Fprintf(stdout, "MCP endpoint for agents: %s/mcp (its token is on the Agents page)\n", base)
-	if generated {
-		fmt.Fprintf(stdout, "API token (Authorization: Bearer ...; set SWITCHBOARD_TOKEN to choose one): %s\n", token)
+	fmt.Fprintf(stdout, "  (the link logs one browser in, once; sessions last a week and survive restarts)\n")
+	if cfg.Token == "" {
+		fmt.Fprintf(stdout, "API token (Authorization: Bearer, or the login form): %s\n", token)
+		if tokenFile != "" {
+			fmt.Fprintf(stdout, "  (kept in %s; the same at every start; switchboard token --rotate replaces it)\n", tokenFile)
+		}
 	}
+	fmt.Fprintf(stdout, "MCP endpoint for agents: %s/mcp (its token is on the Agents page)\n", base)
 
 	select {
 	case err = <-served:
@@ -380,6 +405,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	fmt.Fprintln(stderr, "Stopping: ending verifications, calls and open pages (Ctrl-C again to quit at once)")
 	// Stop live streams and jobs first, so Shutdown has nothing open to
 	// wait for; then close whatever is left.
 	app.Close()
@@ -388,6 +414,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		srv.Close()
 	}
+	fmt.Fprintln(stderr, "Stopped.")
 	return nil
 }
 

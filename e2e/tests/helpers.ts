@@ -103,16 +103,19 @@ export async function api(page: Page, method: string, url: string, data?: unknow
 // with a one-time login URL.
 export interface OwnSwitchboard {
   proc: ChildProcess;
+  dir: string; // its database's directory: start another on it to restart
+  output: () => string; // what it printed so far
   loginURL: string;
   apiToken: string;
   stop: () => Promise<void>;
 }
 
 // opts.home is the HOME it runs with, where it finds the clients' configs
-// (and its working directory, where it finds a project's); by default a
-// fresh empty directory.
-export async function startOwnSwitchboard(port: number, name: string, opts: { home?: string } = {}): Promise<OwnSwitchboard> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `switchboard-${name}-`));
+// (and its working directory, where it finds a project's); by default its
+// data directory. opts.dir is that data directory (the database and its
+// token files): give the same one to start it again on the same data.
+export async function startOwnSwitchboard(port: number, name: string, opts: { home?: string; dir?: string } = {}): Promise<OwnSwitchboard> {
+  const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), `switchboard-${name}-`));
   const home = opts.home ?? dir;
   const proc = spawn(path.resolve(__dirname, '../../bin/switchboard'), [], {
     env: { SWITCHBOARD_ADDR: `127.0.0.1:${port}`, SWITCHBOARD_DB: path.join(dir, 'sb.db'), HOME: home, PATH: process.env.PATH || '/usr/bin:/bin' },
@@ -130,7 +133,7 @@ export async function startOwnSwitchboard(port: number, name: string, opts: { ho
   while (Date.now() < deadline) {
     const url = output.match(/Open (http:\/\/127\.0\.0\.1:\d+\/login\?code=[0-9a-f]{64})/);
     const token = output.match(/API token .*: ([0-9a-f]{64})/);
-    if (url && token) return { proc, loginURL: url[1], apiToken: token[1], stop };
+    if (url && token) return { proc, dir, output: () => output, loginURL: url[1], apiToken: token[1], stop };
     await new Promise(r => setTimeout(r, 50));
   }
   await stop();

@@ -226,6 +226,8 @@ func valueDecoder(top string, depth int) (decode func([]byte) error, valuesOnly 
 		return into(func() any { return new(store.Grant) }), true
 	case depth == 0 && top == string(bucketClients):
 		return into(func() any { return new(store.ClientToken) }), true
+	case depth == 0 && top == string(bucketSessions):
+		return into(func() any { return new(store.BrowserSession) }), true
 	}
 	return nil, false
 }

@@ -31,8 +31,8 @@ import (
 
 // SchemaVersion is the layout version this code reads and writes.
 // Version 2 added the approved tool definitions and the history; 3 the
-// agent names.
-const SchemaVersion = 3
+// agent names; 4 the browser sessions.
+const SchemaVersion = 4
 
 // Bucket names. Tools and policies hold one nested bucket per server id,
 // keyed by tool name, so that a re-verification rewriting tools never
@@ -218,7 +218,7 @@ func (db *DB) init(checked bool) error {
 		if meta := tx.Bucket(bucketMeta); !checked && meta != nil && meta.Get(keyOpen) != nil {
 			return errUnclean
 		}
-		for _, name := range append([][]byte{bucketMeta, bucketServers, bucketDiscovery, bucketAudit}, perServerBuckets...) {
+		for _, name := range append([][]byte{bucketMeta, bucketServers, bucketDiscovery, bucketAudit, bucketSessions}, perServerBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
@@ -275,6 +275,13 @@ func migrate(tx *bbolt.Tx, have int) error {
 	if have < 3 {
 		if err := migrateAgentNames(tx); err != nil {
 			return fmt.Errorf("migrate to schema 3: %w", err)
+		}
+	}
+	if have < 4 {
+		// Sessions were kept in memory only: a file of schema 3 has
+		// none. The bucket is made above, as for a new file.
+		if _, err := tx.CreateBucketIfNotExists(bucketSessions); err != nil {
+			return fmt.Errorf("migrate to schema 4: %w", err)
 		}
 	}
 	return nil

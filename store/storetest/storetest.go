@@ -51,6 +51,7 @@ func Run(t *testing.T, b Backend) {
 		{"MCPTokenKeptAndRotated", testMCPTokenKeptAndRotated},
 		{"Grants", testGrants},
 		{"ClientTokens", testClientTokens},
+		{"BrowserSessions", testBrowserSessions},
 		{"Revision", testRevision},
 		{"NewToolPolicyFollowsAnnotations", testNewToolPolicyFollowsAnnotations},
 		{"PresetDecidesNewTools", testPresetDecidesNewTools},

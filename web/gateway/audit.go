@@ -31,9 +31,10 @@ func newAuditLog(st Store, changed func(), log *slog.Logger) *auditLog {
 	return a
 }
 
-// add queues a record. A call that ends after close (its HTTP handler
-// outlived the shutdown) is written at once.
+// add logs a call's line and queues its record. A call that ends after
+// close (its HTTP handler outlived the shutdown) is written at once.
 func (a *auditLog) add(c store.Call) {
+	logCall(a.log, c)
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	if a.closed {
@@ -87,4 +88,31 @@ func (a *auditLog) close() {
 	}
 	a.mu.Unlock()
 	<-a.done
+}
+
+// logCall writes the one line of a routed call: who called which tool,
+// what was decided and by whom, how it ended, and how long it took. The
+// arguments are never logged (the record keeps only their hash).
+func logCall(log *slog.Logger, c store.Call) {
+	attrs := []any{"agent", callerOf(c), "tool", c.AgentName, "decision", c.Decision, "by", c.DecidedBy,
+		"outcome", c.Outcome, "duration", (time.Duration(c.DurationMS) * time.Millisecond).String()}
+	if c.Reason != "" {
+		attrs = append(attrs, "reason", c.Reason)
+	}
+	if c.Error != "" {
+		attrs = append(attrs, "err", c.Error)
+	}
+	log.Info("routed call", attrs...)
+}
+
+// callerOf names who made a call: the connected client whose token it
+// used, else the client's own name, else its MCP session.
+func callerOf(c store.Call) string {
+	switch {
+	case c.ConnectedAs != "":
+		return c.ConnectedAs
+	case c.Client != "":
+		return c.Client
+	}
+	return "session " + c.Session
 }

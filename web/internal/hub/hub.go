@@ -208,6 +208,18 @@ func (h *Hub) EndSession(session string) {
 	}
 }
 
+// EndSessions ends every stream of every browser session at once (a
+// "log out everywhere").
+func (h *Hub) EndSessions() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		if c.session != "" {
+			c.cancel()
+		}
+	}
+}
+
 // Connections returns how many tabs are connected.
 func (h *Hub) Connections() int {
 	h.mu.Lock()

@@ -235,4 +235,20 @@ func TestHubSessionStreamsEnd(t *testing.T) {
 	if n := h.Connections(); n != 1 {
 		t.Errorf("Connections() = %d; want 1", n)
 	}
+	// EndSessions ends every session's stream, and only those.
+	d, anonymous := serve("d", time.Time{}), serve("", time.Time{})
+	for h.Connections() != 3 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	h.EndSessions()
+	wait("every session, c", c)
+	wait("every session, d", d)
+	select {
+	case <-anonymous:
+		t.Fatal("EndSessions ended a stream of no session")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if n := h.Connections(); n != 1 {
+		t.Errorf("Connections() after EndSessions = %d; want 1", n)
+	}
 }

@@ -6,6 +6,7 @@ package record
 
 import (
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
@@ -109,4 +110,25 @@ func listTTLMS(ttl *time.Duration) *int64 {
 	}
 	ms := ttl.Milliseconds()
 	return &ms
+}
+
+// Log writes the one line of a finished verification to log, given the
+// job's events: which server, how it ended, how many tools, how long it
+// took, what asked for it, and for a failure its class, phase and
+// (redacted) message. Events of a job still going, and the later event
+// of warnings that came after it ended, write none.
+func Log(log *slog.Logger, j discovery.Job) {
+	if !j.Done() || len(j.LateWarnings) > 0 {
+		return
+	}
+	attrs := []any{"server", j.ServerID, "outcome", j.Status, "tools", j.ToolCount,
+		"duration", j.FinishedAt.Sub(startOf(j)).Round(time.Millisecond).String(), "trigger", j.Trigger}
+	if e := j.Error; e != nil {
+		attrs = append(attrs, "class", e.Class, "phase", e.Phase, "err", e.Message)
+	}
+	if j.Error == nil {
+		log.Info("verified", attrs...)
+		return
+	}
+	log.Warn("verification did not succeed", attrs...)
 }

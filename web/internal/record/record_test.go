@@ -1,7 +1,11 @@
 package record
 
 import (
+	"bytes"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
@@ -22,6 +26,39 @@ func TestDiscoveryWordsMapToTheStore(t *testing.T) {
 	for class, status := range want {
 		if got := Status(&discovery.Error{Class: class}); got != status {
 			t.Errorf("Status(%s) = %s; want %s", class, got, status)
+		}
+	}
+}
+
+// A finished job writes one line; a job still going, and the later event
+// of its late warnings, write none.
+func TestLog(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	running := discovery.Job{ID: "j1", ServerID: "files", Status: discovery.JobRunning, StartedAt: start, Trigger: "manual"}
+	done := running
+	done.Status, done.FinishedAt, done.ToolCount = discovery.JobSuccess, start.Add(1234*time.Millisecond), 3
+	late := done
+	late.LateWarnings = []string{"a process was left behind"}
+	failed := running
+	failed.ServerID, failed.Status, failed.FinishedAt = "web", discovery.JobFailed, start.Add(2*time.Second)
+	failed.Error = discovery.NewError(discovery.ClassNotFound, discovery.PhaseStarting, "command not found: nosuch")
+	for _, j := range []discovery.Job{running, done, late, failed} {
+		Log(log, j)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("Log wrote %d lines; want 2 (the ends of two jobs):\n%s", len(lines), buf.String())
+	}
+	for i, want := range [][]string{
+		{"level=INFO", `msg=verified`, "server=files", "outcome=success", "tools=3", "duration=1.234s", "trigger=manual"},
+		{"level=WARN", `msg="verification did not succeed"`, "server=web", "outcome=failed", "tools=0", "duration=2s", "class=not_found", "phase=starting", `err="command not found: nosuch"`},
+	} {
+		for _, w := range want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("line %d = %s; want %s in it", i+1, lines[i], w)
+			}
 		}
 	}
 }

@@ -1,0 +1,89 @@
+package bolt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// bucketSessions holds the browser sessions by the hash of their secret
+// (see store.BrowserSession).
+var bucketSessions = []byte("sessions")
+
+// CreateSession keeps a new session and forgets the expired ones.
+func (db *DB) CreateSession(ctx context.Context, s store.BrowserSession) error {
+	return db.bolt.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketSessions)
+		var expired [][]byte
+		err := b.ForEach(func(k, v []byte) error {
+			var old store.BrowserSession
+			if err := json.Unmarshal(v, &old); err != nil || old.Expired(s.CreatedAt) {
+				expired = append(expired, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range expired {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return putJSON(b, []byte(s.Hash), s)
+	})
+}
+
+// Session is the session kept under hash.
+func (db *DB) Session(ctx context.Context, hash string) (store.BrowserSession, error) {
+	var s store.BrowserSession
+	err := db.bolt.View(func(tx *bbolt.Tx) error { return getSession(tx, hash, &s) })
+	return s, err
+}
+
+// TouchSession records that the session was used at at.
+func (db *DB) TouchSession(ctx context.Context, hash string, at time.Time) error {
+	return db.bolt.Update(func(tx *bbolt.Tx) error {
+		var s store.BrowserSession
+		if err := getSession(tx, hash, &s); err != nil {
+			return err
+		}
+		s.LastSeen = at.UTC()
+		return putJSON(tx.Bucket(bucketSessions), []byte(hash), s)
+	})
+}
+
+// DeleteSession forgets one session.
+func (db *DB) DeleteSession(ctx context.Context, hash string) error {
+	return db.bolt.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketSessions).Delete([]byte(hash)) })
+}
+
+// DeleteSessions forgets every session.
+func (db *DB) DeleteSessions(ctx context.Context) (int, error) {
+	var n int
+	err := db.bolt.Update(func(tx *bbolt.Tx) error {
+		n = tx.Bucket(bucketSessions).Stats().KeyN
+		if err := tx.DeleteBucket(bucketSessions); err != nil {
+			return err
+		}
+		_, err := tx.CreateBucket(bucketSessions)
+		return err
+	})
+	return n, err
+}
+
+func getSession(tx *bbolt.Tx, hash string, s *store.BrowserSession) error {
+	v := tx.Bucket(bucketSessions).Get([]byte(hash))
+	if v == nil {
+		return store.ErrSessionNotFound
+	}
+	if err := json.Unmarshal(v, s); err != nil {
+		return fmt.Errorf("store: decode session: %w", err)
+	}
+	return nil
+}
