@@ -21,6 +21,13 @@ func TestHealth(t *testing.T) {
 		{"stale by the clock, auto-refresh on", with(func(s *ServerItem) { s.AutoRefresh, s.Fresh = true, Freshness{State: "stale", Reason: "ttl"} }), "stale", "Stale"},
 		{"configuration changed", with(func(s *ServerItem) { s.Fresh = Freshness{State: "stale", Reason: "config"} }), "stale", "Stale: its configuration changed"},
 		{"its session dropped", with(func(s *ServerItem) { s.Watch = &WatchView{Since: at, LastError: "connection refused"} }), "unreachable", "Unreachable since 14:02 UTC"},
+		{"its calls fail since it was verified", with(func(s *ServerItem) {
+			s.Calls = &CallsHealth{LastCall: at.Add(time.Hour), Failing: true, FailingSince: at.Add(time.Minute), Error: "exited"}
+		}), "unreachable", "Calls failing since 14:03 UTC"},
+		{"its calls failed, then it verified", with(func(s *ServerItem) {
+			s.Calls = &CallsHealth{LastCall: at.Add(-time.Minute), Failing: true, FailingSince: at.Add(-time.Hour), Error: "exited"}
+		}), "ok", "OK · 13 tools"},
+		{"its calls answer", with(func(s *ServerItem) { s.Calls = &CallsHealth{LastCall: at.Add(time.Hour)} }), "ok", "OK · 13 tools"},
 		{"its session connected", with(func(s *ServerItem) { s.Watch = &WatchView{Connected: true, Since: at} }), "ok", "OK · 13 tools"},
 		{"a timeout after a success", with(func(s *ServerItem) {
 			s.Status, s.Error, s.Fresh = "timeout", &ErrorView{Class: "timeout"}, Freshness{State: "failed", Since: at}

@@ -73,6 +73,24 @@ type ServerItem struct {
 	SignIn *SignInView
 	// Watch is the session held to hear the server's changes (nil if none).
 	Watch *WatchView
+	// Calls is what the calls routed to the server say (nil if none was
+	// since Switchboard started).
+	Calls *CallsHealth
+}
+
+// CallsHealth is what the routed calls say of a server: when the latest
+// started, and whether calls fail, since when, with the latest error.
+type CallsHealth struct {
+	LastCall     time.Time
+	Failing      bool
+	FailingSince time.Time
+	Error        string
+}
+
+// CallsFailing says calls fail since the server's latest successful
+// verification: an older failure is older news than that verification.
+func (s ServerItem) CallsFailing() bool {
+	return s.Calls != nil && s.Calls.Failing && s.Calls.LastCall.After(s.VerifiedAt)
 }
 
 // WatchView is a held session: connected, or not and why, since when.
@@ -521,6 +539,8 @@ func (s ServerItem) Health() (state, text string) {
 		return "sign_in", "Sign-in required"
 	case s.Status == "success" && s.Watch != nil && !s.Watch.Connected && s.Watch.LastError != "":
 		return "unreachable", "Unreachable" + since(s.Watch.Since)
+	case s.Status == "success" && s.CallsFailing():
+		return "unreachable", "Calls failing" + since(s.Calls.FailingSince)
 	case s.Status == "success" && s.Fresh.State == "stale" && s.Fresh.Reason == "config":
 		return "stale", "Stale: its configuration changed"
 	case s.Status == "success" && s.Fresh.State == "stale" && s.AutoRefresh:

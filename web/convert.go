@@ -56,6 +56,9 @@ func (s *Server) serverItem(ctx context.Context, sum store.Summary) views.Server
 	if w := s.watches.State(srv.ID); w != nil {
 		item.Watch = &views.WatchView{Connected: w.Connected, Since: w.Since, LastError: w.LastError}
 	}
+	if ch, ok := s.mcp.CallHealth(srv.ID); ok {
+		item.Calls = (*views.CallsHealth)(&ch)
+	}
 	if j, ok := s.runner.Active(srv.ID); ok {
 		item.Status = j.Status
 		item.Phase = j.Phase

@@ -1,10 +1,14 @@
 package web_test
 
 import (
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery"
 )
 
 // A verified remote server that stops answering is not shown healthy:
@@ -71,4 +75,74 @@ func TestIdleStdioServerIsNotStale(t *testing.T) {
 			t.Errorf("%s: freshness %q; want not re-checked, not stale", path, text)
 		}
 	}
+}
+
+// A server whose routed calls fail looks failing, though its last
+// verification succeeded, until a call gets an answer again (issue 21,
+// item 2: the chip combines the last routed call too). Its command is
+// taken away after the verification, so the next call cannot start it.
+func TestFailingCallsLookFailing(t *testing.T) {
+	e := newEnv(t, func(c *webConfig) { c.MCP.Pool = discovery.PoolConfig{Idle: 200 * time.Millisecond} })
+	b := e.login()
+	srv, hc := e.liveServer()
+	bin := filepath.Join(t.TempDir(), "mcp-fixture")
+	data, err := os.ReadFile(fixtureBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.createServer(map[string]any{"id": "flaky", "transport": "stdio", "command": bin, "args": []string{"-tools", "2"}, "default_policy": "allow"})
+	if job := e.verify("flaky"); job.Status != "success" {
+		t.Fatalf("verify: %+v", job)
+	}
+	chip := func() (health, text string) {
+		s := parseHTML(t, b.get("/servers/flaky").Body.String()).Find(`[data-testid="status"]`).First()
+		return s.AttrOr("data-health", ""), strings.TrimSpace(s.Text())
+	}
+	c := connectMCP(t, srv.URL, testMCPToken)
+	if _, err := c.call("flaky__tool_000", map[string]any{"query": "x"}); err != nil {
+		t.Fatalf("a call while the command is there: %v", err)
+	}
+	if health, text := chip(); health != "ok" || text != "OK · 2 tools" {
+		t.Errorf("after a good call: %s %q; want ok", health, text)
+	}
+	tab := b.openEvents(srv, hc)
+	t.Run("its command gone, a call fails and the chip says so, live", func(t *testing.T) {
+		if err := os.Rename(bin, bin+".away"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "the idle upstream to end", func() bool {
+			return strings.Contains(e.api(http.MethodGet, "/api/v1/upstreams", nil).Body.String(), `"upstreams":[]`)
+		})
+		if res, err := c.call("flaky__tool_000", map[string]any{"query": "x"}); err == nil && !res.IsError {
+			t.Fatalf("a call without its command succeeded: %+v", res)
+		}
+		tab.until(t, 10*time.Second, "the list's row to say calls fail", func(ev sseEvent) bool {
+			return ev.name == "row-flaky" && strings.Contains(ev.text(), "Calls failing since")
+		})
+		health, text := chip()
+		if health != "unreachable" || !strings.HasPrefix(text, "Calls failing since ") {
+			t.Errorf("after a failed call: %s %q; want unreachable, Calls failing since …", health, text)
+		}
+		page := parseHTML(t, b.get("/servers/flaky").Body.String())
+		if got := page.Find(`[data-testid="calls-failing"]`).Text(); !strings.Contains(got, "not_found while starting") {
+			t.Errorf("the status panel's failing call = %q; want its error", got)
+		}
+		if health := parseHTML(t, b.get("/").Body.String()).Find(`[data-server-id="flaky"] [data-testid="status"]`).AttrOr("data-health", ""); health != "unreachable" {
+			t.Errorf("the list's chip = %q; want unreachable", health)
+		}
+	})
+	t.Run("its command back, the next call clears it", func(t *testing.T) {
+		if err := os.Rename(bin+".away", bin); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.call("flaky__tool_000", map[string]any{"query": "x"}); err != nil {
+			t.Fatalf("a call with the command back: %v", err)
+		}
+		if health, text := chip(); health != "ok" || text != "OK · 2 tools" {
+			t.Errorf("after a good call again: %s %q; want ok", health, text)
+		}
+	})
 }

@@ -185,11 +185,12 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 			_, err := s.submit(srv, trigger)
 			return err
 		},
-		ApprovalsChanged: func() { s.hub.Publish(s.approvalsEvent()) },
-		CallsChanged:     func() { s.hub.Publish(signal(views.EventCalls)) },
-		UpstreamsChanged: s.publishAgents,
-		Approvers:        s.approvers,
-		Logger:           s.log,
+		ApprovalsChanged:    func() { s.hub.Publish(s.approvalsEvent()) },
+		CallsChanged:        func() { s.hub.Publish(signal(views.EventCalls)) },
+		UpstreamsChanged:    s.publishAgents,
+		ServerHealthChanged: s.publishServer,
+		Approvers:           s.approvers,
+		Logger:              s.log,
 	})
 	if err != nil {
 		s.runner.Close()

@@ -170,3 +170,25 @@ export class Agent {
     return this.post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name, arguments: args } });
   }
 }
+
+// started runs a command in a process group of its own until it prints
+// "listening <URL>", and returns the URL.
+export async function started(procs: ChildProcess[], command: string, args: string[]): Promise<string> {
+  const proc = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  procs.push(proc);
+  let out = '';
+  let err = '';
+  proc.stderr!.on('data', d => { err += d; });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${command} did not listen within 15 s: ${err}`)), 15_000);
+    proc.stdout!.on('data', d => {
+      out += d;
+      const m = out.match(/listening (\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    proc.once('exit', code => reject(new Error(`${command} exited (${code}): ${err}`)));
+  });
+}

