@@ -73,6 +73,14 @@ type ImportedFile struct {
 	Lines                 []string
 }
 
+// plural is one or many, as n says.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 func serversWord(n int) string {
 	if n == 1 {
 		return "1 server"

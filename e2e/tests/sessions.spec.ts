@@ -39,6 +39,7 @@ test('a restart keeps the session; Log out everywhere ends it', async ({ browser
   await otherPage.click('button[type=submit]');
   await expect(otherPage).toHaveURL(`${base}/`);
 
+  await page.click('[data-testid=account-menu] summary');
   await page.click('[data-testid=logout-everywhere]');
   await expect(page).toHaveURL(`${base}/login`);
   await page.goto(`${base}/`);
