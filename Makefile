@@ -14,7 +14,7 @@ COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
 DATE    := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 
-.PHONY: run build dist test test-go test-fuzz fuzz test-e2e deps-e2e chromium check generate bench clean
+.PHONY: screenshots run build dist test test-go test-fuzz fuzz test-e2e deps-e2e chromium check generate bench clean
 
 # Built, then run, rather than `go run`: go run exits 1 whenever it is
 # interrupted, whatever the program did, so Ctrl-C read as a failure
@@ -74,6 +74,11 @@ fuzz:
 
 test-e2e: deps-e2e chromium build
 	cd e2e && npx playwright test
+
+# The README's pictures (docs/screenshots/), taken by the browser test that
+# looks at every page.
+screenshots: deps-e2e chromium build
+	cd e2e && SWITCHBOARD_README_SHOTS=$(CURDIR)/docs/screenshots npx playwright test tests/screens.spec.ts
 
 # npm packages the tests use: Playwright, real MCP servers and the MCP
 # conformance suite.

@@ -16,6 +16,11 @@ import { EVERYTHING, FIXTURE, startOwnSwitchboard, type OwnSwitchboard } from '.
 // launch and a server not yet confirmed.
 const PORT = MAIN_PORT + 3;
 const SHOTS = path.resolve(__dirname, '../test-results/screens');
+// `make screenshots` sets this to docs/screenshots: the README's pictures
+// are these, as the test takes them.
+const README_SHOTS = process.env.SWITCHBOARD_README_SHOTS;
+const README_PICKS = ['servers-laptop-first-screen', 'server-hundred-laptop-first-screen', 'changes-laptop-first-screen',
+  'agents-laptop-first-screen', 'servers-laptop-dark-first-screen', 'server-everything-phone-first-screen'];
 const VIEWPORTS = [
   { name: 'phone', width: 390, height: 844 },
   { name: 'laptop', width: 1280, height: 800 },
@@ -92,6 +97,10 @@ async function check(page: Page, name: string) {
   expect.soft(bad, `${name}: accessibility`).toEqual([]);
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
   await page.screenshot({ path: path.join(SHOTS, `${name}-first-screen.png`) }); // what a person sees first
+  if (README_SHOTS && README_PICKS.includes(`${name}-first-screen`)) {
+    fs.mkdirSync(README_SHOTS, { recursive: true });
+    fs.copyFileSync(path.join(SHOTS, `${name}-first-screen.png`), path.join(README_SHOTS, `${name.replace(/-laptop/, '')}.png`));
+  }
 }
 
 test('every page fits a phone and a laptop, light and dark, with no serious accessibility violation', async ({ browser }) => {
