@@ -32,8 +32,9 @@ type ClientUse struct {
 
 // The states of a connected client (ClientUse.State).
 const (
-	// UseConnected: it has a live session or an open listen stream, or
-	// made a stateless request in the last StatelessConnected.
+	// UseConnected: it has a live session with an open stream or used in
+	// the last RecentlyConnected, or an open listen stream, or made a
+	// stateless request in the last RecentlyConnected.
 	UseConnected = "connected"
 	// UseSeen: it used its token, but is not connected now.
 	UseSeen = "seen"
@@ -41,9 +42,12 @@ const (
 	UseNever = "never"
 )
 
-// StatelessConnected is how long after its last request a 2026-07-28
-// client counts as connected: it holds no session that would say so.
-const StatelessConnected = 5 * time.Minute
+// RecentlyConnected is how long after its last request a client counts
+// as connected when nothing stays open to say so: a 2026-07-28 client
+// (which holds no session) between requests, or a session without an
+// open GET stream (an agent that went away without ending its session
+// leaves it live until the idle sweep, an hour later).
+const RecentlyConnected = 5 * time.Minute
 
 // tokenUse is what the endpoint saw of one client token.
 type tokenUse struct {
@@ -138,15 +142,38 @@ func (m *mcpSessions) clientUse(id string, now time.Time) ClientUse {
 		return ClientUse{State: UseNever}
 	}
 	out := ClientUse{State: UseSeen, LastSeen: u.lastSeen, Protocol: u.protocol, Client: u.client, Listening: u.listening}
+	connected := u.listening > 0 || now.Sub(u.lastStateless) < RecentlyConnected
 	for _, s := range m.live {
 		if s.tokenID == id {
 			out.Sessions++
+			connected = connected || s.streams > 0 || now.Sub(s.LastUsed) < RecentlyConnected
 		}
 	}
-	if out.Sessions > 0 || u.listening > 0 || now.Sub(u.lastStateless) < StatelessConnected {
+	if connected {
 		out.State = UseConnected
 	}
 	return out
+}
+
+// streaming records a GET stream of session id opening, if it is live;
+// the function returned records it closing, and the session's client
+// token as seen then.
+func (m *mcpSessions) streaming(id string) (closed func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.live[id]
+	if !ok {
+		return func() {}
+	}
+	s.streams++
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		s.streams-- // on the session it opened on, even if ended since
+		if u, ok := m.tokens[s.tokenID]; ok && s.tokenID != "" {
+			u.lastSeen = time.Now()
+		}
+	}
 }
 
 // ClientUse is how agents used the connected client's token with the id

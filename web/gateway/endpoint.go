@@ -558,6 +558,9 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	e.sessions.touch(r.Header.Get(server.HeaderKeySessionID))
+	if r.Method == http.MethodGet { // a session's stream, open as long as the agent is there
+		defer e.sessions.streaming(r.Header.Get(server.HeaderKeySessionID))()
+	}
 	e.h.ServeHTTP(questionWriter{w, e}, r)
 	return nil
 }

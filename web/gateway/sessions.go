@@ -41,8 +41,10 @@ type Session struct {
 	Started  time.Time
 	LastUsed time.Time
 	// tokenID is the connected client whose token opened the session
-	// ("" for the endpoint's own token).
+	// ("" for the endpoint's own token); streams counts its open GET
+	// streams (see streaming).
 	tokenID string
+	streams int
 }
 
 // StatelessClient is a 2026-07-28 client, by the name its requests give.
