@@ -27,6 +27,20 @@ func (t Target) secrets() []string {
 	return out
 }
 
+// Redactor returns a function that replaces in a text every secret
+// value of the target (its env and header values, the access tokens
+// handed out so far) and every one of also (values shorter than 4 bytes
+// are left, as everywhere), as errors and stderr tails are redacted.
+func (t Target) Redactor(also ...string) func(string) string {
+	secrets := t.secrets()
+	for _, v := range also {
+		if len(v) >= 4 {
+			secrets = append(secrets, v)
+		}
+	}
+	return func(s string) string { return redact(s, secrets) }
+}
+
 // redact replaces every secret value in s.
 func redact(s string, secrets []string) string {
 	for _, v := range secrets {

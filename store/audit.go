@@ -11,6 +11,9 @@ import (
 // MaxCalls is how many call records are kept; older ones are dropped.
 const MaxCalls = 10000
 
+// MaxCallArguments caps the arguments a call record keeps, in bytes.
+const MaxCallArguments = 4 << 10
+
 // Call decisions.
 const (
 	DecisionAllowed  = "allowed"  // allow policy
@@ -45,6 +48,12 @@ type Call struct {
 	// (the call failed), or "refused".
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
+	// Arguments is the arguments' JSON, kept only when the server records
+	// them (Server.RecordArgs): the values of secret-looking keys and the
+	// server's own secret values replaced by "[redacted]", cut at
+	// MaxCallArguments bytes (ArgumentsTruncated then says so).
+	Arguments          string `json:"arguments,omitempty"`
+	ArgumentsTruncated bool   `json:"arguments_truncated,omitempty"`
 }
 
 // NewMCPToken is a new random token for the MCP endpoint.

@@ -132,6 +132,10 @@ type Server struct {
 	// sign-in then registers a client by itself where it can). It does
 	// not change what the server is (no part of ConfigHash).
 	OAuth *OAuthClient `json:"oauth,omitempty"`
+	// RecordArgs says whether the call log keeps the arguments of the
+	// server's calls (redacted and capped, see Call.Arguments), not just
+	// their hash. Off unless a person turns it on; no part of ConfigHash.
+	RecordArgs bool `json:"record_arguments,omitempty"`
 }
 
 // OAuthClient is a remote server's sign-in client, as a person entered

@@ -58,10 +58,18 @@ type ConnectView struct {
 	Client, Path, Diff, Before, Backup, Error string
 }
 
-// ConnectedClient is a client with its own MCP token.
+// ConnectedClient is a client with its own MCP token, and how agents use
+// it (since Switchboard started).
 type ConnectedClient struct {
 	ID, Name string
 	Created  time.Time
+	// State is "connected" (now), "seen" (at LastSeen) or "never".
+	State    string
+	LastSeen time.Time
+	// Protocol and Agent are what the agent declared with the token last:
+	// its MCP protocol version and its clientInfo (self-declared).
+	Protocol, Agent string
+	Sessions        int // live sessions
 }
 
 // AgentSession is one connected agent.
@@ -114,6 +122,10 @@ type CallRow struct {
 	DurationMS  int64
 	Outcome     string
 	Error       string
+	// Arguments are the call's arguments as recorded (redacted JSON),
+	// if its server records them; Truncated says they were cut.
+	Arguments string
+	Truncated bool
 }
 
 func msString(n int64) string { return strconv.FormatInt(n, 10) + " ms" }

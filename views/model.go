@@ -220,6 +220,9 @@ type ServerDetail struct {
 	Selections   []Option
 	History      []HistoryItem
 	HistoryTotal int
+	// RecordArgs says the call log keeps the arguments of the server's
+	// calls (see RecordArguments).
+	RecordArgs bool
 }
 
 // ToolItem is one tool row. Key is an opaque per-page index used for

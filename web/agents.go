@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/r3labs/sse/v2"
@@ -13,6 +12,7 @@ import (
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
+	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
@@ -66,7 +66,9 @@ func (s *Server) agentsView(c echo.Context) (views.AgentsView, error) {
 			Requests: a.Requests, Listening: a.Listening})
 	}
 	for _, ct := range clients {
-		v.Clients = append(v.Clients, views.ConnectedClient{ID: ct.ID, Name: ct.Name, Created: ct.CreatedAt})
+		u := s.mcp.ClientUse(ct.ID)
+		v.Clients = append(v.Clients, views.ConnectedClient{ID: ct.ID, Name: ct.Name, Created: ct.CreatedAt,
+			State: u.State, LastSeen: u.LastSeen, Protocol: u.Protocol, Agent: u.Client, Sessions: u.Sessions})
 	}
 	for _, cl := range serverconfig.Clients {
 		v.ConnectClients = append(v.ConnectClients, views.Option{Value: cl.Key, Title: cl.Name})
@@ -127,7 +129,7 @@ func (s *Server) callsView(ctx context.Context) (views.CallsView, error) {
 		v.Calls = append(v.Calls, views.CallRow{
 			At: c.At, Session: c.Session, Client: c.Client, ConnectedAs: c.ConnectedAs, ServerID: c.ServerID, Tool: c.Tool, AgentName: c.AgentName,
 			ArgsHash: c.ArgsHash, Decision: c.Decision, DecidedBy: c.DecidedBy, Reason: c.Reason,
-			DurationMS: c.DurationMS, Outcome: c.Outcome, Error: c.Error,
+			DurationMS: c.DurationMS, Outcome: c.Outcome, Error: c.Error, Arguments: c.Arguments, Truncated: c.ArgumentsTruncated,
 		})
 	}
 	return v, nil
@@ -149,24 +151,12 @@ func (s *Server) upstreamsEvent() *sse.Event {
 // publishAgents pushes the servers running for calls to every tab.
 func (s *Server) publishAgents() { s.hub.Publish(s.upstreamsEvent()) }
 
-type upstreamJSON struct {
-	ServerID string    `json:"server_id"`
-	Started  time.Time `json:"started_at,omitzero"`
-	LastUsed time.Time `json:"last_used_at"`
-	Calls    int       `json:"calls"`
-	InFlight int       `json:"in_flight"`
-	Opening  bool      `json:"opening"`
-	// Isolation says how the server's process is isolated (stdio).
-	Isolation string `json:"isolation,omitempty"`
-}
-
 // handleAPIUpstreams serves GET /api/v1/upstreams: the servers running for
 // calls.
 func (s *Server) handleAPIUpstreams(c echo.Context) error {
-	out := []upstreamJSON{}
+	out := []apijson.Upstream{}
 	for _, r := range s.mcp.Running() {
-		out = append(out, upstreamJSON{ServerID: r.ServerID, Started: r.Started, LastUsed: r.LastUsed,
-			Calls: r.Calls, InFlight: r.InFlight, Opening: r.Opening, Isolation: r.Isolation})
+		out = append(out, apijson.UpstreamOf(r))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"upstreams": out})
 }

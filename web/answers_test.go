@@ -34,6 +34,7 @@ type apiServer struct {
 	Preset        string            `json:"preset"`
 	Enabled       *bool             `json:"enabled"`
 	OAuth         *apiOAuth         `json:"oauth"`
+	RecordArgs    *bool             `json:"record_arguments"`
 	SignIn        *apiGrant         `json:"sign_in"`
 	Discovery     *apiDiscovery     `json:"discovery"`
 }
@@ -249,6 +250,24 @@ type apiCall struct {
 	DurationMS  int64     `json:"duration_ms"`
 	Outcome     string    `json:"outcome"`
 	Error       string    `json:"error"`
+	// Arguments are kept only for a server that records them.
+	Arguments          string `json:"arguments"`
+	ArgumentsTruncated bool   `json:"arguments_truncated"`
+}
+
+// apiClient is a connected client as the API lists it.
+type apiClient struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	CreatedAt   string `json:"created_at"`
+	Fingerprint string `json:"fingerprint"`
+	// State is connected, seen or never; the rest is what the agent
+	// declared with the token last.
+	State           string `json:"state"`
+	LastSeenAt      string `json:"last_seen_at"`
+	ProtocolVersion string `json:"protocol_version"`
+	ClientInfo      string `json:"client_info"`
+	Sessions        int    `json:"sessions"`
 }
 
 // apiApproval is a call waiting for a person.

@@ -11,34 +11,23 @@ import (
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
+	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // Connected clients: each gets its own MCP token, shown once (see
 // gateway.Connect).
 
-type clientJSON struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	CreatedAt time.Time `json:"created_at"`
-	// Fingerprint is the start of the token's SHA-256, by which a program
-	// holding the token finds its client (see `switchboard disconnect`).
-	Fingerprint string `json:"fingerprint"`
-}
-
-func clientToJSON(ct store.ClientToken) clientJSON {
-	return clientJSON{ID: ct.ID, Name: ct.Name, CreatedAt: ct.CreatedAt, Fingerprint: ct.Hash[:12]}
-}
-
-// handleAPIClients serves GET /api/v1/clients.
+// handleAPIClients serves GET /api/v1/clients: each with whether an
+// agent uses it now (see gateway.ClientUse).
 func (s *Server) handleAPIClients(c echo.Context) error {
 	list, err := s.mcp.Clients(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	out := make([]clientJSON, 0, len(list))
+	out := make([]apijson.Client, 0, len(list))
 	for _, ct := range list {
-		out = append(out, clientToJSON(ct))
+		out = append(out, apijson.ClientOf(ct, s.mcp.ClientUse(ct.ID)))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"clients": out})
 }
@@ -58,7 +47,7 @@ func (s *Server) handleAPIConnect(c echo.Context) error {
 	} else if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"client": clientToJSON(ct), "token": token})
+	return c.JSON(http.StatusCreated, map[string]any{"client": apijson.ClientOf(ct, s.mcp.ClientUse(ct.ID)), "token": token})
 }
 
 // handleAPIDisconnect serves DELETE /api/v1/clients/:id.

@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -17,14 +19,6 @@ import (
 	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/store"
 )
-
-// apiClient is a connected client as the API lists it.
-type apiClient struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	CreatedAt   string `json:"created_at"`
-	Fingerprint string `json:"fingerprint"`
-}
 
 // mcpStatus is what /mcp at base answers an initialize with token.
 func mcpStatus(t *testing.T, base, token string) int {
@@ -228,4 +222,114 @@ func TestConnectFromTheAgentsPage(t *testing.T) {
 	if backups, _ := filepath.Glob(path + ".switchboard-backup-*"); len(backups) != 2 {
 		t.Errorf("backups = %v; want one per write", backups)
 	}
+}
+
+// A connected client's state is what the gateway sees, on the Agents page
+// and in the API: never connected until an agent uses its token;
+// connected while it holds a session, with the protocol version and the
+// clientInfo it declared (shown escaped); last seen once the session
+// ended. A 2026-07-28 client, which holds no session, is connected for a
+// while after a request. The endpoint's own token is no client's.
+func TestClientStateIsReal(t *testing.T) {
+	m := newMCPSetup(t)
+	e := m.e
+	e.secrets = slices.DeleteFunc(e.secrets, func(s string) bool { return s == testMCPToken })
+	connect := func(name string) string {
+		t.Helper()
+		rec := e.api(http.MethodPost, "/api/v1/clients", map[string]any{"name": name})
+		wantStatus(t, rec, http.StatusCreated)
+		body := decodeAs[struct {
+			Client apiClient `json:"client"`
+			Token  string    `json:"token"`
+		}](t, rec)
+		if body.Client.State != "never" || body.Client.LastSeenAt != "" || body.Client.Sessions != 0 {
+			t.Errorf("a new client = %+v; want never connected", body.Client)
+		}
+		return body.Token
+	}
+	desktop, cli := connect("Claude Desktop"), connect("Codex")
+	e.secrets = append(e.secrets, desktop, cli)
+	b := e.login()
+	// state is the client named name in the API and on the page.
+	state := func(t *testing.T, name string) (apiClient, string, *goquery.Selection) {
+		t.Helper()
+		list := decodeAs[struct {
+			Clients []apiClient `json:"clients"`
+		}](t, e.in(t).api(http.MethodGet, "/api/v1/clients", nil))
+		body := b.in(t).get("/agents").Body.String()
+		var li *goquery.Selection
+		parseHTML(t, body).Find(testID("connected-client")).Each(func(_ int, s *goquery.Selection) {
+			if s.Find("strong").Text() == name {
+				li = s
+			}
+		})
+		for _, c := range list.Clients {
+			if c.Name == name && li != nil {
+				return c, body, li
+			}
+		}
+		t.Fatalf("no client %q in %+v or on the page", name, list.Clients)
+		return apiClient{}, "", nil
+	}
+
+	t.Run("never connected", func(t *testing.T) {
+		connectMCP(t, m.base, testMCPToken) // the endpoint's own token
+		for _, name := range []string{"Claude Desktop", "Codex"} {
+			c, _, li := state(t, name)
+			if c.State != "never" || li.AttrOr("data-state", "") != "never" || textOf(li.Find(testID("client-state"))) != "never connected" {
+				t.Errorf("%s = %+v, on the page %q; want never connected", name, c, textOf(li.Find(testID("client-state"))))
+			}
+		}
+	})
+
+	var session string
+	t.Run("connected in a session", func(t *testing.T) {
+		agent := connectMCPAs(t, m.base, desktop, mcp.ProtocolVersion20251125, mcp.Implementation{Name: "desk<b>top</b>", Version: "2"})
+		session = agent.GetSessionId()
+		c, body, li := state(t, "Claude Desktop")
+		if c.State != "connected" || c.Sessions != 1 || c.ProtocolVersion != mcp.ProtocolVersion20251125 || c.ClientInfo != "desk<b>top</b> 2" || c.LastSeenAt == "" {
+			t.Errorf("the client in a session = %+v; want connected, with its protocol and clientInfo", c)
+		}
+		if got := textOf(li.Find(testID("client-state"))); got != "connected now" {
+			t.Errorf("on the page: %q; want connected now", got)
+		}
+		if got := textOf(li.Find(testID("client-declared"))); !strings.Contains(got, "desk<b>top</b> 2") || !strings.Contains(got, "MCP "+mcp.ProtocolVersion20251125) {
+			t.Errorf("what it declared, on the page: %q", got)
+		}
+		if strings.Contains(body, "desk<b>") {
+			t.Error("the clientInfo is not escaped")
+		}
+		if c, _, _ := state(t, "Codex"); c.State != "never" {
+			t.Errorf("Codex = %+v; another client's session made it connected", c)
+		}
+	})
+
+	t.Run("last seen after the session ended", func(t *testing.T) {
+		if session == "" {
+			t.Skip("no session")
+		}
+		// The agent ends its session. (mcp-go's client.Close sends its
+		// DELETE without the Authorization header: refused.)
+		before := time.Now()
+		r := newRequest(http.MethodDelete, "/mcp", nil)
+		r.Header.Set("Authorization", "Bearer "+desktop)
+		r.Header.Set("Mcp-Session-Id", session)
+		wantStatus(t, e.in(t).serve(r), http.StatusOK)
+		c, _, li := state(t, "Claude Desktop")
+		seen, err := time.Parse(time.RFC3339Nano, c.LastSeenAt)
+		if c.State != "seen" || c.Sessions != 0 || err != nil || seen.Before(before.Add(-time.Second)) || c.ClientInfo != "desk<b>top</b> 2" {
+			t.Errorf("after the session ended = %+v; want seen just now, what it declared kept", c)
+		}
+		if got := textOf(li.Find(testID("client-state"))); !strings.HasPrefix(got, "last seen ") || li.AttrOr("data-state", "") != "seen" {
+			t.Errorf("on the page: %q; want last seen …", got)
+		}
+	})
+
+	t.Run("a stateless client", func(t *testing.T) {
+		connectMCPAs(t, m.base, cli, mcp.ProtocolVersion20260728, mcp.Implementation{Name: "codex", Version: "1"})
+		c, _, _ := state(t, "Codex")
+		if c.State != "connected" || c.ProtocolVersion != mcp.ProtocolVersion20260728 || c.ClientInfo != "codex 1" || c.Sessions != 0 {
+			t.Errorf("after a 2026-07-28 request = %+v; want connected, with its protocol and clientInfo", c)
+		}
+	})
 }

@@ -114,6 +114,7 @@ func (s *Server) serverDetail(ctx context.Context, sum store.Summary, tools []st
 		MemoryMB:      srv.MemoryMB,
 		Instructions:  sum.Discovery.Instructions,
 		Preset:        string(srv.Preset), Presets: present.Options(store.Presets), Selections: present.Options(store.Selections),
+		RecordArgs: srv.RecordArgs,
 	}
 	for i, t := range tools {
 		d.Tools = append(d.Tools, present.ToolItem(strconv.Itoa(i), t))

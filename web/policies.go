@@ -135,3 +135,18 @@ func (s *Server) handlePoliciesForm(c echo.Context) error {
 	}
 	return render(c, http.StatusOK, views.SavedToolsBody(s.serverDetail(ctx, sum, tools)))
 }
+
+// handleRecordArgsForm serves POST /servers/:id/record-arguments: whether
+// the call log keeps the server's calls' arguments (see web/gateway).
+func (s *Server) handleRecordArgsForm(c echo.Context) error {
+	ctx := c.Request().Context()
+	srv, err := s.store.Server(ctx, c.Param("id"))
+	if err == nil {
+		srv.RecordArgs = c.FormValue("record_arguments") == "on"
+		err = s.store.UpdateServer(ctx, srv)
+	}
+	if err != nil {
+		return notFound(err)
+	}
+	return c.Redirect(http.StatusSeeOther, "/servers/"+srv.ID+"#record-arguments")
+}

@@ -46,6 +46,7 @@ func (s *Server) routes() {
 	ui.GET("/servers/:id/tools", s.handleToolsFragment)
 	ui.POST("/servers/:id/policy", s.handleSetPolicyForm)
 	ui.POST("/servers/:id/policies", s.handlePoliciesForm)
+	ui.POST("/servers/:id/record-arguments", s.handleRecordArgsForm)
 	ui.POST("/jobs/:id/cancel", s.handleCancelJob)
 	ui.GET("/servers/:id/history", s.handleHistoryFragment)
 	ui.GET("/servers/:id/changes", s.handleChangesPage)

@@ -184,3 +184,47 @@ test('the Agents page copies the URL, the token and each client recipe', async (
   }
   expect(await clipboard()).toContain('"Authorization": "Bearer ');
 });
+
+test('a recent call shows its arguments, redacted, once its server records them', async ({ page, playwright }) => {
+  await login(page);
+  const envSecret = 'env-secret-e2e-4711';
+  const created = await api(page, 'POST', '/api/v1/servers', { id: 'argsfx', name: 'argsfx', transport: 'stdio', command: FIXTURE, args: ['-tools', '1'], env: { API_TOKEN: envSecret } });
+  expect(created.status).toBe(201);
+  expect(created.body.record_arguments).toBe(false);
+  const started = await api(page, 'POST', '/api/v1/servers/argsfx/verify', { confirm: true });
+  expect(started.status).toBe(202);
+  await expect.poll(async () => (await api(page, 'GET', `/api/v1/jobs/${started.body.job.id}`)).body.job.status, { timeout: 30_000 }).toBe('success');
+  expect((await api(page, 'PUT', '/api/v1/servers/argsfx/tools/tool_000/policy', { policy: 'allow' })).status).toBe(200);
+
+  // Off by default: the server page offers to turn it on.
+  await page.goto('/servers/argsfx');
+  const setting = page.getByTestId('record-arguments');
+  await expect(setting.getByTestId('record-arguments-state')).toContainText('not recorded');
+  await setting.getByTestId('record-arguments-on').click();
+  await expect(page).toHaveURL(/\/servers\/argsfx#record-arguments$/);
+  await expect(setting.getByTestId('record-arguments-state')).toContainText('recorded');
+  await expect(setting.getByTestId('record-arguments-off')).toBeVisible();
+
+  await page.goto('/agents');
+  await waitLive(page);
+  const agentRequest = await playwright.request.newContext({ baseURL: `http://127.0.0.1:${PORT}` });
+  const agent = new Agent(agentRequest);
+  await agent.connect();
+  const answer = await agent.call('argsfx__tool_000', { query: '<i>hi</i>', token: 'sk-live-e2e-0815', note: `uses ${envSecret}` });
+  expect(answer.body.result.isError).toBeFalsy();
+
+  // The calls table reloads live; the arguments are collapsed until opened.
+  const row = page.getByTestId('call-row').first();
+  const args = row.getByTestId('call-args');
+  await expect(args).toBeVisible();
+  await expect(args.locator('pre')).toBeHidden();
+  await args.locator('summary').click();
+  await expect(args.locator('pre')).toHaveText('{"note":"uses [redacted]","query":"<i>hi</i>","token":"[redacted]"}');
+  await expect(row.locator('i')).toHaveCount(0); // shown as text, never as markup
+  const html = await page.content();
+  expect(html).not.toContain('sk-live-e2e-0815');
+  expect(html).not.toContain(envSecret);
+  const calls = await api(page, 'GET', '/api/v1/calls?limit=1');
+  expect(calls.body.calls[0].arguments).toBe('{"note":"uses [redacted]","query":"<i>hi</i>","token":"[redacted]"}');
+  await agentRequest.dispose();
+});

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/switchboard-dev/switchboard/store"
@@ -37,6 +38,69 @@ func testCallsKeptNewestFirstAndBounded(t *testing.T, be Backend) {
 	if db.Revision() != rev {
 		t.Errorf("the revision moved from %s to %s with audit writes; the catalog did not change", rev, db.Revision())
 	}
+}
+
+// A server's "record call arguments" setting is off by default, kept as
+// set by an update and across a restart, and changes neither what the
+// server is (its config hash) nor its launch confirmation; a call record
+// keeps the arguments it was given.
+func testRecordCallArguments(t *testing.T, be Backend) {
+	ctx := t.Context()
+	db := be.Open(t)
+	srv := MustCreate(t, db, StdioServer("files"))
+	if srv.RecordArgs {
+		t.Fatalf("Server(%q).RecordArgs of a new server = true; want off by default", srv.ID)
+	}
+	launch := srv.LaunchHash()
+	if err := db.ConfirmLaunch(ctx, srv.ID, launch); err != nil {
+		t.Fatal(err)
+	}
+	srv.RecordArgs = true
+	if err := db.UpdateServer(ctx, srv); err != nil {
+		t.Fatalf("UpdateServer(RecordArgs on) = %v", err)
+	}
+	db = be.Reopen(t, db)
+	got, err := db.Server(ctx, srv.ID)
+	switch {
+	case err != nil:
+		t.Fatalf("Server(%q) after reopening = %v", srv.ID, err)
+	case !got.RecordArgs:
+		t.Errorf("Server(%q).RecordArgs after update and reopening = false; want true", srv.ID)
+	case got.ConfigHash() != srv.ConfigHash() || got.LaunchConfirmed != launch:
+		t.Errorf("turning RecordArgs on changed the config hash or the launch confirmation: %+v", got)
+	}
+	got.RecordArgs = false
+	if err := db.UpdateServer(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := db.Server(ctx, srv.ID); again.RecordArgs {
+		t.Errorf("Server(%q).RecordArgs after turning it off = true", srv.ID)
+	}
+
+	t.Run("a call keeps its arguments", func(t *testing.T) {
+		args := `{"path":"/tmp/<b>","token":"[redacted]"}`
+		long := strings.Repeat("x", store.MaxCallArguments)
+		if err := db.AppendCalls(ctx, []store.Call{
+			{At: At(1), ServerID: srv.ID, Tool: "read", Arguments: args, Decision: store.DecisionAllowed, Outcome: "ok"},
+			{At: At(2), ServerID: srv.ID, Tool: "read", Arguments: long, ArgumentsTruncated: true, Decision: store.DecisionAllowed, Outcome: "ok"},
+			{At: At(3), ServerID: srv.ID, Tool: "read", ArgsHash: "abc", Decision: store.DecisionAllowed, Outcome: "ok"},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		calls, _, err := db.Calls(ctx, 3)
+		if err != nil || len(calls) != 3 {
+			t.Fatalf("Calls(3) = %d, %v", len(calls), err)
+		}
+		if c := calls[2]; c.Arguments != args || c.ArgumentsTruncated {
+			t.Errorf("Calls()[2] = %q, truncated %v; want %q, not truncated", c.Arguments, c.ArgumentsTruncated, args)
+		}
+		if c := calls[1]; c.Arguments != long || !c.ArgumentsTruncated {
+			t.Errorf("Calls()[1]: %d bytes, truncated %v; want %d, truncated", len(c.Arguments), c.ArgumentsTruncated, len(long))
+		}
+		if c := calls[0]; c.Arguments != "" || c.ArgsHash != "abc" {
+			t.Errorf("Calls()[0] = %q, hash %q; want only the hash", c.Arguments, c.ArgsHash)
+		}
+	})
 }
 
 func testMCPTokenKeptAndRotated(t *testing.T, be Backend) {

@@ -48,6 +48,7 @@ func Run(t *testing.T, b Backend) {
 		{"AgentNames", testAgentNames},
 		{"AgentNamesManyCollisions", testAgentNamesManyCollisions},
 		{"CallsKeptNewestFirstAndBounded", testCallsKeptNewestFirstAndBounded},
+		{"RecordCallArguments", testRecordCallArguments},
 		{"MCPTokenKeptAndRotated", testMCPTokenKeptAndRotated},
 		{"Grants", testGrants},
 		{"ClientTokens", testClientTokens},

@@ -128,6 +128,9 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 		return nil, errors.New("Switchboard could not read the tool; its log has the details")
 	}
 	rec.ServerID, rec.Tool, rec.Pin, rec.Policy = entry.ServerID, entry.Name, entry.Policy.Pin, entry.Policy.Policy
+	if srv.RecordArgs { // refused or not: what was asked for (see args.go)
+		rec.Arguments, rec.ArgumentsTruncated = recordedArgs(cr.Args, e.deps.Target(srv).Redactor(srv.OAuthSettings().ClientSecret))
+	}
 	if reason != "" {
 		return nil, refuse(by, reason)
 	}

@@ -41,6 +41,7 @@ func (e *Endpoint) Disconnect(ctx context.Context, id string) error {
 	if err := e.st.RevokeClientToken(ctx, id); err != nil {
 		return err
 	}
+	e.sessions.forgetToken(id)
 	return e.loadClients(ctx)
 }
 
@@ -93,6 +94,6 @@ type connectionKey struct{}
 // connectedAs is the name of the connected client whose token made the
 // request in ctx ("" for the endpoint's own token).
 func connectedAs(ctx context.Context) string {
-	name, _ := ctx.Value(connectionKey{}).(string)
-	return name
+	ct, _ := connectedClient(ctx)
+	return ct.Name
 }

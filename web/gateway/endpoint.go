@@ -259,9 +259,10 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 	e.audit = newAuditLog(deps.Store, deps.CallsChanged, deps.Logger)
 	e.health = newCallHealth(deps.ServerHealthChanged)
 	hooks := &server.Hooks{}
-	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
+	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		if cs := server.ClientSessionFromContext(ctx); cs != nil {
-			e.sessions.setClient(cs.SessionID(), clientName(&req.Params.ClientInfo))
+			ct, _ := connectedClient(ctx)
+			e.sessions.initialized(cs.SessionID(), ct.ID, res.ProtocolVersion, clientName(&req.Params.ClientInfo))
 		}
 	})
 	e.srv = server.NewMCPServer(mcpServerName, mcpServerVersion,
@@ -533,7 +534,8 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 		return &HTTPError{Status: http.StatusUnauthorized, Message: "missing or invalid MCP bearer token (see Agents in the dashboard)"}
 	}
 	if connected {
-		r = r.WithContext(context.WithValue(r.Context(), connectionKey{}, client.Name))
+		r = r.WithContext(context.WithValue(r.Context(), connectionKey{}, client))
+		e.sessions.tokenSeen(client.ID)
 	}
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
@@ -561,6 +563,9 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	e.sessions.touch(r.Header.Get(server.HeaderKeySessionID))
+	if r.Method == http.MethodGet { // a session's stream, open as long as the agent is there
+		defer e.sessions.streaming(r.Header.Get(server.HeaderKeySessionID))()
+	}
 	e.h.ServeHTTP(questionWriter{w, e}, r)
 	return nil
 }
@@ -581,8 +586,11 @@ func (e *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, req rpcRe
 		}
 	} else {
 		client := req.client()
+		ct, _ := connectedClient(r.Context())
+		e.sessions.tokenDeclared(ct.ID, req.Params.Meta.ProtocolVersion(), client, true)
 		if req.Method == string(mcp.MethodSubscriptionsListen) {
 			defer e.sessions.listening(client)()
+			defer e.sessions.tokenListening(ct.ID)()
 			r = e.endWithEndpoint(r)
 		} else {
 			e.sessions.seen(client)

@@ -29,6 +29,9 @@ type mcpSessions struct {
 	live       map[string]*Session
 	terminated map[string]time.Time
 	stateless  map[string]*StatelessClient
+	// tokens is the use of each connected client's token, by its id
+	// (see clientuse.go).
+	tokens map[string]*tokenUse
 }
 
 // Session is an agent's session with the endpoint.
@@ -37,6 +40,11 @@ type Session struct {
 	Client   string // clientInfo name and version, cut to maxClient
 	Started  time.Time
 	LastUsed time.Time
+	// tokenID is the connected client whose token opened the session
+	// ("" for the endpoint's own token); streams counts its open GET
+	// streams (see streaming).
+	tokenID string
+	streams int
 }
 
 // StatelessClient is a 2026-07-28 client, by the name its requests give.
@@ -61,7 +69,7 @@ const maxStateless = 256
 var errUnknownSession = errors.New("unknown MCP session")
 
 func newMCPSessions() *mcpSessions {
-	return &mcpSessions{live: map[string]*Session{}, terminated: map[string]time.Time{}, stateless: map[string]*StatelessClient{}}
+	return &mcpSessions{live: map[string]*Session{}, terminated: map[string]time.Time{}, stateless: map[string]*StatelessClient{}, tokens: map[string]*tokenUse{}}
 }
 
 // randomHex is n random bytes (crypto/rand) in hex.
@@ -145,14 +153,6 @@ func clientName(info *mcp.Implementation) string {
 		return ""
 	}
 	return strings.ToValidUTF8(cutString(strings.TrimSpace(info.Name+" "+info.Version), maxClient), "")
-}
-
-func (m *mcpSessions) setClient(id, client string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s, ok := m.live[id]; ok {
-		s.Client = client
-	}
 }
 
 func (m *mcpSessions) client(id string) string {

@@ -32,6 +32,10 @@ type JSON struct {
 	Enabled *bool        `json:"enabled,omitempty"`
 	// OAuth is the sign-in client, its secret masked.
 	OAuth *OAuthJSON `json:"oauth,omitempty"`
+	// RecordArguments says whether the call log keeps the arguments of
+	// the server's calls (redacted, capped); left out of a PUT, it stays
+	// as it is (off for a new server).
+	RecordArguments *bool `json:"record_arguments,omitempty"`
 }
 
 // OAuthJSON is a remote server's sign-in client.
@@ -48,7 +52,7 @@ func ToJSON(srv store.Server) JSON {
 		ID: srv.ID, Name: srv.Name, Transport: srv.Transport, Command: srv.Command, Args: srv.Args,
 		Env: mask(srv.Env), Cwd: srv.Cwd, URL: srv.URL, Headers: mask(srv.Headers),
 		TimeoutMS: srv.TimeoutMS, MemoryMB: srv.MemoryMB, TTLSeconds: srv.TTLSeconds, AutoRefresh: srv.AutoRefresh,
-		DefaultPolicy: srv.DefaultPolicy, Preset: srv.Preset, Enabled: &enabled,
+		DefaultPolicy: srv.DefaultPolicy, Preset: srv.Preset, Enabled: &enabled, RecordArguments: &srv.RecordArgs,
 	}
 	if srv.OAuth != nil {
 		out.OAuth = &OAuthJSON{ClientID: srv.OAuth.ClientID, Scopes: srv.OAuth.Scopes}
@@ -75,6 +79,7 @@ func (j JSON) Input() Input {
 	in := Input{
 		ID: j.ID, Name: j.Name, Transport: j.Transport, Command: j.Command, Args: j.Args,
 		Cwd: j.Cwd, URL: j.URL, DefaultPolicy: string(j.DefaultPolicy), Enabled: j.Enabled == nil || *j.Enabled,
+		RecordArgs: j.RecordArguments,
 	}
 	for _, n := range []struct {
 		v   int

@@ -32,3 +32,35 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Errorf("round trip = %+v; want %+v", got, srv)
 	}
 }
+
+// Recording call arguments is off for a new server, kept by an edit that
+// does not mention it (the form never does), and set by one that does.
+func TestRecordArguments(t *testing.T) {
+	in := Input{ID: "files", Transport: store.TransportStdio, Command: "files-mcp"}
+	on, off := true, false
+	recording := store.Server{RecordArgs: true}
+	for _, tc := range []struct {
+		name string
+		set  *bool
+		old  *store.Server
+		want bool
+	}{
+		{"a new server", nil, nil, false},
+		{"a new server, asked for", &on, nil, true},
+		{"an edit that does not say", nil, &recording, true},
+		{"an edit turning it off", &off, &recording, false},
+		{"an edit turning it on", &on, &store.Server{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := in
+			in.RecordArgs = tc.set
+			srv, errs := Validate(in, tc.old)
+			if len(errs) > 0 || srv.RecordArgs != tc.want {
+				t.Errorf("Validate(RecordArgs %v, old %+v).RecordArgs = %v, %v; want %v", tc.set, tc.old, srv.RecordArgs, errs, tc.want)
+			}
+		})
+	}
+	if j := ToJSON(recording); j.RecordArguments == nil || !*j.RecordArguments || j.Input().RecordArgs == nil {
+		t.Errorf("ToJSON(recording).RecordArguments = %v; want true, read back", j.RecordArguments)
+	}
+}

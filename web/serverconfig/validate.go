@@ -48,6 +48,10 @@ type Input struct {
 	OAuthClientID     string
 	OAuthClientSecret string
 	OAuthScopes       []string
+	// RecordArgs turns the recording of call arguments on or off; nil
+	// keeps the stored setting (off for a new server). The form has no
+	// field for it: the server page sets it on its own.
+	RecordArgs *bool
 }
 
 type KV struct{ Key, Value string }
@@ -76,6 +80,10 @@ func Validate(in Input, old *store.Server) (store.Server, map[string]string) {
 		Transport:     in.Transport,
 		DefaultPolicy: store.Policy(in.DefaultPolicy),
 		Enabled:       in.Enabled,
+		RecordArgs:    old != nil && old.RecordArgs,
+	}
+	if in.RecordArgs != nil {
+		s.RecordArgs = *in.RecordArgs
 	}
 	switch {
 	case s.ID == "":

@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/internal/batch"
 	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 )
@@ -210,4 +211,48 @@ func LaunchOf(l views.Launch) Launch {
 		ServerID: l.ServerID, Transport: l.Transport, CommandLine: l.CommandLine, Command: l.Command, Args: l.Args,
 		Cwd: l.Cwd, EnvKeys: l.EnvKeys, URL: l.URL, HeaderKeys: l.HeaderKeys, Hash: l.Hash,
 	}
+}
+
+// Client is a connected client (GET /api/v1/clients): its token's
+// fingerprint, never the token, and whether an agent uses it (since
+// Switchboard started: see gateway.ClientUse).
+type Client struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+	// Fingerprint is the start of the token's SHA-256, by which a program
+	// holding the token finds its client (see `switchboard disconnect`).
+	Fingerprint string `json:"fingerprint"`
+	// State is connected (now), seen or never.
+	State      string    `json:"state"`
+	LastSeenAt time.Time `json:"last_seen_at,omitzero"`
+	// ProtocolVersion and ClientInfo are what the agent declared with the
+	// token last (clientInfo as "name version", self-declared).
+	ProtocolVersion string `json:"protocol_version,omitempty"`
+	ClientInfo      string `json:"client_info,omitempty"`
+	Sessions        int    `json:"sessions"`
+}
+
+// ClientOf is ct, used as u says, as API answers give it.
+func ClientOf(ct store.ClientToken, u gateway.ClientUse) Client {
+	return Client{ID: ct.ID, Name: ct.Name, CreatedAt: ct.CreatedAt, Fingerprint: ct.Hash[:12], State: u.State,
+		LastSeenAt: u.LastSeen, ProtocolVersion: u.Protocol, ClientInfo: u.Client, Sessions: u.Sessions}
+}
+
+// Upstream is a server running for calls (GET /api/v1/upstreams).
+type Upstream struct {
+	ServerID string    `json:"server_id"`
+	Started  time.Time `json:"started_at,omitzero"`
+	LastUsed time.Time `json:"last_used_at"`
+	Calls    int       `json:"calls"`
+	InFlight int       `json:"in_flight"`
+	Opening  bool      `json:"opening"`
+	// Isolation says how the server's process is isolated (stdio).
+	Isolation string `json:"isolation,omitempty"`
+}
+
+// UpstreamOf is r as API answers give it.
+func UpstreamOf(r discovery.Running) Upstream {
+	return Upstream{ServerID: r.ServerID, Started: r.Started, LastUsed: r.LastUsed,
+		Calls: r.Calls, InFlight: r.InFlight, Opening: r.Opening, Isolation: r.Isolation}
 }
