@@ -243,8 +243,8 @@ type ServerForm struct {
 	Cwd           string
 	URL           string
 	Headers       []KV
-	TimeoutMS     string
-	MemoryMB      string
+	TimeoutS      string // seconds, as typed
+	MemoryMB      string // MiB
 	TTLSeconds    string
 	AutoRefresh   string // "", "on" or "off"
 	DefaultPolicy string
@@ -291,6 +291,26 @@ func hasOAuthError(f FormView) bool {
 		}
 	}
 	return false
+}
+
+// advancedOpen reports whether the form's advanced settings start open:
+// one of them is set or invalid.
+func advancedOpen(f FormView) bool {
+	for _, k := range []string{"timeout_s", "timeout_ms", "memory_mb", "ttl_seconds", "auto_refresh"} {
+		if _, ok := f.Errors[k]; ok {
+			return true
+		}
+	}
+	v := f.Form
+	return v.TimeoutS != "" || v.MemoryMB != "" || v.TTLSeconds != "" || v.AutoRefresh != ""
+}
+
+// removeLabel names what a row's Remove button removes.
+func removeLabel(noun, key string) string {
+	if key == "" {
+		return "Remove this " + noun
+	}
+	return "Remove " + key
 }
 
 // secretPlaceholder is the placeholder of a write-only secret input.

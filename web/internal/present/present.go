@@ -64,7 +64,8 @@ func ServerForm(s store.Server) views.ServerForm {
 		DefaultPolicy: string(s.DefaultPolicy),
 		Enabled:       s.Enabled,
 	}
-	f.TimeoutMS, f.MemoryMB, f.TTLSeconds, f.AutoRefresh = serverconfig.SettingsText(s)
+	_, f.MemoryMB, f.TTLSeconds, f.AutoRefresh = serverconfig.SettingsText(s)
+	f.TimeoutS = serverconfig.Seconds(s.TimeoutMS)
 	for _, k := range SortedKeys(s.Env) {
 		f.Env = append(f.Env, views.KV{Key: k, Set: true})
 	}
