@@ -82,11 +82,14 @@ func ServerForm(s store.Server) views.ServerForm {
 func Launch(srv store.Server) views.Launch {
 	l := views.Launch{
 		ServerID: srv.ID, Name: srv.Name, Transport: srv.Transport,
-		Hash: srv.LaunchHash(), Changed: srv.LaunchConfirmed != "",
+		Hash: srv.LaunchHash(), Changed: srv.LaunchConfirmed != "" && !srv.LaunchConfirmedNow(),
 		Presets: Options(store.Presets), Preset: string(srv.Preset), DefaultPolicy: string(srv.DefaultPolicy),
 	}
 	if srv.Preset == "" { // the preset closest to the default policy, never looser
 		l.Preset = map[store.Policy]string{store.PolicyAsk: string(store.PresetAskAll), store.PolicyAllow: string(store.PresetReadOnly)}[srv.DefaultPolicy]
+	}
+	if l.Changed && srv.ConfirmedLaunch != nil {
+		l.Changes, l.ChangesKnown = LaunchChanges(*srv.ConfirmedLaunch, srv), true
 	}
 	if srv.Transport == store.TransportStdio {
 		l.CommandLine = serverconfig.CommandLine(srv.Command, srv.Args)
