@@ -1,3 +1,4 @@
+import AxeBuilder from '@axe-core/playwright';
 import { test, expect, type Page } from '@playwright/test';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -9,15 +10,23 @@ import { addStdioServer, api, FIXTURE, login, verifyConfirming, waitLive } from 
 const SHOTS = process.env.FORMS_SHOTS || path.join(os.tmpdir(), 'switchboard-forms-shots');
 fs.mkdirSync(SHOTS, { recursive: true });
 
+// shoot checks the page at a phone's and a laptop's width, light and
+// dark (no sideways overflow, no serious accessibility violation) and
+// saves a screenshot of each.
 async function shoot(page: Page, name: string) {
-  for (const width of [390, 1280]) {
-    await page.setViewportSize({ width, height: 900 });
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-    expect(overflow, `${name} at ${width} px overflows sideways`).toBeLessThanOrEqual(0);
-    await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const width of [390, 1280]) {
+      await page.setViewportSize({ width, height: 900 });
+      const shot = `${name}-${width}${scheme === 'dark' ? '-dark' : ''}`;
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      expect(overflow, `${shot} overflows sideways`).toBeLessThanOrEqual(0);
+      const axe = await new AxeBuilder({ page }).analyze();
+      const bad = axe.violations.filter(v => v.impact === 'serious' || v.impact === 'critical').map(v => `${v.id}: ${v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | ')}`);
+      expect(bad, `${shot}: accessibility`).toEqual([]);
+      await page.screenshot({ path: path.join(SHOTS, `${shot}.png`), fullPage: true });
+    }
   }
-  await page.emulateMedia({ colorScheme: 'dark' });
-  await page.screenshot({ path: path.join(SHOTS, `${name}-1280-dark.png`), fullPage: true });
   await page.emulateMedia({ colorScheme: 'light' });
 }
 
@@ -56,7 +65,7 @@ test('the advanced settings are collapsed, per transport, in seconds and MiB', a
   expect([srv.body.timeout_ms, srv.body.memory_mb]).toEqual([2500, 512]);
 });
 
-test('edit a confirmed server: remove an env row, change an argument, see what changed, confirm, verify', async ({ page }) => {
+test('edit a confirmed server: remove an env row, change an argument and a secret, see what changed, confirm, verify', async ({ page }) => {
   await login(page);
   await addStdioServer(page, 'reform', FIXTURE, ['-tools', '3'], { FIXTURE_TOKEN: 'e2e-form-secret-1', EXTRA_FLAG: 'e2e-form-secret-2' });
   await waitLive(page);
@@ -71,17 +80,20 @@ test('edit a confirmed server: remove an env row, change an argument, see what c
   await expect(page.locator('#env-rows .row-pair')).toHaveCount(1);
   await expect(page.locator('[data-testid=add-env]')).toBeFocused();
   await page.fill('#args', '-tools\n2');
+  await page.locator('#env-rows .row-pair input[name=env_value]').first().fill('e2e-form-secret-3');
   await page.click('[data-testid=save-review-button]');
 
   await expect(page).toHaveURL(/\/servers\/reform\/confirm$/);
   const changes = page.locator('[data-testid=launch-diff] [data-testid=launch-change]');
-  await expect(changes).toHaveCount(2);
+  await expect(changes).toHaveCount(3);
   await expect(changes.nth(0).locator('[data-testid=change-what]')).toHaveText('Argument 2');
   await expect(changes.nth(0).locator('[data-testid=change-kind]')).toHaveText('changed');
   await expect(changes.nth(0).locator('[data-testid=change-old]')).toHaveText('3');
   await expect(changes.nth(0).locator('[data-testid=change-new]')).toHaveText('2');
   await expect(changes.nth(1).locator('[data-testid=change-name]')).toHaveText('EXTRA_FLAG');
   await expect(changes.nth(1).locator('[data-testid=change-kind]')).toHaveText('removed');
+  await expect(changes.nth(2).locator('[data-testid=change-name]')).toHaveText('FIXTURE_TOKEN');
+  await expect(changes.nth(2).locator('[data-testid=change-kind]')).toHaveText('value changed');
   const html = await page.content();
   expect(html).not.toContain('e2e-form-secret');
   await expect(page.locator('[data-testid=confirm-command-line]')).toHaveText(`${FIXTURE} -tools 2`);
