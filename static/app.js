@@ -30,14 +30,36 @@
     if (msg && !window.confirm(msg)) { e.preventDefault(); }
   }, true);
 
-  // Add a blank env or header row to the server form.
+  // Add a blank env or header row to the server form, or remove one: a
+  // removed row is not sent, so saving deletes its variable or header.
+  // Focus moves to the new row's name, or after a removal to the Add
+  // button of the list.
   document.addEventListener("click", function (e) {
     var btn = e.target.closest("[data-add-row]");
+    var rm = e.target.closest("[data-remove-row]");
+    if (rm) {
+      e.preventDefault();
+      var row = rm.closest(".row-pair"), rows = row && row.parentElement;
+      if (!row) { return; }
+      row.remove();
+      var add = document.querySelector('[data-add-row="' + rows.id + '"]');
+      if (add) { add.focus(); }
+      return;
+    }
     if (!btn) { return; }
     e.preventDefault();
     var list = document.getElementById(btn.getAttribute("data-add-row"));
     var tmpl = list && list.querySelector("template");
-    if (tmpl) { list.insertBefore(tmpl.content.cloneNode(true), tmpl); }
+    if (!tmpl) { return; }
+    list.insertBefore(tmpl.content.cloneNode(true), tmpl);
+    var name = tmpl.previousElementSibling && tmpl.previousElementSibling.querySelector("input");
+    if (name) { name.focus(); }
+  });
+  // A row's Remove button is labelled with the row's name as typed.
+  document.addEventListener("input", function (e) {
+    var row = /_key$/.test(e.target.name || "") && e.target.closest(".row-pair");
+    var rm = row && row.querySelector("[data-remove-row]");
+    if (rm) { rm.setAttribute("aria-label", "Remove " + (e.target.value.trim() || rm.getAttribute("data-remove-row"))); }
   });
 
   // Show the right fieldset for the chosen transport.

@@ -117,6 +117,12 @@ type Server struct {
 	// DB.ConfirmLaunch). The store keeps it across updates; callers never
 	// set it.
 	LaunchConfirmed string `json:"launch_confirmed,omitempty"`
+	// ConfirmedLaunch is what the person confirmed with LaunchConfirmed
+	// (see LaunchOf), kept to show what changed when the launch must be
+	// confirmed again; nil if none was, or if it was confirmed before
+	// Switchboard kept it. The store sets and keeps it like
+	// LaunchConfirmed.
+	ConfirmedLaunch *Launch `json:"confirmed_launch,omitempty"`
 	// TTLSeconds is how long a successful verification counts as fresh;
 	// 0 means the global default.
 	TTLSeconds int `json:"ttl_seconds,omitempty"`
@@ -211,6 +217,45 @@ func (s Server) LaunchHash() string {
 	}
 	h.field(s.Cwd)
 	return h.sum()
+}
+
+// Launch describes a server's launch as a person confirmed it: what
+// runs or is contacted, without secret values. Env and Headers map each
+// name to the SHA-256 of its value (hex), enough to tell that a value
+// changed, never what it is.
+type Launch struct {
+	Transport string            `json:"transport"`
+	Command   string            `json:"command,omitempty"`
+	Args      []string          `json:"args,omitempty"`
+	Cwd       string            `json:"cwd,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	URL       string            `json:"url,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+}
+
+// LaunchOf is s's launch as a confirmation keeps it.
+func LaunchOf(s Server) Launch {
+	return Launch{
+		Transport: s.Transport, Command: s.Command, Args: slices.Clone(s.Args), Cwd: s.Cwd,
+		Env: valueHashes(s.Env), URL: s.URL, Headers: valueHashes(s.Headers),
+	}
+}
+
+// ValueHash is the SHA-256 (hex) of a secret value, as Launch keeps it.
+func ValueHash(v string) string {
+	sum := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(sum[:])
+}
+
+func valueHashes(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = ValueHash(v)
+	}
+	return out
 }
 
 // LaunchConfirmedNow reports whether a person confirmed the server's

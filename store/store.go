@@ -88,7 +88,8 @@ type Servers interface {
 	// DeleteServer removes a server and everything kept about it.
 	DeleteServer(ctx context.Context, id string) error
 	// ConfirmLaunch records that a person confirmed the server's launch
-	// as launchHash; ErrLaunchChanged if it is no longer the current one.
+	// as launchHash, and keeps that launch (Server.ConfirmedLaunch);
+	// ErrLaunchChanged if it is no longer the current one.
 	ConfirmLaunch(ctx context.Context, id, launchHash string) error
 }
 

@@ -264,8 +264,8 @@ type ServerForm struct {
 	Cwd           string
 	URL           string
 	Headers       []KV
-	TimeoutMS     string
-	MemoryMB      string
+	TimeoutS      string // seconds, as typed
+	MemoryMB      string // MiB
 	TTLSeconds    string
 	AutoRefresh   string // "", "on" or "off"
 	DefaultPolicy string
@@ -312,6 +312,26 @@ func hasOAuthError(f FormView) bool {
 		}
 	}
 	return false
+}
+
+// advancedOpen reports whether the form's advanced settings start open:
+// one of them is set or invalid.
+func advancedOpen(f FormView) bool {
+	for _, k := range []string{"timeout_s", "timeout_ms", "memory_mb", "ttl_seconds", "auto_refresh"} {
+		if _, ok := f.Errors[k]; ok {
+			return true
+		}
+	}
+	v := f.Form
+	return v.TimeoutS != "" || v.MemoryMB != "" || v.TTLSeconds != "" || v.AutoRefresh != ""
+}
+
+// removeLabel names what a row's Remove button removes.
+func removeLabel(noun, key string) string {
+	if key == "" {
+		return "Remove this " + noun
+	}
+	return "Remove " + key
 }
 
 // secretPlaceholder is the placeholder of a write-only secret input.
@@ -398,14 +418,37 @@ type Launch struct {
 	// Hash identifies this launch; the form sends it back so that only
 	// the launch shown is confirmed.
 	Hash string
-	// Changed says an earlier launch of this server was confirmed.
-	Changed bool
+	// Changed says an earlier launch of this server was confirmed, and
+	// this one is not. Changes are the differences from that one, when
+	// Switchboard knows them (ChangesKnown).
+	Changed      bool
+	Changes      []LaunchChange
+	ChangesKnown bool
 	// Presets are the policy presets to choose from with the
 	// confirmation, Preset the one chosen beforehand ("" for none: new
 	// tools start at DefaultPolicy).
 	Presets       []Option
 	Preset        string
 	DefaultPolicy string
+}
+
+// LaunchChange is one difference between a launch and the one a person
+// last confirmed. Old and New are what a reader must see in full (an
+// argument, a directory, a URL); a secret value is never either.
+type LaunchChange struct {
+	What   string // "Program", "Argument 3", "Environment variable", …
+	Name   string // the variable's or header's name
+	Change string // "added", "removed", "changed" or "value changed"
+	Old    string
+	New    string
+}
+
+// changeClass is a LaunchChange's kind as a class name.
+func changeClass(change string) string {
+	if change == "value changed" {
+		return "value"
+	}
+	return change
 }
 
 // BatchView is the progress of a "Verify all".

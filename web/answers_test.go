@@ -229,6 +229,17 @@ type apiLaunch struct {
 	URL         string   `json:"url"`
 	HeaderKeys  []string `json:"header_keys"`
 	Hash        string   `json:"launch_hash"`
+	// Changes are what changed since the launch last confirmed.
+	Changes []apiLaunchChange `json:"changes"`
+}
+
+// apiLaunchChange is one difference from the launch last confirmed.
+type apiLaunchChange struct {
+	What   string `json:"what"`
+	Name   string `json:"name"`
+	Change string `json:"change"`
+	Old    string `json:"old"`
+	New    string `json:"new"`
 }
 
 // apiCall is a tool call in the audit log.

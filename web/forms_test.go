@@ -32,7 +32,7 @@ func TestFormValidationKeepsInput(t *testing.T) {
 			"args":         {"--flag\nvalue with space"},
 			"env_key":      {"1X", "GOOD_KEY"},
 			"env_value":    {typedSecret, ""},
-			"timeout_ms":   {"5"},
+			"timeout_s":    {"0.5"},
 			"memory_mb":    {"lots"},
 			"ttl_seconds":  {"5"},
 			"auto_refresh": {"sometimes"},
@@ -44,7 +44,7 @@ func TestFormValidationKeepsInput(t *testing.T) {
 			"id":           "lower-case letters",
 			"command":      "Command is required",
 			"env":          `"1X"`,
-			"timeout_ms":   "1000 to 120000",
+			"timeout_s":    "seconds from 1 to 120",
 			"memory_mb":    "from 16 to 1048576",
 			"ttl_seconds":  "from 10 to 604800",
 			"auto_refresh": "on, off or the default",
@@ -64,7 +64,7 @@ func TestFormValidationKeepsInput(t *testing.T) {
 		for name, want := range map[string]string{
 			"id":          "Bad Id!",
 			"name":        "My <b>nice</b> server",
-			"timeout_ms":  "5",
+			"timeout_s":   "0.5",
 			"memory_mb":   "lots",
 			"ttl_seconds": "5",
 			"command":     "",
@@ -121,7 +121,7 @@ func TestFormValidationKeepsInput(t *testing.T) {
 		valid := url.Values{
 			"id": {"good-1"}, "name": {"Good"}, "transport": {"stdio"}, "command": {fixtureBin},
 			"args": {"-tools\r\n5\r\n"}, "env_key": {"API_KEY"}, "env_value": {"form-secret-1"},
-			"timeout_ms": {"5000"}, "default_policy": {"deny"}, "enabled": {"on"},
+			"timeout_s": {"5"}, "default_policy": {"deny"}, "enabled": {"on"},
 		}
 		rec := b.post("/servers", valid)
 		wantStatus(t, rec, http.StatusSeeOther)

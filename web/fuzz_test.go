@@ -327,7 +327,7 @@ func FuzzForms(f *testing.F) {
 		if page.Find(`[class="field-error"]`).Length() == 0 {
 			t.Fatalf("%s: 422 without a message at a field:\n%s", what, truncate(rec.Body.String()))
 		}
-		for _, name := range []string{"name", "command", "url", "cwd", "timeout_ms"} {
+		for _, name := range []string{"name", "command", "url", "cwd", "timeout_s"} {
 			typed := form.Get(name)
 			if !plainText(typed) {
 				continue // the HTML parser changes NUL, CR and invalid UTF-8

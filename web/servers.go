@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"unicode"
 
 	"github.com/labstack/echo/v4"
@@ -125,62 +124,8 @@ func formInput(c echo.Context) (serverconfig.Input, views.ServerForm, error) {
 	if _, err := c.FormParams(); err != nil {
 		return serverconfig.Input{}, views.ServerForm{}, &apiError{Status: http.StatusBadRequest, Message: "could not read the form"}
 	}
-	r := c.Request()
-	in := serverconfig.Input{
-		ID:                r.PostForm.Get("id"),
-		Name:              r.PostForm.Get("name"),
-		Transport:         r.PostForm.Get("transport"),
-		Command:           r.PostForm.Get("command"),
-		Cwd:               r.PostForm.Get("cwd"),
-		URL:               r.PostForm.Get("url"),
-		TimeoutMS:         r.PostForm.Get("timeout_ms"),
-		MemoryMB:          r.PostForm.Get("memory_mb"),
-		TTLSeconds:        r.PostForm.Get("ttl_seconds"),
-		AutoRefresh:       r.PostForm.Get("auto_refresh"),
-		DefaultPolicy:     r.PostForm.Get("default_policy"),
-		Enabled:           r.PostForm.Get("enabled") == "on",
-		OAuthClientID:     r.PostForm.Get("oauth_client_id"),
-		OAuthClientSecret: r.PostForm.Get("oauth_client_secret"),
-		OAuthScopes:       strings.Fields(r.PostForm.Get("oauth_scopes")),
-	}
-	argsText := strings.ReplaceAll(r.PostForm.Get("args"), "\r\n", "\n")
-	for _, a := range strings.Split(argsText, "\n") {
-		if a != "" {
-			in.Args = append(in.Args, a)
-		}
-	}
-	in.Env = formRows(r.PostForm["env_key"], r.PostForm["env_value"])
-	in.Headers = formRows(r.PostForm["header_key"], r.PostForm["header_value"])
-	f := views.ServerForm{
-		ID: in.ID, Name: in.Name, Transport: in.Transport, Command: in.Command, Args: argsText,
-		Cwd: in.Cwd, URL: in.URL, TimeoutMS: in.TimeoutMS, MemoryMB: in.MemoryMB, TTLSeconds: in.TTLSeconds,
-		AutoRefresh: in.AutoRefresh, DefaultPolicy: in.DefaultPolicy, Enabled: in.Enabled,
-		OAuthClientID: in.OAuthClientID, OAuthClientSecretRetype: in.OAuthClientSecret != "", OAuthScopes: r.PostForm.Get("oauth_scopes"),
-	}
-	// Secret values are write-only: a re-rendered form never carries them,
-	// and asks for the ones that were typed.
-	for _, r := range in.Env {
-		f.Env = append(f.Env, views.KV{Key: r.Key, Retype: r.Value != ""})
-	}
-	for _, r := range in.Headers {
-		f.Headers = append(f.Headers, views.KV{Key: r.Key, Retype: r.Value != ""})
-	}
+	in, f := present.ReadForm(c.Request().PostForm)
 	return in, f, nil
-}
-
-func formRows(keys, values []string) []serverconfig.KV {
-	var rows []serverconfig.KV
-	for i, k := range keys {
-		v := ""
-		if i < len(values) {
-			v = values[i]
-		}
-		if k == "" && v == "" {
-			continue
-		}
-		rows = append(rows, serverconfig.KV{Key: k, Value: v})
-	}
-	return rows
 }
 
 // handleCreateServer serves POST /servers: the add form's submit.
@@ -202,7 +147,7 @@ func (s *Server) handleCreateServer(c echo.Context) error {
 	if len(errs) > 0 {
 		return render(c, http.StatusUnprocessableEntity, views.FormPage(s.page(c, "Add server"), views.FormView{Form: form, Errors: errs, CallbackURL: s.callbackURL(c)}))
 	}
-	return c.Redirect(http.StatusSeeOther, "/servers/"+srv.ID)
+	return c.Redirect(http.StatusSeeOther, present.SavedURL(srv.ID, c.FormValue("next")))
 }
 
 // handleUpdateServer serves POST /servers/:id: the edit form's submit.
@@ -220,21 +165,14 @@ func (s *Server) handleUpdateServer(c echo.Context) error {
 	form.ID = old.ID
 	srv, errs := serverconfig.Validate(in, &old)
 	if len(errs) > 0 {
-		// Rows whose value was kept from the store are shown as "set".
-		for i, r := range form.Env {
-			_, form.Env[i].Set = old.Env[r.Key]
-		}
-		for i, r := range form.Headers {
-			_, form.Headers[i].Set = old.Headers[r.Key]
-		}
-		form.OAuthClientSecretSet = old.OAuthSettings().ClientSecret != ""
+		present.MarkStored(&form, old)
 		return render(c, http.StatusUnprocessableEntity, views.FormPage(s.page(c, "Edit "+old.Name), views.FormView{Form: form, Errors: errs, Edit: true, CallbackURL: s.callbackURL(c)}))
 	}
 	if err := s.store.UpdateServer(ctx, srv); err != nil {
 		return notFound(err)
 	}
 	s.afterEdit(old)
-	return c.Redirect(http.StatusSeeOther, "/servers/"+srv.ID)
+	return c.Redirect(http.StatusSeeOther, present.SavedURL(srv.ID, c.FormValue("next")))
 }
 
 // handleDeleteServer serves POST /servers/:id/delete.

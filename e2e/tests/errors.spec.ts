@@ -27,12 +27,14 @@ test('invalid input re-renders the form with a message per field and keeps what 
   await page.fill('#name', 'My server');
   await page.selectOption('#transport', 'stdio');
   await page.fill('#args', 'one\ntwo');
-  await page.fill('#timeout_ms', '12');
+  await page.click('[data-testid=advanced] summary');
+  await page.fill('#timeout_s', '0.5');
   await page.click('[data-testid=save-button]');
   await expect(page.locator('[data-testid=form-errors]')).toBeVisible();
   await expect(page.locator('[data-testid=error-id]')).toContainText('lower-case');
   await expect(page.locator('[data-testid=error-command]')).toContainText('required');
-  await expect(page.locator('[data-testid=error-timeout_ms]')).toContainText('1000');
+  await expect(page.locator('[data-testid=error-timeout_s]')).toContainText('seconds from 1 to 120');
+  await expect(page.locator('#timeout_s')).toHaveValue('0.5');
   await expect(page.locator('#id')).toHaveValue('Not A Slug!');
   await expect(page.locator('#name')).toHaveValue('My server');
   await expect(page.locator('#args')).toHaveValue('one\ntwo');

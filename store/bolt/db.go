@@ -454,7 +454,7 @@ func (e *writeError) Unwrap() []error {
 func (db *DB) CreateServer(ctx context.Context, s store.Server) error {
 	now := time.Now().UTC()
 	s.CreatedAt, s.UpdatedAt = now, now
-	s.LaunchConfirmed = ""
+	s.LaunchConfirmed, s.ConfirmedLaunch = "", nil
 	s.SavedConfigHash = s.ConfigHash()
 	return db.update(ctx, store.Change{ServerID: s.ID, Created: true}, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketServers)
@@ -482,7 +482,7 @@ func (db *DB) UpdateServer(ctx context.Context, s store.Server) error {
 		}
 		s.CreatedAt = old.CreatedAt
 		s.UpdatedAt = time.Now().UTC()
-		s.LaunchConfirmed = old.LaunchConfirmed
+		s.LaunchConfirmed, s.ConfirmedLaunch = old.LaunchConfirmed, old.ConfirmedLaunch
 		if s.Preset == "" {
 			s.Preset = old.Preset // a preset is changed, never unset
 		}
@@ -492,7 +492,8 @@ func (db *DB) UpdateServer(ctx context.Context, s store.Server) error {
 }
 
 // ConfirmLaunch records that a person saw and confirmed the server's
-// launch configuration with the given LaunchHash. It returns
+// launch configuration with the given LaunchHash, and what that launch
+// was (store.Server.ConfirmedLaunch). It returns
 // ErrLaunchChanged if the stored server's launch is no longer the one
 // confirmed (it was edited in between), and ErrNotFound.
 func (db *DB) ConfirmLaunch(ctx context.Context, id, launchHash string) error {
@@ -505,10 +506,11 @@ func (db *DB) ConfirmLaunch(ctx context.Context, id, launchHash string) error {
 		if s.LaunchHash() != launchHash {
 			return store.ErrLaunchChanged
 		}
-		if s.LaunchConfirmed == launchHash {
+		if s.LaunchConfirmed == launchHash && s.ConfirmedLaunch != nil {
 			return nil
 		}
-		s.LaunchConfirmed = launchHash
+		l := store.LaunchOf(s)
+		s.LaunchConfirmed, s.ConfirmedLaunch = launchHash, &l
 		return putJSON(b, []byte(id), s)
 	})
 }

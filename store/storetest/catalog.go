@@ -1213,6 +1213,57 @@ func testConfirmLaunch(t *testing.T, be Backend) {
 	}
 }
 
+// TestConfirmedLaunchKept: a confirmation keeps what was confirmed, secret
+// values only as hashes; edits keep it (so a new confirmation can show
+// what changed), a restart keeps it, the next confirmation replaces it,
+// and a caller can neither set it on create nor change it on update.
+func testConfirmedLaunchKept(t *testing.T, be Backend) {
+	ctx := t.Context()
+	db := be.Open(t)
+	s := StdioServer("kept")
+	s.ConfirmedLaunch = &store.Launch{Command: "forged"}
+	got := MustCreate(t, db, s)
+	if got.ConfirmedLaunch != nil {
+		t.Fatalf("a new server's ConfirmedLaunch = %+v; want nil", got.ConfirmedLaunch)
+	}
+	if err := db.ConfirmLaunch(ctx, "kept", got.LaunchHash()); err != nil {
+		t.Fatal(err)
+	}
+	want := store.Launch{
+		Transport: store.TransportStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/tmp"}, Cwd: "/srv",
+		Env: map[string]string{"TOKEN": store.ValueHash("secret"), "HOME": store.ValueHash("/home/me")},
+	}
+	check := func(db store.Store, when string, want store.Launch) {
+		t.Helper()
+		got, err := db.Server(ctx, "kept")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ConfirmedLaunch == nil || !reflect.DeepEqual(*got.ConfirmedLaunch, want) {
+			t.Errorf("%s: ConfirmedLaunch = %+v; want %+v", when, got.ConfirmedLaunch, want)
+		}
+	}
+	check(db, "after ConfirmLaunch", want)
+
+	edit, _ := db.Server(ctx, "kept")
+	edit.Args = []string{"-y", "@modelcontextprotocol/server-filesystem", "/home"}
+	edit.Env = map[string]string{"TOKEN": "rotated"}
+	edit.ConfirmedLaunch = &store.Launch{Command: "forged"}
+	if err := db.UpdateServer(ctx, edit); err != nil {
+		t.Fatal(err)
+	}
+	check(db, "after an edit", want)
+	db = be.Reopen(t, db)
+	check(db, "after a restart", want)
+
+	now, _ := db.Server(ctx, "kept")
+	if err := db.ConfirmLaunch(ctx, "kept", now.LaunchHash()); err != nil {
+		t.Fatal(err)
+	}
+	want.Args, want.Env = edit.Args, map[string]string{"TOKEN": store.ValueHash("rotated")}
+	check(db, "after the next confirmation", want)
+}
+
 // allTools is every tool of every server, through Catalog.
 func allTools(t *testing.T, db store.Store) ([]store.ToolEntry, error) {
 	out := []store.ToolEntry{}

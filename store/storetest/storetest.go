@@ -45,6 +45,7 @@ func Run(t *testing.T, b Backend) {
 		{"ChangesAfterCommit", testChangesAfterCommit},
 		{"ConcurrentUse", testConcurrentUse},
 		{"ConfirmLaunch", testConfirmLaunch},
+		{"ConfirmedLaunchKept", testConfirmedLaunchKept},
 		{"AgentNames", testAgentNames},
 		{"AgentNamesManyCollisions", testAgentNamesManyCollisions},
 		{"CallsKeptNewestFirstAndBounded", testCallsKeptNewestFirstAndBounded},

@@ -28,21 +28,24 @@ const SecretMask = "********"
 // Input is a server as a person or program submitted it, before
 // validation. Form and API both fill it.
 type Input struct {
-	ID            string
-	Name          string
-	Transport     string
-	Command       string
-	Args          []string
-	Env           []KV
-	Cwd           string
-	URL           string
-	Headers       []KV
-	TimeoutMS     string
-	MemoryMB      string
-	TTLSeconds    string
-	AutoRefresh   string // "" (the default), "on" or "off"
-	DefaultPolicy string
-	Enabled       bool
+	ID        string
+	Name      string
+	Transport string
+	Command   string
+	Args      []string
+	Env       []KV
+	Cwd       string
+	URL       string
+	Headers   []KV
+	TimeoutMS string // the API's, in milliseconds
+	// TimeoutSeconds is the form's start timeout, in seconds (decimals
+	// allowed); it wins over TimeoutMS.
+	TimeoutSeconds string
+	MemoryMB       string // MiB
+	TTLSeconds     string
+	AutoRefresh    string // "" (the default), "on" or "off"
+	DefaultPolicy  string
+	Enabled        bool
 	// The sign-in client (remote servers); a secret left empty (or
 	// masked) keeps the stored one.
 	OAuthClientID     string
@@ -106,13 +109,7 @@ func Validate(in Input, old *store.Server) (store.Server, map[string]string) {
 	if !s.DefaultPolicy.Valid() {
 		errs["default_policy"] = "Default policy must be allow, ask or deny."
 	}
-	if t := strings.TrimSpace(in.TimeoutMS); t != "" {
-		n, err := strconv.Atoi(t)
-		if err != nil || n < 1000 || n > 120000 {
-			errs["timeout_ms"] = "Timeout must be a whole number of milliseconds from 1000 to 120000."
-		}
-		s.TimeoutMS = n
-	}
+	validateTimeout(in, &s, errs)
 	if m := strings.TrimSpace(in.MemoryMB); m != "" {
 		n, err := strconv.Atoi(m)
 		switch {

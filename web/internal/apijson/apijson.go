@@ -203,14 +203,31 @@ type Launch struct {
 	URL         string   `json:"url,omitempty"`
 	HeaderKeys  []string `json:"header_keys,omitempty"`
 	Hash        string   `json:"launch_hash"`
+	// Changes are the differences from the launch last confirmed, if
+	// one was and Switchboard kept it (see views.LaunchChange).
+	Changes []LaunchChange `json:"changes,omitempty"`
+}
+
+// LaunchChange is one difference from the launch last confirmed; old
+// and new are never a secret value.
+type LaunchChange struct {
+	What   string `json:"what"`
+	Name   string `json:"name,omitempty"`
+	Change string `json:"change"`
+	Old    string `json:"old,omitempty"`
+	New    string `json:"new,omitempty"`
 }
 
 // LaunchOf is l as API answers give it.
 func LaunchOf(l views.Launch) Launch {
-	return Launch{
+	out := Launch{
 		ServerID: l.ServerID, Transport: l.Transport, CommandLine: l.CommandLine, Command: l.Command, Args: l.Args,
 		Cwd: l.Cwd, EnvKeys: l.EnvKeys, URL: l.URL, HeaderKeys: l.HeaderKeys, Hash: l.Hash,
 	}
+	for _, c := range l.Changes {
+		out.Changes = append(out.Changes, LaunchChange(c))
+	}
+	return out
 }
 
 // Client is a connected client (GET /api/v1/clients): its token's

@@ -64,7 +64,8 @@ func ServerForm(s store.Server) views.ServerForm {
 		DefaultPolicy: string(s.DefaultPolicy),
 		Enabled:       s.Enabled,
 	}
-	f.TimeoutMS, f.MemoryMB, f.TTLSeconds, f.AutoRefresh = serverconfig.SettingsText(s)
+	_, f.MemoryMB, f.TTLSeconds, f.AutoRefresh = serverconfig.SettingsText(s)
+	f.TimeoutS = serverconfig.Seconds(s.TimeoutMS)
 	for _, k := range SortedKeys(s.Env) {
 		f.Env = append(f.Env, views.KV{Key: k, Set: true})
 	}
@@ -81,11 +82,14 @@ func ServerForm(s store.Server) views.ServerForm {
 func Launch(srv store.Server) views.Launch {
 	l := views.Launch{
 		ServerID: srv.ID, Name: srv.Name, Transport: srv.Transport,
-		Hash: srv.LaunchHash(), Changed: srv.LaunchConfirmed != "",
+		Hash: srv.LaunchHash(), Changed: srv.LaunchConfirmed != "" && !srv.LaunchConfirmedNow(),
 		Presets: Options(store.Presets), Preset: string(srv.Preset), DefaultPolicy: string(srv.DefaultPolicy),
 	}
 	if srv.Preset == "" { // the preset closest to the default policy, never looser
 		l.Preset = map[store.Policy]string{store.PolicyAsk: string(store.PresetAskAll), store.PolicyAllow: string(store.PresetReadOnly)}[srv.DefaultPolicy]
+	}
+	if l.Changed && srv.ConfirmedLaunch != nil {
+		l.Changes, l.ChangesKnown = LaunchChanges(*srv.ConfirmedLaunch, srv), true
 	}
 	if srv.Transport == store.TransportStdio {
 		l.CommandLine = serverconfig.CommandLine(srv.Command, srv.Args)

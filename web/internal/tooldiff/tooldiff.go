@@ -98,11 +98,40 @@ const maxDiffCells = 4 << 20
 
 // diffLines is a side-by-side line diff: unchanged lines pair up, and
 // between them the removed lines face the added ones (as change rows
-// while both sides have lines left). It is a longest-common-subsequence
-// diff, so every line appears, in order, on its side.
+// while both sides have lines left). Every line appears, in order, on
+// its side.
 func diffLines(a, b []string) []views.DiffRow {
+	var rows []views.DiffRow
+	for _, st := range Align(a, b) {
+		r := views.DiffRow{Kind: st.Kind}
+		if st.I >= 0 {
+			r.Left = a[st.I]
+		}
+		if st.J >= 0 {
+			r.Right = b[st.J]
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// Step is one step of an alignment of two lists: a pair kept ("same"), a
+// removed element facing an added one ("change"), a removal ("del") or an
+// addition ("add"). I and J index the first and second lists, -1 where
+// the step has no element of that list.
+type Step struct {
+	Kind string
+	I, J int
+}
+
+// Align aligns a and b on their longest common subsequence: equal
+// elements pair up as "same", and between them the removed elements face
+// the added ones (as "change" while both sides have some left). Past
+// maxDiffCells (len(a) × len(b)) it pairs the lists position by position
+// as one run of changes.
+func Align(a, b []string) []Step {
 	if len(a)*len(b) > maxDiffCells {
-		return pairRuns(nil, a, b)
+		return pairRuns(nil, seq(0, len(a)), seq(0, len(b)))
 	}
 	// lcs[i][j] is the LCS length of a[i:] and b[j:].
 	lcs := make([][]int32, len(a)+1)
@@ -118,39 +147,47 @@ func diffLines(a, b []string) []views.DiffRow {
 			}
 		}
 	}
-	var rows []views.DiffRow
-	var dels, adds []string
+	var steps []Step
+	var dels, adds []int
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
 		switch {
 		case i < len(a) && j < len(b) && a[i] == b[j]:
-			rows = pairRuns(rows, dels, adds)
+			steps = pairRuns(steps, dels, adds)
 			dels, adds = nil, nil
-			rows = append(rows, views.DiffRow{Kind: "same", Left: a[i], Right: b[j]})
+			steps = append(steps, Step{Kind: "same", I: i, J: j})
 			i++
 			j++
 		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
-			adds = append(adds, b[j])
+			adds = append(adds, j)
 			j++
 		default:
-			dels = append(dels, a[i])
+			dels = append(dels, i)
 			i++
 		}
 	}
-	return pairRuns(rows, dels, adds)
+	return pairRuns(steps, dels, adds)
 }
 
-// pairRuns appends removed lines facing added ones.
-func pairRuns(rows []views.DiffRow, dels, adds []string) []views.DiffRow {
+func seq(from, to int) []int {
+	out := make([]int, 0, to-from)
+	for k := from; k < to; k++ {
+		out = append(out, k)
+	}
+	return out
+}
+
+// pairRuns appends removed elements facing added ones.
+func pairRuns(steps []Step, dels, adds []int) []Step {
 	for k := 0; k < max(len(dels), len(adds)); k++ {
 		switch {
 		case k < len(dels) && k < len(adds):
-			rows = append(rows, views.DiffRow{Kind: "change", Left: dels[k], Right: adds[k]})
+			steps = append(steps, Step{Kind: "change", I: dels[k], J: adds[k]})
 		case k < len(dels):
-			rows = append(rows, views.DiffRow{Kind: "del", Left: dels[k]})
+			steps = append(steps, Step{Kind: "del", I: dels[k], J: -1})
 		default:
-			rows = append(rows, views.DiffRow{Kind: "add", Right: adds[k]})
+			steps = append(steps, Step{Kind: "add", I: -1, J: adds[k]})
 		}
 	}
-	return rows
+	return steps
 }
