@@ -165,7 +165,12 @@
     var t = e.detail.target;
     if (!t || !(t.id === "tools" || t.matches('[data-testid="tool-row"]'))) { return; }
     kept = kept || {};
-    (t.id === "tools" ? toolRows() : [t]).forEach(function (row) { kept[row.getAttribute("data-tool-name")] = rowState(row); });
+    // A state noted by an earlier swap not yet settled stands: the row it
+    // replaced was the one the person saw.
+    (t.id === "tools" ? toolRows() : [t]).forEach(function (row) {
+      var name = row.getAttribute("data-tool-name");
+      if (!kept[name]) { kept[name] = rowState(row); }
+    });
   });
   // A policy saved in the last 2.5 s says so, even in a row a live
   // reload has just replaced.

@@ -59,7 +59,8 @@ test('the one-time login URL becomes a strict session cookie and a clean URL, on
   expect(await otherPage.content()).not.toContain(apiToken);
 
   // Logging out ends the session for good.
-  await page.click('header button[type=submit]');
+  await page.click('[data-testid=account-menu] summary');
+  await page.click('[data-testid=logout]');
   await expect(page).toHaveURL(`${base}/login`);
   await page.goto(`${base}/`);
   await expect(page).toHaveURL(`${base}/login`);
