@@ -32,6 +32,8 @@ test('paste a Claude Desktop config, review the dry run, import, and find the se
   // Nothing is stored by the dry run.
   expect((await api(page, 'GET', '/api/v1/servers/fixture-tools')).status).toBe(404);
 
+  // Other tests share this Switchboard: count the launches already waiting.
+  const waiting = (await api(page, 'GET', '/api/v1/launches')).body.launches.length;
   await page.getByTestId('import-apply').click();
   // The servers added wait for the confirmation of their launches, on one page.
   await expect(page).toHaveURL(/\/launches\/confirm\?imported=2\.0\.0&server=fixture-tools&server=remote-docs$/);
@@ -40,7 +42,7 @@ test('paste a Claude Desktop config, review the dry run, import, and find the se
   await expect(page.locator('[data-testid=batch-launch][data-server-id=remote-docs] [data-testid=confirm-url]')).toHaveText('https://docs.example.com/mcp');
   await page.getByTestId('confirm-launches-cancel').click();
   await expect(page).toHaveURL(/\/$/);
-  await expect(page.getByTestId('confirm-launches-link')).toHaveText('Confirm 2 launches');
+  await expect(page.getByTestId('confirm-launches-link')).toHaveText(`Confirm ${waiting + 2} launches`);
   for (const id of ['fixture-tools', 'remote-docs']) {
     const row = page.locator(`[data-testid=server-row][data-server-id=${id}]`);
     await expect(row).toHaveCount(1);
