@@ -142,7 +142,7 @@ func lookPath(command string, env []string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("command %q not found in PATH %q: %w", command, path, exec.ErrNotFound)
+	return "", notFoundInPath(command, path)
 }
 
 // pgid is the process group id, which equals the child's pid.

@@ -205,7 +205,7 @@ func lookPath(command string, env []string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("command %q not found in PATH %q: %w", command, path, exec.ErrNotFound)
+	return "", notFoundInPath(command, path)
 }
 
 // Windows has no child subreaper, pid clock or run sweep: the job kills
