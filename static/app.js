@@ -131,8 +131,9 @@
     var shown = 0, total = 0;
     toolRows().forEach(function (row) {
       total++;
-      var ok = (!f.state || row.getAttribute("data-state") === f.state) &&
-        (!f.policy || row.getAttribute("data-policy") === f.policy) &&
+      var state = row.querySelector('[data-testid="tool-state"]'), policy = row.querySelector('[data-testid="policy-select"]');
+      var ok = (!f.state || (state && state.textContent.trim() === f.state)) &&
+        (!f.policy || (policy && policy.value === f.policy)) &&
         (!f.hint || (" " + row.getAttribute("data-hints") + " ").indexOf(" " + f.hint + " ") >= 0);
       if (ok && f.q) {
         var text = "";

@@ -1,8 +1,13 @@
 package views
 
 import (
+	"context"
+	"html"
+	"io"
 	"slices"
 	"strings"
+
+	"github.com/a-h/templ"
 )
 
 // hint is one tool annotation a person can filter on: the annotation
@@ -21,6 +26,24 @@ var hints = []hint{
 	{"idempotentHint", "true", Option{Value: "idempotent", Title: "idempotent"}},
 	{"openWorldHint", "true", Option{Value: "open-world", Title: "open world"}},
 	{"openWorldHint", "false", Option{Value: "closed-world", Title: "closed world"}},
+}
+
+// hintChipHTML is each hint's chip, rendered once: its words are ours,
+// never a server's, and a 500-tool page draws up to four per row.
+var hintChipHTML = func() map[string]string {
+	m := map[string]string{}
+	for _, h := range hints {
+		m[h.Value] = `<span class="chip" data-hint="` + html.EscapeString(h.Value) + `" title="The server's own claim">` + html.EscapeString(h.Title) + `</span>`
+	}
+	return m
+}()
+
+// hintChip is the chip of one of HintChips' options.
+func hintChip(o Option) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		_, err := io.WriteString(w, hintChipHTML[o.Value])
+		return err
+	})
 }
 
 // HintFilters are the annotation filters above the tools table.
@@ -47,12 +70,17 @@ func (t ToolItem) HintChips() []Option {
 
 // Hints is HintChips as the row's data-hints attribute: the values,
 // space-separated, which the filter matches.
-func (t ToolItem) Hints() string {
-	var vs []string
-	for _, c := range t.HintChips() {
-		vs = append(vs, c.Value)
+func (t ToolItem) Hints() string { return hintValues(t.HintChips()) }
+
+func hintValues(chips []Option) string {
+	var b strings.Builder
+	for i, c := range chips {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(c.Value)
 	}
-	return strings.Join(vs, " ")
+	return b.String()
 }
 
 // ToolStates are the states the server's tools are in, for the state

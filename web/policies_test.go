@@ -247,8 +247,8 @@ func TestPresetAndBulkInTheDashboard(t *testing.T) {
 		if got := row.Find(`[data-testid="tool-hints"] .chip`).Text(); got != want.chips {
 			t.Errorf("%s: chips = %q; want %q", name, got, want.chips)
 		}
-		if got, _ := row.Attr("data-policy"); got != e.apiTools("files")[name].Policy {
-			t.Errorf("%s: data-policy = %q; want the tool's policy %q", name, got, e.apiTools("files")[name].Policy)
+		if got, _ := row.Find(`select[name="policy"] option[selected]`).Attr("value"); got != e.apiTools("files")[name].Policy {
+			t.Errorf("%s: the policy select shows %q; want the tool's policy %q", name, got, e.apiTools("files")[name].Policy)
 		}
 	}
 	if got := server.Find(`[data-testid="filter-state"] option`).Map(func(_ int, o *goquery.Selection) string { return o.Text() }); !slices.Equal(got, []string{"any state", "active"}) {
