@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +38,7 @@ func TestLogLines(t *testing.T) {
 
 			want := map[string]map[string]string{ // message → attributes
 				"verified":                     {"server": "fx", "outcome": "success", "tools": "3"},
-				"verification did not succeed": {"server": "leaky", "outcome": "failed", "tools": "0", "class": "exited"},
+				"verification did not succeed": {"server": "leaky", "outcome": "failed", "class": "exited"},
 				"routed call":                  {"agent": "log-test-agent 1", "tool": "fx__read", "decision": "allowed", "outcome": "ok"},
 			}
 			var lines []map[string]string
@@ -112,19 +112,16 @@ func parseLog(t *testing.T, format, out string) []map[string]string {
 			for k, v := range m {
 				rec[k] = fmt.Sprint(v)
 			}
-		case format == "text" && strings.HasPrefix(line, "time="):
-			for rest := line; rest != ""; {
-				k, v, _ := strings.Cut(rest, "=")
-				if strings.HasPrefix(v, `"`) {
-					q, err := strconv.QuotedPrefix(v)
-					if err != nil {
-						t.Fatalf("a log line's %s is badly quoted: %s", k, line)
-					}
-					rec[k], _ = strconv.Unquote(q)
-					rest = strings.TrimPrefix(v[len(q):], " ")
-				} else {
-					rec[k], rest, _ = strings.Cut(v, " ")
-				}
+		case format == "text":
+			// The human lines, read back into the attributes they say.
+			if m := verifiedLine.FindStringSubmatch(line); m != nil {
+				rec = map[string]string{"msg": "verified", "server": m[1], "outcome": "success", "tools": m[2], "duration": m[3], "trigger": m[4]}
+			} else if m := failedLine.FindStringSubmatch(line); m != nil {
+				rec = map[string]string{"msg": "verification did not succeed", "server": m[1], "outcome": m[2], "class": m[3], "phase": m[4], "duration": m[5], "trigger": m[6], "err": m[7]}
+			} else if m := callLine.FindStringSubmatch(line); m != nil {
+				rec = map[string]string{"msg": "routed call", "agent": m[1], "tool": m[2], "decision": m[3], "by": m[4], "outcome": m[5], "duration": m[6]}
+			} else {
+				continue
 			}
 		default:
 			continue
@@ -133,6 +130,13 @@ func parseLog(t *testing.T, format, out string) []map[string]string {
 	}
 	return recs
 }
+
+// The text format's lines for a verification and a routed call.
+var (
+	verifiedLine = regexp.MustCompile(`^\d\d:\d\d:\d\d (\S+): verified, (\d+) tools, in (\S+) \((.+)\)$`)
+	failedLine   = regexp.MustCompile(`^\d\d:\d\d:\d\d (\S+): verification (\w+) \((\w+) in (\w+)\) after (\S+) \(([^)]+)\): (.*)$`)
+	callLine     = regexp.MustCompile(`^\d\d:\d\d:\d\d (.+) called (\S+): (\w+) by (\S+), (\w+), (\S+)(?:: .*)?$`)
+)
 
 // findLines is, for each wanted message, the first record with that
 // message and the wanted attributes.
