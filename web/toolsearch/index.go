@@ -10,10 +10,11 @@
 // current one and swaps in a new one, built from a fresh snapshot of the
 // catalog, when the catalog changes.
 //
-// bleve starts four analysis workers when it is loaded (a package-level
-// queue, github.com/blevesearch/bleve_index_api.AnalysisWorker) that run
-// for the life of the program: goroutine-leak checks of packages that
-// import this one ignore that function (see IgnoredGoroutine).
+// bleve is used below its top-level package (scorch, mapping, query and
+// collector directly): that package registers every analyzer of every
+// language bleve has (+16 MB of binary) and starts analysis workers that
+// run for the life of the program. Each Index has its own workers, and
+// Close ends them.
 package toolsearch
 
 import (
@@ -26,15 +27,14 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/collector"
 	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
 )
-
-// IgnoredGoroutine is the top function of bleve's package-level analysis
-// workers, which never end (see the package comment): pass it to
-// goleak.IgnoreTopFunction.
-const IgnoredGoroutine = "github.com/blevesearch/bleve_index_api.AnalysisWorker"
 
 // Limits of a search.
 const (
@@ -109,14 +109,23 @@ var ErrClosed = errors.New("toolsearch: index closed")
 // Index is a search index over one snapshot of the offered tools. Searches
 // may run concurrently; Close waits for them.
 type Index struct {
-	mu    sync.RWMutex // held for reading by searches, for writing by Close
-	idx   bleve.Index  // nil once closed
-	tools map[string]Tool
-	names []string // agent names, in the order given
+	mu      sync.RWMutex // held for reading by searches, for writing by Close
+	idx     index.Index  // nil once closed
+	queue   *index.AnalysisQueue
+	mapping mapping.IndexMapping
+	tools   map[string]Tool
+	names   []string // agent names, in the order given
 }
 
-// document is what bleve indexes for a tool.
-type document struct {
+// analysisWorkers is the number of goroutines that analyse the documents
+// of one index while it is built; they end with Close.
+const analysisWorkers = 2
+
+// sortOrder is the order of hits: best first, equal scores by agent name.
+var sortOrder = search.ParseSortOrderStrings([]string{"-_score", "_id"})
+
+// fieldsOf is what bleve indexes for a tool.
+type fieldsOf struct {
 	Name        string `json:"name"`
 	Title       string `json:"title"`
 	Description string `json:"description"`
@@ -133,12 +142,17 @@ func Build(tools []Tool) (*Index, error) {
 	}
 	// An in-memory scorch index (path ""): scorch is the index type that
 	// keeps the field lengths BM25 needs.
-	idx, err := bleve.NewUsing("", m, scorch.Name, scorch.Name, nil)
+	queue := index.NewAnalysisQueue(analysisWorkers)
+	idx, err := scorch.NewScorch(scorch.Name, map[string]any{"path": ""}, queue)
+	if err == nil {
+		err = idx.Open()
+	}
 	if err != nil {
+		queue.Close()
 		return nil, fmt.Errorf("toolsearch: new index: %w", err)
 	}
-	x := &Index{idx: idx, tools: make(map[string]Tool, len(tools))}
-	batch := idx.NewBatch()
+	x := &Index{idx: idx, queue: queue, mapping: m, tools: make(map[string]Tool, len(tools))}
+	batch := index.NewBatch()
 	for _, t := range tools {
 		if t.AgentName == "" {
 			continue
@@ -148,20 +162,22 @@ func Build(tools []Tool) (*Index, error) {
 		}
 		x.tools[t.AgentName] = t
 		params, docs := schemaParams(t.InputSchema)
-		doc := document{
+		doc := document.NewDocument(t.AgentName)
+		err := m.MapDocument(doc, fieldsOf{
 			Name:        t.AgentName,
 			Title:       t.Title,
 			Description: t.Description,
 			Params:      strings.Join(params, " "),
 			ParamDocs:   strings.Join(docs, " "),
-		}
-		if err := batch.Index(t.AgentName, doc); err != nil {
-			idx.Close()
+		})
+		if err != nil {
+			x.Close()
 			return nil, fmt.Errorf("toolsearch: index %s: %w", t.AgentName, err)
 		}
+		batch.Update(doc)
 	}
 	if err := idx.Batch(batch); err != nil {
-		idx.Close()
+		x.Close()
 		return nil, fmt.Errorf("toolsearch: index: %w", err)
 	}
 	return x, nil
@@ -177,52 +193,82 @@ func (x *Index) Tool(agentName string) (Tool, bool) {
 	return t, ok
 }
 
-// Search returns up to limit tools that match query, best first (limit
+// Search returns up to limit tools that match text, best first (limit
 // ≤ 0 means DefaultLimit; more than MaxLimit means MaxLimit). A query of
 // nothing but stop words or words no tool has, or one whose best match is
 // too weak, finds nothing: an empty result, never a guess. Equal scores
 // are ordered by agent name.
-func (x *Index) Search(q string, limit int) ([]Hit, error) {
+func (x *Index) Search(text string, limit int) ([]Hit, error) {
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
 	limit = min(limit, MaxLimit)
-	q = strings.TrimSpace(truncate(q, MaxQueryBytes))
-	if q == "" {
+	text = strings.TrimSpace(truncate(text, MaxQueryBytes))
+	if text == "" {
 		return nil, nil
 	}
 	disjuncts := make([]query.Query, 0, len(fields))
 	for _, f := range fields {
-		mq := query.NewMatchQuery(q)
+		mq := query.NewMatchQuery(text)
 		mq.SetField(f.name)
 		mq.SetBoost(f.boost)
 		mq.Analyzer = analyzerName
 		disjuncts = append(disjuncts, mq)
 	}
-	req := bleve.NewSearchRequestOptions(query.NewDisjunctionQuery(disjuncts), limit, 0, false)
-	req.SortBy([]string{"-_score", "_id"})
+	q := query.NewDisjunctionQuery(disjuncts)
 
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.idx == nil {
 		return nil, ErrClosed
 	}
-	res, err := x.idx.SearchInContext(context.Background(), req)
+	found, err := x.search(q, limit)
 	if err != nil {
 		return nil, fmt.Errorf("toolsearch: search: %w", err)
 	}
-	if len(res.Hits) == 0 || res.Hits[0].Score <= 0 {
+	if len(found) == 0 || found[0].Score <= 0 {
 		return nil, nil
 	}
-	floor := res.Hits[0].Score * minRelative
-	hits := make([]Hit, 0, len(res.Hits))
-	for _, h := range res.Hits {
+	floor := found[0].Score * minRelative
+	hits := make([]Hit, 0, len(found))
+	for _, h := range found {
 		if h.Score < floor {
 			break
 		}
 		hits = append(hits, Hit{AgentName: h.ID, Score: h.Score})
 	}
 	return hits, nil
+}
+
+// search runs q on a snapshot of the index, scored by BM25, and returns
+// the best limit matches in sortOrder: what bleve's top-level
+// Index.Search does for such a query.
+func (x *Index) search(q query.Query, limit int) (_ search.DocumentMatchCollection, err error) {
+	reader, err := x.idx.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := reader.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	ctx := context.WithValue(context.Background(), search.GetScoringModelCallbackKey,
+		search.GetScoringModelCallbackFn(func() string { return index.BM25Scoring }))
+	searcher, err := q.Searcher(ctx, reader, x.mapping, search.SearcherOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := searcher.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	coll := collector.NewTopNCollector(limit, 0, sortOrder)
+	if err := coll.Collect(ctx, searcher, reader); err != nil {
+		return nil, err
+	}
+	return coll.Results(), nil
 }
 
 // Close releases the index, once every search under way has returned.
@@ -234,6 +280,7 @@ func (x *Index) Close() error {
 		return nil
 	}
 	err := x.idx.Close()
+	x.queue.Close() // its workers end
 	x.idx = nil
 	return err
 }
