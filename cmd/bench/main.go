@@ -125,13 +125,14 @@ var groups = []group{
 	{"sse", sseFigures},
 	{"process", processFigures},
 	{"mcp", mcpFigures},
+	{"search", searchFigures},
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "tiny sizes: checks the code runs, measures nothing")
-	only := fs.String("only", "", "run only the groups whose name matches this regexp (verify, dashboard, bulk, reads, sse, process, mcp)")
+	only := fs.String("only", "", "run only the groups whose name matches this regexp (verify, dashboard, bulk, reads, sse, process, mcp, search)")
 	out := fs.String("out", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (the dashboard's side) to this file")
 	if err := fs.Parse(args); err != nil {
@@ -265,6 +266,8 @@ func formatValue(v float64, unit string) string {
 		return fmt.Sprintf("%.1f ms", v)
 	case "MiB":
 		return fmt.Sprintf("%.1f MiB", v)
+	case "bytes":
+		return fmt.Sprintf("%.0f bytes", v)
 	case "":
 		return fmt.Sprintf("%g", v)
 	}

@@ -79,10 +79,55 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("no figure %q", want)
 		}
 	}
+	for _, want := range searchFigureNames {
+		if !names[want] {
+			t.Errorf("no figure %q", want)
+		}
+	}
 	if len(report.Figures) < 20 {
 		t.Errorf("%d figures, want every group's (at least 20)", len(report.Figures))
 	}
 	t.Logf("quick run:\n%s", stdout.String())
+}
+
+// searchFigureNames are the figures of the search group.
+var searchFigureNames = []string{
+	"Tool search recall@5, server-everything + server-filesystem (27 tools, 32 queries)",
+	"Tool search MRR, server-everything + server-filesystem (27 tools, 32 queries)",
+	"Tool search recall@5, synthetic catalog (1000 tools, 64 queries)",
+	"Tool search MRR, synthetic catalog (1000 tools, 64 queries)",
+	"Tool search index build, 1000 tools, median",
+	"Tool search, 1000 tools, p50",
+	"tools/list size in search mode (search_tools + call_tool) vs all 1000 tools",
+}
+
+// TestSearchFigures runs the search group alone, with the quick sizes: it
+// needs no server, and its quality figures hold even in a quick run.
+func TestSearchFigures(t *testing.T) {
+	figs, err := searchFigures(context.Background(), &config{sizes: quickSizes, quick: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]figure{}
+	for _, f := range figs {
+		got[f.Name] = f
+		if f.Value <= 0 || f.Target == "" || (f.Baseline != "" && f.Ratio <= 0) {
+			t.Errorf("figure not measured: %+v", f)
+		}
+		if strings.HasPrefix(f.Name, "Tool search recall") || strings.HasPrefix(f.Name, "Tool search MRR") || strings.HasPrefix(f.Name, "tools/list size") {
+			if !f.Pass {
+				t.Errorf("figure misses its target: %+v", f)
+			}
+		}
+	}
+	for _, want := range searchFigureNames {
+		if _, ok := got[want]; !ok {
+			t.Errorf("no figure %q", want)
+		}
+	}
+	var out bytes.Buffer
+	printTable(&out, figs)
+	t.Logf("search figures:\n%s", out.String())
 }
 
 func TestUsageErrors(t *testing.T) {
