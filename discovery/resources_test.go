@@ -184,3 +184,34 @@ func FuzzDecodeEntries(f *testing.F) {
 		}
 	})
 }
+
+// The fixture's hostile-resources mode over stdio: endless resource
+// pages stop at the page bound, a failing templates list is a warning,
+// a 1 MiB prompt description is cut and flagged; the tools, the sound
+// prompt and the verification itself survive.
+func TestHostileResourcesFixture(t *testing.T) {
+	res, e, _ := verify(t, Limits{MaxPages: 20}, fixtureTarget("hostile-resources"), nil)
+	if e != nil {
+		t.Fatalf("Verify = %v; want success", e)
+	}
+	if len(res.Tools) == 0 || len(res.Resources) != 20 || res.ResourceTemplates != nil || len(res.Prompts) != 2 {
+		t.Errorf("tools, resources, templates, prompts = %d, %d, %v, %d; want some, 20, nil, 2", len(res.Tools), len(res.Resources), res.ResourceTemplates, len(res.Prompts))
+	}
+	for _, want := range []string{"stopped after 20 pages of resources/list", "resources/templates/list failed"} {
+		if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, want) }) {
+			t.Errorf("Warnings = %q; want one with %q", res.Warnings, want)
+		}
+	}
+	if !slices.Equal(res.Unlisted, []string{"resources/templates/list"}) {
+		t.Errorf("Unlisted = %q", res.Unlisted)
+	}
+	for _, w := range res.Warnings {
+		if strings.ContainsAny(w, "\x1b") {
+			t.Errorf("warning %q holds a control character", w)
+		}
+	}
+	if i := slices.IndexFunc(res.Prompts, func(p Prompt) bool { return p.Name == "huge" }); i < 0 || res.Prompts[i].State != ToolOversized ||
+		len(res.Prompts[i].Description) > DefaultLimits.DescriptionBytes || res.Prompts[i].Raw != nil {
+		t.Errorf("Prompts = %+v; want huge oversized, cut, without Raw", res.Prompts)
+	}
+}
