@@ -34,15 +34,17 @@ func (r *recorder) record(result json.RawMessage) {
 // and fail the whole page for one entry that is not a tool object.
 var listStub = json.RawMessage(`{"tools":[]}`)
 
-// tap records resp's result if it answers tools/list, and returns what
-// mcp-go gets instead: resp with listStub as its result.
+// tap records resp's result if it answers tools/list or another list
+// the pipeline decodes (see listStubs), and returns what mcp-go gets
+// instead: resp with the list's stub as its result.
 func (r *recorder) tap(method string, resp *transport.JSONRPCResponse) *transport.JSONRPCResponse {
-	if resp == nil || resp.Error != nil || method != "tools/list" {
+	list, ok := listStubs[method]
+	if resp == nil || resp.Error != nil || !ok {
 		return resp
 	}
 	r.record(resp.Result)
 	stub := *resp
-	stub.Result = listStub
+	stub.Result = list
 	return &stub
 }
 

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/gowebpki/jcs"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -294,16 +293,8 @@ func decodeTool(raw json.RawMessage, l Limits) (Tool, error) {
 	// A tool too big to keep is never offered, so its pin only has to
 	// notice a change: the bytes received do, without canonicalising
 	// megabytes.
-	var canon []byte
-	var err error = errTooLarge{"tool object over the limit"}
-	if len(raw) <= l.ToolBytes {
-		canon, err = jcs.Transform(raw)
-	}
-	sum := sha256.Sum256(canon)
-	if err != nil {
-		sum = sha256.Sum256(raw) // what was received
-	}
-	t.Pin = hex.EncodeToString(sum[:])
+	var err error
+	t.Pin, err = pinOf(raw, l.ToolBytes)
 	t.Raw = raw
 	var execution struct {
 		TaskSupport string `json:"taskSupport"`

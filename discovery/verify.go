@@ -98,10 +98,19 @@ type Result struct {
 	Capabilities  json.RawMessage
 	Instructions  string
 	Tools         []Tool
-	Pages         int
-	Timings       []Timing
-	Warnings      []string
-	StderrTail    string
+	// Resources, ResourceTemplates and Prompts are listed when the
+	// server declares the capability (see listExtras).
+	Resources         []Resource
+	ResourceTemplates []ResourceTemplate
+	Prompts           []Prompt
+	// Unlisted names the lists declared whose walk failed (a warning
+	// says why): their entries above are nil, and what was known of
+	// them before still holds.
+	Unlisted   []string
+	Pages      int
+	Timings    []Timing
+	Warnings   []string
+	StderrTail string
 }
 
 // Verifier runs verifications. The zero value is not usable; use
@@ -408,6 +417,9 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 		}
 	} else {
 		res.Warnings = append(res.Warnings, "server declares no tools capability")
+	}
+	if err := r.listExtras(ctx, c, initRes.Capabilities, res); err != nil {
+		return nil, err
 	}
 	res.Timings = r.closeTimings()
 	if r.stdio != nil {

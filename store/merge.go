@@ -75,14 +75,7 @@ func MergeTools(s Server, known map[string]ToolEntry, offered []Tool, at time.Ti
 		}
 		t.AgentName = AgentNameFor(s.ID, t.Name, t.AgentName, func(name string) string { return owners[name] })
 		owners[t.AgentName] = t.Name
-		switch {
-		case t.State.Flagged():
-			// as discovery found it, whatever its policy
-		case p.Pin != t.Pin:
-			t.State = ToolChanged
-		default:
-			t.State = ToolActive
-		}
+		t.State = mergedState(t.State, p, t.Pin)
 		if t.State == ToolChanged {
 			m.Changed++
 		}
@@ -112,6 +105,20 @@ func MergeTools(s Server, known map[string]ToolEntry, offered []Tool, at time.Ti
 	sort.Strings(pins)
 	m.Hash = hashStrings(pins)
 	return m
+}
+
+// mergedState is the state of a definition offered again with pin,
+// which discovery found in state found, under policy p: flagged as
+// discovery found it, whatever its policy; changed if p was approved at
+// another pin; else active.
+func mergedState(found ToolState, p PolicySetting, pin string) ToolState {
+	switch {
+	case found.Flagged():
+		return found
+	case p.Pin != pin:
+		return ToolChanged
+	}
+	return ToolActive
 }
 
 // Outdated reports whether s's configuration changed since the

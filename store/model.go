@@ -501,6 +501,11 @@ type Verification struct {
 	Instructions    string
 	Warnings        []string
 	Tools           []Tool
+	// Listed is the server's resources, resource templates and prompts;
+	// Unlisted the kinds whose listing failed (what was known of them is
+	// kept). See MergeListed.
+	Listed   []Listed
+	Unlisted []ListedKind
 }
 
 // Failure is the outcome of one verification that did not succeed.

@@ -204,6 +204,7 @@ type Store interface {
 	Servers
 	Verifications
 	Policies
+	Listings
 	Audit
 	Credentials
 	Sessions

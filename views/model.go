@@ -212,6 +212,8 @@ type ServerDetail struct {
 	MemoryMB      int // 0: no cap
 	Instructions  string
 	Tools         []ToolItem
+	// Listed is the server's resources, resource templates and prompts.
+	Listed []ListedItem
 	// Preset is the server's policy preset ("" for none: new tools start
 	// at DefaultPolicy); Presets and Selections are the choices of the
 	// preset and bulk policy forms.

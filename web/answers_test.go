@@ -392,3 +392,42 @@ func decodeAs[T any](t testing.TB, rec *httptest.ResponseRecorder) T {
 
 // ptr is a pointer to v, for the optional fields of a wanted answer.
 func ptr[T any](v T) *T { return &v }
+
+// apiListed is one resource, resource template or prompt
+// (GET /api/v1/servers/:id/resources and …/prompts).
+type apiListed struct {
+	URI             string              `json:"uri"`
+	URITemplate     string              `json:"uri_template"`
+	Name            string              `json:"name"`
+	Title           string              `json:"title"`
+	Description     string              `json:"description"`
+	MIMEType        string              `json:"mime_type"`
+	Size            *int64              `json:"size"`
+	Annotations     json.RawMessage     `json:"annotations"`
+	Arguments       []apiPromptArgument `json:"arguments"`
+	State           string              `json:"state"`
+	Problems        []string            `json:"problems"`
+	Policy          string              `json:"policy"`
+	EffectivePolicy string              `json:"effective_policy"`
+	Pin             string              `json:"pin"`
+	FirstSeen       time.Time           `json:"first_seen"`
+	LastSeen        time.Time           `json:"last_seen"`
+}
+
+type apiPromptArgument struct {
+	Name        string `json:"name"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	Required    bool   `json:"required"`
+}
+
+// resourcesAnswer is GET /api/v1/servers/:id/resources.
+type resourcesAnswer struct {
+	Resources         []apiListed `json:"resources"`
+	ResourceTemplates []apiListed `json:"resource_templates"`
+}
+
+// promptsAnswer is GET /api/v1/servers/:id/prompts.
+type promptsAnswer struct {
+	Prompts []apiListed `json:"prompts"`
+}

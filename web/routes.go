@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/static"
 	"github.com/switchboard-dev/switchboard/web/internal/guard"
+	"github.com/switchboard-dev/switchboard/web/internal/listed"
 )
 
 // routes is the whole route table. Every route passes the Host check and
@@ -45,6 +46,7 @@ func (s *Server) routes() {
 	ui.POST("/servers/:id/signout", s.handleSignOut)
 	ui.GET("/servers/:id/tools", s.handleToolsFragment)
 	ui.POST("/servers/:id/policy", s.handleSetPolicyForm)
+	ui.POST("/servers/:id/listed-policy", listed.PolicyForm(s.store, notFound))
 	ui.POST("/servers/:id/policies", s.handlePoliciesForm)
 	ui.POST("/servers/:id/record-arguments", s.handleRecordArgsForm)
 	ui.POST("/jobs/:id/cancel", s.handleCancelJob)
@@ -82,6 +84,8 @@ func (s *Server) routes() {
 	api.DELETE("/servers/:id", s.handleAPIDeleteServer)
 	api.POST("/servers/:id/verify", s.handleAPIVerify)
 	api.GET("/servers/:id/tools", s.handleAPIServerTools)
+	api.GET("/servers/:id/resources", listed.Resources(s.store, notFound))
+	api.GET("/servers/:id/prompts", listed.Prompts(s.store, notFound))
 	api.PUT("/servers/:id/tools/:name/policy", s.handleAPISetPolicy)
 	api.POST("/servers/:id/policies", s.handleAPISetPolicies)
 	api.PUT("/servers/:id/preset", s.handleAPISetPreset)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/listed"
 	"github.com/switchboard-dev/switchboard/web/internal/present"
 	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
@@ -76,6 +77,9 @@ func (s *Server) handleServerPage(c echo.Context) error {
 	}
 	d := s.serverDetail(ctx, sum, tools)
 	if d.History, d.HistoryTotal, err = s.historyItems(ctx, sum.Server.ID); err != nil {
+		return err
+	}
+	if d.Listed, err = listed.Items(ctx, s.store, sum.Server.ID); err != nil {
 		return err
 	}
 	return render(c, http.StatusOK, views.ServerPage(s.page(c, sum.Server.Name), d))

@@ -72,6 +72,8 @@ const (
 	modeHostileNames   = "hostile-names"
 	modeManyTinyTools  = "many-tiny-tools"
 	modeXSS            = "xss"
+	// modeHostileResources: see hostile_resources.go.
+	modeHostileResources = "hostile-resources"
 
 	// Remote.
 	modeHTTPStatus    = "http-status"
@@ -133,16 +135,17 @@ var modes = map[string]modeInfo{
 	modeListError:      {stdioOnly, "#24 answer tools/list with a JSON-RPC error holding control characters, markup and -secret"},
 	modeLegacySilent:   {stdioOnly, "#25 speak 2025-06-18 and ignore unknown methods (the server/discover probe) without a word"},
 
-	modeEndlessCursor:  {stdioOnly, "#26 list one new tool per page with a new cursor, for ever"},
-	modeRepeatCursor:   {stdioOnly, "#26 list one tool per page and the same cursor every time"},
-	modeHugeSchema:     {stdioOnly, "#27 list a tool whose input schema is -schema-bytes long"},
-	modeDeepSchema:     {stdioOnly, "#28 list a tool whose input schema nests -depth levels of properties"},
-	modeSchemaRefs:     {stdioOnly, "#29 #30 list a tool whose schema $refs -ref-url, and one with a $ref cycle"},
-	modeInjection:      {stdioOnly, "#31 list a tool whose description hides instructions, padded to -description-bytes"},
-	modeDuplicateNames: {stdioOnly, "#32 list two different tools under one name"},
-	modeHostileNames:   {stdioOnly, "#33 list tools named with markup, quotes, a newline, ../, 10 000 characters, nothing, a look-alike"},
-	modeManyTinyTools:  {stdioOnly, "#26 #32 #33 list -entries tiny entries on one page: nameless, not objects, repeats of 100 names, different definitions of one"},
-	modeXSS:            {stdioOnly, "markup, invisible characters and icon URLs in every field a dashboard shows (server name, instructions, tools)"},
+	modeEndlessCursor:    {stdioOnly, "#26 list one new tool per page with a new cursor, for ever"},
+	modeRepeatCursor:     {stdioOnly, "#26 list one tool per page and the same cursor every time"},
+	modeHugeSchema:       {stdioOnly, "#27 list a tool whose input schema is -schema-bytes long"},
+	modeDeepSchema:       {stdioOnly, "#28 list a tool whose input schema nests -depth levels of properties"},
+	modeSchemaRefs:       {stdioOnly, "#29 #30 list a tool whose schema $refs -ref-url, and one with a $ref cycle"},
+	modeInjection:        {stdioOnly, "#31 list a tool whose description hides instructions, padded to -description-bytes"},
+	modeDuplicateNames:   {stdioOnly, "#32 list two different tools under one name"},
+	modeHostileNames:     {stdioOnly, "#33 list tools named with markup, quotes, a newline, ../, 10 000 characters, nothing, a look-alike"},
+	modeManyTinyTools:    {stdioOnly, "#26 #32 #33 list -entries tiny entries on one page: nameless, not objects, repeats of 100 names, different definitions of one"},
+	modeHostileResources: {stdioOnly, "#26 #31 for resources and prompts: declare both; resources/list pages for ever with new cursors, resources/templates/list answers an error, prompts/list lists a prompt with a 1 MiB injected description"},
+	modeXSS:              {stdioOnly, "markup, invisible characters and icon URLs in every field a dashboard shows (server name, instructions, tools)"},
 
 	modeHTTPStatus:    {remoteOnly, "#36 answer every request with HTTP -status"},
 	modeHTML:          {remoteOnly, "#37 answer every request with an HTML sign-in page (200)"},

@@ -136,15 +136,23 @@ func (p *rawPeer) answer(m inbound) error {
 		if p.cfg.mode == modeBadVersion {
 			version = "1999-01-01"
 		}
+		caps := map[string]any{"tools": map[string]any{}}
+		if p.cfg.mode == modeHostileResources {
+			caps["resources"], caps["prompts"] = map[string]any{}, map[string]any{}
+		}
 		return p.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{
 			"protocolVersion": version,
-			"capabilities":    map[string]any{"tools": map[string]any{}},
+			"capabilities":    caps,
 			"serverInfo":      map[string]any{"name": p.cfg.name, "version": p.cfg.version},
 		}})
 	case string(mcp.MethodToolsList):
 		return p.listTools(m)
 	case string(mcp.MethodPing):
 		return p.send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{}})
+	case string(mcp.MethodResourcesList), string(mcp.MethodResourcesTemplatesList), string(mcp.MethodPromptsList):
+		if p.cfg.mode == modeHostileResources {
+			return p.hostileResources(m)
+		}
 	}
 	if p.cfg.mode == modeLegacySilent {
 		return nil // as old servers do with methods they do not know

@@ -111,7 +111,7 @@ func serveStdio(ctx context.Context, cfg config, s *server.MCPServer, tools []mc
 	case modeProgressForever, modeExitAfterInit, modeNotifyFlood, modeInvalidUTF8, modeDeepJSON,
 		modeDuplicateKeys, modeWrongIDs, modeClientRequests, modeBadVersion, modeListError, modeLegacySilent,
 		modeEndlessCursor, modeRepeatCursor, modeHugeSchema, modeDeepSchema, modeSchemaRefs, modeInjection,
-		modeDuplicateNames, modeHostileNames, modeXSS, modeManyTinyTools:
+		modeDuplicateNames, modeHostileNames, modeXSS, modeManyTinyTools, modeHostileResources:
 		return serveRaw(ctx, cfg, tools, stdin, stdout, stderr)
 	}
 	if err := beforeServing(cfg, stdin, stdout, stderr); err != nil {

@@ -56,7 +56,7 @@ var (
 	// Grant).
 	bucketGrants = []byte("grants")
 	// perServerBuckets hold one nested bucket per server id.
-	perServerBuckets = [][]byte{bucketTools, bucketPolicies, bucketApproved, bucketHistory, bucketAgentNames, bucketGrants}
+	perServerBuckets = [][]byte{bucketTools, bucketPolicies, bucketApproved, bucketHistory, bucketAgentNames, bucketGrants, bucketListed}
 
 	keySchemaVersion = []byte("schema_version")
 	keyInstance      = []byte("instance") // random, set when the file is created
@@ -642,6 +642,9 @@ func (db *DB) RecordSuccess(ctx context.Context, id string, v store.Verification
 		}
 		m := store.MergeTools(s, known, v.Tools, v.FinishedAt)
 		if err := writeMerged(tx, id, m); err != nil {
+			return err
+		}
+		if err := writeListed(tx, s, v); err != nil {
 			return err
 		}
 		return appendHistory(tx, id, store.ApplySuccess(d, id, v, m))

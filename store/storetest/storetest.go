@@ -63,6 +63,7 @@ func Run(t *testing.T, b Backend) {
 		{"ApproveChanges", testApproveChanges},
 		{"LateDiscardKeepsNewerRecord", testLateDiscardKeepsNewerRecord},
 		{"SignInRequiredIsItsOwnState", testSignInRequiredIsItsOwnState},
+		{"ListedMergeAndApprove", testListedMergeAndApprove},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, b) })
 	}

@@ -58,7 +58,44 @@ func Success(j discovery.Job, res *discovery.Result, now time.Time) store.Verifi
 			State: toolStates[t.State], Problems: t.Problems,
 		})
 	}
+	v.Listed, v.Unlisted = listed(res)
 	return v
+}
+
+// unlistedKinds are the store's kinds of the lists discovery walks
+// beside tools/list.
+var unlistedKinds = map[string]store.ListedKind{
+	"resources/list": store.KindResource, "resources/templates/list": store.KindResourceTemplate, "prompts/list": store.KindPrompt,
+}
+
+// listed maps res's resources, resource templates and prompts, and the
+// kinds whose listing failed, to the store's.
+func listed(res *discovery.Result) ([]store.Listed, []store.ListedKind) {
+	var out []store.Listed
+	entry := func(l store.Listed, e discovery.Entry) {
+		l.Raw, l.Pin, l.State, l.Problems = e.Raw, e.Pin, toolStates[e.State], e.Problems
+		out = append(out, l)
+	}
+	for _, r := range res.Resources {
+		entry(store.Listed{Kind: store.KindResource, Key: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
+			MIMEType: r.MIMEType, Size: r.Size, Annotations: r.Annotations}, r.Entry)
+	}
+	for _, r := range res.ResourceTemplates {
+		entry(store.Listed{Kind: store.KindResourceTemplate, Key: r.URITemplate, Name: r.Name, Title: r.Title,
+			Description: r.Description, MIMEType: r.MIMEType, Annotations: r.Annotations}, r.Entry)
+	}
+	for _, p := range res.Prompts {
+		l := store.Listed{Kind: store.KindPrompt, Key: p.Name, Name: p.Name, Title: p.Title, Description: p.Description}
+		for _, a := range p.Arguments {
+			l.Arguments = append(l.Arguments, store.PromptArgument(a))
+		}
+		entry(l, p.Entry)
+	}
+	var unlisted []store.ListedKind
+	for _, m := range res.Unlisted {
+		unlisted = append(unlisted, unlistedKinds[m])
+	}
+	return out, unlisted
 }
 
 // Discarded is the job's outcome when the store refused to record it

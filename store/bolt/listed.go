@@ -1,0 +1,125 @@
+package bolt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// bucketListed holds, per server, its resources, resource templates and
+// prompts with their policies, keyed by store.ListedKey, as JSON
+// store.ListedEntry values.
+var bucketListed = []byte("listed")
+
+// readListed reads everything kept about a server's listed entries, by
+// key.
+func readListed(tx *bbolt.Tx, id string) (map[string]store.ListedEntry, error) {
+	out := map[string]store.ListedEntry{}
+	b := tx.Bucket(bucketListed).Bucket([]byte(id))
+	if b == nil {
+		return out, nil
+	}
+	err := b.ForEach(func(k, v []byte) error {
+		var e store.ListedEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("decode listed %q: %w", k, err)
+		}
+		e.Effective = store.EffectivePolicy(store.Tool{State: e.State}, e.Policy)
+		out[string(k)] = e
+		return nil
+	})
+	return out, err
+}
+
+// writeListed merges v's listed entries into those kept of server s (see
+// store.MergeListed) and writes them.
+func writeListed(tx *bbolt.Tx, s store.Server, v store.Verification) error {
+	known, err := readListed(tx, s.ID)
+	if err != nil {
+		return err
+	}
+	merged := store.MergeListed(s, known, v.Listed, v.Unlisted, v.FinishedAt)
+	if len(merged) == 0 {
+		return nil
+	}
+	b, err := tx.Bucket(bucketListed).CreateBucketIfNotExists([]byte(s.ID))
+	if err != nil {
+		return err
+	}
+	for _, e := range merged {
+		if err := putJSON(b, []byte(store.ListedKey(e.Kind, e.Key)), e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Listed returns the server's listed entries by kind then key.
+func (db *DB) Listed(ctx context.Context, id string) ([]store.ListedEntry, error) {
+	out := []store.ListedEntry{}
+	err := db.bolt.View(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketServers).Get([]byte(id)) == nil {
+			return store.ErrNotFound
+		}
+		b := tx.Bucket(bucketListed).Bucket([]byte(id))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error { // keys sort by kind, then key
+			var e store.ListedEntry
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("decode listed %q: %w", k, err)
+			}
+			e.Effective = store.EffectivePolicy(store.Tool{State: e.State}, e.Policy)
+			out = append(out, e)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// SetListedPolicy records a person's policy for one listed entry.
+func (db *DB) SetListedPolicy(ctx context.Context, ref store.ListedRef, p store.Policy, by string) (store.ListedEntry, error) {
+	return db.changeListed(ctx, ref, func(e store.ListedEntry, now time.Time) (store.ListedEntry, error) {
+		return store.ApplyListedPolicy(e, p, by, now), nil
+	})
+}
+
+// ApproveListed approves the current definition of a changed entry.
+func (db *DB) ApproveListed(ctx context.Context, ref store.ListedRef, pin, by string) (store.ListedEntry, error) {
+	return db.changeListed(ctx, ref, func(e store.ListedEntry, now time.Time) (store.ListedEntry, error) {
+		return store.ApproveListedEntry(e, pin, by, now)
+	})
+}
+
+// changeListed rewrites one listed entry as fn decides, in one
+// transaction.
+func (db *DB) changeListed(ctx context.Context, ref store.ListedRef, fn func(store.ListedEntry, time.Time) (store.ListedEntry, error)) (store.ListedEntry, error) {
+	var out store.ListedEntry
+	err := db.update(ctx, store.Change{ServerID: ref.ServerID, Tools: true}, func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketServers).Get([]byte(ref.ServerID)) == nil {
+			return store.ErrNotFound
+		}
+		b := tx.Bucket(bucketListed).Bucket([]byte(ref.ServerID))
+		if b == nil {
+			return fmt.Errorf("%w: %s %q", store.ErrToolNotFound, ref.Kind, ref.Key)
+		}
+		key := []byte(store.ListedKey(ref.Kind, ref.Key))
+		var e store.ListedEntry
+		if err := getJSON(b, key, &e); err != nil {
+			return fmt.Errorf("%w: %s %q", store.ErrToolNotFound, ref.Kind, ref.Key)
+		}
+		e.Effective = store.EffectivePolicy(store.Tool{State: e.State}, e.Policy)
+		var err error
+		if out, err = fn(e, time.Now()); err != nil {
+			return err
+		}
+		return putJSON(b, key, out)
+	})
+	return out, err
+}

@@ -1,0 +1,137 @@
+// Package listed serves a server's resources, resource templates and
+// prompts: the JSON API answers, the server page's rows, and the form
+// that sets the policy of a prompt or resource template.
+package listed
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/views"
+)
+
+// Reader reads a server's listed entries.
+type Reader interface {
+	Listed(ctx context.Context, id string) ([]store.ListedEntry, error)
+}
+
+// Setter sets the policy of one entry.
+type Setter interface {
+	SetListedPolicy(ctx context.Context, ref store.ListedRef, p store.Policy, by string) (store.ListedEntry, error)
+}
+
+// Item is one entry as the API answers it.
+type Item struct {
+	URI             string                 `json:"uri,omitempty"`
+	URITemplate     string                 `json:"uri_template,omitempty"`
+	Name            string                 `json:"name"`
+	Title           string                 `json:"title,omitempty"`
+	Description     string                 `json:"description,omitempty"`
+	MIMEType        string                 `json:"mime_type,omitempty"`
+	Size            *int64                 `json:"size,omitempty"`
+	Annotations     json.RawMessage        `json:"annotations,omitempty"`
+	Arguments       []store.PromptArgument `json:"arguments,omitempty"`
+	State           store.ToolState        `json:"state"`
+	Problems        []string               `json:"problems,omitempty"`
+	Policy          store.Policy           `json:"policy"`
+	EffectivePolicy store.Policy           `json:"effective_policy"`
+	Pin             string                 `json:"pin"`
+	FirstSeen       time.Time              `json:"first_seen"`
+	LastSeen        time.Time              `json:"last_seen"`
+}
+
+// ItemOf is e as the API answers it.
+func ItemOf(e store.ListedEntry) Item {
+	it := Item{Name: e.Name, Title: e.Title, Description: e.Description, MIMEType: e.MIMEType, Size: e.Size,
+		Annotations: e.Annotations, Arguments: e.Arguments, State: e.State, Problems: e.Problems,
+		Policy: e.Policy.Policy, EffectivePolicy: e.Effective, Pin: e.Pin, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen}
+	switch e.Kind {
+	case store.KindResource:
+		it.URI = e.Key
+	case store.KindResourceTemplate:
+		it.URITemplate = e.Key
+	}
+	return it
+}
+
+// byKind groups the API items of entries by kind.
+func byKind(entries []store.ListedEntry) map[store.ListedKind][]Item {
+	out := map[store.ListedKind][]Item{store.KindResource: {}, store.KindResourceTemplate: {}, store.KindPrompt: {}}
+	for _, e := range entries {
+		out[e.Kind] = append(out[e.Kind], ItemOf(e))
+	}
+	return out
+}
+
+// Resources serves GET /api/v1/servers/:id/resources:
+// {"resources": [...], "resource_templates": [...]}. notFound maps the
+// store's errors to answers.
+func Resources(r Reader, notFound func(error) error) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		entries, err := r.Listed(c.Request().Context(), c.Param("id"))
+		if err != nil {
+			return notFound(err)
+		}
+		g := byKind(entries)
+		return c.JSON(http.StatusOK, map[string][]Item{"resources": g[store.KindResource], "resource_templates": g[store.KindResourceTemplate]})
+	}
+}
+
+// Prompts serves GET /api/v1/servers/:id/prompts: {"prompts": [...]}.
+func Prompts(r Reader, notFound func(error) error) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		entries, err := r.Listed(c.Request().Context(), c.Param("id"))
+		if err != nil {
+			return notFound(err)
+		}
+		return c.JSON(http.StatusOK, map[string][]Item{"prompts": byKind(entries)[store.KindPrompt]})
+	}
+}
+
+// PolicyForm serves POST /servers/:id/listed-policy (kind, key,
+// policy): it sets the policy of one prompt or resource template and
+// goes back to the server page.
+func PolicyForm(st Setter, notFound func(error) error) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		kind, p := store.ListedKind(c.FormValue("kind")), store.Policy(c.FormValue("policy"))
+		if kind != store.KindPrompt && kind != store.KindResourceTemplate {
+			return echo.NewHTTPError(http.StatusUnprocessableEntity, "kind must be prompt or resource_template")
+		}
+		if !p.Valid() {
+			return echo.NewHTTPError(http.StatusUnprocessableEntity, "policy must be allow, ask or deny")
+		}
+		id := c.Param("id")
+		ref := store.ListedRef{ServerID: id, Kind: kind, Key: c.FormValue("key")}
+		if _, err := st.SetListedPolicy(c.Request().Context(), ref, p, "dashboard"); err != nil {
+			return notFound(err)
+		}
+		return c.Redirect(http.StatusSeeOther, "/servers/"+id)
+	}
+}
+
+// Items reads the server page's rows of server id.
+func Items(ctx context.Context, r Reader, id string) ([]views.ListedItem, error) {
+	entries, err := r.Listed(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]views.ListedItem, 0, len(entries))
+	for _, e := range entries {
+		it := views.ListedItem{Kind: string(e.Kind), Key: e.Key, Name: e.Name, Title: e.Title, Description: e.Description,
+			MIMEType: e.MIMEType, State: string(e.State), Problems: e.Problems, Policy: string(e.Policy.Policy), Effective: string(e.Effective)}
+		if e.Size != nil {
+			it.Size = strconv.FormatInt(*e.Size, 10) + " bytes"
+		}
+		for _, a := range e.Arguments {
+			it.Arguments = append(it.Arguments, views.ListedArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
