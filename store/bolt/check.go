@@ -173,6 +173,12 @@ func readAll(tx *bbolt.Tx) error {
 			crc32.ChecksumIEEE(k) // reads the key
 			if v != nil {
 				crc32.ChecksumIEEE(v) // reads the value, whatever it is
+				// A key the walk lists must be found by its key too: a
+				// damaged branch page can send a lookup astray while the
+				// leaves still list the key.
+				if got := b.Get(k); !bytes.Equal(got, v) {
+					return fmt.Errorf("%s/%q: listed, but not found by its key", path, k)
+				}
 				if decode != nil {
 					values <- value{where: func() string { return fmt.Sprintf("%s/%q", path, k) }, v: v, decode: decode}
 				}
