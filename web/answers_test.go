@@ -249,6 +249,7 @@ type apiCall struct {
 	Session     string    `json:"session"`
 	Client      string    `json:"client"`
 	ConnectedAs string    `json:"connected_as"`
+	Profile     string    `json:"profile"`
 	ServerID    string    `json:"server_id"`
 	Tool        string    `json:"tool"`
 	AgentName   string    `json:"agent_name"`
@@ -271,6 +272,7 @@ type apiClient struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
 	CreatedAt   string `json:"created_at"`
+	Profile     string `json:"profile"`
 	Fingerprint string `json:"fingerprint"`
 	// State is connected, seen or never; the rest is what the agent
 	// declared with the token last.
