@@ -35,6 +35,17 @@ type ProfileServer struct {
 	Tools    []ProfileToolChoice
 }
 
+// Picked reports whether a tool of the server is chosen or has an
+// override: its tools are shown open.
+func (s ProfileServer) Picked() bool {
+	for _, t := range s.Tools {
+		if t.Chosen || t.Override != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // ProfileToolChoice is a tool in the picker: Key names it in the form
 // (server id, a space, tool name); Policy is its effective policy now,
 // Override the profile's ("" for none).
