@@ -196,6 +196,26 @@ func TestProfileOffers(t *testing.T) {
 			t.Errorf("audited = %+v; want approved by the API under strict", call)
 		}
 	})
+	t.Run("a call approved after its profile denied the tool is refused", func(t *testing.T) {
+		e := e.in(t)
+		done := make(chan error, 1)
+		go func() { _, err := strict.call("beta__read", map[string]any{}); done <- err }()
+		var id string
+		waitFor(t, 5*time.Second, "the approval waiting", func() bool {
+			if a := e.approvals(); len(a) == 1 {
+				id = a[0].ID
+			}
+			return id != ""
+		})
+		wantStatus(t, e.api(http.MethodPut, "/api/v1/profiles/strict", map[string]any{"name": "Strict", "mode": "tools",
+			"tools":     []map[string]string{{"server_id": "alpha", "tool": "odd.name-v2"}, {"server_id": "beta", "tool": "read"}},
+			"overrides": []map[string]string{{"server_id": "beta", "tool": "read", "policy": "deny"}}}), http.StatusOK)
+		wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "approve"}), http.StatusOK)
+		if err := <-done; err == nil || !strings.Contains(err.Error(), `while the call waited: the profile "strict" of this client stopped offering the tool`) {
+			t.Errorf("call approved after the profile denied it = %v; want refused", err)
+		}
+		e.waitCall(6)
+	})
 	t.Run("list_changed reaches only the clients whose view changed", func(t *testing.T) {
 		e := e.in(t)
 		stop, err := modern.ListenAsync(context.Background(), mcp.SubscriptionFilter{ToolsListChanged: true}, func(err error) { t.Errorf("listen: %v", err) })

@@ -178,11 +178,14 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 			// The person may have changed the tool or its server while
 			// the call waited.
 			again, againSrv, _, reason, err := e.lookup(ctx, cr.AgentName)
+			profile, perr := e.profile(cr.Profile)
 			switch {
-			case err != nil:
+			case err != nil || perr != nil:
 				return nil, refuse(bySwitch, "the tool could not be read again after the approval")
 			case reason != "":
 				return nil, refuse(bySwitch, "while the call waited: "+reason)
+			case !profile.Includes(ref) || profile.Policy(ref, again.Effective) == store.PolicyDeny:
+				return nil, refuse(bySwitch, fmt.Sprintf("while the call waited: the profile %q of this client stopped offering the tool", profile.ID))
 			case again.Policy.Pin != entry.Policy.Pin || againSrv.ConfigHash() != srv.ConfigHash():
 				return nil, refuse(bySwitch, "the tool or its server changed while the call waited")
 			}
