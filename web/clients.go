@@ -43,12 +43,9 @@ func (s *Server) handleAPIConnect(c echo.Context) error {
 		return err
 	}
 	token, ct, err := s.mcp.Connect(c.Request().Context(), body.Name, body.Profile)
-	switch {
-	case errors.Is(err, gateway.ErrClientName):
-		return validationError(map[string]string{"name": err.Error()})
-	case errors.Is(err, gateway.ErrClientProfile):
-		return validationError(map[string]string{"profile": err.Error()})
-	case err != nil:
+	if field := gateway.ConnectField(err); field != "" {
+		return validationError(map[string]string{field: err.Error()})
+	} else if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, map[string]any{"client": apijson.ClientOf(ct, s.mcp.ClientUse(ct.ID)), "token": token})
@@ -72,7 +69,7 @@ func (s *Server) handleConnectForm(c echo.Context) error {
 	}
 	status := http.StatusCreated
 	switch {
-	case errors.Is(err, gateway.ErrClientName), errors.Is(err, gateway.ErrClientProfile):
+	case gateway.ConnectField(err) != "":
 		v.ClientError, v.ClientName, status = err.Error(), c.FormValue("name"), http.StatusUnprocessableEntity
 	case err != nil:
 		return err

@@ -276,9 +276,15 @@ func TestProfilePages(t *testing.T) {
 	if got := testIDText(t, parseHTML(t, bad.Body.String()), "error-id"); !strings.Contains(got, "an id is") {
 		t.Errorf("bad id error = %q", got)
 	}
+	tab := e.openTab(b)
 	rec := b.post("/profiles", url.Values{"id": {"pick"}, "name": {"Picked"}, "mode": {"tools"},
 		"tool": {"alpha read", "beta read"}, "override": {"", "ask alpha read"}})
 	wantStatus(t, rec, http.StatusSeeOther)
+	tab.until(t, 5*time.Second, "the profiles list told to reload", func(ev sseEvent) bool { return ev.name == "profiles" })
+	live := parseHTML(t, b.get("/profiles").Body.String())
+	if list := mustOne(t, live, "#profiles"); list.AttrOr("hx-trigger", "") != "sse:profiles queue:last" || list.Find(testID("profile-row")).Length() != 2 {
+		t.Errorf("profiles list = %q rows %d; want it reloading on the profiles event, with pick", list.AttrOr("hx-trigger", ""), list.Find(testID("profile-row")).Length())
+	}
 	if loc := rec.Header().Get("Location"); loc != "/profiles/pick" {
 		t.Fatalf("created, redirected to %q", loc)
 	}

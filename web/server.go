@@ -321,7 +321,8 @@ func (s *Server) storeChanged(c store.Change) {
 	s.refresh.Poke()
 	s.mcp.StoreChanged(c)
 	if c.Profile != "" {
-		return // no server's
+		s.hub.Publish(signal(views.EventProfiles)) // no server's change
+		return
 	}
 	if c.Deleted || c.Created {
 		s.hub.Publish(signal(views.EventServers))

@@ -24,6 +24,18 @@ var ErrClientName = errors.New("a connected client needs a name of 1 to 100 char
 // ErrClientProfile is Connect's refusal of a profile there is none of.
 var ErrClientProfile = errors.New("there is no such profile")
 
+// ConnectField is the input field a refusal of Connect is about ("name"
+// or "profile"), or "" for any other error.
+func ConnectField(err error) string {
+	switch {
+	case errors.Is(err, ErrClientName):
+		return "name"
+	case errors.Is(err, ErrClientProfile):
+		return "profile"
+	}
+	return ""
+}
+
 // Connect makes a token for the client named name, of the profile with
 // the id given ("" or store.DefaultProfile for the default), and keeps
 // its hash: the token is returned once, never again.
