@@ -177,7 +177,7 @@ func (w questionWriter) Write(p []byte) (int, error) {
 	if bytes.Contains(p, []byte(approvalMeta)) {
 		w.e.noteQuestions(p)
 	}
-	if w.listChanged != nil && bytes.Contains(p, listChangedEvent) && !w.listChanged() {
+	if w.listChanged != nil && isListChanged(p) && !w.listChanged() {
 		return len(p), nil
 	}
 	return w.ResponseWriter.Write(p)

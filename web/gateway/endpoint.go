@@ -605,7 +605,7 @@ func (e *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, req rpcRe
 	if err != nil {
 		return err
 	}
-	if failed := e.checkModern(r.Header, req, o); failed != nil {
+	if failed := e.checkModern(r.Header, req, o.view(profileOf(r.Context())).tools); failed != nil {
 		if req.Method == string(mcp.MethodToolsList) || req.Method == string(mcp.MethodToolsCall) {
 			return writeRPCError(w, r, true, req.ID, *failed)
 		}
@@ -732,10 +732,11 @@ type rpcError struct {
 // server/protocol.go, mcp.ValidateStandardHeaders), so that what this
 // endpoint answers itself is refused exactly when mcp-go would refuse it;
 // TestMCPModernChecksAsMCPGo holds the two together. It also checks a
-// call's Mcp-Param headers against the offered tool's inputSchema
-// (SEP-2243), which mcp-go cannot: the tools registered with it carry no
-// schema. nil means the request is valid.
-func (e *Endpoint) checkModern(h http.Header, req rpcRequest, o *offer) *rpcError {
+// call's Mcp-Param headers against the inputSchema of the tool offered
+// (tools: the agent's view, by agent name) (SEP-2243), which mcp-go
+// cannot: the tools registered with it carry no schema. nil means the
+// request is valid.
+func (e *Endpoint) checkModern(h http.Header, req rpcRequest, tools map[string]json.RawMessage) *rpcError {
 	headerVersion, metaVersion := h.Get(mcp.HeaderProtocolVersion), req.Params.Meta.ProtocolVersion()
 	switch {
 	case h.Get(mcp.HeaderLastEventID) != "":
@@ -755,7 +756,7 @@ func (e *Endpoint) checkModern(h http.Header, req rpcRequest, o *offer) *rpcErro
 	if err := mcp.ValidateStandardHeaders(h.Get, metaVersion, mcp.MCPMethod(req.Method), req.RawParams); err != nil {
 		return &rpcError{Code: mcp.HEADER_MISMATCH, Message: err.Error()}
 	}
-	if schema, offered := o.tools[req.Params.Name]; offered && req.Method == string(mcp.MethodToolsCall) {
+	if schema, offered := tools[req.Params.Name]; offered && req.Method == string(mcp.MethodToolsCall) {
 		lookup := func(name string) (string, bool) {
 			v := h.Values(name)
 			if len(v) == 0 {

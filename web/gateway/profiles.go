@@ -13,6 +13,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/switchboard-dev/switchboard/store"
 )
 
@@ -144,6 +146,30 @@ func (e *Endpoint) Preview(id string) (tools []OfferedTool, ok bool, err error) 
 // listChangedEvent is how a notifications/tools/list_changed event reads
 // in the SSE mcp-go writes (one Write per event).
 var listChangedEvent = []byte(`"method":"notifications/tools/list_changed"`)
+
+// isListChanged reports whether p, written to an agent's stream, is a
+// notifications/tools/list_changed event: a data line whose message is
+// that notification itself, not a result that holds its words (a tool's
+// structured content is the upstream server's to fill).
+func isListChanged(p []byte) bool {
+	if !bytes.Contains(p, listChangedEvent) {
+		return false
+	}
+	for line := range bytes.Lines(p) {
+		data, ok := bytes.CutPrefix(line, []byte("data: "))
+		if !ok {
+			continue
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(data, &msg) == nil && len(msg.ID) == 0 && msg.Method == string(mcp.MethodNotificationToolsListChanged) {
+			return true
+		}
+	}
+	return false
+}
 
 // viewSeen is the hash of the view a session or listen stream's agent
 // was last told of (or that was current when it came).

@@ -114,3 +114,24 @@ func TestSessionViewChanged(t *testing.T) {
 		t.Error("viewSeen: want told only when the hash moved")
 	}
 }
+
+// Only the notification itself is a list change: a tool's result that
+// holds its words (in structured content, as an upstream may send) is
+// not, and is never dropped.
+func TestIsListChanged(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    string
+		want bool
+	}{
+		{"the notification", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n", true},
+		{"with params", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{}}\n\n", true},
+		{"a result holding its words", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"structuredContent\":{\"method\":\"notifications/tools/list_changed\"}}}\n\n", false},
+		{"another notification", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n", false},
+		{"no data line", `{"method":"notifications/tools/list_changed"}`, false},
+	} {
+		if got := isListChanged([]byte(tc.p)); got != tc.want {
+			t.Errorf("isListChanged(%s) = %v; want %v", tc.name, got, tc.want)
+		}
+	}
+}
