@@ -51,4 +51,21 @@ test('a profile made in the page is what its client agent sees', async ({ page, 
   const names = (await all.post({ jsonrpc: '2.0', id: 9, method: 'tools/list' })).body.result.tools.map((t: { name: string }) => t.name);
   expect(names).toEqual(expect.arrayContaining([`${a}__tool_000`, `${b}__tool_000`]));
   await request.dispose();
+
+  // Deleting asks first, and is refused while the client's token belongs
+  // to the profile; once it is revoked, the profile goes.
+  const row = () => page.locator(`[data-testid=profile-row][data-profile="${profile}"]`);
+  await page.goto('/profiles');
+  page.once('dialog', d => d.accept());
+  await row().getByTestId('delete-profile').click();
+  await expect(page.locator('body')).toContainText('revoke them (Agents) before deleting it');
+  await page.goto('/agents');
+  page.once('dialog', d => d.accept());
+  await page.locator('[data-testid=connected-client]', { hasText: 'Profiled agent' }).getByTestId('revoke-client').click();
+  await expect(page.locator('[data-testid=connected-client]', { hasText: 'Profiled agent' })).toHaveCount(0);
+  await page.goto('/profiles');
+  page.once('dialog', d => d.accept());
+  await row().getByTestId('delete-profile').click();
+  await expect(page).toHaveURL(/\/profiles$/);
+  await expect(row()).toHaveCount(0);
 });
