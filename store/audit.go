@@ -31,9 +31,12 @@ type Call struct {
 	// ConnectedAs names the connected client whose own token made the
 	// call (see ClientToken); empty for the endpoint's token.
 	ConnectedAs string `json:"connected_as,omitempty"`
-	ServerID    string `json:"server_id"`
-	Tool        string `json:"tool"`
-	AgentName   string `json:"agent_name"`
+	// Profile is the profile whose view the agent was offered
+	// (DefaultProfile for the endpoint's token); empty for Try it.
+	Profile   string `json:"profile,omitempty"`
+	ServerID  string `json:"server_id"`
+	Tool      string `json:"tool"`
+	AgentName string `json:"agent_name"`
 	// ArgsHash is the SHA-256 of the arguments as received.
 	ArgsHash string `json:"args_hash"`
 	Pin      string `json:"pin,omitempty"`

@@ -11,9 +11,12 @@ import (
 // (its own, so it can be revoked alone and its calls are named in the
 // call log). The store keeps its hash, never the token.
 type ClientToken struct {
-	ID        string    `json:"id"`   // random, short; names it in URLs
-	Name      string    `json:"name"` // the client, as the person knows it: "Claude Desktop"
-	Hash      string    `json:"hash"` // see HashToken
+	ID   string `json:"id"`   // random, short; names it in URLs
+	Name string `json:"name"` // the client, as the person knows it: "Claude Desktop"
+	Hash string `json:"hash"` // see HashToken
+	// Profile is the id of the profile whose view the client is offered;
+	// empty for DefaultProfile.
+	Profile   string    `json:"profile,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 }
 

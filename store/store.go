@@ -9,7 +9,7 @@
 // same ones: a backend reads the records a rule needs, applies it, and
 // writes what it returns, in one transaction. The contract is a handful of
 // small interfaces by role (Catalog, Servers, Verifications, Policies,
-// Audit, Credentials, Sessions, Changes); Store is all of them.
+// Audit, Credentials, Profiles, Sessions, Changes); Store is all of them.
 // store/bolt is the embedded backend; store/storetest is the suite every
 // backend passes.
 package store
@@ -160,12 +160,35 @@ type Credentials interface {
 	LatestGrant(ctx context.Context, id string) (g Grant, ok bool, err error)
 	// DeleteGrants forgets every grant of the server.
 	DeleteGrants(ctx context.Context, id string) error
-	// AddClientToken keeps a connected client's token (its hash).
+	// AddClientToken keeps a connected client's token (its hash);
+	// ErrProfileNotFound if it belongs to a profile there is none of.
 	AddClientToken(ctx context.Context, ct ClientToken) error
 	// ClientTokens is the connected clients' tokens, oldest first.
 	ClientTokens(ctx context.Context) ([]ClientToken, error)
 	// RevokeClientToken forgets one; ErrNotFound if there is none by id.
 	RevokeClientToken(ctx context.Context, id string) error
+}
+
+// Profiles keeps the profiles agents' tokens belong to (see Profile).
+// Their changes move the revision, and subscribers hear of them as a
+// Change with Profile set.
+type Profiles interface {
+	// Profile is the profile with the id; the built-in Default for
+	// DefaultProfile; ErrProfileNotFound if there is none.
+	Profile(ctx context.Context, id string) (Profile, error)
+	// Profiles is every profile, Default first, then the others by id.
+	Profiles(ctx context.Context) ([]Profile, error)
+	// CreateProfile stores a new profile (ErrProfileExists if the id is
+	// taken, ErrProfileBuiltIn for DefaultProfile); its UpdatedAt is its
+	// CreatedAt.
+	CreateProfile(ctx context.Context, p Profile) error
+	// UpdateProfile replaces a profile, keeping its CreatedAt;
+	// ErrProfileNotFound, or ErrProfileBuiltIn.
+	UpdateProfile(ctx context.Context, p Profile) error
+	// DeleteProfile removes a profile no connected client's token
+	// belongs to: ErrProfileInUse if one does, ErrProfileBuiltIn for the
+	// default, ErrProfileNotFound if there is none.
+	DeleteProfile(ctx context.Context, id string) error
 }
 
 // Sessions keeps the dashboard's browser sessions by the hash of their
@@ -207,6 +230,7 @@ type Store interface {
 	Listings
 	Audit
 	Credentials
+	Profiles
 	Sessions
 	Changes
 	Close() error
@@ -232,4 +256,7 @@ type Change struct {
 	Tools bool
 	// History is set when a verification was added to its history.
 	History bool
+	// Profile names the profile a change of profiles touched (ServerID
+	// is then empty).
+	Profile string
 }

@@ -46,6 +46,8 @@ type AgentsView struct {
 	Clients                 []ConnectedClient
 	NewToken, NewTokenFor   string
 	ClientError, ClientName string
+	// Profiles are the profiles a new token can belong to.
+	Profiles []Option
 	// ConnectClients are the clients Switchboard writes itself into;
 	// Connect is a previewed change, Connected one written.
 	ConnectClients     []Option
@@ -62,6 +64,7 @@ type ConnectView struct {
 // it (since Switchboard started).
 type ConnectedClient struct {
 	ID, Name string
+	Profile  string // its profile's id
 	Created  time.Time
 	// State is "connected" (now), "seen" (at LastSeen) or "never".
 	State    string

@@ -14,6 +14,9 @@ const (
 	EventUpstreams = "upstreams"
 	// EventVerifyAll carries the progress of the latest "Verify all".
 	EventVerifyAll = "verify-all"
+	// EventProfiles: a profile was made, changed or deleted; the
+	// Profiles list reloads.
+	EventProfiles = "profiles"
 )
 
 // RowEvent carries a server's cells in the list.

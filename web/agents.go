@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/internal/apijson"
+	"github.com/switchboard-dev/switchboard/web/internal/profiles"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
@@ -67,8 +69,11 @@ func (s *Server) agentsView(c echo.Context) (views.AgentsView, error) {
 	}
 	for _, ct := range clients {
 		u := s.mcp.ClientUse(ct.ID)
-		v.Clients = append(v.Clients, views.ConnectedClient{ID: ct.ID, Name: ct.Name, Created: ct.CreatedAt,
+		v.Clients = append(v.Clients, views.ConnectedClient{ID: ct.ID, Name: ct.Name, Created: ct.CreatedAt, Profile: cmp.Or(ct.Profile, store.DefaultProfile),
 			State: u.State, LastSeen: u.LastSeen, Protocol: u.Protocol, Agent: u.Client, Sessions: u.Sessions})
+	}
+	if v.Profiles, err = profiles.Options(ctx, s.store); err != nil {
+		return views.AgentsView{}, err
 	}
 	for _, cl := range serverconfig.Clients {
 		v.ConnectClients = append(v.ConnectClients, views.Option{Value: cl.Key, Title: cl.Name})

@@ -249,6 +249,7 @@ type apiCall struct {
 	Session     string    `json:"session"`
 	Client      string    `json:"client"`
 	ConnectedAs string    `json:"connected_as"`
+	Profile     string    `json:"profile"`
 	ServerID    string    `json:"server_id"`
 	Tool        string    `json:"tool"`
 	AgentName   string    `json:"agent_name"`
@@ -271,6 +272,7 @@ type apiClient struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
 	CreatedAt   string `json:"created_at"`
+	Profile     string `json:"profile"`
 	Fingerprint string `json:"fingerprint"`
 	// State is connected, seen or never; the rest is what the agent
 	// declared with the token last.
@@ -337,8 +339,48 @@ type apiImportResult struct {
 	Servers []string `json:"servers"`
 }
 
+// apiProfile is a profile (GET /api/v1/profiles/:id).
+type apiProfile struct {
+	ID        string       `json:"id"`
+	Name      string       `json:"name"`
+	Mode      string       `json:"mode"`
+	Servers   []string     `json:"servers"`
+	Tools     []apiToolRef `json:"tools"`
+	Overrides []struct {
+		ServerID string `json:"server_id"`
+		Tool     string `json:"tool"`
+		Policy   string `json:"policy"`
+	} `json:"overrides"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type apiToolRef struct {
+	ServerID string `json:"server_id"`
+	Tool     string `json:"tool"`
+}
+
+// apiOfferedTool is a tool a profile offers (its preview).
+type apiOfferedTool struct {
+	AgentName       string `json:"agent_name"`
+	ServerID        string `json:"server_id"`
+	Tool            string `json:"tool"`
+	Title           string `json:"title"`
+	EffectivePolicy string `json:"effective_policy"`
+}
+
 // The envelopes the answers come in.
 type (
+	profileAnswer struct {
+		Profile apiProfile `json:"profile"`
+	}
+	profilesAnswer struct {
+		Profiles []apiProfile `json:"profiles"`
+	}
+	previewAnswer struct {
+		Profile string           `json:"profile"`
+		Tools   []apiOfferedTool `json:"tools"`
+	}
 	jobAnswer struct {
 		Job apiJob `json:"job"`
 	}

@@ -36,14 +36,15 @@ func (s *Server) handleAPIClients(c echo.Context) error {
 // client and its token, which is never shown again.
 func (s *Server) handleAPIConnect(c echo.Context) error {
 	var body struct {
-		Name string `json:"name"`
+		Name    string `json:"name"`
+		Profile string `json:"profile"`
 	}
 	if err := decodeJSON(c, 4096, &body); err != nil {
 		return err
 	}
-	token, ct, err := s.mcp.Connect(c.Request().Context(), body.Name)
-	if errors.Is(err, gateway.ErrClientName) {
-		return validationError(map[string]string{"name": err.Error()})
+	token, ct, err := s.mcp.Connect(c.Request().Context(), body.Name, body.Profile)
+	if field := gateway.ConnectField(err); field != "" {
+		return validationError(map[string]string{field: err.Error()})
 	} else if err != nil {
 		return err
 	}
@@ -61,14 +62,14 @@ func (s *Server) handleAPIDisconnect(c echo.Context) error {
 // handleConnectForm serves POST /agents/clients: a token for a client
 // named in the form, shown once on the Agents page.
 func (s *Server) handleConnectForm(c echo.Context) error {
-	token, ct, err := s.mcp.Connect(c.Request().Context(), c.FormValue("name"))
+	token, ct, err := s.mcp.Connect(c.Request().Context(), c.FormValue("name"), c.FormValue("profile"))
 	v, verr := s.agentsView(c)
 	if verr != nil {
 		return verr
 	}
 	status := http.StatusCreated
 	switch {
-	case errors.Is(err, gateway.ErrClientName):
+	case gateway.ConnectField(err) != "":
 		v.ClientError, v.ClientName, status = err.Error(), c.FormValue("name"), http.StatusUnprocessableEntity
 	case err != nil:
 		return err
@@ -122,7 +123,7 @@ func (s *Server) handleConnect(c echo.Context) error {
 	if p, err := s.connectPlan(c, key, ""); err != nil || store.HashToken(string(p.Before)) != c.FormValue("before") {
 		return s.handleConnectPreview(c) // changed since the preview: show it again
 	}
-	token, ct, err := s.mcp.Connect(ctx, client.Name)
+	token, ct, err := s.mcp.Connect(ctx, client.Name, "")
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/profiles"
 )
 
 // apiError is an error with a status and a message fit to show, and
@@ -40,9 +41,12 @@ func (s *Server) handleError(err error, c echo.Context) {
 	status, msg, fields := http.StatusInternalServerError, internalMessage, map[string]string(nil)
 	var ae *apiError
 	var he *echo.HTTPError
+	var pe *profiles.Error
 	switch {
 	case errors.As(err, &ae):
 		status, msg, fields = ae.Status, ae.Message, ae.Fields
+	case errors.As(err, &pe):
+		status, msg, fields = pe.Status, pe.Message, pe.Fields
 	case errors.As(err, &he):
 		status = he.Code
 		if m, ok := he.Message.(string); ok {

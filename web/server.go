@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-dev/switchboard/web/internal/conns"
 	"github.com/switchboard-dev/switchboard/web/internal/held"
 	"github.com/switchboard-dev/switchboard/web/internal/hub"
+	"github.com/switchboard-dev/switchboard/web/internal/profiles"
 	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 	"github.com/switchboard-dev/switchboard/web/internal/session"
 	"github.com/switchboard-dev/switchboard/web/internal/signin"
@@ -99,6 +100,7 @@ type Server struct {
 	watches  *refresh.Watches
 	verifier *discovery.Verifier
 	mcp      *gateway.Endpoint
+	profiles *profiles.Handlers
 	try      *tryit.Service
 	held     *held.Map[heldImport] // previewed imports
 	tokens   *signin.Keeper
@@ -198,7 +200,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 		s.hub.Close()
 		return nil, err
 	}
-	s.mcp = mcp
+	s.mcp, s.profiles = mcp, &profiles.Handlers{Store: st, Offer: mcp, Page: s.page, Render: render}
 	s.try = tryit.New(tryit.Deps{Store: st, Call: mcp.Try, Publish: func(event string, data []byte) {
 		s.hub.Publish(&sse.Event{Event: []byte(event), Data: data})
 	}})
@@ -318,6 +320,10 @@ func signal(name string) *sse.Event { return &sse.Event{Event: []byte(name), Dat
 func (s *Server) storeChanged(c store.Change) {
 	s.refresh.Poke()
 	s.mcp.StoreChanged(c)
+	if c.Profile != "" {
+		s.hub.Publish(signal(views.EventProfiles)) // no server's change
+		return
+	}
 	if c.Deleted || c.Created {
 		s.hub.Publish(signal(views.EventServers))
 		if c.Deleted {

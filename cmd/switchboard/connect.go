@@ -23,13 +23,15 @@ import (
 // for `switchboard connect` and `disconnect`, beside the database.
 func apiTokenPath(dbPath string) string { return dbPath + ".api-token" }
 
-const connectUsage = `usage: switchboard connect CLIENT [--dry-run] [-addr HOST:PORT] [-db PATH] [-config PATH]
+const connectUsage = `usage: switchboard connect CLIENT [--dry-run] [-profile ID] [-addr HOST:PORT] [-db PATH] [-config PATH]
        switchboard disconnect CLIENT [--dry-run] [-addr HOST:PORT] [-db PATH] [-config PATH]
 
 connect writes Switchboard's entry into the client's own config file (a
 backup of the file first, everything else in it kept as written) with a
 token of the client's own, made by the running dashboard; the diff is
-shown. disconnect removes the entry and revokes its token. CLIENT is one of:
+shown; -profile gives the token a profile (what its agent is offered: see
+the Profiles page; the default offers everything). disconnect removes the
+entry and revokes its token. CLIENT is one of:
   claude-code     ~/.claude.json (Claude Code's user scope), over HTTP
   claude-desktop  claude_desktop_config.json, through switchboard mcp
   cursor          ~/.cursor/mcp.json, over HTTP
@@ -52,6 +54,7 @@ func connectCmd(ctx context.Context, args []string, getenv func(string) string, 
 	fs.StringVar(&addr, "addr", addr, "the dashboard's address, as given to serve (env SWITCHBOARD_ADDR)")
 	dbPath := fs.String("db", cmpOr(getenv("SWITCHBOARD_DB"), defaultDBPath(runtime.GOOS, getenv)), "the dashboard's database, beside which it keeps a generated API token (env SWITCHBOARD_DB)")
 	config := fs.String("config", "", "the client's config file, if not where the client keeps it")
+	profile := fs.String("profile", "", "the profile of the client's token (connect only; the default if empty)")
 	// The client comes first; flags may follow it.
 	var key string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -89,10 +92,10 @@ func connectCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if remove {
 		return disconnect(ctx, client, path, api, *dryRun, stdout, stderr)
 	}
-	return connect(ctx, client, path, addr, api, *dryRun, stdout, stderr)
+	return connect(ctx, client, path, addr, *profile, api, *dryRun, stdout, stderr)
 }
 
-func connect(ctx context.Context, c serverconfig.Client, path, addr string, api *dashboardAPI, dryRun bool, stdout, stderr io.Writer) error {
+func connect(ctx context.Context, c serverconfig.Client, path, addr, profile string, api *dashboardAPI, dryRun bool, stdout, stderr io.Writer) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("connect: where is this switchboard? %w", err)
@@ -111,7 +114,7 @@ func connect(ctx context.Context, c serverconfig.Client, path, addr string, api 
 		Client struct{ ID string } `json:"client"`
 		Token  string              `json:"token"`
 	}
-	if err := api.do(ctx, http.MethodPost, "/api/v1/clients", map[string]any{"name": c.Name}, http.StatusCreated, &made); err != nil {
+	if err := api.do(ctx, http.MethodPost, "/api/v1/clients", map[string]any{"name": c.Name, "profile": profile}, http.StatusCreated, &made); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
 	ep.Token = made.Token

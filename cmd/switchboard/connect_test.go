@@ -199,6 +199,21 @@ func TestConnectAndDisconnect(t *testing.T) {
 		if got, _ := os.ReadFile(path); string(got) != `{"mcpServers": {` {
 			t.Errorf("a broken file was written")
 		}
+		os.Remove(path)
+		if _, _, err := cli("connect", "cursor", "-profile", "nope"); err == nil || !strings.Contains(err.Error(), "no such profile") {
+			t.Errorf("connect -profile nope = %v; want the dashboard's refusal", err)
+		}
+		d.api(t, http.MethodPost, "/api/v1/profiles", map[string]any{"id": "picked", "name": "Picked", "mode": "all"}, http.StatusCreated)
+		if _, _, err := cli("connect", "cursor", "-profile", "picked"); err != nil {
+			t.Fatalf("connect -profile picked = %v", err)
+		}
+		var list struct {
+			Clients []struct{ Name, Profile string } `json:"clients"`
+		}
+		json.Unmarshal(d.api(t, http.MethodGet, "/api/v1/clients", nil, http.StatusOK), &list)
+		if n := len(list.Clients); n == 0 || list.Clients[n-1].Profile != "picked" {
+			t.Errorf("clients after connect -profile picked = %+v; want the newest of profile picked", list.Clients)
+		}
 		var out, errb bytes.Buffer
 		err := run(context.Background(), []string{"connect", "claude-code"}, env(map[string]string{"HOME": home, "SWITCHBOARD_DB": db, "SWITCHBOARD_ADDR": "127.0.0.1:1"}), nil, &out, &errb)
 		if err == nil || !strings.Contains(err.Error(), "switchboard serve") {

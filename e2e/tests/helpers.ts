@@ -144,10 +144,11 @@ export async function startOwnSwitchboard(port: number, name: string, opts: { ho
 // agent is.
 export class Agent {
   session = '';
-  constructor(private request: APIRequestContext) {}
+  // token is the endpoint's own unless a client's own is given.
+  constructor(private request: APIRequestContext, private token: string = MCP_TOKEN) {}
   async post(body: unknown) {
     const headers: Record<string, string> = {
-      Authorization: `Bearer ${MCP_TOKEN}`,
+      Authorization: `Bearer ${this.token}`,
       'Content-Type': 'application/json',
       Accept: 'application/json, text/event-stream',
     };

@@ -160,6 +160,8 @@ test('every page fits a phone and a laptop, light and dark, with no serious acce
     ['changes', '/servers/records/changes'],
     ['import', '/import'],
     ['agents', '/agents'],
+    ['profiles', '/profiles'],
+    ['profile-new', '/profiles/new'],
     ['try', `/tools/${tryAgent}`],
   ]);
 });

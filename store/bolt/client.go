@@ -24,6 +24,9 @@ func (db *DB) AddClientToken(ctx context.Context, ct store.ClientToken) error {
 		if b.Get([]byte(ct.ID)) != nil {
 			return fmt.Errorf("a client token with id %q exists", ct.ID)
 		}
+		if ct.Profile != "" && ct.Profile != store.DefaultProfile && tx.Bucket(bucketProfiles).Get([]byte(ct.Profile)) == nil {
+			return store.ErrProfileNotFound
+		}
 		return putJSON(b, []byte(ct.ID), ct)
 	})
 }

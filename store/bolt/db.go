@@ -31,8 +31,8 @@ import (
 
 // SchemaVersion is the layout version this code reads and writes.
 // Version 2 added the approved tool definitions and the history; 3 the
-// agent names; 4 the browser sessions.
-const SchemaVersion = 4
+// agent names; 4 the browser sessions; 5 the profiles.
+const SchemaVersion = 5
 
 // Bucket names. Tools and policies hold one nested bucket per server id,
 // keyed by tool name, so that a re-verification rewriting tools never
@@ -218,7 +218,7 @@ func (db *DB) init(checked bool) error {
 		if meta := tx.Bucket(bucketMeta); !checked && meta != nil && meta.Get(keyOpen) != nil {
 			return errUnclean
 		}
-		for _, name := range append([][]byte{bucketMeta, bucketServers, bucketDiscovery, bucketAudit, bucketSessions}, perServerBuckets...) {
+		for _, name := range append([][]byte{bucketMeta, bucketServers, bucketDiscovery, bucketAudit, bucketSessions, bucketProfiles}, perServerBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
@@ -282,6 +282,13 @@ func migrate(tx *bbolt.Tx, have int) error {
 		// none. The bucket is made above, as for a new file.
 		if _, err := tx.CreateBucketIfNotExists(bucketSessions); err != nil {
 			return fmt.Errorf("migrate to schema 4: %w", err)
+		}
+	}
+	if have < 5 {
+		// Profiles are new in schema 5; the bucket is made above, as
+		// for a new file.
+		if _, err := tx.CreateBucketIfNotExists(bucketProfiles); err != nil {
+			return fmt.Errorf("migrate to schema 5: %w", err)
 		}
 	}
 	return nil

@@ -53,6 +53,8 @@ func Run(t *testing.T, b Backend) {
 		{"MCPTokenKeptAndRotated", testMCPTokenKeptAndRotated},
 		{"Grants", testGrants},
 		{"ClientTokens", testClientTokens},
+		{"Profiles", testProfiles},
+		{"ProfileInUse", testProfileInUse},
 		{"BrowserSessions", testBrowserSessions},
 		{"Revision", testRevision},
 		{"NewToolPolicyFollowsAnnotations", testNewToolPolicyFollowsAnnotations},

@@ -167,11 +167,18 @@ func (e *Endpoint) alwaysAllow(ctx context.Context, ref store.ToolRef, by string
 type questionWriter struct {
 	http.ResponseWriter
 	e *Endpoint
+	// listChanged, if set, says whether a notifications/tools/list_changed
+	// is to reach the agent (its view changed); one that is not to is
+	// dropped.
+	listChanged func() bool
 }
 
 func (w questionWriter) Write(p []byte) (int, error) {
 	if bytes.Contains(p, []byte(approvalMeta)) {
 		w.e.noteQuestions(p)
+	}
+	if w.listChanged != nil && isListChanged(p) && !w.listChanged() {
+		return len(p), nil
 	}
 	return w.ResponseWriter.Write(p)
 }

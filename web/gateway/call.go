@@ -37,8 +37,11 @@ type callRequest struct {
 	Session, Client string
 	// ConnectedAs names the connected client whose token made the call.
 	ConnectedAs string
-	AgentName   string
-	Args        any
+	// Profile is the profile of the token that made the call (see
+	// profiles.go); empty for Try it, which sees what the default sees.
+	Profile   string
+	AgentName string
+	Args      any
 	// ApprovedBy, if set, is the person who started the call (Try it):
 	// an ask tool needs no other approval.
 	ApprovedBy string
@@ -68,7 +71,7 @@ func (e *Endpoint) Try(ctx context.Context, agentName string, args any) (*mcp.Ca
 
 // handleCall is the mcp-go handler of every offered tool.
 func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	cr := callRequest{AgentName: req.Params.Name, Args: req.Params.Arguments, Retry: req.Params.MultiRoundTripParams, ConnectedAs: connectedAs(ctx)}
+	cr := callRequest{AgentName: req.Params.Name, Args: req.Params.Arguments, Retry: req.Params.MultiRoundTripParams, ConnectedAs: connectedAs(ctx), Profile: profileOf(ctx)}
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		cr.Session, cr.Client = statelessSession, clientName(info.ClientInfo)
 		cr.Modern = true
@@ -93,7 +96,7 @@ func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mc
 // server an error saying what failed.
 func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolResult, err error) {
 	start := time.Now()
-	rec := store.Call{At: start.UTC(), Session: cr.Session, Client: cr.Client, ConnectedAs: cr.ConnectedAs, AgentName: cr.AgentName, ArgsHash: argsHash(cr.Args)}
+	rec := store.Call{At: start.UTC(), Session: cr.Session, Client: cr.Client, ConnectedAs: cr.ConnectedAs, Profile: cr.Profile, AgentName: cr.AgentName, ArgsHash: argsHash(cr.Args)}
 	defer func() {
 		if res != nil && res.NeedsInput() {
 			return // the call's answer is to come (see askPerson)
@@ -131,8 +134,22 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 	if srv.RecordArgs { // refused or not: what was asked for (see args.go)
 		rec.Arguments, rec.ArgumentsTruncated = recordedArgs(cr.Args, e.deps.Target(srv).Redactor(srv.OAuthSettings().ClientSecret))
 	}
-	if reason != "" {
+	profile, err := e.profile(cr.Profile)
+	if err != nil {
+		return nil, errors.New("Switchboard could not read the tool; its log has the details")
+	}
+	ref := store.ToolRef{ServerID: entry.ServerID, Tool: entry.Name}
+	switch {
+	case !profile.Includes(ref): // as if there were no such tool
+		return nil, refuse(bySwitch, fmt.Sprintf("no tool is offered as %q", cr.AgentName))
+	case reason != "":
 		return nil, refuse(by, reason)
+	}
+	if p := profile.Policy(ref, entry.Effective); p != entry.Effective {
+		if p == store.PolicyDeny {
+			return nil, refuse(byPolicy, fmt.Sprintf("the profile %q of this client denies the tool", profile.ID))
+		}
+		entry.Effective, rec.Reason = p, fmt.Sprintf("the profile %q asks for this tool", profile.ID)
 	}
 	rec.Decision, rec.DecidedBy = store.DecisionAllowed, byPolicy
 	if entry.Effective == store.PolicyAsk {
@@ -161,11 +178,14 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 			// The person may have changed the tool or its server while
 			// the call waited.
 			again, againSrv, _, reason, err := e.lookup(ctx, cr.AgentName)
+			profile, perr := e.profile(cr.Profile)
 			switch {
-			case err != nil:
+			case err != nil || perr != nil:
 				return nil, refuse(bySwitch, "the tool could not be read again after the approval")
 			case reason != "":
 				return nil, refuse(bySwitch, "while the call waited: "+reason)
+			case !profile.Includes(ref) || profile.Policy(ref, again.Effective) == store.PolicyDeny:
+				return nil, refuse(bySwitch, fmt.Sprintf("while the call waited: the profile %q of this client stopped offering the tool", profile.ID))
 			case again.Policy.Pin != entry.Policy.Pin || againSrv.ConfigHash() != srv.ConfigHash():
 				return nil, refuse(bySwitch, "the tool or its server changed while the call waited")
 			}

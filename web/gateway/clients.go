@@ -21,15 +21,36 @@ const maxClientName = 100
 // ErrClientName is Connect's refusal of an empty or overlong name.
 var ErrClientName = errors.New("a connected client needs a name of 1 to 100 characters")
 
-// Connect makes a token for the client named name and keeps its hash:
-// the token is returned once, never again.
-func (e *Endpoint) Connect(ctx context.Context, name string) (string, store.ClientToken, error) {
+// ErrClientProfile is Connect's refusal of a profile there is none of.
+var ErrClientProfile = errors.New("there is no such profile")
+
+// ConnectField is the input field a refusal of Connect is about ("name"
+// or "profile"), or "" for any other error.
+func ConnectField(err error) string {
+	switch {
+	case errors.Is(err, ErrClientName):
+		return "name"
+	case errors.Is(err, ErrClientProfile):
+		return "profile"
+	}
+	return ""
+}
+
+// Connect makes a token for the client named name, of the profile with
+// the id given ("" or store.DefaultProfile for the default), and keeps
+// its hash: the token is returned once, never again.
+func (e *Endpoint) Connect(ctx context.Context, name, profile string) (string, store.ClientToken, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || utf8.RuneCountInString(name) > maxClientName || !utf8.ValidString(name) {
 		return "", store.ClientToken{}, ErrClientName
 	}
 	token, ct := store.NewClientToken(name, time.Now())
-	if err := e.st.AddClientToken(ctx, ct); err != nil {
+	if profile != store.DefaultProfile {
+		ct.Profile = profile
+	}
+	if err := e.st.AddClientToken(ctx, ct); errors.Is(err, store.ErrProfileNotFound) {
+		return "", store.ClientToken{}, ErrClientProfile
+	} else if err != nil {
 		return "", store.ClientToken{}, err
 	}
 	return token, ct, e.loadClients(ctx)

@@ -128,6 +128,9 @@ type offer struct {
 	// tools holds the inputSchema of each tool, by agent name (for the
 	// Mcp-Param headers of a 2026-07-28 call).
 	tools map[string]json.RawMessage
+	// views is each profile's view of it, by profile id (see
+	// profiles.go).
+	views map[string]*view
 }
 
 // offeredTool is a tool as the offer holds it: its definition for the
@@ -141,8 +144,10 @@ type offeredTool struct {
 type Store interface {
 	Server(ctx context.Context, id string) (store.Server, error)
 	Summary(ctx context.Context, id string) (store.Summary, error)
+	Summaries(ctx context.Context) ([]store.Summary, error)
 	Catalog(ctx context.Context, fn func(*store.Summary, store.ToolEntry) error) (revision string, err error)
 	Revision() string
+	Profiles(ctx context.Context) ([]store.Profile, error)
 	ToolByAgentName(ctx context.Context, agentName string) (store.ToolEntry, *store.Tool, error)
 	SetPolicy(ctx context.Context, ref store.ToolRef, p store.Policy, by string) (store.ToolEntry, error)
 	AppendCalls(ctx context.Context, calls []store.Call) error
@@ -263,6 +268,7 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 		if cs := server.ClientSessionFromContext(ctx); cs != nil {
 			ct, _ := connectedClient(ctx)
 			e.sessions.initialized(cs.SessionID(), ct.ID, res.ProtocolVersion, clientName(&req.Params.ClientInfo))
+			e.sessions.noteView(cs.SessionID(), e.viewHash(profileOf(ctx)))
 		}
 	})
 	e.srv = server.NewMCPServer(mcpServerName, mcpServerVersion,
@@ -391,8 +397,10 @@ func (e *Endpoint) keepToken(tok string) {
 // rebuild it themselves (see current).
 func (e *Endpoint) StoreChanged(c store.Change) {
 	ctx := context.Background()
-	if srv, err := e.st.Server(ctx, c.ServerID); err != nil || !srv.Enabled || !srv.LaunchConfirmedNow() {
-		e.pool.Stop(c.ServerID) // deleted, disabled, or its launch awaits a person
+	if c.ServerID != "" { // not a profile's change
+		if srv, err := e.st.Server(ctx, c.ServerID); err != nil || !srv.Enabled || !srv.LaunchConfirmedNow() {
+			e.pool.Stop(c.ServerID) // deleted, disabled, or its launch awaits a person
+		}
 	}
 	select {
 	case e.rebuild <- struct{}{}:
@@ -416,7 +424,8 @@ func (e *Endpoint) current() (*offer, error) {
 		return nil, err
 	}
 	old := e.offer.Swap(o)
-	if old == nil || old.hash != o.hash {
+	switch {
+	case old == nil || old.hash != o.hash:
 		tools := make([]server.ServerTool, 0, len(o.tools))
 		for name := range o.tools {
 			tools = append(tools, server.ServerTool{
@@ -425,8 +434,11 @@ func (e *Endpoint) current() (*offer, error) {
 			})
 		}
 		// Tells every agent the list changed: each session, and each
-		// subscriptions/listen stream that asked for tools.
+		// subscriptions/listen stream that asked for tools, whose view
+		// changed (see viewChanged).
 		e.srv.SetTools(tools...)
+	case viewsChanged(old, o):
+		e.srv.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
 	}
 	return o, nil
 }
@@ -444,6 +456,7 @@ func (e *Endpoint) build() (*offer, error) {
 	var list bytes.Buffer
 	list.WriteByte('[')
 	used := make(map[string]offeredTool, len(e.canonical))
+	var entries []offerEntry
 	rev, err := e.st.Catalog(ctx, func(sum *store.Summary, t store.ToolEntry) error {
 		if !offerable(sum, t) {
 			return nil
@@ -463,10 +476,19 @@ func (e *Endpoint) build() (*offer, error) {
 		}
 		list.Write(tool.def)
 		o.tools[t.AgentName] = tool.inputSchema
+		entries = append(entries, offerEntry{tool: OfferedTool{AgentName: t.AgentName, ServerID: t.ServerID, Tool: t.Name, Title: t.Title, Policy: t.Effective}, def: tool})
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	profiles, err := e.st.Profiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o.views = make(map[string]*view, len(profiles))
+	for _, p := range profiles {
+		o.views[p.ID] = buildView(p, entries)
 	}
 	list.WriteByte(']')
 	e.canonical = used // what is no longer offered is forgotten
@@ -566,7 +588,10 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 	if r.Method == http.MethodGet { // a session's stream, open as long as the agent is there
 		defer e.sessions.streaming(r.Header.Get(server.HeaderKeySessionID))()
 	}
-	e.h.ServeHTTP(questionWriter{w, e}, r)
+	sid := r.Header.Get(server.HeaderKeySessionID)
+	e.h.ServeHTTP(questionWriter{ResponseWriter: w, e: e, listChanged: func() bool {
+		return e.sessions.viewChanged(sid, e.viewHash(profileOf(r.Context())))
+	}}, r)
 	return nil
 }
 
@@ -580,7 +605,7 @@ func (e *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, req rpcRe
 	if err != nil {
 		return err
 	}
-	if failed := e.checkModern(r.Header, req, o); failed != nil {
+	if failed := e.checkModern(r.Header, req, o.view(profileOf(r.Context())).tools); failed != nil {
 		if req.Method == string(mcp.MethodToolsList) || req.Method == string(mcp.MethodToolsCall) {
 			return writeRPCError(w, r, true, req.ID, *failed)
 		}
@@ -592,6 +617,8 @@ func (e *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, req rpcRe
 			defer e.sessions.listening(client)()
 			defer e.sessions.tokenListening(ct.ID)()
 			r = e.endWithEndpoint(r)
+			seen := &viewSeen{last: e.viewHash(profileOf(r.Context()))}
+			w = questionWriter{ResponseWriter: w, e: e, listChanged: func() bool { return seen.changed(e.viewHash(profileOf(r.Context()))) }}
 		} else {
 			e.sessions.seen(client)
 		}
@@ -639,10 +666,10 @@ func (e *Endpoint) answer(w http.ResponseWriter, r *http.Request, req rpcRequest
 			return true, writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS,
 				Message: "invalid cursor: Switchboard lists every tool in one page"})
 		}
-		return true, e.writeList(w, req.ID, from.modern)
+		return true, e.writeList(w, req.ID, from.modern, profileOf(r.Context()))
 	case string(mcp.MethodToolsCall):
 		if o, err := e.current(); err == nil {
-			if _, offered := o.tools[req.Params.Name]; !offered {
+			if _, offered := o.view(profileOf(r.Context())).tools[req.Params.Name]; !offered {
 				return true, e.refuseCall(w, r, req, from)
 			}
 		}
@@ -705,10 +732,11 @@ type rpcError struct {
 // server/protocol.go, mcp.ValidateStandardHeaders), so that what this
 // endpoint answers itself is refused exactly when mcp-go would refuse it;
 // TestMCPModernChecksAsMCPGo holds the two together. It also checks a
-// call's Mcp-Param headers against the offered tool's inputSchema
-// (SEP-2243), which mcp-go cannot: the tools registered with it carry no
-// schema. nil means the request is valid.
-func (e *Endpoint) checkModern(h http.Header, req rpcRequest, o *offer) *rpcError {
+// call's Mcp-Param headers against the inputSchema of the tool offered
+// (tools: the agent's view, by agent name) (SEP-2243), which mcp-go
+// cannot: the tools registered with it carry no schema. nil means the
+// request is valid.
+func (e *Endpoint) checkModern(h http.Header, req rpcRequest, tools map[string]json.RawMessage) *rpcError {
 	headerVersion, metaVersion := h.Get(mcp.HeaderProtocolVersion), req.Params.Meta.ProtocolVersion()
 	switch {
 	case h.Get(mcp.HeaderLastEventID) != "":
@@ -728,7 +756,7 @@ func (e *Endpoint) checkModern(h http.Header, req rpcRequest, o *offer) *rpcErro
 	if err := mcp.ValidateStandardHeaders(h.Get, metaVersion, mcp.MCPMethod(req.Method), req.RawParams); err != nil {
 		return &rpcError{Code: mcp.HEADER_MISMATCH, Message: err.Error()}
 	}
-	if schema, offered := o.tools[req.Params.Name]; offered && req.Method == string(mcp.MethodToolsCall) {
+	if schema, offered := tools[req.Params.Name]; offered && req.Method == string(mcp.MethodToolsCall) {
 		lookup := func(name string) (string, bool) {
 			v := h.Values(name)
 			if len(v) == 0 {
@@ -781,7 +809,7 @@ func (e *Endpoint) refuseCall(w http.ResponseWriter, r *http.Request, req rpcReq
 	if !from.modern {
 		client = e.sessions.client(from.session)
 	}
-	res, err := e.call(r.Context(), callRequest{Session: from.session, Client: client, ConnectedAs: connectedAs(r.Context()),
+	res, err := e.call(r.Context(), callRequest{Session: from.session, Client: client, ConnectedAs: connectedAs(r.Context()), Profile: profileOf(r.Context()),
 		AgentName: req.Params.Name, Args: req.Params.Arguments})
 	if err != nil {
 		return writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: err.Error()})
@@ -815,13 +843,14 @@ func listHead(modern bool) []byte {
 	return bytes.TrimSuffix(b, []byte(`[]}`))
 }
 
-// writeList answers a tools/list request from the offer, writing its
-// encoded list as it is.
-func (e *Endpoint) writeList(w http.ResponseWriter, id json.RawMessage, modern bool) error {
+// writeList answers a tools/list request from the profile's view of the
+// offer, writing its encoded list as it is.
+func (e *Endpoint) writeList(w http.ResponseWriter, id json.RawMessage, modern bool, profile string) error {
 	o, err := e.current()
 	if err != nil {
 		return err
 	}
+	list := o.view(profile).list
 	head := append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...)
 	result := sessionListHead
 	if modern {
@@ -829,9 +858,9 @@ func (e *Endpoint) writeList(w http.ResponseWriter, id json.RawMessage, modern b
 	}
 	tail := []byte(`}}`)
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(result)+len(o.list)+len(tail)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(result)+len(list)+len(tail)))
 	w.WriteHeader(http.StatusOK)
-	for _, b := range [][]byte{head, result, o.list, tail} {
+	for _, b := range [][]byte{head, result, list, tail} {
 		if _, err := w.Write(b); err != nil {
 			return nil // the agent went away
 		}

@@ -45,6 +45,9 @@ type Session struct {
 	// streams (see streaming).
 	tokenID string
 	streams int
+	// view is the hash of the view its agent was last told of (see
+	// viewChanged).
+	view string
 }
 
 // StatelessClient is a 2026-07-28 client, by the name its requests give.
@@ -260,3 +263,27 @@ func (e *Endpoint) Sessions() []Session { return e.sessions.list() }
 // StatelessClients is the 2026-07-28 clients seen in the last hour (or
 // listening), most recently used first.
 func (e *Endpoint) StatelessClients() []StatelessClient { return e.sessions.statelessList() }
+
+// viewChanged reports whether session id's agent is to hear that the
+// list changed, its view's hash being now (true for a session not live:
+// nothing is known of it).
+func (m *mcpSessions) viewChanged(id, now string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.live[id]
+	if !ok {
+		return true
+	}
+	changed := s.view != now
+	s.view = now
+	return changed
+}
+
+// noteView records the hash of the view session id started with.
+func (m *mcpSessions) noteView(id, hash string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.live[id]; ok {
+		s.view = hash
+	}
+}

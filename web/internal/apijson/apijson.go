@@ -5,6 +5,7 @@
 package apijson
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
@@ -237,6 +238,8 @@ type Client struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
+	// Profile is the id of the profile whose view the client is offered.
+	Profile string `json:"profile"`
 	// Fingerprint is the start of the token's SHA-256, by which a program
 	// holding the token finds its client (see `switchboard disconnect`).
 	Fingerprint string `json:"fingerprint"`
@@ -252,7 +255,7 @@ type Client struct {
 
 // ClientOf is ct, used as u says, as API answers give it.
 func ClientOf(ct store.ClientToken, u gateway.ClientUse) Client {
-	return Client{ID: ct.ID, Name: ct.Name, CreatedAt: ct.CreatedAt, Fingerprint: ct.Hash[:12], State: u.State,
+	return Client{ID: ct.ID, Name: ct.Name, CreatedAt: ct.CreatedAt, Profile: cmp.Or(ct.Profile, store.DefaultProfile), Fingerprint: ct.Hash[:12], State: u.State,
 		LastSeenAt: u.LastSeen, ProtocolVersion: u.Protocol, ClientInfo: u.Client, Sessions: u.Sessions}
 }
 

@@ -1,0 +1,84 @@
+package views
+
+import "github.com/a-h/templ"
+
+// ProfilesView is the Profiles page: each profile with how many tools
+// it offers now and how many connected clients belong to it.
+type ProfilesView struct {
+	Profiles []ProfileRow
+}
+
+// ProfileRow is one profile in the list.
+type ProfileRow struct {
+	ID, Name, Mode string
+	BuiltIn        bool
+	Offered        int
+	Clients        int
+}
+
+// ProfileFormView is a profile's form (new, or editing ID) with what it
+// offers now (Preview, when saved) and the person's input and its
+// errors by field when saving failed.
+type ProfileFormView struct {
+	Edit     bool
+	ID, Name string
+	Mode     string
+	Servers  []ProfileServer
+	Errors   map[string]string
+	Preview  []ProfileTool
+}
+
+// ProfileServer is a server in the form's picker, with its tools.
+type ProfileServer struct {
+	ID, Name string
+	Chosen   bool
+	Tools    []ProfileToolChoice
+}
+
+// Picked reports whether a tool of the server is chosen or has an
+// override: its tools are shown open.
+func (s ProfileServer) Picked() bool {
+	for _, t := range s.Tools {
+		if t.Chosen || t.Override != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// ProfileToolChoice is a tool in the picker: Key names it in the form
+// (server id, a space, tool name); Policy is its effective policy now,
+// Override the profile's ("" for none).
+type ProfileToolChoice struct {
+	Name, Key        string
+	Chosen           bool
+	Policy, Override string
+}
+
+// ProfileTool is a tool a profile offers now, as its agents see it.
+type ProfileTool struct {
+	AgentName, ServerID, Tool, Policy string
+}
+
+// profileModes are the form's modes with their titles.
+var profileModes = []Option{
+	{Value: "all", Title: "Everything offered"},
+	{Value: "servers", Title: "The tools of chosen servers"},
+	{Value: "tools", Title: "Chosen tools"},
+}
+
+func modeTitle(mode string) string {
+	for _, m := range profileModes {
+		if m.Value == mode {
+			return m.Title
+		}
+	}
+	return mode
+}
+
+func profileAction(f ProfileFormView) templ.SafeURL {
+	if f.Edit {
+		return templ.SafeURL("/profiles/" + f.ID)
+	}
+	return "/profiles"
+}

@@ -1,0 +1,281 @@
+package gateway
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// Each connected client's token belongs to a profile (store.Profile): a
+// view of the offer. The offer holds one view per profile, built with
+// it: the tools the profile takes, each under the stricter of its
+// effective policy and the profile's override, those denied left out.
+// tools/list answers with the view of the request's token, a call of a
+// tool outside the view is refused as a call of an unknown tool, and a
+// notifications/tools/list_changed reaches a session or listen stream
+// only when the view of its token changed (see viewChanged).
+
+// view is what one profile's agents are offered.
+type view struct {
+	profile store.Profile
+	list    []byte // the JSON array of tool objects
+	hash    string // of list
+	tools   map[string]json.RawMessage
+	offered []OfferedTool
+}
+
+// OfferedTool is a tool as a profile offers it (see Endpoint.Preview).
+type OfferedTool struct {
+	AgentName string       `json:"agent_name"`
+	ServerID  string       `json:"server_id"`
+	Tool      string       `json:"tool"`
+	Title     string       `json:"title,omitempty"`
+	Policy    store.Policy `json:"effective_policy"`
+}
+
+// offerEntry is one offered tool, as the build found it.
+type offerEntry struct {
+	tool OfferedTool
+	def  offeredTool
+}
+
+// buildView is the view of profile p of the offered entries.
+func buildView(p store.Profile, entries []offerEntry) *view {
+	v := &view{profile: p, tools: map[string]json.RawMessage{}, offered: []OfferedTool{}}
+	var list bytes.Buffer
+	list.WriteByte('[')
+	for _, en := range entries {
+		ref := store.ToolRef{ServerID: en.tool.ServerID, Tool: en.tool.Tool}
+		pol := p.Policy(ref, en.tool.Policy)
+		if !p.Includes(ref) || pol == store.PolicyDeny {
+			continue
+		}
+		if len(v.tools) > 0 {
+			list.WriteByte(',')
+		}
+		list.Write(en.def.def)
+		v.tools[en.tool.AgentName] = en.def.inputSchema
+		t := en.tool
+		t.Policy = pol
+		v.offered = append(v.offered, t)
+	}
+	list.WriteByte(']')
+	v.list = list.Bytes()
+	sum := sha256.Sum256(v.list)
+	v.hash = hex.EncodeToString(sum[:])
+	return v
+}
+
+// view is the view of the profile with the id ("" is the default): one
+// that offers nothing if there is no such profile (a token's profile
+// cannot be deleted, so only until the tokens are read again).
+func (o *offer) view(id string) *view {
+	if v, ok := o.views[cmp.Or(id, store.DefaultProfile)]; ok {
+		return v
+	}
+	return &view{profile: store.Profile{ID: id, Mode: store.ProfileTools}, list: []byte("[]"), tools: map[string]json.RawMessage{}, offered: []OfferedTool{}}
+}
+
+// viewsChanged reports whether a profile's view differs between two
+// offers.
+func viewsChanged(old, o *offer) bool {
+	if len(old.views) != len(o.views) {
+		return true
+	}
+	for id, v := range o.views {
+		if ov, ok := old.views[id]; !ok || ov.hash != v.hash {
+			return true
+		}
+	}
+	return false
+}
+
+// profileOf is the id of the profile of the token that made the request
+// in ctx: the connected client's, or the default.
+func profileOf(ctx context.Context) string {
+	ct, _ := connectedClient(ctx)
+	return cmp.Or(ct.Profile, store.DefaultProfile)
+}
+
+// profile is the profile with the id as the current offer has it; the
+// default for "" (Try it).
+func (e *Endpoint) profile(id string) (store.Profile, error) {
+	o, err := e.current()
+	if err != nil {
+		return store.Profile{}, err
+	}
+	return o.view(id).profile, nil
+}
+
+// viewHash is the hash of the current view of the profile ("" if the
+// store cannot be read).
+func (e *Endpoint) viewHash(profile string) string {
+	o, err := e.current()
+	if err != nil {
+		return ""
+	}
+	return o.view(profile).hash
+}
+
+// Preview is what the profile with the id offers now, in the offer's
+// order (by server, then tool); ok false if there is no such profile.
+func (e *Endpoint) Preview(id string) (tools []OfferedTool, ok bool, err error) {
+	o, err := e.current()
+	if err != nil {
+		return nil, false, err
+	}
+	v, ok := o.views[id]
+	if !ok {
+		return nil, false, nil
+	}
+	return v.offered, true, nil
+}
+
+// listChangedEvent is how a notifications/tools/list_changed event reads
+// in the SSE mcp-go writes (one Write per event).
+var listChangedEvent = []byte(`"method":"notifications/tools/list_changed"`)
+
+// isListChanged reports whether p, written to an agent's stream, is a
+// notifications/tools/list_changed event: a data line whose message is
+// that notification itself, not a result that holds its words (a tool's
+// structured content is the upstream server's to fill).
+func isListChanged(p []byte) bool {
+	if !bytes.Contains(p, listChangedEvent) {
+		return false
+	}
+	for line := range bytes.Lines(p) {
+		data, ok := bytes.CutPrefix(line, []byte("data: "))
+		if !ok {
+			continue
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(data, &msg) == nil && len(msg.ID) == 0 && msg.Method == string(mcp.MethodNotificationToolsListChanged) {
+			return true
+		}
+	}
+	return false
+}
+
+// viewSeen is the hash of the view a session or listen stream's agent
+// was last told of (or that was current when it came).
+type viewSeen struct {
+	mu   sync.Mutex
+	last string
+}
+
+// changed reports, for a list_changed event to write, whether the agent
+// is to be told, its view's hash being now.
+func (s *viewSeen) changed(now string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == now {
+		return false
+	}
+	s.last = now
+	return true
+}
+
+// Profile input limits.
+const maxProfileName = 100
+
+// CheckProfile checks a profile a person wrote against the catalog now,
+// and returns what is wrong with it by field (id, name, mode, servers,
+// tools, overrides), or nil: a slug id, a name, a known mode; chosen
+// servers and tools that exist; overrides of ask or deny, each of a tool
+// of the view and stricter than its effective policy now.
+func (e *Endpoint) CheckProfile(ctx context.Context, p store.Profile) (map[string]string, error) {
+	bad := map[string]string{}
+	switch {
+	case p.ID == store.DefaultProfile:
+		bad["id"] = "the default profile is built in; choose another id"
+	case !store.ValidProfileID(p.ID):
+		bad["id"] = "an id is 1 to 32 of a-z, 0-9 and -, starting with a letter or digit"
+	}
+	if name := strings.TrimSpace(p.Name); name == "" || utf8.RuneCountInString(name) > maxProfileName || !utf8.ValidString(name) {
+		bad["name"] = "a profile needs a name of 1 to 100 characters"
+	}
+	servers := map[string]bool{}
+	effective := map[store.ToolRef]store.Policy{}
+	if _, err := e.st.Catalog(ctx, func(sum *store.Summary, t store.ToolEntry) error {
+		servers[sum.Server.ID] = true
+		effective[store.ToolRef{ServerID: t.ServerID, Tool: t.Name}] = t.Effective
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	sums, err := e.st.Summaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sums {
+		servers[s.Server.ID] = true
+	}
+	switch p.Mode {
+	case store.ProfileAll:
+	case store.ProfileServers:
+		if len(p.Servers) == 0 {
+			bad["servers"] = "choose at least one server"
+		}
+		for _, id := range p.Servers {
+			if !servers[id] {
+				bad["servers"] = fmt.Sprintf("there is no server %q", id)
+				break
+			}
+		}
+	case store.ProfileTools:
+		if len(p.Tools) == 0 {
+			bad["tools"] = "choose at least one tool"
+		}
+		for _, ref := range p.Tools {
+			if _, ok := effective[ref]; !ok {
+				bad["tools"] = fmt.Sprintf("there is no tool %q on server %q", ref.Tool, ref.ServerID)
+				break
+			}
+		}
+	default:
+		bad["mode"] = `the mode is "all", "servers" or "tools"`
+	}
+	refs := make([]store.ToolRef, 0, len(p.Overrides))
+	for ref := range p.Overrides {
+		refs = append(refs, ref)
+	}
+	slices.SortFunc(refs, func(a, b store.ToolRef) int {
+		return cmp.Or(strings.Compare(a.ServerID, b.ServerID), strings.Compare(a.Tool, b.Tool))
+	})
+	for _, ref := range refs {
+		pol := p.Overrides[ref]
+		now, ok := effective[ref]
+		switch {
+		case pol != store.PolicyAsk && pol != store.PolicyDeny:
+			bad["overrides"] = fmt.Sprintf("the override of %s/%s is %q; an override is ask or deny", ref.ServerID, ref.Tool, pol)
+		case !ok:
+			bad["overrides"] = fmt.Sprintf("there is no tool %q on server %q", ref.Tool, ref.ServerID)
+		case !p.Includes(ref):
+			bad["overrides"] = fmt.Sprintf("%s/%s is not in the profile's view", ref.ServerID, ref.Tool)
+		case store.Stricter(now, pol) == now:
+			bad["overrides"] = fmt.Sprintf("the override of %s/%s (%s) is not stricter than its policy now (%s)", ref.ServerID, ref.Tool, pol, now)
+		default:
+			continue
+		}
+		break
+	}
+	if len(bad) == 0 {
+		return nil, nil
+	}
+	return bad, nil
+}
