@@ -57,7 +57,7 @@ type Profile struct {
 	// Pinned are tools of the view listed as well in search mode.
 	Pinned    []ToolRef `json:"pinned,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time          `json:"updated_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // profileSlug is the syntax of a profile id (that of a server id).

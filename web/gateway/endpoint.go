@@ -534,7 +534,7 @@ func agentDefinition(t store.ToolEntry) (offeredTool, error) {
 	}
 	var description string
 	_ = json.Unmarshal(fields["description"], &description) // none, or not a string: no description
-	def, err := json.Marshal(fields) // sorted keys, as canonical JSON has them
+	def, err := json.Marshal(fields)                        // sorted keys, as canonical JSON has them
 	return offeredTool{def: def, inputSchema: fields["inputSchema"], description: description}, err
 }
 
