@@ -83,6 +83,11 @@ func joinDefs(defs [][]byte) []byte {
 // with the view's tools if they changed, and closes the Searchers of
 // profiles no longer in search mode (buildMu held).
 func (e *Endpoint) indexViews(views map[string]*view) {
+	select {
+	case <-e.quit: // closed (or closing): no index is made that closeSearchers would miss
+		return
+	default:
+	}
 	for id, v := range views {
 		if !v.profile.Search {
 			continue
