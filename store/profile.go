@@ -50,8 +50,14 @@ type Profile struct {
 	// that applies is the stricter of the override and the tool's
 	// effective policy at the time of use (see Policy).
 	Overrides map[ToolRef]Policy `json:"overrides,omitempty"`
-	CreatedAt time.Time          `json:"created_at"`
-	UpdatedAt time.Time          `json:"updated_at"`
+	// Search is search mode: the agent is offered search_tools and
+	// call_tool (and the Pinned tools) instead of the view's tools, which
+	// it finds with search_tools and calls through call_tool.
+	Search bool `json:"search,omitempty"`
+	// Pinned are tools of the view listed as well in search mode.
+	Pinned    []ToolRef `json:"pinned,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // profileSlug is the syntax of a profile id (that of a server id).
@@ -102,6 +108,8 @@ type profileJSON struct {
 	Servers   []string          `json:"servers"`
 	Tools     []toolRefJSON     `json:"tools"`
 	Overrides []profileOverride `json:"overrides"`
+	Search    bool              `json:"search"`
+	Pinned    []toolRefJSON     `json:"pinned"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
 }
@@ -115,12 +123,15 @@ type toolRefJSON struct {
 // of {server_id, tool[, policy]}, overrides in (server, tool) order.
 func (p Profile) MarshalJSON() ([]byte, error) {
 	j := profileJSON{ID: p.ID, Name: p.Name, Mode: p.Mode, Servers: p.Servers, Tools: []toolRefJSON{}, Overrides: []profileOverride{},
-		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+		Search: p.Search, Pinned: []toolRefJSON{}, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 	if j.Servers == nil {
 		j.Servers = []string{}
 	}
 	for _, r := range p.Tools {
 		j.Tools = append(j.Tools, toolRefJSON(r))
+	}
+	for _, r := range p.Pinned {
+		j.Pinned = append(j.Pinned, toolRefJSON(r))
 	}
 	for r, pol := range p.Overrides {
 		j.Overrides = append(j.Overrides, profileOverride{ServerID: r.ServerID, Tool: r.Tool, Policy: pol})
@@ -137,12 +148,15 @@ func (p *Profile) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*p = Profile{ID: j.ID, Name: j.Name, Mode: j.Mode, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
+	*p = Profile{ID: j.ID, Name: j.Name, Mode: j.Mode, Search: j.Search, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
 	if len(j.Servers) > 0 {
 		p.Servers = j.Servers
 	}
 	for _, r := range j.Tools {
 		p.Tools = append(p.Tools, ToolRef(r))
+	}
+	for _, r := range j.Pinned {
+		p.Pinned = append(p.Pinned, ToolRef(r))
 	}
 	if len(j.Overrides) > 0 {
 		p.Overrides = make(map[ToolRef]Policy, len(j.Overrides))

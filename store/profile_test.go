@@ -40,12 +40,13 @@ func TestProfileViewAndPolicy(t *testing.T) {
 
 func TestProfileJSONRoundTrip(t *testing.T) {
 	ref := ToolRef{ServerID: "a", Tool: "read"}
-	p := Profile{ID: "x", Name: "X", Mode: ProfileTools, Tools: []ToolRef{ref}, Overrides: map[ToolRef]Policy{ref: PolicyDeny, {ServerID: "a", Tool: "b"}: PolicyAsk}}
+	p := Profile{ID: "x", Name: "X", Mode: ProfileTools, Tools: []ToolRef{ref}, Overrides: map[ToolRef]Policy{ref: PolicyDeny, {ServerID: "a", Tool: "b"}: PolicyAsk},
+		Search: true, Pinned: []ToolRef{ref}}
 	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"id":"x","name":"X","mode":"tools","servers":[],"tools":[{"server_id":"a","tool":"read"}],"overrides":[{"server_id":"a","tool":"b","policy":"ask"},{"server_id":"a","tool":"read","policy":"deny"}],"created_at":"0001-01-01T00:00:00Z","updated_at":"0001-01-01T00:00:00Z"}`
+	want := `{"id":"x","name":"X","mode":"tools","servers":[],"tools":[{"server_id":"a","tool":"read"}],"overrides":[{"server_id":"a","tool":"b","policy":"ask"},{"server_id":"a","tool":"read","policy":"deny"}],"search":true,"pinned":[{"server_id":"a","tool":"read"}],"created_at":"0001-01-01T00:00:00Z","updated_at":"0001-01-01T00:00:00Z"}`
 	if string(b) != want {
 		t.Errorf("json.Marshal = %s; want %s", b, want)
 	}

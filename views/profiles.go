@@ -1,6 +1,10 @@
 package views
 
-import "github.com/a-h/templ"
+import (
+	"strings"
+
+	"github.com/a-h/templ"
+)
 
 // ProfilesView is the Profiles page: each profile with how many tools
 // it offers now and how many connected clients belong to it.
@@ -23,9 +27,11 @@ type ProfileFormView struct {
 	Edit     bool
 	ID, Name string
 	Mode     string
-	Servers  []ProfileServer
-	Errors   map[string]string
-	Preview  []ProfileTool
+	// Search is search mode (see store.Profile.Search).
+	Search  bool
+	Servers []ProfileServer
+	Errors  map[string]string
+	Preview []ProfileTool
 }
 
 // ProfileServer is a server in the form's picker, with its tools.
@@ -39,7 +45,7 @@ type ProfileServer struct {
 // override: its tools are shown open.
 func (s ProfileServer) Picked() bool {
 	for _, t := range s.Tools {
-		if t.Chosen || t.Override != "" {
+		if t.Chosen || t.Pinned || t.Override != "" {
 			return true
 		}
 	}
@@ -48,16 +54,19 @@ func (s ProfileServer) Picked() bool {
 
 // ProfileToolChoice is a tool in the picker: Key names it in the form
 // (server id, a space, tool name); Policy is its effective policy now,
-// Override the profile's ("" for none).
+// Override the profile's ("" for none); Pinned is listed in search mode.
 type ProfileToolChoice struct {
 	Name, Key        string
-	Chosen           bool
+	Chosen, Pinned   bool
 	Policy, Override string
 }
 
 // ProfileTool is a tool a profile offers now, as its agents see it.
 type ProfileTool struct {
 	AgentName, ServerID, Tool, Policy string
+	// Pinned is listed in search mode (the other tools are found with
+	// search_tools).
+	Pinned bool
 }
 
 // profileModes are the form's modes with their titles.
@@ -65,6 +74,21 @@ var profileModes = []Option{
 	{Value: "all", Title: "Everything offered"},
 	{Value: "servers", Title: "The tools of chosen servers"},
 	{Value: "tools", Title: "Chosen tools"},
+}
+
+// pinnedNote names the pinned tools of a search-mode preview, as the end
+// of a sentence ("" if none).
+func pinnedNote(tools []ProfileTool) string {
+	var names []string
+	for _, t := range tools {
+		if t.Pinned {
+			names = append(names, t.AgentName)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return ", and the pinned " + strings.Join(names, ", ")
 }
 
 func modeTitle(mode string) string {

@@ -351,8 +351,10 @@ type apiProfile struct {
 		Tool     string `json:"tool"`
 		Policy   string `json:"policy"`
 	} `json:"overrides"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Search    bool         `json:"search"`
+	Pinned    []apiToolRef `json:"pinned"`
+	CreatedAt time.Time    `json:"created_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
 }
 
 type apiToolRef struct {

@@ -300,6 +300,25 @@ func TestProfilePages(t *testing.T) {
 	if p.Mode != "servers" || !slices.Equal(p.Servers, []string{"beta"}) || len(p.Tools) != 0 {
 		t.Errorf("after the edit = %+v; want servers beta", p)
 	}
+	// Search mode on the form: a pinned tool outside the view is marked
+	// on its field; one in it is kept, and the preview says what a
+	// search-mode agent is listed.
+	bad = b.post("/profiles/pick", url.Values{"name": {"Picked"}, "mode": {"servers"}, "server": {"beta"}, "search": {"on"}, "pinned": {"alpha read"}})
+	wantStatus(t, bad, http.StatusUnprocessableEntity)
+	if got := testIDText(t, parseHTML(t, bad.Body.String()), "error-pinned"); !strings.Contains(got, "not in the profile's view") {
+		t.Errorf("pinned outside the view error = %q", got)
+	}
+	wantStatus(t, b.post("/profiles/pick", url.Values{"name": {"Picked"}, "mode": {"servers"}, "server": {"beta"}, "search": {"on"}, "pinned": {"beta read"}}), http.StatusSeeOther)
+	doc = parseHTML(t, b.get("/profiles/pick").Body.String())
+	if got := testIDText(t, doc, "profile-preview-search"); !strings.Contains(got, "search_tools and call_tool, and the pinned beta__read") {
+		t.Errorf("search-mode preview = %q; want search_tools, call_tool and the pinned beta__read", got)
+	}
+	if _, checked := mustOne(t, doc, testID("profile-search")).Attr("checked"); !checked || doc.Find(testID("preview-pinned")).Length() != 1 {
+		t.Errorf("search-mode form: search box checked %v, %d pinned in the preview; want checked, 1", checked, doc.Find(testID("preview-pinned")).Length())
+	}
+	if p := decodeAs[profileAnswer](t, e.api(http.MethodGet, "/api/v1/profiles/pick", nil)).Profile; !p.Search || len(p.Pinned) != 1 || p.Pinned[0] != (apiToolRef{ServerID: "beta", Tool: "read"}) {
+		t.Errorf("after the search-mode edit = %+v; want search, beta/read pinned", p)
+	}
 	e.secrets = slices.DeleteFunc(e.secrets, func(s string) bool { return s == testMCPToken }) // the Agents page shows it
 	agents := parseHTML(t, b.get("/agents").Body.String())
 	if opts := agents.Find(testID("client-profile") + " option"); opts.Length() != 2 {

@@ -47,7 +47,7 @@ func testProfiles(t *testing.T, be Backend) {
 
 	ref := store.ToolRef{ServerID: "a", Tool: "read"}
 	b := store.Profile{ID: "b-tools", Name: "Tools", Mode: store.ProfileTools, Tools: []store.ToolRef{ref},
-		Overrides: map[store.ToolRef]store.Policy{ref: store.PolicyAsk}, CreatedAt: At(1)}
+		Overrides: map[store.ToolRef]store.Policy{ref: store.PolicyAsk}, Search: true, Pinned: []store.ToolRef{ref}, CreatedAt: At(1)}
 	a := store.Profile{ID: "a-servers", Name: "Servers", Mode: store.ProfileServers, Servers: []string{"a"}, CreatedAt: At(2)}
 	rev := db.Revision()
 	for _, p := range []store.Profile{b, a} {

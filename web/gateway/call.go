@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/web/toolsearch"
 )
 
 // Who decides a call, as the call log and Decide name them.
@@ -42,6 +43,9 @@ type callRequest struct {
 	Profile   string
 	AgentName string
 	Args      any
+	// Searched is set for a call through call_tool, which may reach any
+	// tool of a search-mode profile's view, not only those listed.
+	Searched bool
 	// ApprovedBy, if set, is the person who started the call (Try it):
 	// an ask tool needs no other approval.
 	ApprovedBy string
@@ -85,6 +89,9 @@ func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mc
 					Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)}, Params: p})
 			}
 		}
+	}
+	if cr.AgentName == toolsearch.CallToolName {
+		cr = callThrough(cr)
 	}
 	return e.call(ctx, cr)
 }
@@ -140,7 +147,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 	}
 	ref := store.ToolRef{ServerID: entry.ServerID, Tool: entry.Name}
 	switch {
-	case !profile.Includes(ref): // as if there were no such tool
+	case !profile.Includes(ref), !cr.Searched && !listedIn(profile, ref): // as if there were no such tool
 		return nil, refuse(bySwitch, fmt.Sprintf("no tool is offered as %q", cr.AgentName))
 	case reason != "":
 		return nil, refuse(by, reason)

@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
+	"github.com/switchboard-dev/switchboard/web/toolsearch"
 )
 
 // tools/list is answered from an offer built from the store, never by
@@ -138,6 +139,7 @@ type offer struct {
 type offeredTool struct {
 	def         []byte
 	inputSchema json.RawMessage
+	description string // for search (see search.go)
 }
 
 // Store is what the gateway reads and writes in the store.
@@ -210,6 +212,10 @@ type Endpoint struct {
 	offer     atomic.Pointer[offer]
 	buildMu   sync.Mutex             // one build at a time
 	canonical map[string]offeredTool // by pin and agent name (buildMu)
+	// searchers are the search-mode profiles' indexes, by profile id, and
+	// searchRev the revision of the last one built (buildMu; search.go).
+	searchers map[string]*searchIndex
+	searchRev uint64
 
 	approvals *approvals
 	// questions holds the JSON-RPC id of each question in an agent's
@@ -246,7 +252,7 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
-	e := &Endpoint{st: deps.Store, deps: deps, log: deps.Logger, cfg: cfg, sessions: newMCPSessions(), canonical: map[string]offeredTool{},
+	e := &Endpoint{st: deps.Store, deps: deps, log: deps.Logger, cfg: cfg, sessions: newMCPSessions(), canonical: map[string]offeredTool{}, searchers: map[string]*searchIndex{},
 		authLimit: authlimit.New(), withdrawn: map[string]struct{}{}, rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 	poolCfg := cfg.Pool
 	poolCfg.OnChange = deps.UpstreamsChanged
@@ -349,6 +355,7 @@ func (e *Endpoint) Close() {
 		e.approvals.closeAll()
 		e.pool.Close()
 		e.h.Shutdown(context.Background())
+		e.closeSearchers()
 		e.audit.close()
 	})
 }
@@ -426,7 +433,10 @@ func (e *Endpoint) current() (*offer, error) {
 	old := e.offer.Swap(o)
 	switch {
 	case old == nil || old.hash != o.hash:
-		tools := make([]server.ServerTool, 0, len(o.tools))
+		tools := make([]server.ServerTool, 0, len(o.tools)+2)
+		for name, handler := range map[string]server.ToolHandlerFunc{toolsearch.SearchToolName: e.handleSearch, toolsearch.CallToolName: e.handleCall} {
+			tools = append(tools, server.ServerTool{Tool: mcp.Tool{Name: name, RawInputSchema: json.RawMessage(`{"type":"object"}`)}, Handler: handler})
+		}
 		for name := range o.tools {
 			tools = append(tools, server.ServerTool{
 				Tool:    mcp.Tool{Name: name, RawInputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -490,6 +500,7 @@ func (e *Endpoint) build() (*offer, error) {
 	for _, p := range profiles {
 		o.views[p.ID] = buildView(p, entries)
 	}
+	e.indexViews(o.views)
 	list.WriteByte(']')
 	e.canonical = used // what is no longer offered is forgotten
 	o.revision, o.list = rev, list.Bytes()
@@ -521,8 +532,10 @@ func agentDefinition(t store.ToolEntry) (offeredTool, error) {
 	if err := mcp.ValidateParamHeaderAnnotations(&mcp.Tool{Name: t.AgentName, RawInputSchema: fields["inputSchema"]}); err != nil {
 		return offeredTool{}, err
 	}
-	def, err := json.Marshal(fields) // sorted keys, as canonical JSON has them
-	return offeredTool{def: def, inputSchema: fields["inputSchema"]}, err
+	var description string
+	_ = json.Unmarshal(fields["description"], &description) // none, or not a string: no description
+	def, err := json.Marshal(fields)                        // sorted keys, as canonical JSON has them
+	return offeredTool{def: def, inputSchema: fields["inputSchema"], description: description}, err
 }
 
 // HTTPError is a request to /mcp refused before MCP: the status to

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/web/toolsearch"
 )
 
 // Each connected client's token belongs to a profile (store.Profile): a
@@ -34,6 +35,12 @@ type view struct {
 	hash    string // of list
 	tools   map[string]json.RawMessage
 	offered []OfferedTool
+	// In search mode (see search.go), list and tools are what is listed,
+	// entries every tool of the view by agent name, allHash the hash of
+	// their list and searcher the profile's index of them.
+	entries  map[string]offeredTool
+	allHash  string
+	searcher *toolsearch.Searcher
 }
 
 // OfferedTool is a tool as a profile offers it (see Endpoint.Preview).
@@ -75,6 +82,17 @@ func buildView(p store.Profile, entries []offerEntry) *view {
 	v.list = list.Bytes()
 	sum := sha256.Sum256(v.list)
 	v.hash = hex.EncodeToString(sum[:])
+	if p.Search {
+		v.allHash, v.entries = v.hash, map[string]offeredTool{}
+		var in []offerEntry
+		for _, en := range entries {
+			if _, ok := v.tools[en.tool.AgentName]; ok {
+				v.entries[en.tool.AgentName] = en.def
+				in = append(in, en)
+			}
+		}
+		searchList(v, in)
+	}
 	return v
 }
 
@@ -195,9 +213,10 @@ const maxProfileName = 100
 
 // CheckProfile checks a profile a person wrote against the catalog now,
 // and returns what is wrong with it by field (id, name, mode, servers,
-// tools, overrides), or nil: a slug id, a name, a known mode; chosen
+// tools, overrides, pinned), or nil: a slug id, a name, a known mode; chosen
 // servers and tools that exist; overrides of ask or deny, each of a tool
-// of the view and stricter than its effective policy now.
+// of the view and stricter than its effective policy now; pinned tools of
+// the view.
 func (e *Endpoint) CheckProfile(ctx context.Context, p store.Profile) (map[string]string, error) {
 	bad := map[string]string{}
 	switch {
@@ -249,6 +268,12 @@ func (e *Endpoint) CheckProfile(ctx context.Context, p store.Profile) (map[strin
 		}
 	default:
 		bad["mode"] = `the mode is "all", "servers" or "tools"`
+	}
+	for _, ref := range p.Pinned {
+		if _, ok := effective[ref]; !ok || !p.Includes(ref) || p.Policy(ref, effective[ref]) == store.PolicyDeny {
+			bad["pinned"] = fmt.Sprintf("%s/%s is not in the profile's view; a pinned tool must be", ref.ServerID, ref.Tool)
+			break
+		}
 	}
 	refs := make([]store.ToolRef, 0, len(p.Overrides))
 	for ref := range p.Overrides {

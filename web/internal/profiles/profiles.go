@@ -76,6 +76,8 @@ type input struct {
 		ref
 		Policy store.Policy `json:"policy"`
 	} `json:"overrides"`
+	Search bool  `json:"search"`
+	Pinned []ref `json:"pinned"`
 }
 
 type ref struct {
@@ -164,9 +166,12 @@ func decode(c echo.Context) (store.Profile, error) {
 	if dec.More() {
 		return store.Profile{}, &Error{Status: http.StatusBadRequest, Message: "invalid JSON body: more than one value"}
 	}
-	p := store.Profile{ID: in.ID, Name: in.Name, Mode: in.Mode, Servers: in.Servers}
+	p := store.Profile{ID: in.ID, Name: in.Name, Mode: in.Mode, Servers: in.Servers, Search: in.Search}
 	for _, r := range in.Tools {
 		p.Tools = append(p.Tools, store.ToolRef(r))
+	}
+	for _, r := range in.Pinned {
+		p.Pinned = append(p.Pinned, store.ToolRef(r))
 	}
 	for _, o := range in.Overrides {
 		if p.Overrides == nil {
@@ -338,10 +343,15 @@ func (h *Handlers) submit(c echo.Context, update bool) error {
 // tool by its key (server id, a space, tool name), an override as its
 // policy, a space and the key.
 func fromForm(form url.Values) store.Profile {
-	p := store.Profile{ID: form.Get("id"), Name: form.Get("name"), Mode: form.Get("mode"), Servers: form["server"]}
+	p := store.Profile{ID: form.Get("id"), Name: form.Get("name"), Mode: form.Get("mode"), Servers: form["server"], Search: form.Get("search") != ""}
 	for _, k := range form["tool"] {
 		if r, ok := refOf(k); ok {
 			p.Tools = append(p.Tools, r)
+		}
+	}
+	for _, k := range form["pinned"] {
+		if r, ok := refOf(k); ok {
+			p.Pinned = append(p.Pinned, r)
 		}
 	}
 	for _, v := range form["override"] {
@@ -365,7 +375,7 @@ func refOf(key string) (store.ToolRef, bool) {
 // to choose from, and for a saved profile what it offers now.
 func (h *Handlers) form(c echo.Context, status int, p store.Profile, edit bool, errs map[string]string) error {
 	ctx := c.Request().Context()
-	f := views.ProfileFormView{Edit: edit, ID: p.ID, Name: p.Name, Mode: p.Mode, Errors: errs}
+	f := views.ProfileFormView{Edit: edit, ID: p.ID, Name: p.Name, Mode: p.Mode, Search: p.Search, Errors: errs}
 	sums, err := h.Store.Summaries(ctx)
 	if err != nil {
 		return err
@@ -379,7 +389,7 @@ func (h *Handlers) form(c echo.Context, status int, p store.Profile, edit bool, 
 		r := store.ToolRef{ServerID: t.ServerID, Tool: t.Name}
 		if i, ok := index[t.ServerID]; ok && t.State != store.ToolMissing {
 			f.Servers[i].Tools = append(f.Servers[i].Tools, views.ProfileToolChoice{Name: t.Name, Key: t.ServerID + " " + t.Name,
-				Chosen: slices.Contains(p.Tools, r), Policy: string(t.Effective), Override: string(p.Overrides[r])})
+				Chosen: slices.Contains(p.Tools, r), Pinned: slices.Contains(p.Pinned, r), Policy: string(t.Effective), Override: string(p.Overrides[r])})
 		}
 		return nil
 	}); err != nil {
@@ -391,7 +401,8 @@ func (h *Handlers) form(c echo.Context, status int, p store.Profile, edit bool, 
 			return err
 		}
 		for _, t := range tools {
-			f.Preview = append(f.Preview, views.ProfileTool{AgentName: t.AgentName, ServerID: t.ServerID, Tool: t.Tool, Policy: string(t.Policy)})
+			f.Preview = append(f.Preview, views.ProfileTool{AgentName: t.AgentName, ServerID: t.ServerID, Tool: t.Tool, Policy: string(t.Policy),
+				Pinned: slices.Contains(p.Pinned, store.ToolRef{ServerID: t.ServerID, Tool: t.Tool})})
 		}
 	}
 	title := "New profile"
