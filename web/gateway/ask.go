@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -193,11 +194,7 @@ func (w questionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // noteQuestions reads the questions of waiting calls in SSE events.
 func (e *Endpoint) noteQuestions(p []byte) {
-	for line := range bytes.Lines(p) {
-		data, ok := bytes.CutPrefix(line, []byte("data: "))
-		if !ok {
-			continue
-		}
+	for data := range sseData(p) {
 		var msg struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
@@ -250,4 +247,15 @@ func (e *Endpoint) lateAnswer(session string, body []byte) bool {
 	_, ok := e.withdrawn[key]
 	delete(e.withdrawn, key)
 	return ok
+}
+
+// sseData yields the data of each "data: " line of the SSE events in p.
+func sseData(p []byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for line := range bytes.Lines(p) {
+			if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok && !yield(data) {
+				return
+			}
+		}
+	}
 }

@@ -173,11 +173,7 @@ func isListChanged(p []byte) bool {
 	if !bytes.Contains(p, listChangedEvent) {
 		return false
 	}
-	for line := range bytes.Lines(p) {
-		data, ok := bytes.CutPrefix(line, []byte("data: "))
-		if !ok {
-			continue
-		}
+	for data := range sseData(p) {
 		var msg struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
