@@ -183,6 +183,11 @@ func (db *DB) writeUnsaved() error {
 	err := db.updateMany(context.Background(), func(tx *bbolt.Tx) ([]store.Change, error) {
 		var changes []store.Change
 		for _, id := range ids {
+			// Dropped since the snapshot (its server deleted, perhaps
+			// created again under the same id): not the record's to say.
+			if us.get(id) != pending[id] {
+				continue
+			}
 			wrote, err := writeUnsavedTx(tx, id, pending[id])
 			if err != nil {
 				return nil, err
