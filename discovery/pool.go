@@ -95,14 +95,29 @@ type CallInfo struct {
 }
 
 // Call calls tool on server id, checked against the approved pin (see
-// Session.Call), through the server's session: the open one if its
-// configuration is config, else a new one opened on t within
-// initTimeout. ctx bounds the whole call, waiting for room included.
+// Session.Call), through the server's session (see Use).
 func (p *Pool) Call(ctx context.Context, id, config string, t Target, initTimeout time.Duration, tool, pin string, args any) (*mcp.CallToolResult, CallInfo, error) {
+	var res *mcp.CallToolResult
+	info, err := p.Use(ctx, id, config, t, initTimeout, func(s *Session) (err error) {
+		res, err = s.Call(ctx, tool, pin, args, p.cfg.MaxResult)
+		return err
+	})
+	return res, info, err
+}
+
+// MaxResult is the largest result a request through the pool may have
+// (PoolConfig.MaxResult, with its default).
+func (p *Pool) MaxResult() int { return p.cfg.MaxResult }
+
+// Use runs fn with server id's session: the open one if its
+// configuration is config, else a new one opened on t within
+// initTimeout. ctx bounds the whole use, waiting for room included; fn's
+// requests should be bounded by it too.
+func (p *Pool) Use(ctx context.Context, id, config string, t Target, initTimeout time.Duration, fn func(*Session) error) (CallInfo, error) {
 	var info CallInfo
 	e, opener, err := p.acquire(ctx, id, config)
 	if err != nil {
-		return nil, info, err
+		return info, err
 	}
 	defer p.release(e)
 	if opener {
@@ -121,15 +136,14 @@ func (p *Pool) Call(ctx context.Context, id, config string, t Target, initTimeou
 	case <-e.ready:
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.Canceled) {
-			return nil, info, newError(ClassCancelled, PhaseStarting, "the call was cancelled while the server started", ctx.Err())
+			return info, newError(ClassCancelled, PhaseStarting, "the call was cancelled while the server started", ctx.Err())
 		}
-		return nil, info, newError(ClassTimeout, PhaseStarting, "the server did not start before the call's deadline", ctx.Err())
+		return info, newError(ClassTimeout, PhaseStarting, "the server did not start before the call's deadline", ctx.Err())
 	}
 	if e.err != nil {
-		return nil, info, e.err
+		return info, e.err
 	}
-	res, err := e.s.Call(ctx, tool, pin, args, p.cfg.MaxResult)
-	return res, info, err
+	return info, fn(e.s)
 }
 
 // acquire finds or makes the entry of server id, counting the call in.

@@ -251,8 +251,38 @@ func (s *Session) Call(ctx context.Context, tool, pin string, args any, maxResul
 		req.Header = paramHeaders(live, args)
 	}
 	res, err := s.c.CallTool(ctx, req)
+	return checked(res, s.classify(ctx, err), maxResult)
+}
+
+// ReadResource reads a resource, by its URI as the server knows it. What
+// the server lists is checked when it is verified, not here: a resource's
+// contents are the server's to change, as a tool's results are. ctx,
+// maxResult and the errors are as for Call.
+func (s *Session) ReadResource(ctx context.Context, uri string, maxResult int) (*mcp.ReadResourceResult, error) {
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	s.run.tally.forget()
+	res, err := s.c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+	return checked(res, s.classify(ctx, err), maxResult)
+}
+
+// GetPrompt gets a prompt with its arguments, by its name as the server
+// knows it; as ReadResource.
+func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]string, maxResult int) (*mcp.GetPromptResult, error) {
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	s.run.tally.forget()
+	res, err := s.c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: name, Arguments: args}})
+	return checked(res, s.classify(ctx, err), maxResult)
+}
+
+// checked is a request's result, or its error (already classified), or a
+// too_large *Error if res's JSON is over maxResult bytes (when positive).
+func checked[T any](res *T, err error, maxResult int) (*T, error) {
 	if err != nil {
-		return nil, s.classify(ctx, err)
+		return nil, err
 	}
 	if maxResult > 0 {
 		b, err := json.Marshal(res)
@@ -266,9 +296,12 @@ func (s *Session) Call(ctx context.Context, tool, pin string, args any, maxResul
 	return res, nil
 }
 
-// classify turns a failed request into an *Error, preferring why the
+// classify turns a failed request into an *Error (nil stays nil), preferring why the
 // session ended if it did.
 func (s *Session) classify(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
 	if ended := s.Err(); ended != nil {
 		return ended
 	}

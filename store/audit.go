@@ -33,9 +33,16 @@ type Call struct {
 	ConnectedAs string `json:"connected_as,omitempty"`
 	// Profile is the profile whose view the agent was offered
 	// (DefaultProfile for the endpoint's token); empty for Try it.
-	Profile   string `json:"profile,omitempty"`
-	ServerID  string `json:"server_id"`
-	Tool      string `json:"tool"`
+	Profile string `json:"profile,omitempty"`
+	// Method is what the agent asked for: MethodCallTool (also when
+	// empty, as in records written before resources and prompts were
+	// routed), MethodReadResource or MethodGetPrompt.
+	Method   string `json:"method,omitempty"`
+	ServerID string `json:"server_id"`
+	// Tool is the tool's name on its server; for a resource read, the
+	// resource's URI there, and for a prompt, its name there.
+	Tool string `json:"tool"`
+	// AgentName is the name (or URI) the agent asked for.
 	AgentName string `json:"agent_name"`
 	// ArgsHash is the SHA-256 of the arguments as received.
 	ArgsHash string `json:"args_hash"`
@@ -58,6 +65,13 @@ type Call struct {
 	Arguments          string `json:"arguments,omitempty"`
 	ArgumentsTruncated bool   `json:"arguments_truncated,omitempty"`
 }
+
+// The methods a Call records.
+const (
+	MethodCallTool     = "tools/call"
+	MethodReadResource = "resources/read"
+	MethodGetPrompt    = "prompts/get"
+)
 
 // NewMCPToken is a new random token for the MCP endpoint.
 func NewMCPToken() string {

@@ -81,6 +81,10 @@ type Listings interface {
 	// their policies, by kind then key: ErrNotFound if the server does
 	// not exist, empty if none was ever listed.
 	Listed(ctx context.Context, id string) ([]ListedEntry, error)
+	// ListedCatalog calls fn with every server's listed entries, each
+	// with its server and discovery record, in one read, and returns the
+	// revision they were read at (see Catalog).
+	ListedCatalog(ctx context.Context, fn func(*Summary, ListedEntry) error) (revision string, err error)
 	// SetListedPolicy records a person's policy for one entry (see
 	// ApplyPolicy); ErrNotFound, or ErrToolNotFound for no such entry.
 	SetListedPolicy(ctx context.Context, ref ListedRef, p Policy, by string) (ListedEntry, error)

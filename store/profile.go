@@ -83,6 +83,20 @@ func (p Profile) Includes(ref ToolRef) bool {
 	return true // ProfileAll, and the zero Profile
 }
 
+// IncludesServer reports whether the profile's view takes the
+// resources and prompts of the server with the id: every server's for
+// ProfileAll, its servers' for ProfileServers, and none for ProfileTools
+// (a view of chosen tools is exactly those tools).
+func (p Profile) IncludesServer(id string) bool {
+	switch p.Mode {
+	case ProfileServers:
+		return slices.Contains(p.Servers, id)
+	case ProfileTools:
+		return false
+	}
+	return true
+}
+
 // Policy is the policy that applies to ref under the profile, when its
 // effective policy is effective: the stricter of the two.
 func (p Profile) Policy(ref ToolRef, effective Policy) Policy {

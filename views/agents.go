@@ -19,8 +19,11 @@ type Approval struct {
 	ServerID    string
 	ServerName  string
 	Tool        string
-	AgentName   string
-	Args        string // pretty JSON
+	// Verb is what the agent asks to do: "call" (a tool), "read the
+	// resource", "get the prompt".
+	Verb      string
+	AgentName string
+	Args      string // pretty JSON
 	// InClient is set when the person is asked in the agent's client
 	// too (MCP elicitation): the first answer wins.
 	InClient bool

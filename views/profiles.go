@@ -32,6 +32,15 @@ type ProfileFormView struct {
 	Servers []ProfileServer
 	Errors  map[string]string
 	Preview []ProfileTool
+	// PreviewListed is the resources, resource templates and prompts it
+	// offers now.
+	PreviewListed []ProfileEntry
+}
+
+// ProfileEntry is a resource, resource template or prompt a profile
+// offers, under Name.
+type ProfileEntry struct {
+	Kind, Name, ServerID, Policy string
 }
 
 // ProfileServer is a server in the form's picker, with its tools.

@@ -250,6 +250,7 @@ type apiCall struct {
 	Client      string    `json:"client"`
 	ConnectedAs string    `json:"connected_as"`
 	Profile     string    `json:"profile"`
+	Method      string    `json:"method"`
 	ServerID    string    `json:"server_id"`
 	Tool        string    `json:"tool"`
 	AgentName   string    `json:"agent_name"`
@@ -382,6 +383,13 @@ type (
 	previewAnswer struct {
 		Profile string           `json:"profile"`
 		Tools   []apiOfferedTool `json:"tools"`
+		Listed  []struct {
+			Kind     string `json:"kind"`
+			Name     string `json:"name"`
+			ServerID string `json:"server_id"`
+			Key      string `json:"key"`
+			Policy   string `json:"effective_policy"`
+		} `json:"listed"`
 	}
 	jobAnswer struct {
 		Job apiJob `json:"job"`

@@ -37,17 +37,23 @@ var conformanceRevisions = []struct {
 	{
 		revision: "2026-07-28",
 		expected: "testdata/conformance-2026-07-28.txt",
-		required: []string{"server-stateless", "tools-list", "dns-rebinding-protection", "caching",
+		required: append([]string{"server-stateless", "tools-list", "dns-rebinding-protection", "caching",
 			"http-header-validation", "http-custom-header-server-validation", "server-sse-multiple-streams",
-			"prompts-list", "resources-list", "input-required-result-unsupported-methods"},
+			"prompts-list", "resources-list", "input-required-result-unsupported-methods", "sep-2164-resource-not-found"}, listedScenarios...),
 	},
 	{
 		revision: "2025-11-25",
 		expected: "testdata/conformance-2025-11-25.txt",
-		required: []string{"server-initialize", "tools-list", "ping", "dns-rebinding-protection", "server-sse-multiple-streams",
-			"prompts-list", "resources-list", "server-session-lifecycle"},
+		required: append([]string{"server-initialize", "tools-list", "ping", "dns-rebinding-protection", "server-sse-multiple-streams",
+			"prompts-list", "resources-list", "server-session-lifecycle"}, listedScenarios...),
 	},
 }
+
+// listedScenarios read the resources and get the prompts of the fixture's
+// -listed, which TestConformance's server serves: through /mcp, by their
+// names and URIs on that server (the only one), as the suite knows them.
+var listedScenarios = []string{"resources-read-text", "resources-read-binary", "resources-templates-read",
+	"prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image"}
 
 // schemaTool and schema2020 are the tool of the suite's json-schema-2020-12
 // scenario (SEP-1613): $schema, $defs and additionalProperties must reach
@@ -85,7 +91,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.createServer(map[string]any{"id": "conf", "name": "Conformance", "transport": "stdio", "command": fixtureBin,
-		"args": []string{"-tools-file", file}, "default_policy": "allow"})
+		"args": []string{"-tools-file", file, "-listed"}, "default_policy": "allow"})
 	if job := e.verify("conf"); job.Status != "success" {
 		t.Fatalf("verify conf = %v; want success", job)
 	}

@@ -53,7 +53,8 @@ func TestResourcesAndPromptsOfServerEverything(t *testing.T) {
 		t.Skip("server-everything not installed (cd e2e && npm ci)")
 	}
 	e := newEnv(t)
-	e.createServer(map[string]any{"id": "everything", "name": "Everything", "transport": "stdio", "command": "node", "args": []string{everythingJS, "stdio"}})
+	e.createServer(map[string]any{"id": "everything", "name": "Everything", "transport": "stdio", "command": "node", "args": []string{everythingJS, "stdio"},
+		"default_policy": "allow"})
 	if job := e.verify("everything"); job.Status != "success" {
 		t.Fatalf("verify = %+v; want success", job)
 	}
@@ -87,6 +88,27 @@ func TestResourcesAndPromptsOfServerEverything(t *testing.T) {
 	}
 	if !strings.Contains(doc.Find(testID("prompts-section")).Text(), "simple-prompt") {
 		t.Errorf("prompts section lacks simple-prompt")
+	}
+
+	// Used through /mcp, under their namespaced names and URIs.
+	srv, _ := e.liveServer()
+	c := connectMCP(t, srv.URL, testMCPToken)
+	if got, err := c.getPrompt("everything__args-prompt", map[string]string{"city": "Lyon"}); err != nil || promptText(got) != "What's weather in Lyon?" {
+		t.Errorf("args-prompt through /mcp = %+v, %v", got, err)
+	}
+	read, err := c.read("switchboard://everything/demo://resource/dynamic/text/42")
+	if err != nil || len(read.Contents) != 1 {
+		t.Fatalf("dynamic text resource through /mcp = %+v, %v", read, err)
+	}
+	if txt, _ := read.Contents[0].(mcp.TextResourceContents); !strings.HasPrefix(txt.Text, "Resource 42: ") || txt.URI != "switchboard://everything/demo://resource/dynamic/text/42" {
+		t.Errorf("dynamic text resource = %+v", read.Contents[0])
+	}
+	doc0, _ := findListed(res.Resources, func(l apiListed) bool { return strings.HasPrefix(l.URI, "demo://resource/static/document/") })
+	if read, err := c.read("switchboard://everything/" + doc0.URI); err != nil || len(read.Contents) != 1 {
+		t.Errorf("static document %s through /mcp = %+v, %v", doc0.URI, read, err)
+	}
+	if got := e.waitCalls(3); got[0].Method != "resources/read" || got[2].Method != "prompts/get" || got[2].Outcome != "ok" {
+		t.Errorf("audited = %+v", got)
 	}
 
 	rec = b.post("/servers/everything/listed-policy", url.Values{"kind": {"prompt"}, "key": {"simple-prompt"}, "policy": {"deny"}})

@@ -190,6 +190,9 @@ type config struct {
 	mode string
 	// stateFile is where change-on-second-run keeps its run counter.
 	stateFile string
+	// listed serves the conformance suite's resources and prompts too;
+	// see listed.go.
+	listed bool
 	// toolsFile, if set, holds the tools to serve (and the version to
 	// report), re-read while serving; see toolsfile.go.
 	toolsFile string
@@ -298,6 +301,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.startupDelay, "startup-delay", cfg.startupDelay, "sleep this long before serving anything")
 	fs.StringVar(&cfg.mode, "mode", cfg.mode, "behaviour, one of the modes listed below")
 	fs.StringVar(&cfg.stateFile, "state-file", cfg.stateFile, "run counter file, required by -mode change-on-second-run")
+	fs.BoolVar(&cfg.listed, "listed", cfg.listed, "also declare resources and prompts and serve those the MCP conformance suite reads: resources test://static-text and test://static-binary, the template test://template/{id}/data, prompts test_simple_prompt, test_prompt_with_arguments (arg1, arg2), test_prompt_with_embedded_resource (resourceUri) and test_prompt_with_image (normal and try-it modes)")
 	fs.StringVar(&cfg.toolsFile, "tools-file", cfg.toolsFile, `serve exactly the tools in this JSON file, {"version": "1.2.3", "tools": [MCP tool objects]}, instead of -tools generated ones, and report its version (if set) instead of -version; calls answer "NAME ARGUMENTS-JSON". The file is re-read every 50 ms while serving: new tools replace the served ones and send notifications/tools/list_changed, a new version is reported by later initialize and discover answers, and a file that turns bad leaves the last good one served (normal mode only)`)
 	fs.DurationVar(&cfg.interval, "interval", cfg.interval, "pause between the bytes or messages of trickle, progress-forever, sse-no-endpoint and endless-body")
 	fs.IntVar(&cfg.exitCode, "exit-code", cfg.exitCode, "exit status of -mode crash and exit-after-init")
@@ -384,6 +388,9 @@ func (c config) validate() error {
 	}
 	if c.mode == modeChangeOnSecondRun && c.stateFile == "" {
 		return errors.New("-mode change-on-second-run requires -state-file")
+	}
+	if c.listed && c.mode != modeNormal && c.mode != modeTryIt {
+		return errors.New("-listed works in -mode normal and try-it only")
 	}
 	if c.toolsFile != "" && c.mode != modeNormal {
 		return errors.New("-tools-file works in -mode normal only")

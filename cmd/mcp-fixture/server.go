@@ -78,8 +78,14 @@ func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServ
 		})
 		opts = append(opts, server.WithPaginationLimit(cfg.pageSize))
 	}
+	if cfg.listed {
+		opts = append(opts, listedOptions...)
+	}
 	opts = append(opts, server.WithHooks(hooks))
 	s = server.NewMCPServer(cfg.name, cfg.version, opts...)
+	if cfg.listed {
+		addListed(s)
+	}
 	if len(tools) > 0 {
 		s.AddTools(serverTools(tools)...)
 	}

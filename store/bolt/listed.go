@@ -20,17 +20,8 @@ var bucketListed = []byte("listed")
 // key.
 func readListed(tx *bbolt.Tx, id string) (map[string]store.ListedEntry, error) {
 	out := map[string]store.ListedEntry{}
-	b := tx.Bucket(bucketListed).Bucket([]byte(id))
-	if b == nil {
-		return out, nil
-	}
-	err := b.ForEach(func(k, v []byte) error {
-		var e store.ListedEntry
-		if err := json.Unmarshal(v, &e); err != nil {
-			return fmt.Errorf("decode listed %q: %w", k, err)
-		}
-		e.Effective = store.EffectivePolicy(store.Tool{State: e.State}, e.Policy)
-		out[string(k)] = e
+	err := eachListed(tx, []byte(id), func(e store.ListedEntry) error {
+		out[store.ListedKey(e.Kind, e.Key)] = e
 		return nil
 	})
 	return out, err
@@ -66,21 +57,51 @@ func (db *DB) Listed(ctx context.Context, id string) ([]store.ListedEntry, error
 		if tx.Bucket(bucketServers).Get([]byte(id)) == nil {
 			return store.ErrNotFound
 		}
-		b := tx.Bucket(bucketListed).Bucket([]byte(id))
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(k, v []byte) error { // keys sort by kind, then key
-			var e store.ListedEntry
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("decode listed %q: %w", k, err)
-			}
-			e.Effective = store.EffectivePolicy(store.Tool{State: e.State}, e.Policy)
+		return eachListed(tx, []byte(id), func(e store.ListedEntry) error {
 			out = append(out, e)
 			return nil
 		})
 	})
 	return out, err
+}
+
+// ListedCatalog calls fn with every server's listed entries, each with
+// its server and discovery record, in one read transaction, and returns
+// the revision they were read at (see Catalog).
+func (db *DB) ListedCatalog(ctx context.Context, fn func(*store.Summary, store.ListedEntry) error) (string, error) {
+	var rev string
+	err := db.bolt.View(func(tx *bbolt.Tx) error {
+		rev = db.revisionString(readRevision(tx))
+		return tx.Bucket(bucketListed).ForEachBucket(func(k []byte) error {
+			if tx.Bucket(bucketServers).Get(k) == nil {
+				return nil // a server deleted since (its entries go with it)
+			}
+			sum, err := readSummary(tx, k)
+			if err != nil {
+				return err
+			}
+			db.unsaved.overlay(&sum)
+			return eachListed(tx, k, func(e store.ListedEntry) error { return fn(&sum, e) })
+		})
+	})
+	return rev, err
+}
+
+// eachListed decodes one server's listed entries, by kind then key, one
+// at a time.
+func eachListed(tx *bbolt.Tx, id []byte, fn func(store.ListedEntry) error) error {
+	b := tx.Bucket(bucketListed).Bucket(id)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, v []byte) error { // keys sort by kind, then key
+		var e store.ListedEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("decode listed %q: %w", k, err)
+		}
+		e.Effective = store.EffectivePolicy(store.Tool{State: e.State}, e.Policy)
+		return fn(e)
+	})
 }
 
 // SetListedPolicy records a person's policy for one listed entry.

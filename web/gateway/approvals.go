@@ -48,9 +48,12 @@ type approval struct {
 	ServerID    string
 	ServerName  string
 	Tool        string
-	AgentName   string
-	Args        string // pretty JSON, shown escaped
-	ArgsHash    string
+	// Kind is the kind of entry a fetch asks for (see fetch.go); empty
+	// for a tool call.
+	Kind      store.ListedKind
+	AgentName string
+	Args      string // pretty JSON, shown escaped
+	ArgsHash  string
 	// InClient is set when the person is asked in the agent's client too.
 	InClient bool
 	// held is set for a 2026-07-28 call, which does not wait here: its
@@ -246,14 +249,14 @@ func (a *approvals) decide(id string, ans Answer, by, reason string) error {
 }
 
 // tool is the tool the call waiting under id calls.
-func (a *approvals) tool(id string) (store.ToolRef, bool) {
+func (a *approvals) tool(id string) (store.ListedRef, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ap, ok := a.pending[id]
 	if !ok {
-		return store.ToolRef{}, false
+		return store.ListedRef{}, false
 	}
-	return store.ToolRef{ServerID: ap.ServerID, Tool: ap.Tool}, true
+	return store.ListedRef{ServerID: ap.ServerID, Kind: ap.Kind, Key: ap.Tool}, true
 }
 
 // waiting reports whether a call waits for an answer under id.
@@ -302,7 +305,7 @@ func (a *approvals) list() []views.Approval {
 		}
 		out = append(out, views.Approval{
 			ID: ap.ID, At: ap.At, Deadline: ap.Deadline, Session: shortSession(ap.Session), Stateless: ap.Session == statelessSession, Client: ap.Client, ConnectedAs: ap.ConnectedAs,
-			ServerID: ap.ServerID, ServerName: ap.ServerName, Tool: ap.Tool, AgentName: ap.AgentName, Args: ap.Args, InClient: ap.InClient,
+			ServerID: ap.ServerID, ServerName: ap.ServerName, Tool: ap.Tool, Verb: verbOf(ap.Kind), AgentName: ap.AgentName, Args: ap.Args, InClient: ap.InClient,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
@@ -332,8 +335,20 @@ func (e *Endpoint) Decide(id string, ans Answer, by, reason string) error {
 	e.approvals.changed()
 	if ans == AlwaysAllow && ok {
 		if err := e.alwaysAllow(context.Background(), ref, by); err != nil {
-			e.log.Error("set the policy of an always-allowed tool", "server", ref.ServerID, "tool", ref.Tool, "err", err)
+			e.log.Error("set the policy of an always-allowed tool", "server", ref.ServerID, "kind", ref.Kind, "tool", ref.Key, "err", err)
 		}
 	}
 	return nil
+}
+
+// verbOf is what an agent asks to do with an entry of the kind (a tool
+// for "").
+func verbOf(kind store.ListedKind) string {
+	switch kind {
+	case store.KindResource:
+		return "read the resource"
+	case store.KindPrompt:
+		return "get the prompt"
+	}
+	return "call"
 }

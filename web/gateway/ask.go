@@ -99,7 +99,7 @@ type asked struct {
 // askPerson asks the person about a call to an ask tool (see above).
 func (e *Endpoint) askPerson(ctx context.Context, cr callRequest, srv store.Server, rec store.Call) asked {
 	ap := &approval{Session: cr.Session, Client: cr.Client, ConnectedAs: cr.ConnectedAs, ServerID: srv.ID, ServerName: srv.Name,
-		Tool: rec.Tool, AgentName: cr.AgentName, Args: PrettyJSON(cr.Args), ArgsHash: rec.ArgsHash}
+		Tool: rec.Tool, Kind: cr.Kind, AgentName: cr.AgentName, Args: PrettyJSON(cr.Args), ArgsHash: rec.ArgsHash}
 	if state := cr.Retry.RequestState; state != "" {
 		var given Answer
 		var reason string
@@ -153,10 +153,15 @@ func inputRequired(ap *approval) *mcp.CallToolResult {
 	return server.NewInputRequestBuilder(ap.ID).Elicit(answerInput, question(ap)).ToolResult()
 }
 
-// alwaysAllow sets the policy of a tool the person answered Always allow
-// for.
-func (e *Endpoint) alwaysAllow(ctx context.Context, ref store.ToolRef, by string) error {
-	_, err := e.st.SetPolicy(ctx, ref, store.PolicyAllow, by+" (always allow)")
+// alwaysAllow sets the policy of a tool (a ref of no Kind) or entry the
+// person answered Always allow for.
+func (e *Endpoint) alwaysAllow(ctx context.Context, ref store.ListedRef, by string) error {
+	var err error
+	if ref.Kind == "" {
+		_, err = e.st.SetPolicy(ctx, store.ToolRef{ServerID: ref.ServerID, Tool: ref.Key}, store.PolicyAllow, by+" (always allow)")
+	} else {
+		_, err = e.st.SetListedPolicy(ctx, ref, store.PolicyAllow, by+" (always allow)")
+	}
 	return err
 }
 
@@ -168,17 +173,17 @@ func (e *Endpoint) alwaysAllow(ctx context.Context, ref store.ToolRef, by string
 type questionWriter struct {
 	http.ResponseWriter
 	e *Endpoint
-	// listChanged, if set, says whether a notifications/tools/list_changed
-	// is to reach the agent (its view changed); one that is not to is
-	// dropped.
-	listChanged func() bool
+	// listChanged, if set, says whether a list_changed notification of
+	// the method is to reach the agent (that list of its view changed);
+	// one that is not to is dropped.
+	listChanged func(method string) bool
 }
 
 func (w questionWriter) Write(p []byte) (int, error) {
 	if bytes.Contains(p, []byte(approvalMeta)) {
 		w.e.noteQuestions(p)
 	}
-	if w.listChanged != nil && isListChanged(p) && !w.listChanged() {
+	if method := isListChanged(p); w.listChanged != nil && method != "" && !w.listChanged(method) {
 		return len(p), nil
 	}
 	return w.ResponseWriter.Write(p)

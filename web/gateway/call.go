@@ -43,6 +43,9 @@ type callRequest struct {
 	Profile   string
 	AgentName string
 	Args      any
+	// Kind is the kind of entry a resources/read or prompts/get asks
+	// for (see fetch); empty for a tool call.
+	Kind store.ListedKind
 	// Searched is set for a call through call_tool, which may reach any
 	// tool of a search-mode profile's view, not only those listed.
 	Searched bool
@@ -108,20 +111,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 		if res != nil && res.NeedsInput() {
 			return // the call's answer is to come (see askPerson)
 		}
-		rec.DurationMS = time.Since(start).Milliseconds()
-		var refused *refusedError
-		switch {
-		case errors.As(err, &refused):
-			rec.Decision, rec.Outcome, rec.Reason = store.DecisionDenied, "refused", refused.reason
-		case err != nil:
-			rec.Outcome, rec.Error = "error", err.Error()
-		case res.IsError:
-			rec.Outcome = "tool_error"
-		default:
-			rec.Outcome = "ok"
-		}
-		e.audit.add(rec)
-		e.health.note(rec, err)
+		e.finish(rec, start, err, res != nil && res.IsError)
 	}()
 	refuse := func(by, reason string) error {
 		rec.DecidedBy = by
@@ -176,7 +166,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 				// Decide); one in the agent's client, here, named.
 				rec.Reason = "always allow: the tool's policy is now allow"
 				if a.by == ByClient {
-					if err := e.alwaysAllow(ctx, store.ToolRef{ServerID: srv.ID, Tool: entry.Name}, ByClient+" "+cmp.Or(cr.ConnectedAs, cr.Client)); err != nil {
+					if err := e.alwaysAllow(ctx, store.ListedRef{ServerID: srv.ID, Key: entry.Name}, ByClient+" "+cmp.Or(cr.ConnectedAs, cr.Client)); err != nil {
 						e.log.Error("set the policy of an always-allowed tool", "server", srv.ID, "tool", entry.Name, "err", err)
 						rec.Reason = "always allow, but the policy could not be saved: " + err.Error()
 					}
@@ -204,24 +194,52 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 	res, _, err = e.pool.Call(cctx, srv.ID, srv.ConfigHash(), e.deps.Target(srv),
 		time.Duration(srv.TimeoutMS)*time.Millisecond, entry.Name, entry.Policy.Pin, cr.Args)
 	var mismatch *discovery.PinMismatchError
-	var de *discovery.Error
-	switch {
-	case errors.As(err, &mismatch):
+	if errors.As(err, &mismatch) {
 		// Verify, so the dashboard shows the change for review.
 		if verr := e.deps.Verify(srv, store.TriggerPinMismatch); verr != nil {
 			e.log.Warn("verify after a pin mismatch", "server", srv.ID, "err", verr)
 		}
 		rec.Decision = store.DecisionDenied
 		return nil, refuse(byPinCheck, mismatch.Error()+"; the call was not made, and the server is being re-verified for a person to review")
-	case errors.As(err, &de) && de.Class == discovery.ClassAuth:
-		// The grant is gone, revoked or refused: a person must sign in.
-		return nil, fmt.Errorf("the server %s wants a signed-in client: sign in again on its page in Switchboard (%s)", srv.ID, de.Message)
-	case errors.As(err, &de):
-		return nil, fmt.Errorf("the server %s failed (%s while %s): %s%s", srv.ID, de.Class, de.Phase, de.Message, stderrEnd(de.StderrTail))
-	case err != nil:
-		return nil, fmt.Errorf("the server %s failed: %w", srv.ID, err)
+	}
+	if err != nil {
+		return nil, upstreamError(srv, err)
 	}
 	return relayed(res), nil
+}
+
+// finish writes the record of a call (or read, or get) that started at
+// start and ended with err, or with a tool's own error, to the call log,
+// and tells the server's call health.
+func (e *Endpoint) finish(rec store.Call, start time.Time, err error, toolError bool) {
+	rec.DurationMS = time.Since(start).Milliseconds()
+	var refused *refusedError
+	switch {
+	case errors.As(err, &refused):
+		rec.Decision, rec.Outcome, rec.Reason = store.DecisionDenied, "refused", refused.reason
+	case err != nil:
+		rec.Outcome, rec.Error = "error", err.Error()
+	case toolError:
+		rec.Outcome = "tool_error"
+	default:
+		rec.Outcome = "ok"
+	}
+	e.audit.add(rec)
+	e.health.note(rec, err)
+}
+
+// upstreamError is what the agent is told of a request the server
+// failed.
+func upstreamError(srv store.Server, err error) error {
+	var de *discovery.Error
+	switch {
+	case errors.As(err, &de) && de.Class == discovery.ClassAuth:
+		// The grant is gone, revoked or refused: a person must sign in.
+		return fmt.Errorf("the server %s wants a signed-in client: sign in again on its page in Switchboard (%s)", srv.ID, de.Message)
+	case errors.As(err, &de):
+		return fmt.Errorf("the server %s failed (%s while %s): %s%s", srv.ID, de.Class, de.Phase, de.Message, stderrEnd(de.StderrTail))
+	}
+	return fmt.Errorf("the server %s failed: %w", srv.ID, err)
 }
 
 // stderrEnd is the last lines a failed server wrote to stderr (redacted,
@@ -248,6 +266,13 @@ func stderrEnd(tail string) string {
 // serverInfo and the resultType to a 2026-07-28 answer, and a session's
 // answer has neither.
 func relayed(res *mcp.CallToolResult) *mcp.CallToolResult {
+	res.Result = relayedResult(res.Result)
+	return res
+}
+
+// relayedResult is the fields every result has, as relayed (see
+// relayed).
+func relayedResult(res mcp.Result) mcp.Result {
 	if res.ResultType == mcp.ResultTypeComplete {
 		res.ResultType = ""
 	}
@@ -288,6 +313,29 @@ func (e *Endpoint) lookup(ctx context.Context, agentName string) (entry store.To
 // store.VerifyError.Lasting); the tool is active at its approved pin, its
 // effective policy is allow or ask, and it has a definition to serve.
 func refusal(sum *store.Summary, t store.ToolEntry) (by, reason string) {
+	if by, reason = serverRefusal(sum); reason != "" {
+		return by, reason
+	}
+	switch {
+	case t.State == store.ToolChanged || t.State == store.ToolActive && t.Pin != t.Policy.Pin:
+		return bySwitch, "the tool's definition changed since it was approved; a person must review the change"
+	case t.State.Flagged():
+		return bySwitch, "the tool is " + string(t.State) + ": it " + strings.Join(t.Problems, "; it ")
+	case t.State != store.ToolActive:
+		return bySwitch, "the tool is " + string(t.State)
+	case t.Effective != store.PolicyAllow && t.Effective != store.PolicyAsk:
+		return byPolicy, "the tool's policy is deny"
+	case t.AgentName == "" || len(t.Raw) == 0:
+		return bySwitch, "the tool has no definition to offer"
+	}
+	return "", ""
+}
+
+// serverRefusal says why nothing of a server is offered to agents, or ""
+// if its offer is up to each tool or entry: it is enabled, its launch
+// confirmed, and its latest verification did not fail for good (see
+// store.VerifyError.Lasting).
+func serverRefusal(sum *store.Summary) (by, reason string) {
 	srv, failed := sum.Server, sum.Discovery.Error
 	switch {
 	case !srv.Enabled:
@@ -300,16 +348,6 @@ func refusal(sum *store.Summary, t store.ToolEntry) (by, reason string) {
 			reason += ". " + failed.Suggestion
 		}
 		return bySwitch, reason + " Its tools are offered again once it verifies."
-	case t.State == store.ToolChanged || t.State == store.ToolActive && t.Pin != t.Policy.Pin:
-		return bySwitch, "the tool's definition changed since it was approved; a person must review the change"
-	case t.State.Flagged():
-		return bySwitch, "the tool is " + string(t.State) + ": it " + strings.Join(t.Problems, "; it ")
-	case t.State != store.ToolActive:
-		return bySwitch, "the tool is " + string(t.State)
-	case t.Effective != store.PolicyAllow && t.Effective != store.PolicyAsk:
-		return byPolicy, "the tool's policy is deny"
-	case t.AgentName == "" || len(t.Raw) == 0:
-		return bySwitch, "the tool has no definition to offer"
 	}
 	return "", ""
 }

@@ -152,6 +152,9 @@ type Store interface {
 	Profiles(ctx context.Context) ([]store.Profile, error)
 	ToolByAgentName(ctx context.Context, agentName string) (store.ToolEntry, *store.Tool, error)
 	SetPolicy(ctx context.Context, ref store.ToolRef, p store.Policy, by string) (store.ToolEntry, error)
+	Listed(ctx context.Context, id string) ([]store.ListedEntry, error)
+	ListedCatalog(ctx context.Context, fn func(*store.Summary, store.ListedEntry) error) (revision string, err error)
+	SetListedPolicy(ctx context.Context, ref store.ListedRef, p store.Policy, by string) (store.ListedEntry, error)
 	AppendCalls(ctx context.Context, calls []store.Call) error
 	MCPToken(ctx context.Context) (string, error)
 	RotateMCPToken(ctx context.Context) (string, error)
@@ -274,16 +277,15 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 		if cs := server.ClientSessionFromContext(ctx); cs != nil {
 			ct, _ := connectedClient(ctx)
 			e.sessions.initialized(cs.SessionID(), ct.ID, res.ProtocolVersion, clientName(&req.Params.ClientInfo))
-			e.sessions.noteView(cs.SessionID(), e.viewHash(profileOf(ctx)))
+			e.sessions.noteView(cs.SessionID(), e.viewHashes(profileOf(ctx)))
 		}
 	})
 	e.srv = server.NewMCPServer(mcpServerName, mcpServerVersion,
 		server.WithToolCapabilities(true),
-		// No prompts or resources are offered; the capabilities say so
-		// with empty lists (which carry 2026-07-28's caching fields)
-		// rather than leaving clients to probe methods not found.
-		server.WithPromptCapabilities(false),
-		server.WithResourceCapabilities(false, false),
+		// Resources and prompts (see listed.go): lists that change, no
+		// subscriptions to a resource.
+		server.WithPromptCapabilities(true),
+		server.WithResourceCapabilities(false, true),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithInstructions("Switchboard offers the tools a person approved on the MCP servers registered with it, named server__tool. Calls to some tools wait for the person's approval."))
@@ -447,8 +449,13 @@ func (e *Endpoint) current() (*offer, error) {
 		// subscriptions/listen stream that asked for tools, whose view
 		// changed (see viewChanged).
 		e.srv.SetTools(tools...)
-	case viewsChanged(old, o):
+	case viewsChanged(old, o, listChangedMethods[0]):
 		e.srv.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+	}
+	for _, n := range listChangedMethods[1:] { // resources, prompts
+		if old != nil && viewsChanged(old, o, n) {
+			e.srv.SendNotificationToAllClients(n, nil)
+		}
 	}
 	return o, nil
 }
@@ -467,6 +474,10 @@ func (e *Endpoint) build() (*offer, error) {
 	list.WriteByte('[')
 	used := make(map[string]offeredTool, len(e.canonical))
 	var entries []offerEntry
+	listed, err := e.buildListed(ctx) // first: a change after it moves the revision read next
+	if err != nil {
+		return nil, err
+	}
 	rev, err := e.st.Catalog(ctx, func(sum *store.Summary, t store.ToolEntry) error {
 		if !offerable(sum, t) {
 			return nil
@@ -499,6 +510,7 @@ func (e *Endpoint) build() (*offer, error) {
 	o.views = make(map[string]*view, len(profiles))
 	for _, p := range profiles {
 		o.views[p.ID] = buildView(p, entries)
+		o.views[p.ID].listing = buildListing(p, listed)
 	}
 	e.indexViews(o.views)
 	list.WriteByte(']')
@@ -602,8 +614,8 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 		defer e.sessions.streaming(r.Header.Get(server.HeaderKeySessionID))()
 	}
 	sid := r.Header.Get(server.HeaderKeySessionID)
-	e.h.ServeHTTP(questionWriter{ResponseWriter: w, e: e, listChanged: func() bool {
-		return e.sessions.viewChanged(sid, e.viewHash(profileOf(r.Context())))
+	e.h.ServeHTTP(questionWriter{ResponseWriter: w, e: e, listChanged: func(method string) bool {
+		return e.sessions.viewChanged(sid, method, e.viewHashes(profileOf(r.Context())))
 	}}, r)
 	return nil
 }
@@ -630,8 +642,10 @@ func (e *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, req rpcRe
 			defer e.sessions.listening(client)()
 			defer e.sessions.tokenListening(ct.ID)()
 			r = e.endWithEndpoint(r)
-			seen := &viewSeen{last: e.viewHash(profileOf(r.Context()))}
-			w = questionWriter{ResponseWriter: w, e: e, listChanged: func() bool { return seen.changed(e.viewHash(profileOf(r.Context()))) }}
+			seen := &viewSeen{last: e.viewHashes(profileOf(r.Context()))}
+			w = questionWriter{ResponseWriter: w, e: e, listChanged: func(method string) bool {
+				return seen.changed(method, e.viewHashes(profileOf(r.Context())))
+			}}
 		} else {
 			e.sessions.seen(client)
 		}
@@ -679,13 +693,21 @@ func (e *Endpoint) answer(w http.ResponseWriter, r *http.Request, req rpcRequest
 			return true, writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS,
 				Message: "invalid cursor: Switchboard lists every tool in one page"})
 		}
-		return true, e.writeList(w, req.ID, from.modern, profileOf(r.Context()))
+		return true, e.writeList(w, req.ID, from.modern, profileOf(r.Context()), mcp.MethodToolsList)
 	case string(mcp.MethodToolsCall):
 		if o, err := e.current(); err == nil {
 			if _, offered := o.view(profileOf(r.Context())).tools[req.Params.Name]; !offered {
 				return true, e.refuseCall(w, r, req, from)
 			}
 		}
+	case string(mcp.MethodResourcesList), string(mcp.MethodResourcesTemplatesList), string(mcp.MethodPromptsList):
+		if req.Params.Cursor != "" {
+			return true, writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS,
+				Message: "invalid cursor: Switchboard lists everything in one page"})
+		}
+		return true, e.writeList(w, req.ID, from.modern, profileOf(r.Context()), mcp.MCPMethod(req.Method))
+	case string(mcp.MethodResourcesRead), string(mcp.MethodPromptsGet):
+		return true, e.answerFetch(w, r, req, from)
 	}
 	return false, nil
 }
@@ -697,6 +719,7 @@ type rpcRequest struct {
 	Params struct {
 		Cursor    string    `json:"cursor"`
 		Name      string    `json:"name"`
+		URI       string    `json:"uri"`
 		Arguments any       `json:"arguments"`
 		Meta      *mcp.Meta `json:"_meta"`
 	}
@@ -835,39 +858,56 @@ func (e *Endpoint) refuseCall(w http.ResponseWriter, r *http.Request, req rpcReq
 	return writeJSON(w, r, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res})
 }
 
-// sessionListHead and modernListHead are the JSON of a tools/list result
-// up to its list of tools, for a session and for a 2026-07-28 request.
-var sessionListHead, modernListHead = listHead(false), listHead(true)
-
-// listHead is the JSON of a tools/list result up to its list of tools,
-// as mcp-go's types encode it: for a 2026-07-28 request with the fields
-// that revision adds (resultType, serverInfo, ttlMs and cacheScope).
-func listHead(modern bool) []byte {
-	res := mcp.ListToolsResult{Tools: []mcp.Tool{}}
-	if modern {
-		res.SetResultType(mcp.ResultTypeComplete)
-		res.EnsureResultMeta().SetServerInfo(serverInfo)
-		res.SetCacheHints(offerTTL, offerScope)
-	}
-	b, err := json.Marshal(res)
-	if err != nil || !bytes.HasSuffix(b, []byte(`"tools":[]}`)) {
-		panic(fmt.Sprintf("mcp.ListToolsResult encodes as %s, %v; want its tools last", b, err))
-	}
-	return bytes.TrimSuffix(b, []byte(`[]}`))
+// listHeads are the JSON of each list method's result up to its list,
+// for a session ([0]) and a 2026-07-28 request ([1]).
+var listHeads = map[mcp.MCPMethod][2][]byte{
+	mcp.MethodToolsList:     listHeadsOf(func() mcp.ResultMetadata { return &mcp.ListToolsResult{Tools: []mcp.Tool{}} }, "tools"),
+	mcp.MethodResourcesList: listHeadsOf(func() mcp.ResultMetadata { return &mcp.ListResourcesResult{Resources: []mcp.Resource{}} }, "resources"),
+	mcp.MethodResourcesTemplatesList: listHeadsOf(func() mcp.ResultMetadata {
+		return &mcp.ListResourceTemplatesResult{ResourceTemplates: []mcp.ResourceTemplate{}}
+	}, "resourceTemplates"),
+	mcp.MethodPromptsList: listHeadsOf(func() mcp.ResultMetadata { return &mcp.ListPromptsResult{Prompts: []mcp.Prompt{}} }, "prompts"),
 }
 
-// writeList answers a tools/list request from the profile's view of the
-// offer, writing its encoded list as it is.
-func (e *Endpoint) writeList(w http.ResponseWriter, id json.RawMessage, modern bool, profile string) error {
+// listHeadsOf is the JSON of a list result (made empty by empty) up to its
+// list, the field key, as mcp-go's types encode it: for a session, and
+// for a 2026-07-28 request with the fields that revision adds
+// (resultType, serverInfo, ttlMs and cacheScope).
+func listHeadsOf(empty func() mcp.ResultMetadata, key string) [2][]byte {
+	var heads [2][]byte
+	for i, modern := range []bool{false, true} {
+		res := empty()
+		if modern {
+			res.SetResultType(mcp.ResultTypeComplete)
+			res.EnsureResultMeta().SetServerInfo(serverInfo)
+			res.(mcp.CacheHintSetter).SetCacheHints(offerTTL, offerScope)
+		}
+		b, err := json.Marshal(res)
+		tail := `"` + key + `":[]}`
+		if err != nil || !bytes.HasSuffix(b, []byte(tail)) {
+			panic(fmt.Sprintf("%T encodes as %s, %v; want its %s last", res, b, err, key))
+		}
+		heads[i] = bytes.TrimSuffix(b, []byte(`[]}`))
+	}
+	return heads
+}
+
+// writeList answers a list request of method from the profile's view of
+// the offer, writing its encoded list as it is.
+func (e *Endpoint) writeList(w http.ResponseWriter, id json.RawMessage, modern bool, profile string, method mcp.MCPMethod) error {
 	o, err := e.current()
 	if err != nil {
 		return err
 	}
-	list := o.view(profile).list
+	v := o.view(profile)
+	list := v.list
+	if method != mcp.MethodToolsList {
+		list = v.listing.lists[method]
+	}
 	head := append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...)
-	result := sessionListHead
+	result := listHeads[method][0]
 	if modern {
-		result = modernListHead
+		result = listHeads[method][1]
 	}
 	tail := []byte(`}}`)
 	w.Header().Set("Content-Type", "application/json")

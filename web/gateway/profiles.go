@@ -41,6 +41,22 @@ type view struct {
 	entries  map[string]offeredTool
 	allHash  string
 	searcher *toolsearch.Searcher
+	// listing is its resources, resource templates and prompts (see
+	// listed.go).
+	listing *listing
+}
+
+// viewHashes are the hashes of a view's lists, by the method of the
+// notification that tells of a change of each.
+type viewHashes map[string]string
+
+// listChangedMethods are the notifications of a change of a list.
+var listChangedMethods = []string{string(mcp.MethodNotificationToolsListChanged),
+	mcp.MethodNotificationResourcesListChanged, mcp.MethodNotificationPromptsListChanged}
+
+// hashes is the hashes of v's lists.
+func (v *view) hashes() viewHashes {
+	return viewHashes{listChangedMethods[0]: v.hash, listChangedMethods[1]: v.listing.resourcesHash, listChangedMethods[2]: v.listing.promptsHash}
 }
 
 // OfferedTool is a tool as a profile offers it (see Endpoint.Preview).
@@ -60,7 +76,7 @@ type offerEntry struct {
 
 // buildView is the view of profile p of the offered entries.
 func buildView(p store.Profile, entries []offerEntry) *view {
-	v := &view{profile: p, tools: map[string]json.RawMessage{}, offered: []OfferedTool{}}
+	v := &view{profile: p, tools: map[string]json.RawMessage{}, offered: []OfferedTool{}, listing: buildListing(p, nil)}
 	var list bytes.Buffer
 	list.WriteByte('[')
 	for _, en := range entries {
@@ -103,17 +119,18 @@ func (o *offer) view(id string) *view {
 	if v, ok := o.views[cmp.Or(id, store.DefaultProfile)]; ok {
 		return v
 	}
-	return &view{profile: store.Profile{ID: id, Mode: store.ProfileTools}, list: []byte("[]"), tools: map[string]json.RawMessage{}, offered: []OfferedTool{}}
+	p := store.Profile{ID: id, Mode: store.ProfileTools}
+	return &view{profile: p, list: []byte("[]"), tools: map[string]json.RawMessage{}, offered: []OfferedTool{}, listing: buildListing(p, nil)}
 }
 
-// viewsChanged reports whether a profile's view differs between two
-// offers.
-func viewsChanged(old, o *offer) bool {
+// viewsChanged reports whether a profile's list that the notification
+// method tells of differs between two offers.
+func viewsChanged(old, o *offer, method string) bool {
 	if len(old.views) != len(o.views) {
 		return true
 	}
 	for id, v := range o.views {
-		if ov, ok := old.views[id]; !ok || ov.hash != v.hash {
+		if ov, ok := old.views[id]; !ok || ov.hashes()[method] != v.hashes()[method] {
 			return true
 		}
 	}
@@ -137,70 +154,87 @@ func (e *Endpoint) profile(id string) (store.Profile, error) {
 	return o.view(id).profile, nil
 }
 
-// viewHash is the hash of the current view of the profile ("" if the
-// store cannot be read).
-func (e *Endpoint) viewHash(profile string) string {
+// viewHashes is the hashes of the current view of the profile (none if
+// the store cannot be read).
+func (e *Endpoint) viewHashes(profile string) viewHashes {
 	o, err := e.current()
 	if err != nil {
-		return ""
+		return nil
 	}
-	return o.view(profile).hash
+	return o.view(profile).hashes()
 }
 
 // Preview is what the profile with the id offers now, in the offer's
 // order (by server, then tool); ok false if there is no such profile.
 func (e *Endpoint) Preview(id string) (tools []OfferedTool, ok bool, err error) {
-	o, err := e.current()
-	if err != nil {
+	v, err := e.savedView(id)
+	if v == nil {
 		return nil, false, err
-	}
-	v, ok := o.views[id]
-	if !ok {
-		return nil, false, nil
 	}
 	return v.offered, true, nil
 }
 
-// listChangedEvent is how a notifications/tools/list_changed event reads
-// in the SSE mcp-go writes (one Write per event).
-var listChangedEvent = []byte(`"method":"notifications/tools/list_changed"`)
+// savedView is the current view of the profile with the id; nil if there
+// is no such profile, or (with the error) if the store cannot be read.
+func (e *Endpoint) savedView(id string) (*view, error) {
+	o, err := e.current()
+	if err != nil {
+		return nil, err
+	}
+	return o.views[id], nil
+}
 
-// isListChanged reports whether p, written to an agent's stream, is a
-// notifications/tools/list_changed event: a data line whose message is
-// that notification itself, not a result that holds its words (a tool's
-// structured content is the upstream server's to fill).
-func isListChanged(p []byte) bool {
+// listChangedEvent is how the end of a list_changed notification's
+// method reads in the SSE mcp-go writes (one Write per event).
+var listChangedEvent = []byte(`/list_changed"`)
+
+// isListChanged returns the method of the list_changed notification p,
+// written to an agent's stream, is (see listChangedMethods), or "": a
+// data line whose message is that notification itself, not a result that
+// holds its words (a tool's structured content is the upstream server's
+// to fill).
+func isListChanged(p []byte) string {
 	if !bytes.Contains(p, listChangedEvent) {
-		return false
+		return ""
 	}
 	for data := range sseData(p) {
 		var msg struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
-		if json.Unmarshal(data, &msg) == nil && len(msg.ID) == 0 && msg.Method == string(mcp.MethodNotificationToolsListChanged) {
-			return true
+		if json.Unmarshal(data, &msg) == nil && len(msg.ID) == 0 && slices.Contains(listChangedMethods, msg.Method) {
+			return msg.Method
 		}
 	}
-	return false
+	return ""
 }
 
-// viewSeen is the hash of the view a session or listen stream's agent
-// was last told of (or that was current when it came).
+// viewSeen is the hashes of the lists a session or listen stream's agent
+// was last told of (or that were current when it came).
 type viewSeen struct {
 	mu   sync.Mutex
-	last string
+	last viewHashes
 }
 
-// changed reports, for a list_changed event to write, whether the agent
-// is to be told, its view's hash being now.
-func (s *viewSeen) changed(now string) bool {
+// changed reports, for a list_changed event of method to write, whether
+// the agent is to be told, its view's hashes being now.
+func (s *viewSeen) changed(method string, now viewHashes) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.last == now {
+	return s.last.changed(method, now)
+}
+
+// changed reports whether an agent last told of the lists *h is to be
+// told of a list_changed of method, the hashes being now, and records
+// that it was.
+func (h *viewHashes) changed(method string, now viewHashes) bool {
+	if *h == nil {
+		*h = viewHashes{}
+	}
+	if last, ok := (*h)[method]; ok && last == now[method] {
 		return false
 	}
-	s.last = now
+	(*h)[method] = now[method]
 	return true
 }
 

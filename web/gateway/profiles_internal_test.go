@@ -7,6 +7,9 @@ import (
 	"github.com/switchboard-dev/switchboard/store"
 )
 
+// The list_changed notifications, as viewHashes keys.
+var toolsChanged, promptsChanged = listChangedMethods[0], listChangedMethods[2]
+
 func testEntries() []offerEntry {
 	mk := func(server, tool string, p store.Policy) offerEntry {
 		name := server + "__" + tool
@@ -80,10 +83,10 @@ func TestViewsChanged(t *testing.T) {
 	}
 	asked := p
 	asked.Overrides = map[store.ToolRef]store.Policy{{ServerID: "b", Tool: "read"}: store.PolicyAsk}
-	if now := offerOf(testEntries(), store.Default(), asked); viewsChanged(old, now) {
+	if now := offerOf(testEntries(), store.Default(), asked); viewsChanged(old, now, toolsChanged) {
 		t.Errorf("an ask override changed a view's list; only a deny leaves a tool out")
 	}
-	if now := offerOf(testEntries(), store.Default(), p, store.Profile{ID: "q", Mode: store.ProfileAll}); !viewsChanged(old, now) {
+	if now := offerOf(testEntries(), store.Default(), p, store.Profile{ID: "q", Mode: store.ProfileAll}); !viewsChanged(old, now, toolsChanged) {
 		t.Errorf("a new profile: viewsChanged = false")
 	}
 	if got := old.view("gone"); len(got.tools) != 0 || string(got.list) != "[]" {
@@ -97,21 +100,27 @@ func TestViewsChanged(t *testing.T) {
 func TestSessionViewChanged(t *testing.T) {
 	m := newMCPSessions()
 	sid := m.Generate()
-	m.noteView(sid, "h1")
+	m.noteView(sid, viewHashes{toolsChanged: "h1"})
 	for i, tc := range []struct {
 		now  string
 		want bool
 	}{{"h1", false}, {"h2", true}, {"h2", false}, {"h1", true}} {
-		if got := m.viewChanged(sid, tc.now); got != tc.want {
+		if got := m.viewChanged(sid, toolsChanged, viewHashes{toolsChanged: tc.now}); got != tc.want {
 			t.Errorf("step %d: viewChanged(%s) = %v; want %v", i, tc.now, got, tc.want)
 		}
 	}
-	if !m.viewChanged("not-a-session", "h1") {
+	if !m.viewChanged("not-a-session", toolsChanged, viewHashes{toolsChanged: "h1"}) {
 		t.Error("viewChanged of no live session = false; want true")
 	}
-	s := &viewSeen{last: "h1"}
-	if s.changed("h1") || !s.changed("h2") || s.changed("h2") {
-		t.Error("viewSeen: want told only when the hash moved")
+	s := &viewSeen{last: viewHashes{toolsChanged: "h1", promptsChanged: "p1"}}
+	at := func(tools, prompts string) viewHashes {
+		return viewHashes{toolsChanged: tools, promptsChanged: prompts}
+	}
+	if s.changed(toolsChanged, at("h1", "p2")) || !s.changed(toolsChanged, at("h2", "p2")) || s.changed(toolsChanged, at("h2", "p2")) {
+		t.Error("viewSeen: want told of the tools only when their hash moved")
+	}
+	if !s.changed(promptsChanged, at("h2", "p2")) || s.changed(promptsChanged, at("h2", "p2")) {
+		t.Error("viewSeen: want told of the prompts once when their hash moved, whatever the tools did")
 	}
 }
 
@@ -122,16 +131,17 @@ func TestIsListChanged(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		p    string
-		want bool
+		want string
 	}{
-		{"the notification", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n", true},
-		{"with params", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{}}\n\n", true},
-		{"a result holding its words", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"structuredContent\":{\"method\":\"notifications/tools/list_changed\"}}}\n\n", false},
-		{"another notification", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n", false},
-		{"no data line", `{"method":"notifications/tools/list_changed"}`, false},
+		{"the notification", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n", toolsChanged},
+		{"with params", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{}}\n\n", toolsChanged},
+		{"prompts", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/prompts/list_changed\"}\n\n", promptsChanged},
+		{"a result holding its words", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"structuredContent\":{\"method\":\"notifications/tools/list_changed\"}}}\n\n", ""},
+		{"another notification", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n", ""},
+		{"no data line", `{"method":"notifications/tools/list_changed"}`, ""},
 	} {
 		if got := isListChanged([]byte(tc.p)); got != tc.want {
-			t.Errorf("isListChanged(%s) = %v; want %v", tc.name, got, tc.want)
+			t.Errorf("isListChanged(%s) = %q; want %q", tc.name, got, tc.want)
 		}
 	}
 }

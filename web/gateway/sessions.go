@@ -45,9 +45,9 @@ type Session struct {
 	// streams (see streaming).
 	tokenID string
 	streams int
-	// view is the hash of the view its agent was last told of (see
+	// view is the hashes of the lists its agent was last told of (see
 	// viewChanged).
-	view string
+	view viewHashes
 }
 
 // StatelessClient is a 2026-07-28 client, by the name its requests give.
@@ -264,26 +264,24 @@ func (e *Endpoint) Sessions() []Session { return e.sessions.list() }
 // listening), most recently used first.
 func (e *Endpoint) StatelessClients() []StatelessClient { return e.sessions.statelessList() }
 
-// viewChanged reports whether session id's agent is to hear that the
-// list changed, its view's hash being now (true for a session not live:
-// nothing is known of it).
-func (m *mcpSessions) viewChanged(id, now string) bool {
+// viewChanged reports whether session id's agent is to hear of a
+// list_changed of method, its view's hashes being now (true for a session
+// not live: nothing is known of it).
+func (m *mcpSessions) viewChanged(id, method string, now viewHashes) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.live[id]
 	if !ok {
 		return true
 	}
-	changed := s.view != now
-	s.view = now
-	return changed
+	return s.view.changed(method, now)
 }
 
-// noteView records the hash of the view session id started with.
-func (m *mcpSessions) noteView(id, hash string) {
+// noteView records the hashes of the view session id started with.
+func (m *mcpSessions) noteView(id string, hashes viewHashes) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s, ok := m.live[id]; ok {
-		s.view = hash
+		s.view = hashes
 	}
 }

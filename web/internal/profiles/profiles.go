@@ -40,6 +40,7 @@ type Store interface {
 type Offer interface {
 	CheckProfile(ctx context.Context, p store.Profile) (map[string]string, error)
 	Preview(id string) ([]gateway.OfferedTool, bool, error)
+	PreviewListed(id string) ([]gateway.OfferedEntry, bool, error)
 }
 
 // Handlers serves the profiles. Page makes a page's frame, Render writes
@@ -143,7 +144,7 @@ func (h *Handlers) APIDelete(c echo.Context) error {
 
 // APIPreview serves GET /api/v1/profiles/:id/preview: the tools the
 // profile offers now, with their agent names and the policy that
-// applies.
+// applies, and its resources, resource templates and prompts ("listed").
 func (h *Handlers) APIPreview(c echo.Context) error {
 	tools, ok, err := h.Offer.Preview(c.Param("id"))
 	if err != nil {
@@ -152,7 +153,11 @@ func (h *Handlers) APIPreview(c echo.Context) error {
 	if !ok {
 		return refusal(store.ErrProfileNotFound)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"profile": c.Param("id"), "tools": tools})
+	listed, _, err := h.Offer.PreviewListed(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"profile": c.Param("id"), "tools": tools, "listed": listed})
 }
 
 // decode reads a profile from the request's JSON, strictly.
@@ -403,6 +408,13 @@ func (h *Handlers) form(c echo.Context, status int, p store.Profile, edit bool, 
 		for _, t := range tools {
 			f.Preview = append(f.Preview, views.ProfileTool{AgentName: t.AgentName, ServerID: t.ServerID, Tool: t.Tool, Policy: string(t.Policy),
 				Pinned: slices.Contains(p.Pinned, store.ToolRef{ServerID: t.ServerID, Tool: t.Tool})})
+		}
+		listed, _, err := h.Offer.PreviewListed(p.ID)
+		if err != nil {
+			return err
+		}
+		for _, l := range listed {
+			f.PreviewListed = append(f.PreviewListed, views.ProfileEntry{Kind: strings.ReplaceAll(string(l.Kind), "_", " "), Name: l.Name, ServerID: l.ServerID, Policy: string(l.Policy)})
 		}
 	}
 	title := "New profile"
