@@ -278,6 +278,17 @@ func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]st
 	return checked(res, s.classify(ctx, err), maxResult)
 }
 
+// Complete asks the server for completions of an argument of a prompt or
+// resource template (ref, as the server knows it); as ReadResource.
+func (s *Session) Complete(ctx context.Context, params mcp.CompleteParams, maxResult int) (*mcp.CompleteResult, error) {
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	s.run.tally.forget()
+	res, err := s.c.Complete(ctx, mcp.CompleteRequest{Params: params})
+	return checked(res, s.classify(ctx, err), maxResult)
+}
+
 // checked is a request's result, or its error (already classified), or a
 // too_large *Error if res's JSON is over maxResult bytes (when positive).
 func checked[T any](res *T, err error, maxResult int) (*T, error) {

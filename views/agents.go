@@ -118,16 +118,19 @@ type CallRow struct {
 	Session     string
 	Client      string
 	ConnectedAs string // the connected client whose token made the call
-	ServerID    string
-	Tool        string
-	AgentName   string
-	ArgsHash    string
-	Decision    string
-	DecidedBy   string
-	Reason      string
-	DurationMS  int64
-	Outcome     string
-	Error       string
+	// Method is resources/read or prompts/get for a read or a get; empty
+	// or tools/call for a tool call.
+	Method     string
+	ServerID   string
+	Tool       string
+	AgentName  string
+	ArgsHash   string
+	Decision   string
+	DecidedBy  string
+	Reason     string
+	DurationMS int64
+	Outcome    string
+	Error      string
 	// Arguments are the call's arguments as recorded (redacted JSON),
 	// if its server records them; Truncated says they were cut.
 	Arguments string

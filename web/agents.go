@@ -132,7 +132,7 @@ func (s *Server) callsView(ctx context.Context) (views.CallsView, error) {
 	v := views.CallsView{Total: total}
 	for _, c := range calls {
 		v.Calls = append(v.Calls, views.CallRow{
-			At: c.At, Session: c.Session, Client: c.Client, ConnectedAs: c.ConnectedAs, ServerID: c.ServerID, Tool: c.Tool, AgentName: c.AgentName,
+			At: c.At, Session: c.Session, Client: c.Client, ConnectedAs: c.ConnectedAs, Method: c.Method, ServerID: c.ServerID, Tool: c.Tool, AgentName: c.AgentName,
 			ArgsHash: c.ArgsHash, Decision: c.Decision, DecidedBy: c.DecidedBy, Reason: c.Reason,
 			DurationMS: c.DurationMS, Outcome: c.Outcome, Error: c.Error, Arguments: c.Arguments, Truncated: c.ArgumentsTruncated,
 		})

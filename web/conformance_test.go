@@ -49,11 +49,11 @@ var conformanceRevisions = []struct {
 	},
 }
 
-// listedScenarios read the resources and get the prompts of the fixture's
-// -listed, which TestConformance's server serves: through /mcp, by their
+// listedScenarios read the resources, get the prompts and complete the
+// arguments of the fixture's -listed, which TestConformance's server serves: through /mcp, by their
 // names and URIs on that server (the only one), as the suite knows them.
 var listedScenarios = []string{"resources-read-text", "resources-read-binary", "resources-templates-read",
-	"prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image"}
+	"prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image", "completion-complete"}
 
 // schemaTool and schema2020 are the tool of the suite's json-schema-2020-12
 // scenario (SEP-1613): $schema, $defs and additionalProperties must reach

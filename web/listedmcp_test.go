@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -104,6 +105,7 @@ func (b *browser) setListedPolicy(id, kind, key, policy string) {
 // agents' streams.
 func TestMCPResourcesAndPrompts(t *testing.T) {
 	e, base := listedSetup(t)
+	e.secrets = slices.DeleteFunc(e.secrets, func(s string) bool { return s == testMCPToken }) // the Agents page shows it
 	c := connectMCP(t, base, testMCPToken)
 	var promptsChanged atomic.Int32
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
@@ -242,6 +244,11 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 		}
 		if got := e.waitCall(4); got.Decision != "approved" || got.DecidedBy != "api" || got.Method != "prompts/get" {
 			t.Errorf("audited = %+v; want approved through the API", got)
+		}
+		page := parseHTML(t, b.in(t).get("/agents").Body.String())
+		if methods := page.Find(testID("call-method")).Map(func(_ int, s *goquery.Selection) string { return textOf(s) }); len(methods) != 4 ||
+			methods[0] != "prompts/get" || methods[2] != "resources/read" {
+			t.Errorf("recent calls mark their methods %v; want every read and get marked, newest first", methods)
 		}
 	})
 

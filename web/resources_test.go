@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -106,6 +107,15 @@ func TestResourcesAndPromptsOfServerEverything(t *testing.T) {
 	doc0, _ := findListed(res.Resources, func(l apiListed) bool { return strings.HasPrefix(l.URI, "demo://resource/static/document/") })
 	if read, err := c.read("switchboard://everything/" + doc0.URI); err != nil || len(read.Contents) != 1 {
 		t.Errorf("static document %s through /mcp = %+v, %v", doc0.URI, read, err)
+	}
+	// Completions go to the server, the prompt named as it names it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done, err := c.Complete(ctx, mcp.CompleteRequest{Params: mcp.CompleteParams{
+		Ref:      mcp.PromptReference{Type: "ref/prompt", Name: "everything__completable-prompt"},
+		Argument: mcp.CompleteArgument{Name: "name", Value: "A"}, Context: mcp.CompleteContext{Arguments: map[string]string{"department": "Engineering"}}}})
+	if err != nil || !slices.Equal(done.Completion.Values, []string{"Alice"}) {
+		t.Errorf("completion through /mcp = %+v, %v; want Alice", done, err)
 	}
 	if got := e.waitCalls(3); got[0].Method != "resources/read" || got[2].Method != "prompts/get" || got[2].Outcome != "ok" {
 		t.Errorf("audited = %+v", got)

@@ -286,6 +286,7 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 		// subscriptions to a resource.
 		server.WithPromptCapabilities(true),
 		server.WithResourceCapabilities(false, true),
+		server.WithCompletions(), // relayed to the servers (see answerComplete)
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithInstructions("Switchboard offers the tools a person approved on the MCP servers registered with it, named server__tool. Calls to some tools wait for the person's approval."))
@@ -708,6 +709,8 @@ func (e *Endpoint) answer(w http.ResponseWriter, r *http.Request, req rpcRequest
 		return true, e.writeList(w, req.ID, from.modern, profileOf(r.Context()), mcp.MCPMethod(req.Method))
 	case string(mcp.MethodResourcesRead), string(mcp.MethodPromptsGet):
 		return true, e.answerFetch(w, r, req, from)
+	case string(mcp.MethodCompletionComplete):
+		return true, e.answerComplete(w, r, req, from)
 	}
 	return false, nil
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -233,4 +234,76 @@ func promptArguments(v any) (args map[string]string, bad string) {
 		args[k] = s
 	}
 	return args, ""
+}
+
+// maxCompletions caps the values of a completion relayed, as MCP does.
+const maxCompletions = 100
+
+// answerComplete answers a completion/complete for an argument of an
+// offered prompt or resource template, by asking its server. A prompt or
+// template whose policy is ask gets no completions (the server is not
+// asked: nobody approved reaching it), nor one whose server does not
+// complete. Completions are not written to the call log: they act on
+// nothing.
+func (e *Endpoint) answerComplete(w http.ResponseWriter, r *http.Request, req rpcRequest, from agent) error {
+	var params mcp.CompleteParams
+	if err := json.Unmarshal(req.RawParams, &params); err != nil {
+		return writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: "invalid completion request: " + err.Error()})
+	}
+	o, err := e.current()
+	if err != nil {
+		return err
+	}
+	l := o.view(profileOf(r.Context())).listing
+	var ol *offeredListed
+	switch ref := params.Ref.(type) {
+	case mcp.PromptReference:
+		ol, err = l.prompt(ref.Name)
+	case mcp.ResourceReference:
+		ol, err = l.template(ref.URI)
+	default:
+		err = &notOffered{"a completion's ref is a ref/prompt or a ref/resource"}
+	}
+	if err != nil {
+		return writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: err.Error()})
+	}
+	res := &mcp.CompleteResult{Completion: mcp.Completion{Values: []string{}}}
+	if ol.policy == store.PolicyAllow {
+		if got, err := e.complete(r.Context(), ol, params); err != nil {
+			e.log.Debug("completion not relayed", "server", ol.ref.ServerID, "key", ol.ref.Key, "err", err)
+		} else {
+			res.Completion = got.Completion
+			res.Completion.Values = res.Completion.Values[:min(len(res.Completion.Values), maxCompletions)]
+		}
+	}
+	if from.modern {
+		res.SetResultType(mcp.ResultTypeComplete)
+		res.EnsureResultMeta().SetServerInfo(serverInfo)
+	}
+	return writeJSON(w, r, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res})
+}
+
+// complete asks the server of ol for completions, its ref named as the
+// server names it.
+func (e *Endpoint) complete(ctx context.Context, ol *offeredListed, params mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	_, srv, _, reason, err := e.lookupListed(ctx, ol.ref)
+	switch {
+	case err != nil:
+		return nil, err
+	case reason != "":
+		return nil, errors.New(reason)
+	}
+	if ol.ref.Kind == store.KindPrompt {
+		params.Ref = mcp.PromptReference{Type: "ref/prompt", Name: ol.ref.Key}
+	} else {
+		params.Ref = mcp.ResourceReference{Type: "ref/resource", URI: ol.ref.Key}
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
+	defer cancel()
+	var res *mcp.CompleteResult
+	_, err = e.pool.Use(cctx, srv.ID, srv.ConfigHash(), e.deps.Target(srv), time.Duration(srv.TimeoutMS)*time.Millisecond, func(s *discovery.Session) (err error) {
+		res, err = s.Complete(cctx, params, e.pool.MaxResult())
+		return err
+	})
+	return res, err
 }

@@ -253,6 +253,16 @@ func (l *listing) resource(uri string) (*offeredListed, string, error) {
 	return ol, uri, err
 }
 
+// template is the resource template an agent named by its URI template:
+// the one offered under it, or the one of that template on its server if
+// only one server of the view has it.
+func (l *listing) template(uri string) (*offeredListed, error) {
+	if ol, ok := l.offered[store.ListedKey(store.KindResourceTemplate, uri)]; ok {
+		return ol, nil
+	}
+	return one(l.bare[store.ListedKey(store.KindResourceTemplate, uri)], fmt.Sprintf("no resource template is offered as %q", uri))
+}
+
 // one is the only entry of found; for none, a notOffered of missing; for
 // several (of several servers), a notOffered naming each as offered.
 func one(found []*offeredListed, missing string) (*offeredListed, error) {
