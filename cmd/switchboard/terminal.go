@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -79,7 +80,8 @@ func (h *humanHandler) Handle(_ context.Context, r slog.Record) error {
 	case r.Message == "verification did not succeed" && has("server", "outcome", "class", "phase", "duration", "trigger", "err"):
 		fmt.Fprintf(&b, "%s: verification %s (%s in %s) after %s (%s): %s", a["server"], a["outcome"], a["class"], a["phase"], a["duration"], a["trigger"], a["err"])
 	case r.Message == "routed call" && has("agent", "tool", "decision", "by", "outcome", "duration"):
-		fmt.Fprintf(&b, "%s called %s: %s by %s, %s, %s", a["agent"], a["tool"], a["decision"], a["by"], a["outcome"], a["duration"])
+		verb := map[string]string{"resources/read": "read", "prompts/get": "got the prompt"}[a["method"]]
+		fmt.Fprintf(&b, "%s %s %s: %s by %s, %s, %s", a["agent"], cmp.Or(verb, "called"), a["tool"], a["decision"], a["by"], a["outcome"], a["duration"])
 		if why := a["reason"] + a["err"]; why != "" {
 			b.WriteString(": " + why)
 		}

@@ -90,12 +90,16 @@ func (a *auditLog) close() {
 	<-a.done
 }
 
-// logCall writes the one line of a routed call: who called which tool,
+// logCall writes the one line of a routed call (or read, or get): who
+// called which tool (read which resource, got which prompt),
 // what was decided and by whom, how it ended, and how long it took. The
 // arguments are never logged (the record keeps only their hash).
 func logCall(log *slog.Logger, c store.Call) {
 	attrs := []any{"agent", callerOf(c), "tool", c.AgentName, "decision", c.Decision, "by", c.DecidedBy,
 		"outcome", c.Outcome, "duration", (time.Duration(c.DurationMS) * time.Millisecond).String()}
+	if c.Method != "" && c.Method != store.MethodCallTool {
+		attrs = append(attrs, "method", c.Method)
+	}
 	if c.Reason != "" {
 		attrs = append(attrs, "reason", c.Reason)
 	}
