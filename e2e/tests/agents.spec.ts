@@ -1,17 +1,6 @@
 import { expect, test, type Page } from '@playwright/test';
 import { PORT } from '../playwright.config';
-import { Agent, EVERYTHING, FIXTURE, api, login, waitLive } from './helpers';
-
-// addVerified registers a stdio server through the API, confirms and
-// verifies it, and waits for the verification to succeed.
-async function addVerified(page: Page, id: string, command: string, args: string[]) {
-  const created = await api(page, 'POST', '/api/v1/servers', { id, name: id, transport: 'stdio', command, args });
-  expect(created.status).toBe(201);
-  const started = await api(page, 'POST', `/api/v1/servers/${id}/verify`, { confirm: true });
-  expect(started.status).toBe(202);
-  await expect.poll(async () => (await api(page, 'GET', `/api/v1/jobs/${started.body.job.id}`)).body.job.status,
-    { timeout: 30_000 }).toBe('success');
-}
+import { Agent, EVERYTHING, FIXTURE, addVerified, api, login, waitLive } from './helpers';
 
 test('an ask call waits as a card on every tab until a person approves it', async ({ context, playwright }) => {
   const page = await context.newPage();

@@ -98,6 +98,18 @@ export async function api(page: Page, method: string, url: string, data?: unknow
   return { status: res.status(), body: res.status() === 204 ? null : await res.json() };
 }
 
+// addVerified registers a stdio server through the API (with extra
+// fields, such as default_policy), confirms and verifies it, and waits
+// for the verification to succeed.
+export async function addVerified(page: Page, id: string, command: string, args: string[], extra: Record<string, unknown> = {}) {
+  const created = await api(page, 'POST', '/api/v1/servers', { id, name: id, transport: 'stdio', command, args, ...extra });
+  expect(created.status).toBe(201);
+  const started = await api(page, 'POST', `/api/v1/servers/${id}/verify`, { confirm: true });
+  expect(started.status).toBe(202);
+  await expect.poll(async () => (await api(page, 'GET', `/api/v1/jobs/${started.body.job.id}`)).body.job.status,
+    { timeout: 30_000 }).toBe('success');
+}
+
 // OwnSwitchboard is a Switchboard of a test file's own, started as a
 // person starts it: no token chosen, so it generates one and prints it
 // with a one-time login URL.

@@ -1,6 +1,6 @@
 import { expect, test } from '@playwright/test';
 import { PORT } from '../playwright.config';
-import { Agent, EVERYTHING, api, login, waitLive } from './helpers';
+import { Agent, EVERYTHING, addVerified, login, waitLive } from './helpers';
 
 // server-everything's prompts and resources, reviewed on its page, used
 // by an agent through /mcp: a prompt whose policy a person set to ask
@@ -10,13 +10,7 @@ import { Agent, EVERYTHING, api, login, waitLive } from './helpers';
 test('an agent gets server-everything prompts and reads its resources through /mcp', async ({ page, playwright }) => {
   await login(page);
   const id = 'evlisted';
-  const created = await api(page, 'POST', '/api/v1/servers', { id, name: id, transport: 'stdio', command: 'node', args: [EVERYTHING, 'stdio'],
-    default_policy: 'allow' });
-  expect(created.status).toBe(201);
-  const started = await api(page, 'POST', `/api/v1/servers/${id}/verify`, { confirm: true });
-  expect(started.status).toBe(202);
-  await expect.poll(async () => (await api(page, 'GET', `/api/v1/jobs/${started.body.job.id}`)).body.job.status,
-    { timeout: 30_000 }).toBe('success');
+  await addVerified(page, id, 'node', [EVERYTHING, 'stdio'], { default_policy: 'allow' });
 
   // Reviewed: args-prompt set to ask on the server page.
   await page.goto(`/servers/${id}`);

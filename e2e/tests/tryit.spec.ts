@@ -1,16 +1,12 @@
 import { test, expect, type Page } from '@playwright/test';
-import { api, EVERYTHING, FIXTURE, login, waitLive } from './helpers';
+import { addVerified as addAllowed, api, EVERYTHING, FIXTURE, login, waitLive } from './helpers';
 
 // Where the screenshots of the Try it page go.
 const SHOTS = process.env.SWITCHBOARD_E2E_SHOTS || '/tmp/switchboard-tryit-shots';
 
-async function addVerified(page: Page, id: string, command: string, args: string[]) {
-  const created = await api(page, 'POST', '/api/v1/servers', { id, name: id, transport: 'stdio', command, args, default_policy: 'allow' });
-  expect(created.status).toBe(201);
-  const started = await api(page, 'POST', `/api/v1/servers/${id}/verify`, { confirm: true });
-  expect(started.status).toBe(202);
-  await expect.poll(async () => (await api(page, 'GET', `/api/v1/jobs/${started.body.job.id}`)).body.job.status,
-    { timeout: 30_000 }).toBe('success');
+// addVerified with every tool allowed.
+function addVerified(page: Page, id: string, command: string, args: string[]) {
+  return addAllowed(page, id, command, args, { default_policy: 'allow' });
 }
 
 // cspErrors collects what the browser says the CSP blocked.
