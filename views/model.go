@@ -58,7 +58,8 @@ type ServerItem struct {
 	Delta string
 	// AutoRefresh says Switchboard re-verifies the server by itself.
 	AutoRefresh bool
-	// Changed is how many tools have a change awaiting approval.
+	// Changed is how many tools, prompts, resources and resource templates
+	// have a change awaiting approval.
 	Changed         int
 	ProtocolVersion string
 	// Isolation says how the last verification isolated the server's

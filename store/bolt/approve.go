@@ -128,29 +128,36 @@ func (db *DB) ApproveChanges(ctx context.Context, id string, pins map[string]str
 	return out, err
 }
 
-// countChanged counts the server's changed tools.
+// countChanged counts the server's changed tools and listed entries:
+// each awaits a person's review.
 func countChanged(tx *bbolt.Tx, id string) (int, error) {
-	tb := tx.Bucket(bucketTools).Bucket([]byte(id))
-	if tb == nil {
-		return 0, nil
-	}
 	n := 0
-	err := tb.ForEach(func(k, v []byte) error {
-		var t struct {
-			State store.ToolState `json:"state"`
+	for _, bucket := range [][]byte{bucketTools, bucketListed} {
+		b := tx.Bucket(bucket).Bucket([]byte(id))
+		if b == nil {
+			continue
 		}
-		if err := json.Unmarshal(v, &t); err != nil {
-			return fmt.Errorf("decode tool %q: %w", k, err)
+		err := b.ForEach(func(k, v []byte) error {
+			var t struct {
+				State store.ToolState `json:"state"`
+			}
+			if err := json.Unmarshal(v, &t); err != nil {
+				return fmt.Errorf("decode %s %q: %w", bucket, k, err)
+			}
+			if t.State == store.ToolChanged {
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
 		}
-		if t.State == store.ToolChanged {
-			n++
-		}
-		return nil
-	})
-	return n, err
+	}
+	return n, nil
 }
 
-// recountChanged updates the discovery record's count of changed tools.
+// recountChanged updates the discovery record's count of changed tools
+// and listed entries (see countChanged).
 func recountChanged(tx *bbolt.Tx, id string) error {
 	sum, err := readSummary(tx, []byte(id))
 	if err != nil {

@@ -37,26 +37,30 @@ func readListed(tx *bbolt.Tx, id string) (map[string]store.ListedEntry, error) {
 }
 
 // writeListed merges v's listed entries into those kept of server s (see
-// store.MergeListed) and writes them.
-func writeListed(tx *bbolt.Tx, s store.Server, v store.Verification) error {
+// store.MergeListed) and writes them. It returns how many are changed
+// (awaiting review).
+func writeListed(tx *bbolt.Tx, s store.Server, v store.Verification) (changed int, err error) {
 	known, err := readListed(tx, s.ID)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	merged := store.MergeListed(s, known, v.Listed, v.Unlisted, v.FinishedAt)
 	if len(merged) == 0 {
-		return nil
+		return 0, nil
 	}
 	b, err := tx.Bucket(bucketListed).CreateBucketIfNotExists([]byte(s.ID))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, e := range merged {
+		if e.State == store.ToolChanged {
+			changed++
+		}
 		if err := putJSON(b, []byte(store.ListedKey(e.Kind, e.Key)), e); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return changed, nil
 }
 
 // Listed returns the server's listed entries by kind then key.
@@ -97,8 +101,8 @@ func (db *DB) ApproveListed(ctx context.Context, ref store.ListedRef, pin, by st
 	})
 }
 
-// changeListed rewrites one listed entry as fn decides, in one
-// transaction.
+// changeListed rewrites one listed entry as fn decides, and the count of
+// the server's changes awaiting review, in one transaction.
 func (db *DB) changeListed(ctx context.Context, ref store.ListedRef, fn func(store.ListedEntry, time.Time) (store.ListedEntry, error)) (store.ListedEntry, error) {
 	var out store.ListedEntry
 	err := db.update(ctx, store.Change{ServerID: ref.ServerID, Tools: true}, func(tx *bbolt.Tx) error {
@@ -119,7 +123,10 @@ func (db *DB) changeListed(ctx context.Context, ref store.ListedRef, fn func(sto
 		if out, err = fn(e, time.Now()); err != nil {
 			return err
 		}
-		return putJSON(b, key, out)
+		if err := putJSON(b, key, out); err != nil {
+			return err
+		}
+		return recountChanged(tx, ref.ServerID)
 	})
 	return out, err
 }
