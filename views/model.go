@@ -215,6 +215,9 @@ type ServerDetail struct {
 	Tools         []ToolItem
 	// Listed is the server's resources, resource templates and prompts.
 	Listed []ListedItem
+	// ListedAsOf, when set, says the latest verification did not succeed:
+	// Listed is as of the last one that did, at this time.
+	ListedAsOf time.Time
 	// Preset is the server's policy preset ("" for none: new tools start
 	// at DefaultPolicy); Presets and Selections are the choices of the
 	// preset and bulk policy forms.
@@ -512,7 +515,11 @@ func (n NameList) More() int { return n.Total - len(n.Names) }
 // ToolChange is one changed tool on the review page: what was approved
 // against what the server offers now, field by field.
 type ToolChange struct {
-	Key    string // opaque index for element ids
+	Key string // opaque, for element ids
+	// Kind is "" for a tool, else the kind of listed entry (see
+	// ListedItem), whose Name is then its key (URI, URI template or
+	// prompt name).
+	Kind   string
 	Name   string
 	Pin    string // the version shown, which an approval approves
 	Policy string // the policy it keeps

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/listed"
 	"github.com/switchboard-dev/switchboard/web/internal/present"
 	"github.com/switchboard-dev/switchboard/web/internal/tooldiff"
 )
@@ -50,7 +51,8 @@ func (s *Server) changes(ctx context.Context, id string) (store.Server, []views.
 }
 
 // handleChangesPage serves GET /servers/:id/changes: every changed tool's
-// diff, with the approvals.
+// diff, then every changed resource's, resource template's and prompt's
+// (see listed.Changes), with the approvals.
 func (s *Server) handleChangesPage(c echo.Context) error {
 	return s.renderChanges(c, http.StatusOK, "")
 }
@@ -61,11 +63,15 @@ func (s *Server) renderChanges(c echo.Context, status int, notice string) error 
 	if err != nil {
 		return err
 	}
+	listedChanges, err := listed.Changes(ctx, s.store, srv.ID)
+	if err != nil {
+		return notFound(err)
+	}
 	p := s.page(c, "Review changes: "+srv.Name)
 	if notice != "" {
 		p.Flash = notice
 	}
-	return render(c, status, views.ChangesPage(p, srv.ID, srv.Name, changes))
+	return render(c, status, views.ChangesPage(p, srv.ID, srv.Name, changes, listedChanges))
 }
 
 // handleApproveForm serves POST /servers/:id/approve: the review page's
