@@ -81,6 +81,14 @@ type ListedRef struct {
 	Key      string
 }
 
+// ListedPin names one listed entry of a server, and the pin of the
+// version of it a person approves.
+type ListedPin struct {
+	Kind ListedKind
+	Key  string
+	Pin  string
+}
+
 // Listings reads and decides about servers' listed entries.
 type Listings interface {
 	// Listed is the server's listed entries (missing ones too) with
@@ -93,6 +101,12 @@ type Listings interface {
 	// ApproveListed approves the current definition of a changed entry
 	// at the pin the person was shown (see Approve).
 	ApproveListed(ctx context.Context, ref ListedRef, pin, by string) (ListedEntry, error)
+	// ApproveAll is ApproveChanges for changed tools (name → pin) and
+	// changed listed entries of one server together, all or none: any
+	// that changed again, has nothing to approve or does not exist fails
+	// the whole call with an error naming it. It returns the tools by
+	// name, then the entries in listed's order.
+	ApproveAll(ctx context.Context, id string, tools map[string]string, listed []ListedPin, by string) ([]ToolEntry, []ListedEntry, error)
 }
 
 // asTool is e as the tool rules see it.

@@ -6,6 +6,7 @@ package views
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -558,6 +559,11 @@ func (d ServerDetail) PresetTitle() string {
 		}
 	}
 	return ""
+}
+
+// concat is the tools' changes, then the listed entries' (a new slice).
+func concat(tools, listed []ToolChange) []ToolChange {
+	return append(slices.Clip(tools), listed...)
 }
 
 // unflagged is the changes that need no second confirmation.

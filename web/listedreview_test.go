@@ -22,6 +22,12 @@ type listedApproval struct {
 	Item apiListed `json:"item"`
 }
 
+// approveAllAnswer is the answer of POST /api/v1/servers/:id/approve.
+type approveAllAnswer struct {
+	Tools  []json.RawMessage `json:"tools"`
+	Listed []apiListed       `json:"listed"`
+}
+
 // changingListedServer is a Streamable HTTP MCP server with two prompts
 // ("plain", "rug") and a resource template (file:///{path}), all
 // "Harmless." at version 1; from version 2 on, plain and the template
@@ -154,7 +160,7 @@ func TestChangedListedReviewAndApproval(t *testing.T) {
 		if card.Find(testID("change-flags")).Length() != 0 || card.Find(testID("confirm-flagged")).Length() != 0 {
 			t.Error("an unflagged prompt change is flagged")
 		}
-		if v := inputValue(t, card, "pin"); v != plain.Pin {
+		if v := inputValue(t, card, "listed_pin"); v != plain.Pin {
 			t.Errorf("plain's approval pin = %q; want %q", v, plain.Pin)
 		}
 		flagged := mustOne(t, page, `[data-testid="change"][data-kind="prompt"][data-key="rug"]`)
@@ -168,32 +174,32 @@ func TestChangedListedReviewAndApproval(t *testing.T) {
 
 	t.Run("the page approves at the pin shown", func(t *testing.T) {
 		form := func(key, pin string, extra ...string) url.Values {
-			v := url.Values{"kind": {"prompt"}, "key": {key}, "pin": {pin}}
+			v := url.Values{"listed_kind": {"prompt"}, "listed_key": {key}, "listed_pin": {pin}}
 			for i := 0; i+1 < len(extra); i += 2 {
 				v.Add(extra[i], extra[i+1])
 			}
 			return v
 		}
-		rec := b.post("/servers/lst/listed/approve", form("plain", oldPin))
+		rec := b.post("/servers/lst/approve", form("plain", oldPin))
 		wantStatus(t, rec, http.StatusConflict)
 		if !strings.Contains(rec.Body.String(), "changed again") || prompt("plain").State != "changed" {
 			t.Errorf("a stale pin: plain %s; the page says it changed again: %v", prompt("plain").State, strings.Contains(rec.Body.String(), "changed again"))
 		}
-		rec = b.post("/servers/lst/listed/approve", form("rug", rug.Pin))
+		rec = b.post("/servers/lst/approve", form("rug", rug.Pin))
 		wantStatus(t, rec, http.StatusUnprocessableEntity)
 		if !strings.Contains(rec.Body.String(), "is flagged") || prompt("rug").State != "changed" {
 			t.Errorf("a flagged version without the confirmation: rug %s; the page says flagged: %v", prompt("rug").State, strings.Contains(rec.Body.String(), "is flagged"))
 		}
 		parseHTML(t, rec.Body.String()).Find(`[data-testid="change"][data-key="rug"]`).Each(func(_ int, s *goquery.Selection) {
-			if v := inputValue(t, s, "pin"); v != rug.Pin {
+			if v := inputValue(t, s, "listed_pin"); v != rug.Pin {
 				t.Errorf("the page shown again approves %q; want the pin shown, %q", v, rug.Pin)
 			}
 		})
-		wantStatus(t, b.post("/servers/lst/listed/approve", url.Values{"kind": {"tool"}, "key": {"rug"}, "pin": {rug.Pin}}), http.StatusUnprocessableEntity)
-		wantStatus(t, b.post("/servers/nope/listed/approve", form("rug", rug.Pin)), http.StatusNotFound)
-		wantStatus(t, b.post("/servers/lst/listed/approve", form("nope", rug.Pin)), http.StatusNotFound)
+		wantStatus(t, b.post("/servers/lst/approve", url.Values{"listed_kind": {"tool"}, "listed_key": {"rug"}, "listed_pin": {rug.Pin}}), http.StatusUnprocessableEntity)
+		wantStatus(t, b.post("/servers/nope/approve", form("rug", rug.Pin)), http.StatusNotFound)
+		wantStatus(t, b.post("/servers/lst/approve", form("nope", rug.Pin)), http.StatusNotFound)
 
-		wantStatus(t, b.post("/servers/lst/listed/approve", form("rug", rug.Pin, "confirm_flagged", "rug")), http.StatusSeeOther)
+		wantStatus(t, b.post("/servers/lst/approve", form("rug", rug.Pin, "confirm_flagged", "rug")), http.StatusSeeOther)
 		if p := prompt("rug"); p.State != "active" || p.EffectivePolicy != "ask" {
 			t.Errorf("rug after the confirmed approval: %s, effective %s; want active, ask", p.State, p.EffectivePolicy)
 		}
@@ -245,4 +251,76 @@ func TestChangedListedReviewAndApproval(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The review page's "approve all" approves the unflagged prompts and
+// templates it shows beside the tools, at the pins shown, and leaves the
+// flagged ones; the API's approve-all takes entries too, a flagged one
+// with its own confirmation.
+func TestApproveAllCoversListed(t *testing.T) {
+	ts, version := changingListedServer(t)
+	e := newEnv(t)
+	b := e.login()
+	e.createServer(map[string]any{"id": "lst", "name": "Listed", "transport": "http", "url": ts.URL + "/mcp"})
+	for v := int32(1); v <= 2; v++ {
+		version.Store(v)
+		if job := e.verify("lst"); job.Status != "success" {
+			t.Fatalf("verify %d = %+v", v, job)
+		}
+	}
+	state := func(name string) apiListed {
+		t.Helper()
+		p, _ := findListed(e.prompts("lst").Prompts, func(l apiListed) bool { return l.Name == name })
+		return p
+	}
+	page := parseHTML(t, b.get("/servers/lst/changes").Body.String())
+	button := mustOne(t, page, testID("approve-all-button"))
+	if got := textOf(button); got != "Approve the 2 unflagged changes shown above" {
+		t.Errorf("approve all = %q; want the 2 unflagged changes (plain, the template)", got)
+	}
+	form := url.Values{}
+	button.Closest("form").Find("input").Each(func(_ int, in *goquery.Selection) {
+		name, _ := in.Attr("name")
+		value, _ := in.Attr("value")
+		if name != "_csrf" {
+			form.Add(name, value)
+		}
+	})
+	if keys := form["listed_key"]; len(keys) != 2 || !slices.Contains(keys, "plain") || !slices.Contains(keys, "file:///{path}") {
+		t.Fatalf("approve all names %q; want plain and the template, not rug", keys)
+	}
+	stale := url.Values{"listed_kind": {"prompt"}, "listed_key": {"plain"}, "listed_pin": {"old"}}
+	wantStatus(t, b.post("/servers/lst/approve", stale), http.StatusConflict)
+	wantStatus(t, b.post("/servers/lst/approve", url.Values{"listed_kind": {"prompt"}, "listed_key": {"plain"}}), http.StatusUnprocessableEntity)
+	wantStatus(t, b.post("/servers/lst/approve", form), http.StatusSeeOther)
+	if p, r := state("plain"), state("rug"); p.State != "active" || r.State != "changed" {
+		t.Errorf("after approve all: plain %s, rug %s; want active, changed (flagged, left out)", p.State, r.State)
+	}
+	if n := e.discovery("lst").ChangedTools; n != 1 {
+		t.Errorf("changes awaiting review after approve all = %d; want 1 (rug)", n)
+	}
+
+	approveAll := func(entry map[string]any) *httptest.ResponseRecorder {
+		return e.api(http.MethodPost, "/api/v1/servers/lst/approve", map[string]any{"listed": []map[string]any{entry}})
+	}
+	rec := approveAll(map[string]any{"kind": "tool", "key": "rug"})
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	if f := decodeAs[apiError](t, rec).Fields; f["listed.0.kind"] == "" || f["listed.0.pin"] == "" {
+		t.Errorf("refusal fields = %v; want listed.0.kind and listed.0.pin", f)
+	}
+	rug := state("rug")
+	rec = approveAll(map[string]any{"kind": "prompt", "key": "rug", "pin": rug.Pin})
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	if f := decodeAs[apiError](t, rec).Fields; !strings.Contains(f["confirm_flagged"], "possible prompt injection") {
+		t.Errorf("refusal fields = %v; want confirm_flagged saying why", f)
+	}
+	rec = approveAll(map[string]any{"kind": "prompt", "key": "rug", "pin": rug.Pin, "confirm_flagged": true})
+	wantStatus(t, rec, http.StatusOK)
+	got := decodeAs[approveAllAnswer](t, rec)
+	if len(got.Tools) != 0 || len(got.Listed) != 1 || got.Listed[0].Name != "rug" || got.Listed[0].State != "active" {
+		t.Errorf("API approve all = %+v; want rug, active", got)
+	}
+	if n := e.discovery("lst").ChangedTools; n != 0 {
+		t.Errorf("changes awaiting review after approving rug = %d; want 0", n)
+	}
 }

@@ -53,7 +53,6 @@ func (s *Server) routes() {
 	ui.GET("/servers/:id/history", s.handleHistoryFragment)
 	ui.GET("/servers/:id/changes", s.handleChangesPage)
 	ui.POST("/servers/:id/approve", s.handleApproveForm)
-	ui.POST("/servers/:id/listed/approve", listed.ApproveForm(s.store, s.renderChanges))
 	ui.POST("/verify-all", s.handleVerifyAll)
 	ui.POST("/batches/:id/cancel", s.handleCancelBatch)
 	ui.POST("/batches/:id/dismiss", s.handleDismissBatch)

@@ -99,7 +99,16 @@ func (db *DB) ApproveTool(ctx context.Context, ref store.ToolRef, pin, by string
 // any tool that changed again, or has nothing to approve, fails the whole
 // call with an error naming it.
 func (db *DB) ApproveChanges(ctx context.Context, id string, pins map[string]string, by string) ([]store.ToolEntry, error) {
+	out, _, err := db.ApproveAll(ctx, id, pins, nil, by)
+	return out, err
+}
+
+// ApproveAll approves changed tools (name → pin) and changed listed
+// entries of one server in one transaction, all or none (see
+// ApproveChanges, ApproveListed), and recounts the server's changes.
+func (db *DB) ApproveAll(ctx context.Context, id string, pins map[string]string, listed []store.ListedPin, by string) ([]store.ToolEntry, []store.ListedEntry, error) {
 	var out []store.ToolEntry
+	var outListed []store.ListedEntry
 	err := db.update(ctx, store.Change{ServerID: id, Tools: true}, func(tx *bbolt.Tx) error {
 		now := time.Now()
 		out = make([]store.ToolEntry, 0, len(pins))
@@ -123,9 +132,19 @@ func (db *DB) ApproveChanges(ctx context.Context, id string, pins map[string]str
 			}
 			out = append(out, e)
 		}
+		outListed = make([]store.ListedEntry, 0, len(listed))
+		for _, lp := range listed {
+			e, err := rewriteListed(tx, store.ListedRef{ServerID: id, Kind: lp.Kind, Key: lp.Key}, func(e store.ListedEntry) (store.ListedEntry, error) {
+				return store.ApproveListedEntry(e, lp.Pin, by, now)
+			})
+			if err != nil {
+				return err
+			}
+			outListed = append(outListed, e)
+		}
 		return recountChanged(tx, id)
 	})
-	return out, err
+	return out, outListed, err
 }
 
 // countChanged counts the server's changed tools and listed entries:

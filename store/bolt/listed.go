@@ -106,27 +106,37 @@ func (db *DB) ApproveListed(ctx context.Context, ref store.ListedRef, pin, by st
 func (db *DB) changeListed(ctx context.Context, ref store.ListedRef, fn func(store.ListedEntry, time.Time) (store.ListedEntry, error)) (store.ListedEntry, error) {
 	var out store.ListedEntry
 	err := db.update(ctx, store.Change{ServerID: ref.ServerID, Tools: true}, func(tx *bbolt.Tx) error {
-		if tx.Bucket(bucketServers).Get([]byte(ref.ServerID)) == nil {
-			return store.ErrNotFound
-		}
-		b := tx.Bucket(bucketListed).Bucket([]byte(ref.ServerID))
-		if b == nil {
-			return fmt.Errorf("%w: %s %q", store.ErrToolNotFound, ref.Kind, ref.Key)
-		}
-		key := []byte(store.ListedKey(ref.Kind, ref.Key))
-		var e store.ListedEntry
-		if err := getJSON(b, key, &e); err != nil {
-			return fmt.Errorf("%w: %s %q", store.ErrToolNotFound, ref.Kind, ref.Key)
-		}
-		e.Effective = store.EffectivePolicy(store.Tool{State: e.State}, e.Policy)
+		now := time.Now()
 		var err error
-		if out, err = fn(e, time.Now()); err != nil {
-			return err
-		}
-		if err := putJSON(b, key, out); err != nil {
+		out, err = rewriteListed(tx, ref, func(e store.ListedEntry) (store.ListedEntry, error) { return fn(e, now) })
+		if err != nil {
 			return err
 		}
 		return recountChanged(tx, ref.ServerID)
 	})
 	return out, err
+}
+
+// rewriteListed reads one listed entry, lets fn change it and writes it
+// back; it returns the entry as written, ErrNotFound for no such server
+// or ErrToolNotFound for no such entry, or fn's error.
+func rewriteListed(tx *bbolt.Tx, ref store.ListedRef, fn func(store.ListedEntry) (store.ListedEntry, error)) (store.ListedEntry, error) {
+	if tx.Bucket(bucketServers).Get([]byte(ref.ServerID)) == nil {
+		return store.ListedEntry{}, store.ErrNotFound
+	}
+	b := tx.Bucket(bucketListed).Bucket([]byte(ref.ServerID))
+	if b == nil {
+		return store.ListedEntry{}, fmt.Errorf("%w: %s %q", store.ErrToolNotFound, ref.Kind, ref.Key)
+	}
+	key := []byte(store.ListedKey(ref.Kind, ref.Key))
+	var e store.ListedEntry
+	if err := getJSON(b, key, &e); err != nil {
+		return e, fmt.Errorf("%w: %s %q", store.ErrToolNotFound, ref.Kind, ref.Key)
+	}
+	e.Effective = store.EffectivePolicy(store.Tool{State: e.State}, e.Policy)
+	e, err := fn(e)
+	if err != nil {
+		return e, err
+	}
+	return e, putJSON(b, key, e)
 }

@@ -164,3 +164,49 @@ func testListedChangesCounted(t *testing.T, be Backend) {
 		t.Errorf("Discovery.Changed after approving both = %d; want 0", n)
 	}
 }
+
+// Changed tools and listed entries approved together are approved all or
+// none: a stale pin of either leaves both changed.
+func testListedApproveAll(t *testing.T, be Backend) {
+	ctx := t.Context()
+	db := be.Open(t)
+	s := MustCreate(t, db, StdioServer("files"))
+	p1, p2, t1, t2 := mkListed(store.KindPrompt, "greet", "v1"), mkListed(store.KindPrompt, "greet", "v2"),
+		mkListed(store.KindResourceTemplate, "file:///{x}", "v1"), mkListed(store.KindResourceTemplate, "file:///{x}", "v2")
+	v := Verification(s, "j1", At(10), MkTool("a", "v1"))
+	v.Listed = []store.Listed{p1, t1}
+	MustRecordSuccess(t, db, s.ID, v)
+	v = Verification(s, "j2", At(20), MkTool("a", "v2"))
+	v.Listed = []store.Listed{p2, t2}
+	MustRecordSuccess(t, db, s.ID, v)
+	tools := map[string]string{"a": MkTool("a", "v2").Pin}
+
+	for _, c := range []struct {
+		name   string
+		listed []store.ListedPin
+		want   error
+	}{
+		{"a stale pin", []store.ListedPin{{Kind: store.KindPrompt, Key: "greet", Pin: p2.Pin}, {Kind: store.KindResourceTemplate, Key: "file:///{x}", Pin: t1.Pin}}, store.ErrPinMismatch},
+		{"no such entry", []store.ListedPin{{Kind: store.KindPrompt, Key: "greet", Pin: p2.Pin}, {Kind: store.KindPrompt, Key: "zz", Pin: p2.Pin}}, store.ErrToolNotFound},
+	} {
+		if _, _, err := db.ApproveAll(ctx, s.ID, tools, c.listed, "me"); !errors.Is(err, c.want) {
+			t.Errorf("ApproveAll(%s) = %v; want %v", c.name, err, c.want)
+		}
+		if n := MustSummary(t, db, s.ID).Discovery.Changed; n != 3 {
+			t.Errorf("Discovery.Changed after ApproveAll(%s) = %d; want 3 (nothing approved)", c.name, n)
+		}
+	}
+	gotTools, gotListed, err := db.ApproveAll(ctx, s.ID, tools, []store.ListedPin{{Kind: store.KindPrompt, Key: "greet", Pin: p2.Pin}, {Kind: store.KindResourceTemplate, Key: "file:///{x}", Pin: t2.Pin}}, "me")
+	if err != nil || len(gotTools) != 1 || len(gotListed) != 2 || gotListed[0].Key != "greet" || gotListed[1].State != store.ToolActive {
+		t.Fatalf("ApproveAll(all) = %d tools, %+v, %v; want 1 tool, greet then the template, active", len(gotTools), gotListed, err)
+	}
+	db = be.Reopen(t, db)
+	if n := MustSummary(t, db, s.ID).Discovery.Changed; n != 0 {
+		t.Errorf("Discovery.Changed after approving all = %d; want 0", n)
+	}
+	for k, e := range listedBy(t, db, s.ID) {
+		if e.State != store.ToolActive || e.Policy.Pin != e.Pin {
+			t.Errorf("%q after approving all: %s at %s; want active at its pin", k, e.State, e.Policy.Pin)
+		}
+	}
+}

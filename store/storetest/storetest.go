@@ -67,6 +67,7 @@ func Run(t *testing.T, b Backend) {
 		{"SignInRequiredIsItsOwnState", testSignInRequiredIsItsOwnState},
 		{"ListedMergeAndApprove", testListedMergeAndApprove},
 		{"ListedChangesCounted", testListedChangesCounted},
+		{"ListedApproveAll", testListedApproveAll},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, b) })
 	}

@@ -1,7 +1,8 @@
 // Package listed serves a server's resources, resource templates and
 // prompts: the JSON API answers, the server page's rows, the form that
 // sets the policy of a prompt or resource template, and the review and
-// approval of a changed one (review.go).
+// approval of a changed one (review.go; the review page's approval form
+// is the tools', which reads the entries with FormApprovals).
 package listed
 
 import (
@@ -66,6 +67,15 @@ func ItemOf(e store.ListedEntry) Item {
 		it.URITemplate = e.Key
 	}
 	return it
+}
+
+// ItemsOf is entries as the API answers them.
+func ItemsOf(entries []store.ListedEntry) []Item {
+	out := make([]Item, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, ItemOf(e))
+	}
+	return out
 }
 
 // byKind groups the API items of entries by kind.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -23,10 +26,6 @@ type Approver interface {
 	Reader
 	ApproveListed(ctx context.Context, ref store.ListedRef, pin, by string) (store.ListedEntry, error)
 }
-
-// Rerender answers a form with the server's changes page again, status and
-// a notice at its top (see Changes).
-type Rerender func(c echo.Context, status int, notice string) error
 
 // Changes is every changed entry of server id, each with the diff of the
 // definition its policy approved and the current one and the current
@@ -60,51 +59,103 @@ func flagsOf(e store.ListedEntry) present.Flags {
 	return present.Flags{Markers: row.InjectionMarkers(), Hidden: row.HasHidden()}
 }
 
-// approval is one entry a person approves: its kind and key, and the pin
-// of the version they reviewed; Confirmed says they confirmed it again
-// because it is flagged.
-type approval struct {
+// Approval is one entry a person approves: its kind and key, and the pin
+// of the version they reviewed; ConfirmFlagged says they confirmed it
+// again, as a flagged version needs.
+type Approval struct {
 	Kind           store.ListedKind `json:"kind"`
 	Key            string           `json:"key"`
 	Pin            string           `json:"pin"`
-	ConfirmFlagged bool             `json:"confirm_flagged"` // needed for a flagged version
+	ConfirmFlagged bool             `json:"confirm_flagged"`
 }
 
-// check says, by field, what is wrong with a: nil if nothing.
-func (a approval) check() map[string]string {
+// check says, by field (each name after prefix), what is wrong with a:
+// empty if nothing.
+func (a Approval) check(prefix string) map[string]string {
 	errs := map[string]string{}
 	if !a.Kind.Valid() {
-		errs["kind"] = "must be prompt, resource_template or resource"
+		errs[prefix+"kind"] = "must be prompt, resource_template or resource"
 	}
 	if a.Key == "" {
-		errs["key"] = "required: the prompt's name, the template's URI template or the resource's URI"
+		errs[prefix+"key"] = "required: the prompt's name, the template's URI template or the resource's URI"
 	}
 	if a.Pin == "" {
-		errs["pin"] = "required: the pin of the version you reviewed"
-	}
-	if len(errs) == 0 {
-		return nil
+		errs[prefix+"pin"] = "required: the pin of the version you reviewed"
 	}
 	return errs
 }
 
-// approve approves a of server id if it is not flagged, or confirmed; it
-// returns the entry as approved, or why not: "flagged", with what, when
-// the confirmation is missing, else the store's error.
-func approve(ctx context.Context, ap Approver, id string, a approval, by string) (e store.ListedEntry, flagged string, err error) {
-	entries, err := ap.Listed(ctx, id)
+// Check is the 422 refusal of approvals with a field in error (named
+// listed.<i>.<field>), or nil.
+func Check(as []Approval) error {
+	errs := map[string]string{}
+	for i, a := range as {
+		maps.Copy(errs, a.check("listed."+strconv.Itoa(i)+"."))
+	}
+	if len(errs) > 0 {
+		return apijson.Invalid(errs)
+	}
+	return nil
+}
+
+// FormApprovals reads the entries an approval form names, in threes of
+// listed_kind, listed_key and listed_pin; a key among the form's
+// confirm_flagged values is confirmed. A form whose threes do not add up,
+// or are in error, is refused (422).
+func FormApprovals(form url.Values) ([]Approval, error) {
+	kinds, keys, pins := form["listed_kind"], form["listed_key"], form["listed_pin"]
+	if len(kinds) != len(keys) || len(keys) != len(pins) {
+		return nil, &apijson.Refusal{Status: http.StatusUnprocessableEntity, Message: "the form must name each entry by kind and key with the pin of the version shown"}
+	}
+	out := make([]Approval, 0, len(kinds))
+	for i := range kinds {
+		out = append(out, Approval{Kind: store.ListedKind(kinds[i]), Key: keys[i], Pin: pins[i], ConfirmFlagged: slices.Contains(form["confirm_flagged"], keys[i])})
+	}
+	return out, Check(out)
+}
+
+// Pins are the approvals as the store takes them.
+func Pins(as []Approval) []store.ListedPin {
+	out := make([]store.ListedPin, 0, len(as))
+	for _, a := range as {
+		out = append(out, store.ListedPin{Kind: a.Kind, Key: a.Key, Pin: a.Pin})
+	}
+	return out
+}
+
+// Unconfirmed says which of the approvals of server id names a flagged
+// version (see flagsOf) without its confirmation ("" if none): such a
+// version is approved only with that second, explicit confirmation. Only
+// the version reviewed counts, and only if it awaits approval: the store
+// refuses the others. It refuses (404) an approval of no such server or
+// entry.
+func Unconfirmed(ctx context.Context, r Reader, id string, as []Approval) (string, error) {
+	if len(as) == 0 {
+		return "", nil
+	}
+	entries, err := r.Listed(ctx, id)
 	if err != nil {
-		return e, "", err
+		return "", refusal(err)
 	}
-	i := slices.IndexFunc(entries, func(e store.ListedEntry) bool { return e.Kind == a.Kind && e.Key == a.Key })
-	if i < 0 {
-		return e, "", fmt.Errorf("%w: %s %q", store.ErrToolNotFound, a.Kind, a.Key)
+	for _, a := range as {
+		i := slices.IndexFunc(entries, func(e store.ListedEntry) bool { return e.Kind == a.Kind && e.Key == a.Key })
+		if i < 0 {
+			return "", refusal(fmt.Errorf("%w: %s %q", store.ErrToolNotFound, a.Kind, a.Key))
+		}
+		cur := entries[i]
+		if f := flagsOf(cur); f.Any() && cur.State == store.ToolChanged && cur.Pin == a.Pin && !a.ConfirmFlagged {
+			return fmt.Sprintf("the new version of %s %q is flagged: %s", views.KindTitle(string(a.Kind)), a.Key, f), nil
+		}
 	}
-	// The flags of the version approved, not of a newer one (refused below
-	// for its pin), nor of one that awaits no approval (refused too).
-	cur := entries[i]
-	if f := flagsOf(cur); f.Any() && cur.State == store.ToolChanged && cur.Pin == a.Pin && !a.ConfirmFlagged {
-		return e, fmt.Sprintf("the new version of %s %q is flagged: %s", views.KindTitle(string(a.Kind)), a.Key, f), nil
+	return "", nil
+}
+
+// approve approves a of server id if it is not flagged, or confirmed; it
+// returns the entry as approved, or why not: what is flagged when the
+// confirmation is missing, else a refusal or the store's error.
+func approve(ctx context.Context, ap Approver, id string, a Approval, by string) (e store.ListedEntry, flagged string, err error) {
+	if flagged, err = Unconfirmed(ctx, ap, id, []Approval{a}); err != nil || flagged != "" {
+		return e, flagged, err
 	}
 	e, err = ap.ApproveListed(ctx, store.ListedRef{ServerID: id, Kind: a.Kind, Key: a.Key}, a.Pin, by)
 	return e, "", err
@@ -132,11 +183,11 @@ func refusal(err error) error {
 // answers {"kind": ..., "item": <the entry, see ItemOf>}.
 func APIApprove(ap Approver) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		var a approval
+		var a Approval
 		if err := apijson.DecodeStrict(http.MaxBytesReader(c.Response(), c.Request().Body, 64<<10), &a); err != nil {
 			return err
 		}
-		if errs := a.check(); errs != nil {
+		if errs := a.check(""); len(errs) > 0 {
 			return apijson.Invalid(errs)
 		}
 		e, flagged, err := approve(c.Request().Context(), ap, c.Param("id"), a, "api")
@@ -147,35 +198,5 @@ func APIApprove(ap Approver) echo.HandlerFunc {
 			return apijson.Invalid(map[string]string{"confirm_flagged": flagged + `: send "confirm_flagged": true once a person read it`})
 		}
 		return c.JSON(http.StatusOK, map[string]any{"kind": e.Kind, "item": ItemOf(e)})
-	}
-}
-
-// ApproveForm serves POST /servers/:id/listed/approve (kind, key, pin,
-// and confirm_flagged, the key again, for a flagged version), the changes
-// page's approval of one entry's version: it goes back to that page, or
-// shows it again (rerender) saying why nothing was approved: 422 for a
-// form in error or a flagged version not confirmed, 409 for a version
-// that is no longer the current one.
-func ApproveForm(ap Approver, rerender Rerender) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		a := approval{Kind: store.ListedKind(c.FormValue("kind")), Key: c.FormValue("key"), Pin: c.FormValue("pin")}
-		if err := c.Request().ParseForm(); err != nil {
-			return &apijson.Refusal{Status: http.StatusBadRequest, Message: "could not read the form"}
-		}
-		a.ConfirmFlagged = a.Key != "" && slices.Contains(c.Request().PostForm["confirm_flagged"], a.Key)
-		if errs := a.check(); errs != nil {
-			return rerender(c, http.StatusUnprocessableEntity, "Nothing was approved: the form must name the entry's kind, key and the pin of the version shown.")
-		}
-		id := c.Param("id")
-		_, flagged, err := approve(c.Request().Context(), ap, id, a, "dashboard")
-		switch {
-		case errors.Is(err, store.ErrPinMismatch), errors.Is(err, store.ErrNotChanged):
-			return rerender(c, http.StatusConflict, "Nothing was approved: it changed again, or was approved meanwhile. Review what is shown now.")
-		case err != nil:
-			return refusal(err)
-		case flagged != "":
-			return rerender(c, http.StatusUnprocessableEntity, "Nothing was approved: "+flagged+". Read it, then tick the confirmation beside it.")
-		}
-		return c.Redirect(http.StatusSeeOther, "/servers/"+id+"/changes")
 	}
 }
