@@ -53,11 +53,17 @@ type Listed struct {
 	Annotations json.RawMessage  `json:"annotations,omitempty"`
 	Arguments   []PromptArgument `json:"arguments,omitempty"`
 	Raw         json.RawMessage  `json:"raw,omitempty"`
-	Pin         string           `json:"pin"`
-	State       ToolState        `json:"state"`
-	Problems    []string         `json:"problems,omitempty"`
-	FirstSeen   time.Time        `json:"first_seen"`
-	LastSeen    time.Time        `json:"last_seen"`
+	// Approved is the definition (Raw) at the pin the entry's policy was
+	// approved at, kept while the entry differs from it (see MergeListed)
+	// so that a person reviews the two side by side; nil when the entry
+	// is at its approved pin, or when the approved definition was never
+	// seen by this store.
+	Approved  json.RawMessage `json:"approved,omitempty"`
+	Pin       string          `json:"pin"`
+	State     ToolState       `json:"state"`
+	Problems  []string        `json:"problems,omitempty"`
+	FirstSeen time.Time       `json:"first_seen"`
+	LastSeen  time.Time       `json:"last_seen"`
 }
 
 // ListedEntry is a listed entry with its policy and the policy that
@@ -73,6 +79,14 @@ type ListedRef struct {
 	ServerID string
 	Kind     ListedKind
 	Key      string
+}
+
+// ListedPin names one listed entry of a server, and the pin of the
+// version of it a person approves.
+type ListedPin struct {
+	Kind ListedKind
+	Key  string
+	Pin  string
 }
 
 // Listings reads and decides about servers' listed entries.
@@ -91,6 +105,12 @@ type Listings interface {
 	// ApproveListed approves the current definition of a changed entry
 	// at the pin the person was shown (see Approve).
 	ApproveListed(ctx context.Context, ref ListedRef, pin, by string) (ListedEntry, error)
+	// ApproveAll is ApproveChanges for changed tools (name → pin) and
+	// changed listed entries of one server together, all or none: any
+	// that changed again, has nothing to approve or does not exist fails
+	// the whole call with an error naming it. It returns the tools by
+	// name, then the entries in listed's order.
+	ApproveAll(ctx context.Context, id string, tools map[string]string, listed []ListedPin, by string) ([]ToolEntry, []ListedEntry, error)
 }
 
 // asTool is e as the tool rules see it.
@@ -110,10 +130,26 @@ func ApplyListedPolicy(e ListedEntry, p Policy, by string, now time.Time) Listed
 	return e.withTool(t)
 }
 
-// ApproveListedEntry is Approve for a listed entry.
+// ApproveListedEntry is Approve for a listed entry: once approved, its
+// current definition is the approved one, and the one approved before is
+// no longer kept.
 func ApproveListedEntry(e ListedEntry, pin, by string, now time.Time) (ListedEntry, error) {
 	t, err := Approve(e.asTool(), pin, by, now)
-	return e.withTool(t), err
+	if err != nil {
+		return e, err
+	}
+	e.Approved = nil
+	return e.withTool(t), nil
+}
+
+// approvedRaw is the definition e's policy was approved at, as far as
+// known: its own if it is at that pin, else the one kept (see
+// Listed.Approved).
+func (e ListedEntry) approvedRaw() json.RawMessage {
+	if e.Pin == e.Policy.Pin {
+		return e.Raw
+	}
+	return e.Approved
 }
 
 // ListedKey is the key of an entry among its server's listed entries.
@@ -122,8 +158,9 @@ func ListedKey(kind ListedKind, key string) string { return string(kind) + "\x00
 // MergeListed merges offered, the listed entries of a successful
 // verification of s finished at at, into known (by ListedKey), by the
 // rules of MergeTools: it returns every entry to write. Kinds in
-// unlisted (whose listing failed) are left as known. known is not
-// modified.
+// unlisted (whose listing failed) are left as known. An entry offered at
+// a pin other than its policy's keeps the approved definition (see
+// Listed.Approved). known is not modified.
 func MergeListed(s Server, known map[string]ListedEntry, offered []Listed, unlisted []ListedKind, at time.Time) []ListedEntry {
 	at = at.UTC()
 	skip := map[ListedKind]bool{}
@@ -149,6 +186,9 @@ func MergeListed(s Server, known map[string]ListedEntry, offered []Listed, unlis
 			if e.Policy.Policy == "" {
 				e.Policy.Policy = PolicyAsk
 			}
+		}
+		if ok && e.Policy.Pin != l.Pin {
+			e.Approved = old.approvedRaw()
 		}
 		e.State = mergedState(l.State, e.Policy, l.Pin)
 		e.Effective = EffectivePolicy(Tool{State: e.State}, e.Policy)

@@ -379,8 +379,9 @@ type Discovery struct {
 	// Delta is what the last successful verification changed, in counts
 	// (its history entry names the tools).
 	Delta *Delta `json:"delta,omitempty"`
-	// Changed is how many tools are changed (awaiting a person's
-	// approval of their new definition).
+	// Changed is how many tools and listed entries (resources, resource
+	// templates, prompts) are changed, awaiting a person's approval of
+	// their new definition.
 	Changed int `json:"changed,omitempty"`
 }
 

@@ -6,6 +6,7 @@ package views
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,7 +59,8 @@ type ServerItem struct {
 	Delta string
 	// AutoRefresh says Switchboard re-verifies the server by itself.
 	AutoRefresh bool
-	// Changed is how many tools have a change awaiting approval.
+	// Changed is how many tools, prompts, resources and resource templates
+	// have a change awaiting approval.
 	Changed         int
 	ProtocolVersion string
 	// Isolation says how the last verification isolated the server's
@@ -214,6 +216,9 @@ type ServerDetail struct {
 	Tools         []ToolItem
 	// Listed is the server's resources, resource templates and prompts.
 	Listed []ListedItem
+	// ListedAsOf, when set, says the latest verification did not succeed:
+	// Listed is as of the last one that did, at this time.
+	ListedAsOf time.Time
 	// Preset is the server's policy preset ("" for none: new tools start
 	// at DefaultPolicy); Presets and Selections are the choices of the
 	// preset and bulk policy forms.
@@ -511,7 +516,11 @@ func (n NameList) More() int { return n.Total - len(n.Names) }
 // ToolChange is one changed tool on the review page: what was approved
 // against what the server offers now, field by field.
 type ToolChange struct {
-	Key    string // opaque index for element ids
+	Key string // opaque, for element ids
+	// Kind is "" for a tool, else the kind of listed entry (see
+	// ListedItem), whose Name is then its key (URI, URI template or
+	// prompt name).
+	Kind   string
 	Name   string
 	Pin    string // the version shown, which an approval approves
 	Policy string // the policy it keeps
@@ -550,6 +559,11 @@ func (d ServerDetail) PresetTitle() string {
 		}
 	}
 	return ""
+}
+
+// concat is the tools' changes, then the listed entries' (a new slice).
+func concat(tools, listed []ToolChange) []ToolChange {
+	return append(slices.Clip(tools), listed...)
 }
 
 // unflagged is the changes that need no second confirmation.

@@ -18,7 +18,15 @@ type ListedItem struct {
 	Problems    []string
 	Policy      string
 	Effective   string
+	// Pin is the version listed; a changed entry's review is at
+	// ChangeAnchor(Pin) on the server's changes page.
+	Pin string
 }
+
+// ChangeAnchor is the element id of the review of a listed entry's
+// version pin on the changes page. A pin is Switchboard's own hex digest,
+// never text a server sent.
+func ChangeAnchor(pin string) string { return "change-" + pin }
 
 // ListedArgument is one argument of a prompt.
 type ListedArgument struct {
@@ -61,6 +69,16 @@ func listedOf(items []ListedItem, kind string) []ListedItem {
 		}
 	}
 	return out
+}
+
+// KindTitle names a kind of listed entry, as the review names it.
+func KindTitle(kind string) string {
+	for _, sec := range listedSections {
+		if sec.Kind == kind {
+			return strings.ToLower(sec.Title[:1]) + sec.Title[1:len(sec.Title)-1]
+		}
+	}
+	return kind
 }
 
 // listedSection is one of the server page's sections of listed entries.

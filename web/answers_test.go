@@ -462,6 +462,7 @@ type apiListed struct {
 	Policy          string              `json:"policy"`
 	EffectivePolicy string              `json:"effective_policy"`
 	Pin             string              `json:"pin"`
+	Approved        json.RawMessage     `json:"approved"`
 	FirstSeen       time.Time           `json:"first_seen"`
 	LastSeen        time.Time           `json:"last_seen"`
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/listed"
 	"github.com/switchboard-dev/switchboard/web/internal/present"
 	"github.com/switchboard-dev/switchboard/web/internal/tooldiff"
 )
@@ -50,7 +51,8 @@ func (s *Server) changes(ctx context.Context, id string) (store.Server, []views.
 }
 
 // handleChangesPage serves GET /servers/:id/changes: every changed tool's
-// diff, with the approvals.
+// diff, then every changed resource's, resource template's and prompt's
+// (see listed.Changes), with the approvals.
 func (s *Server) handleChangesPage(c echo.Context) error {
 	return s.renderChanges(c, http.StatusOK, "")
 }
@@ -61,17 +63,22 @@ func (s *Server) renderChanges(c echo.Context, status int, notice string) error 
 	if err != nil {
 		return err
 	}
+	listedChanges, err := listed.Changes(ctx, s.store, srv.ID)
+	if err != nil {
+		return notFound(err)
+	}
 	p := s.page(c, "Review changes: "+srv.Name)
 	if notice != "" {
 		p.Flash = notice
 	}
-	return render(c, status, views.ChangesPage(p, srv.ID, srv.Name, changes))
+	return render(c, status, views.ChangesPage(p, srv.ID, srv.Name, changes, listedChanges))
 }
 
 // handleApproveForm serves POST /servers/:id/approve: the review page's
 // approval of one version, or of every version it showed (tool and pin
-// repeated, in pairs). A tool that changed again since the page was
-// rendered approves nothing, and the page shows the new version.
+// repeated, in pairs; resources, templates and prompts in threes, see
+// listed.FormApprovals), all or none. A version that changed again since
+// the page was rendered approves nothing, and the page shows the new one.
 func (s *Server) handleApproveForm(c echo.Context) error {
 	ctx := c.Request().Context()
 	if _, err := c.FormParams(); err != nil {
@@ -79,7 +86,11 @@ func (s *Server) handleApproveForm(c echo.Context) error {
 	}
 	form := c.Request().PostForm
 	tools, pins := form["tool"], form["pin"]
-	if len(tools) == 0 || len(tools) != len(pins) {
+	entries, err := listed.FormApprovals(form)
+	if err != nil {
+		return err
+	}
+	if len(tools)+len(entries) == 0 || len(tools) != len(pins) {
 		return &apiError{Status: http.StatusUnprocessableEntity, Message: "the form must name each tool with the pin of the version shown"}
 	}
 	want := make(map[string]string, len(tools))
@@ -87,20 +98,29 @@ func (s *Server) handleApproveForm(c echo.Context) error {
 		want[t] = pins[i]
 	}
 	id := c.Param("id")
-	if why, err := s.flaggedUnconfirmed(ctx, id, tools, form["confirm_flagged"]); err != nil || why != "" {
+	if why, err := s.unconfirmed(ctx, id, tools, form["confirm_flagged"], entries); err != nil || why != "" {
 		if err != nil {
 			return err
 		}
 		return s.renderChanges(c, http.StatusUnprocessableEntity, "Nothing was approved: "+why+". Read it, then tick the confirmation beside it.")
 	}
-	_, err := s.store.ApproveChanges(ctx, id, want, "dashboard")
+	_, _, err = s.store.ApproveAll(ctx, id, want, listed.Pins(entries), "dashboard")
 	switch {
 	case errors.Is(err, store.ErrPinMismatch), errors.Is(err, store.ErrNotChanged):
-		return s.renderChanges(c, http.StatusConflict, "Nothing was approved: a tool changed again, or was approved meanwhile. Review what is shown now.")
+		return s.renderChanges(c, http.StatusConflict, "Nothing was approved: a version changed again, or was approved meanwhile. Review what is shown now.")
 	case err != nil:
 		return notFound(err)
 	}
 	return c.Redirect(http.StatusSeeOther, "/servers/"+id+"/changes")
+}
+
+// unconfirmed is flaggedUnconfirmed for the tools, then
+// listed.Unconfirmed for the entries.
+func (s *Server) unconfirmed(ctx context.Context, id string, tools, confirmed []string, entries []listed.Approval) (string, error) {
+	if why, err := s.flaggedUnconfirmed(ctx, id, tools, confirmed); err != nil || why != "" {
+		return why, err
+	}
+	return listed.Unconfirmed(ctx, s.store, id, entries)
 }
 
 // flaggedUnconfirmed says which of the tools' current definitions is
@@ -207,27 +227,32 @@ func (s *Server) handleAPIApproveTool(c echo.Context) error {
 }
 
 // handleAPIApproveChanges serves POST /api/v1/servers/:id/approve with
-// {"tools": {"<name>": "<pin reviewed>", ...}}: all or none.
+// {"tools": {"<name>": "<pin reviewed>", ...}, "listed": [{"kind", "key",
+// "pin", "confirm_flagged"}, ...]}: all or none.
 func (s *Server) handleAPIApproveChanges(c echo.Context) error {
 	ctx := c.Request().Context()
 	var body struct {
 		Tools          map[string]string `json:"tools"`
 		ConfirmFlagged []string          `json:"confirm_flagged"` // the flagged versions a person read
+		Listed         []listed.Approval `json:"listed"`
 	}
 	if err := decodeJSON(c, 1<<20, &body); err != nil {
 		return err
 	}
-	if len(body.Tools) == 0 {
-		return validationError(map[string]string{"tools": "required: each tool name with the pin of the version you reviewed"})
+	if len(body.Tools)+len(body.Listed) == 0 {
+		return validationError(map[string]string{"tools": `required ("tools" or "listed"): each tool name with the pin of the version you reviewed`})
 	}
-	if why, err := s.flaggedUnconfirmed(ctx, c.Param("id"), slices.Sorted(maps.Keys(body.Tools)), body.ConfirmFlagged); err != nil || why != "" {
-		return cmp.Or(err, validationError(map[string]string{"confirm_flagged": why + `: list it in "confirm_flagged" once a person read it`}))
+	if err := listed.Check(body.Listed); err != nil {
+		return err
 	}
-	es, err := s.store.ApproveChanges(ctx, c.Param("id"), body.Tools, "api")
+	if why, err := s.unconfirmed(ctx, c.Param("id"), slices.Sorted(maps.Keys(body.Tools)), body.ConfirmFlagged, body.Listed); err != nil || why != "" {
+		return cmp.Or(err, validationError(map[string]string{"confirm_flagged": why + `: list it in "confirm_flagged" (a tool) or set its "confirm_flagged" (an entry of "listed") once a person read it`}))
+	}
+	es, ls, err := s.store.ApproveAll(ctx, c.Param("id"), body.Tools, listed.Pins(body.Listed), "api")
 	if err != nil {
 		return approveError(err)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"tools": toolsToJSON(es)})
+	return c.JSON(http.StatusOK, map[string]any{"tools": toolsToJSON(es), "listed": listed.ItemsOf(ls)})
 }
 
 func approveError(err error) error {

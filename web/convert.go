@@ -172,7 +172,9 @@ type discoveryJSON struct {
 	Stale         bool           `json:"stale"`
 	Freshness     apijson.Fresh  `json:"freshness"`
 	Delta         *apijson.Delta `json:"delta,omitempty"`
-	// Changed is how many tools await approval of a new definition.
+	// Changed is how many tools, prompts, resource templates and resources
+	// await approval of a new definition (the name is older than listed
+	// entries).
 	Changed int `json:"changed_tools"`
 	// Watch is the session held to hear the server's list changes, if
 	// one is.

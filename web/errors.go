@@ -9,18 +9,13 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard-dev/switchboard/views"
-	"github.com/switchboard-dev/switchboard/web/internal/profiles"
+	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 )
 
 // apiError is an error with a status and a message fit to show, and
-// optionally one message per invalid field.
-type apiError struct {
-	Status  int
-	Message string
-	Fields  map[string]string
-}
-
-func (e *apiError) Error() string { return e.Message }
+// optionally one message per invalid field; the subsystems under
+// web/internal refuse requests with the same type.
+type apiError = apijson.Refusal
 
 // internalMessage is all a person sees of an unexpected error; the cause
 // is logged.
@@ -41,12 +36,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	status, msg, fields := http.StatusInternalServerError, internalMessage, map[string]string(nil)
 	var ae *apiError
 	var he *echo.HTTPError
-	var pe *profiles.Error
 	switch {
 	case errors.As(err, &ae):
 		status, msg, fields = ae.Status, ae.Message, ae.Fields
-	case errors.As(err, &pe):
-		status, msg, fields = pe.Status, pe.Message, pe.Fields
 	case errors.As(err, &he):
 		status = he.Code
 		if m, ok := he.Message.(string); ok {

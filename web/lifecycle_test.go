@@ -389,7 +389,7 @@ func TestDeltaHistoryAndCatalogFreshness(t *testing.T) {
 		if rows := doc.Find(testID("history-row")); rows.Length() != 2 {
 			t.Errorf("history rows = %d; want 2", rows.Length())
 		}
-		if got := testIDText(t, doc, "changes-banner"); !strings.Contains(got, "1 tool(s) changed") {
+		if got := testIDText(t, doc, "changes-banner"); !strings.Contains(got, "1 change(s) awaiting review") {
 			t.Errorf("changes banner = %q", got)
 		}
 	})

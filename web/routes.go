@@ -98,6 +98,7 @@ func (s *Server) routes() {
 	api.GET("/servers/:id/tools/:name", s.handleAPITool)
 	api.POST("/servers/:id/tools/:name/approve", s.handleAPIApproveTool)
 	api.POST("/servers/:id/approve", s.handleAPIApproveChanges)
+	api.POST("/servers/:id/listed/approve", listed.APIApprove(s.store))
 	api.GET("/servers/:id/history", s.handleAPIHistory)
 	api.POST("/verify-all", s.handleAPIVerifyAll)
 	api.GET("/launches", s.handleAPILaunches)

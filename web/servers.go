@@ -3,7 +3,6 @@ package web
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 	"github.com/switchboard-dev/switchboard/web/internal/listed"
 	"github.com/switchboard-dev/switchboard/web/internal/present"
 	"github.com/switchboard-dev/switchboard/web/internal/refresh"
@@ -81,6 +81,9 @@ func (s *Server) handleServerPage(c echo.Context) error {
 	}
 	if d.Listed, err = listed.Items(ctx, s.store, sum.Server.ID); err != nil {
 		return err
+	}
+	if sum.Discovery.Stale() {
+		d.ListedAsOf = sum.Discovery.VerifiedAt
 	}
 	return render(c, http.StatusOK, views.ServerPage(s.page(c, sum.Server.Name), d))
 }
@@ -231,7 +234,7 @@ func decodeServerJSON(c echo.Context) (serverJSON, error) {
 // decodeJSON reads a JSON body of at most limit bytes strictly: unknown
 // fields and trailing data are errors.
 func decodeJSON(c echo.Context, limit int64, v any) error {
-	return decodeStrict(http.MaxBytesReader(c.Response(), c.Request().Body, limit), v)
+	return apijson.DecodeStrict(http.MaxBytesReader(c.Response(), c.Request().Body, limit), v)
 }
 
 // decodeOptionalJSON is decodeJSON for a body that may be left out.
@@ -247,24 +250,11 @@ func decodeOptionalJSON(c echo.Context, limit int64, v any) error {
 		}
 		r.Discard(1)
 	}
-	return decodeStrict(r, v)
+	return apijson.DecodeStrict(r, v)
 }
 
-func decodeStrict(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return &apiError{Status: http.StatusBadRequest, Message: "invalid JSON body: " + err.Error()}
-	}
-	if dec.More() {
-		return &apiError{Status: http.StatusBadRequest, Message: "invalid JSON body: more than one value"}
-	}
-	return nil
-}
-
-func validationError(errs map[string]string) error {
-	return &apiError{Status: http.StatusUnprocessableEntity, Message: "validation failed", Fields: errs}
-}
+// validationError refuses a request with one message per invalid field.
+func validationError(errs map[string]string) error { return apijson.Invalid(errs) }
 
 // handleAPICreateServer serves POST /api/v1/servers.
 func (s *Server) handleAPICreateServer(c echo.Context) error {

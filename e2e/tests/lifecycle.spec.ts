@@ -44,7 +44,7 @@ test('a tool whose description changed is denied, diffed side by side, and appro
   await expect(lookup.locator('[data-testid=tool-state]')).toHaveText('changed', { timeout: 30_000 });
   await expect(lookup.locator('[data-testid=effective-policy]')).toHaveText('effective: deny');
   await expect(page.locator('[data-testid=last-delta]')).toHaveText('~1');
-  await expect(page.locator('[data-testid=changes-banner]')).toContainText('1 tool(s) changed');
+  await expect(page.locator('[data-testid=changes-banner]')).toContainText('1 change(s) awaiting review');
   await expect(page.locator('[data-testid=history-row]')).toHaveCount(2);
   await expect(page.locator('[data-testid=history-version]').first()).toContainText('1.0.0 → 1.0.1');
 

@@ -99,7 +99,16 @@ func (db *DB) ApproveTool(ctx context.Context, ref store.ToolRef, pin, by string
 // any tool that changed again, or has nothing to approve, fails the whole
 // call with an error naming it.
 func (db *DB) ApproveChanges(ctx context.Context, id string, pins map[string]string, by string) ([]store.ToolEntry, error) {
+	out, _, err := db.ApproveAll(ctx, id, pins, nil, by)
+	return out, err
+}
+
+// ApproveAll approves changed tools (name → pin) and changed listed
+// entries of one server in one transaction, all or none (see
+// ApproveChanges, ApproveListed), and recounts the server's changes.
+func (db *DB) ApproveAll(ctx context.Context, id string, pins map[string]string, listed []store.ListedPin, by string) ([]store.ToolEntry, []store.ListedEntry, error) {
 	var out []store.ToolEntry
+	var outListed []store.ListedEntry
 	err := db.update(ctx, store.Change{ServerID: id, Tools: true}, func(tx *bbolt.Tx) error {
 		now := time.Now()
 		out = make([]store.ToolEntry, 0, len(pins))
@@ -123,34 +132,51 @@ func (db *DB) ApproveChanges(ctx context.Context, id string, pins map[string]str
 			}
 			out = append(out, e)
 		}
+		outListed = make([]store.ListedEntry, 0, len(listed))
+		for _, lp := range listed {
+			e, err := rewriteListed(tx, store.ListedRef{ServerID: id, Kind: lp.Kind, Key: lp.Key}, func(e store.ListedEntry) (store.ListedEntry, error) {
+				return store.ApproveListedEntry(e, lp.Pin, by, now)
+			})
+			if err != nil {
+				return err
+			}
+			outListed = append(outListed, e)
+		}
 		return recountChanged(tx, id)
 	})
-	return out, err
+	return out, outListed, err
 }
 
-// countChanged counts the server's changed tools.
+// countChanged counts the server's changed tools and listed entries:
+// each awaits a person's review.
 func countChanged(tx *bbolt.Tx, id string) (int, error) {
-	tb := tx.Bucket(bucketTools).Bucket([]byte(id))
-	if tb == nil {
-		return 0, nil
-	}
 	n := 0
-	err := tb.ForEach(func(k, v []byte) error {
-		var t struct {
-			State store.ToolState `json:"state"`
+	for _, bucket := range [][]byte{bucketTools, bucketListed} {
+		b := tx.Bucket(bucket).Bucket([]byte(id))
+		if b == nil {
+			continue
 		}
-		if err := json.Unmarshal(v, &t); err != nil {
-			return fmt.Errorf("decode tool %q: %w", k, err)
+		err := b.ForEach(func(k, v []byte) error {
+			var t struct {
+				State store.ToolState `json:"state"`
+			}
+			if err := json.Unmarshal(v, &t); err != nil {
+				return fmt.Errorf("decode %s %q: %w", bucket, k, err)
+			}
+			if t.State == store.ToolChanged {
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
 		}
-		if t.State == store.ToolChanged {
-			n++
-		}
-		return nil
-	})
-	return n, err
+	}
+	return n, nil
 }
 
-// recountChanged updates the discovery record's count of changed tools.
+// recountChanged updates the discovery record's count of changed tools
+// and listed entries (see countChanged).
 func recountChanged(tx *bbolt.Tx, id string) error {
 	sum, err := readSummary(tx, []byte(id))
 	if err != nil {

@@ -651,10 +651,13 @@ func (db *DB) RecordSuccess(ctx context.Context, id string, v store.Verification
 		if err := writeMerged(tx, id, m); err != nil {
 			return err
 		}
-		if err := writeListed(tx, s, v); err != nil {
+		listedChanged, err := writeListed(tx, s, v)
+		if err != nil {
 			return err
 		}
-		return appendHistory(tx, id, store.ApplySuccess(d, id, v, m))
+		entry := store.ApplySuccess(d, id, v, m)
+		d.Changed += listedChanged
+		return appendHistory(tx, id, entry)
 	})
 	if err == nil && discarded {
 		return store.ErrConfigChanged

@@ -28,26 +28,30 @@ func readListed(tx *bbolt.Tx, id string) (map[string]store.ListedEntry, error) {
 }
 
 // writeListed merges v's listed entries into those kept of server s (see
-// store.MergeListed) and writes them.
-func writeListed(tx *bbolt.Tx, s store.Server, v store.Verification) error {
+// store.MergeListed) and writes them. It returns how many are changed
+// (awaiting review).
+func writeListed(tx *bbolt.Tx, s store.Server, v store.Verification) (changed int, err error) {
 	known, err := readListed(tx, s.ID)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	merged := store.MergeListed(s, known, v.Listed, v.Unlisted, v.FinishedAt)
 	if len(merged) == 0 {
-		return nil
+		return 0, nil
 	}
 	b, err := tx.Bucket(bucketListed).CreateBucketIfNotExists([]byte(s.ID))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, e := range merged {
+		if e.State == store.ToolChanged {
+			changed++
+		}
 		if err := putJSON(b, []byte(store.ListedKey(e.Kind, e.Key)), e); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return changed, nil
 }
 
 // Listed returns the server's listed entries by kind then key.
@@ -118,29 +122,42 @@ func (db *DB) ApproveListed(ctx context.Context, ref store.ListedRef, pin, by st
 	})
 }
 
-// changeListed rewrites one listed entry as fn decides, in one
-// transaction.
+// changeListed rewrites one listed entry as fn decides, and the count of
+// the server's changes awaiting review, in one transaction.
 func (db *DB) changeListed(ctx context.Context, ref store.ListedRef, fn func(store.ListedEntry, time.Time) (store.ListedEntry, error)) (store.ListedEntry, error) {
 	var out store.ListedEntry
 	err := db.update(ctx, store.Change{ServerID: ref.ServerID, Tools: true}, func(tx *bbolt.Tx) error {
-		if tx.Bucket(bucketServers).Get([]byte(ref.ServerID)) == nil {
-			return store.ErrNotFound
-		}
-		b := tx.Bucket(bucketListed).Bucket([]byte(ref.ServerID))
-		if b == nil {
-			return fmt.Errorf("%w: %s %q", store.ErrToolNotFound, ref.Kind, ref.Key)
-		}
-		key := []byte(store.ListedKey(ref.Kind, ref.Key))
-		var e store.ListedEntry
-		if err := getJSON(b, key, &e); err != nil {
-			return fmt.Errorf("%w: %s %q", store.ErrToolNotFound, ref.Kind, ref.Key)
-		}
-		e.Effective = store.EffectivePolicy(store.Tool{State: e.State}, e.Policy)
+		now := time.Now()
 		var err error
-		if out, err = fn(e, time.Now()); err != nil {
+		out, err = rewriteListed(tx, ref, func(e store.ListedEntry) (store.ListedEntry, error) { return fn(e, now) })
+		if err != nil {
 			return err
 		}
-		return putJSON(b, key, out)
+		return recountChanged(tx, ref.ServerID)
 	})
 	return out, err
+}
+
+// rewriteListed reads one listed entry, lets fn change it and writes it
+// back; it returns the entry as written, ErrNotFound for no such server
+// or ErrToolNotFound for no such entry, or fn's error.
+func rewriteListed(tx *bbolt.Tx, ref store.ListedRef, fn func(store.ListedEntry) (store.ListedEntry, error)) (store.ListedEntry, error) {
+	if tx.Bucket(bucketServers).Get([]byte(ref.ServerID)) == nil {
+		return store.ListedEntry{}, store.ErrNotFound
+	}
+	b := tx.Bucket(bucketListed).Bucket([]byte(ref.ServerID))
+	if b == nil {
+		return store.ListedEntry{}, fmt.Errorf("%w: %s %q", store.ErrToolNotFound, ref.Kind, ref.Key)
+	}
+	key := []byte(store.ListedKey(ref.Kind, ref.Key))
+	var e store.ListedEntry
+	if err := getJSON(b, key, &e); err != nil {
+		return e, fmt.Errorf("%w: %s %q", store.ErrToolNotFound, ref.Kind, ref.Key)
+	}
+	e.Effective = store.EffectivePolicy(store.Tool{State: e.State}, e.Policy)
+	e, err := fn(e)
+	if err != nil {
+		return e, err
+	}
+	return e, putJSON(b, key, e)
 }

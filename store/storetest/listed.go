@@ -3,16 +3,22 @@ package storetest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"testing"
 
 	"github.com/switchboard-dev/switchboard/store"
 )
 
-// mkListed is a listed entry whose pin stands for version.
+// mkListed is a listed entry whose raw definition and pin stand for
+// version.
 func mkListed(kind store.ListedKind, key, version string) store.Listed {
 	sum := sha256.Sum256([]byte(string(kind) + key + version))
-	return store.Listed{Kind: kind, Key: key, Name: key, Description: version, Pin: hex.EncodeToString(sum[:])}
+	raw, err := json.Marshal(map[string]string{"key": key, "description": version})
+	if err != nil {
+		panic(err)
+	}
+	return store.Listed{Kind: kind, Key: key, Name: key, Description: version, Raw: raw, Pin: hex.EncodeToString(sum[:])}
 }
 
 // listedBy reads the server's listed entries by store.ListedKey.
@@ -102,6 +108,105 @@ func testListedMergeAndApprove(t *testing.T, be Backend) {
 	if be.Leftovers != nil {
 		if left := be.Leftovers(t, db, s.ID); len(left) != 0 {
 			t.Errorf("after delete, left: %q", left)
+		}
+	}
+}
+
+// A changed prompt counts among the server's changes awaiting review
+// beside its changed tools, and keeps the definition that was approved
+// (for the review) until it is approved; the count follows approvals and
+// policy changes.
+func testListedChangesCounted(t *testing.T, be Backend) {
+	ctx := t.Context()
+	db := be.Open(t)
+	s := MustCreate(t, db, StdioServer("files"))
+	p1, p2, r1 := mkListed(store.KindPrompt, "greet", "v1"), mkListed(store.KindPrompt, "greet", "v2"), mkListed(store.KindResource, "file:///a", "v1")
+	v := Verification(s, "j1", At(10), MkTool("a", "v1"))
+	v.Listed = []store.Listed{p1, r1}
+	MustRecordSuccess(t, db, s.ID, v)
+	if n := MustSummary(t, db, s.ID).Discovery.Changed; n != 0 {
+		t.Errorf("Discovery.Changed after the first verification = %d; want 0", n)
+	}
+	v = Verification(s, "j2", At(20), MkTool("a", "v2"))
+	v.Listed = []store.Listed{p2, r1}
+	MustRecordSuccess(t, db, s.ID, v)
+	db = be.Reopen(t, db)
+	if n := MustSummary(t, db, s.ID).Discovery.Changed; n != 2 {
+		t.Errorf("Discovery.Changed with a changed tool and a changed prompt = %d; want 2", n)
+	}
+	greet := listedBy(t, db, s.ID)[store.ListedKey(store.KindPrompt, "greet")]
+	if greet.State != store.ToolChanged || string(greet.Approved) != string(p1.Raw) || string(greet.Raw) != string(p2.Raw) {
+		t.Errorf("greet after its change: %s, approved %s, raw %s; want changed, approved %s, raw %s", greet.State, greet.Approved, greet.Raw, p1.Raw, p2.Raw)
+	}
+
+	ref := store.ListedRef{ServerID: s.ID, Kind: store.KindPrompt, Key: "greet"}
+	if _, err := db.SetListedPolicy(ctx, ref, store.PolicyAllow, "me"); err != nil {
+		t.Fatalf("SetListedPolicy = %v", err)
+	}
+	if n := MustSummary(t, db, s.ID).Discovery.Changed; n != 2 {
+		t.Errorf("Discovery.Changed after a policy change (still unapproved) = %d; want 2", n)
+	}
+	if _, err := db.ApproveListed(ctx, ref, p1.Pin, "me"); !errors.Is(err, store.ErrPinMismatch) {
+		t.Errorf("ApproveListed at the approved pin = %v; want ErrPinMismatch", err)
+	}
+	e, err := db.ApproveListed(ctx, ref, p2.Pin, "me")
+	if err != nil || e.State != store.ToolActive || e.Approved != nil {
+		t.Fatalf("ApproveListed = %s, approved %s, %v; want active, none kept, nil", e.State, e.Approved, err)
+	}
+	if n := MustSummary(t, db, s.ID).Discovery.Changed; n != 1 {
+		t.Errorf("Discovery.Changed after approving the prompt = %d; want 1 (the tool)", n)
+	}
+	if _, err := db.ApproveTool(ctx, store.ToolRef{ServerID: s.ID, Tool: "a"}, MkTool("a", "v2").Pin, "me"); err != nil {
+		t.Fatalf("ApproveTool = %v", err)
+	}
+	db = be.Reopen(t, db)
+	if n := MustSummary(t, db, s.ID).Discovery.Changed; n != 0 {
+		t.Errorf("Discovery.Changed after approving both = %d; want 0", n)
+	}
+}
+
+// Changed tools and listed entries approved together are approved all or
+// none: a stale pin of either leaves both changed.
+func testListedApproveAll(t *testing.T, be Backend) {
+	ctx := t.Context()
+	db := be.Open(t)
+	s := MustCreate(t, db, StdioServer("files"))
+	p1, p2, t1, t2 := mkListed(store.KindPrompt, "greet", "v1"), mkListed(store.KindPrompt, "greet", "v2"),
+		mkListed(store.KindResourceTemplate, "file:///{x}", "v1"), mkListed(store.KindResourceTemplate, "file:///{x}", "v2")
+	v := Verification(s, "j1", At(10), MkTool("a", "v1"))
+	v.Listed = []store.Listed{p1, t1}
+	MustRecordSuccess(t, db, s.ID, v)
+	v = Verification(s, "j2", At(20), MkTool("a", "v2"))
+	v.Listed = []store.Listed{p2, t2}
+	MustRecordSuccess(t, db, s.ID, v)
+	tools := map[string]string{"a": MkTool("a", "v2").Pin}
+
+	for _, c := range []struct {
+		name   string
+		listed []store.ListedPin
+		want   error
+	}{
+		{"a stale pin", []store.ListedPin{{Kind: store.KindPrompt, Key: "greet", Pin: p2.Pin}, {Kind: store.KindResourceTemplate, Key: "file:///{x}", Pin: t1.Pin}}, store.ErrPinMismatch},
+		{"no such entry", []store.ListedPin{{Kind: store.KindPrompt, Key: "greet", Pin: p2.Pin}, {Kind: store.KindPrompt, Key: "zz", Pin: p2.Pin}}, store.ErrToolNotFound},
+	} {
+		if _, _, err := db.ApproveAll(ctx, s.ID, tools, c.listed, "me"); !errors.Is(err, c.want) {
+			t.Errorf("ApproveAll(%s) = %v; want %v", c.name, err, c.want)
+		}
+		if n := MustSummary(t, db, s.ID).Discovery.Changed; n != 3 {
+			t.Errorf("Discovery.Changed after ApproveAll(%s) = %d; want 3 (nothing approved)", c.name, n)
+		}
+	}
+	gotTools, gotListed, err := db.ApproveAll(ctx, s.ID, tools, []store.ListedPin{{Kind: store.KindPrompt, Key: "greet", Pin: p2.Pin}, {Kind: store.KindResourceTemplate, Key: "file:///{x}", Pin: t2.Pin}}, "me")
+	if err != nil || len(gotTools) != 1 || len(gotListed) != 2 || gotListed[0].Key != "greet" || gotListed[1].State != store.ToolActive {
+		t.Fatalf("ApproveAll(all) = %d tools, %+v, %v; want 1 tool, greet then the template, active", len(gotTools), gotListed, err)
+	}
+	db = be.Reopen(t, db)
+	if n := MustSummary(t, db, s.ID).Discovery.Changed; n != 0 {
+		t.Errorf("Discovery.Changed after approving all = %d; want 0", n)
+	}
+	for k, e := range listedBy(t, db, s.ID) {
+		if e.State != store.ToolActive || e.Policy.Pin != e.Pin {
+			t.Errorf("%q after approving all: %s at %s; want active at its pin", k, e.State, e.Policy.Pin)
 		}
 	}
 }

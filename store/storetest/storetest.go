@@ -66,6 +66,8 @@ func Run(t *testing.T, b Backend) {
 		{"LateDiscardKeepsNewerRecord", testLateDiscardKeepsNewerRecord},
 		{"SignInRequiredIsItsOwnState", testSignInRequiredIsItsOwnState},
 		{"ListedMergeAndApprove", testListedMergeAndApprove},
+		{"ListedChangesCounted", testListedChangesCounted},
+		{"ListedApproveAll", testListedApproveAll},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, b) })
 	}

@@ -1,6 +1,8 @@
 // Package listed serves a server's resources, resource templates and
-// prompts: the JSON API answers, the server page's rows, and the form
-// that sets the policy of a prompt or resource template.
+// prompts: the JSON API answers, the server page's rows, the form that
+// sets the policy of a prompt or resource template, and the review and
+// approval of a changed one (review.go; the review page's approval form
+// is the tools', which reads the entries with FormApprovals).
 package listed
 
 import (
@@ -42,8 +44,12 @@ type Item struct {
 	Policy          store.Policy           `json:"policy"`
 	EffectivePolicy store.Policy           `json:"effective_policy"`
 	Pin             string                 `json:"pin"`
-	FirstSeen       time.Time              `json:"first_seen"`
-	LastSeen        time.Time              `json:"last_seen"`
+	// Approved is, for a changed entry, the definition (as the server
+	// sent it) its policy approved, to review against this one; absent
+	// otherwise, or when not known.
+	Approved  json.RawMessage `json:"approved,omitempty"`
+	FirstSeen time.Time       `json:"first_seen"`
+	LastSeen  time.Time       `json:"last_seen"`
 }
 
 // ItemOf is e as the API answers it.
@@ -51,6 +57,9 @@ func ItemOf(e store.ListedEntry) Item {
 	it := Item{Name: e.Name, Title: e.Title, Description: e.Description, MIMEType: e.MIMEType, Size: e.Size,
 		Annotations: e.Annotations, Arguments: e.Arguments, State: e.State, Problems: e.Problems,
 		Policy: e.Policy.Policy, EffectivePolicy: e.Effective, Pin: e.Pin, FirstSeen: e.FirstSeen, LastSeen: e.LastSeen}
+	if e.State == store.ToolChanged {
+		it.Approved = e.Approved
+	}
 	switch e.Kind {
 	case store.KindResource:
 		it.URI = e.Key
@@ -58,6 +67,15 @@ func ItemOf(e store.ListedEntry) Item {
 		it.URITemplate = e.Key
 	}
 	return it
+}
+
+// ItemsOf is entries as the API answers them.
+func ItemsOf(entries []store.ListedEntry) []Item {
+	out := make([]Item, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, ItemOf(e))
+	}
+	return out
 }
 
 // byKind groups the API items of entries by kind.
@@ -123,15 +141,20 @@ func Items(ctx context.Context, r Reader, id string) ([]views.ListedItem, error)
 	}
 	out := make([]views.ListedItem, 0, len(entries))
 	for _, e := range entries {
-		it := views.ListedItem{Kind: string(e.Kind), Key: e.Key, Name: e.Name, Title: e.Title, Description: e.Description,
-			MIMEType: e.MIMEType, State: string(e.State), Problems: e.Problems, Policy: string(e.Policy.Policy), Effective: string(e.Effective)}
-		if e.Size != nil {
-			it.Size = strconv.FormatInt(*e.Size, 10) + " bytes"
-		}
-		for _, a := range e.Arguments {
-			it.Arguments = append(it.Arguments, views.ListedArgument{Name: a.Name, Description: a.Description, Required: a.Required})
-		}
-		out = append(out, it)
+		out = append(out, rowOf(e))
 	}
 	return out, nil
+}
+
+// rowOf is e as the server page's row shows it.
+func rowOf(e store.ListedEntry) views.ListedItem {
+	it := views.ListedItem{Kind: string(e.Kind), Key: e.Key, Name: e.Name, Title: e.Title, Description: e.Description,
+		MIMEType: e.MIMEType, State: string(e.State), Problems: e.Problems, Policy: string(e.Policy.Policy), Effective: string(e.Effective), Pin: e.Pin}
+	if e.Size != nil {
+		it.Size = strconv.FormatInt(*e.Size, 10) + " bytes"
+	}
+	for _, a := range e.Arguments {
+		it.Arguments = append(it.Arguments, views.ListedArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+	}
+	return it
 }

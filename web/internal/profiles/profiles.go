@@ -8,7 +8,6 @@ package profiles
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -22,6 +21,7 @@ import (
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
+	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 )
 
 // Store is what the handlers read and write in the store.
@@ -55,13 +55,7 @@ type Handlers struct {
 
 // Error is a request refused: the status, a message fit to show, and
 // what is wrong by field.
-type Error struct {
-	Status  int
-	Message string
-	Fields  map[string]string
-}
-
-func (e *Error) Error() string { return e.Message }
+type Error = apijson.Refusal
 
 // maxBody caps a profile's JSON.
 const maxBody = 256 << 10
@@ -163,13 +157,8 @@ func (h *Handlers) APIPreview(c echo.Context) error {
 // decode reads a profile from the request's JSON, strictly.
 func decode(c echo.Context) (store.Profile, error) {
 	var in input
-	dec := json.NewDecoder(http.MaxBytesReader(c.Response(), c.Request().Body, maxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return store.Profile{}, &Error{Status: http.StatusBadRequest, Message: "invalid JSON body: " + err.Error()}
-	}
-	if dec.More() {
-		return store.Profile{}, &Error{Status: http.StatusBadRequest, Message: "invalid JSON body: more than one value"}
+	if err := apijson.DecodeStrict(http.MaxBytesReader(c.Response(), c.Request().Body, maxBody), &in); err != nil {
+		return store.Profile{}, err
 	}
 	p := store.Profile{ID: in.ID, Name: in.Name, Mode: in.Mode, Servers: in.Servers, Search: in.Search}
 	for _, r := range in.Tools {

@@ -1,11 +1,14 @@
 // Package tooldiff shows a person what changed in a tool's definition
-// since it was approved: the definition split into the parts a person
-// reviews, each compared line by line.
+// (or a resource's, resource template's or prompt's) since it was
+// approved: the definition split into the parts a person reviews, each
+// compared line by line.
 package tooldiff
 
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/switchboard-dev/switchboard/store"
@@ -63,11 +66,65 @@ func indentJSON(raw json.RawMessage) string {
 // by field, and returns the fields that differ (every field of the
 // current one when the approved definition is unknown).
 func Diff(approved *store.Tool, current store.Tool) []views.FieldDiff {
-	cur := toolFields(current)
 	var old []toolField
 	if approved != nil {
 		old = toolFields(*approved)
 	}
+	return diffFields(old, toolFields(current))
+}
+
+// firstKeys are the keys of a listed entry's object (a resource, resource
+// template or prompt) that lead its diff, in this order; the others
+// follow by name.
+var firstKeys = []string{"name", "title", "uri", "uriTemplate", "description", "mimeType", "size", "arguments", "annotations"}
+
+// Objects is Diff for two definitions sent as JSON objects (a resource,
+// resource template or prompt): each key is a field, a string shown as
+// it is, any other value as indented JSON. approved nil means unknown.
+func Objects(approved, current json.RawMessage) []views.FieldDiff {
+	var a, c map[string]json.RawMessage
+	json.Unmarshal(current, &c) // not an object: no fields
+	if approved != nil && json.Unmarshal(approved, &a) != nil {
+		a = map[string]json.RawMessage{}
+	}
+	keys := []string{}
+	for _, k := range firstKeys {
+		if _, ok := c[k]; ok || a[k] != nil {
+			keys = append(keys, k)
+		}
+	}
+	rest := map[string]bool{}
+	for _, m := range []map[string]json.RawMessage{a, c} {
+		for k := range m {
+			if !slices.Contains(firstKeys, k) {
+				rest[k] = true
+			}
+		}
+	}
+	keys = append(keys, slices.Sorted(maps.Keys(rest))...)
+	fieldsOf := func(m map[string]json.RawMessage) []toolField {
+		out := make([]toolField, 0, len(keys))
+		for _, k := range keys {
+			var str string
+			if json.Unmarshal(m[k], &str) == nil {
+				out = append(out, toolField{k, str})
+			} else {
+				out = append(out, toolField{k, indentJSON(m[k])})
+			}
+		}
+		return out
+	}
+	var old []toolField
+	if approved != nil {
+		old = fieldsOf(a)
+	}
+	return diffFields(old, fieldsOf(c))
+}
+
+// diffFields compares the fields of two versions, by position, and
+// returns those that differ (every non-empty one of cur when old is nil,
+// the earlier version being unknown).
+func diffFields(old, cur []toolField) []views.FieldDiff {
 	var out []views.FieldDiff
 	for i, f := range cur {
 		before := ""
