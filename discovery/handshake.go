@@ -44,8 +44,10 @@ func (r *verification) newClient(tr transport.Interface) *client.Client {
 // saying its tool list changed, and the connection lost. A nil one is
 // not listened for.
 type listeners struct {
-	// toolsChanged is called on notifications/tools/list_changed.
-	toolsChanged func()
+	// toolsChanged is called on notifications/tools/list_changed, and
+	// listedChanged on notifications/resources/list_changed and
+	// notifications/prompts/list_changed.
+	toolsChanged, listedChanged func()
 	// lost is called when mcp-go finds the connection lost, with the
 	// error to end on (see streamLost).
 	lost func(error)
@@ -82,11 +84,13 @@ func (r *verification) handshake(ctx, held context.Context, on listeners) (*clie
 		cleanup()
 	}
 	c := r.newClient(tr)
-	if on.toolsChanged != nil || on.progress != nil {
+	if on.toolsChanged != nil || on.listedChanged != nil || on.progress != nil {
 		c.OnNotification(func(n mcp.JSONRPCNotification) {
 			switch {
 			case n.Method == string(mcp.MethodNotificationToolsListChanged) && on.toolsChanged != nil:
 				on.toolsChanged()
+			case (n.Method == mcp.MethodNotificationResourcesListChanged || n.Method == mcp.MethodNotificationPromptsListChanged) && on.listedChanged != nil:
+				on.listedChanged()
 			case n.Method == string(mcp.MethodNotificationProgress) && on.progress != nil:
 				on.progress(n)
 			}

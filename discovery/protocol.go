@@ -51,18 +51,25 @@ func paramHeaders(t Tool, args any) http.Header {
 	return h
 }
 
-// listensForChanges reports whether a held connection opens a
-// subscriptions/listen stream for notifications/tools/list_changed: on
-// 2026-07-28, a client opts in to notifications on a stream of their
-// own, which lasts as long as the connection, and which a server that
-// does not declare tools.listChanged refuses or ends at once (that is no
-// reason to end the connection). Over legacy SSE the notifications
-// arrive on the event stream without it (and mcp-go's SSE server would
-// hold the request past the session); older revisions send them
-// unasked.
-func listensForChanges(init *mcp.InitializeResult, t Target) bool {
-	return mcp.IsModernProtocol(init.ProtocolVersion) && t.Transport != TransportSSE &&
-		init.Capabilities.Tools != nil && init.Capabilities.Tools.ListChanged
+// listensForChanges is the subscriptions/listen filter a held connection
+// opens a stream with, and whether it opens one: on 2026-07-28, a client
+// opts in to notifications on a stream of their own, which lasts as long
+// as the connection, and which a server that declares no listChanged
+// refuses or ends at once (that is no reason to end the connection). It
+// asks for the lists the server says change (tools, and with listed,
+// resources and prompts). Over legacy SSE the notifications arrive on the
+// event stream without it (and mcp-go's SSE server would hold the request
+// past the session); older revisions send them unasked.
+func listensForChanges(init *mcp.InitializeResult, t Target, listed bool) (mcp.SubscriptionFilter, bool) {
+	caps := init.Capabilities
+	f := mcp.SubscriptionFilter{ToolsListChanged: caps.Tools != nil && caps.Tools.ListChanged}
+	if listed {
+		f.ResourcesListChanged = caps.Resources != nil && caps.Resources.ListChanged
+		f.PromptsListChanged = caps.Prompts != nil && caps.Prompts.ListChanged
+	}
+	ok := mcp.IsModernProtocol(init.ProtocolVersion) && t.Transport != TransportSSE &&
+		(f.ToolsListChanged || f.ResourcesListChanged || f.PromptsListChanged)
+	return f, ok
 }
 
 // maxListTTL bounds a list's ttlMs that is kept (a year): a server may

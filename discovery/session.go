@@ -116,11 +116,11 @@ func (r *verification) open(ctx context.Context) (*Session, error) {
 	}
 	hello := r.greeting(initRes) // its warnings are the verification's to show
 	s.protocol, s.serverName, s.serverVer = hello.ProtocolVersion, hello.ServerName, hello.ServerVersion
-	if listensForChanges(initRes, r.target) {
+	if filter, ok := listensForChanges(initRes, r.target, false); ok {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			err := s.c.Listen(sctx, mcp.SubscriptionFilter{ToolsListChanged: true})
+			err := s.c.Listen(sctx, filter)
 			if sctx.Err() == nil {
 				s.lost(streamLost("the notification stream (subscriptions/listen)", err))
 			}

@@ -18,7 +18,9 @@ const (
 	// saying something else (a new version behind the same URL or
 	// command).
 	WatchConnected = "connected"
-	// WatchToolsChanged: the server sent notifications/tools/list_changed.
+	// WatchToolsChanged: the server sent notifications/tools/list_changed,
+	// or the list_changed of its resources or prompts (a verification
+	// walks them all).
 	WatchToolsChanged = "tools_changed"
 )
 
@@ -53,8 +55,8 @@ type WatchEvent struct {
 	// capped like a verification's.
 	ServerName    string
 	ServerVersion string
-	// ListChanged says the server declared tools.listChanged
-	// (WatchConnected).
+	// ListChanged says the server declared listChanged for its tools,
+	// resources or prompts (WatchConnected).
 	ListChanged bool
 }
 
@@ -62,7 +64,8 @@ type WatchEvent struct {
 // verification does (the same sandbox, transports and limits, but the
 // byte budget is per WatchWindow), runs the handshake within initTimeout
 // (the Verifier's if zero), reports WatchConnected, then reports each
-// notifications/tools/list_changed as WatchToolsChanged, at most one per
+// notifications/tools/list_changed (or resources', or prompts') as
+// WatchToolsChanged, at most one per
 // WatchCoalesce, and pings the server every ping (DefaultWatchPing if
 // zero; on a 2026-07-28 connection, where mcp-go's ping sends nothing, a
 // ping is server/discover). Notifications come over stdout (stdio), the
@@ -131,15 +134,13 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 	// which would outlive Watch.
 	session, endSession := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup // the notification stream's and the pings' goroutines
-	c, initRes, err := r.handshake(ctx, ctx, listeners{
-		toolsChanged: func() {
-			select {
-			case changed <- struct{}{}:
-			default: // one pending is as good as many
-			}
-		},
-		lost: func(err error) { note(lost, err) },
-	})
+	change := func() {
+		select {
+		case changed <- struct{}{}:
+		default: // one pending is as good as many
+		}
+	}
+	c, initRes, err := r.handshake(ctx, ctx, listeners{toolsChanged: change, listedChanged: change, lost: func(err error) { note(lost, err) }})
 	defer func() {
 		if err != nil {
 			r.exited() // before disconnect stops the child
@@ -155,11 +156,11 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 	r.enter(PhaseWatching, 0)
 	close(watching)
 	modern := mcp.IsModernProtocol(initRes.ProtocolVersion)
-	if listensForChanges(initRes, r.target) {
+	if filter, ok := listensForChanges(initRes, r.target, true); ok {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := c.Listen(session, mcp.SubscriptionFilter{ToolsListChanged: true})
+			err := c.Listen(session, filter)
 			note(lost, streamLost("the notification stream (subscriptions/listen)", err))
 		}()
 	}
@@ -257,7 +258,8 @@ func (r *verification) serverInfo(info mcp.Implementation, caps mcp.ServerCapabi
 		Kind:          WatchConnected,
 		ServerName:    res.ServerName,
 		ServerVersion: res.ServerVersion,
-		ListChanged:   caps.Tools != nil && caps.Tools.ListChanged,
+		ListChanged: caps.Tools != nil && caps.Tools.ListChanged || caps.Resources != nil && caps.Resources.ListChanged ||
+			caps.Prompts != nil && caps.Prompts.ListChanged,
 	}
 }
 

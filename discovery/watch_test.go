@@ -256,6 +256,48 @@ func TestWatchRemote(t *testing.T) {
 	}
 }
 
+// A server whose prompts or resources change (and that has no tools that
+// do) is heard too, in every era: a verification walks those lists.
+func TestWatchRemoteListedChanges(t *testing.T) {
+	for _, rv := range remoteVariants {
+		t.Run(rv.name, func(t *testing.T) {
+			s := server.NewMCPServer("watched", "1", server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true))
+			sv := serve(t, s, rv)
+			w := startWatch(t, NewVerifier(Limits{}, nil), Target{Transport: rv.transport, URL: sv.url}, time.Minute)
+			if ev := w.waitCount(t, WatchConnected, 1); !ev.ListChanged {
+				t.Errorf("connected = %+v; want ListChanged (prompts and resources declare it)", ev)
+			}
+			// Changed until heard: the listen stream (2026-07-28) opens
+			// after the connected event, and a change before it is lost.
+			changeUntilHeard := func(want int, change func(i int)) {
+				t.Helper()
+				deadline := time.Now().Add(10 * time.Second)
+				for i := 0; ; i++ {
+					if n, _ := w.count(WatchToolsChanged); n >= want {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("no change heard within 10 s (want %d)", want)
+					}
+					change(i)
+					time.Sleep(200 * time.Millisecond)
+				}
+			}
+			changeUntilHeard(1, func(i int) {
+				s.AddPrompt(mcp.NewPrompt(fmt.Sprintf("fresh_%d", i)), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return nil, nil })
+			})
+			time.Sleep(WatchCoalesce)
+			before, _ := w.count(WatchToolsChanged)
+			changeUntilHeard(before+1, func(i int) {
+				s.AddResource(mcp.NewResource(fmt.Sprintf("test://fresh/%d", i), "fresh"), func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) { return nil, nil })
+			})
+			if err := w.stop(t); err != nil {
+				t.Errorf("Watch after cancel = %v; want nil", err)
+			}
+		})
+	}
+}
+
 // A remote server that goes away ends the watch with a network error,
 // within the ping interval.
 func TestWatchRemoteLost(t *testing.T) {
