@@ -108,6 +108,12 @@ type DB struct {
 
 	instance string        // keyInstance, hex
 	rev      atomic.Uint64 // the newest committed revision
+	// revMu orders Revision after commits: a change holds it from before
+	// its transaction until its revision is noted, so that whoever read
+	// the change's data and then asks for the revision gets its revision
+	// (or a later one), never the one before (the MCP offer is rebuilt
+	// when the revision moves).
+	revMu sync.RWMutex
 }
 
 // Open opens (creating if needed) the store at path, creates its buckets,
@@ -315,7 +321,11 @@ func readRevision(tx *bbolt.Tx) uint64 {
 // computed from the store at one revision (a rendered catalog, an ETag)
 // stays valid until the revision changes. Once a change method returned,
 // Revision reflects it.
-func (db *DB) Revision() string { return db.revisionString(db.rev.Load()) }
+func (db *DB) Revision() string {
+	db.revMu.RLock()
+	defer db.revMu.RUnlock()
+	return db.revisionString(db.rev.Load())
+}
 
 func (db *DB) revisionString(rev uint64) string {
 	return db.instance + "-" + strconv.FormatUint(rev, 10)
@@ -407,6 +417,7 @@ func (db *DB) updateMany(ctx context.Context, fn func(tx *bbolt.Tx) ([]store.Cha
 		written  bool // fn is done: what fails from here on is the write
 		writeErr error
 	)
+	db.revMu.Lock()
 	err := db.bolt.Update(func(tx *bbolt.Tx) error {
 		var err error
 		if changes, err = fn(tx); err != nil {
@@ -422,12 +433,14 @@ func (db *DB) updateMany(ctx context.Context, fn func(tx *bbolt.Tx) ([]store.Cha
 		return writeErr
 	})
 	if err != nil {
+		db.revMu.Unlock()
 		if written {
 			return &writeError{path: db.path, err: err}
 		}
 		return err
 	}
 	db.noteRevision(rev)
+	db.revMu.Unlock()
 	for i := range changes {
 		changes[i].Revision = db.revisionString(rev)
 	}
