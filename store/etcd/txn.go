@@ -1,0 +1,187 @@
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// txn is one run of a change (or a read): every read is at one etcd
+// revision, the keys read are remembered with their mod revisions (0 for
+// a key that was not there), and the writes wait for the commit.
+type txn struct {
+	db  *DB
+	ctx context.Context
+	rev int64 // the revision every read is at; 0 until the first
+	// guards are the keys whose mod revision the commit compares.
+	guards map[string]int64
+	ops    []clientv3.Op
+	// early are the chunk puts too large for the commit, written before
+	// it (see chunks.go).
+	early   []clientv3.Op
+	changes []store.Change
+}
+
+// get reads one key and guards it.
+func (t *txn) get(key string) (*mvccpb.KeyValue, error) {
+	opts := []clientv3.OpOption{}
+	if t.rev != 0 {
+		opts = append(opts, clientv3.WithRev(t.rev))
+	}
+	resp, err := t.db.cli.Get(t.ctx, key, opts...)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	if t.rev == 0 {
+		t.rev = resp.Header.Revision
+	}
+	var kv *mvccpb.KeyValue
+	if len(resp.Kvs) > 0 {
+		kv = resp.Kvs[0]
+	}
+	if t.guards != nil {
+		t.guards[key] = 0
+		if kv != nil {
+			t.guards[key] = kv.ModRevision
+		}
+	}
+	return kv, nil
+}
+
+// getJSON reads one key into v and guards it; ok is false if the key is
+// not there.
+func (t *txn) getJSON(key string, v any) (ok bool, err error) {
+	kv, err := t.get(key)
+	if err != nil || kv == nil {
+		return false, err
+	}
+	if err := json.Unmarshal(kv.Value, v); err != nil {
+		return false, fmt.Errorf("%w: decode %s: %v", store.ErrDamaged, key, err)
+	}
+	return true, nil
+}
+
+// list reads every key under prefix (ordered by key), unguarded: the
+// caller guards what the range depends on (a server's key). keysOnly
+// leaves the values out.
+func (t *txn) list(prefix string, keysOnly bool, extra ...clientv3.OpOption) ([]*mvccpb.KeyValue, error) {
+	opts := append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)}, extra...)
+	if keysOnly {
+		opts = append(opts, clientv3.WithKeysOnly())
+	}
+	if t.rev != 0 {
+		opts = append(opts, clientv3.WithRev(t.rev))
+	}
+	resp, err := t.db.cli.Get(t.ctx, prefix, opts...)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	if t.rev == 0 {
+		t.rev = resp.Header.Revision
+	}
+	return resp.Kvs, nil
+}
+
+// put writes v as JSON under key at the commit.
+func (t *txn) put(key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	t.ops = append(t.ops, clientv3.OpPut(key, string(b)))
+	return nil
+}
+
+// del deletes a key at the commit; delPrefix every key under a prefix.
+func (t *txn) del(key string)          { t.ops = append(t.ops, clientv3.OpDelete(key)) }
+func (t *txn) delPrefix(prefix string) { t.ops = append(t.ops, clientv3.OpDelete(prefix, clientv3.WithPrefix())) }
+
+// changed records a change of the catalog: the commit moves the revision
+// and tells every replica.
+func (t *txn) changed(c store.Change) { t.changes = append(t.changes, c) }
+
+// errConflict is a commit that found a key it read changed since.
+var errConflict = errors.New("store: too many concurrent changes of the same records; try again")
+
+// view runs fn over one consistent read.
+func (db *DB) view(ctx context.Context, fn func(t *txn) error) error {
+	return fn(&txn{db: db, ctx: ctx})
+}
+
+// update runs fn, then commits its writes if none of the keys it read
+// changed meanwhile; else runs it again (at most maxAttempts times). A
+// change of the catalog returns once the watch delivered it.
+func (db *DB) update(ctx context.Context, fn func(t *txn) error) error {
+	for attempt := 0; ; attempt++ {
+		t := &txn{db: db, ctx: ctx, guards: map[string]int64{}}
+		if err := fn(t); err != nil {
+			return err
+		}
+		if len(t.ops) == 0 && len(t.changes) == 0 {
+			return nil // nothing to write
+		}
+		for _, op := range t.early {
+			if _, err := db.cli.Do(ctx, op); err != nil {
+				return unavailable(err)
+			}
+		}
+		cmps := make([]clientv3.Cmp, 0, len(t.guards))
+		for k, rev := range t.guards {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rev))
+		}
+		ops := t.ops
+		if len(t.changes) > 0 {
+			b, err := json.Marshal(t.changes)
+			if err != nil {
+				return err
+			}
+			ops = append(ops, clientv3.OpPut(db.key("revision"), string(b)))
+		}
+		resp, err := db.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			db.dropEarly(t)
+			return unavailable(err)
+		}
+		if resp.Succeeded {
+			if len(t.changes) > 0 {
+				db.waitDelivered(resp.Header.Revision)
+			}
+			return nil
+		}
+		db.dropEarly(t)
+		if attempt+1 >= maxAttempts {
+			return errConflict
+		}
+		select { // let the other writer finish
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(rand.IntN(1+min(attempt, 10)*2)) * time.Millisecond):
+		}
+	}
+}
+
+// dropEarly deletes the chunks written for a commit that did not happen:
+// no committed server names them (their names are new).
+func (db *DB) dropEarly(t *txn) {
+	for _, op := range t.early {
+		if _, err := db.cli.Delete(context.WithoutCancel(t.ctx), string(op.KeyBytes())); err != nil {
+			db.log.Warn("delete a chunk of a change that did not commit (the server's next change does)", "key", string(op.KeyBytes()), "err", err)
+		}
+	}
+}
+
+// unavailable wraps an error of the cluster.
+func unavailable(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return fmt.Errorf("%w: %v", ErrUnavailable, err)
+}
