@@ -101,8 +101,10 @@ func (t *txn) put(key string, v any) error {
 }
 
 // del deletes a key at the commit; delPrefix every key under a prefix.
-func (t *txn) del(key string)          { t.ops = append(t.ops, clientv3.OpDelete(key)) }
-func (t *txn) delPrefix(prefix string) { t.ops = append(t.ops, clientv3.OpDelete(prefix, clientv3.WithPrefix())) }
+func (t *txn) del(key string) { t.ops = append(t.ops, clientv3.OpDelete(key)) }
+func (t *txn) delPrefix(prefix string) {
+	t.ops = append(t.ops, clientv3.OpDelete(prefix, clientv3.WithPrefix()))
+}
 
 // changed records a change of the catalog: the commit moves the revision
 // and tells every replica.
