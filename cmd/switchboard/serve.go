@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/web"
 	"github.com/switchboard-dev/switchboard/web/gateway"
@@ -50,6 +51,8 @@ type serveConfig struct {
 	// LogFormat is "text" (lines for a person) or "json" (a JSON object
 	// a line, for programs).
 	LogFormat string
+	// Store says where the catalog lives (the -db file by default).
+	Store storeConfig
 }
 
 // defaultDBPath is where the database lives by default, by each
@@ -142,7 +145,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (env SWITCHBOARD_ADDR)")
-	fs.StringVar(&cfg.DBPath, "db", cfg.DBPath, "database file (env SWITCHBOARD_DB)")
+	fs.StringVar(&cfg.DBPath, "db", cfg.DBPath, "database file (env SWITCHBOARD_DB); with -store etcd://…, where this replica keeps its own files beside it")
+	storeFlags(fs, &cfg.Store, getenv)
 	fs.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "verifications running at once (env SWITCHBOARD_CONCURRENCY)")
 	fs.Func("allowed-host", "extra Host header name to accept, repeatable (env SWITCHBOARD_ALLOWED_HOSTS, comma-separated)", func(v string) error {
 		cfg.AllowedHosts = append(cfg.AllowedHosts, v)
@@ -207,6 +211,14 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	}
 	if err := checkBind(cfg.Addr, cfg.DangerouslyBindAll); err != nil {
 		return cfg, err
+	}
+	if cfg.Store.isETCD() {
+		if _, err := cfg.Store.etcdOptions(nil); err != nil {
+			return cfg, err
+		}
+		if cfg.Token == "" {
+			return cfg, usageError("replicas on etcd share one API token: set SWITCHBOARD_TOKEN, the same on every replica")
+		}
 	}
 	return cfg, nil
 }
@@ -293,18 +305,33 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	term := newTerminal(cfg.LogFormat, stderr)
 	log := term.log
 
-	db, err := bolt.Open(cfg.DBPath, bolt.Options{
-		PrivateDir: cfg.DBPath == defaultDBPath(runtime.GOOS, getenv),
-		Warn:       func(msg string) { log.Warn(msg) },
-	})
-	if err != nil {
-		return err
+	var db store.Store
+	where := "database " + cfg.DBPath
+	if cfg.Store.isETCD() {
+		edb, err := cfg.Store.openETCD(ctx, log)
+		if err != nil {
+			return err
+		}
+		db, where = edb, "etcd at "+cfg.Store.Store+" (keys under "+edb.Prefix()+")"
+		if err := os.MkdirAll(filepath.Dir(cfg.DBPath), 0o700); err != nil {
+			edb.Close()
+			return fmt.Errorf("start: %w", err)
+		}
+	} else {
+		bdb, err := bolt.Open(cfg.DBPath, bolt.Options{
+			PrivateDir: cfg.DBPath == defaultDBPath(runtime.GOOS, getenv),
+			Warn:       func(msg string) { log.Warn(msg) },
+		})
+		if err != nil {
+			return err
+		}
+		db = bdb
 	}
 	defer func() {
 		// Close records the clean shutdown; if it fails, the next start
 		// checks the file in full, so say why.
 		if err := db.Close(); err != nil {
-			log.Error("close database", "path", cfg.DBPath, "err", err)
+			log.Error("close the store", "store", where, "err", err)
 		}
 	}()
 	// Before anything starts a server: stop what a crash left running.
@@ -388,7 +415,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	go func() { served <- srv.Serve(guarded) }()
 
 	base := "http://" + displayAddr(ln.Addr())
-	fmt.Fprintf(stdout, "Switchboard is running with database %s\n", cfg.DBPath)
+	fmt.Fprintf(stdout, "Switchboard is running with %s\n", where)
 	fmt.Fprintf(stdout, "Open %s/login?code=%s\n", base, loginCode)
 	fmt.Fprintf(stdout, "  (the link logs one browser in, once; sessions last a week and survive restarts)\n")
 	if cfg.Token == "" {
