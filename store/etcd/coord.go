@@ -1,0 +1,296 @@
+package etcd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/switchboard-dev/switchboard/cluster"
+)
+
+var _ cluster.Cluster = (*Coordinator)(nil)
+
+// Coordinator is how the replicas on one store's prefix coordinate (see
+// package cluster): an etcd election under leader/, claims as etcd mutexes
+// under claims/, both bound to this replica's session (a lease kept
+// alive while the replica lives and reaches etcd, gone TTL seconds after
+// it does not), and events as keys under events/<topic>/ with a short
+// lease of their own, heard through a watch.
+type Coordinator struct {
+	db  *DB
+	id  string
+	ttl int
+
+	mu      sync.Mutex
+	session *concurrency.Session
+	leading bool
+	onLead  map[int]func(bool)
+	leadMu  sync.Mutex   // callbacks run one at a time, in order
+	nextCB  atomic.Int64 // numbers callbacks and subscribers
+
+	subsMu sync.Mutex
+	subs   map[string]map[int]func([]byte)
+
+	eventLease atomic.Int64 // the lease of the events published now
+	leaseAt    atomic.Int64 // when it was granted (unix ns)
+	seq        atomic.Uint64
+
+	stop context.CancelFunc
+	done sync.WaitGroup
+}
+
+// DefaultLeaseTTL is how long (seconds) a replica that died or lost etcd
+// keeps its leadership and claims.
+const DefaultLeaseTTL = 10
+
+// eventTTL is how long (seconds) an event's key lives: long enough for
+// every watcher, short enough that events never pile up.
+const eventTTL = 60
+
+// NewCoordinator starts this replica's session and its campaign for the
+// leadership. ttl is the lease's TTL in seconds (DefaultLeaseTTL if not
+// positive).
+func NewCoordinator(db *DB, ttl int) (*Coordinator, error) {
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	c := &Coordinator{db: db, id: hex.EncodeToString(b[:]), ttl: ttl, onLead: map[int]func(bool){}, subs: map[string]map[int]func([]byte){}}
+	ctx, stop := context.WithCancel(context.Background())
+	c.stop = stop
+	// The watch of events starts from now, before anything is published.
+	resp, err := db.cli.Get(ctx, db.key("events/"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		stop()
+		return nil, unavailable(err)
+	}
+	c.done.Add(2)
+	go c.campaign(ctx)
+	go c.watchEvents(ctx, resp.Header.Revision+1)
+	return c, nil
+}
+
+// ID names this replica.
+func (c *Coordinator) ID() string { return c.id }
+
+// Close resigns, ends the session (its claims with it) and stops.
+func (c *Coordinator) Close() error {
+	c.stop()
+	c.done.Wait()
+	return nil
+}
+
+// campaign keeps a session and campaigns for the leadership with it,
+// again whenever the session ends (the lease expired: etcd was out of
+// reach for TTL seconds), until ctx ends.
+func (c *Coordinator) campaign(ctx context.Context) {
+	defer c.done.Done()
+	for ctx.Err() == nil {
+		s, err := concurrency.NewSession(c.db.cli, concurrency.WithTTL(c.ttl), concurrency.WithContext(ctx))
+		if err != nil {
+			c.db.log.Warn("no etcd session for this replica; trying again", "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		c.mu.Lock()
+		c.session = s
+		c.mu.Unlock()
+		e := concurrency.NewElection(s, c.db.key("leader/"))
+		if err := e.Campaign(s.Ctx(), c.id); err == nil {
+			c.setLeading(true)
+			<-s.Done() // lease lost, or ctx ended
+			c.setLeading(false)
+		}
+		c.mu.Lock()
+		c.session = nil
+		c.mu.Unlock()
+		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if _, err := c.db.cli.Revoke(rctx, s.Lease()); err != nil && ctx.Err() == nil {
+			c.db.log.Warn("this replica's etcd session ended", "err", err)
+		}
+		cancel()
+		s.Orphan()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// setLeading records a change of leadership and tells the callbacks.
+func (c *Coordinator) setLeading(leading bool) {
+	c.leadMu.Lock()
+	defer c.leadMu.Unlock()
+	c.mu.Lock()
+	c.leading = leading
+	cbs := make([]func(bool), 0, len(c.onLead))
+	for _, fn := range c.onLead {
+		cbs = append(cbs, fn)
+	}
+	c.mu.Unlock()
+	if leading {
+		c.db.log.Info("this replica leads: it runs the refresher and the held watches", "replica", c.id)
+	} else {
+		c.db.log.Info("this replica no longer leads", "replica", c.id)
+	}
+	for _, fn := range cbs {
+		fn(leading)
+	}
+}
+
+// Leading reports whether this replica leads now.
+func (c *Coordinator) Leading() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.leading
+}
+
+// OnLeader calls fn with the leadership now and at each change.
+func (c *Coordinator) OnLeader(fn func(bool)) (cancel func()) {
+	c.leadMu.Lock()
+	c.mu.Lock()
+	id := int(c.nextCB.Add(1))
+	c.onLead[id] = fn
+	leading := c.leading
+	c.mu.Unlock()
+	fn(leading)
+	c.leadMu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.onLead, id)
+		c.mu.Unlock()
+	}
+}
+
+// errNoSession is a claim asked for while this replica has no session
+// (etcd out of reach).
+var errNoSession = fmt.Errorf("%w: this replica has no etcd session", ErrUnavailable)
+
+// Claim takes name for this replica's session; ErrClaimed if another
+// session holds it.
+func (c *Coordinator) Claim(ctx context.Context, name string) (release func(), err error) {
+	c.mu.Lock()
+	s := c.session
+	c.mu.Unlock()
+	if s == nil {
+		return nil, errNoSession
+	}
+	m := concurrency.NewMutex(s, c.db.key("claims/"+name))
+	switch err := m.TryLock(ctx); {
+	case errors.Is(err, concurrency.ErrLocked):
+		return nil, cluster.ErrClaimed
+	case err != nil:
+		return nil, unavailable(err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := m.Unlock(rctx); err != nil {
+				c.db.log.Warn("release a claim (it ends with this replica's session anyway)", "claim", name, "err", err)
+			}
+		})
+	}, nil
+}
+
+// Publish puts an event under events/<topic>/<replica>-<seq>, with a
+// lease of eventTTL seconds.
+func (c *Coordinator) Publish(topic string, data []byte) error {
+	if strings.Contains(topic, "/") {
+		return fmt.Errorf("an event topic has no /: %q", topic)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lease, err := c.lease(ctx)
+	if err != nil {
+		return err
+	}
+	key := c.db.key("events/" + topic + "/" + c.id + "-" + strconv.FormatUint(c.seq.Add(1), 10))
+	if _, err := c.db.cli.Put(ctx, key, string(data), clientv3.WithLease(lease)); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// lease is the lease events are published with now: a new one every half
+// eventTTL, so that each event lives between half and the whole of it.
+func (c *Coordinator) lease(ctx context.Context) (clientv3.LeaseID, error) {
+	if id := c.eventLease.Load(); id != 0 && time.Since(time.Unix(0, c.leaseAt.Load())) < eventTTL/2*time.Second {
+		return clientv3.LeaseID(id), nil
+	}
+	resp, err := c.db.cli.Grant(ctx, eventTTL)
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	c.eventLease.Store(int64(resp.ID))
+	c.leaseAt.Store(time.Now().UnixNano())
+	return resp.ID, nil
+}
+
+// Subscribe calls fn with each event of the topic another replica
+// publishes.
+func (c *Coordinator) Subscribe(topic string, fn func([]byte)) (cancel func()) {
+	c.subsMu.Lock()
+	defer c.subsMu.Unlock()
+	if c.subs[topic] == nil {
+		c.subs[topic] = map[int]func([]byte){}
+	}
+	id := int(c.nextCB.Add(1))
+	c.subs[topic][id] = fn
+	return func() {
+		c.subsMu.Lock()
+		delete(c.subs[topic], id)
+		c.subsMu.Unlock()
+	}
+}
+
+// watchEvents hears every event put under events/ from rev on, and hands
+// those of other replicas to the topic's subscribers.
+func (c *Coordinator) watchEvents(ctx context.Context, rev int64) {
+	defer c.done.Done()
+	prefix := c.db.key("events/")
+	for ctx.Err() == nil {
+		wch := c.db.cli.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterDelete())
+		for resp := range wch {
+			if resp.CompactRevision != 0 {
+				rev = resp.CompactRevision // what was compacted is lost: events are news, not state
+				break
+			}
+			if resp.Err() != nil {
+				break
+			}
+			for _, ev := range resp.Events {
+				rev = ev.Kv.ModRevision + 1
+				topic, origin, ok := strings.Cut(strings.TrimPrefix(string(ev.Kv.Key), prefix), "/")
+				if !ok || strings.HasPrefix(origin, c.id+"-") {
+					continue
+				}
+				c.subsMu.Lock()
+				fns := make([]func([]byte), 0, len(c.subs[topic]))
+				for _, fn := range c.subs[topic] {
+					fns = append(fns, fn)
+				}
+				c.subsMu.Unlock()
+				for _, fn := range fns {
+					fn(ev.Kv.Value)
+				}
+			}
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+}
