@@ -48,7 +48,7 @@ func (s *Server) verifyAll(ctx context.Context, only []string) (*batch.Batch, er
 		}
 		b.Jobs = append(b.Jobs, batch.Job{ServerID: srv.ID, JobID: j.ID, Status: j.Status})
 	}
-	s.batches.Add(b, s.runner.Job)
+	s.batches.Add(b, s.jobs.Job)
 	s.publishBatch()
 	return b, nil
 }

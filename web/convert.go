@@ -59,7 +59,7 @@ func (s *Server) serverItem(ctx context.Context, sum store.Summary) views.Server
 	if ch, ok := s.mcp.CallHealth(srv.ID); ok {
 		item.Calls = (*views.CallsHealth)(&ch)
 	}
-	if j, ok := s.runner.Active(srv.ID); ok {
+	if j, ok := s.jobs.Active(srv.ID); ok {
 		item.Status = j.Status
 		item.Phase = j.Phase
 		item.Page = j.Page
@@ -211,7 +211,7 @@ func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON
 				RefreshToken: g.RefreshToken != "", SignedInAt: g.SavedAt, Problem: g.Problem}
 		}
 	}
-	if j, ok := s.runner.Active(srv.ID); ok {
+	if j, ok := s.jobs.Active(srv.ID); ok {
 		dj.Status, dj.Phase, dj.JobID = j.Status, j.Phase, j.ID
 	}
 	out.Discovery = dj

@@ -121,23 +121,32 @@ func newEnv(t testing.TB, opts ...appOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e := newEnvOn(t, db, opts...)
+	e.db = db
+	return e
+}
+
+// newEnvOn is an application on st (closed with it when the test ends),
+// such as a replica on etcd.
+func newEnvOn(t testing.TB, st store.Store, opts ...appOption) *env {
+	t.Helper()
 	logs := &logRecorder{}
 	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	app, err := web.New(cfg, db, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil))
+	app, err := web.New(cfg, st, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, app: app, db: db, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
+	e := &env{t: t, app: app, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
 	t.Cleanup(func() {
 		app.Close()
 		if errs := logs.errors(); len(errs) > 0 {
 			t.Errorf("the application logged errors:\n%s", strings.Join(errs, "\n"))
 		}
 		e.checkNoSecrets("the application's log", strings.Join(logs.texts(slog.LevelDebug), "\n"))
-		db.Close()
+		st.Close()
 	})
 	return e
 }

@@ -39,9 +39,9 @@ func (s *Server) startVerify(ctx context.Context, id, confirmed string, preset s
 }
 
 // submit queues a verification of srv as it is now (whose launch must be
-// confirmed), or joins the one in flight.
+// confirmed), or joins the one in flight here or on another replica.
 func (s *Server) submit(srv store.Server, trigger string) (discovery.Job, error) {
-	j, _, err := s.runner.Submit(discovery.Request{
+	j, _, err := s.jobs.Submit(context.Background(), discovery.Request{
 		Trigger:     trigger,
 		ServerID:    srv.ID,
 		ConfigHash:  srv.ConfigHash(),
@@ -57,6 +57,7 @@ func (s *Server) submit(srv store.Server, trigger string) (discovery.Job, error)
 // jobEvent publishes a job's change (its server's fragments and, if it
 // belongs to the latest "Verify all", that batch's progress); logs its end.
 func (s *Server) jobEvent(j discovery.Job) {
+	s.jobs.Event(j)
 	record.Log(s.log, j)
 	s.publishServer(j.ServerID)
 	if _, ok := s.batches.Update(j); ok {
@@ -148,7 +149,7 @@ func (s *Server) jobJSON(ctx context.Context, j discovery.Job) apijson.Job {
 // handleAPIJob serves GET /api/v1/jobs/:id.
 func (s *Server) handleAPIJob(c echo.Context) error {
 	ctx := c.Request().Context()
-	j, ok := s.runner.Job(c.Param("id"))
+	j, ok := s.jobs.Job(c.Param("id"))
 	if !ok {
 		return &apiError{Status: http.StatusNotFound, Message: "no job with this id (finished jobs are kept for a while)"}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/r3labs/sse/v2"
 
+	"github.com/switchboard-dev/switchboard/cluster"
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
@@ -27,6 +28,7 @@ import (
 	"github.com/switchboard-dev/switchboard/web/internal/hub"
 	"github.com/switchboard-dev/switchboard/web/internal/profiles"
 	"github.com/switchboard-dev/switchboard/web/internal/refresh"
+	"github.com/switchboard-dev/switchboard/web/internal/replica"
 	"github.com/switchboard-dev/switchboard/web/internal/session"
 	"github.com/switchboard-dev/switchboard/web/internal/signin"
 	"github.com/switchboard-dev/switchboard/web/tryit"
@@ -54,6 +56,10 @@ type Config struct {
 	WatchPingInterval time.Duration
 	// MCP configures the MCP endpoint for agents.
 	MCP gateway.Config
+	// Cluster is how this replica coordinates with the others of a
+	// team's Switchboard (store/etcd's Coordinator); nil for a
+	// Switchboard on its own.
+	Cluster cluster.Cluster
 	// HeaderTimeout and BodyTimeout bound the reading of a request's
 	// header and body (see HTTPServer); the defaults if zero.
 	HeaderTimeout, BodyTimeout time.Duration
@@ -79,6 +85,8 @@ type Server struct {
 	echo     *echo.Echo
 	store    store.Store
 	runner   *discovery.Runner
+	jobs     *replica.Jobs // every replica's verifications (see package replica)
+	unlead   func()
 	hub      *hub.Hub
 	sessions *session.Sessions
 	// tokenLimit counts wrong API tokens (bearer, login form, export)
@@ -133,6 +141,9 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Cluster == nil {
+		cfg.Cluster = &cluster.Local{}
+	}
 	s := &Server{
 		echo:       echo.New(),
 		store:      st,
@@ -153,6 +164,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 		Event:       s.jobEvent,
 		Late:        s.jobLateWarnings,
 	})
+	s.jobs = replica.New(s.runner, cfg.Cluster, cfg.Logger, func(j discovery.Job) { s.publishServer(j.ServerID) })
 	s.verifier = v
 	s.watches = refresh.NewWatches(refresh.WatchDeps{
 		Watch: func(ctx context.Context, srv store.Server, onEvent func(discovery.WatchEvent)) error {
@@ -165,7 +177,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 	s.refresh = refresh.New(refresh.Deps{
 		Summaries: st.Summaries,
 		TTL:       cfg.DefaultTTL,
-		Running:   func(id string) bool { _, ok := s.runner.Active(id); return ok },
+		Running:   func(id string) bool { _, ok := s.jobs.Active(id); return ok },
 		Submit: func(srv store.Server, trigger string) error {
 			_, err := s.submit(srv, trigger)
 			if ae := (*apiError)(nil); errors.As(err, &ae) {
@@ -209,6 +221,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.routes()
+	s.unlead = cfg.Cluster.OnLeader(s.refresh.SetLeading)
 	go s.refresh.Run(!cfg.NoVerifyOnStart)
 	return s, nil
 }
@@ -222,10 +235,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // processes) to end, then ends every SSE connection.
 func (s *Server) Close() {
 	s.unsubscribe()
+	s.unlead()
 	s.refresh.Close()
 	s.watches.Close()
 	s.mcp.Close()
 	s.runner.Close()
+	s.jobs.Close()
 	s.pub.close()
 	s.hub.Close()
 }

@@ -194,7 +194,7 @@ func (s *Server) handleDeleteServer(c echo.Context) error {
 }
 
 func (s *Server) cancelServerJob(id string) {
-	if j, ok := s.runner.Active(id); ok {
+	if j, ok := s.jobs.Active(id); ok {
 		s.runner.Cancel(j.ID)
 	}
 }
@@ -332,7 +332,7 @@ func (s *Server) afterEdit(old store.Server) {
 	if err != nil || srv.ConfigHash() == old.ConfigHash() {
 		return
 	}
-	if j, ok := s.runner.Active(srv.ID); ok && j.ConfigHash != srv.ConfigHash() {
+	if j, ok := s.jobs.Active(srv.ID); ok && j.ConfigHash != srv.ConfigHash() {
 		s.runner.Cancel(j.ID)
 	}
 	if refresh.Verifiable(srv) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
@@ -29,12 +30,22 @@ const maxSleep = time.Minute
 // TTL after the failure), and at start-up verifies servers a crash
 // interrupted or that were never verified. It only ever verifies enabled
 // servers whose launch a person confirmed.
+//
+// Of a team's replicas, only the leader verifies and holds watches (see
+// SetLeading); the others only publish what the clock changed. A replica
+// that becomes the leader first verifies what the start-up verifies,
+// and the servers left running: a verification running elsewhere holds
+// its server's claim, so only those whose replica died are verified
+// again.
 type Refresher struct {
 	deps     Deps
 	wake     chan struct{} // a store change: look again now
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
+	// leading is whether this replica leads; lead is set when it became
+	// the leader, and the start-up verifications are due.
+	leading, lead atomic.Bool
 
 	// shown is the freshness each server was last published with.
 	shown map[string]string
@@ -80,14 +91,20 @@ func (r *Refresher) Poke() {
 	}
 }
 
-// Run is the refresher's goroutine (at start-up, first verifying the
-// servers a crash interrupted or never verified, if startup); it ends
-// when Close is called.
+// SetLeading says whether this replica leads (a Switchboard on its own
+// leads from the start).
+func (r *Refresher) SetLeading(leading bool) {
+	if r.leading.Swap(leading) != leading && leading {
+		r.lead.Store(true)
+	}
+	r.Poke()
+}
+
+// Run is the refresher's goroutine (whenever this replica becomes the
+// leader, first verifying the servers a crash interrupted, left running
+// or never verified, if startup); it ends when Close is called.
 func (r *Refresher) Run(startup bool) {
 	defer close(r.done)
-	if startup {
-		r.startup()
-	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -102,6 +119,9 @@ func (r *Refresher) Run(startup bool) {
 			case <-time.After(settle):
 			}
 		case <-timer.C:
+		}
+		if r.lead.Swap(false) && startup && r.leading.Load() {
+			r.startup()
 		}
 		next := r.pass(time.Now())
 		timer.Stop()
@@ -132,7 +152,8 @@ func (r *Refresher) startup() {
 	}
 	for _, sum := range sums {
 		d := sum.Discovery
-		if !Verifiable(sum.Server) || (d.Status != store.StatusInterrupted && d.Status != store.StatusNever) || sum.Server.CreatedAt.After(r.made) {
+		if !Verifiable(sum.Server) || (d.Status != store.StatusInterrupted && d.Status != store.StatusNever && d.Status != store.StatusRunning) ||
+			sum.Server.CreatedAt.After(r.made) || r.deps.Running(sum.Server.ID) {
 			continue // a server added since is verified when a person confirms it
 		}
 		r.Submit(sum.Server, store.TriggerStartup)
@@ -165,6 +186,9 @@ func (r *Refresher) pass(now time.Time) time.Time {
 			next = f.Until
 		}
 		due, at := dueForRefresh(sum, f, ttl, now)
+		if !r.leading.Load() {
+			continue // the leader verifies
+		}
 		if due {
 			if !r.deps.Running(id) {
 				r.Submit(sum.Server, store.TriggerTTL)
@@ -178,7 +202,11 @@ func (r *Refresher) pass(now time.Time) time.Time {
 			delete(r.shown, id)
 		}
 	}
-	r.deps.Watch(sums)
+	if r.leading.Load() {
+		r.deps.Watch(sums)
+	} else {
+		r.deps.Watch(nil) // the leader holds them
+	}
 	return next
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,11 +95,16 @@ func TestStartupVerifiesOnlyServersFromBefore(t *testing.T) {
 	added := verified(`{}`)
 	added.Server.ID, added.Discovery.Status = "added", store.StatusNever
 	added.Server.CreatedAt = time.Now().Add(time.Second)
+	// Left running by a replica that died, and running here.
+	orphan, here := verified(`{}`), verified(`{}`)
+	orphan.Server.ID, orphan.Discovery.Status = "orphan", store.StatusRunning
+	here.Server.ID, here.Discovery.Status = "here", store.StatusRunning
 	var submitted []string
 	r.deps = Deps{
 		Summaries: func(context.Context) ([]store.Summary, error) {
-			return []store.Summary{before, interrupted, added}, nil
+			return []store.Summary{before, interrupted, added, orphan, here}, nil
 		},
+		Running: func(id string) bool { return id == "here" },
 		Submit: func(srv store.Server, trigger string) error {
 			submitted = append(submitted, srv.ID+" "+trigger)
 			return nil
@@ -106,7 +112,64 @@ func TestStartupVerifiesOnlyServersFromBefore(t *testing.T) {
 		Log: slog.New(slog.DiscardHandler),
 	}
 	r.startup()
-	if want := []string{"before startup", "crashed startup"}; !slices.Equal(submitted, want) {
+	if want := []string{"before startup", "crashed startup", "orphan startup"}; !slices.Equal(submitted, want) {
 		t.Errorf("start-up verifications %q; want %q", submitted, want)
+	}
+}
+
+// A replica that does not lead verifies nothing and holds no watch; once
+// it leads, it runs the start-up verifications, once.
+func TestOnlyTheLeaderVerifies(t *testing.T) {
+	never := verified(`{}`)
+	never.Server.ID, never.Discovery.Status = "never", store.StatusNever
+	never.Server.CreatedAt = time.Now().Add(-time.Hour)
+	stale := verified(`{}`) // auto-refreshed, and stale by a TTL long past
+	stale.Server.ID = "stale"
+	on := true
+	stale.Server.AutoRefresh = &on
+	stale.Discovery.VerifiedAt = time.Now().Add(-48 * time.Hour)
+	var mu sync.Mutex
+	var submitted []string
+	var watched [][]store.Summary
+	r := New(Deps{
+		Summaries: func(context.Context) ([]store.Summary, error) { return []store.Summary{never, stale}, nil },
+		TTL:       time.Hour,
+		Running:   func(string) bool { return false },
+		Submit: func(srv store.Server, trigger string) error {
+			mu.Lock()
+			submitted = append(submitted, srv.ID+" "+trigger)
+			mu.Unlock()
+			return nil
+		},
+		Publish: func(string) {},
+		Watch: func(sums []store.Summary) {
+			mu.Lock()
+			watched = append(watched, sums)
+			mu.Unlock()
+		},
+		Log: slog.New(slog.DiscardHandler),
+	})
+	go r.Run(true)
+	defer r.Close()
+	r.SetLeading(false)
+	time.Sleep(3 * settle)
+	mu.Lock()
+	if len(submitted) != 0 || len(watched) == 0 || watched[len(watched)-1] != nil {
+		t.Errorf("a follower submitted %q and watched %v; want nothing submitted and no watch held", submitted, watched)
+	}
+	mu.Unlock()
+	r.SetLeading(true)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		got := slices.Clone(submitted)
+		mu.Unlock()
+		if slices.Contains(got, "never startup") && slices.Contains(got, "stale ttl") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new leader submitted %q; want never's start-up and stale's TTL verifications", got)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -1,0 +1,199 @@
+// Package replica makes the replicas of a team's Switchboard act as one
+// for verifications: a verification of a server runs on one replica at a
+// time, whichever replica it was asked of (a cluster claim, held while
+// the job is queued or running), and every replica knows the jobs of the
+// others (their changes come as cluster events), so that a job's phases
+// show on every replica's tabs and its API answers on any replica. A
+// Switchboard on its own is a cluster of one, where this is the runner's
+// own single-flight.
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/cluster"
+	"github.com/switchboard-dev/switchboard/discovery"
+)
+
+// jobTopic is the cluster event topic of job changes.
+const jobTopic = "job"
+
+// keepDone is how long a finished job of another replica stays known
+// (its API answer), as the runner keeps its own.
+const keepDone = 10 * time.Minute
+
+// Jobs is the verifications of every replica.
+type Jobs struct {
+	runner  *discovery.Runner
+	cluster cluster.Cluster
+	log     *slog.Logger
+	// OnRemote is called with each change of another replica's job
+	// (set before the first change can arrive).
+	onRemote func(discovery.Job)
+
+	submitMu sync.Mutex // one submit at a time: a check, then a claim
+	mu       sync.Mutex
+	claims   map[string]*claim // by server id
+
+	remote map[string]discovery.Job // other replicas' jobs, by id
+	cancel func()
+}
+
+// New returns the jobs of runner (whose Event must call Event) on c;
+// onRemote is told of other replicas' job changes.
+func New(runner *discovery.Runner, c cluster.Cluster, log *slog.Logger, onRemote func(discovery.Job)) *Jobs {
+	j := &Jobs{runner: runner, cluster: c, log: log, onRemote: onRemote, claims: map[string]*claim{}, remote: map[string]discovery.Job{}}
+	j.cancel = c.Subscribe(jobTopic, j.heard)
+	return j
+}
+
+// Close stops hearing other replicas and releases the claims held.
+func (j *Jobs) Close() {
+	j.cancel()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for id, c := range j.claims {
+		c.release()
+		delete(j.claims, id)
+	}
+}
+
+// claim is a server's claim held by this replica, while its jobs are
+// under way.
+type claim struct {
+	release func()
+	jobs    map[string]bool
+	// ended are jobs that ended before Submit recorded them (the runner
+	// tells of a job from the moment it is queued).
+	ended map[string]bool
+}
+
+// claimName is the claim of a server's verification.
+func claimName(serverID string) string { return "verify/" + serverID }
+
+// Submit queues a verification unless one of the server is under way: on
+// this replica (the runner joins it), or on another (its job is
+// returned, elsewhere true). A replica that cannot reach the cluster
+// verifies nothing: the error says why.
+func (j *Jobs) Submit(ctx context.Context, req discovery.Request) (job discovery.Job, elsewhere bool, err error) {
+	j.submitMu.Lock()
+	defer j.submitMu.Unlock()
+	if _, ok := j.runner.Active(req.ServerID); ok {
+		// Joins it, or queues the new configuration's job under the
+		// claim held.
+		job, _, err = j.runner.Submit(req)
+		j.mu.Lock()
+		if c, ok := j.claims[req.ServerID]; ok && err == nil && !job.Done() {
+			c.jobs[job.ID] = true
+		}
+		j.mu.Unlock()
+		return job, false, err
+	}
+	release, err := j.cluster.Claim(ctx, claimName(req.ServerID))
+	if errors.Is(err, cluster.ErrClaimed) {
+		if active, ok := j.activeRemote(req.ServerID); ok {
+			return active, true, nil
+		}
+		// Its replica's events have not come yet: say what is known.
+		return discovery.Job{ServerID: req.ServerID, Status: discovery.JobRunning, Phase: discovery.PhaseQueued, QueuedAt: time.Now()}, true, nil
+	}
+	if err != nil {
+		return discovery.Job{}, false, err
+	}
+	c := &claim{release: release, jobs: map[string]bool{}, ended: map[string]bool{}}
+	j.mu.Lock()
+	j.claims[req.ServerID] = c
+	j.mu.Unlock()
+	job, joined, err := j.runner.Submit(req)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err == nil && !joined && !c.ended[job.ID] && !job.Done() {
+		c.jobs[job.ID] = true
+		return job, false, nil
+	}
+	delete(j.claims, req.ServerID)
+	release()
+	return job, false, err
+}
+
+// Event is the runner's Event: a change of a job of this replica. The
+// other replicas hear of it, and its claim ends with it.
+func (j *Jobs) Event(job discovery.Job) {
+	if b, err := json.Marshal(job); err == nil {
+		if err := j.cluster.Publish(jobTopic, b); err != nil {
+			j.log.Warn("tell the other replicas of a verification's progress", "server", job.ServerID, "err", err)
+		}
+	}
+	if !job.Done() {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	c, ok := j.claims[job.ServerID]
+	switch {
+	case !ok:
+	case !c.jobs[job.ID]:
+		c.ended[job.ID] = true // Submit has yet to record it
+	default:
+		delete(c.jobs, job.ID)
+		if len(c.jobs) == 0 { // no other job of the server holds it
+			delete(j.claims, job.ServerID)
+			c.release()
+		}
+	}
+}
+
+// heard records another replica's job change.
+func (j *Jobs) heard(data []byte) {
+	var job discovery.Job
+	if err := json.Unmarshal(data, &job); err != nil || job.ID == "" {
+		j.log.Warn("an undecodable job event from another replica", "err", err)
+		return
+	}
+	j.mu.Lock()
+	j.remote[job.ID] = job
+	for id, r := range j.remote {
+		if r.Done() && time.Since(r.FinishedAt) > keepDone {
+			delete(j.remote, id)
+		}
+	}
+	j.mu.Unlock()
+	j.onRemote(job)
+}
+
+// Active is the server's verification under way on any replica.
+func (j *Jobs) Active(serverID string) (discovery.Job, bool) {
+	if job, ok := j.runner.Active(serverID); ok {
+		return job, true
+	}
+	return j.activeRemote(serverID)
+}
+
+func (j *Jobs) activeRemote(serverID string) (discovery.Job, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var found discovery.Job
+	ok := false
+	for _, r := range j.remote {
+		if r.ServerID == serverID && !r.Done() && (!ok || r.QueuedAt.After(found.QueuedAt)) {
+			found, ok = r, true
+		}
+	}
+	return found, ok
+}
+
+// Job is the job with the id, of any replica.
+func (j *Jobs) Job(id string) (discovery.Job, bool) {
+	if job, ok := j.runner.Job(id); ok {
+		return job, true
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	job, ok := j.remote[id]
+	return job, ok
+}
