@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/cluster"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
+	"github.com/switchboard-dev/switchboard/store/etcd"
 	"github.com/switchboard-dev/switchboard/web"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 )
@@ -306,6 +308,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	log := term.log
 
 	var db store.Store
+	var coord cluster.Cluster // nil: a Switchboard on its own
 	where := "database " + cfg.DBPath
 	if cfg.Store.isETCD() {
 		edb, err := cfg.Store.openETCD(ctx, log)
@@ -317,6 +320,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			edb.Close()
 			return fmt.Errorf("start: %w", err)
 		}
+		c, err := etcd.NewCoordinator(edb, cfg.Store.LeaseTTL)
+		if err != nil {
+			edb.Close()
+			return fmt.Errorf("start: %w", err)
+		}
+		coord = c
 	} else {
 		bdb, err := bolt.Open(cfg.DBPath, bolt.Options{
 			PrivateDir: cfg.DBPath == defaultDBPath(runtime.GOOS, getenv),
@@ -328,6 +337,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		db = bdb
 	}
 	defer func() {
+		if c, ok := coord.(*etcd.Coordinator); ok {
+			c.Close() // resigns, and lets the claims go, before the connection closes
+		}
 		// Close records the clean shutdown; if it fails, the next start
 		// checks the file in full, so say why.
 		if err := db.Close(); err != nil {
@@ -403,6 +415,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		NoVerifyOnStart: !cfg.VerifyOnStart,
 		MCP:             cfg.MCP,
 		Logger:          log,
+		Cluster:         coord,
 
 		OAuthClientMetadataURL: cfg.OAuthClientMetadataURL,
 	}, db, discovery.NewVerifier(cfg.Limits, getenv).Contained(runs))
