@@ -15,7 +15,7 @@ import (
 // approvalsEvent is the cards of the calls waiting for a person, which
 // every tab shows.
 func (s *Server) approvalsEvent() *sse.Event {
-	return &sse.Event{Event: []byte(views.EventApprovals), Data: renderString(views.ApprovalCards(s.mcp.Approvals()))}
+	return &sse.Event{Event: []byte(views.EventApprovals), Data: renderString(views.ApprovalCards(s.approvals.List()))}
 }
 
 // handleDecideForm serves POST /approvals/:id from a card's buttons
@@ -36,7 +36,7 @@ func (s *Server) decide(id, answer, by, reason string) error {
 		return &apiError{Status: http.StatusUnprocessableEntity, Message: "invalid decision",
 			Fields: map[string]string{"decision": `must be "allow_once" (or "approve"), "always_allow" or "deny"`}}
 	}
-	err := s.mcp.Decide(id, a, by, reason)
+	err := s.approvals.Decide(id, a, by, reason)
 	if errors.Is(err, gateway.ErrApprovalGone) {
 		return &apiError{Status: http.StatusNotFound, Message: err.Error()}
 	}
@@ -58,7 +58,7 @@ type approvalJSON struct {
 // handleAPIApprovals serves GET /api/v1/approvals.
 func (s *Server) handleAPIApprovals(c echo.Context) error {
 	s.lastAPIPoll.Store(s.cfg.Now().UnixNano()) // a program that may answer (see approvers)
-	list := s.mcp.Approvals()
+	list := s.approvals.List()
 	out := make([]approvalJSON, 0, len(list))
 	for _, a := range list {
 		out = append(out, approvalJSON{ID: a.ID, At: a.At, Deadline: a.Deadline, Session: a.Session, Client: a.Client,

@@ -2,7 +2,9 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -90,6 +92,43 @@ func TestReplicasShareCatalogAndVerifications(t *testing.T) {
 				t.Errorf("replica %d reads %+v", i, got)
 			}
 		}
-		t.Logf("jobs answered: %+v", jobs)
+		if jobs[0].ID == "" || jobs[0].ID != jobs[1].ID {
+			t.Errorf("A and B answered jobs %q and %q; want the one job", jobs[0].ID, jobs[1].ID)
+		}
+	})
+
+	t.Run("an ask call through C's /mcp is approved on A's tab", func(t *testing.T) {
+		b.in(t).setPolicy("slow", "tool_000", "ask")
+		srvA, clientA := a.liveServer()
+		browserA := a.login()
+		tabA := browserA.openEvents(srvA, clientA)
+		srvC, _ := c.liveServer()
+		agent := connectMCP(t, srvC.URL, testMCPToken)
+		done := make(chan error, 1)
+		go func() {
+			res, err := agent.call("slow__tool_000", map[string]any{"q": "from C"})
+			if err == nil && !strings.HasPrefix(text(res), "tool_000 ") {
+				err = fmt.Errorf("result %q", text(res))
+			}
+			done <- err
+		}()
+		var card sseEvent
+		tabA.until(t, 15*time.Second, "C's waiting call as a card on A", func(ev sseEvent) bool {
+			card = ev
+			return ev.name == "approvals" && strings.Contains(ev.text(), "tool_000")
+		})
+		id := between(card.text(), `data-approval="`, `"`)
+		wantStatus(t, browserA.htmx(http.MethodPost, "/approvals/"+id, url.Values{"decision": {"allow_once"}}), http.StatusNoContent)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("the call approved on another replica = %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("the call approved on A is still waiting on C")
+		}
+		if got := a.in(t).waitCall(1); got.Decision != "approved" || got.DecidedBy != "dashboard" {
+			t.Errorf("the call log (shared) says %+v", got)
+		}
 	})
 }

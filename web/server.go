@@ -82,13 +82,14 @@ const DefaultTTL = 5 * time.Minute
 
 // Server is the Echo application with its dependencies.
 type Server struct {
-	echo     *echo.Echo
-	store    store.Store
-	runner   *discovery.Runner
-	jobs     *replica.Jobs // every replica's verifications (see package replica)
-	unlead   func()
-	hub      *hub.Hub
-	sessions *session.Sessions
+	echo      *echo.Echo
+	store     store.Store
+	runner    *discovery.Runner
+	jobs      *replica.Jobs      // every replica's verifications (see package replica)
+	approvals *replica.Approvals // every replica's calls waiting for a person
+	unlead    func()
+	hub       *hub.Hub
+	sessions  *session.Sessions
 	// tokenLimit counts wrong API tokens (bearer, login form, export)
 	// per client; codeLimit counts wrong login links, apart, so that
 	// they can never block the right token.
@@ -199,11 +200,14 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 			_, err := s.submit(srv, trigger)
 			return err
 		},
-		ApprovalsChanged:    func() { s.hub.Publish(s.approvalsEvent()) },
+		ApprovalsChanged: func() {
+			s.approvals.LocalChanged()
+			s.hub.Publish(s.approvalsEvent())
+		},
 		CallsChanged:        func() { s.hub.Publish(signal(views.EventCalls)) },
 		UpstreamsChanged:    s.publishAgents,
 		ServerHealthChanged: s.publishServer,
-		Approvers:           s.approvers,
+		Approvers:           func() int { return s.approvals.Approvers() },
 		Logger:              s.log,
 	})
 	if err != nil {
@@ -213,6 +217,8 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 		return nil, err
 	}
 	s.mcp, s.profiles = mcp, &profiles.Handlers{Store: st, Offer: mcp, Page: s.page, Render: render}
+	s.approvals = replica.NewApprovals(cfg.Cluster, replica.ApprovalDeps{Local: mcp.Approvals, Decide: mcp.Decide, Approvers: s.approvers,
+		Changed: func() { s.hub.Publish(s.approvalsEvent()) }, Log: cfg.Logger})
 	s.try = tryit.New(tryit.Deps{Store: st, Call: mcp.Try, Publish: func(event string, data []byte) {
 		s.hub.Publish(&sse.Event{Event: []byte(event), Data: data})
 	}})
@@ -238,6 +244,7 @@ func (s *Server) Close() {
 	s.unlead()
 	s.refresh.Close()
 	s.watches.Close()
+	s.approvals.Close()
 	s.mcp.Close()
 	s.runner.Close()
 	s.jobs.Close()
@@ -302,6 +309,7 @@ func (s *Server) serverEvents(ctx context.Context, sum store.Summary) []*sse.Eve
 // reloads its tools section.
 func (s *Server) snapshot(since string) []*sse.Event {
 	ctx := context.Background()
+	go s.approvals.LocalChanged() // one more approver here: the other replicas count it
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
 	current := s.store.Revision()

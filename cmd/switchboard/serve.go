@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/cluster"
+	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/store/etcd"

@@ -87,8 +87,9 @@ type Options struct {
 // schemaVersion is the layout's version, kept under meta.
 const schemaVersion = 1
 
-// maxAttempts bounds the runs of a change that keeps meeting others.
-const maxAttempts = 50
+// maxContention bounds how long a change that keeps meeting others of the
+// same records runs again before it gives up (errConflict).
+const maxContention = 30 * time.Second
 
 // ErrUnavailable wraps a failure to reach the cluster.
 var ErrUnavailable = errors.New("store: etcd is unavailable")

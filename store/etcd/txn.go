@@ -119,9 +119,10 @@ func (db *DB) view(ctx context.Context, fn func(t *txn) error) error {
 }
 
 // update runs fn, then commits its writes if none of the keys it read
-// changed meanwhile; else runs it again (at most maxAttempts times). A
+// changed meanwhile; else runs it again (for at most maxContention). A
 // change of the catalog returns once the watch delivered it.
 func (db *DB) update(ctx context.Context, fn func(t *txn) error) error {
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		t := &txn{db: db, ctx: ctx, guards: map[string]int64{}}
 		if err := fn(t); err != nil {
@@ -159,13 +160,16 @@ func (db *DB) update(ctx context.Context, fn func(t *txn) error) error {
 			return nil
 		}
 		db.dropEarly(t)
-		if attempt+1 >= maxAttempts {
+		if time.Since(start) > maxContention {
 			return errConflict
 		}
-		select { // let the other writer finish
+		// Let the others finish: a random wait, longer as the meetings
+		// go on (up to 50 ms), so that writers of one server spread out.
+		wait := time.Duration(rand.Int64N(int64(min(time.Millisecond<<min(attempt, 6), 50*time.Millisecond)) + 1))
+		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Duration(rand.IntN(1+min(attempt, 10)*2)) * time.Millisecond):
+		case <-time.After(wait):
 		}
 	}
 }

@@ -81,6 +81,19 @@ func claimName(serverID string) string { return "verify/" + serverID }
 // returned, elsewhere true). A replica that cannot reach the cluster
 // verifies nothing: the error says why.
 func (j *Jobs) Submit(ctx context.Context, req discovery.Request) (job discovery.Job, elsewhere bool, err error) {
+	job, elsewhere, err = j.submit(ctx, req)
+	// The replica that holds the claim tells of its job at once; wait a
+	// moment for it, so that the answer names it.
+	for deadline := time.Now().Add(2 * time.Second); elsewhere && job.ID == "" && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		if active, ok := j.activeRemote(req.ServerID); ok {
+			job = active
+		}
+	}
+	return job, elsewhere, err
+}
+
+func (j *Jobs) submit(ctx context.Context, req discovery.Request) (job discovery.Job, elsewhere bool, err error) {
 	j.submitMu.Lock()
 	defer j.submitMu.Unlock()
 	if _, ok := j.runner.Active(req.ServerID); ok {
