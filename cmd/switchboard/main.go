@@ -6,6 +6,7 @@
 //	switchboard verify [--json] URL          verify a remote server once
 //	switchboard call [--json] (URL | -- CMD ARGS...) TOOL [JSON]  call one tool once
 //	switchboard backup [--db PATH] OUT       copy the database, checked, while no dashboard runs
+//	switchboard migrate -from SRC -to DST    copy the whole store between a database file and etcd, checked
 //	switchboard import [--dry-run] FILE      import servers from another MCP client's config
 //	switchboard export --format F            write servers in another MCP client's config format
 //	switchboard mcp                          serve MCP on stdio, relaying to the dashboard's /mcp
@@ -64,7 +65,7 @@ func usageError(format string, args ...any) error {
 // the command is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "call" || args[0] == "backup" || args[0] == "import" || args[0] == "export" || args[0] == "mcp" || args[0] == "connect" || args[0] == "disconnect" || args[0] == "version" || args[0] == "token" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "call" || args[0] == "backup" || args[0] == "migrate" || args[0] == "import" || args[0] == "export" || args[0] == "mcp" || args[0] == "connect" || args[0] == "disconnect" || args[0] == "version" || args[0] == "token" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -76,6 +77,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return call(ctx, args, getenv, stdout, stderr)
 	case "backup":
 		return backup(ctx, args, getenv, stdout, stderr)
+	case "migrate":
+		return migrateCmd(ctx, args, getenv, stdout, stderr)
 	case "import":
 		return importCmd(ctx, args, getenv, stdin, stdout, stderr)
 	case "export":
@@ -103,6 +106,8 @@ Usage:
   switchboard call [--json] -- CMD ARGS... TOOL ['{JSON}']
                                             call one tool of a server once, bounded like a verification
   switchboard backup [--db PATH] OUT        write a checked copy of the database (dashboard stopped)
+  switchboard migrate -from SRC -to DST     copy everything, secrets included, from a database file into an
+                                            empty etcd (etcd://host:2379[,…]) or back, and check the copy
   switchboard import [--dry-run] FILE       import servers from a Claude, Cursor, Windsurf, VS Code or Codex config
   switchboard export --format F [--server ID]... [--include-secrets]
                                             write servers as claude, cursor, vscode or codex config

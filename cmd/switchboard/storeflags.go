@@ -35,10 +35,16 @@ type storeConfig struct {
 // fallbacks read from getenv.
 func storeFlags(fs *flag.FlagSet, c *storeConfig, getenv func(string) string) {
 	c.Store = getenv("SWITCHBOARD_STORE")
+	fs.StringVar(&c.Store, "store", c.Store, "where the catalog lives: empty for the database file (-db), or etcd://host:2379[,host:2379…] for an etcd cluster that several replicas share (env SWITCHBOARD_STORE)")
+	etcdFlags(fs, c, getenv)
+}
+
+// etcdFlags adds the -etcd-* flags to fs, with environment fallbacks
+// read from getenv.
+func etcdFlags(fs *flag.FlagSet, c *storeConfig, getenv func(string) string) {
 	c.ETCDCert, c.ETCDKey, c.ETCDCA = getenv("SWITCHBOARD_ETCD_CERT"), getenv("SWITCHBOARD_ETCD_KEY"), getenv("SWITCHBOARD_ETCD_CA")
 	c.ETCDUser, c.ETCDPassword = getenv("SWITCHBOARD_ETCD_USER"), getenv("SWITCHBOARD_ETCD_PASSWORD")
 	c.ETCDPrefix = getenv("SWITCHBOARD_ETCD_PREFIX")
-	fs.StringVar(&c.Store, "store", c.Store, "where the catalog lives: empty for the database file (-db), or etcd://host:2379[,host:2379…] for an etcd cluster that several replicas share (env SWITCHBOARD_STORE)")
 	fs.StringVar(&c.ETCDCert, "etcd-cert", c.ETCDCert, "TLS client certificate (PEM) for etcd; with -etcd-key (env SWITCHBOARD_ETCD_CERT)")
 	fs.StringVar(&c.ETCDKey, "etcd-key", c.ETCDKey, "TLS client key (PEM) for etcd (env SWITCHBOARD_ETCD_KEY)")
 	fs.StringVar(&c.ETCDCA, "etcd-ca", c.ETCDCA, "CA certificate (PEM) that signed etcd's server certificates; setting it, or a client certificate, speaks TLS (env SWITCHBOARD_ETCD_CA)")
