@@ -218,6 +218,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		if _, err := cfg.Store.etcdOptions(nil); err != nil {
 			return cfg, err
 		}
+		if t := cfg.Store.LeaseTTL; t < 2 || t > 300 {
+			return cfg, usageError("-lease-ttl must be between 2 and 300 seconds, got %d", t)
+		}
 		if cfg.Token == "" {
 			return cfg, usageError("replicas on etcd share one API token: set SWITCHBOARD_TOKEN, the same on every replica")
 		}

@@ -37,6 +37,8 @@ func storeFlags(fs *flag.FlagSet, c *storeConfig, getenv func(string) string) {
 	c.Store = getenv("SWITCHBOARD_STORE")
 	fs.StringVar(&c.Store, "store", c.Store, "where the catalog lives: empty for the database file (-db), or etcd://host:2379[,host:2379…] for an etcd cluster that several replicas share (env SWITCHBOARD_STORE)")
 	etcdFlags(fs, c, getenv)
+	c.LeaseTTL = etcd.DefaultLeaseTTL
+	fs.IntVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "seconds a replica that died or lost etcd keeps its leadership (the refresher, the watches) and its verifications' claims: another takes over after it")
 }
 
 // etcdFlags adds the -etcd-* flags to fs, with environment fallbacks
@@ -50,8 +52,6 @@ func etcdFlags(fs *flag.FlagSet, c *storeConfig, getenv func(string) string) {
 	fs.StringVar(&c.ETCDCA, "etcd-ca", c.ETCDCA, "CA certificate (PEM) that signed etcd's server certificates; setting it, or a client certificate, speaks TLS (env SWITCHBOARD_ETCD_CA)")
 	fs.StringVar(&c.ETCDUser, "etcd-user", c.ETCDUser, "etcd user, when etcd has auth enabled (env SWITCHBOARD_ETCD_USER; the password only in SWITCHBOARD_ETCD_PASSWORD)")
 	fs.StringVar(&c.ETCDPrefix, "etcd-prefix", c.ETCDPrefix, "key prefix of this Switchboard in etcd (default /switchboard/) (env SWITCHBOARD_ETCD_PREFIX)")
-	c.LeaseTTL = etcd.DefaultLeaseTTL
-	fs.IntVar(&c.LeaseTTL, "lease-ttl", c.LeaseTTL, "seconds a replica that died or lost etcd keeps its leadership (the refresher, the watches) and its verifications' claims: another takes over after it")
 }
 
 // isETCD reports whether the catalog is on etcd.
@@ -79,9 +79,6 @@ func (c storeConfig) etcdOptions(log *slog.Logger) (etcd.Options, error) {
 			return etcd.Options{}, usageError("-store %q: %q is not host:port", c.Store, h)
 		}
 		opts.Endpoints = append(opts.Endpoints, scheme+h)
-	}
-	if c.LeaseTTL < 2 || c.LeaseTTL > 300 {
-		return etcd.Options{}, usageError("-lease-ttl must be between 2 and 300 seconds, got %d", c.LeaseTTL)
 	}
 	if (c.ETCDUser == "") != (c.ETCDPassword == "") {
 		return etcd.Options{}, usageError("etcd auth needs both -etcd-user and SWITCHBOARD_ETCD_PASSWORD")

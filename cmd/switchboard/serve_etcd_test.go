@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Two `switchboard serve -store etcd://…` replicas share one catalog: a
+// server created through one is read through the other; and the flags
+// are checked before anything starts.
+func TestServeReplicasOnETCD(t *testing.T) {
+	url := startETCD(t)
+	token, mcpToken := strings.Repeat("t", 64), strings.Repeat("m", 32)
+	var bases []string
+	for i := range 2 {
+		s := startServeArgs(t, []string{"-addr", "127.0.0.1:0", "-store", url, "-etcd-prefix", "/serve-test/", "-lease-ttl", "2"},
+			map[string]string{"SWITCHBOARD_DB": filepath.Join(t.TempDir(), "local", "sb.db"), "SWITCHBOARD_TOKEN": token, "SWITCHBOARD_MCP_TOKEN": mcpToken})
+		t.Cleanup(func() {
+			if err := s.stop(); err != nil {
+				t.Errorf("replica %d stopped with %v", i, err)
+			}
+		})
+		if !strings.Contains(s.stdout.String(), "running with etcd at "+url+" (keys under /serve-test/)") {
+			t.Errorf("replica %d says: %s", i, s.stdout)
+		}
+		bases = append(bases, s.base)
+	}
+	do := func(method, base, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	if code, body := do(http.MethodPost, bases[0], "/api/v1/servers", `{"id": "shared", "name": "Shared", "transport": "http", "url": "https://mcp.example.com/mcp"}`); code != http.StatusCreated {
+		t.Fatalf("create on the first replica = %d %s", code, body)
+	}
+	if code, body := do(http.MethodGet, bases[1], "/api/v1/servers/shared", ""); code != http.StatusOK || !strings.Contains(body, `"name":"Shared"`) {
+		t.Errorf("read on the second replica = %d %s", code, body)
+	}
+}
+
+func TestServeETCDFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		vars map[string]string
+		want string
+	}{
+		{"not an etcd URL", []string{"-store", "postgres://db"}, map[string]string{"SWITCHBOARD_TOKEN": "x"}, "want etcd://host:2379"},
+		{"no shared token", []string{"-store", "etcd://127.0.0.1:1"}, nil, "set SWITCHBOARD_TOKEN, the same on every replica"},
+		{"lease too short", []string{"-store", "etcd://127.0.0.1:1", "-lease-ttl", "1"}, map[string]string{"SWITCHBOARD_TOKEN": "x"}, "-lease-ttl must be between 2 and 300"},
+		{"key without cert", []string{"-store", "etcd://127.0.0.1:1", "-etcd-key", "k.pem"}, map[string]string{"SWITCHBOARD_TOKEN": "x"}, "-etcd-cert and -etcd-key go together"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr syncBuffer
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0"}, tc.args...), env(tc.vars), nil, &stdout, &stderr)
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("serve %v = %v; want a usage error (exit 2) saying %q", tc.args, err, tc.want)
+			}
+		})
+	}
+}
