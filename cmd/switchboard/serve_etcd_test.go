@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -31,25 +30,10 @@ func TestServeReplicasOnETCD(t *testing.T) {
 		}
 		bases = append(bases, s.base)
 	}
-	do := func(method, base, path, body string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var b bytes.Buffer
-		b.ReadFrom(resp.Body)
-		return resp.StatusCode, b.String()
-	}
-	if code, body := do(http.MethodPost, bases[0], "/api/v1/servers", `{"id": "shared", "name": "Shared", "transport": "http", "url": "https://mcp.example.com/mcp"}`); code != http.StatusCreated {
-		t.Fatalf("create on the first replica = %d %s", code, body)
-	}
-	if code, body := do(http.MethodGet, bases[1], "/api/v1/servers/shared", ""); code != http.StatusOK || !strings.Contains(body, `"name":"Shared"`) {
-		t.Errorf("read on the second replica = %d %s", code, body)
+	first, second := liveDashboard{base: bases[0], token: token}, liveDashboard{base: bases[1], token: token}
+	first.api(t, http.MethodPost, "/api/v1/servers", map[string]any{"id": "shared", "name": "Shared", "transport": "http", "url": "https://mcp.example.com/mcp"}, http.StatusCreated)
+	if body := second.api(t, http.MethodGet, "/api/v1/servers/shared", nil, http.StatusOK); !strings.Contains(string(body), `"name":"Shared"`) {
+		t.Errorf("read on the second replica = %s", body)
 	}
 }
 
