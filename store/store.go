@@ -42,6 +42,9 @@ var (
 	ErrAgentNameUnknown = errors.New("store: no tool has this agent name")
 	// ErrInUse: the storage is held by another Switchboard.
 	ErrInUse = errors.New("store: database is in use")
+	// ErrUnavailable: the storage cannot be reached now (a team's etcd
+	// cluster out of reach); nothing was changed.
+	ErrUnavailable = errors.New("store: unavailable")
 	// ErrDamaged: the storage is damaged or not Switchboard's.
 	ErrDamaged = errors.New("store: database file is damaged or not a switchboard database")
 )

@@ -11,9 +11,10 @@ import (
 	"github.com/switchboard-dev/switchboard/web/internal/session"
 )
 
-// handleHealth serves GET /healthz.
+// handleHealth serves GET /healthz: ok, and which replica answers and
+// whether it leads (a Switchboard on its own is the "local" leader).
 func (s *Server) handleHealth(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	return c.JSON(http.StatusOK, map[string]any{"status": "ok", "replica": s.cfg.Cluster.ID(), "leader": s.leading.Load()})
 }
 
 // handleEvents serves GET /events: the live updates of the session's tab,

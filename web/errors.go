@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 )
@@ -39,6 +40,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	switch {
 	case errors.As(err, &ae):
 		status, msg, fields = ae.Status, ae.Message, ae.Fields
+	case errors.Is(err, store.ErrUnavailable):
+		// A replica cut off from the team's store: it changes nothing
+		// rather than diverge.
+		status, msg = http.StatusServiceUnavailable, "Switchboard cannot reach its store now, so nothing was read or changed; try again in a moment ("+err.Error()+")"
 	case errors.As(err, &he):
 		status = he.Code
 		if m, ok := he.Message.(string); ok {

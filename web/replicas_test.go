@@ -52,6 +52,19 @@ func TestReplicasShareCatalogAndVerifications(t *testing.T) {
 	srvB, clientB := b.liveServer()
 	tabB := b.login().openEvents(srvB, clientB)
 
+	t.Run("one replica leads", func(t *testing.T) {
+		waitFor(t, 10*time.Second, "a leader", func() bool {
+			leaders := 0
+			for _, r := range rs {
+				rec := r.serve(newRequest(http.MethodGet, "/healthz", nil))
+				if h := decodeAs[map[string]any](t, rec); h["leader"] == true {
+					leaders++
+				}
+			}
+			return leaders == 1
+		})
+	})
+
 	t.Run("a server added on A shows on B's tab", func(t *testing.T) {
 		s := fixtureServer("slow")
 		s["args"] = []string{"-tools", "3", "-startup-delay", "1500ms"}
@@ -131,4 +144,51 @@ func TestReplicasShareCatalogAndVerifications(t *testing.T) {
 			t.Errorf("the call log (shared) says %+v", got)
 		}
 	})
+}
+
+// A replica cut off from etcd changes nothing, and says why: 503 within
+// its request timeout, not a half-written change nor one kept aside to
+// diverge; the other replica goes on.
+func TestReplicaCutOffFromETCDRefusesChanges(t *testing.T) {
+	srv, err := etcdtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	proxy, err := srv.NewProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := func(endpoint string) *env {
+		db, err := etcd.Open(context.Background(), etcd.Options{Endpoints: []string{endpoint}, Prefix: "/cut/", RequestTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		coord, err := etcd.NewCoordinator(db, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnvOn(t, db, func(c *webConfig) { c.Cluster = coord })
+		t.Cleanup(func() { coord.Close() })
+		return e
+	}
+	cut, other := replica(proxy.Endpoint), replica(srv.Endpoint)
+	cut.createServer(fixtureServer("before"))
+	proxy.Cut()
+	start := time.Now()
+	rec := cut.api(http.MethodPost, "/api/v1/servers", fixtureServer("after"))
+	wantStatus(t, rec, http.StatusServiceUnavailable)
+	if body := rec.Body.String(); !strings.Contains(body, "cannot reach its store") || !strings.Contains(body, "nothing was read or changed") {
+		t.Errorf("answer = %s", body)
+	}
+	t.Logf("refused after %s", time.Since(start))
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("refused after %s; want within the request timeout", took)
+	}
+	other.createServer(fixtureServer("elsewhere"))
+	if got := other.server("before"); got.Name != "Fixture before" {
+		t.Errorf("the other replica reads %+v", got)
+	}
+	wantStatus(t, other.api(http.MethodGet, "/api/v1/servers/after", nil), http.StatusNotFound)
+	cut.logs.reset() // the refusal is logged as the error it is
 }

@@ -88,6 +88,7 @@ type Server struct {
 	jobs      *replica.Jobs      // every replica's verifications (see package replica)
 	approvals *replica.Approvals // every replica's calls waiting for a person
 	unlead    func()
+	leading   atomic.Bool // this replica leads (see cluster.Cluster)
 	hub       *hub.Hub
 	sessions  *session.Sessions
 	// tokenLimit counts wrong API tokens (bearer, login form, export)
@@ -227,7 +228,10 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.routes()
-	s.unlead = cfg.Cluster.OnLeader(s.refresh.SetLeading)
+	s.unlead = cfg.Cluster.OnLeader(func(leading bool) {
+		s.leading.Store(leading)
+		s.refresh.SetLeading(leading)
+	})
 	go s.refresh.Run(!cfg.NoVerifyOnStart)
 	return s, nil
 }

@@ -214,7 +214,7 @@ func (c *Coordinator) Publish(topic string, data []byte) error {
 	if strings.Contains(topic, "/") {
 		return fmt.Errorf("an event topic has no /: %q", topic)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), c.db.timeout)
 	defer cancel()
 	lease, err := c.lease(ctx)
 	if err != nil {

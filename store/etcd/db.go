@@ -47,6 +47,7 @@
 package etcd
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -80,6 +81,9 @@ type Options struct {
 	Prefix string
 	// DialTimeout bounds connecting (5 s if zero).
 	DialTimeout time.Duration
+	// RequestTimeout bounds each read, and each run of a change (5 s if
+	// zero): a replica cut off from etcd fails instead of waiting.
+	RequestTimeout time.Duration
 	// Logger is slog.Default() if nil.
 	Logger *slog.Logger
 }
@@ -91,14 +95,16 @@ const schemaVersion = 1
 // same records runs again before it gives up (errConflict).
 const maxContention = 30 * time.Second
 
-// ErrUnavailable wraps a failure to reach the cluster.
-var ErrUnavailable = errors.New("store: etcd is unavailable")
+// ErrUnavailable wraps a failure to reach the cluster (it is a
+// store.ErrUnavailable).
+var ErrUnavailable = fmt.Errorf("%w: etcd cannot be reached", store.ErrUnavailable)
 
 // DB is the store on etcd. It is safe for concurrent use.
 type DB struct {
-	cli    *clientv3.Client
-	prefix string
-	log    *slog.Logger
+	cli     *clientv3.Client
+	prefix  string
+	log     *slog.Logger
+	timeout time.Duration // see Options.RequestTimeout
 	// id tells this store's revisions from another's: the cluster's id
 	// and the prefix.
 	id string
@@ -113,6 +119,10 @@ type DB struct {
 	delivered     chan struct{}
 
 	cache chunkCache
+	// locks serialise this replica's own changes of one record (a
+	// server, the audit's sequence), by key: they would only meet in etcd
+	// and run again. Replicas still meet there.
+	locks sync.Map
 
 	stop    context.CancelFunc
 	stopped chan struct{}
@@ -141,7 +151,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	db := &DB{cli: cli, prefix: prefix, log: opts.Logger, delivered: make(chan struct{}), cache: newChunkCache(chunkCacheBytes)}
+	db := &DB{cli: cli, prefix: prefix, log: opts.Logger, timeout: cmp.Or(opts.RequestTimeout, 5*time.Second), delivered: make(chan struct{}), cache: newChunkCache(chunkCacheBytes)}
 	if db.log == nil {
 		db.log = slog.Default()
 	}
@@ -192,6 +202,15 @@ func (db *DB) start(ctx context.Context, dial time.Duration) error {
 	db.stop, db.stopped = stop, make(chan struct{})
 	go db.watch(wctx, rev.Header.Revision+1)
 	return nil
+}
+
+// locked takes this replica's lock of a record's changes; the caller
+// calls what it returns to release it.
+func (db *DB) locked(name string) (unlock func()) {
+	m, _ := db.locks.LoadOrStore(name, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }
 
 // key is the full key of a name under the prefix.

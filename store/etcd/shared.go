@@ -41,6 +41,7 @@ func (db *DB) appendCalls(ctx context.Context, calls []store.Call) error {
 	if len(calls) == 0 {
 		return nil
 	}
+	defer db.locked("callseq")()
 	return db.update(ctx, func(t *txn) error {
 		var seq uint64
 		if _, err := t.getJSON(db.key("callseq"), &seq); err != nil {

@@ -115,6 +115,8 @@ var errConflict = errors.New("store: too many concurrent changes of the same rec
 
 // view runs fn over one consistent read.
 func (db *DB) view(ctx context.Context, fn func(t *txn) error) error {
+	ctx, cancel := context.WithTimeout(ctx, db.timeout)
+	defer cancel()
 	return fn(&txn{db: db, ctx: ctx})
 }
 
@@ -124,42 +126,10 @@ func (db *DB) view(ctx context.Context, fn func(t *txn) error) error {
 func (db *DB) update(ctx context.Context, fn func(t *txn) error) error {
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
-		t := &txn{db: db, ctx: ctx, guards: map[string]int64{}}
-		if err := fn(t); err != nil {
+		committed, err := db.run(ctx, fn)
+		if err != nil || committed {
 			return err
 		}
-		if len(t.ops) == 0 && len(t.changes) == 0 {
-			return nil // nothing to write
-		}
-		for _, op := range t.early {
-			if _, err := db.cli.Do(ctx, op); err != nil {
-				return unavailable(err)
-			}
-		}
-		cmps := make([]clientv3.Cmp, 0, len(t.guards))
-		for k, rev := range t.guards {
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rev))
-		}
-		ops := t.ops
-		if len(t.changes) > 0 {
-			b, err := json.Marshal(t.changes)
-			if err != nil {
-				return err
-			}
-			ops = append(ops, clientv3.OpPut(db.key("revision"), string(b)))
-		}
-		resp, err := db.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
-		if err != nil {
-			db.dropEarly(t)
-			return unavailable(err)
-		}
-		if resp.Succeeded {
-			if len(t.changes) > 0 {
-				db.waitDelivered(resp.Header.Revision)
-			}
-			return nil
-		}
-		db.dropEarly(t)
 		if time.Since(start) > maxContention {
 			return errConflict
 		}
@@ -172,6 +142,50 @@ func (db *DB) update(ctx context.Context, fn func(t *txn) error) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// run is one run of a change, bounded by the request timeout: committed
+// is false when a key it read changed before its commit.
+func (db *DB) run(ctx context.Context, fn func(t *txn) error) (committed bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, db.timeout)
+	defer cancel()
+	t := &txn{db: db, ctx: ctx, guards: map[string]int64{}}
+	if err := fn(t); err != nil {
+		return false, err
+	}
+	if len(t.ops) == 0 && len(t.changes) == 0 {
+		return true, nil // nothing to write
+	}
+	for _, op := range t.early {
+		if _, err := db.cli.Do(ctx, op); err != nil {
+			return false, unavailable(err)
+		}
+	}
+	cmps := make([]clientv3.Cmp, 0, len(t.guards))
+	for k, rev := range t.guards {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rev))
+	}
+	ops := t.ops
+	if len(t.changes) > 0 {
+		b, err := json.Marshal(t.changes)
+		if err != nil {
+			return false, err
+		}
+		ops = append(ops, clientv3.OpPut(db.key("revision"), string(b)))
+	}
+	resp, err := db.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	if err != nil {
+		db.dropEarly(t)
+		return false, unavailable(err)
+	}
+	if !resp.Succeeded {
+		db.dropEarly(t)
+		return false, nil
+	}
+	if len(t.changes) > 0 {
+		db.waitDelivered(resp.Header.Revision)
+	}
+	return true, nil
 }
 
 // dropEarly deletes the chunks written for a commit that did not happen:

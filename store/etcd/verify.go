@@ -95,6 +95,7 @@ func (db *DB) RecordFailure(ctx context.Context, id string, f store.Failure) err
 // changeServer reads a server (with its body if withBody), lets fn change
 // it, and writes it back with the change c, in one transaction.
 func (db *DB) changeServer(ctx context.Context, id string, withBody bool, c store.Change, fn func(t *txn, st *state) error) error {
+	defer db.locked("servers/" + id)()
 	return db.update(ctx, func(t *txn) error {
 		st, err := t.loadServer(id)
 		if err != nil {

@@ -5,9 +5,11 @@ package etcdtest
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -80,4 +82,71 @@ func freePorts(n int) ([]int, error) {
 		out = append(out, l.Addr().(*net.TCPAddr).Port)
 	}
 	return out, nil
+}
+
+// Proxy passes TCP connections to an etcd member until it is cut: then it
+// drops every connection and refuses new ones, as a network partition
+// between one replica and the cluster would.
+type Proxy struct {
+	// Endpoint is the proxy's client URL.
+	Endpoint string
+	ln       net.Listener
+	target   string
+
+	mu    sync.Mutex
+	conns []net.Conn
+	cut   bool
+	wg    sync.WaitGroup
+}
+
+// NewProxy starts a proxy to the member s.
+func (s *Server) NewProxy() (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	u, _ := url.Parse(s.Endpoint)
+	p := &Proxy{Endpoint: "http://" + ln.Addr().String(), ln: ln, target: u.Host}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		p.mu.Lock()
+		if err != nil || p.cut {
+			p.mu.Unlock()
+			c.Close()
+			if up != nil {
+				up.Close()
+			}
+			continue
+		}
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go func() { defer p.wg.Done(); io.Copy(up, c); up.Close() }()
+		go func() { defer p.wg.Done(); io.Copy(c, up); c.Close() }()
+	}
+}
+
+// Cut drops every connection and refuses new ones (it stops listening).
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	p.cut = true
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	p.ln.Close()
+	for _, c := range conns {
+		c.Close()
+	}
+	p.wg.Wait()
 }

@@ -147,7 +147,7 @@ func Verifiable(srv store.Server) bool { return srv.Enabled && srv.LaunchConfirm
 func (r *Refresher) startup() {
 	sums, err := r.deps.Summaries(context.Background())
 	if err != nil {
-		r.deps.Log.Error("read servers for start-up verification", "err", err)
+		r.logRead("read servers for start-up verification", err)
 		return
 	}
 	for _, sum := range sums {
@@ -167,7 +167,7 @@ func (r *Refresher) pass(now time.Time) time.Time {
 	next := now.Add(maxSleep)
 	sums, err := r.deps.Summaries(context.Background())
 	if err != nil {
-		r.deps.Log.Error("read servers to refresh", "err", err)
+		r.logRead("read servers to refresh", err)
 		return next
 	}
 	seen := make(map[string]bool, len(sums))
@@ -208,6 +208,17 @@ func (r *Refresher) pass(now time.Time) time.Time {
 		r.deps.Watch(nil) // the leader holds them
 	}
 	return next
+}
+
+// logRead logs a failed read of the store: a warning while the store
+// cannot be reached (a replica cut off from etcd tries again), else an
+// error.
+func (r *Refresher) logRead(what string, err error) {
+	if errors.Is(err, store.ErrUnavailable) {
+		r.deps.Log.Warn(what, "err", err)
+		return
+	}
+	r.deps.Log.Error(what, "err", err)
 }
 
 // dueForRefresh reports whether a server with auto-refresh on is due for
