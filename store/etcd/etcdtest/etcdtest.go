@@ -100,12 +100,18 @@ type Proxy struct {
 }
 
 // NewProxy starts a proxy to the member s.
-func (s *Server) NewProxy() (*Proxy, error) {
+func (s *Server) NewProxy() (*Proxy, error) { return ProxyTo(s.Endpoint) }
+
+// ProxyTo starts a proxy to the etcd member at the client URL endpoint.
+func ProxyTo(endpoint string) (*Proxy, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	u, _ := url.Parse(s.Endpoint)
 	p := &Proxy{Endpoint: "http://" + ln.Addr().String(), ln: ln, target: u.Host}
 	p.wg.Add(1)
 	go p.accept()

@@ -1,0 +1,14 @@
+// Command etcd is the etcd server (go.etcd.io/etcd/server/v3, the version
+// go.mod names), built from this module so that the tests of a team's
+// Switchboard run a real etcd cluster of separate processes without
+// installing one: `make test` builds it into bin/etcd. It takes etcd's own
+// flags.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
