@@ -3,8 +3,8 @@ package etcd
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -32,6 +32,9 @@ import (
 // store's own rules (store.MergeTools, store.ApplyPolicy, store.Approve,
 // store.EffectivePolicy). The specification is the pure rules; the
 // implementation under test is etcd with its compare-and-swap commits.
+// The history is checked twice: tool by tool (toolModel), and as one
+// server (serverModel), which also holds listings (Tools) to seeing a
+// verification's changes of all tools at once.
 
 // Limits of one run: the workload stops at whichever comes first, so the
 // history stays small enough to check in a moment, also under -race.
@@ -46,7 +49,7 @@ const (
 // linTools are the server's tools, and linVersions the definitions a
 // verification finds of each: a new version changes the tool's pin.
 var (
-	linTools    = []string{"read_file", "search", "write_file"}
+	linTools    = [...]string{"read_file", "search", "write_file"}
 	linVersions = []string{"v1", "v2", "v3"}
 )
 
@@ -79,10 +82,13 @@ const (
 	opSetPolicy
 	opApprove
 	opRead
+	opReadAll
 )
 
 // opInput is one request. For opVerify, Offered is the tools the
-// verification found; in a tool's partition, only that tool (or none).
+// verification found. A request of the whole server (opVerify,
+// opReadAll) is narrowed to one tool for the model of that tool (see
+// narrow): Tool is then set, and Offered holds only that tool (or none).
 type opInput struct {
 	Kind    opKind
 	Tool    string
@@ -93,14 +99,17 @@ type opInput struct {
 
 // opOutput is one answer. Err is the error's class (see errClass), empty
 // for none; Entry is the tool returned by a successful SetPolicy,
-// ApproveTool or ToolVersions; Approved is the pin of the approved
-// definition ToolVersions returned ("" for none). Unknown marks a
+// ApproveTool or ToolVersions (or, narrowed, Tools); Approved is the pin
+// of the approved definition ToolVersions returned ("" for none); All is
+// every tool as Tools returned them, in linTools' order (zero for a tool
+// not listed). Unknown marks a
 // request that failed for another reason (etcd unreachable): it may or
 // may not have taken effect, and any answer is allowed.
 type opOutput struct {
 	Err      string
 	Entry    toolView
 	Approved string
+	All      [len(linTools)]toolView
 	Unknown  bool
 }
 
@@ -139,6 +148,12 @@ func (s toolState) entry(serverID, name string) store.ToolEntry {
 // times are not part of the state.
 func step(srv store.Server, s toolState, in opInput) (toolState, opOutput) {
 	var at time.Time
+	if in.Kind == opReadAll {
+		if !s.Known {
+			return s, opOutput{}
+		}
+		return s, opOutput{Entry: s.toolView}
+	}
 	if in.Kind != opVerify && !s.Known {
 		return s, opOutput{Err: "tool not found"}
 	}
@@ -212,34 +227,45 @@ func (n pinNames) view(v toolView) string {
 	return fmt.Sprintf("%s %s, policy %s@%s, effective %s", n.of(v.Pin), v.State, v.Policy, n.of(v.PolicyPin), v.Effective)
 }
 
+// narrow is op, a request of the whole server, as the model of the tool
+// linTools[i] sees it: a verification of that tool alone, or a listing
+// that shows only that tool.
+func narrow(op porcupine.Operation, i int) porcupine.Operation {
+	in, out := op.Input.(opInput), op.Output.(opOutput)
+	narrowed := opInput{Kind: in.Kind, Tool: linTools[i]}
+	if in.Kind == opVerify {
+		narrowed.Offered = []store.Tool{}
+		for _, t := range in.Offered {
+			if t.Name == linTools[i] {
+				narrowed.Offered = append(narrowed.Offered, t)
+			}
+		}
+	}
+	if in.Kind == opReadAll && !out.Unknown {
+		out = opOutput{Entry: out.All[i]}
+	}
+	op.Input, op.Output = narrowed, out
+	return op
+}
+
 // toolModel is the porcupine model of srv's tools, one partition per
-// tool: a verification, which touches every tool, appears in each
-// partition with its input narrowed to that tool.
+// tool: a verification or a listing, which touch every tool, appear in
+// each partition narrowed to that tool (see narrow). It checks that each
+// tool's history is linearizable, not that a verification changes all
+// tools at once (see serverModel).
 func toolModel(srv store.Server, names pinNames) porcupine.Model {
 	return porcupine.Model{
 		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-			byTool := map[string][]porcupine.Operation{}
+			out := make([][]porcupine.Operation, len(linTools))
 			for _, op := range history {
 				in := op.Input.(opInput)
-				if in.Kind != opVerify {
-					byTool[in.Tool] = append(byTool[in.Tool], op)
-					continue
-				}
-				for _, tool := range linTools {
-					narrowed := op
-					offered := []store.Tool{}
-					for _, t := range in.Offered {
-						if t.Name == tool {
-							offered = append(offered, t)
-						}
+				for i, tool := range linTools {
+					if in.Kind == opVerify || in.Kind == opReadAll {
+						out[i] = append(out[i], narrow(op, i))
+					} else if in.Tool == tool {
+						out[i] = append(out[i], op)
 					}
-					narrowed.Input = opInput{Kind: opVerify, Tool: tool, Offered: offered}
-					byTool[tool] = append(byTool[tool], narrowed)
 				}
-			}
-			out := make([][]porcupine.Operation, 0, len(byTool))
-			for _, tool := range slices.Sorted(maps.Keys(byTool)) {
-				out = append(out, byTool[tool])
 			}
 			return out
 		},
@@ -250,22 +276,31 @@ func toolModel(srv store.Server, names pinNames) porcupine.Model {
 			return got.Unknown || got == want, next
 		},
 		Equal: func(a, b any) bool { return a.(toolState) == b.(toolState) },
+		Hash:  func(s any) uint64 { return maphash.Comparable(stateSeed, s.(toolState)) },
 		DescribeOperation: func(input, output any) string {
 			in, out := input.(opInput), output.(opOutput)
 			var call string
 			switch in.Kind {
 			case opVerify:
-				offered := "missing"
-				if len(in.Offered) > 0 {
-					offered = names.of(in.Offered[0].Pin)
+				offered := make([]string, 0, len(in.Offered))
+				for _, t := range in.Offered {
+					offered = append(offered, names[t.Pin])
 				}
-				call = fmt.Sprintf("RecordSuccess(%s: %s)", in.Tool, offered)
+				if in.Tool != "" && len(offered) == 0 {
+					offered = append(offered, in.Tool+" missing")
+				}
+				call = fmt.Sprintf("RecordSuccess(%s)", strings.Join(offered, ", "))
 			case opSetPolicy:
 				call = fmt.Sprintf("SetPolicy(%s, %s)", in.Tool, in.Policy)
 			case opApprove:
 				call = fmt.Sprintf("ApproveTool(%s, %s)", in.Tool, names.of(in.Pin))
 			case opRead:
 				call = fmt.Sprintf("ToolVersions(%s)", in.Tool)
+			case opReadAll:
+				call = "Tools()"
+				if in.Tool != "" {
+					call = fmt.Sprintf("Tools()[%s]", in.Tool)
+				}
 			}
 			switch {
 			case out.Unknown:
@@ -276,6 +311,12 @@ func toolModel(srv store.Server, names pinNames) porcupine.Model {
 				return call + " → ok"
 			case in.Kind == opRead:
 				return fmt.Sprintf("%s → %s, approved %s", call, names.view(out.Entry), names.of(out.Approved))
+			case in.Kind == opReadAll && in.Tool == "":
+				all := make([]string, len(linTools))
+				for i, v := range out.All {
+					all[i] = linTools[i] + ": " + names.view(v)
+				}
+				return call + " → " + strings.Join(all, "; ")
 			}
 			return call + " → " + names.view(out.Entry)
 		},
@@ -289,9 +330,55 @@ func toolModel(srv store.Server, names pinNames) porcupine.Model {
 	}
 }
 
+// stateSeed seeds the models' hashes of states.
+var stateSeed = maphash.MakeSeed()
+
+// serverState is the model's state of every tool of the server, in
+// linTools' order.
+type serverState [len(linTools)]toolState
+
+// serverModel is the porcupine model of the server as a whole: one
+// state for all its tools, so that a listing that shows a verification's
+// change of one tool but not of another is illegal. It checks what
+// toolModel checks and that; toolModel's partitions are quicker to check
+// and to read.
+func serverModel(srv store.Server, names pinNames) porcupine.Model {
+	perTool := toolModel(srv, names)
+	return porcupine.Model{
+		Init: func() any { return serverState{} },
+		Step: func(state, input, output any) (bool, any) {
+			s, in, got := state.(serverState), input.(opInput), output.(opOutput)
+			var want opOutput
+			for i, tool := range linTools {
+				switch {
+				case in.Kind == opVerify:
+					s[i], _ = step(srv, s[i], narrow(porcupine.Operation{Input: in, Output: got}, i).Input.(opInput))
+				case in.Kind == opReadAll:
+					_, out := step(srv, s[i], opInput{Kind: opReadAll, Tool: tool})
+					want.All[i] = out.Entry
+				case in.Tool == tool:
+					s[i], want = step(srv, s[i], in)
+				}
+			}
+			return got.Unknown || got == want, s
+		},
+		Equal:             func(a, b any) bool { return a.(serverState) == b.(serverState) },
+		Hash:              func(s any) uint64 { return maphash.Comparable(stateSeed, s.(serverState)) },
+		DescribeOperation: perTool.DescribeOperation,
+		DescribeState: func(state any) string {
+			s := state.(serverState)
+			all := make([]string, len(linTools))
+			for i, ts := range s {
+				all[i] = linTools[i] + ": " + perTool.DescribeState(ts)
+			}
+			return strings.Join(all, "; ")
+		},
+	}
+}
+
 // linStats counts what a run did.
 type linStats struct {
-	ops      [4]int // by opKind
+	ops      [opReadAll + 1]int // by opKind
 	outcomes map[string]int
 	unknown  int
 	// changes counts the requests that changed the store.
@@ -310,7 +397,7 @@ type linClient struct {
 
 // runWorkload runs the concurrent workload on replicas against server
 // srv, verified once first, and returns the history: every request with
-// its answer, then one read of every tool on every replica. Clients are
+// its answer, then a listing and one read of every tool on every replica. Clients are
 // spread evenly over the replicas, each keeping to its own.
 func runWorkload(t *testing.T, replicas []store.Store, srv store.Server) ([]porcupine.Operation, linStats, time.Duration) {
 	ctx := t.Context()
@@ -362,6 +449,16 @@ func runWorkload(t *testing.T, replicas []store.Store, srv store.Server) ([]porc
 			if approved != nil {
 				out.Approved = approved.Pin
 			}
+		case opReadAll:
+			var list []store.ToolEntry
+			list, err = c.db.Tools(ctx, srv.ID)
+			for _, e := range list {
+				if i := slices.Index(linTools[:], e.Name); i >= 0 {
+					out.All[i] = viewOf(e)
+				} else {
+					t.Errorf("Tools(%q) lists %q; want only %q", srv.ID, e.Name, linTools)
+				}
+			}
 		}
 		ret := now()
 		class, ok := errClass(err)
@@ -376,7 +473,7 @@ func runWorkload(t *testing.T, replicas []store.Store, srv store.Server) ([]porc
 		case err != nil:
 			out = opOutput{Err: class}
 		default:
-			if in.Kind != opVerify {
+			if in.Kind != opVerify && in.Kind != opReadAll {
 				c.seen[in.Tool] = out.Entry.Pin
 			}
 		}
@@ -415,6 +512,8 @@ func runWorkload(t *testing.T, replicas []store.Store, srv store.Server) ([]porc
 						pin = storetest.MkTool(tool, linVersions[0]).Pin
 					}
 					do(c, opInput{Kind: opApprove, Tool: tool, Pin: pin})
+				case r < 75:
+					do(c, opInput{Kind: opReadAll})
 				default:
 					do(c, opInput{Kind: opRead, Tool: tool})
 				}
@@ -428,6 +527,7 @@ func runWorkload(t *testing.T, replicas []store.Store, srv store.Server) ([]porc
 	// all show the last state.
 	for i, db := range replicas {
 		c := &linClient{id: linClients + i, db: db, seen: map[string]string{}}
+		do(c, opInput{Kind: opReadAll})
 		for _, tool := range linTools {
 			do(c, opInput{Kind: opRead, Tool: tool})
 		}
@@ -458,12 +558,13 @@ func runWorkload(t *testing.T, replicas []store.Store, srv store.Server) ([]porc
 }
 
 func (k opKind) String() string {
-	return [...]string{"RecordSuccess", "SetPolicy", "ApproveTool", "ToolVersions"}[k]
+	return [...]string{"RecordSuccess", "SetPolicy", "ApproveTool", "ToolVersions", "Tools"}[k]
 }
 
-// checkHistory checks ops against the model; on a violation it writes
-// porcupine's visualization into the test's artifact directory.
-func checkHistory(t *testing.T, model porcupine.Model, ops []porcupine.Operation) time.Duration {
+// checkHistory checks ops against the model (named name); on a
+// violation it writes porcupine's visualization into the test's artifact
+// directory.
+func checkHistory(t *testing.T, name string, model porcupine.Model, ops []porcupine.Operation) time.Duration {
 	t.Helper()
 	start := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, ops, linCheck)
@@ -472,14 +573,14 @@ func checkHistory(t *testing.T, model porcupine.Model, ops []porcupine.Operation
 	case porcupine.Ok:
 		return took
 	case porcupine.Unknown:
-		t.Fatalf("CheckOperations(%d ops) = Unknown after %v: the history is too long to check; shorten the workload (linMaxOps)", len(ops), took)
+		t.Fatalf("CheckOperations(%s, %d ops) = Unknown after %v: the history is too long to check; shorten the workload (linMaxOps)", name, len(ops), took)
 	}
-	path := filepath.Join(t.ArtifactDir(), "linearizability.html")
+	path := filepath.Join(t.ArtifactDir(), name+".html")
 	if err := porcupine.VisualizePath(model, info, path); err != nil {
 		t.Errorf("VisualizePath(%s) = %v", path, err)
 	}
-	t.Errorf("CheckOperations(%d ops) = %s; want Ok: the store's answers are not those of any order of its requests under the rules; "+
-		"the history is drawn in %s (kept if go test runs with -artifacts -outputdir DIR)", len(ops), res, path)
+	t.Errorf("CheckOperations(%s, %d ops) = %s; want Ok: the store's answers are not those of any order of its requests under the rules; "+
+		"the history is drawn in %s (kept if go test runs with -artifacts -outputdir DIR)", name, len(ops), res, path)
 	return took
 }
 
@@ -551,27 +652,39 @@ func TestLinearizablePolicies(t *testing.T) {
 				txns = tc.txns(t) - txns
 				t.Logf("%d etcd transactions for %d changes: %d met a conflict and ran again", txns, stats.changes, txns-int64(stats.changes))
 			}
-			model := toolModel(srv, newPinNames())
-			took := checkHistory(t, model, ops)
-			t.Logf("%d ops on %d replicas by %d clients in %v (%.0f ops/s); checked in %v",
-				len(ops), len(replicas), linClients, elapsed.Round(time.Millisecond), float64(len(ops))/elapsed.Seconds(), took.Round(time.Millisecond))
-			t.Logf("requests: %d RecordSuccess, %d SetPolicy, %d ApproveTool, %d ToolVersions; outcomes %v; unknown %d",
-				stats.ops[opVerify], stats.ops[opSetPolicy], stats.ops[opApprove], stats.ops[opRead], stats.outcomes, stats.unknown)
+			names := newPinNames()
+			models := []struct {
+				name  string
+				model porcupine.Model
+			}{{"per-tool", toolModel(srv, names)}, {"server", serverModel(srv, names)}}
+			took := make([]time.Duration, len(models))
+			for i, m := range models {
+				took[i] = checkHistory(t, m.name, m.model, ops)
+			}
+			t.Logf("%d ops on %d replicas by %d clients in %v (%.0f ops/s); checked in %v per tool, %v as a whole",
+				len(ops), len(replicas), linClients, elapsed.Round(time.Millisecond), float64(len(ops))/elapsed.Seconds(),
+				took[0].Round(time.Millisecond), took[1].Round(time.Millisecond))
+			t.Logf("requests: %d RecordSuccess, %d SetPolicy, %d ApproveTool, %d ToolVersions, %d Tools; outcomes %v; unknown %d",
+				stats.ops[opVerify], stats.ops[opSetPolicy], stats.ops[opApprove], stats.ops[opRead], stats.ops[opReadAll], stats.outcomes, stats.unknown)
 			if t.Failed() {
 				return
 			}
 
 			// The checker is not vacuous on this history: a read of a tool
 			// after its last read, with nothing in between, that shows
-			// another policy is illegal.
+			// another policy is illegal. (Only per tool: proving a history
+			// illegal as a whole means trying every order, which takes
+			// long; TestLinearizabilityChecker shows the whole-server
+			// model rejecting.)
 			last := ops[len(ops)-1]
 			forged := last
 			forged.Call, forged.Return = last.Return+1, last.Return+2
 			out := last.Output.(opOutput)
 			out.Entry.Policy = map[store.Policy]store.Policy{store.PolicyAllow: store.PolicyAsk, store.PolicyAsk: store.PolicyDeny, store.PolicyDeny: store.PolicyAllow}[out.Entry.Policy]
 			forged.Output = out
-			if res := porcupine.CheckOperationsTimeout(model, append(slices.Clone(ops), forged), linCheck); res != porcupine.Illegal {
-				t.Errorf("CheckOperations(history and a read of %s showing policy %s after its last read) = %s; want Illegal", last.Input.(opInput).Tool, out.Entry.Policy, res)
+			if res := porcupine.CheckOperationsTimeout(models[0].model, append(slices.Clone(ops), forged), linCheck); res != porcupine.Illegal {
+				t.Errorf("CheckOperations(%s, history and a read of %s showing policy %s after its last read) = %s; want Illegal",
+					models[0].name, last.Input.(opInput).Tool, out.Entry.Policy, res)
 			}
 		})
 	}
@@ -698,8 +811,56 @@ func TestLinearizabilityChecker(t *testing.T) {
 				}
 				history[i].Input = in
 			}
-			if got := porcupine.CheckOperationsTimeout(toolModel(srv, newPinNames()), history, linCheck); got != tc.want {
-				t.Errorf("CheckOperations(%s) = %s; want %s", tc.name, got, tc.want)
+			// The history is of one tool: both models judge it alike.
+			for name, model := range map[string]porcupine.Model{"per-tool": toolModel(srv, newPinNames()), "server": serverModel(srv, newPinNames())} {
+				if got := porcupine.CheckOperationsTimeout(model, history, linCheck); got != tc.want {
+					t.Errorf("CheckOperations(%s, %s) = %s; want %s", name, tc.name, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestLinearizabilityCheckerListing shows what the whole-server model
+// adds: a listing concurrent with a verification that shows one tool
+// after it and another before it passes tool by tool, but is not what
+// one atomic verification allows.
+func TestLinearizabilityCheckerListing(t *testing.T) {
+	srv := storetest.StdioServer("files") // default policy ask
+	verify := func(versions ...string) opInput {
+		in := opInput{Kind: opVerify}
+		for i, v := range versions {
+			in.Offered = append(in.Offered, storetest.MkTool(linTools[i], v))
+		}
+		return in
+	}
+	view := func(tool, version string, state store.ToolState, effective store.Policy) toolView {
+		return toolView{Pin: storetest.MkTool(tool, version).Pin, State: state, Policy: store.PolicyAsk,
+			PolicyPin: storetest.MkTool(tool, "v1").Pin, Effective: effective}
+	}
+	active := func(i int) toolView { return view(linTools[i], "v1", store.ToolActive, store.PolicyAsk) }
+	changed := func(i int) toolView { return view(linTools[i], "v2", store.ToolChanged, store.PolicyDeny) }
+	listing := func(all ...toolView) opOutput { return opOutput{All: [len(linTools)]toolView(all)} }
+	for _, tc := range []struct {
+		name         string
+		listed       opOutput
+		tool, server porcupine.CheckResult
+	}{
+		{"listing before the verification", listing(active(0), active(1), active(2)), porcupine.Ok, porcupine.Ok},
+		{"listing after the verification", listing(changed(0), changed(1), active(2)), porcupine.Ok, porcupine.Ok},
+		{"listing torn across the verification", listing(changed(0), active(1), active(2)), porcupine.Ok, porcupine.Illegal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			history := []porcupine.Operation{
+				{ClientId: 0, Call: 0, Return: 1, Input: verify("v1", "v1", "v1"), Output: opOutput{}},
+				{ClientId: 0, Call: 2, Return: 9, Input: verify("v2", "v2", "v1"), Output: opOutput{}},
+				{ClientId: 1, Call: 3, Return: 4, Input: opInput{Kind: opReadAll}, Output: tc.listed},
+			}
+			if got := porcupine.CheckOperationsTimeout(toolModel(srv, newPinNames()), history, linCheck); got != tc.tool {
+				t.Errorf("CheckOperations(per-tool, %s) = %s; want %s", tc.name, got, tc.tool)
+			}
+			if got := porcupine.CheckOperationsTimeout(serverModel(srv, newPinNames()), history, linCheck); got != tc.server {
+				t.Errorf("CheckOperations(server, %s) = %s; want %s", tc.name, got, tc.server)
 			}
 		})
 	}
