@@ -126,13 +126,14 @@ var groups = []group{
 	{"process", processFigures},
 	{"mcp", mcpFigures},
 	{"search", searchFigures},
+	{"team", teamFigures},
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "tiny sizes: checks the code runs, measures nothing")
-	only := fs.String("only", "", "run only the groups whose name matches this regexp (verify, dashboard, bulk, reads, sse, process, mcp, search)")
+	only := fs.String("only", "", "run only the groups whose name matches this regexp (verify, dashboard, bulk, reads, sse, process, mcp, search, team)")
 	out := fs.String("out", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (the dashboard's side) to this file")
 	if err := fs.Parse(args); err != nil {
