@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/store/etcd/etcdtest"
 )
 
 // Two `switchboard serve -store etcd://…` replicas share one catalog: a
@@ -59,5 +61,30 @@ func TestServeETCDFlags(t *testing.T) {
 				t.Errorf("serve %v = %v; want a usage error (exit 2) saying %q", tc.args, err, tc.want)
 			}
 		})
+	}
+}
+
+// A replica reaches an etcd that speaks TLS only, wants a client
+// certificate and has auth on, with the -etcd-* flags and the password
+// from the environment.
+func TestServeOnSecureETCD(t *testing.T) {
+	srv, sec, err := etcdtest.StartSecure()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	token := strings.Repeat("s", 64)
+	s := startServeArgs(t, []string{"-addr", "127.0.0.1:0", "-store", "etcd://" + strings.TrimPrefix(srv.Endpoint, "https://"),
+		"-etcd-ca", sec.CA, "-etcd-cert", sec.Cert, "-etcd-key", sec.Key, "-etcd-user", sec.User},
+		map[string]string{"SWITCHBOARD_DB": filepath.Join(t.TempDir(), "sb.db"), "SWITCHBOARD_TOKEN": token, "SWITCHBOARD_ETCD_PASSWORD": sec.Password})
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Errorf("stopped with %v", err)
+		}
+	})
+	d := liveDashboard{base: s.base, token: token}
+	d.api(t, http.MethodPost, "/api/v1/servers", map[string]any{"id": "over-tls", "transport": "http", "url": "https://mcp.example.com/mcp"}, http.StatusCreated)
+	if strings.Contains(s.stdout.String()+s.stderr.String(), sec.Password) {
+		t.Error("the etcd password appears in the output")
 	}
 }

@@ -2,11 +2,13 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -74,4 +76,122 @@ func TestStore(t *testing.T) {
 			return left
 		},
 	})
+}
+
+// A replica whose watch fell behind a compaction (it was cut off while
+// others changed the catalog and etcd compacted its history) reads
+// afresh: its subscribers hear that every server may have changed, its
+// revision catches up, and its reads see the others' changes.
+func TestWatchResyncsAfterCompaction(t *testing.T) {
+	proxy, err := server.NewProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := fmt.Sprintf("/compact-%d/", stores.Add(1))
+	behind, err := Open(context.Background(), Options{Endpoints: []string{proxy.Endpoint}, Prefix: prefix, RequestTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { behind.Close() })
+	other := openAt(t, prefix)
+	ctx := context.Background()
+	heard := make(chan store.Change, 100)
+	behind.Subscribe(func(c store.Change) { heard <- c })
+	if err := other.CreateServer(ctx, storetest.StdioServer("early")); err != nil {
+		t.Fatal(err)
+	}
+	waitChange(t, heard, "early")
+
+	proxy.Cut()
+	if err := other.CreateServer(ctx, storetest.StdioServer("while-cut")); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.CreateServer(ctx, storetest.StdioServer("later")); err != nil { // the compaction keeps its revision, not while-cut's
+		t.Fatal(err)
+	}
+	resp, err := other.cli.Get(ctx, "compact-marker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	if err := proxy.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	// What the replica missed is gone from etcd's history: it hears that
+	// every server may have changed, not that this one was created.
+	if c := waitChange(t, heard, "while-cut"); c.Created || !c.Tools || !c.History {
+		t.Errorf("heard %+v; want the resync's change of every server", c)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for behind.Revision() != other.Revision() {
+		if time.Now().After(deadline) {
+			t.Fatalf("revision %s behind, %s ahead", behind.Revision(), other.Revision())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := behind.Server(ctx, "while-cut"); err != nil {
+		t.Errorf("the replica that was behind reads %v", err)
+	}
+}
+
+// waitChange waits for a change of server id.
+func waitChange(t *testing.T, heard <-chan store.Change, id string) store.Change {
+	t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case c := <-heard:
+			if c.ServerID == id {
+				return c
+			}
+		case <-timeout:
+			t.Fatalf("no change of %s heard", id)
+		}
+	}
+}
+
+// A team's etcd speaks TLS, asks for a client certificate and has auth
+// on: the store connects with the three, and is refused without either.
+func TestSecureCluster(t *testing.T) {
+	srv, sec, err := etcdtest.StartSecure()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	tlsCfg, err := sec.TLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	opts := Options{Endpoints: []string{srv.Endpoint}, TLS: tlsCfg, Username: sec.User, Password: sec.Password, DialTimeout: 2 * time.Second, RequestTimeout: 2 * time.Second}
+	db, err := Open(ctx, opts)
+	if err != nil {
+		t.Fatalf("open with TLS and auth = %v", err)
+	}
+	defer db.Close()
+	if err := db.CreateServer(ctx, storetest.StdioServer("secure")); err != nil {
+		t.Fatal(err)
+	}
+	wrong := opts
+	wrong.Password = "not-the-password"
+	if db, err := Open(ctx, wrong); err == nil {
+		db.Close()
+		t.Error("open with a wrong password succeeded")
+	}
+	anonymous := opts
+	anonymous.Username, anonymous.Password = "", ""
+	if db, err := Open(ctx, anonymous); err == nil {
+		if err := db.CreateServer(ctx, storetest.StdioServer("anonymous")); err == nil {
+			t.Error("a change without auth succeeded")
+		}
+		db.Close()
+	}
+	noCert := opts
+	noCert.TLS = &tls.Config{RootCAs: tlsCfg.RootCAs, MinVersion: tls.VersionTLS12}
+	if db, err := Open(ctx, noCert); err == nil {
+		db.Close()
+		t.Error("open without a client certificate succeeded")
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,11 +22,18 @@ type Server struct {
 	Endpoint string
 	etcd     *embed.Etcd
 	dir      string
+	extra    string // another directory to remove (certificates)
 }
+
+type embedConfig = embed.Config
 
 // Start starts a one-member etcd cluster with its data in a new
 // temporary directory, ready for clients.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return start(nil, "http") }
+
+// start starts a member, configured further by set (if not nil), whose
+// clients speak scheme.
+func start(set func(*embedConfig), scheme string) (*Server, error) {
 	dir, err := os.MkdirTemp("", "switchboard-etcd-")
 	if err != nil {
 		return nil, err
@@ -38,11 +46,14 @@ func Start() (*Server, error) {
 	cfg.Dir = dir
 	cfg.LogLevel = "error"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	client, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", ports[0]))
+	client, _ := url.Parse(fmt.Sprintf("%s://127.0.0.1:%d", scheme, ports[0]))
 	peer, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", ports[1]))
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*client}, []url.URL{*client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	if set != nil {
+		set(cfg)
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -62,6 +73,9 @@ func Start() (*Server, error) {
 func (s *Server) Close() {
 	s.etcd.Close()
 	os.RemoveAll(s.dir)
+	if s.extra != "" {
+		os.RemoveAll(s.extra)
+	}
 }
 
 // freePorts finds n ports free on the loopback now.
@@ -120,8 +134,11 @@ func ProxyTo(endpoint string) (*Proxy, error) {
 
 func (p *Proxy) accept() {
 	defer p.wg.Done()
+	p.mu.Lock()
+	ln := p.ln
+	p.mu.Unlock()
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
@@ -143,14 +160,29 @@ func (p *Proxy) accept() {
 	}
 }
 
+// Heal listens again on the proxy's address after a Cut: connections
+// pass again.
+func (p *Proxy) Heal() error {
+	ln, err := net.Listen("tcp", strings.TrimPrefix(p.Endpoint, "http://"))
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.ln, p.cut = ln, false
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go p.accept()
+	return nil
+}
+
 // Cut drops every connection and refuses new ones (it stops listening).
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	p.cut = true
-	conns := p.conns
+	conns, ln := p.conns, p.ln
 	p.conns = nil
 	p.mu.Unlock()
-	p.ln.Close()
+	ln.Close()
 	for _, c := range conns {
 		c.Close()
 	}
