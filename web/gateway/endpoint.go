@@ -236,9 +236,9 @@ type Endpoint struct {
 	closeOnce sync.Once
 }
 
-// New makes the endpoint, reads its token (unless cfg sets it), builds
-// the first offer and starts the loop that rebuilds it after store
-// changes (see StoreChanged). It fails only if the store cannot be read.
+// New makes the endpoint, reads its token (unless cfg sets it), and starts
+// the loop that builds the offer, at once and after each store change
+// (see StoreChanged). It fails only if the store cannot be read.
 func New(cfg Config, deps Deps) (*Endpoint, error) {
 	for _, f := range []*func(){&deps.ApprovalsChanged, &deps.CallsChanged, &deps.UpstreamsChanged} {
 		if *f == nil {
@@ -306,8 +306,8 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 	return e, nil
 }
 
-// start reads the token, builds the first offer and starts the loop that
-// rebuilds it after store changes.
+// start reads the token and starts the loop that builds the offer, the
+// first time at once.
 func (e *Endpoint) start() error {
 	ctx := context.Background()
 	if !e.fixedToken {
@@ -323,10 +323,10 @@ func (e *Endpoint) start() error {
 		close(e.stopped)
 		return err
 	}
-	if _, err := e.current(); err != nil {
-		close(e.stopped)
-		return err
-	}
+	// The first offer is built in the background, so that Switchboard
+	// serves at once; a request that needs it first builds it (or waits
+	// for the build under way): never an answer from no offer.
+	e.rebuild <- struct{}{}
 	go func() {
 		defer close(e.stopped)
 		sweep := time.NewTicker(mcpSessionIdle / 4)
