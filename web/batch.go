@@ -112,7 +112,7 @@ func (s *Server) handleCancelBatch(c echo.Context) error {
 		return errNoBatch
 	}
 	for _, id := range jobs {
-		s.runner.Cancel(id)
+		s.jobs.Cancel(id)
 	}
 	s.publishBatch()
 	if b, _ := s.batches.Get(c.Param("id")); strings.HasPrefix(c.Path(), "/api/") {

@@ -91,7 +91,7 @@ func (s *Server) handleVerify(c echo.Context) error {
 
 // handleCancelJob serves POST /jobs/:id/cancel (htmx).
 func (s *Server) handleCancelJob(c echo.Context) error {
-	if !s.runner.Cancel(c.Param("id")) {
+	if !s.jobs.Cancel(c.Param("id")) {
 		return &apiError{Status: http.StatusNotFound, Message: "no running job with this id"}
 	}
 	return c.NoContent(http.StatusAccepted)
@@ -159,10 +159,10 @@ func (s *Server) handleAPIJob(c echo.Context) error {
 // handleAPICancelJob serves POST /api/v1/jobs/:id/cancel.
 func (s *Server) handleAPICancelJob(c echo.Context) error {
 	ctx := c.Request().Context()
-	if !s.runner.Cancel(c.Param("id")) {
+	if !s.jobs.Cancel(c.Param("id")) {
 		return &apiError{Status: http.StatusNotFound, Message: "no running job with this id"}
 	}
-	j, _ := s.runner.Job(c.Param("id"))
+	j, _ := s.jobs.Job(c.Param("id"))
 	return c.JSON(http.StatusAccepted, map[string]any{"job": s.jobJSON(ctx, j)})
 }
 

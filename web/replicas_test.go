@@ -110,6 +110,22 @@ func TestReplicasShareCatalogAndVerifications(t *testing.T) {
 		}
 	})
 
+	t.Run("a verification running on A is cancelled from B", func(t *testing.T) {
+		s := fixtureServer("long")
+		s["args"] = []string{"-tools", "1", "-startup-delay", "30s"}
+		a.in(t).createServer(s)
+		rec := a.in(t).api(http.MethodPost, "/api/v1/servers/long/verify", confirmed)
+		wantStatus(t, rec, http.StatusAccepted)
+		id := decodeAs[jobAnswer](t, rec).Job.ID
+		waitFor(t, 5*time.Second, "B knowing A's job", func() bool {
+			return b.in(t).api(http.MethodGet, "/api/v1/jobs/"+id, nil).Code == http.StatusOK
+		})
+		wantStatus(t, b.in(t).api(http.MethodPost, "/api/v1/jobs/"+id+"/cancel", nil), http.StatusAccepted)
+		waitFor(t, 10*time.Second, "the job cancelled on A", func() bool {
+			return a.in(t).discovery("long").Status == "cancelled"
+		})
+	})
+
 	t.Run("an ask call through C's /mcp is approved on A's tab", func(t *testing.T) {
 		b.in(t).setPolicy("slow", "tool_000", "ask")
 		srvA, clientA := a.liveServer()

@@ -195,7 +195,7 @@ func (s *Server) handleDeleteServer(c echo.Context) error {
 
 func (s *Server) cancelServerJob(id string) {
 	if j, ok := s.jobs.Active(id); ok {
-		s.runner.Cancel(j.ID)
+		s.jobs.Cancel(j.ID)
 	}
 }
 
@@ -333,7 +333,7 @@ func (s *Server) afterEdit(old store.Server) {
 		return
 	}
 	if j, ok := s.jobs.Active(srv.ID); ok && j.ConfigHash != srv.ConfigHash() {
-		s.runner.Cancel(j.ID)
+		s.jobs.Cancel(j.ID)
 	}
 	if refresh.Verifiable(srv) {
 		s.refresh.Submit(srv, store.TriggerEdit)

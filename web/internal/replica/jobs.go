@@ -20,8 +20,12 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 )
 
-// jobTopic is the cluster event topic of job changes.
-const jobTopic = "job"
+// Topics of the jobs' cluster events: a job's change, and a request to
+// cancel a job, which the replica running it carries out.
+const (
+	jobTopic    = "job"
+	cancelTopic = "cancel-job"
+)
 
 // keepDone is how long a finished job of another replica stays known
 // (its API answer), as the runner keeps its own.
@@ -48,8 +52,29 @@ type Jobs struct {
 // onRemote is told of other replicas' job changes.
 func New(runner *discovery.Runner, c cluster.Cluster, log *slog.Logger, onRemote func(discovery.Job)) *Jobs {
 	j := &Jobs{runner: runner, cluster: c, log: log, onRemote: onRemote, claims: map[string]*claim{}, remote: map[string]discovery.Job{}}
-	j.cancel = c.Subscribe(jobTopic, j.heard)
+	stopJobs, stopCancels := c.Subscribe(jobTopic, j.heard), c.Subscribe(cancelTopic, func(id []byte) { runner.Cancel(string(id)) })
+	j.cancel = func() { stopJobs(); stopCancels() }
 	return j
+}
+
+// Cancel cancels a job queued or running on any replica: here at once,
+// elsewhere by asking its replica. It reports whether such a job is
+// known.
+func (j *Jobs) Cancel(id string) bool {
+	if j.runner.Cancel(id) {
+		return true
+	}
+	j.mu.Lock()
+	job, ok := j.remote[id]
+	j.mu.Unlock()
+	if !ok || job.Done() {
+		return false
+	}
+	if err := j.cluster.Publish(cancelTopic, []byte(id)); err != nil {
+		j.log.Warn("ask another replica to cancel a verification", "job", id, "err", err)
+		return false
+	}
+	return true
 }
 
 // Close stops hearing other replicas and releases the claims held.
