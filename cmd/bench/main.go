@@ -34,25 +34,29 @@ import (
 )
 
 func main() {
-	bolt.RunChildCheckIfAsked()
-	discovery.RunLauncherIfAsked() // servers start through this program (discovery/launcher.go) // the store checks a damaged file in a child: this program
+	bolt.RunChildCheckIfAsked()    // the store checks a file in a child: this program
+	discovery.RunLauncherIfAsked() // servers start through this program (discovery/launcher.go)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
-	if os.Getenv(roleEnv) == roleBareClient {
+	switch os.Getenv(roleEnv) {
+	case roleBareClient:
 		code = runBareClient(ctx, os.Args[1:])
-	} else {
+	case roleFileServer:
+		code = runFileServer(ctx, os.Args[1:])
+	default:
 		code = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	}
 	stop()
 	os.Exit(code)
 }
 
-// The bench program also plays the bare client, as a process of its own,
-// when started with roleEnv=roleBareClient (an environment variable, so
-// that the test binary can play it too).
+// The bench program also plays the bare client and the plain file server,
+// each as a process of its own, when started with roleEnv set to its role
+// (an environment variable, so that the test binary can play them too).
 const (
 	roleEnv        = "SWITCHBOARD_BENCH_ROLE"
 	roleBareClient = "bare-client"
+	roleFileServer = "file-server"
 )
 
 // sizes are the inputs of every figure; -quick shrinks them.

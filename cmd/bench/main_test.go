@@ -67,7 +67,7 @@ func TestQuickRun(t *testing.T) {
 		"Servers page, 3 servers, server time p50",
 		"Detail page, 12 tools, server time p50",
 		"Start-up to serving (exec → GET /healthz 200), 15 tools stored",
-		"Integrity check at start-up (a child reads every page, key and value), 15 tools stored",
+		"Start-up to serving after a crash (the full integrity check in a child first), 15 tools stored",
 		"RSS growth with 15 tools stored (warmed)",
 		"SSE fan-out: status event to 5 clients, p99",
 		"SSE fan-out: one stalled client's cost to the others (median of each event's p99)",
@@ -154,13 +154,16 @@ func TestQuantile(t *testing.T) {
 	}
 }
 
-// TestMain lets the test binary play the bare client, as the bench
-// program does (see roleEnv).
+// TestMain lets the test binary play the bare client and the plain file
+// server, as the bench program does (see roleEnv).
 func TestMain(m *testing.M) {
 	bolt.RunChildCheckIfAsked()
 	discovery.RunLauncherIfAsked()
-	if os.Getenv(roleEnv) == roleBareClient {
+	switch os.Getenv(roleEnv) {
+	case roleBareClient:
 		os.Exit(runBareClient(context.Background(), os.Args[1:]))
+	case roleFileServer:
+		os.Exit(runFileServer(context.Background(), os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }

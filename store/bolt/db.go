@@ -125,8 +125,10 @@ type DB struct {
 // re-initialised. Every existing file is checked in full first — every
 // page, and every key and value — in a child process (see
 // RunChildCheckIfAsked), because bbolt would panic or fault, at open or
-// on any later read, on damage that nothing short of that finds. The file
-// is kept 0600 and a private directory 0700 (see securePermissions).
+// on any later read, on damage that nothing short of that finds; unless
+// its seal says it is, byte for byte, the file the last run closed (see
+// seal.go). The file is kept 0600 and a private directory 0700 (see
+// securePermissions).
 func Open(path string, opts Options) (*DB, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultOpenTimeout
@@ -154,13 +156,13 @@ func Open(path string, opts Options) (*DB, error) {
 }
 
 // open opens a claimed path, checking it in a child first unless it is
-// new.
+// new or sealed.
 func open(path string, opts Options) (*DB, error) {
 	exists, why, err := inspect(path)
 	if err != nil {
 		return nil, err
 	}
-	if exists {
+	if exists && (why != "" || !sealed(path)) {
 		if err := checkInChild(context.Background(), path, opts.Timeout, why); err != nil {
 			return nil, err
 		}
@@ -194,6 +196,7 @@ func start(path string, opts Options, checked bool) (*DB, error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
+	breakSeal(path) // this process holds the lock now, and writes next
 	db := &DB{bolt: bdb, path: path, beforeCommit: opts.BeforeCommit}
 	if err := catchDamage(path, func() error { return db.init(checked) }); err != nil {
 		bdb.Close()
@@ -382,6 +385,13 @@ func (db *DB) Close() error {
 		mark := db.bolt.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyOpen) })
 		if mark != nil {
 			mark = fmt.Errorf("store: mark %s closed (its next open will check it): %w", db.path, mark)
+		}
+		if mark == nil {
+			// Sealed while this process still holds the lock, so
+			// nothing writes the file under the reading. A seal that
+			// could not be written costs the next open a full check,
+			// nothing else.
+			writeSeal(db.path)
 		}
 		db.closeErr = errors.Join(mark, db.bolt.Close())
 		db.claim.release()

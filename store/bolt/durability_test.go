@@ -235,37 +235,99 @@ func TestOpenDamaged(t *testing.T) {
 	}
 }
 
-// Every existing file is checked before it is used, however its last run
-// ended (which a program that cannot run checks cannot open, below); a
-// new file needs no check.
+// Every existing file is checked in a child before it is used, unless
+// its seal shows it is the file the last run closed (which a program that
+// cannot run checks can still open, below); a new file needs no check.
+// A file changed by one byte, cut, grown, copied without its seal, left
+// open by a crash, or sealed by a seal that does not parse, is checked.
 func TestEveryOpenIsChecked(t *testing.T) {
 	path, _ := realDB(t)
 	childCheckReady.Store(false)
 	t.Cleanup(func() { childCheckReady.Store(true) })
-
-	fresh := filepath.Join(t.TempDir(), "new.db")
-	db, err := Open(fresh, Options{})
-	if err != nil {
-		t.Fatalf("Open(%q) of a new file, without child checks = %v; want nil", fresh, err)
+	openUnchecked := func(p string) error {
+		t.Helper()
+		db, err := Open(p, Options{})
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(sealPath(p)); err == nil {
+			t.Errorf("seal of %s while it is open = there; want it removed", p)
+		}
+		return db.Close()
 	}
-	if err := db.Close(); err != nil {
-		t.Fatalf("Close() = %v; want nil", err)
-	}
-	for _, p := range []string{path, fresh} {
-		db, err = Open(p, Options{})
+	wantRefused := func(p, what string) {
+		t.Helper()
+		err := openUnchecked(p)
 		if err == nil {
-			db.Close()
-			t.Fatalf("Open(%q) after a clean shutdown, without child checks = nil error; want a refusal to open it unchecked", p)
+			t.Fatalf("Open(%q) %s, without child checks = nil error; want a refusal to open it unchecked", p, what)
 		}
 		if !strings.Contains(err.Error(), "RunChildCheckIfAsked") {
-			t.Errorf("Open(%q) without child checks = %v; want it to name RunChildCheckIfAsked", p, err)
+			t.Errorf("Open(%q) %s, without child checks = %v; want it to name RunChildCheckIfAsked", p, what, err)
 		}
+	}
+
+	fresh := filepath.Join(t.TempDir(), "new.db")
+	if err := openUnchecked(fresh); err != nil {
+		t.Fatalf("Open(%q) of a new file, without child checks = %v; want nil", fresh, err)
+	}
+	for _, p := range []string{path, fresh} {
+		for i := range 2 { // each Close seals the file again
+			if err := openUnchecked(p); err != nil {
+				t.Fatalf("Open(%q) #%d after a clean shutdown, sealed, without child checks = %v; want nil", p, i+1, err)
+			}
+		}
+	}
+	sealed, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seal, err := os.ReadFile(sealPath(path))
+	if err != nil {
+		t.Fatalf("seal after Close: %v; want one", err)
+	}
+	restore := func() {
+		t.Helper()
+		if err := os.WriteFile(path, sealed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(sealPath(path), seal, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		what   string
+		change func()
+	}{
+		{"with one bit flipped in its last page", func() {
+			d := bytes.Clone(sealed)
+			d[len(d)-1] ^= 1
+			os.WriteFile(path, d, 0o600)
+		}},
+		{"cut by a page", func() { os.WriteFile(path, sealed[:len(sealed)-4096], 0o600) }},
+		{"grown by a page", func() { os.WriteFile(path, append(bytes.Clone(sealed), make([]byte, 4096)...), 0o600) }},
+		{"without its seal", func() { os.Remove(sealPath(path)) }},
+		{"with its seal damaged", func() {
+			os.WriteFile(sealPath(path), bytes.Replace(seal, []byte("crc32c="), []byte("crc32c=x"), 1), 0o600)
+		}},
+		{"with the seal of another file", func() {
+			other, _ := os.ReadFile(sealPath(fresh))
+			os.WriteFile(sealPath(path), other, 0o600)
+		}},
+		{"after a crash", func() { markUnclean(t, path) }},
+	} {
+		restore()
+		tt.change()
+		wantRefused(path, tt.what)
+	}
+	restore()
+	if err := openUnchecked(path); err != nil {
+		t.Fatalf("Open(%q) restored with its seal, without child checks = %v; want nil", path, err)
 	}
 
 	childCheckReady.Store(true)
-	db, err = Open(path, Options{})
+	db, err := Open(path, Options{})
 	if err != nil {
-		t.Fatalf("Open(%q) = %v; want nil (checked in a child)", path, err)
+		t.Fatalf("Open(%q) = %v; want nil", path, err)
 	}
 	var marked bool
 	if err := db.bolt.View(func(tx *bbolt.Tx) error {
