@@ -67,6 +67,12 @@ type Catalog interface {
 	// one revision, which it returns. It holds one tool at a time. An
 	// error from fn stops the walk and is returned.
 	Catalog(ctx context.Context, fn func(*Summary, ToolEntry) error) (revision string, err error)
+	// Offer is Catalog as the MCP offer needs it: each tool an
+	// OfferedTool, with its agent definition (see AgentDefinition).
+	// fn must not keep the Definition or InputSchema it is given once it
+	// returns (a store may lend them from its own memory): it copies
+	// what it keeps.
+	Offer(ctx context.Context, fn func(*Summary, OfferedTool) error) (revision string, err error)
 	// ToolVersions is a tool with its policy, and the definition its
 	// policy was approved at (nil if none was kept). For a changed tool,
 	// the two are the diff a person reviews.

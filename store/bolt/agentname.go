@@ -51,7 +51,7 @@ func migrateAgentNames(tx *bbolt.Tx) error {
 			if err := recordAgentName(tx, &t); err != nil {
 				return err
 			}
-			if err := putJSON(tb, []byte(t.Name), t); err != nil {
+			if err := putTool(tx, server, tb, t); err != nil {
 				return err
 			}
 		}

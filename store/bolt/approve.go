@@ -19,6 +19,7 @@ func putApproved(tx *bbolt.Tx, t store.Tool) error {
 	if err != nil {
 		return err
 	}
+	b.FillPercent = toolFill
 	return putJSON(b, []byte(t.Name), t)
 }
 
@@ -124,7 +125,7 @@ func (db *DB) ApproveAll(ctx context.Context, id string, pins map[string]string,
 			if err := putJSON(tx.Bucket(bucketPolicies).Bucket(key), []byte(name), e.Policy); err != nil {
 				return err
 			}
-			if err := putJSON(tx.Bucket(bucketTools).Bucket(key), []byte(name), e.Tool); err != nil {
+			if err := putTool(tx, key, tx.Bucket(bucketTools).Bucket(key), e.Tool); err != nil {
 				return err
 			}
 			if err := putApproved(tx, e.Tool); err != nil {

@@ -226,6 +226,8 @@ func valueDecoder(top string, depth int) (decode func([]byte) error, valuesOnly 
 		return into(func() any { return new(store.PolicySetting) }), true
 	case depth == 1 && top == string(bucketHistory):
 		return into(func() any { return new(store.HistoryEntry) }), true
+	case depth == 1 && top == string(bucketOffers):
+		return checkOfferRecord, true
 	case depth == 1 && top == string(bucketAgentNames):
 		return nil, true
 	case depth == 1 && top == string(bucketGrants):

@@ -31,8 +31,9 @@ import (
 
 // SchemaVersion is the layout version this code reads and writes.
 // Version 2 added the approved tool definitions and the history; 3 the
-// agent names; 4 the browser sessions; 5 the profiles.
-const SchemaVersion = 5
+// agent names; 4 the browser sessions; 5 the profiles; 6 the offer
+// records.
+const SchemaVersion = 6
 
 // Bucket names. Tools and policies hold one nested bucket per server id,
 // keyed by tool name, so that a re-verification rewriting tools never
@@ -56,7 +57,7 @@ var (
 	// Grant).
 	bucketGrants = []byte("grants")
 	// perServerBuckets hold one nested bucket per server id.
-	perServerBuckets = [][]byte{bucketTools, bucketPolicies, bucketApproved, bucketHistory, bucketAgentNames, bucketGrants, bucketListed}
+	perServerBuckets = [][]byte{bucketTools, bucketPolicies, bucketApproved, bucketHistory, bucketAgentNames, bucketGrants, bucketListed, bucketOffers}
 
 	keySchemaVersion = []byte("schema_version")
 	keyInstance      = []byte("instance") // random, set when the file is created
@@ -298,6 +299,11 @@ func migrate(tx *bbolt.Tx, have int) error {
 		// for a new file.
 		if _, err := tx.CreateBucketIfNotExists(bucketProfiles); err != nil {
 			return fmt.Errorf("migrate to schema 5: %w", err)
+		}
+	}
+	if have < 6 {
+		if err := migrateOffers(tx); err != nil {
+			return fmt.Errorf("migrate to schema 6: %w", err)
 		}
 	}
 	return nil
@@ -783,7 +789,7 @@ func writeMerged(tx *bbolt.Tx, id string, m store.Merged) error {
 		if err := recordAgentName(tx, &t); err != nil {
 			return err
 		}
-		if err := putJSON(tb, []byte(t.Name), t); err != nil {
+		if err := putTool(tx, key, tb, t); err != nil {
 			return err
 		}
 	}
@@ -824,6 +830,14 @@ func (db *DB) AllTools(ctx context.Context) ([]store.ToolEntry, error) {
 // catalog can be rendered without decoding all of it into memory at
 // once. An error from fn stops the walk and is returned.
 func (db *DB) Catalog(ctx context.Context, fn func(*store.Summary, store.ToolEntry) error) (string, error) {
+	return db.eachServer(func(tx *bbolt.Tx, k []byte, sum *store.Summary) error {
+		return eachTool(tx, k, func(e store.ToolEntry) error { return fn(sum, e) })
+	})
+}
+
+// eachServer calls fn with every server, in id order, with its key and
+// its summary, in one read transaction, and returns the revision it read.
+func (db *DB) eachServer(fn func(tx *bbolt.Tx, k []byte, sum *store.Summary) error) (string, error) {
 	var rev string
 	err := db.bolt.View(func(tx *bbolt.Tx) error {
 		rev = db.revisionString(readRevision(tx))
@@ -833,7 +847,7 @@ func (db *DB) Catalog(ctx context.Context, fn func(*store.Summary, store.ToolEnt
 				return err
 			}
 			db.unsaved.overlay(&sum)
-			return eachTool(tx, k, func(e store.ToolEntry) error { return fn(&sum, e) })
+			return fn(tx, k, &sum)
 		})
 	})
 	return rev, err

@@ -198,7 +198,7 @@ func loadServer(tx *bbolt.Tx, s store.ServerDump) error {
 			return err
 		}
 		for _, e := range s.Tools {
-			if err := putJSON(tb, []byte(e.Name), e.Tool); err != nil {
+			if err := putTool(tx, key, tb, e.Tool); err != nil {
 				return err
 			}
 			if e.Policy != (store.PolicySetting{}) {

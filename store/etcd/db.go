@@ -118,7 +118,8 @@ type DB struct {
 	rev, notified int64
 	delivered     chan struct{}
 
-	cache chunkCache
+	cache  chunkCache
+	offers offerCache
 	// locks serialise this replica's own changes of one record (a
 	// server, the audit's sequence), by key: they would only meet in etcd
 	// and run again. Replicas still meet there.

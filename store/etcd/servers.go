@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/store"
@@ -176,6 +177,47 @@ func (db *DB) Catalog(ctx context.Context, fn func(*store.Summary, store.ToolEnt
 		}
 		return nil
 	})
+}
+
+// Offer is Catalog with each tool as the MCP offer reads it. The agent
+// definitions are computed as it reads, each once: they are kept by pin
+// and agent name until a walk no longer meets them.
+func (db *DB) Offer(ctx context.Context, fn func(*store.Summary, store.OfferedTool) error) (string, error) {
+	used := map[string]store.OfferedTool{}
+	rev, err := db.Catalog(ctx, func(sum *store.Summary, e store.ToolEntry) error {
+		key := e.Pin + " " + e.AgentName
+		def, ok := db.offers.get(key)
+		if !ok {
+			def = store.NewOfferedTool(e)
+		}
+		used[key] = def
+		o := store.OfferedOf(e) // its state and policy now
+		o.Definition, o.InputSchema, o.SchemaAt = def.Definition, def.InputSchema, def.SchemaAt
+		return fn(sum, o)
+	})
+	if err == nil {
+		db.offers.keep(used)
+	}
+	return rev, err
+}
+
+// offerCache holds the agent definitions of the last full Offer walk.
+type offerCache struct {
+	mu sync.Mutex
+	m  map[string]store.OfferedTool
+}
+
+func (c *offerCache) get(key string) (store.OfferedTool, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.m[key]
+	return o, ok
+}
+
+func (c *offerCache) keep(m map[string]store.OfferedTool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m = m
 }
 
 // ListedCatalog calls fn with every server's listed entries.

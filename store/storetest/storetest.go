@@ -33,6 +33,7 @@ func Run(t *testing.T, b Backend) {
 		{"ServerCRUD", testServerCRUD},
 		{"SummariesOrderedAndEmptyNotNil", testSummariesOrderedAndEmptyNotNil},
 		{"AllToolsGroupedByServer", testAllToolsGroupedByServer},
+		{"Offer", testOffer},
 		{"ConfigHashSurvivesStoreRoundTrip", testConfigHashSurvivesStoreRoundTrip},
 		{"RecordSuccessMerge", testRecordSuccessMerge},
 		{"ToolsHash", testToolsHash},

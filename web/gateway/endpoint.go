@@ -29,7 +29,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gowebpki/jcs"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -124,8 +123,7 @@ type Config struct {
 // offer is what agents are offered at one store revision.
 type offer struct {
 	revision string
-	list     []byte // the JSON array of tool objects
-	hash     string // of list
+	hash     string // of the JSON array of every offered tool
 	// tools holds the inputSchema of each tool, by agent name (for the
 	// Mcp-Param headers of a 2026-07-28 call).
 	tools map[string]json.RawMessage
@@ -148,6 +146,7 @@ type Store interface {
 	Summary(ctx context.Context, id string) (store.Summary, error)
 	Summaries(ctx context.Context) ([]store.Summary, error)
 	Catalog(ctx context.Context, fn func(*store.Summary, store.ToolEntry) error) (revision string, err error)
+	Offer(ctx context.Context, fn func(*store.Summary, store.OfferedTool) error) (revision string, err error)
 	Revision() string
 	Profiles(ctx context.Context) ([]store.Profile, error)
 	ToolByAgentName(ctx context.Context, agentName string) (store.ToolEntry, *store.Tool, error)
@@ -212,9 +211,10 @@ type Endpoint struct {
 	// person out of the dashboard (agents and browser share 127.0.0.1).
 	authLimit *authlimit.Limiter
 
-	offer     atomic.Pointer[offer]
-	buildMu   sync.Mutex             // one build at a time
-	canonical map[string]offeredTool // by pin and agent name (buildMu)
+	offer   atomic.Pointer[offer]
+	buildMu sync.Mutex // one build at a time
+	// lastListSize is the size of the last offer's list (buildMu).
+	lastListSize int
 	// searchers are the search-mode profiles' indexes, by profile id, and
 	// searchRev the revision of the last one built (buildMu; search.go).
 	searchers map[string]*searchIndex
@@ -255,7 +255,7 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
-	e := &Endpoint{st: deps.Store, deps: deps, log: deps.Logger, cfg: cfg, sessions: newMCPSessions(), canonical: map[string]offeredTool{}, searchers: map[string]*searchIndex{},
+	e := &Endpoint{st: deps.Store, deps: deps, log: deps.Logger, cfg: cfg, sessions: newMCPSessions(), searchers: map[string]*searchIndex{},
 		authLimit: authlimit.New(), withdrawn: map[string]struct{}{}, rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 	poolCfg := cfg.Pool
 	poolCfg.OnChange = deps.UpstreamsChanged
@@ -461,48 +461,59 @@ func (e *Endpoint) current() (*offer, error) {
 	return o, nil
 }
 
-// offerable reports whether a tool is offered to agents (see refusal).
-func offerable(sum *store.Summary, t store.ToolEntry) bool {
-	_, reason := refusal(sum, t)
+// offerable reports whether a tool is offered to agents (see refusal):
+// its definition to offer is its agent definition.
+func offerable(sum *store.Summary, t store.OfferedTool) bool {
+	_, reason := refusal(sum, t.Entry())
 	return reason == ""
 }
 
-// build reads the catalog and encodes the offer (buildMu held).
+// build reads the catalog and encodes the offer (buildMu held). The
+// agent definitions come from the store as they are offered (see
+// store.AgentDefinition), so the list is their concatenation, and every
+// tool's definition and input schema are parts of it: the definitions
+// are held once, however many views share them.
 func (e *Endpoint) build() (*offer, error) {
 	ctx := context.Background()
-	o := &offer{tools: map[string]json.RawMessage{}}
-	var list bytes.Buffer
-	list.WriteByte('[')
-	used := make(map[string]offeredTool, len(e.canonical))
-	var entries []offerEntry
 	listed, err := e.buildListed(ctx) // first: a change after it moves the revision read next
 	if err != nil {
 		return nil, err
 	}
-	rev, err := e.st.Catalog(ctx, func(sum *store.Summary, t store.ToolEntry) error {
+	o := &offer{}
+	list := make([]byte, 0, e.lastListSize) // sized like the last: no growing copies
+	list = append(list, '[')
+	type span struct{ def, schema [2]int } // where a tool's parts are in list
+	var (
+		entries []offerEntry
+		spans   []span
+	)
+	rev, err := e.st.Offer(ctx, func(sum *store.Summary, t store.OfferedTool) error {
 		if !offerable(sum, t) {
 			return nil
 		}
-		key := t.Pin + " " + t.AgentName
-		tool, ok := e.canonical[key]
-		if !ok {
-			var err error
-			if tool, err = agentDefinition(t); err != nil {
-				e.log.Warn("tool left out of the MCP offer", "server", t.ServerID, "tool", t.Name, "err", err)
-				return nil
-			}
+		if len(entries) > 0 {
+			list = append(list, ',')
 		}
-		used[key] = tool
-		if len(o.tools) > 0 {
-			list.WriteByte(',')
-		}
-		list.Write(tool.def)
-		o.tools[t.AgentName] = tool.inputSchema
-		entries = append(entries, offerEntry{tool: OfferedTool{AgentName: t.AgentName, ServerID: t.ServerID, Tool: t.Name, Title: t.Title, Policy: t.Effective}, def: tool})
+		at := len(list)
+		list = append(list, t.Definition...)
+		spans = append(spans, span{def: [2]int{at, len(list)}, schema: [2]int{at + t.SchemaAt[0], at + t.SchemaAt[1]}})
+		entries = append(entries, offerEntry{
+			tool: OfferedTool{AgentName: t.AgentName, ServerID: t.ServerID, Tool: t.Name, Title: t.Title, Policy: t.Effective},
+			def:  offeredTool{description: t.Description},
+		})
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	list = append(list, ']')
+	e.lastListSize = len(list)
+	o.tools = make(map[string]json.RawMessage, len(entries))
+	for i := range entries {
+		d, s := spans[i].def, spans[i].schema
+		entries[i].def.def = list[d[0]:d[1]:d[1]]
+		entries[i].def.inputSchema = list[s[0]:s[1]:s[1]]
+		o.tools[entries[i].tool.AgentName] = entries[i].def.inputSchema
 	}
 	profiles, err := e.st.Profiles(ctx)
 	if err != nil {
@@ -510,45 +521,14 @@ func (e *Endpoint) build() (*offer, error) {
 	}
 	o.views = make(map[string]*view, len(profiles))
 	for _, p := range profiles {
-		o.views[p.ID] = buildView(p, entries)
+		o.views[p.ID] = buildViewOf(p, entries, list)
 		o.views[p.ID].listing = buildListing(p, listed)
 	}
 	e.indexViews(o.views)
-	list.WriteByte(']')
-	e.canonical = used // what is no longer offered is forgotten
-	o.revision, o.list = rev, list.Bytes()
-	sum := sha256.Sum256(o.list)
+	o.revision = rev
+	sum := sha256.Sum256(list)
 	o.hash = hex.EncodeToString(sum[:])
 	return o, nil
-}
-
-// agentDefinition is the tool as agents get it: the canonical JSON (RFC
-// 8785) of the definition as approved, named with the agent name, without
-// icons. A tool whose x-mcp-header annotations break SEP-2243's rules is
-// refused, as MCP asks of a server: a 2026-07-28 client would drop it,
-// and its headers could not be checked.
-func agentDefinition(t store.ToolEntry) (offeredTool, error) {
-	canon, err := jcs.Transform(t.Raw)
-	if err != nil {
-		return offeredTool{}, err
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(canon, &fields); err != nil {
-		return offeredTool{}, err
-	}
-	name, _ := json.Marshal(t.AgentName)
-	fields["name"] = name
-	delete(fields, "icons")
-	if _, ok := fields["inputSchema"]; !ok {
-		fields["inputSchema"] = json.RawMessage(`{"type":"object"}`)
-	}
-	if err := mcp.ValidateParamHeaderAnnotations(&mcp.Tool{Name: t.AgentName, RawInputSchema: fields["inputSchema"]}); err != nil {
-		return offeredTool{}, err
-	}
-	var description string
-	_ = json.Unmarshal(fields["description"], &description) // none, or not a string: no description
-	def, err := json.Marshal(fields)                        // sorted keys, as canonical JSON has them
-	return offeredTool{def: def, inputSchema: fields["inputSchema"], description: description}, err
 }
 
 // HTTPError is a request to /mcp refused before MCP: the status to

@@ -75,27 +75,30 @@ type offerEntry struct {
 }
 
 // buildView is the view of profile p of the offered entries.
-func buildView(p store.Profile, entries []offerEntry) *view {
+func buildView(p store.Profile, entries []offerEntry) *view { return buildViewOf(p, entries, nil) }
+
+// buildViewOf is buildView given all, the list of every entry (or nil):
+// a view of every entry shares it rather than copy it.
+func buildViewOf(p store.Profile, entries []offerEntry, all []byte) *view {
 	v := &view{profile: p, tools: map[string]json.RawMessage{}, offered: []OfferedTool{}, listing: buildListing(p, nil)}
-	var list bytes.Buffer
-	list.WriteByte('[')
+	var defs [][]byte
 	for _, en := range entries {
 		ref := store.ToolRef{ServerID: en.tool.ServerID, Tool: en.tool.Tool}
 		pol := p.Policy(ref, en.tool.Policy)
 		if !p.Includes(ref) || pol == store.PolicyDeny {
 			continue
 		}
-		if len(v.tools) > 0 {
-			list.WriteByte(',')
-		}
-		list.Write(en.def.def)
+		defs = append(defs, en.def.def)
 		v.tools[en.tool.AgentName] = en.def.inputSchema
 		t := en.tool
 		t.Policy = pol
 		v.offered = append(v.offered, t)
 	}
-	list.WriteByte(']')
-	v.list = list.Bytes()
+	if len(defs) == len(entries) && all != nil {
+		v.list = all
+	} else {
+		v.list = append(append([]byte{'['}, joinDefs(defs)...), ']')
+	}
 	sum := sha256.Sum256(v.list)
 	v.hash = hex.EncodeToString(sum[:])
 	if p.Search {

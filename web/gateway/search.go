@@ -69,7 +69,11 @@ func searchList(v *view, entries []offerEntry) {
 }
 
 func joinDefs(defs [][]byte) []byte {
-	var out []byte
+	n := len(defs)
+	for _, d := range defs {
+		n += len(d)
+	}
+	out := make([]byte, 0, n)
 	for i, d := range defs {
 		if i > 0 {
 			out = append(out, ',')
