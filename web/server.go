@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/switchboard-dev/switchboard/web/internal/bodycache"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -103,7 +104,7 @@ type Server struct {
 	// last fragment a tab gets is never older than one before it.
 	pubMu sync.Mutex
 
-	bodies bodyCache // JSON of the catalog and of each server's tools
+	bodies bodycache.Cache // JSON of the catalog and of each server's tools
 
 	batches  batch.Recent // "Verify all" runs
 	refresh  *refresh.Refresher

@@ -2,13 +2,10 @@ package web
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -145,7 +142,7 @@ func (s *Server) handleAPICatalog(c echo.Context) error {
 // serveCached answers with the body cached under key, rendering it with
 // render when the store changed since, and honours If-None-Match.
 func (s *Server) serveCached(c echo.Context, key string, render func(*bytes.Buffer) (revision string, until time.Time, err error)) error {
-	body, etag, err := s.bodies.get(s.store, key, s.cfg.Now, render)
+	body, etag, err := s.bodies.Get(s.store, key, s.cfg.Now, render)
 	if err != nil {
 		return err
 	}
@@ -184,68 +181,9 @@ func (w *toolsWriter) end() {
 	w.buf.WriteString("]}")
 }
 
-// catalogKey is the catalog's key in a bodyCache; server ids are never
+// catalogKey is the catalog's key in a bodycache.Cache; server ids are never
 // empty.
 const catalogKey = ""
-
-// bodyCache holds JSON bodies, each as rendered at one store revision:
-// the catalog, and each server's tools under the server's id.
-type bodyCache struct {
-	mu      sync.Mutex
-	entries map[string]*cachedBody
-}
-
-// cachedBody is one body; its mutex makes concurrent callers of a stale
-// entry wait for one rendering.
-type cachedBody struct {
-	mu   sync.Mutex
-	rev  string
-	body []byte
-	etag string
-	// until, if set, is when the body goes out of date by the clock.
-	until time.Time
-}
-
-// get returns the body under key at the store's current revision (or a
-// newer one), rendering it only when the store changed since the last
-// call, or the clock passed the time render said the body would be out
-// of date at. render writes the body and returns the revision it read
-// (and that time, or zero); its buffer starts sized like the last body. An entry whose rendering fails
-// (a server that does not exist) is dropped, so that requests for made-up
-// ids cannot grow the cache.
-func (bc *bodyCache) get(st store.Catalog, key string, now func() time.Time, render func(*bytes.Buffer) (string, time.Time, error)) (body []byte, etag string, err error) {
-	bc.mu.Lock()
-	if bc.entries == nil {
-		bc.entries = map[string]*cachedBody{}
-	}
-	e := bc.entries[key]
-	if e == nil {
-		e = &cachedBody{}
-		bc.entries[key] = e
-	}
-	bc.mu.Unlock()
-
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.body != nil && e.rev == st.Revision() && (e.until.IsZero() || now().Before(e.until)) {
-		return e.body, e.etag, nil
-	}
-	var buf bytes.Buffer
-	buf.Grow(len(e.body) + len(e.body)/8 + 64)
-	rev, until, err := render(&buf)
-	if err != nil {
-		bc.mu.Lock()
-		if bc.entries[key] == e {
-			delete(bc.entries, key)
-		}
-		bc.mu.Unlock()
-		e.body = nil
-		return nil, "", err
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	e.rev, e.body, e.etag, e.until = rev, buf.Bytes(), `"`+hex.EncodeToString(sum[:16])+`"`, until
-	return e.body, e.etag, nil
-}
 
 // etagMatch reports whether an If-None-Match header names etag (weak
 // comparison, as RFC 9110 asks for If-None-Match).

@@ -607,16 +607,9 @@ func (db *DB) Summary(ctx context.Context, id string) (store.Summary, error) {
 // The result is empty, not nil, when there are no servers.
 func (db *DB) Summaries(ctx context.Context) ([]store.Summary, error) {
 	out := []store.Summary{}
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketServers).ForEach(func(k, _ []byte) error {
-			sum, err := readSummary(tx, k)
-			if err != nil {
-				return err
-			}
-			db.unsaved.overlay(&sum)
-			out = append(out, sum)
-			return nil
-		})
+	_, err := db.eachServer(func(_ *bbolt.Tx, _ []byte, sum *store.Summary) error {
+		out = append(out, *sum)
+		return nil
 	})
 	return out, err
 }
@@ -837,9 +830,14 @@ func (db *DB) Catalog(ctx context.Context, fn func(*store.Summary, store.ToolEnt
 
 // eachServer calls fn with every server, in id order, with its key and
 // its summary, in one read transaction, and returns the revision it read.
+// The pages it read leave the process's resident memory after (see
+// releaseScanned): what it reads, every server (and often every tool),
+// is kept by its callers in a form of their own, and its records are
+// scattered over the file, each page fault mapping its neighbours too.
 func (db *DB) eachServer(fn func(tx *bbolt.Tx, k []byte, sum *store.Summary) error) (string, error) {
 	var rev string
 	err := db.bolt.View(func(tx *bbolt.Tx) error {
+		defer releaseScanned(db.bolt, tx)
 		rev = db.revisionString(readRevision(tx))
 		return tx.Bucket(bucketServers).ForEach(func(k, _ []byte) error {
 			sum, err := readSummary(tx, k)

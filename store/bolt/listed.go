@@ -75,6 +75,7 @@ func (db *DB) Listed(ctx context.Context, id string) ([]store.ListedEntry, error
 func (db *DB) ListedCatalog(ctx context.Context, fn func(*store.Summary, store.ListedEntry) error) (string, error) {
 	var rev string
 	err := db.bolt.View(func(tx *bbolt.Tx) error {
+		defer releaseScanned(db.bolt, tx)
 		rev = db.revisionString(readRevision(tx))
 		return tx.Bucket(bucketListed).ForEachBucket(func(k []byte) error {
 			if tx.Bucket(bucketServers).Get(k) == nil {

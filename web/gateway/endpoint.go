@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/switchboard-dev/switchboard/web/internal/reclaim"
 	"io"
 	"log/slog"
 	"mime"
@@ -528,6 +529,7 @@ func (e *Endpoint) build() (*offer, error) {
 	o.revision = rev
 	sum := sha256.Sum256(list)
 	o.hash = hex.EncodeToString(sum[:])
+	reclaim.After(2 * len(list)) // the build's garbage: what the store lent was copied, and its records decoded
 	return o, nil
 }
 
