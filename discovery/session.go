@@ -295,6 +295,9 @@ func checked[T any](res *T, err error, maxResult int) (*T, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n, ok := textSize(res); ok && n <= maxResult {
+		return res, nil // nothing to encode: it cannot be over
+	}
 	if maxResult > 0 {
 		b, err := json.Marshal(res)
 		if err != nil {
@@ -305,6 +308,27 @@ func checked[T any](res *T, err error, maxResult int) (*T, error) {
 		}
 	}
 	return res, nil
+}
+
+// textSize bounds the encoded size of a tool result made of plain text
+// alone, without encoding it: JSON writes a byte of text as six at most
+// (\u00XX), and each item adds its few field names. ok is false for any
+// other result, whose size only encoding it tells.
+func textSize(v any) (n int, ok bool) {
+	res, isCall := v.(*mcp.CallToolResult)
+	if !isCall || res.Meta != nil || res.StructuredContent != nil || len(res.RawStructuredContent) > 0 ||
+		len(res.InputRequests) > 0 || res.RequestState != "" {
+		return 0, false
+	}
+	n = 128
+	for _, c := range res.Content {
+		t, isText := c.(mcp.TextContent)
+		if !isText || t.Annotations != nil || t.Meta != nil {
+			return 0, false
+		}
+		n += 64 + 6*len(t.Text)
+	}
+	return n, true
 }
 
 // classify turns a failed request into an *Error (nil stays nil), preferring why the

@@ -399,16 +399,15 @@ func (t *stdioTransport) write(ctx context.Context, v any) error {
 	if !ok {
 		deadline = time.Now().Add(answerTimeout)
 	}
-	wait := time.NewTimer(time.Until(deadline))
-	defer wait.Stop()
-	select {
-	case t.wsem <- struct{}{}:
-	case <-wait.C:
-		return errStdinBlocked
-	case <-ctx.Done():
-		return blockedOr(ctx.Err())
-	case <-t.life.Done():
+	if t.life.Err() != nil {
 		return errTransportClosed
+	}
+	select {
+	case t.wsem <- struct{}{}: // free, as it mostly is: no timer
+	default:
+		if err := t.waitWrite(ctx, deadline); err != nil {
+			return err
+		}
 	}
 	defer func() { <-t.wsem }()
 	if t.broken {
@@ -440,6 +439,22 @@ func (t *stdioTransport) write(ctx context.Context, v any) error {
 		return errStdinBlocked
 	}
 	return fmt.Errorf("write to server stdin: %w", err)
+}
+
+// waitWrite waits for the turn to write (t.wsem) until deadline.
+func (t *stdioTransport) waitWrite(ctx context.Context, deadline time.Time) error {
+	wait := time.NewTimer(time.Until(deadline))
+	defer wait.Stop()
+	select {
+	case t.wsem <- struct{}{}:
+		return nil
+	case <-wait.C:
+		return errStdinBlocked
+	case <-ctx.Done():
+		return blockedOr(ctx.Err())
+	case <-t.life.Done():
+		return errTransportClosed
+	}
 }
 
 // blockedOr reports a write that waited until its context's deadline as

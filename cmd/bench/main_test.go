@@ -74,6 +74,7 @@ func TestQuickRun(t *testing.T) {
 		"tools/list via /mcp, 15 tools, no upstream started, p50 (POST → last byte received; the JSON is checked after)",
 		"tools/list via /mcp, 15 tools, mcp-go client.ListTools p50",
 		"tools/call via /mcp of a trivial fixture tool (upstream running), p50",
+		"tools/call via /mcp over a bare mcp-go relay to the same upstream, p50",
 	} {
 		if !names[want] {
 			t.Errorf("no figure %q", want)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +23,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
@@ -55,11 +57,11 @@ func mcpFigures(ctx context.Context, cfg *config) ([]figure, error) {
 	if err != nil {
 		return figs, err
 	}
-	f, err := mcpCallFigure(ctx, cfg)
+	calls, err := mcpCallFigures(ctx, cfg)
 	if err != nil {
 		return figs, err
 	}
-	figs = append(figs, f)
+	figs = append(figs, calls...)
 	asks, err := askFigures(ctx, cfg)
 	if err != nil {
 		return figs, err
@@ -441,19 +443,24 @@ func (a *app) noUpstreams(ctx context.Context, before []int) error {
 // (its upstream already running) against the same call made directly to
 // a fixture process of its own over stdio, with mcp-go on both sides,
 // the two alternated.
-func mcpCallFigure(ctx context.Context, cfg *config) (figure, error) {
+// mcpCallFigures times a routed tools/call through /mcp against the same
+// call made directly to the fixture, and against the same call through
+// a bare mcp-go relay (an mcp-go HTTP server whose one tool calls the
+// fixture through an mcp-go stdio client): what relaying itself costs,
+// the limit of what Switchboard adds beyond it.
+func mcpCallFigures(ctx context.Context, cfg *config) ([]figure, error) {
 	a, err := startFreshApp(cfg, "mcp-call", 2)
 	if err != nil {
-		return figure{}, err
+		return nil, err
 	}
 	defer a.close()
 	const serverID, toolName = "callfix", "tool_000"
 	fixtureArgs := []string{"-tools", "5"}
 	if err := a.addServer(ctx, serverID, cfg.bins.fixtureCmd(fixtureArgs...)); err != nil {
-		return figure{}, err
+		return nil, err
 	}
 	if _, err := a.verifyAll(ctx, []string{serverID}); err != nil { // confirms the launch
-		return figure{}, err
+		return nil, err
 	}
 	var tools struct {
 		Tools []struct {
@@ -462,7 +469,7 @@ func mcpCallFigure(ctx context.Context, cfg *config) (figure, error) {
 		} `json:"tools"`
 	}
 	if err := a.api(ctx, http.MethodGet, "/api/v1/servers/"+serverID+"/tools", nil, http.StatusOK, &tools); err != nil {
-		return figure{}, err
+		return nil, err
 	}
 	agentName := ""
 	for _, t := range tools.Tools {
@@ -471,21 +478,21 @@ func mcpCallFigure(ctx context.Context, cfg *config) (figure, error) {
 		}
 	}
 	if agentName == "" {
-		return figure{}, fmt.Errorf("%s has no tool %s with an agent name: %+v", serverID, toolName, tools.Tools)
+		return nil, fmt.Errorf("%s has no tool %s with an agent name: %+v", serverID, toolName, tools.Tools)
 	}
 	if err := a.api(ctx, http.MethodPut, "/api/v1/servers/"+serverID+"/tools/"+toolName+"/policy",
 		map[string]any{"policy": store.PolicyAllow}, http.StatusOK, nil); err != nil {
-		return figure{}, err
+		return nil, err
 	}
 
 	agent, _, err := a.mcpClient(ctx)
 	if err != nil {
-		return figure{}, err
+		return nil, err
 	}
 	defer agent.Close()
 	direct, err := startDirectFixture(ctx, cfg.bins.fixture, fixtureArgs)
 	if err != nil {
-		return figure{}, err
+		return nil, err
 	}
 	defer direct.Close()
 
@@ -506,50 +513,57 @@ func mcpCallFigure(ctx context.Context, cfg *config) (figure, error) {
 		return d, nil
 	}
 
-	// The first call through /mcp starts the upstream; then both sides
-	// are warmed alike.
+	relayUp, err := startDirectFixture(ctx, cfg.bins.fixture, fixtureArgs)
+	if err != nil {
+		return nil, err
+	}
+	defer relayUp.Close()
+	relay, stopRelay, err := startBareRelay(ctx, relayUp, toolName)
+	if err != nil {
+		return nil, err
+	}
+	defer stopRelay()
+
+	// The first call through /mcp starts the upstream; then every side
+	// is warmed alike.
 	cold, err := call(agent, agentName)
 	if err != nil {
-		return figure{}, err
+		return nil, err
+	}
+	sides := []func() (time.Duration, error){
+		func() (time.Duration, error) { return call(agent, agentName) },
+		func() (time.Duration, error) { return call(direct, toolName) },
+		func() (time.Duration, error) { return call(relay, toolName) },
 	}
 	for range 5 {
-		if _, err := call(agent, agentName); err != nil {
-			return figure{}, err
-		}
-		if _, err := call(direct, toolName); err != nil {
-			return figure{}, err
+		for _, side := range sides {
+			if _, err := side(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	runs := mcpRunsFor(cfg).calls
-	var via, bare samples
+	took := make([]samples, len(sides))
 	for i := range runs {
-		// Alternate which side goes first, so neither always follows
-		// the other.
-		first, second := func() (time.Duration, error) { return call(agent, agentName) },
-			func() (time.Duration, error) { return call(direct, toolName) }
-		if i%2 != 0 {
-			first, second = second, first
+		// Each run starts with the next side, so that none always
+		// follows another.
+		for j := range sides {
+			k := (i + j) % len(sides)
+			d, err := sides[k]()
+			if err != nil {
+				return nil, err
+			}
+			took[k] = append(took[k], d)
 		}
-		d1, err := first()
-		if err != nil {
-			return figure{}, err
-		}
-		d2, err := second()
-		if err != nil {
-			return figure{}, err
-		}
-		if i%2 != 0 {
-			d1, d2 = d2, d1
-		}
-		via, bare = append(via, d1), append(bare, d2)
 	}
+	via, bare, relayed := took[0], took[1], took[2]
 
 	ups, err := a.runningUpstreams(ctx)
 	if err != nil {
-		return figure{}, err
+		return nil, err
 	}
 	if len(ups) != 1 || ups[0].ServerID != serverID || ups[0].Calls < runs {
-		return figure{}, fmt.Errorf("upstreams after %d calls: %+v; want %s alone, with the calls", runs, ups, serverID)
+		return nil, fmt.Errorf("upstreams after %d calls: %+v; want %s alone, with the calls", runs, ups, serverID)
 	}
 	f := figure{
 		Name: "tools/call via /mcp of a trivial fixture tool (upstream running), p50", Unit: "ms",
@@ -560,7 +574,57 @@ func mcpCallFigure(ctx context.Context, cfg *config) (figure, error) {
 	f.Pass = f.Value-f.BaseVal <= 1
 	f.Note = fmt.Sprintf("+%.2f ms; median of %d each; p99 %.2f ms vs %.2f ms; first call (starts the upstream) %.0f ms",
 		f.Value-f.BaseVal, runs, ms(via.quantile(0.99)), ms(bare.quantile(0.99)), ms(cold))
-	return f, nil
+	r := figure{
+		Name: "tools/call via /mcp over a bare mcp-go relay to the same upstream, p50", Unit: "ms",
+		Value: ms(via.median()), Baseline: "bare mcp-go relay (HTTP server, one tool, stdio client)", BaseVal: ms(relayed.median()),
+		Target: fmt.Sprintf("≤ +%.2f ms", relayMargin),
+	}
+	r.Ratio = r.Value / r.BaseVal
+	r.Pass = r.Value-r.BaseVal <= relayMargin
+	r.Note = fmt.Sprintf("%+.3f ms; median of %d each; p99 %.2f ms vs %.2f ms", r.Value-r.BaseVal, runs, ms(via.quantile(0.99)), ms(relayed.quantile(0.99)))
+	return []figure{f, r}, nil
+}
+
+// relayMargin is what a routed call may add to a bare relay's, in ms:
+// the token, the policy, the audit record, per call.
+const relayMargin = 0.05
+
+// startBareRelay serves, on a loopback port, an mcp-go streamable HTTP
+// server with one tool, name, whose handler makes the same call on
+// upstream: the least a relay does. It returns a client of it,
+// initialized as the bench's agent is, and what stops both.
+func startBareRelay(ctx context.Context, upstream *client.Client, name string) (*client.Client, func(), error) {
+	s := server.NewMCPServer("bare-relay", "1")
+	s.AddTool(mcp.Tool{Name: name, RawInputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return upstream.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: req.Params.Arguments}})
+		})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	hs := &http.Server{Handler: server.NewStreamableHTTPServer(s)}
+	served := make(chan struct{})
+	go func() { defer close(served); hs.Serve(ln) }() // ends with Close below
+	stopServer := func() { hs.Close(); <-served }
+	tr, err := transport.NewStreamableHTTP("http://" + ln.Addr().String() + "/mcp")
+	if err != nil {
+		stopServer()
+		return nil, nil, err
+	}
+	c := client.NewClient(tr)
+	var init mcp.InitializeRequest
+	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
+	init.Params.ClientInfo = mcp.Implementation{Name: "bench-agent", Version: "1"}
+	if err := c.Start(ctx); err == nil {
+		_, err = c.Initialize(ctx, init)
+	}
+	if err != nil {
+		c.Close()
+		stopServer()
+		return nil, nil, fmt.Errorf("bare relay: %w", err)
+	}
+	return c, func() { c.Close(); stopServer() }, nil
 }
 
 // startDirectFixture starts the fixture as an agent's own stdio client

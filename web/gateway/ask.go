@@ -239,11 +239,17 @@ func (e *Endpoint) withdraw(session string, qid json.RawMessage) {
 // question (a JSON-RPC response), which the client sent before it heard
 // of the withdrawal: nothing waits for it.
 func (e *Endpoint) lateAnswer(session string, body []byte) bool {
+	e.withdrawnMu.Lock()
+	none := len(e.withdrawn) == 0
+	e.withdrawnMu.Unlock()
+	if none || session == "" { // nothing to look for: no decoding
+		return false
+	}
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
-	if session == "" || json.Unmarshal(body, &msg) != nil || msg.Method != "" || len(msg.ID) == 0 {
+	if json.Unmarshal(body, &msg) != nil || msg.Method != "" || len(msg.ID) == 0 {
 		return false
 	}
 	key := session + " " + string(msg.ID)

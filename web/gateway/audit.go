@@ -95,18 +95,23 @@ func (a *auditLog) close() {
 // what was decided and by whom, how it ended, and how long it took. The
 // arguments are never logged (the record keeps only their hash).
 func logCall(log *slog.Logger, c store.Call) {
-	attrs := []any{"agent", callerOf(c), "tool", c.AgentName, "decision", c.Decision, "by", c.DecidedBy,
-		"outcome", c.Outcome, "duration", (time.Duration(c.DurationMS) * time.Millisecond).String()}
+	ctx := context.Background()
+	if !log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 9)
+	attrs = append(attrs, slog.String("agent", callerOf(c)), slog.String("tool", c.AgentName), slog.String("decision", string(c.Decision)),
+		slog.String("by", c.DecidedBy), slog.String("outcome", c.Outcome), slog.String("duration", (time.Duration(c.DurationMS)*time.Millisecond).String()))
 	if c.Method != "" && c.Method != store.MethodCallTool {
-		attrs = append(attrs, "method", c.Method)
+		attrs = append(attrs, slog.String("method", c.Method))
 	}
 	if c.Reason != "" {
-		attrs = append(attrs, "reason", c.Reason)
+		attrs = append(attrs, slog.String("reason", c.Reason))
 	}
 	if c.Error != "" {
-		attrs = append(attrs, "err", c.Error)
+		attrs = append(attrs, slog.String("err", c.Error))
 	}
-	log.Info("routed call", attrs...)
+	log.LogAttrs(ctx, slog.LevelInfo, "routed call", attrs...)
 }
 
 // callerOf names who made a call: the connected client whose token it

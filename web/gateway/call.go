@@ -122,7 +122,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 		rec.AgentName = strings.ToValidUTF8(cutString(cr.AgentName, store.MaxAgentName), "") + "…"
 		return nil, refuse(bySwitch, "that is not the name of a tool Switchboard offers (they are [a-zA-Z0-9_-], at most 64 characters)")
 	}
-	entry, srv, by, reason, err := e.lookup(ctx, cr.AgentName)
+	entry, srv, by, reason, err := e.find(ctx, cr.AgentName)
 	if err != nil {
 		e.log.Error("read a tool for a call", "tool", cr.AgentName, "err", err)
 		return nil, errors.New("Switchboard could not read the tool; its log has the details")
@@ -283,6 +283,20 @@ func relayedResult(res mcp.Result) mcp.Result {
 		}
 	}
 	return res
+}
+
+// find is lookup answered from the offer for a tool it offers: the offer
+// is of the store's current revision (see current), and holds what a
+// call needs. A tool it does not offer is looked up, to say why.
+func (e *Endpoint) find(ctx context.Context, agentName string) (entry store.ToolEntry, srv store.Server, by, reason string, err error) {
+	if o, err := e.current(); err == nil {
+		if c, ok := o.tools[agentName]; ok {
+			entry = store.ToolEntry{Tool: store.Tool{ServerID: c.serverID, Name: c.name, AgentName: agentName, Pin: c.pin, State: store.ToolActive},
+				Policy: store.PolicySetting{Policy: c.policy, Pin: c.pin}, Effective: c.effective}
+			return entry, o.servers[c.serverID], "", "", nil
+		}
+	}
+	return e.lookup(ctx, agentName)
 }
 
 // lookup reads a tool by its agent name with its server, and says why it

@@ -125,12 +125,20 @@ type Config struct {
 type offer struct {
 	revision string
 	hash     string // of the JSON array of every offered tool
-	// tools holds the inputSchema of each tool, by agent name (for the
-	// Mcp-Param headers of a 2026-07-28 call).
-	tools map[string]json.RawMessage
+	// tools is what a call of each offered tool needs, by agent name,
+	// and servers the servers they are of, by id: a call of a tool
+	// offered reads nothing else (see find).
+	tools   map[string]offeredCall
+	servers map[string]store.Server
 	// views is each profile's view of it, by profile id (see
 	// profiles.go).
 	views map[string]*view
+}
+
+// offeredCall is what a call of an offered tool needs of it.
+type offeredCall struct {
+	serverID, name, pin string
+	policy, effective   store.Policy
 }
 
 // offeredTool is a tool as the offer holds it: its definition for the
@@ -326,7 +334,10 @@ func (e *Endpoint) start() error {
 	}
 	// The first offer is built in the background, so that Switchboard
 	// serves at once; a request that needs it first builds it (or waits
-	// for the build under way): never an answer from no offer.
+	// for the build under way): never an answer from no offer. Later
+	// changes rebuild it in the background only while an agent may hear
+	// of them (a session, a listen stream): otherwise the next request
+	// that needs it builds it.
 	e.rebuild <- struct{}{}
 	go func() {
 		defer close(e.stopped)
@@ -335,8 +346,24 @@ func (e *Endpoint) start() error {
 		for {
 			select {
 			case <-e.rebuild:
+				if e.offer.Load() != nil && !e.sessions.anyListener() {
+					continue // no agent to tell: the next request builds it
+				}
+				began := time.Now()
 				if _, err := e.current(); err != nil {
 					e.log.Error("rebuild the MCP offer", "err", err)
+				}
+				// Rebuilds in the background take a third of a core at
+				// most, and come at most every rebuildPause: under a
+				// stream of changes (a bulk verify), the next waits, its
+				// changes gathered. A request that needs the newest offer
+				// builds it itself (see current).
+				pause := time.NewTimer(max(rebuildPause, 2*time.Since(began)))
+				select {
+				case <-pause.C:
+				case <-e.quit:
+					pause.Stop()
+					return
 				}
 			case <-sweep.C:
 				e.endIdleSessions(time.Now().Add(-mcpSessionIdle))
@@ -348,6 +375,10 @@ func (e *Endpoint) start() error {
 	}()
 	return nil
 }
+
+// rebuildPause is the least time between two rebuilds in the background:
+// how late a list_changed may reach agents under a stream of changes.
+const rebuildPause = 100 * time.Millisecond
 
 // Close denies waiting calls, stops the upstream sessions and the
 // endpoint, and writes the audit log's last records. It may be called
@@ -480,7 +511,7 @@ func (e *Endpoint) build() (*offer, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &offer{}
+	o := &offer{tools: map[string]offeredCall{}, servers: map[string]store.Server{}}
 	list := make([]byte, 0, e.lastListSize) // sized like the last: no growing copies
 	list = append(list, '[')
 	type span struct{ def, schema [2]int } // where a tool's parts are in list
@@ -502,6 +533,10 @@ func (e *Endpoint) build() (*offer, error) {
 			tool: OfferedTool{AgentName: t.AgentName, ServerID: t.ServerID, Tool: t.Name, Title: t.Title, Policy: t.Effective},
 			def:  offeredTool{description: t.Description},
 		})
+		o.tools[t.AgentName] = offeredCall{serverID: t.ServerID, name: t.Name, pin: t.Policy.Pin, policy: t.Policy.Policy, effective: t.Effective}
+		if _, ok := o.servers[t.ServerID]; !ok {
+			o.servers[t.ServerID] = sum.Server
+		}
 		return nil
 	})
 	if err != nil {
@@ -509,12 +544,10 @@ func (e *Endpoint) build() (*offer, error) {
 	}
 	list = append(list, ']')
 	e.lastListSize = len(list)
-	o.tools = make(map[string]json.RawMessage, len(entries))
 	for i := range entries {
 		d, s := spans[i].def, spans[i].schema
 		entries[i].def.def = list[d[0]:d[1]:d[1]]
 		entries[i].def.inputSchema = list[s[0]:s[1]:s[1]]
-		o.tools[entries[i].tool.AgentName] = entries[i].def.inputSchema
 	}
 	profiles, err := e.st.Profiles(ctx)
 	if err != nil {

@@ -207,6 +207,22 @@ func (m *mcpSessions) listening(client string) (closed func()) {
 	}
 }
 
+// anyListener reports whether an agent may hear of a change of the offer:
+// a live session, or a stateless client's subscriptions/listen stream.
+func (m *mcpSessions) anyListener() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.live) > 0 {
+		return true
+	}
+	for _, c := range m.stateless {
+		if c.Listening > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // statelessLocked returns the entry of a stateless client, made if new
 // (forgetting another if there are too many), with its last use now.
 func (m *mcpSessions) statelessLocked(client string) *StatelessClient {
