@@ -233,6 +233,10 @@ func (p *Pool) release(e *poolEntry) {
 		return
 	}
 	p.freeLocked()
+	if e.idle != nil { // one timer per entry, set again after each call
+		e.idle.Reset(p.cfg.Idle)
+		return
+	}
 	e.idle = time.AfterFunc(p.cfg.Idle, func() {
 		p.mu.Lock()
 		if p.entries[e.id] != e || e.inflight > 0 || time.Since(e.lastUsed) < p.cfg.Idle {
@@ -247,7 +251,6 @@ func (p *Pool) release(e *poolEntry) {
 func (e *poolEntry) stopIdle() {
 	if e.idle != nil {
 		e.idle.Stop()
-		e.idle = nil
 	}
 }
 

@@ -311,16 +311,23 @@ func checked[T any](res *T, err error, maxResult int) (*T, error) {
 }
 
 // textSize bounds the encoded size of a tool result made of plain text
-// alone, without encoding it: JSON writes a byte of text as six at most
-// (\u00XX), and each item adds its few field names. ok is false for any
-// other result, whose size only encoding it tells.
+// alone (and its _meta), without encoding the text: JSON writes a byte of
+// text as six at most (\u00XX), and each item adds its few field names.
+// ok is false for any other result, whose size only encoding it tells.
 func textSize(v any) (n int, ok bool) {
 	res, isCall := v.(*mcp.CallToolResult)
-	if !isCall || res.Meta != nil || res.StructuredContent != nil || len(res.RawStructuredContent) > 0 ||
+	if !isCall || res.StructuredContent != nil || len(res.RawStructuredContent) > 0 ||
 		len(res.InputRequests) > 0 || res.RequestState != "" {
 		return 0, false
 	}
-	n = 128
+	n = 128 + len(res.ResultType)
+	if res.Meta != nil { // small (a 2026-07-28 result's serverInfo): encoded alone
+		meta, err := json.Marshal(res.Meta)
+		if err != nil {
+			return 0, false
+		}
+		n += len(meta)
+	}
 	for _, c := range res.Content {
 		t, isText := c.(mcp.TextContent)
 		if !isText || t.Annotations != nil || t.Meta != nil {

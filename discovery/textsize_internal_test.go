@@ -25,6 +25,10 @@ func TestTextSizeBoundsTheEncoding(t *testing.T) {
 			res.Content = append(res.Content, mcp.NewTextContent(b.String()))
 		}
 		res.IsError = i%2 == 0
+		if i%3 == 0 {
+			res.Meta = &mcp.Meta{AdditionalFields: map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "fixture <&>", "version": "1"}}}
+			res.ResultType = mcp.ResultTypeComplete
+		}
 		n, ok := textSize(res)
 		enc, err := json.Marshal(res)
 		if !ok || err != nil || len(enc) > n {
@@ -34,7 +38,6 @@ func TestTextSizeBoundsTheEncoding(t *testing.T) {
 	for _, res := range []*mcp.CallToolResult{
 		{Content: []mcp.Content{mcp.NewImageContent("aGk=", "image/png")}},
 		{Content: []mcp.Content{mcp.NewTextContent("x")}, StructuredContent: map[string]any{"a": 1}},
-		{Result: mcp.Result{Meta: &mcp.Meta{}}},
 	} {
 		if _, ok := textSize(res); ok {
 			t.Errorf("textSize(%+v) ok; want it declined (only encoding tells)", res)

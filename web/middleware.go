@@ -41,16 +41,16 @@ const (
 func limitBodies(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		limit, msg := int64(maxBody), fmt.Sprintf("the request body is over %d MiB", maxBody>>20)
+		limit, msg := int64(maxBody), func() string { return fmt.Sprintf("the request body is over %d MiB", maxBody>>20) }
 		switch {
 		case r.URL.Path == "/login":
-			limit, msg = maxLoginBody, fmt.Sprintf("the login form is over %d KiB", maxLoginBody>>10)
+			limit, msg = maxLoginBody, func() string { return fmt.Sprintf("the login form is over %d KiB", maxLoginBody>>10) }
 		case strings.HasPrefix(r.URL.Path, "/import/") || r.URL.Path == "/api/v1/import":
 			// A config of maxImport bytes, form- or JSON-encoded.
-			limit, msg = 3*maxImport, fmt.Sprintf("the config is over %d KiB", maxImport>>10)
+			limit, msg = 3*maxImport, func() string { return fmt.Sprintf("the config is over %d KiB", maxImport>>10) }
 		}
-		if r.ContentLength > limit {
-			return &apiError{Status: http.StatusRequestEntityTooLarge, Message: msg}
+		if r.ContentLength > limit { // the message is made only then
+			return &apiError{Status: http.StatusRequestEntityTooLarge, Message: msg()}
 		}
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(c.Response(), r.Body, limit)

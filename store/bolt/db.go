@@ -107,8 +107,9 @@ type DB struct {
 
 	unsaved unsavedFailures // failures not written yet (see unsaved.go)
 
-	instance string        // keyInstance, hex
-	rev      atomic.Uint64 // the newest committed revision
+	instance string                       // keyInstance, hex
+	rev      atomic.Uint64                // the newest committed revision
+	revText  atomic.Pointer[revisionText] // the last one Revision made
 	// revMu orders Revision after commits: a change holds it from before
 	// its transaction until its revision is noted, so that whoever read
 	// the change's data and then asks for the revision gets its revision
@@ -333,7 +334,19 @@ func readRevision(tx *bbolt.Tx) uint64 {
 func (db *DB) Revision() string {
 	db.revMu.RLock()
 	defer db.revMu.RUnlock()
-	return db.revisionString(db.rev.Load())
+	rev := db.rev.Load()
+	if last := db.revText.Load(); last != nil && last.rev == rev {
+		return last.text // asked for on every request to /mcp: made once
+	}
+	text := db.revisionString(rev)
+	db.revText.Store(&revisionText{rev, text})
+	return text
+}
+
+// revisionText is a revision and its string.
+type revisionText struct {
+	rev  uint64
+	text string
 }
 
 func (db *DB) revisionString(rev uint64) string {

@@ -9,83 +9,115 @@ import (
 	"github.com/switchboard-dev/switchboard/store"
 )
 
-// auditLog writes call records in the background, in batches, so that a
-// routed call does not wait for a disk sync; close writes what is left.
-// Nothing is dropped: when the queue is full, add waits.
+// auditLog logs and writes call records in the background, in batches,
+// so that a routed call waits for neither a log handler nor a disk sync;
+// close writes what is left.
+// A call only appends its record under a lock: no goroutine is woken per
+// call. Nothing is dropped: when auditQueue records wait, add waits.
 type auditLog struct {
 	st      Store
 	changed func() // after a batch was written
 	log     *slog.Logger
-	queue   chan store.Call
-	done    chan struct{}
-	mu      sync.RWMutex // closed, and sends on queue
+
+	mu      sync.Mutex
+	room    *sync.Cond // broadcast when records were taken, and at close
+	pending []store.Call
 	closed  bool
+
+	full chan struct{} // a batch is ready (1-buffered)
+	quit chan struct{} // closed by close
+	done chan struct{} // closed when run returned
 }
 
-// auditFlush is the longest a record waits before it is written.
-const auditFlush = 100 * time.Millisecond
+const (
+	// auditFlush is the longest a record waits before it is written.
+	auditFlush = 100 * time.Millisecond
+	// auditBatch records are written as soon as they wait; auditQueue
+	// waiting make add wait.
+	auditBatch = 256
+	auditQueue = 1024
+)
 
 func newAuditLog(st Store, changed func(), log *slog.Logger) *auditLog {
-	a := &auditLog{st: st, changed: changed, log: log, queue: make(chan store.Call, 1024), done: make(chan struct{})}
+	a := &auditLog{st: st, changed: changed, log: log, full: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	a.room = sync.NewCond(&a.mu)
 	go a.run()
 	return a
 }
 
-// add logs a call's line and queues its record. A call that ends after
-// close (its HTTP handler outlived the shutdown) is written at once.
+// add queues a call's record, for its line in the log and the store. A
+// call that ends after close (its HTTP handler outlived the shutdown) is
+// logged and written at once.
 func (a *auditLog) add(c store.Call) {
-	logCall(a.log, c)
-	a.mu.RLock()
-	defer a.mu.RUnlock()
+	a.mu.Lock()
+	for len(a.pending) >= auditQueue && !a.closed {
+		a.room.Wait()
+	}
 	if a.closed {
+		a.mu.Unlock()
+		logCall(a.log, c)
 		if err := a.st.AppendCalls(context.Background(), []store.Call{c}); err != nil {
 			a.log.Error("write the call audit log", "calls", 1, "err", err)
 		}
 		return
 	}
-	a.queue <- c
+	a.pending = append(a.pending, c)
+	if len(a.pending) >= auditBatch {
+		select {
+		case a.full <- struct{}{}:
+		default: // already told
+		}
+	}
+	a.mu.Unlock()
 }
 
+// run writes the waiting records every auditFlush, or as soon as a batch
+// waits, until close.
 func (a *auditLog) run() {
 	defer close(a.done)
-	var batch []store.Call
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		if err := a.st.AppendCalls(context.Background(), batch); err != nil {
-			a.log.Error("write the call audit log", "calls", len(batch), "err", err)
-		}
-		batch = batch[:0]
-		a.changed()
-	}
 	tick := time.NewTicker(auditFlush)
 	defer tick.Stop()
 	for {
 		select {
-		case c, ok := <-a.queue:
-			if !ok {
-				flush()
-				return
-			}
-			batch = append(batch, c)
-			if len(batch) >= 256 {
-				flush()
-			}
+		case <-a.full:
 		case <-tick.C:
-			flush()
+		case <-a.quit:
+			a.flush()
+			return
 		}
+		a.flush()
 	}
 }
 
-// close writes the records still queued and stops the writer; no call
-// may be added after it.
+// flush logs and writes the records waiting now. The lines are written
+// here, not by the calls, which then do not wait for a log handler.
+func (a *auditLog) flush() {
+	a.mu.Lock()
+	batch := a.pending
+	a.pending = nil
+	a.room.Broadcast()
+	a.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	for _, c := range batch {
+		logCall(a.log, c)
+	}
+	if err := a.st.AppendCalls(context.Background(), batch); err != nil {
+		a.log.Error("write the call audit log", "calls", len(batch), "err", err)
+	}
+	a.changed()
+}
+
+// close writes the records still waiting and stops the writer; a call
+// added after it is written at once.
 func (a *auditLog) close() {
 	a.mu.Lock()
 	if !a.closed {
 		a.closed = true
-		close(a.queue)
+		close(a.quit)
 	}
+	a.room.Broadcast()
 	a.mu.Unlock()
 	<-a.done
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -118,7 +117,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 		return &refusedError{reason}
 	}
 
-	if !agentNameSyntax.MatchString(cr.AgentName) {
+	if !validAgentName(cr.AgentName) {
 		rec.AgentName = strings.ToValidUTF8(cutString(cr.AgentName, store.MaxAgentName), "") + "…"
 		return nil, refuse(bySwitch, "that is not the name of a tool Switchboard offers (they are [a-zA-Z0-9_-], at most 64 characters)")
 	}
@@ -366,7 +365,21 @@ func serverRefusal(sum *store.Summary) (by, reason string) {
 	return "", ""
 }
 
-var agentNameSyntax = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// validAgentName reports whether name has the syntax of an agent name:
+// 1 to 64 of a-z, A-Z, 0-9, _ and -.
+func validAgentName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // cutString cuts s to at most n bytes.
 func cutString(s string, n int) string {

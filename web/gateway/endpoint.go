@@ -735,14 +735,26 @@ type rpcRequest struct {
 	ID     json.RawMessage
 	Method string
 	Params struct {
-		Cursor    string    `json:"cursor"`
-		Name      string    `json:"name"`
-		URI       string    `json:"uri"`
-		Arguments any       `json:"arguments"`
-		Meta      *mcp.Meta `json:"_meta"`
+		Cursor string `json:"cursor"`
+		Name   string `json:"name"`
+		URI    string `json:"uri"`
+		// Arguments are as sent: decoded only where this endpoint
+		// answers with them (see arguments), not for every request.
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      *mcp.Meta       `json:"_meta"`
 	}
 	// RawParams is params as sent.
 	RawParams json.RawMessage
+}
+
+// arguments is the request's arguments decoded (nil if none, or not
+// JSON: the request was JSON, so they are).
+func (req rpcRequest) arguments() any {
+	var v any
+	if len(req.Params.Arguments) > 0 {
+		_ = json.Unmarshal(req.Params.Arguments, &v)
+	}
+	return v
 }
 
 // parseRequest reads body as a single JSON-RPC request, sent as JSON (as
@@ -864,7 +876,7 @@ func (e *Endpoint) refuseCall(w http.ResponseWriter, r *http.Request, req rpcReq
 		client = e.sessions.client(from.session)
 	}
 	res, err := e.call(r.Context(), callRequest{Session: from.session, Client: client, ConnectedAs: connectedAs(r.Context()), Profile: profileOf(r.Context()),
-		AgentName: req.Params.Name, Args: req.Params.Arguments})
+		AgentName: req.Params.Name, Args: req.arguments()})
 	if err != nil {
 		return writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: err.Error()})
 	}

@@ -182,9 +182,9 @@ func (e *Endpoint) answerFetch(w http.ResponseWriter, r *http.Request, req rpcRe
 	cr := callRequest{Session: from.session, Client: client, ConnectedAs: connectedAs(r.Context()), Profile: profileOf(r.Context())}
 	var args map[string]string
 	if req.Method == string(mcp.MethodPromptsGet) {
-		cr.Kind, cr.AgentName, cr.Args = store.KindPrompt, req.Params.Name, req.Params.Arguments
+		cr.Kind, cr.AgentName, cr.Args = store.KindPrompt, req.Params.Name, req.arguments()
 		var bad string
-		if args, bad = promptArguments(req.Params.Arguments); bad != "" {
+		if args, bad = promptArguments(cr.Args); bad != "" {
 			return writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: bad})
 		}
 	} else {
