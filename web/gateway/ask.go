@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -98,6 +99,7 @@ type asked struct {
 
 // askPerson asks the person about a call to an ask tool (see above).
 func (e *Endpoint) askPerson(ctx context.Context, cr callRequest, srv store.Server, rec store.Call) asked {
+	rec.ArgsHash = cmp.Or(rec.ArgsHash, argsHash(cr.Args)) // matches a retry to its approval, and is kept with it
 	ap := &approval{Session: cr.Session, Client: cr.Client, ConnectedAs: cr.ConnectedAs, ServerID: srv.ID, ServerName: srv.Name,
 		Tool: rec.Tool, Kind: cr.Kind, AgentName: cr.AgentName, Args: PrettyJSON(cr.Args), ArgsHash: rec.ArgsHash}
 	if state := cr.Retry.RequestState; state != "" {

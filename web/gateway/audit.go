@@ -21,12 +21,28 @@ type auditLog struct {
 
 	mu      sync.Mutex
 	room    *sync.Cond // broadcast when records were taken, and at close
-	pending []store.Call
+	pending []auditItem
 	closed  bool
 
 	full chan struct{} // a batch is ready (1-buffered)
 	quit chan struct{} // closed by close
 	done chan struct{} // closed when run returned
+}
+
+// auditItem is a record waiting, with the arguments its ArgsHash is made
+// of (if it has none yet): hashing them is the writer's work, not the
+// call's.
+type auditItem struct {
+	c    store.Call
+	args any
+}
+
+// record is the item's record, its ArgsHash made.
+func (it auditItem) record() store.Call {
+	if it.c.ArgsHash == "" {
+		it.c.ArgsHash = argsHash(it.args)
+	}
+	return it.c
 }
 
 const (
@@ -48,20 +64,22 @@ func newAuditLog(st Store, changed func(), log *slog.Logger) *auditLog {
 // add queues a call's record, for its line in the log and the store. A
 // call that ends after close (its HTTP handler outlived the shutdown) is
 // logged and written at once.
-func (a *auditLog) add(c store.Call) {
+func (a *auditLog) add(c store.Call, args any) {
+	it := auditItem{c, args}
 	a.mu.Lock()
 	for len(a.pending) >= auditQueue && !a.closed {
 		a.room.Wait()
 	}
 	if a.closed {
 		a.mu.Unlock()
+		c := it.record()
 		logCall(a.log, c)
 		if err := a.st.AppendCalls(context.Background(), []store.Call{c}); err != nil {
 			a.log.Error("write the call audit log", "calls", 1, "err", err)
 		}
 		return
 	}
-	a.pending = append(a.pending, c)
+	a.pending = append(a.pending, it)
 	if len(a.pending) >= auditBatch {
 		select {
 		case a.full <- struct{}{}:
@@ -100,10 +118,12 @@ func (a *auditLog) flush() {
 	if len(batch) == 0 {
 		return
 	}
-	for _, c := range batch {
-		logCall(a.log, c)
+	calls := make([]store.Call, len(batch))
+	for i, it := range batch {
+		calls[i] = it.record()
+		logCall(a.log, calls[i])
 	}
-	if err := a.st.AppendCalls(context.Background(), batch); err != nil {
+	if err := a.st.AppendCalls(context.Background(), calls); err != nil {
 		a.log.Error("write the call audit log", "calls", len(batch), "err", err)
 	}
 	a.changed()

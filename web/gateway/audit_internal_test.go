@@ -47,7 +47,7 @@ func TestAuditLogWritesEveryRecordOnce(t *testing.T) {
 	for w := range writers {
 		wg.Go(func() {
 			for i := range each {
-				a.add(store.Call{AgentName: fmt.Sprintf("w%d", w), Session: fmt.Sprintf("%04d", i), Outcome: "ok"})
+				a.add(store.Call{AgentName: fmt.Sprintf("w%d", w), Session: fmt.Sprintf("%04d", i), Outcome: "ok"}, map[string]any{"i": i})
 				added.Add(1)
 			}
 		})
@@ -64,7 +64,7 @@ func TestAuditLogWritesEveryRecordOnce(t *testing.T) {
 	close(st.release)
 	wg.Wait()
 	a.close()
-	a.add(store.Call{AgentName: "late", Outcome: "ok"})
+	a.add(store.Call{AgentName: "late", Outcome: "ok"}, nil)
 
 	calls, _, err := db.Calls(t.Context(), writers*each+10)
 	if err != nil {

@@ -105,12 +105,14 @@ func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mc
 // server an error saying what failed.
 func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolResult, err error) {
 	start := time.Now()
-	rec := store.Call{At: start.UTC(), Session: cr.Session, Client: cr.Client, ConnectedAs: cr.ConnectedAs, Profile: cr.Profile, AgentName: cr.AgentName, ArgsHash: argsHash(cr.Args)}
+	// The record's ArgsHash is made by the audit writer (see finish),
+	// or by askPerson when a person is asked.
+	rec := store.Call{At: start.UTC(), Session: cr.Session, Client: cr.Client, ConnectedAs: cr.ConnectedAs, Profile: cr.Profile, AgentName: cr.AgentName}
 	defer func() {
 		if res != nil && res.NeedsInput() {
 			return // the call's answer is to come (see askPerson)
 		}
-		e.finish(rec, start, err, res != nil && res.IsError)
+		e.finish(rec, cr.Args, start, err, res != nil && res.IsError)
 	}()
 	refuse := func(by, reason string) error {
 		rec.DecidedBy = by
@@ -121,7 +123,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 		rec.AgentName = strings.ToValidUTF8(cutString(cr.AgentName, store.MaxAgentName), "") + "…"
 		return nil, refuse(bySwitch, "that is not the name of a tool Switchboard offers (they are [a-zA-Z0-9_-], at most 64 characters)")
 	}
-	entry, srv, by, reason, err := e.find(ctx, cr.AgentName)
+	entry, srv, config, by, reason, err := e.find(ctx, cr.AgentName)
 	if err != nil {
 		e.log.Error("read a tool for a call", "tool", cr.AgentName, "err", err)
 		return nil, errors.New("Switchboard could not read the tool; its log has the details")
@@ -173,7 +175,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 			}
 			// The person may have changed the tool or its server while
 			// the call waited.
-			again, againSrv, _, reason, err := e.lookup(ctx, cr.AgentName)
+			again, _, againConfig, _, reason, err := e.lookup(ctx, cr.AgentName)
 			profile, perr := e.profile(cr.Profile)
 			switch {
 			case err != nil || perr != nil:
@@ -182,7 +184,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 				return nil, refuse(bySwitch, "while the call waited: "+reason)
 			case !profile.Includes(ref) || profile.Policy(ref, again.Effective) == store.PolicyDeny:
 				return nil, refuse(bySwitch, fmt.Sprintf("while the call waited: the profile %q of this client stopped offering the tool", profile.ID))
-			case again.Policy.Pin != entry.Policy.Pin || againSrv.ConfigHash() != srv.ConfigHash():
+			case again.Policy.Pin != entry.Policy.Pin || againConfig != config:
 				return nil, refuse(bySwitch, "the tool or its server changed while the call waited")
 			}
 		}
@@ -190,7 +192,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 
 	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
 	defer cancel()
-	res, _, err = e.pool.Call(cctx, srv.ID, srv.ConfigHash(), e.deps.Target(srv),
+	res, _, err = e.pool.Call(cctx, srv.ID, config, e.deps.Target(srv),
 		time.Duration(srv.TimeoutMS)*time.Millisecond, entry.Name, entry.Policy.Pin, cr.Args)
 	var mismatch *discovery.PinMismatchError
 	if errors.As(err, &mismatch) {
@@ -207,10 +209,10 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 	return relayed(res), nil
 }
 
-// finish writes the record of a call (or read, or get) that started at
-// start and ended with err, or with a tool's own error, to the call log,
-// and tells the server's call health.
-func (e *Endpoint) finish(rec store.Call, start time.Time, err error, toolError bool) {
+// finish writes the record of a call (or read, or get) with args that
+// started at start and ended with err, or with a tool's own error, to
+// the call log, and tells the server's call health.
+func (e *Endpoint) finish(rec store.Call, args any, start time.Time, err error, toolError bool) {
 	rec.DurationMS = time.Since(start).Milliseconds()
 	var refused *refusedError
 	switch {
@@ -223,8 +225,8 @@ func (e *Endpoint) finish(rec store.Call, start time.Time, err error, toolError 
 	default:
 		rec.Outcome = "ok"
 	}
-	e.audit.add(rec)
 	e.health.note(rec, err)
+	e.audit.add(rec, args)
 }
 
 // upstreamError is what the agent is told of a request the server
@@ -286,38 +288,40 @@ func relayedResult(res mcp.Result) mcp.Result {
 
 // find is lookup answered from the offer for a tool it offers: the offer
 // is of the store's current revision (see current), and holds what a
-// call needs. A tool it does not offer is looked up, to say why.
-func (e *Endpoint) find(ctx context.Context, agentName string) (entry store.ToolEntry, srv store.Server, by, reason string, err error) {
+// call needs, its server's configuration hash too. A tool it does not
+// offer is looked up, to say why.
+func (e *Endpoint) find(ctx context.Context, agentName string) (entry store.ToolEntry, srv store.Server, config, by, reason string, err error) {
 	if o, err := e.current(); err == nil {
 		if c, ok := o.tools[agentName]; ok {
 			entry = store.ToolEntry{Tool: store.Tool{ServerID: c.serverID, Name: c.name, AgentName: agentName, Pin: c.pin, State: store.ToolActive},
 				Policy: store.PolicySetting{Policy: c.policy, Pin: c.pin}, Effective: c.effective}
-			return entry, o.servers[c.serverID], "", "", nil
+			s := o.servers[c.serverID]
+			return entry, s.srv, s.config, "", "", nil
 		}
 	}
 	return e.lookup(ctx, agentName)
 }
 
-// lookup reads a tool by its agent name with its server, and says why it
-// is not offered now (who decided and why), if it is not. err is for a
-// store that cannot be read.
-func (e *Endpoint) lookup(ctx context.Context, agentName string) (entry store.ToolEntry, srv store.Server, by, reason string, err error) {
+// lookup reads a tool by its agent name with its server (and the hash of
+// its configuration), and says why it is not offered now (who decided and
+// why), if it is not. err is for a store that cannot be read.
+func (e *Endpoint) lookup(ctx context.Context, agentName string) (entry store.ToolEntry, srv store.Server, config, by, reason string, err error) {
 	entry, _, err = e.st.ToolByAgentName(ctx, agentName)
 	switch {
 	case errors.Is(err, store.ErrAgentNameUnknown):
-		return entry, srv, bySwitch, fmt.Sprintf("no tool is offered as %q", agentName), nil
+		return entry, srv, "", bySwitch, fmt.Sprintf("no tool is offered as %q", agentName), nil
 	case err != nil:
-		return entry, srv, "", "", err
+		return entry, srv, "", "", "", err
 	}
 	sum, err := e.st.Summary(ctx, entry.ServerID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return entry, srv, bySwitch, "its server is gone", nil
+		return entry, srv, "", bySwitch, "its server is gone", nil
 	case err != nil:
-		return entry, srv, "", "", err
+		return entry, srv, "", "", "", err
 	}
 	by, reason = refusal(&sum, entry)
-	return entry, sum.Server, by, reason, nil
+	return entry, sum.Server, sum.Server.ConfigHash(), by, reason, nil
 }
 
 // refusal says why a tool is not offered to agents (who decides, and

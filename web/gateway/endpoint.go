@@ -129,10 +129,17 @@ type offer struct {
 	// and servers the servers they are of, by id: a call of a tool
 	// offered reads nothing else (see find).
 	tools   map[string]offeredCall
-	servers map[string]store.Server
+	servers map[string]offeredServer
 	// views is each profile's view of it, by profile id (see
 	// profiles.go).
 	views map[string]*view
+}
+
+// offeredServer is a server of offered tools, with its configuration's
+// hash (see store.Server.ConfigHash), which each call names.
+type offeredServer struct {
+	srv    store.Server
+	config string
 }
 
 // offeredCall is what a call of an offered tool needs of it.
@@ -277,7 +284,7 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 		if ap.answer.allows() {
 			c.Decision, c.Outcome, c.Reason = store.DecisionApproved, "not called", "the agent never called again to collect the answer"
 		}
-		e.audit.add(c)
+		e.audit.add(c, nil)
 	})
 	e.audit = newAuditLog(deps.Store, deps.CallsChanged, deps.Logger)
 	e.health = newCallHealth(deps.ServerHealthChanged)
@@ -511,7 +518,7 @@ func (e *Endpoint) build() (*offer, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &offer{tools: map[string]offeredCall{}, servers: map[string]store.Server{}}
+	o := &offer{tools: map[string]offeredCall{}, servers: map[string]offeredServer{}}
 	list := make([]byte, 0, e.lastListSize) // sized like the last: no growing copies
 	list = append(list, '[')
 	type span struct{ def, schema [2]int } // where a tool's parts are in list
@@ -535,7 +542,7 @@ func (e *Endpoint) build() (*offer, error) {
 		})
 		o.tools[t.AgentName] = offeredCall{serverID: t.ServerID, name: t.Name, pin: t.Policy.Pin, policy: t.Policy.Policy, effective: t.Effective}
 		if _, ok := o.servers[t.ServerID]; !ok {
-			o.servers[t.ServerID] = sum.Server
+			o.servers[t.ServerID] = offeredServer{sum.Server, sum.Server.ConfigHash()}
 		}
 		return nil
 	})

@@ -53,7 +53,7 @@ func (e *Endpoint) fetch(ctx context.Context, cr callRequest, args map[string]st
 	if err != nil {
 		return nil, err // not audited: as an unknown method would not be
 	}
-	defer func() { e.finish(rec, start, err, false) }()
+	defer func() { e.finish(rec, cr.Args, start, err, false) }()
 	refuse := func(by, reason string) error {
 		rec.DecidedBy = by
 		return &refusedError{reason}
