@@ -617,17 +617,19 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 			return &HTTPError{Status: http.StatusBadRequest, Message: "cannot read the request body"}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if e.lateAnswer(r.Header.Get(server.HeaderKeySessionID), body) {
-			w.WriteHeader(http.StatusAccepted)
-			return nil
-		}
-		if req, ok := parseRequest(r, body); ok {
-			if req.modern(r.Header) {
-				return e.serveModern(w, r, req)
+		if !e.offeredCall(r, body) { // else mcp-go takes it: nothing to answer here
+			if e.lateAnswer(r.Header.Get(server.HeaderKeySessionID), body) {
+				w.WriteHeader(http.StatusAccepted)
+				return nil
 			}
-			if e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
-				if answered, err := e.answer(w, r, req, agent{session: r.Header.Get(server.HeaderKeySessionID)}); answered {
-					return err
+			if req, ok := parseRequest(r, body); ok {
+				if req.modern(r.Header) {
+					return e.serveModern(w, r, req)
+				}
+				if e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
+					if answered, err := e.answer(w, r, req, agent{session: r.Header.Get(server.HeaderKeySessionID)}); answered {
+						return err
+					}
 				}
 			}
 		}
@@ -735,6 +737,23 @@ func (e *Endpoint) answer(w http.ResponseWriter, r *http.Request, req rpcRequest
 		return true, e.answerComplete(w, r, req, from)
 	}
 	return false, nil
+}
+
+// offeredCall reports whether body is, at a glance (see peekCall), a
+// session's tools/call of a tool its view offers: one mcp-go routes to
+// the call path with nothing for this endpoint to answer first (see
+// answer), so it is not parsed here too.
+func (e *Endpoint) offeredCall(r *http.Request, body []byte) bool {
+	name, ok := peekCall(body)
+	if !ok || r.Header.Get(mcp.HeaderProtocolVersion) != "" || !e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
+		return false
+	}
+	o, err := e.current()
+	if err != nil {
+		return false
+	}
+	_, offered := o.view(profileOf(r.Context())).tools[name]
+	return offered
 }
 
 // rpcRequest is what the endpoint reads of a JSON-RPC request itself.
