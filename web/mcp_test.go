@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
@@ -389,6 +390,30 @@ func TestMCPCallRouting(t *testing.T) {
 		}
 		if n := proctest.Count(m.marker); n != 0 {
 			t.Errorf("%d upstream processes after refused calls; want none", n)
+		}
+	})
+	// mcp-go dispatches every call to one route tool (the call path
+	// decides what is offered): that tool is plumbing, not a tool.
+	t.Run("the route tool called by its name is refused, and mcp-go lists no tool of the offer", func(t *testing.T) {
+		e := e.in(t)
+		if _, err := c.call("switchboard:route", map[string]any{"path": "/x"}); err == nil || !strings.Contains(err.Error(), "not the name of a tool") {
+			t.Errorf("call of switchboard:route = %v; want refused, not the name of a tool", err)
+		}
+		if call := e.waitCall(7); call.AgentName != "switchboard:route…" || call.Decision != "denied" {
+			t.Errorf("audited call of the route tool = %+v", call)
+		}
+		// A tools/list this endpoint does not read (a params member of
+		// the wrong type) is mcp-go's to answer, from what it holds.
+		a := postMCP(t, m.base, map[string]string{"Mcp-Session-Id": c.GetSessionId()},
+			map[string]any{"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": map[string]any{"name": 5}})
+		var tools []mcp.Tool
+		if a.status != http.StatusOK || json.Unmarshal(a.result["tools"], &tools) != nil {
+			t.Fatalf("tools/list with a numeric name = %d %s", a.status, a.result)
+		}
+		for _, tl := range tools {
+			if tl.Name != "search_tools" {
+				t.Errorf("mcp-go lists %q; want no tool but search_tools (whose handler refuses outside search mode)", tl.Name)
+			}
 		}
 	})
 }

@@ -75,9 +75,10 @@ func (e *Endpoint) Try(ctx context.Context, agentName string, args any) (*mcp.Ca
 	return e.call(ctx, callRequest{Session: "dashboard", Client: "Try it", AgentName: agentName, Args: args, ApprovedBy: ByDashboard})
 }
 
-// handleCall is the mcp-go handler of every offered tool.
+// handleCall is the mcp-go handler of every tools/call but search_tools
+// (see routeCall).
 func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	cr := callRequest{AgentName: req.Params.Name, Args: req.Params.Arguments, Retry: req.Params.MultiRoundTripParams, ConnectedAs: connectedAs(ctx), Profile: profileOf(ctx)}
+	cr := callRequest{AgentName: calledName(req), Args: req.Params.Arguments, Retry: req.Params.MultiRoundTripParams, ConnectedAs: connectedAs(ctx), Profile: profileOf(ctx)}
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		cr.Session, cr.Client = statelessSession, clientName(info.ClientInfo)
 		cr.Modern = true

@@ -18,12 +18,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/switchboard-dev/switchboard/web/internal/reclaim"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
+	"github.com/switchboard-dev/switchboard/web/internal/reclaim"
 	"github.com/switchboard-dev/switchboard/web/toolsearch"
 )
 
@@ -53,8 +54,9 @@ import (
 // mcp-go's own tools/list encodes each tool through a map, which costs
 // ~65 ms for 10 000 tools; the offer keeps the whole list encoded, so a
 // tools/list is written from those bytes, for a live session or a valid
-// 2026-07-28 request. The tools registered with mcp-go carry only what
-// routing a call needs.
+// 2026-07-28 request. mcp-go knows two tools only, search_tools and the
+// route tool, and every other tools/call reaches the call path through
+// the route tool (see routeCall): it holds nothing per offered tool.
 //
 // The endpoint speaks both eras of MCP. A session-based client
 // (2025-03-26 to 2025-11-25) initializes and is known by its
@@ -296,6 +298,13 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 			e.sessions.noteView(cs.SessionID(), e.viewHashes(profileOf(ctx)))
 		}
 	})
+	hooks.AddBeforeCallTool(routeCall)
+	hooks.AddAfterListTools(func(_ context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
+		// A tools/list reaches mcp-go only if this endpoint could not
+		// read it (see parseRequest); the route tool is plumbing, never
+		// listed.
+		res.Tools = slices.DeleteFunc(res.Tools, func(t mcp.Tool) bool { return t.Name == routeToolName })
+	})
 	e.srv = server.NewMCPServer(mcpServerName, mcpServerVersion,
 		server.WithToolCapabilities(true),
 		// Resources and prompts (see listed.go): lists that change, no
@@ -311,6 +320,9 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 		server.WithSessionIdManager(e.sessions),
 		server.WithStreamableHTTPProtocolVersions(mcpProtocolVersions...),
 		server.WithStreamableHTTPLogger(e.log.With("part", "mcp")))
+	e.srv.AddTools(
+		server.ServerTool{Tool: mcp.Tool{Name: toolsearch.SearchToolName, RawInputSchema: json.RawMessage(`{"type":"object"}`)}, Handler: e.handleSearch},
+		server.ServerTool{Tool: mcp.Tool{Name: routeToolName, RawInputSchema: json.RawMessage(`{"type":"object"}`)}, Handler: e.handleCall})
 	if cfg.Token != "" {
 		e.token.Store(&cfg.Token)
 		e.fixedToken = true
@@ -473,31 +485,48 @@ func (e *Endpoint) current() (*offer, error) {
 		return nil, err
 	}
 	old := e.offer.Swap(o)
-	switch {
-	case old == nil || old.hash != o.hash:
-		tools := make([]server.ServerTool, 0, len(o.tools)+2)
-		for name, handler := range map[string]server.ToolHandlerFunc{toolsearch.SearchToolName: e.handleSearch, toolsearch.CallToolName: e.handleCall} {
-			tools = append(tools, server.ServerTool{Tool: mcp.Tool{Name: name, RawInputSchema: json.RawMessage(`{"type":"object"}`)}, Handler: handler})
-		}
-		for name := range o.tools {
-			tools = append(tools, server.ServerTool{
-				Tool:    mcp.Tool{Name: name, RawInputSchema: json.RawMessage(`{"type":"object"}`)},
-				Handler: e.handleCall,
-			})
-		}
-		// Tells every agent the list changed: each session, and each
-		// subscriptions/listen stream that asked for tools, whose view
-		// changed (see viewChanged).
-		e.srv.SetTools(tools...)
-	case viewsChanged(old, o, listChangedMethods[0]):
-		e.srv.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
-	}
-	for _, n := range listChangedMethods[1:] { // resources, prompts
+	// Tells every agent whose view changed that its list did: each
+	// session, and each subscriptions/listen stream that asked for that
+	// list (see viewChanged, which passes on only the notifications of a
+	// view that changed).
+	for _, n := range listChangedMethods { // tools, resources, prompts
 		if old != nil && viewsChanged(old, o, n) {
 			e.srv.SendNotificationToAllClients(n, nil)
 		}
 	}
 	return o, nil
+}
+
+// routeToolName is the tool mcp-go dispatches every tools/call to, but
+// search_tools': no agent name can take it (see validAgentName).
+const routeToolName = "switchboard:route"
+
+// routeCall is mcp-go's hook before a tools/call: it names the call for
+// the route tool, whose handler is the call path (handleCall), keeping
+// the name the agent called for it (see calledName). So mcp-go routes
+// the call of any tool, and the call path decides what is offered; the
+// route tool called by its own name is refused there, as not a tool's.
+func routeCall(_ context.Context, _ any, req *mcp.CallToolRequest) {
+	if req.Params.Name == toolsearch.SearchToolName {
+		return
+	}
+	// The request's embedded mcp.Request params are a field no message
+	// sets (the call's own params shadow them on the wire) and mcp-go
+	// does not read: the name rides there, out of the agent's reach.
+	req.Request.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{calledNameKey: req.Params.Name}}
+	req.Params.Name = routeToolName
+}
+
+const calledNameKey = "switchboard/called"
+
+// calledName is the name an agent called in a request routeCall routed.
+func calledName(req mcp.CallToolRequest) string {
+	if m := req.Request.Params.Meta; m != nil {
+		if name, ok := m.AdditionalFields[calledNameKey].(string); ok {
+			return name
+		}
+	}
+	return req.Params.Name
 }
 
 // offerable reports whether a tool is offered to agents (see refusal):
