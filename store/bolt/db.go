@@ -369,19 +369,28 @@ func reconcileInterrupted(tx *bbolt.Tx) error {
 	b := tx.Bucket(bucketDiscovery)
 	var updates []store.Discovery
 	err := b.ForEach(func(k, v []byte) error {
+		// Its status first: a whole record, with its timings and
+		// warnings, is decoded only for a verification to mark.
+		var head struct {
+			Status store.Status `json:"status"`
+		}
+		if err := json.Unmarshal(v, &head); err != nil {
+			return fmt.Errorf("decode discovery %q: %w", k, err)
+		}
+		if head.Status != store.StatusRunning {
+			return nil
+		}
 		var d store.Discovery
 		if err := json.Unmarshal(v, &d); err != nil {
 			return fmt.Errorf("decode discovery %q: %w", k, err)
 		}
-		if d.Status == store.StatusRunning {
-			d.Status = store.StatusInterrupted
-			d.Error = &store.VerifyError{
-				Class:      "cancelled",
-				Message:    "switchboard stopped while this verification was running",
-				Suggestion: "Verify again.",
-			}
-			updates = append(updates, d)
+		d.Status = store.StatusInterrupted
+		d.Error = &store.VerifyError{
+			Class:      "cancelled",
+			Message:    "switchboard stopped while this verification was running",
+			Suggestion: "Verify again.",
 		}
+		updates = append(updates, d)
 		return nil
 	})
 	if err != nil {

@@ -164,13 +164,13 @@ func (db *DB) Offer(ctx context.Context, fn func(*store.Summary, store.OfferedTo
 		if ob == nil {
 			return nil
 		}
-		pb := tx.Bucket(bucketPolicies).Bucket(k)
+		policies := newKeyWalk(tx.Bucket(bucketPolicies).Bucket(k))
 		return ob.ForEach(func(name, v []byte) error {
 			o, err := readOfferRecord(sum.Server.ID, name, v)
 			if err != nil {
 				return fmt.Errorf("decode the offer of tool %q: %w", name, err)
 			}
-			if p := policyRecord(pb, name); p != nil {
+			if p := policies.get(name); p != nil {
 				if o.Policy, err = readPolicyHead(p); err != nil {
 					return fmt.Errorf("decode the policy of tool %q: %w", name, err)
 				}
@@ -181,13 +181,34 @@ func (db *DB) Offer(ctx context.Context, fn func(*store.Summary, store.OfferedTo
 	})
 }
 
-// policyRecord is the policy record of the tool name in pb, the
-// server's policies bucket (nil if there is none).
-func policyRecord(pb *bbolt.Bucket, name []byte) []byte {
-	if pb == nil {
-		return nil
+// keyWalk reads a bucket's values for keys asked in ascending order, as
+// a walk of another bucket by the same keys asks them: a cursor moving
+// forward alongside it, not a search from the root for each key.
+type keyWalk struct {
+	c    *bbolt.Cursor
+	k, v []byte
+}
+
+// newKeyWalk walks b, which may be nil (then every get is nil).
+func newKeyWalk(b *bbolt.Bucket) *keyWalk {
+	w := &keyWalk{}
+	if b != nil {
+		w.c = b.Cursor()
+		w.k, w.v = w.c.First()
 	}
-	return pb.Get(name)
+	return w
+}
+
+// get is the value of key (nil if b has none); key must not be below
+// the key of the previous get.
+func (w *keyWalk) get(key []byte) []byte {
+	for w.k != nil && bytes.Compare(w.k, key) < 0 {
+		w.k, w.v = w.c.Next()
+	}
+	if w.k != nil && bytes.Equal(w.k, key) {
+		return w.v
+	}
+	return nil
 }
 
 // readPolicyHead reads the policy and the pin of a policy record (a

@@ -3,9 +3,11 @@ package bolt
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/storetest"
@@ -133,4 +135,54 @@ func TestReadPolicyHead(t *testing.T) {
 	if _, err := readPolicyHead([]byte(`{"policy":`)); err == nil {
 		t.Error("readPolicyHead of a cut record = nil error")
 	}
+}
+
+// A keyWalk gives, for keys asked in ascending order, what Get gives:
+// for keys present, absent, between others, past the last, a prefix of
+// another, and a nested bucket's name; and nothing for a missing bucket.
+func TestKeyWalk(t *testing.T) {
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "walk.db"), 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	stored := []string{"a", "ab", "c", "d", "f"}
+	asked := []string{"", "a", "aa", "ab", "b", "c", "d", "e", "f", "g"}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("b"))
+		if err != nil {
+			return err
+		}
+		for _, k := range stored {
+			if err := b.Put([]byte(k), []byte("value of "+k)); err != nil {
+				return err
+			}
+		}
+		_, err = b.CreateBucket([]byte("e"))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte("b"))
+		// Every ascending selection of the keys asked, as a walk of
+		// another bucket would ask them.
+		for mask := 1; mask < 1<<len(asked); mask++ {
+			w := newKeyWalk(b)
+			for i, k := range asked {
+				if mask&(1<<i) == 0 {
+					continue
+				}
+				if got, want := w.get([]byte(k)), b.Get([]byte(k)); !bytes.Equal(got, want) {
+					t.Fatalf("selection %b: get(%q) = %q; want %q", mask, k, got, want)
+				}
+			}
+		}
+		w := newKeyWalk(nil)
+		if got := w.get([]byte("a")); got != nil {
+			t.Errorf("get from a missing bucket = %q; want nil", got)
+		}
+		return nil
+	})
 }

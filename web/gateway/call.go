@@ -334,6 +334,11 @@ func refusal(sum *store.Summary, t store.ToolEntry) (by, reason string) {
 	if by, reason = serverRefusal(sum); reason != "" {
 		return by, reason
 	}
+	return toolRefusal(t)
+}
+
+// toolRefusal is the part of refusal that is the tool's own.
+func toolRefusal(t store.ToolEntry) (by, reason string) {
 	switch {
 	case t.State == store.ToolChanged || t.State == store.ToolActive && t.Pin != t.Policy.Pin:
 		return bySwitch, "the tool's definition changed since it was approved; a person must review the change"

@@ -529,13 +529,6 @@ func calledName(req mcp.CallToolRequest) string {
 	return req.Params.Name
 }
 
-// offerable reports whether a tool is offered to agents (see refusal):
-// its definition to offer is its agent definition.
-func offerable(sum *store.Summary, t store.OfferedTool) bool {
-	_, reason := refusal(sum, t.Entry())
-	return reason == ""
-}
-
 // build reads the catalog and encodes the offer (buildMu held). The
 // agent definitions come from the store as they are offered (see
 // store.AgentDefinition), so the list is their concatenation, and every
@@ -554,13 +547,29 @@ func (e *Endpoint) build() (*offer, error) {
 	var (
 		entries []offerEntry
 		spans   []span
+		// The server of the tools at hand, and whether it offers them
+		// (see serverRefusal): the store gives a server's tools one
+		// after the other.
+		server    string
+		servesNow bool
 	)
 	rev, err := e.st.Offer(ctx, func(sum *store.Summary, t store.OfferedTool) error {
-		if !offerable(sum, t) {
+		if sum.Server.ID != server {
+			_, reason := serverRefusal(sum)
+			server, servesNow = sum.Server.ID, reason == ""
+		}
+		// A tool is offered as its agent definition (see refusal).
+		if _, reason := toolRefusal(t.Entry()); !servesNow || reason != "" {
 			return nil
 		}
 		if len(entries) > 0 {
 			list = append(list, ',')
+		}
+		if len(list)+len(t.Definition)+1 > cap(list) {
+			// Twice the size, not append's quarter more for a large
+			// slice: the first build, sized by no earlier one, would
+			// copy the list a dozen times over.
+			list = slices.Grow(list, max(cap(list), len(t.Definition)+1))
 		}
 		at := len(list)
 		list = append(list, t.Definition...)
@@ -579,6 +588,9 @@ func (e *Endpoint) build() (*offer, error) {
 		return nil, err
 	}
 	list = append(list, ']')
+	if cap(list)-len(list) > len(list)/4 { // the list is kept: not its room to grow
+		list = bytes.Clone(list)
+	}
 	e.lastListSize = len(list)
 	for i := range entries {
 		d, s := spans[i].def, spans[i].schema
@@ -589,15 +601,15 @@ func (e *Endpoint) build() (*offer, error) {
 	if err != nil {
 		return nil, err
 	}
+	sum := sha256.Sum256(list)
+	o.hash = hex.EncodeToString(sum[:])
 	o.views = make(map[string]*view, len(profiles))
 	for _, p := range profiles {
-		o.views[p.ID] = buildViewOf(p, entries, list)
+		o.views[p.ID] = buildViewOf(p, entries, list, o.hash)
 		o.views[p.ID].listing = buildListing(p, listed)
 	}
 	e.indexViews(o.views)
 	o.revision = rev
-	sum := sha256.Sum256(list)
-	o.hash = hex.EncodeToString(sum[:])
 	reclaim.After(2 * len(list)) // the build's garbage: what the store lent was copied, and its records decoded
 	return o, nil
 }

@@ -75,11 +75,12 @@ type offerEntry struct {
 }
 
 // buildView is the view of profile p of the offered entries.
-func buildView(p store.Profile, entries []offerEntry) *view { return buildViewOf(p, entries, nil) }
+func buildView(p store.Profile, entries []offerEntry) *view { return buildViewOf(p, entries, nil, "") }
 
-// buildViewOf is buildView given all, the list of every entry (or nil):
-// a view of every entry shares it rather than copy it.
-func buildViewOf(p store.Profile, entries []offerEntry, all []byte) *view {
+// buildViewOf is buildView given all, the list of every entry (or nil),
+// and its hash: a view of every entry shares them rather than copy and
+// hash it again.
+func buildViewOf(p store.Profile, entries []offerEntry, all []byte, allHash string) *view {
 	v := &view{profile: p, tools: map[string]json.RawMessage{}, offered: []OfferedTool{}, listing: buildListing(p, nil)}
 	var defs [][]byte
 	for _, en := range entries {
@@ -95,12 +96,12 @@ func buildViewOf(p store.Profile, entries []offerEntry, all []byte) *view {
 		v.offered = append(v.offered, t)
 	}
 	if len(defs) == len(entries) && all != nil {
-		v.list = all
+		v.list, v.hash = all, allHash
 	} else {
 		v.list = append(append([]byte{'['}, joinDefs(defs)...), ']')
+		sum := sha256.Sum256(v.list)
+		v.hash = hex.EncodeToString(sum[:])
 	}
-	sum := sha256.Sum256(v.list)
-	v.hash = hex.EncodeToString(sum[:])
 	if p.Search {
 		v.allHash, v.entries = v.hash, map[string]offeredTool{}
 		var in []offerEntry
