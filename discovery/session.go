@@ -321,12 +321,13 @@ func textSize(v any) (n int, ok bool) {
 		return 0, false
 	}
 	n = 128 + len(res.ResultType)
-	if res.Meta != nil { // small (a 2026-07-28 result's serverInfo): encoded alone
-		meta, err := json.Marshal(res.Meta)
-		if err != nil {
+	if res.Meta != nil { // small: a 2026-07-28 result's serverInfo
+		token, ok1 := jsonBound(res.Meta.ProgressToken)
+		fields, ok2 := jsonBound(res.Meta.AdditionalFields)
+		if !ok1 || !ok2 {
 			return 0, false
 		}
-		n += len(meta)
+		n += len(`{"progressToken":,}`) + token + fields
 	}
 	for _, c := range res.Content {
 		t, isText := c.(mcp.TextContent)
@@ -336,6 +337,41 @@ func textSize(v any) (n int, ok bool) {
 		n += 64 + 6*len(t.Text)
 	}
 	return n, true
+}
+
+// jsonBound bounds the encoded size of a value as JSON decoding makes
+// them (nil, bool, float64, string, []any, map[string]any), without
+// encoding it; ok is false for any other kind of value.
+func jsonBound(v any) (n int, ok bool) {
+	switch v := v.(type) {
+	case nil, bool:
+		return len("false"), true
+	case float64:
+		return len("-1.2345678901234567e-308"), true
+	case string:
+		return 2 + 6*len(v), true
+	case []any:
+		n = 2
+		for _, e := range v {
+			m, ok := jsonBound(e)
+			if !ok {
+				return 0, false
+			}
+			n += m + 1
+		}
+		return n, true
+	case map[string]any:
+		n = 2
+		for k, e := range v {
+			m, ok := jsonBound(e)
+			if !ok {
+				return 0, false
+			}
+			n += 2 + 6*len(k) + 1 + m + 1
+		}
+		return n, true
+	}
+	return 0, false
 }
 
 // classify turns a failed request into an *Error (nil stays nil), preferring why the

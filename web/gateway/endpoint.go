@@ -785,8 +785,8 @@ func (e *Endpoint) answer(w http.ResponseWriter, r *http.Request, req rpcRequest
 // the call path with nothing for this endpoint to answer first (see
 // answer), so it is not parsed here too.
 func (e *Endpoint) offeredCall(r *http.Request, body []byte) bool {
-	name, ok := peekCall(body)
-	if !ok || r.Header.Get(mcp.HeaderProtocolVersion) != "" || !e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
+	name, ok := sessionCall(r.Header, body)
+	if !ok || !e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
 		return false
 	}
 	o, err := e.current()

@@ -2,8 +2,11 @@ package gateway
 
 import (
 	"bytes"
+	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // peekCall tells, without decoding it, whether body is a JSON-RPC
@@ -62,6 +65,16 @@ func peekCall(body []byte) (name string, ok bool) {
 		return "", false
 	}
 	return tool, true
+}
+
+// sessionCall is peekCall of a request that is not of 2026-07-28 by its
+// header (a session's requests carry the version the session agreed on
+// from 2025-06-18, which is no reason to parse them).
+func sessionCall(h http.Header, body []byte) (name string, ok bool) {
+	if mcp.IsModernProtocol(h.Get(mcp.HeaderProtocolVersion)) {
+		return "", false
+	}
+	return peekCall(body)
 }
 
 // exactKey reports false for a key that encoding/json would take for
