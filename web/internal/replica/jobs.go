@@ -83,7 +83,7 @@ func (j *Jobs) Close() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for id, c := range j.claims {
-		c.release()
+		c.end()
 		delete(j.claims, id)
 	}
 }
@@ -96,7 +96,23 @@ type claim struct {
 	// ended are jobs that ended before Submit recorded them (the runner
 	// tells of a job from the moment it is queued).
 	ended map[string]bool
+	// released is closed when the claim is released (see end).
+	released chan struct{}
 }
+
+func newClaim(release func()) *claim {
+	return &claim{release: release, jobs: map[string]bool{}, ended: map[string]bool{}, released: make(chan struct{})}
+}
+
+// end releases the claim (j.mu held).
+func (c *claim) end() {
+	c.release()
+	close(c.released)
+}
+
+// endingWait bounds how long a Submit waits for this replica's claim of
+// a job that just ended to be released (see submit).
+const endingWait = 2 * time.Second
 
 // claimName is the claim of a server's verification.
 func claimName(serverID string) string { return "verify/" + serverID }
@@ -133,6 +149,9 @@ func (j *Jobs) submit(ctx context.Context, req discovery.Request) (job discovery
 		return job, false, err
 	}
 	release, err := j.cluster.Claim(ctx, claimName(req.ServerID))
+	if errors.Is(err, cluster.ErrClaimed) && j.waitOwnClaim(req.ServerID) {
+		release, err = j.cluster.Claim(ctx, claimName(req.ServerID))
+	}
 	if errors.Is(err, cluster.ErrClaimed) {
 		if active, ok := j.activeRemote(req.ServerID); ok {
 			return active, true, nil
@@ -143,7 +162,7 @@ func (j *Jobs) submit(ctx context.Context, req discovery.Request) (job discovery
 	if err != nil {
 		return discovery.Job{}, false, err
 	}
-	c := &claim{release: release, jobs: map[string]bool{}, ended: map[string]bool{}}
+	c := newClaim(release)
 	j.mu.Lock()
 	j.claims[req.ServerID] = c
 	j.mu.Unlock()
@@ -155,8 +174,32 @@ func (j *Jobs) submit(ctx context.Context, req discovery.Request) (job discovery
 		return job, false, nil
 	}
 	delete(j.claims, req.ServerID)
-	release()
+	c.end()
 	return job, false, err
+}
+
+// waitOwnClaim waits, if the server's claim is this replica's, for its
+// release, and reports whether it came. The runner has no job of the
+// server in flight (submit asked it first), so the claim is held by a
+// job that just ended here: the runner takes it out of flight before it
+// tells of its end (see Event), and the person who saw it end may
+// already be asking for the next one. Not waiting would answer them
+// with a job "running on another replica" that no replica runs.
+func (j *Jobs) waitOwnClaim(serverID string) bool {
+	j.mu.Lock()
+	c, ok := j.claims[serverID]
+	j.mu.Unlock()
+	if !ok {
+		return false
+	}
+	t := time.NewTimer(endingWait)
+	defer t.Stop()
+	select {
+	case <-c.released:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // Event is the runner's Event: a change of a job of this replica. The
@@ -181,7 +224,7 @@ func (j *Jobs) Event(job discovery.Job) {
 		delete(c.jobs, job.ID)
 		if len(c.jobs) == 0 { // no other job of the server holds it
 			delete(j.claims, job.ServerID)
-			c.release()
+			c.end()
 		}
 	}
 }
