@@ -116,12 +116,22 @@ func TestFailingCallsLookFailing(t *testing.T) {
 		waitFor(t, 10*time.Second, "the idle upstream to end", func() bool {
 			return strings.Contains(e.api(http.MethodGet, "/api/v1/upstreams", nil).Body.String(), `"upstreams":[]`)
 		})
+		before := b.openEvents(srv, hc) // its snapshot, the servers OK, is the one tabs share next
+		before.until(t, 10*time.Second, "the snapshot's row", named("row-flaky"))
 		if res, err := c.call("flaky__tool_000", map[string]any{"query": "x"}); err == nil && !res.IsError {
 			t.Fatalf("a call without its command succeeded: %+v", res)
 		}
 		tab.until(t, 10*time.Second, "the list's row to say calls fail", func(ev sseEvent) bool {
 			return ev.name == "row-flaky" && strings.Contains(ev.text(), "Calls failing since")
 		})
+		// The store did not change (a call's record is no change of it),
+		// yet a tab opened now gets the failing row in its snapshot: the
+		// publication dropped the snapshot tabs share.
+		after := b.openEvents(srv, hc)
+		seen := after.until(t, 10*time.Second, "the snapshot's row", named("row-flaky"))
+		if row := seen[len(seen)-1].text(); !strings.Contains(row, "Calls failing since") {
+			t.Errorf("a new tab's row = %q; want it failing, as published", row)
+		}
 		health, text := chip()
 		if health != "unreachable" || !strings.HasPrefix(text, "Calls failing since ") {
 			t.Errorf("after a failed call: %s %q; want unreachable, Calls failing since …", health, text)

@@ -103,6 +103,9 @@ type Server struct {
 	// pubMu orders reading a server's state with publishing it, so the
 	// last fragment a tab gets is never older than one before it.
 	pubMu sync.Mutex
+	// snap is the servers' fragments of the last snapshot (pubMu; see
+	// snapshot).
+	snap *serversSnapshot
 
 	bodies bodycache.Cache // JSON of the catalog and of each server's tools
 
@@ -286,6 +289,7 @@ func (s *Server) publishNow(id string) {
 	ctx := context.Background()
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
+	s.snap = nil // a server's fragments change
 	sum, err := s.store.Summary(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		s.hub.Publish(signal(views.EventServers))
@@ -318,17 +322,23 @@ func (s *Server) snapshot(since string) []*sse.Event {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
 	current := s.store.Revision()
-	sums, err := s.store.Summaries(ctx)
-	if err != nil {
-		s.log.Error("read servers for snapshot", "err", err)
-		return nil
+	if s.snap == nil || s.snap.revision != current || time.Since(s.snap.at) > snapshotReuse {
+		sums, err := s.store.Summaries(ctx)
+		if err != nil {
+			s.log.Error("read servers for snapshot", "err", err)
+			return nil
+		}
+		s.snap = &serversSnapshot{revision: current, at: time.Now(), events: make([]*sse.Event, 0, 2*len(sums))}
+		for _, sum := range sums {
+			s.snap.events = append(s.snap.events, s.serverEvents(ctx, sum)...)
+			s.snap.ids = append(s.snap.ids, sum.Server.ID)
+		}
 	}
-	events := make([]*sse.Event, 0, 3*len(sums))
-	for _, sum := range sums {
-		events = append(events, s.serverEvents(ctx, sum)...)
-		if since != current {
-			events = append(events, toolsChanged(sum.Server.ID),
-				signal(views.HistoryEvent(sum.Server.ID)))
+	events := make([]*sse.Event, 0, len(s.snap.events)+2*len(s.snap.ids)+3)
+	events = append(events, s.snap.events...)
+	if since != current {
+		for _, id := range s.snap.ids {
+			events = append(events, toolsChanged(id), signal(views.HistoryEvent(id)))
 		}
 	}
 	if ev := s.batchEvent(); ev != nil {
@@ -337,6 +347,24 @@ func (s *Server) snapshot(since string) []*sse.Event {
 	events = append(events, s.approvalsEvent(), s.upstreamsEvent())
 	return events
 }
+
+// serversSnapshot is every server's fragments (their events, in the
+// order of ids), as a snapshot rendered them at a store revision. Tabs
+// that connect together (a restart, a burst of resynchronisations) share
+// it, rather than each read and render every server: it is reused for
+// snapshotReuse at most, while the store is at that revision and no
+// server's fragments were published since (publishNow drops it).
+type serversSnapshot struct {
+	revision string
+	at       time.Time
+	events   []*sse.Event
+	ids      []string
+}
+
+// snapshotReuse bounds how long a snapshot's fragments are shared: what
+// changes with time alone (how long ago a server was verified, whether
+// its tools are fresh) is at most this old.
+const snapshotReuse = time.Second
 
 func toolsChanged(id string) *sse.Event { return signal(views.ToolsEvent(id)) }
 
