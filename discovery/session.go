@@ -346,8 +346,8 @@ func jsonBound(v any) (n int, ok bool) {
 	switch v := v.(type) {
 	case nil, bool:
 		return len("false"), true
-	case float64:
-		return len("-1.2345678901234567e-308"), true
+	case float64: // decimal from 1e-6 to 1e21, else with an exponent
+		return len("-0.0000012345678901234567"), true
 	case string:
 		return 2 + 6*len(v), true
 	case []any:

@@ -73,9 +73,9 @@ func randomValue(rng *rand.Rand, alphabet []string, depth int) any {
 	case 1:
 		return rng.IntN(2) == 0
 	case 2:
-		return []float64{0, -1, 1e21, -1.2345678901234567e-308, 123456789.123456789, 1e-7}[rng.IntN(6)]
+		return []float64{0, -1, 1e21, -1e21 + 1e5, -1.2345678901234567e-308, -1.2345678901234567e-06, 123456789.123456789, 1e-7}[rng.IntN(8)]
 	case 3:
-		return rng.Float64() * float64(rng.Int64())
+		return (rng.Float64() - 0.5) * float64(rng.Int64())
 	case 4:
 		return word()
 	case 5:

@@ -489,8 +489,10 @@ func (e *Endpoint) current() (*offer, error) {
 	// session, and each subscriptions/listen stream that asked for that
 	// list (see viewChanged, which passes on only the notifications of a
 	// view that changed).
-	for _, n := range listChangedMethods { // tools, resources, prompts
-		if old != nil && viewsChanged(old, o, n) {
+	for i, n := range listChangedMethods { // tools, resources, prompts
+		// The first offer's tools are news to a session that initialized
+		// before it (one whose view it could not read then).
+		if old == nil && i == 0 || old != nil && viewsChanged(old, o, n) {
 			e.srv.SendNotificationToAllClients(n, nil)
 		}
 	}
@@ -558,8 +560,11 @@ func (e *Endpoint) build() (*offer, error) {
 			_, reason := serverRefusal(sum)
 			server, servesNow = sum.Server.ID, reason == ""
 		}
+		if !servesNow {
+			return nil
+		}
 		// A tool is offered as its agent definition (see refusal).
-		if _, reason := toolRefusal(t.Entry()); !servesNow || reason != "" {
+		if _, reason := toolRefusal(t.Entry()); reason != "" {
 			return nil
 		}
 		if len(entries) > 0 {

@@ -104,8 +104,14 @@ func newClaim(release func()) *claim {
 	return &claim{release: release, jobs: map[string]bool{}, ended: map[string]bool{}, released: make(chan struct{})}
 }
 
-// end releases the claim (j.mu held).
+// end releases the claim (j.mu held); again is nothing (Close may end
+// a claim a failing submit ends too).
 func (c *claim) end() {
+	select {
+	case <-c.released:
+		return
+	default:
+	}
 	c.release()
 	close(c.released)
 }

@@ -105,3 +105,20 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// A claim ended twice (Close, then a failing submit of the same claim)
+// is released once, without a panic.
+func TestClaimEndsOnce(t *testing.T) {
+	released := 0
+	c := newClaim(func() { released++ })
+	c.end()
+	c.end()
+	select {
+	case <-c.released:
+	default:
+		t.Error("the claim's released channel is open after end")
+	}
+	if released != 1 {
+		t.Errorf("released %d times; want once", released)
+	}
+}
