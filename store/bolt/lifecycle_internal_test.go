@@ -57,3 +57,18 @@ func TestMigrateToSchema2(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// makeOlder makes db's file one of an older schema, version, which did
+// not have bucket yet: for the tests of the migration that adds it.
+func makeOlder(t *testing.T, db *DB, bucket []byte, version int) {
+	t.Helper()
+	err := db.bolt.Update(func(tx *bbolt.Tx) error {
+		if err := tx.DeleteBucket(bucket); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bucketMeta), keySchemaVersion, version)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -23,15 +23,7 @@ func TestMigrateToSchema6(t *testing.T) {
 	db := mustOpenPath(t, path, Options{})
 	s := storetest.MustCreate(t, db, storetest.StdioServer("files"))
 	storetest.MustRecordSuccess(t, db, s.ID, storetest.Verification(s, "j1", storetest.At(1), storetest.MkTool("read", "v1"), storetest.MkTool("write", "v1")))
-	err := db.bolt.Update(func(tx *bbolt.Tx) error {
-		if err := tx.DeleteBucket(bucketOffers); err != nil {
-			return err
-		}
-		return putJSON(tx.Bucket(bucketMeta), keySchemaVersion, 5)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	makeOlder(t, db, bucketOffers, 5)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

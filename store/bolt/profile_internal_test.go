@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	bbolt "go.etcd.io/bbolt"
-
 	"github.com/switchboard-dev/switchboard/store"
 )
 
@@ -15,15 +13,7 @@ func TestMigrateProfiles(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "switchboard.db")
 	db := mustOpenPath(t, path, Options{})
-	err := db.bolt.Update(func(tx *bbolt.Tx) error {
-		if err := tx.DeleteBucket(bucketProfiles); err != nil {
-			return err
-		}
-		return putJSON(tx.Bucket(bucketMeta), keySchemaVersion, 4)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	makeOlder(t, db, bucketProfiles, 4)
 	db.Close()
 	db = mustOpenPath(t, path, Options{})
 	if err := db.CreateProfile(ctx, store.Profile{ID: "p", Name: "P", Mode: store.ProfileAll}); err != nil {

@@ -16,15 +16,7 @@ func TestMigrateSessions(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "switchboard.db")
 	db := mustOpenPath(t, path, Options{})
-	err := db.bolt.Update(func(tx *bbolt.Tx) error {
-		if err := tx.DeleteBucket(bucketSessions); err != nil {
-			return err
-		}
-		return putJSON(tx.Bucket(bucketMeta), keySchemaVersion, 3)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	makeOlder(t, db, bucketSessions, 3)
 	db.Close()
 	db = mustOpenPath(t, path, Options{})
 	_, s := store.NewBrowserSession("Firefox", time.Now(), time.Hour)
