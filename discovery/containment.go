@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 )
 
 // Containment keeps the processes of one database's servers from
@@ -207,5 +209,14 @@ func readRun(path string) (runInfo, bool) {
 // (see Containment). It returns v.
 func (v *Verifier) Contained(c *Containment) *Verifier {
 	v.runs = c
+	return v
+}
+
+// Walled tells the Verifier what the walls of its stdio servers must
+// know of Switchboard: its database (whose files no server reads) and
+// its port (which no server reaches unless its profile lists it). It
+// returns v.
+func (v *Verifier) Walled(c sandbox.Config) *Verifier {
+	v.walls = c
 	return v
 }

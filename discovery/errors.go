@@ -37,6 +37,10 @@ const (
 	ClassAuth      = "auth_required"
 	ClassCancelled = "cancelled"
 	ClassInternal  = "internal"
+	// ClassSandbox: the server's walls could not be built as its profile
+	// asks (this machine lacks what they need, or the profile does not
+	// check out); nothing ran.
+	ClassSandbox = "sandbox"
 )
 
 // Error is why a verification failed. Message and StderrTail are redacted:
@@ -77,7 +81,7 @@ type Error struct {
 // Switchboard's own failures may pass on the next try.
 func (e *Error) Lasting() bool {
 	switch e.Class {
-	case ClassNotFound, ClassPermission, ClassExited, ClassTooLarge, ClassAuth:
+	case ClassNotFound, ClassPermission, ClassExited, ClassTooLarge, ClassAuth, ClassSandbox:
 		return true
 	case ClassProtocol:
 		return !e.guessed
@@ -109,6 +113,7 @@ var suggestions = map[string]string{
 	ClassAuth:       "The server asks you to sign in: Sign in on its page (or run switchboard verify/call, which sign in too).",
 	ClassCancelled:  "The verification was cancelled; Verify again when ready.",
 	ClassInternal:   "Something went wrong inside Switchboard; the log has details.",
+	ClassSandbox:    "The server's walls could not be built as its profile asks: change the profile, or choose to run it with the walls this machine has.",
 }
 
 // Suggestion returns the advice for an error class.
@@ -224,7 +229,10 @@ func statusSuggestion(code int, general string) string {
 
 // spawnError classifies a failure to start a process.
 func spawnError(err error, command string) *Error {
+	var we *wallError
 	switch {
+	case errors.As(err, &we):
+		return newError(ClassSandbox, PhaseStarting, rootMessage(err), err)
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOENT), isNotFound(err):
 		return newError(ClassNotFound, PhaseStarting, rootMessage(err), err)
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EISDIR):

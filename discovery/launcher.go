@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 )
 
 // The launcher: a program that starts stdio servers runs itself again,
@@ -34,6 +37,9 @@ func RunLauncherIfAsked() {
 	if len(os.Args) > 1 && os.Args[1] == launchArg {
 		os.Exit(runLauncher(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == sandbox.ProbeArg {
+		os.Exit(0) // started in new namespaces: they can be made
+	}
 	launcherReady.Store(true)
 }
 
@@ -49,21 +55,44 @@ func launcherPath() (string, bool) {
 }
 
 // launcherArgs are the launcher's arguments for the program at path with
-// argv and a memory cap (0 for none).
-func launcherArgs(path string, memory int64, argv []string) []string {
-	return append([]string{"switchboard-launcher", launchArg, strconv.FormatInt(memory, 10), path}, argv...)
+// argv under plan (the walls and limits it builds before exec).
+func launcherArgs(path string, plan *sandbox.Plan, argv []string) []string {
+	return append([]string{"switchboard-launcher", launchArg, plan.Encode(), path}, argv...)
 }
 
 // parseLaunch reads the launcher's arguments (after launchArg).
-func parseLaunch(args []string) (memory int64, path string, argv []string, err error) {
+func parseLaunch(args []string) (plan *sandbox.Plan, path string, argv []string, err error) {
 	if len(args) < 3 {
-		return 0, "", nil, fmt.Errorf("the launcher is started by Switchboard for a server, not by hand")
+		return nil, "", nil, fmt.Errorf("the launcher is started by Switchboard for a server, not by hand")
 	}
-	memory, err = strconv.ParseInt(args[0], 10, 64)
-	if err != nil || memory < 0 {
-		return 0, "", nil, fmt.Errorf("invalid memory cap %q", args[0])
+	plan, err = sandbox.DecodePlan(args[0])
+	if err != nil {
+		return nil, "", nil, err
 	}
-	return memory, args[1], args[2:], nil
+	return plan, args[1], args[2:], nil
+}
+
+// wallReport starts the launcher's report that it could not build the
+// walls.
+const wallReport = "wall "
+
+// tierLine starts the launcher's report of the walls it built, written
+// (as JSON, one line) before it execs the server.
+const tierLine = "tier "
+
+// parseReport reads what the launcher wrote on its report pipe: the
+// walls it built, and, if exec did not happen, why (else "").
+func parseReport(report string) (tier sandbox.Tier, failure string) {
+	for {
+		line, rest, found := strings.Cut(report, "\n")
+		js, ok := strings.CutPrefix(line, tierLine)
+		if !ok || !found {
+			break
+		}
+		json.Unmarshal([]byte(js), &tier)
+		report = rest
+	}
+	return tier, report
 }
 
 // launchReport is how the launcher tells its parent why the server could

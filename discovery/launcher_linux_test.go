@@ -25,7 +25,7 @@ func TestLaunchedInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "process group + limits set before exec + escapee sweep"; !strings.HasPrefix(p.isolation, want) {
+	if want := "none (walls off) · process group + limits set before exec + escapee sweep"; !strings.HasPrefix(p.isolation, want) {
 		t.Errorf("isolation = %q; want it to start with %q", p.isolation, want)
 	}
 	pid := p.cmd.Process.Pid
@@ -59,7 +59,7 @@ func TestLaunchedInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "process group + limits set after start + escapee sweep"; !strings.HasPrefix(direct.isolation, want) {
+	if want := "none (walls off) · process group + limits set after start + escapee sweep"; !strings.HasPrefix(direct.isolation, want) {
 		t.Errorf("isolation without the launcher = %q; want it to start with %q", direct.isolation, want)
 	}
 }

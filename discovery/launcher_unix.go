@@ -3,6 +3,7 @@
 package discovery
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -20,23 +21,29 @@ func runLauncher(args []string) int {
 		fmt.Fprintln(os.Stderr, "switchboard launcher:", err)
 		return 127
 	}
-	memory, path, argv, err := parseLaunch(args)
+	plan, path, argv, err := parseLaunch(args)
 	if err != nil {
 		return fail(err)
 	}
-	// No core dumps: a core file of a server would hold the secrets in
-	// its environment.
-	if err := syscall.Setrlimit(syscall.RLIMIT_CORE, &syscall.Rlimit{}); err != nil {
-		return fail(fmt.Errorf("disable core dumps: %w", err))
+	var ctl *os.File
+	if plan.Ctl() {
+		ctl = os.NewFile(4, "sandbox-ctl")
+	}
+	// No core dumps (a core file of a server would hold the secrets in
+	// its environment), the limits, and the walls.
+	tier, execPath, execArgv, err := wall(plan, ctl, path, argv)
+	if err != nil {
+		fmt.Fprint(report, wallReport+err.Error())
+		fmt.Fprintln(os.Stderr, "switchboard launcher:", err)
+		return 126
+	}
+	if ctl != nil {
+		ctl.Close()
 	}
 	closeOnExec()
-	if memory > 0 {
-		m := uint64(memory)
-		if err := syscall.Setrlimit(syscall.RLIMIT_DATA, &syscall.Rlimit{Cur: m, Max: m}); err != nil {
-			return fail(fmt.Errorf("cap the memory: %w", err))
-		}
-	}
-	err = syscall.Exec(path, argv, os.Environ())
+	t, _ := json.Marshal(tier)
+	fmt.Fprintf(report, "%s%s\n", tierLine, t)
+	err = syscall.Exec(execPath, execArgv, os.Environ())
 	return fail(&os.PathError{Op: "exec", Path: path, Err: err})
 }
 

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 )
 
 // childEnv builds a child's environment from the allow-list, read through
@@ -34,6 +36,13 @@ func childEnv(getenv func(string) string, own map[string]string) []string {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, exec.ErrNotFound) }
+
+// wallError: a run's walls could not be made ready (a profile that does
+// not check out, a temp dir or proxy that could not be made).
+type wallError struct{ err error }
+
+func (e *wallError) Error() string { return "sandbox: " + e.err.Error() }
+func (e *wallError) Unwrap() error { return e.err }
 
 // RunMarkerVar names the environment variable that marks every process of
 // one verification with a random value. Children inherit it, also those
@@ -64,8 +73,14 @@ type process struct {
 	stopOnce sync.Once
 
 	killEscapee func(pid int, sig syscall.Signal) error
-	// isolation says what startIsolated got (see Isolation).
+	// isolation says what startIsolated got (see Isolation); tier is the
+	// walls the launcher built.
 	isolation string
+	tier      sandbox.Tier
+	// walls are the run's walls made ready by the parent (temp dir,
+	// egress proxy, cgroup), closed once the process is stopped; nil for
+	// a run without a profile.
+	walls *sandbox.Prepared
 	// job is the Windows Job Object of the process tree (0 elsewhere).
 	job uintptr
 	// record is the run's record beside the database (nil without a
@@ -97,6 +112,16 @@ type processConfig struct {
 	// Runs, if set, records the run before the process starts, so that
 	// what is left of it after a crash is stopped at the next start.
 	Runs *Containment
+	// Sandbox is the server's permission profile; nil runs it with the
+	// limits alone (no walls), which the tier says.
+	Sandbox *sandbox.Profile
+	// Walls is what the walls know of Switchboard (its database, port).
+	Walls sandbox.Config
+}
+
+// plan returns the plan of a run without walls: the limits alone.
+func unwalled(memory int64) *sandbox.Plan {
+	return &sandbox.Plan{Off: true, MemoryBytes: memory}
 }
 
 // startProcess starts the command isolated as this operating system
@@ -114,14 +139,23 @@ func startProcess(pc processConfig) (*process, error) {
 			return nil, fmt.Errorf("working directory %q is not a directory: %w", pc.Dir, os.ErrNotExist)
 		}
 	}
+	var walls *sandbox.Prepared
+	if pc.Sandbox != nil {
+		walls, err = sandbox.Prepare(*pc.Sandbox, sandbox.Run{Path: path, Args: pc.Args, Cwd: pc.Dir}, pc.MemoryBytes, pc.Walls, sandbox.Probe(pc.Walls))
+		if err != nil {
+			return nil, &wallError{err}
+		}
+	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
+		walls.Close()
 		return nil, err
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
+		walls.Close()
 		return nil, err
 	}
 	mark := make([]byte, 8)
@@ -136,6 +170,7 @@ func startProcess(pc processConfig) (*process, error) {
 		inW.Close()
 		outR.Close()
 		outW.Close()
+		walls.Close()
 		return nil, err
 	}
 	forks, inUse := pidClock()
@@ -143,12 +178,16 @@ func startProcess(pc processConfig) (*process, error) {
 	cmd.Args[0] = pc.Command
 	// Appended last: exec keeps the last of duplicate variables, so the
 	// server's own env cannot replace the marker.
-	cmd.Env = append(slices.Clip(pc.Env), marker)
+	cmd.Env = slices.Clip(pc.Env)
+	if walls != nil {
+		cmd.Env = append(cmd.Env, walls.Env...)
+	}
+	cmd.Env = append(cmd.Env, marker)
 	cmd.Dir = pc.Dir
 	cmd.Stdin = inR
 	cmd.Stdout = outW
 	p := &process{cmd: cmd, stdin: inW, stdout: outR, stderr: newTail(pc.StderrCap), marker: append([]byte(marker), 0),
-		waitDone: make(chan struct{}), escaped: map[int]uint64{}, killEscapee: pc.KillEscapee, record: record}
+		waitDone: make(chan struct{}), escaped: map[int]uint64{}, killEscapee: pc.KillEscapee, record: record, walls: walls}
 	cmd.Stderr = p.stderr
 	// WaitDelay bounds how long Wait waits for the stderr copy after the
 	// process exits, in case a grandchild still holds the pipe.
@@ -170,6 +209,7 @@ func startProcess(pc processConfig) (*process, error) {
 		inW.Close()
 		outR.Close()
 		record.end()
+		walls.Close()
 		return nil, err
 	}
 	p.startForks, _ = forkCount()
@@ -237,6 +277,7 @@ func (p *process) stop(grace time.Duration) {
 		}
 		p.killEscapees()
 		p.release()
+		p.walls.Close()
 		p.record.end()
 	})
 }

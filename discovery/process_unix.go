@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 )
 
 // On Linux and macOS a server runs in a process group of its own, is
@@ -38,11 +40,19 @@ func (p *process) startIsolated(path string, pc processConfig) error {
 	cmd := p.cmd
 	cmd.SysProcAttr = groupAttr()
 	launched := false
+	plan := unwalled(pc.MemoryBytes)
+	if p.walls != nil {
+		plan = p.walls.Plan
+	}
 	if self, ok := launcherPath(); ok {
-		if err := launch(cmd, self, path, pc.MemoryBytes); err != nil {
+		tier, err := launch(cmd, self, path, plan, p.walls)
+		if err != nil {
 			return err
 		}
+		p.tier = tier
 		launched = true
+	} else if !plan.Off {
+		return &wallError{errors.New("the walls need the launcher (a program that starts servers calls discovery.RunLauncherIfAsked first in main)")}
 	} else if err := startChild(cmd); err != nil {
 		return err
 	}
@@ -62,38 +72,72 @@ func (p *process) startIsolated(path string, pc processConfig) error {
 			childReaped(cmd.Process.Pid)
 			return err
 		}
+		p.tier = sandbox.Tier{Off: true}
 	}
-	p.isolation = isolationOf(limits)
+	p.isolation = p.tier.String() + " · " + isolationOf(limits)
 	return nil
 }
 
-// launch starts cmd through the launcher at self: the launcher sets the
-// limits, marks every inherited descriptor close-on-exec and execs path
-// in place, so the server has the launcher's pid, group and limits from
-// its first instruction. The launcher reports a failure (limits, exec)
-// on a pipe that closes unread when exec succeeds, so that a command
-// that cannot run fails here, as exec.Cmd.Start would.
-func launch(cmd *exec.Cmd, self, path string, memory int64) error {
+// launch starts cmd through the launcher at self: the launcher builds the
+// plan's walls and limits, marks every inherited descriptor close-on-exec
+// and execs path in place, so the server has the launcher's pid, group,
+// walls and limits from its first instruction. The launcher reports the
+// walls it built, and a failure (walls, exec), on a pipe that closes when
+// exec succeeds, so that a command that cannot run fails here, as
+// exec.Cmd.Start would. With walls that need it (see sandbox.Plan.Ctl),
+// the launcher also gets a control socket and waits on it until the
+// parent has put it in its cgroup and taken over the egress proxy's port.
+func launch(cmd *exec.Cmd, self, path string, plan *sandbox.Plan, walls *sandbox.Prepared) (sandbox.Tier, error) {
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		return err
+		return sandbox.Tier{}, err
 	}
 	defer errR.Close()
-	cmd.Args = launcherArgs(path, memory, cmd.Args)
+	cmd.Args = launcherArgs(path, plan, cmd.Args)
 	cmd.Path = self
 	cmd.ExtraFiles = []*os.File{errW} // fd 3 in the launcher
+	var ctl, ctlChild *os.File
+	if plan.Ctl() {
+		if ctl, ctlChild, err = sandbox.CtlPair(); err != nil {
+			errW.Close()
+			return sandbox.Tier{}, &wallError{err}
+		}
+		defer ctl.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, ctlChild) // fd 4
+	}
+	if walls != nil {
+		walls.Attr(cmd.SysProcAttr)
+	}
 	err = startChild(cmd)
 	errW.Close()
-	if err != nil {
-		return err
+	if ctlChild != nil {
+		ctlChild.Close()
 	}
-	report, _ := io.ReadAll(io.LimitReader(errR, 4096))
-	if len(report) == 0 {
-		return nil
+	if err != nil {
+		if walls != nil && walls.Plan.NetNS {
+			return sandbox.Tier{}, &wallError{fmt.Errorf("start in new namespaces: %w", err)}
+		}
+		return sandbox.Tier{}, err
+	}
+	if ctl != nil {
+		if err := walls.Started(cmd.Process.Pid, ctl); err != nil {
+			syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+			childReaped(cmd.Process.Pid)
+			return sandbox.Tier{}, &wallError{err}
+		}
+	}
+	report, _ := io.ReadAll(io.LimitReader(errR, 8192))
+	tier, failure := parseReport(string(report))
+	if failure == "" {
+		return tier, nil
 	}
 	cmd.Wait()
 	childReaped(cmd.Process.Pid)
-	return launchError(path, string(report))
+	if msg, ok := strings.CutPrefix(failure, wallReport); ok {
+		return tier, &wallError{errors.New(msg)}
+	}
+	return tier, launchError(path, failure)
 }
 
 // terminate sends SIGTERM to the group.

@@ -55,7 +55,11 @@ func (p *process) startIsolated(path string, pc processConfig) error {
 	cmd := p.cmd
 	// The job's handle, inheritable, is how the launcher tells that it
 	// is in the job; it goes as the last argument.
-	cmd.Args = append(launcherArgs(path, pc.MemoryBytes, cmd.Args), strconv.FormatUint(uint64(job), 10))
+	plan := unwalled(pc.MemoryBytes)
+	if p.walls != nil {
+		plan = p.walls.Plan
+	}
+	cmd.Args = append(launcherArgs(path, plan, cmd.Args), strconv.FormatUint(uint64(job), 10))
 	cmd.Path = self
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		CreationFlags:              createNoWindow,

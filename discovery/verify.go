@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 )
 
 // Phases of a verification, in order. The terminal outcomes are the job
@@ -63,9 +65,14 @@ type Target struct {
 	// sign-in (see AuthScopes.Configured): the sign-in a failed
 	// verification finds (Error.SignIn) asks for them.
 	OAuthScopes []string
-	// MemoryBytes caps a stdio server's data memory (RLIMIT_DATA); 0 is
-	// no cap.
+	// MemoryBytes caps a stdio server's memory (RLIMIT_DATA, and its
+	// cgroup where there is one); 0 is the sandbox's default (1 GiB), or
+	// no cap without a profile.
 	MemoryBytes int64
+	// Sandbox is a stdio server's permission profile: the walls it runs
+	// in (see package sandbox). Nil runs it without walls, with its
+	// limits alone; the run's isolation says so.
+	Sandbox *sandbox.Profile
 }
 
 // Progress is one step of a running verification.
@@ -125,6 +132,8 @@ type Verifier struct {
 	watchWindow time.Duration
 	// runs, if set, records every stdio run (see Contained).
 	runs *Containment
+	// walls is what the sandbox knows of Switchboard (see Walled).
+	walls sandbox.Config
 	// classOf and resolver, if set, replace how remote addresses are
 	// classed and host names resolved (tests; see OutboundPolicy).
 	classOf  func(netip.AddrPort) netClass
@@ -457,6 +466,8 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 			MemoryBytes: t.MemoryBytes,
 			KillEscapee: r.v.killEscapee,
 			Runs:        r.v.runs,
+			Sandbox:     t.Sandbox,
+			Walls:       r.v.walls,
 		})
 		if err != nil {
 			return nil, nil, spawnError(err, t.Command)

@@ -45,6 +45,7 @@ const (
 	modeSleep           = "sleep"
 	modeAlloc           = "alloc"
 	modeDetach          = "detach"
+	modeEscape          = "escape"
 
 	// Framing and protocol.
 	modeBanner         = "banner"
@@ -120,6 +121,7 @@ var modes = map[string]modeInfo{
 	modeAlloc:           {stdioOnly, "report the core and data limits on stderr, allocate -alloc-bytes, then serve"},
 	modeSleep:           {anyTransport, "helper of fork-child and setsid-child: do nothing until killed"},
 	modeDetach:          {anyTransport, "helper of daemonize: start a sleep child in a new session and exit"},
+	modeEscape:          {stdioOnly, "#47–#55 try each -escape attempt (files, the parent's /proc, TCP, UDP, HTTP, processes, memory) and report on stderr, then serve; the escape tool tries them again in a call"},
 
 	modeBanner:         {stdioOnly, "#14 print -banner-lines lines of ANSI-coloured text (and -secret) on stdout, then serve"},
 	modeHugeLine:       {stdioOnly, "#15 send one notification line of -line-bytes bytes, then serve"},
@@ -224,6 +226,8 @@ type config struct {
 	refURL string
 	// allocBytes is how much alloc allocates.
 	allocBytes int64
+	// escape lists modeEscape's attempts (see escape.go).
+	escape string
 	// descriptionBytes pads injection's description to at least this
 	// length.
 	descriptionBytes int
@@ -316,6 +320,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&cfg.depth, "depth", cfg.depth, "nesting of the schema listed by -mode deep-schema")
 	fs.StringVar(&cfg.refURL, "ref-url", cfg.refURL, "URL the schema of -mode schema-refs refers to")
 	fs.Int64Var(&cfg.allocBytes, "alloc-bytes", cfg.allocBytes, "bytes allocated by -mode alloc")
+	fs.StringVar(&cfg.escape, "escape", cfg.escape, "attempts of -mode escape, comma-separated kind=arg (see escape.go)")
 	fs.IntVar(&cfg.descriptionBytes, "description-bytes", cfg.descriptionBytes, "minimum length of the description listed by -mode injection")
 	fs.IntVar(&cfg.entries, "entries", cfg.entries, "entries listed by -mode many-tiny-tools, besides the generated tools")
 	fs.StringVar(&cfg.oauthIssuer, "oauth-issuer", cfg.oauthIssuer, "protect /mcp (-transport http, -mode normal) with JWT access tokens from this OAuth authorization server: 401 with WWW-Authenticate resource_metadata without a valid token (iss, aud = the /mcp URL, exp, signature by the issuer's JWKS), protected resource metadata (RFC 9728) at /.well-known/oauth-protected-resource[/mcp]")

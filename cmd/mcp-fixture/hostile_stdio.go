@@ -140,6 +140,10 @@ func beforeServing(cfg config, stdin io.Reader, stdout, stderr io.Writer) error 
 		return flood(stderr, cfg.floodBytes)
 	case modeAlloc:
 		return allocate(cfg.allocBytes, stderr)
+	case modeEscape:
+		for _, line := range escapeAll(cfg.escape) {
+			fmt.Fprintln(stderr, line)
+		}
 	case modeForkChild:
 		files, err := stdioFiles(stdin, stdout, stderr)
 		if err != nil {

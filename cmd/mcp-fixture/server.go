@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -91,6 +92,12 @@ func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServ
 	}
 	if cfg.mode == modeTryIt {
 		s.AddTools(tryItTools()...)
+	}
+	if cfg.mode == modeEscape {
+		s.AddTool(mcp.NewTool("escape", mcp.WithDescription("Tries the -escape attempts again, during a call, and answers what each got.")),
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText(strings.Join(escapeAll(cfg.escape), "\n")), nil
+			})
 	}
 	return s
 }

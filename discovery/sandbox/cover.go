@@ -1,0 +1,130 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// grant is one path the walls open, with what is granted beneath it.
+type grant struct {
+	path  string
+	dir   bool
+	write bool
+	// list: only the directory's listing (names), not what is beneath.
+	list bool
+}
+
+// grants computes the paths a Landlock-style ruleset (one that can only
+// allow, beneath a path) opens for the plan: each root minus what is
+// denied beneath it. A root with something denied beneath it is not
+// granted itself; its entries are, one by one, except the denied ones
+// (and symbolic links: what they lead to is judged where it is). So a
+// deny-list is built from an allow-list, as of now: an entry made later
+// in a directory that holds a denied path is not readable.
+//
+// Listing such a directory is granted (its names, not its contents), so
+// programs that look around their home still start.
+func (p *Plan) grants() []grant {
+	var out []grant
+	always := p.alwaysPaths()
+	secrets := append(resolveAll(p.Secrets), always...)
+	for _, r := range p.ReadRoots {
+		coverPath(r, false, secrets, p.AlwaysPrefixes, &out)
+	}
+	for _, r := range p.Read {
+		coverPath(r, false, always, p.AlwaysPrefixes, &out)
+	}
+	for _, w := range p.Write {
+		coverPath(w, true, always, p.AlwaysPrefixes, &out)
+	}
+	for _, d := range p.Devices {
+		if fi, err := os.Stat(d); err == nil {
+			out = append(out, grant{path: d, dir: fi.IsDir(), write: true})
+		}
+	}
+	if p.TempDir != "" {
+		out = append(out, grant{path: p.TempDir, dir: true, write: true})
+	}
+	return out
+}
+
+// alwaysPaths are the plan's Always paths, and where those that are
+// symbolic links lead.
+func (p *Plan) alwaysPaths() []string { return resolveAll(p.Always) }
+
+// resolveAll returns paths and, for those whose real path differs (a
+// link on the way), their real path too.
+func resolveAll(paths []string) []string {
+	out := slices.Clone(paths)
+	for _, s := range paths {
+		if r, err := filepath.EvalSymlinks(s); err == nil && r != s {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// coverPath adds the grants that open root minus denied (paths) and the
+// entries matching prefixes (a directory and a name prefix each).
+func coverPath(root string, write bool, denied, prefixes []string, out *[]grant) {
+	fi, err := os.Lstat(root)
+	if err != nil {
+		return // a missing path opens nothing
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		// A grant of a link is a grant of what it leads to, which is judged
+		// as itself.
+		real, err := filepath.EvalSymlinks(root)
+		if err != nil || real == root {
+			return
+		}
+		coverPath(real, write, denied, prefixes, out)
+		return
+	}
+	if isDenied(root, denied, prefixes) {
+		return
+	}
+	if !fi.IsDir() || !deniedBeneath(root, denied, prefixes) {
+		*out = append(*out, grant{path: root, dir: fi.IsDir(), write: write})
+		return
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	*out = append(*out, grant{path: root, dir: true, list: true}) // see grants
+	for _, e := range entries {
+		if e.Type()&os.ModeSymlink != 0 {
+			continue
+		}
+		coverPath(filepath.Join(root, e.Name()), write, denied, prefixes, out)
+	}
+}
+
+// isDenied reports whether path is, or is beneath, a denied path or an
+// entry matching a prefix.
+func isDenied(path string, denied, prefixes []string) bool {
+	for _, d := range denied {
+		if within(path, d) && d != "/" {
+			return true
+		}
+	}
+	pl := Plan{AlwaysPrefixes: prefixes}
+	return pl.alwaysDenied(path)
+}
+
+// deniedBeneath reports whether something strictly beneath dir is denied.
+func deniedBeneath(dir string, denied, prefixes []string) bool {
+	for _, d := range denied {
+		if d != dir && within(d, dir) {
+			return true
+		}
+	}
+	for _, pre := range prefixes {
+		if within(filepath.Dir(pre), dir) {
+			return true
+		}
+	}
+	return false
+}

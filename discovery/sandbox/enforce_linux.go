@@ -1,0 +1,252 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"unsafe"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// Enforce builds the plan's walls around this process, which is the
+// launcher and execs the server next: the network namespace's loopback
+// and the egress proxy's listener (handed to the parent over ctl), the
+// limits, Landlock's file, TCP and scope rules, and a seccomp filter that
+// refuses every socket but Unix and plain TCP ones. It returns the tier
+// it built. A wall the plan needs and this kernel lacks is an error,
+// unless the plan is Weaker. The caller must exec at once: the walls hold
+// this process and everything it becomes.
+func Enforce(p *Plan, ctl *os.File) (Tier, error) {
+	var t Tier
+	if p.Ctl() {
+		if err := WaitGo(ctl); err != nil {
+			return t, err
+		}
+	}
+	if p.NetNS {
+		if err := loopbackUp(); err != nil {
+			return t, fmt.Errorf("bring up the network namespace's loopback: %w", err)
+		}
+		t.NetNS = true
+		if p.Network == NetworkAllow {
+			if err := handOverListener(p.ProxyPort, ctl); err != nil {
+				return t, fmt.Errorf("open the egress proxy's port: %w", err)
+			}
+		}
+	}
+	if err := setLimits(p); err != nil {
+		return t, err
+	}
+	t.Cgroup = p.Cgroup != ""
+	t.Limits = true
+	if p.Off {
+		t.Off = true
+		return t, nil
+	}
+	// no_new_privs on every thread first: Landlock and seccomp need it, and
+	// a setuid program the server runs gains nothing.
+	if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return t, fmt.Errorf("no_new_privs: %w", err)
+	}
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		abi = 0
+	}
+	t.Landlock = min(abi, 7)
+	if err := restrictLandlock(p, t.Landlock); err != nil {
+		return t, err
+	}
+	if p.Network != NetworkAny {
+		if err := refuseSockets(); err != nil {
+			if !p.Weaker {
+				return t, fmt.Errorf("seccomp: %w", err)
+			}
+		} else {
+			t.Seccomp = true
+		}
+	}
+	if missing := t.Missing(p); len(missing) > 0 && !p.Weaker {
+		return t, &WeakerError{Tier: t, Missing: missing}
+	}
+	return t, nil
+}
+
+// WeakerError: this machine cannot build every wall the plan asks for.
+type WeakerError struct {
+	Tier    Tier
+	Missing []string
+}
+
+func (e *WeakerError) Error() string {
+	return "this machine cannot build every wall the profile asks for (" + strings.Join(e.Missing, "; ") +
+		"): choose to run the server with the walls it has (" + e.Tier.String() + "), or not at all"
+}
+
+// restrictLandlock applies the plan's Landlock rules at the given ABI.
+func restrictLandlock(p *Plan, abi int) error {
+	if abi < 1 {
+		return nil
+	}
+	var rules []landlock.Rule
+	for _, g := range p.grants() {
+		switch {
+		case g.dir && g.write:
+			rules = append(rules, landlock.RWDirs(g.path).WithRefer().WithIoctlDev())
+		case g.list:
+			rules = append(rules, landlock.PathAccess(llsys.AccessFSReadDir, g.path))
+		case g.dir:
+			rules = append(rules, landlock.RODirs(g.path))
+		case g.write:
+			rules = append(rules, landlock.RWFiles(g.path).WithIoctlDev())
+		default:
+			rules = append(rules, landlock.ROFiles(g.path))
+		}
+	}
+	cfg := landlock.V7.BestEffort()
+	if p.Network == NetworkAny {
+		cfg = landlock.Config{HandledAccessFS: cfg.HandledAccessFS, Scoped: cfg.Scoped}.BestEffort()
+	} else if p.Network == NetworkAllow && p.ProxyPort > 0 {
+		rules = append(rules, landlock.ConnectTCP(uint16(p.ProxyPort)))
+	}
+	if err := cfg.Restrict(rules...); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}
+
+// setLimits sets the rlimits: no core dumps, data memory, processes.
+func setLimits(p *Plan) error {
+	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
+		return fmt.Errorf("disable core dumps: %w", err)
+	}
+	if p.MemoryBytes > 0 {
+		m := uint64(p.MemoryBytes)
+		if err := unix.Setrlimit(unix.RLIMIT_DATA, &unix.Rlimit{Cur: m, Max: m}); err != nil {
+			return fmt.Errorf("cap the memory: %w", err)
+		}
+	}
+	if p.Processes > 0 {
+		n := uint64(p.Processes)
+		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}); err != nil {
+			return fmt.Errorf("cap the processes: %w", err)
+		}
+	}
+	return nil
+}
+
+// loopbackUp brings up lo in this (new) network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// handOverListener listens on 127.0.0.1:port in this network namespace
+// and sends the listening socket to the parent over ctl: the egress
+// proxy accepts the server's connections on it from outside.
+func handOverListener(port int, ctl *os.File) error {
+	if ctl == nil {
+		return errors.New("no control socket")
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return err
+	}
+	if err := unix.Listen(fd, 128); err != nil {
+		return err
+	}
+	return unix.Sendmsg(int(ctl.Fd()), []byte("L"), unix.UnixRights(fd), nil, 0)
+}
+
+// seccomp's return values and the offsets in struct seccomp_data.
+const (
+	secRetAllow  = 0x7fff0000
+	secRetErrno  = 0x00050000
+	secRetKill   = 0x80000000
+	offNR        = 0
+	offArch      = 4
+	offArg0      = 16 // low 32 bits on little-endian machines
+	offArg1      = 24
+	offArg2      = 32
+	ipprotoMPTCP = 262
+)
+
+// socketFilter returns the seccomp program: socket(2) only for AF_UNIX
+// and for AF_INET/AF_INET6 stream sockets of protocol TCP (not UDP, raw,
+// netlink, packet, nor MPTCP, which Landlock's TCP rules do not see);
+// io_uring refused (its socket operations pass seccomp by); a foreign
+// architecture's or x32 system call kills the process.
+func socketFilter() ([]bpf.RawInstruction, error) {
+	eacces := uint32(secRetErrno | uint32(unix.EACCES))
+	enosys := uint32(secRetErrno | uint32(unix.ENOSYS))
+	prog := []bpf.Instruction{
+		/* 0 */ bpf.LoadAbsolute{Off: offArch, Size: 4},
+		/* 1 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArch, SkipTrue: 1},
+		/* 2 */ bpf.RetConstant{Val: secRetKill},
+		/* 3 */ bpf.LoadAbsolute{Off: offNR, Size: 4},
+		/* 4 */ bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1},
+		/* 5 */ bpf.RetConstant{Val: secRetKill},
+		/* 6 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(unix.SYS_IO_URING_SETUP), SkipFalse: 1},
+		/* 7 */ bpf.RetConstant{Val: enosys},
+		/* 8 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(unix.SYS_SOCKET), SkipTrue: 1},
+		/* 9 */ bpf.RetConstant{Val: secRetAllow},
+		/* 10 */ bpf.LoadAbsolute{Off: offArg0, Size: 4},
+		/* 11 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipFalse: 1},
+		/* 12 */ bpf.RetConstant{Val: secRetAllow},
+		/* 13 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_INET, SkipTrue: 2},
+		/* 14 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_INET6, SkipTrue: 1},
+		/* 15 */ bpf.RetConstant{Val: eacces},
+		/* 16 */ bpf.LoadAbsolute{Off: offArg1, Size: 4},
+		/* 17 */ bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0xf}, // SOCK_TYPE_MASK
+		/* 18 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SOCK_STREAM, SkipTrue: 1},
+		/* 19 */ bpf.RetConstant{Val: eacces},
+		/* 20 */ bpf.LoadAbsolute{Off: offArg2, Size: 4},
+		/* 21 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 2},
+		/* 22 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.IPPROTO_TCP, SkipTrue: 1},
+		/* 23 */ bpf.RetConstant{Val: eacces},
+		/* 24 */ bpf.RetConstant{Val: secRetAllow},
+	}
+	return bpf.Assemble(prog)
+}
+
+// refuseSockets installs socketFilter on every thread of this process.
+func refuseSockets() error {
+	raw, err := socketFilter()
+	if err != nil {
+		return err
+	}
+	filters := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	prog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
+	runtime.LockOSThread() // never unlocked: the caller execs on this thread
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
+	runtime.KeepAlive(filters)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}

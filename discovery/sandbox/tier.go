@@ -1,0 +1,81 @@
+package sandbox
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Tier is what the walls of one run really were, as the launcher built
+// them; the UI and API show it (as String) for every run.
+type Tier struct {
+	// Landlock is the Landlock ABI the file, TCP and scope rules were
+	// built with (0: none). Linux.
+	Landlock int  `json:"landlock,omitempty"`
+	NetNS    bool `json:"netns,omitempty"`
+	Seccomp  bool `json:"seccomp,omitempty"`
+	// Cgroup: processes, CPU and memory capped by a cgroup; else Limits
+	// says the rlimits were set.
+	Cgroup bool `json:"cgroup,omitempty"`
+	Limits bool `json:"limits,omitempty"`
+	// Seatbelt: macOS's sandbox-exec profile. LowIntegrity: Windows'
+	// restricted low-integrity token in the job.
+	Seatbelt     bool `json:"seatbelt,omitempty"`
+	LowIntegrity bool `json:"low_integrity,omitempty"`
+	// Off: the person turned the walls off.
+	Off bool `json:"off,omitempty"`
+}
+
+// String is the tier as people read it: "landlock-v7 + netns + seccomp +
+// cgroup", "landlock-v3, no network rules", "seatbelt", "none".
+func (t Tier) String() string {
+	if t.Off {
+		return "none (walls off)"
+	}
+	var parts []string
+	if t.Landlock > 0 {
+		parts = append(parts, "landlock-v"+strconv.Itoa(t.Landlock))
+	}
+	if t.NetNS {
+		parts = append(parts, "netns")
+	}
+	if t.Seccomp {
+		parts = append(parts, "seccomp")
+	}
+	if t.Seatbelt {
+		parts = append(parts, "seatbelt")
+	}
+	if t.LowIntegrity {
+		parts = append(parts, "job+low-integrity")
+	}
+	switch {
+	case t.Cgroup:
+		parts = append(parts, "cgroup")
+	case t.Limits && len(parts) > 0:
+		parts = append(parts, "rlimits")
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	s := strings.Join(parts, " + ")
+	if t.Landlock > 0 && t.Landlock < 4 && !t.NetNS {
+		s += ", no network rules"
+	}
+	return s
+}
+
+// Missing lists the walls the plan asks for that the tier lacks.
+func (t Tier) Missing(p *Plan) []string {
+	if p.Off || t.Seatbelt || t.LowIntegrity {
+		return nil
+	}
+	var m []string
+	if t.Landlock < 1 {
+		m = append(m, "file walls need Landlock (Linux 5.13 or later, enabled in the kernel)")
+	} else if t.Landlock < 6 {
+		m = append(m, "keeping signals and abstract sockets in needs Landlock v6 (Linux 6.12)")
+	}
+	if p.Network != NetworkAny && !t.NetNS && !(t.Landlock >= 4 && t.Seccomp) {
+		m = append(m, "network walls need a network namespace (unprivileged user namespaces), or Landlock v4 and seccomp")
+	}
+	return m
+}
