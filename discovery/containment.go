@@ -220,3 +220,11 @@ func (v *Verifier) Walled(c sandbox.Config) *Verifier {
 	v.walls = c
 	return v
 }
+
+// Machine is what this machine builds walls with (see sandbox.Probe).
+func (v *Verifier) Machine() sandbox.Machine {
+	if v.walls.Machine != nil {
+		return *v.walls.Machine
+	}
+	return sandbox.Probe(v.walls)
+}

@@ -67,6 +67,9 @@ type Error struct {
 	SignInProblem string
 	// HTTPStatus is the status of a ClassHTTPStatus answer (0 if unknown).
 	HTTPStatus int
+	// Refused is what the server's walls refused it during the run (a
+	// stdio server with a profile; nil if nothing was): learn mode.
+	Refused *Refused
 	// guessed is set for an error no case of classify recognised: it is
 	// ClassProtocol for want of better, and not known to last.
 	guessed bool

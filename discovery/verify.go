@@ -196,7 +196,9 @@ func (v *Verifier) VerifyEarly(ctx context.Context, t Target, initTimeout time.D
 		if e.Class == ClassAuth && e.Auth != nil && t.Transport != TransportStdio {
 			e.SignIn, e.SignInProblem = run.signInPlan(ctx, *e.Auth)
 		}
-		return nil, run.shown(e)
+		e = run.shown(e)
+		e.Refused = run.refused(e.StderrTail)
+		return nil, e
 	}
 	if len(killed)+len(left) > 0 {
 		// A copy: early may have handed res to someone already. Its

@@ -2,7 +2,11 @@ package discovery
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -141,5 +145,39 @@ func TestEscapeWithoutWalls(t *testing.T) {
 	got := s.verifyEscape(t, nil)
 	for name, result := range got {
 		t.Logf("%s: %s", name, result)
+	}
+}
+
+// Learn mode: a server that needs a host fails under network none, and
+// the failure names the host the egress proxy refused; listed, the same
+// server verifies.
+func TestLearnModeNamesRefusedHost(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	defer up.Close()
+	host := strings.TrimPrefix(up.URL, "http://")
+	s := newEscapeScene(t)
+	v := NewVerifier(Limits{}, nil).Walled(sandbox.Config{Database: s.db, Home: s.home})
+	target := Target{Transport: TransportStdio, Command: fixture, Args: []string{"-mode", "escape"},
+		Env: map[string]string{"FIXTURE_ESCAPE": "need:http=" + up.URL + "/"}, Cwd: s.cwd, Sandbox: &sandbox.Profile{}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := v.Verify(ctx, target, 0, nil)
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("Verify under network none = %v; want a failure", err)
+	}
+	if e.Refused == nil || len(e.Refused.Hosts) != 1 {
+		t.Fatalf("Refused = %+v; want the one host refused", e.Refused)
+	}
+	if h := e.Refused.Hosts[0]; h.Host+":"+strconv.Itoa(h.Port) != host || h.Reason == "" {
+		t.Errorf("refused host = %+v; want %s with a reason", h, host)
+	}
+	target.Sandbox = &sandbox.Profile{Network: sandbox.NetworkAllow, Allow: []string{host}}
+	res, err := v.Verify(ctx, target, 0, nil)
+	if err != nil {
+		t.Fatalf("Verify with %s allowed: %v", host, err)
+	}
+	if !strings.Contains(res.StderrTail, ": got status 200") {
+		t.Errorf("stderr = %q; want the request through the proxy to succeed", res.StderrTail)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -142,6 +143,29 @@ type Server struct {
 	// server's calls (redacted and capped, see Call.Arguments), not just
 	// their hash. Off unless a person turns it on; no part of ConfigHash.
 	RecordArgs bool `json:"record_arguments,omitempty"`
+	// Sandbox is a stdio server's permission profile: what it may read,
+	// write and reach, and its limits. Nil is the default profile for its
+	// command. It is part of LaunchHash (a person confirms it with the
+	// command), not of ConfigHash.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
+}
+
+// Sandbox is a stdio server's permission profile, as stored; the walls
+// (discovery/sandbox.Profile, which has the same fields) say what each
+// field means.
+type Sandbox struct {
+	Files        string   `json:"files,omitempty"`
+	Read         []string `json:"read,omitempty"`
+	Write        []string `json:"write,omitempty"`
+	Deny         []string `json:"deny,omitempty"`
+	Network      string   `json:"network,omitempty"`
+	Allow        []string `json:"allow,omitempty"`
+	CPUPercent   int      `json:"cpu_percent,omitempty"`
+	Processes    int      `json:"processes,omitempty"`
+	Runner       string   `json:"runner,omitempty"`
+	SkipArgPaths []string `json:"skip_arg_paths,omitempty"`
+	Weaker       bool     `json:"weaker,omitempty"`
+	Off          bool     `json:"off,omitempty"`
 }
 
 // OAuthClient is a remote server's sign-in client, as a person entered
@@ -216,6 +240,10 @@ func (s Server) LaunchHash() string {
 		h.field(k)
 	}
 	h.field(s.Cwd)
+	if s.Sandbox != nil {
+		b, _ := json.Marshal(s.Sandbox)
+		h.field(string(b))
+	}
 	return h.sum()
 }
 
@@ -231,13 +259,14 @@ type Launch struct {
 	Env       map[string]string `json:"env,omitempty"`
 	URL       string            `json:"url,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty"`
+	Sandbox   *Sandbox          `json:"sandbox,omitempty"`
 }
 
 // LaunchOf is s's launch as a confirmation keeps it.
 func LaunchOf(s Server) Launch {
 	return Launch{
 		Transport: s.Transport, Command: s.Command, Args: slices.Clone(s.Args), Cwd: s.Cwd,
-		Env: valueHashes(s.Env), URL: s.URL, Headers: valueHashes(s.Headers),
+		Env: valueHashes(s.Env), URL: s.URL, Headers: valueHashes(s.Headers), Sandbox: s.Sandbox,
 	}
 }
 
@@ -328,6 +357,37 @@ type VerifyError struct {
 	// discovery's Error.Lasting): the server's tools are not offered
 	// until it verifies again.
 	Lasting bool `json:"lasting,omitempty"`
+	// Refused is what the server's walls refused it during the run
+	// (learn mode), nil if nothing was.
+	Refused *Refused `json:"refused,omitempty"`
+}
+
+// Refused is what a stdio server's walls refused it during one run: the
+// hosts its egress proxy refused, and the paths its stderr named next to
+// a permission error.
+type Refused struct {
+	Hosts []RefusedHost `json:"hosts,omitempty"`
+	Paths []string      `json:"paths,omitempty"`
+}
+
+// RefusedHost is a host:port the egress proxy refused, and why.
+type RefusedHost struct {
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+	Reason string `json:"reason"`
+}
+
+// Entry is the host as an allow-list entry ("host" for the web's ports,
+// else "host:port"; IPv6 in brackets).
+func (h RefusedHost) Entry() string {
+	host := h.Host
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if h.Port == 80 || h.Port == 443 {
+		return strings.Trim(host, "[]")
+	}
+	return host + ":" + strconv.Itoa(h.Port)
 }
 
 // SignInNeed is what a server that wants a signed-in client said (its

@@ -150,6 +150,8 @@ func TestLaunchHash(t *testing.T) {
 		{"env key renamed", func(s *store.Server) { delete(s.Env, "TOKEN"); s.Env["TOKEN2"] = "secret" }, true},
 		{"cwd", func(s *store.Server) { s.Cwd = "/" }, true},
 		{"transport and url", remote, true},
+		{"sandbox set", func(s *store.Server) { s.Sandbox = &store.Sandbox{Network: "none"} }, true},
+		{"sandbox network widened", func(s *store.Server) { s.Sandbox = &store.Sandbox{Network: "any"} }, true},
 
 		{"env value rotated", func(s *store.Server) { s.Env["TOKEN"] = "rotated" }, false},
 		{"name", func(s *store.Server) { s.Name = "Files" }, false},

@@ -170,6 +170,34 @@ type ErrorView struct {
 	// Lasting: the failure will not pass by itself, so the server's
 	// tools are not offered until it verifies again.
 	Lasting bool
+	// RefusedHosts are what the server's egress proxy refused it, as
+	// allow-list entries with why; RefusedPaths the paths its stderr
+	// named next to a permission error (learn mode).
+	RefusedHosts []RefusedHost
+	RefusedPaths []string
+}
+
+// RefusedHost is a host the walls refused, as an allow-list entry.
+type RefusedHost struct {
+	Entry  string
+	Reason string
+}
+
+// SandboxView is a stdio server's permission profile as pages show it.
+type SandboxView struct {
+	Files, Network           string
+	Allow, Read, Write, Deny []string
+	// ArgDirs and ArgFiles are the paths named in the arguments, granted
+	// read-write and read-only; Skipped those the person removed.
+	ArgDirs, ArgFiles, Skipped []string
+	MemoryMB                   int
+	CPUPercent, Processes      int
+	Runner, RunnerNote         string
+	Off, Weaker                bool
+	// Expected is the tier this machine builds for the profile; Missing
+	// what it cannot build.
+	Expected string
+	Missing  []string
 }
 
 // Running reports whether a job is queued or running.
@@ -230,6 +258,8 @@ type ServerDetail struct {
 	// RecordArgs says the call log keeps the arguments of the server's
 	// calls (see RecordArguments).
 	RecordArgs bool
+	// Sandbox is the walls of a stdio server (nil for a remote one).
+	Sandbox *SandboxView
 }
 
 // ToolItem is one tool row. Key is an opaque per-page index used for
@@ -284,6 +314,11 @@ type ServerForm struct {
 	OAuthClientSecretSet    bool
 	OAuthClientSecretRetype bool
 	OAuthScopes             string
+	// The walls (stdio servers), as typed: lists one entry per line.
+	SandboxFiles, SandboxNetwork, SandboxRunner          string
+	SandboxAllow, SandboxRead, SandboxWrite, SandboxDeny string
+	SandboxSkip, SandboxCPU, SandboxProcesses            string
+	SandboxWeaker, SandboxOff                            bool
 }
 
 // KV is one env or header row. Secret values are never rendered back:
@@ -437,6 +472,8 @@ type Launch struct {
 	Presets       []Option
 	Preset        string
 	DefaultPolicy string
+	// Sandbox is the walls the server will run in (stdio).
+	Sandbox *SandboxView
 }
 
 // LaunchChange is one difference between a launch and the one a person

@@ -37,6 +37,23 @@ type apiServer struct {
 	RecordArgs    *bool             `json:"record_arguments"`
 	SignIn        *apiGrant         `json:"sign_in"`
 	Discovery     *apiDiscovery     `json:"discovery"`
+	Sandbox       *apiSandbox       `json:"sandbox"`
+}
+
+// apiSandbox is a stdio server's permission profile in the API.
+type apiSandbox struct {
+	Files        string   `json:"files"`
+	Read         []string `json:"read"`
+	Write        []string `json:"write"`
+	Deny         []string `json:"deny"`
+	Network      string   `json:"network"`
+	Allow        []string `json:"allow"`
+	CPUPercent   int      `json:"cpu_percent"`
+	Processes    int      `json:"processes"`
+	Runner       string   `json:"runner"`
+	SkipArgPaths []string `json:"skip_arg_paths"`
+	Weaker       bool     `json:"weaker"`
+	Off          bool     `json:"off"`
 }
 
 type apiOAuth struct {
@@ -113,6 +130,14 @@ type apiVerifyError struct {
 	StderrTail string         `json:"stderr_tail"`
 	SignIn     *apiSignInNeed `json:"sign_in"`
 	Lasting    bool           `json:"lasting"`
+	Refused    *struct {
+		Hosts []struct {
+			Host   string `json:"host"`
+			Port   int    `json:"port"`
+			Reason string `json:"reason"`
+		} `json:"hosts"`
+		Paths []string `json:"paths"`
+	} `json:"refused"`
 }
 
 type apiSignInNeed struct {

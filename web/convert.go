@@ -49,6 +49,7 @@ func (s *Server) serverItem(ctx context.Context, sum store.Summary) views.Server
 	}
 	if e := d.Error; e != nil {
 		item.Error = &views.ErrorView{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail, Lasting: e.Lasting}
+		item.Error.RefusedHosts, item.Error.RefusedPaths = present.Refused(e.Refused)
 	}
 	if srv.Transport != store.TransportStdio {
 		item.SignIn = s.signInView(ctx, srv.ID, d)
@@ -114,7 +115,7 @@ func (s *Server) serverDetail(ctx context.Context, sum store.Summary, tools []st
 		MemoryMB:      srv.MemoryMB,
 		Instructions:  sum.Discovery.Instructions,
 		Preset:        string(srv.Preset), Presets: present.Options(store.Presets), Selections: present.Options(store.Selections),
-		RecordArgs: srv.RecordArgs,
+		RecordArgs: srv.RecordArgs, Sandbox: present.Sandbox(srv, s.verifier.Machine()),
 	}
 	for i, t := range tools {
 		d.Tools = append(d.Tools, present.ToolItem(strconv.Itoa(i), t))
@@ -134,6 +135,7 @@ func (s *Server) target(srv store.Server) discovery.Target {
 		URL:         srv.URL,
 		Headers:     srv.Headers,
 		MemoryBytes: int64(srv.MemoryMB) << 20,
+		Sandbox:     serverconfig.Profile(srv),
 	}
 	if srv.Transport != store.TransportStdio {
 		t.Token = s.tokens.Source(srv.ID)
@@ -203,7 +205,7 @@ func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON
 		ServerName: d.ServerName, ServerVersion: d.ServerVersion, Warnings: d.Warnings,
 	}
 	if e := d.Error; e != nil {
-		dj.Error = &apijson.Error{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: e.SignIn, Lasting: e.Lasting}
+		dj.Error = &apijson.Error{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: e.SignIn, Lasting: e.Lasting, Refused: e.Refused}
 	}
 	if srv.Transport != store.TransportStdio {
 		if g, ok, err := s.store.LatestGrant(ctx, srv.ID); err == nil && ok {

@@ -196,7 +196,14 @@ func TestHostileRugPull(t *testing.T) {
 	e := newEnv(t)
 	b := e.login()
 	state := filepath.Join(t.TempDir(), "runs")
-	e.verifyFixture("rug", "-mode", "change-on-second-run", "-state-file", state, "-tools", "3")
+	body := fixtureServer("rug")
+	// The server writes its state file: in its working directory, the
+	// one place its walls let it write.
+	body["args"], body["cwd"] = []string{"-mode", "change-on-second-run", "-state-file", state, "-tools", "3"}, filepath.Dir(state)
+	e.createServer(body)
+	if job := e.verify("rug"); job.Status != "success" {
+		t.Fatalf("verify rug: %+v", job)
+	}
 	e.setPolicy("rug", "tool_000", "allow")
 	e.setPolicy("rug", "tool_002", "allow")
 	before := e.apiTools("rug")

@@ -15,13 +15,15 @@ func TestIsolationShown(t *testing.T) {
 	if job := e.verify("iso"); job.Status != "success" {
 		t.Fatalf("verify = %v", job)
 	}
-	want := "process group + limits set before exec"
+	// The walls' tier first, then the process containment.
+	want := "landlock-v"
+	contains := "process group + limits set before exec"
 	if runtime.GOOS == "windows" {
-		want = "job object"
+		want, contains = "job object", "job object"
 	}
 	iso := e.discovery("iso").Isolation
-	if !strings.HasPrefix(iso, want) {
-		t.Errorf("API discovery.isolation = %q; want it to start with %q", iso, want)
+	if !strings.HasPrefix(iso, want) || !strings.Contains(iso, contains) {
+		t.Errorf("API discovery.isolation = %q; want it to start with %q and hold %q", iso, want, contains)
 	}
 	page := e.login().get("/servers/iso")
 	wantStatus(t, page, http.StatusOK)

@@ -329,6 +329,7 @@ func TestDeltaHistoryAndCatalogFreshness(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "runs")
 	body := fixtureServer("rug")
 	body["args"] = []string{"-mode", "change-on-second-run", "-state-file", state, "-tools", "3"}
+	body["cwd"] = filepath.Dir(state) // where its walls let it write its state
 	e.createServer(body)
 	// catalog reads the catalog's ETag and its first tool's freshness
 	// through e, bound to the step that calls it.

@@ -609,7 +609,8 @@ func TestMCPPinMismatchOnRestart(t *testing.T) {
 	srv, _ := e.liveServer()
 	state := filepath.Join(t.TempDir(), "runs")
 	e.createServer(map[string]any{"id": "rug", "name": "Rug", "transport": "stdio", "command": fixtureBin,
-		"args": []string{"-tools", "3", "-mode", "change-on-second-run", "-state-file", state}, "default_policy": "allow"})
+		"args": []string{"-tools", "3", "-mode", "change-on-second-run", "-state-file", state}, "default_policy": "allow",
+		"cwd": filepath.Dir(state)}) // where its walls let it write its state
 	if job := e.verify("rug"); job.Status != "success" {
 		t.Fatal(job)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -26,6 +27,10 @@ import (
 //	spawn=N          start N processes at once
 //	alloc=BYTES      allocate and touch BYTES in a child
 //
+// An attempt written need:kind=argument is one the server cannot do
+// without: if it is refused, the server exits with status 1 before
+// serving, as a server that needs the network fails without it.
+//
 // Each attempt is reported on stderr as "mcp-fixture: escape KIND[=ARG]:
 // got DETAIL" or "…: refused DETAIL", before serving; the escape tool
 // tries them all again during a call and answers with the same lines.
@@ -38,7 +43,7 @@ func escapeAll(list string) []string {
 		if item == "" {
 			continue
 		}
-		kind, arg, _ := strings.Cut(item, "=")
+		kind, arg, _ := strings.Cut(strings.TrimPrefix(item, "need:"), "=")
 		got, detail := escapeOne(kind, arg)
 		verdict := "refused"
 		if got {
@@ -101,7 +106,16 @@ func escapeOne(kind, arg string) (got bool, detail string) {
 		if err != nil {
 			return false, err.Error()
 		}
-		res, err := http.DefaultClient.Do(req)
+		// Through HTTP_PROXY for every host, loopback too (Go's own
+		// ProxyFromEnvironment would go direct to 127.0.0.1).
+		tr := &http.Transport{Proxy: func(*http.Request) (*url.URL, error) {
+			if p := os.Getenv("HTTP_PROXY"); p != "" {
+				return url.Parse(p)
+			}
+			return nil, nil
+		}}
+		defer tr.CloseIdleConnections()
+		res, err := (&http.Client{Transport: tr}).Do(req)
 		if err != nil {
 			return false, err.Error()
 		}

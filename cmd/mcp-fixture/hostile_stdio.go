@@ -143,6 +143,9 @@ func beforeServing(cfg config, stdin io.Reader, stdout, stderr io.Writer) error 
 	case modeEscape:
 		for _, line := range escapeAll(cfg.escape) {
 			fmt.Fprintln(stderr, line)
+			if strings.HasPrefix(line, "mcp-fixture: escape need:") && strings.Contains(line, ": refused ") {
+				return &exitError{code: 1}
+			}
 		}
 	case modeForkChild:
 		files, err := stdioFiles(stdin, stdout, stderr)

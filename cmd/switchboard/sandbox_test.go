@@ -66,6 +66,7 @@ func TestServeChildNeverSeesTheToken(t *testing.T) {
 		// /proc/$$/environ is exactly what the dashboard passed to execve.
 		"args": []string{"-c", `tr '\0' '\n' < /proc/$$/environ > "$0"; exec "$@"`, envFile, fixture, "-tools", "1"},
 		"env":  map[string]string{"SERVER_OWN": "server-value"},
+		"cwd":  filepath.Dir(envFile), // where its walls let it write
 	})
 	job := call(http.MethodPost, "/api/v1/servers/recorder/verify", map[string]any{"confirm": true})["job"].(map[string]any)
 	deadline := time.Now().Add(20 * time.Second)

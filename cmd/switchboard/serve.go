@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/cluster"
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/store/etcd"
@@ -349,6 +350,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			log.Error("close the store", "store", where, "err", err)
 		}
 	}()
+	// No server (nor any other process of this user) reads this process's
+	// memory, environment or descriptors through /proc, or attaches to
+	// it; a server's walls keep it from doing so even as root.
+	if err := undumpable(); err != nil {
+		log.Warn("could not make Switchboard undumpable", "err", err)
+	}
 	// Before anything starts a server: stop what a crash left running.
 	runs, err := discovery.Contain(cfg.DBPath)
 	if err != nil {
@@ -421,7 +428,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Cluster:         coord,
 
 		OAuthClientMetadataURL: cfg.OAuthClientMetadataURL,
-	}, db, discovery.NewVerifier(cfg.Limits, getenv).Contained(runs))
+	}, db, discovery.NewVerifier(cfg.Limits, getenv).Contained(runs).Walled(sandbox.Config{
+		Database:      cfg.DBPath,
+		DashboardPort: ln.Addr().(*net.TCPAddr).Port,
+		ExtraDeny:     nonEmpty(cfg.Store.ETCDKey, cfg.Store.ETCDCert),
+	}))
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("start: %w", err)
@@ -468,4 +479,15 @@ func displayAddr(a net.Addr) string {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// nonEmpty returns the strings of list that are not empty.
+func nonEmpty(list ...string) []string {
+	var out []string
+	for _, s := range list {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -34,7 +34,7 @@ func Enforce(p *Plan, ctl *os.File) (Tier, error) {
 			return t, fmt.Errorf("bring up the network namespace's loopback: %w", err)
 		}
 		t.NetNS = true
-		if p.Network == NetworkAllow {
+		if p.ProxyPort > 0 {
 			if err := handOverListener(p.ProxyPort, ctl); err != nil {
 				return t, fmt.Errorf("open the egress proxy's port: %w", err)
 			}
@@ -111,7 +111,7 @@ func restrictLandlock(p *Plan, abi int) error {
 	cfg := landlock.V7.BestEffort()
 	if p.Network == NetworkAny {
 		cfg = landlock.Config{HandledAccessFS: cfg.HandledAccessFS, Scoped: cfg.Scoped}.BestEffort()
-	} else if p.Network == NetworkAllow && p.ProxyPort > 0 {
+	} else if p.ProxyPort > 0 {
 		rules = append(rules, landlock.ConnectTCP(uint16(p.ProxyPort)))
 	}
 	if err := cfg.Restrict(rules...); err != nil {

@@ -27,6 +27,11 @@ type Config struct {
 	Home string
 	// Self is the launcher program, for Probe; "" is os.Executable.
 	Self string
+	// ExtraDeny are more paths no server reads (a team store's client
+	// key and certificate).
+	ExtraDeny []string
+	// Machine, if set, replaces Probe's findings (tests).
+	Machine *Machine
 }
 
 // Prepared is a run's walls, made ready in the parent: the plan for the
@@ -38,8 +43,8 @@ type Prepared struct {
 	// Env are variables to add to the server's environment (TMPDIR, the
 	// proxy's address).
 	Env []string
-	// Proxy is the run's egress proxy (NetworkAllow), nil otherwise; its
-	// Asked tells what the server asked for.
+	// Proxy is the run's egress proxy (networks none and allow; nil for
+	// any or without walls); its Asked tells what the server asked for.
 	Proxy     *Proxy
 	cgroup    *cgroup
 	closeOnce sync.Once
@@ -63,6 +68,10 @@ func Prepare(p Profile, r Run, memory int64, c Config, m Machine) (*Prepared, er
 	if r.Database == "" {
 		r.Database = c.Database
 	}
+	r.ExtraDeny = append(r.ExtraDeny, c.ExtraDeny...)
+	if c.Machine != nil {
+		m = *c.Machine
+	}
 	pl := NewPlan(p, r, memory)
 	root := TempRootOf(r)
 	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -84,7 +93,9 @@ func Prepare(p Profile, r Run, memory int64, c Config, m Machine) (*Prepared, er
 	} else if cg != nil {
 		sp.cgroup, pl.Cgroup = cg, cg.name
 	}
-	if pl.Network == NetworkAllow && !pl.Off {
+	// The egress proxy runs for network none too, with nothing allowed:
+	// the hosts a server asks for are then known (learn mode).
+	if pl.Network != NetworkAny && !pl.Off {
 		hosts := make([]Host, 0, len(p.Allow))
 		for _, a := range p.Allow {
 			h, _ := ParseHost(a)

@@ -84,7 +84,7 @@ func (sp *Prepared) Started(pid int, ctl *os.File) error {
 	if _, err := ctl.Write([]byte{'G'}); err != nil {
 		return fmt.Errorf("tell the launcher to go on: %w", err)
 	}
-	if !sp.Plan.NetNS || sp.Plan.Network != NetworkAllow || sp.Plan.Off {
+	if !sp.Plan.NetNS || sp.Proxy == nil {
 		return nil
 	}
 	ln, err := recvListener(ctl)

@@ -72,6 +72,7 @@ func FormInput(v url.Values) Input {
 	}
 	if in.Transport == store.TransportStdio {
 		in.MemoryMB = v.Get("memory_mb")
+		in.Sandbox, in.SandboxCPU, in.SandboxProcesses = formSandbox(v)
 	}
 	for _, a := range strings.Split(ArgsText(v), "\n") {
 		if a != "" {

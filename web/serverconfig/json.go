@@ -36,6 +36,10 @@ type JSON struct {
 	// the server's calls (redacted, capped); left out of a PUT, it stays
 	// as it is (off for a new server).
 	RecordArguments *bool `json:"record_arguments,omitempty"`
+	// Sandbox is a stdio server's permission profile (see
+	// discovery/sandbox.Profile): as it runs in an answer; left out of a
+	// PUT, it stays as it is.
+	Sandbox *store.Sandbox `json:"sandbox,omitempty"`
 }
 
 // OAuthJSON is a remote server's sign-in client.
@@ -53,6 +57,7 @@ func ToJSON(srv store.Server) JSON {
 		Env: mask(srv.Env), Cwd: srv.Cwd, URL: srv.URL, Headers: mask(srv.Headers),
 		TimeoutMS: srv.TimeoutMS, MemoryMB: srv.MemoryMB, TTLSeconds: srv.TTLSeconds, AutoRefresh: srv.AutoRefresh,
 		DefaultPolicy: srv.DefaultPolicy, Preset: srv.Preset, Enabled: &enabled, RecordArguments: &srv.RecordArgs,
+		Sandbox: Sandbox(srv),
 	}
 	if srv.OAuth != nil {
 		out.OAuth = &OAuthJSON{ClientID: srv.OAuth.ClientID, Scopes: srv.OAuth.Scopes}
@@ -79,7 +84,7 @@ func (j JSON) Input() Input {
 	in := Input{
 		ID: j.ID, Name: j.Name, Transport: j.Transport, Command: j.Command, Args: j.Args,
 		Cwd: j.Cwd, URL: j.URL, DefaultPolicy: string(j.DefaultPolicy), Enabled: j.Enabled == nil || *j.Enabled,
-		RecordArgs: j.RecordArguments,
+		RecordArgs: j.RecordArguments, Sandbox: j.Sandbox,
 	}
 	for _, n := range []struct {
 		v   int

@@ -55,6 +55,12 @@ type Input struct {
 	// keeps the stored setting (off for a new server). The form has no
 	// field for it: the server page sets it on its own.
 	RecordArgs *bool
+	// Sandbox is a stdio server's permission profile; nil keeps the
+	// stored one (the default for its command on a new server).
+	// SandboxCPU and SandboxProcesses are the form's numbers as typed,
+	// which win over the profile's when set.
+	Sandbox                      *store.Sandbox
+	SandboxCPU, SandboxProcesses string
 }
 
 type KV struct{ Key, Value string }
@@ -159,6 +165,7 @@ func Validate(in Input, old *store.Server) (store.Server, map[string]string) {
 			errs["cwd"] = "Working directory must be an absolute path."
 		}
 		s.Env = secretMap(in.Env, oldEnv, envKeyPattern, "Environment variable names", "env", errs)
+		validateSandbox(in, old, &s, errs)
 	case store.TransportHTTP, store.TransportSSE:
 		s.URL = strings.TrimSpace(in.URL)
 		if msg := checkURL(s.URL); msg != "" {

@@ -76,6 +76,8 @@ type Error struct {
 	StderrTail string            `json:"stderr_tail,omitempty"`
 	SignIn     *store.SignInNeed `json:"sign_in,omitempty"`
 	Lasting    bool              `json:"lasting,omitempty"` // its server's tools are not offered until it verifies
+	// Refused is what the server's walls refused it (learn mode).
+	Refused *store.Refused `json:"refused,omitempty"`
 }
 
 // TimePtr is t, or nil for the zero time (left out of answers).

@@ -19,6 +19,11 @@ func ReadForm(v url.Values) (serverconfig.Input, views.ServerForm) {
 		AutoRefresh: in.AutoRefresh, DefaultPolicy: in.DefaultPolicy, Enabled: in.Enabled,
 		OAuthClientID: in.OAuthClientID, OAuthClientSecretRetype: in.OAuthClientSecret != "", OAuthScopes: v.Get("oauth_scopes"),
 	}
+	f.SandboxFiles, f.SandboxNetwork, f.SandboxRunner = v.Get("sandbox_files"), v.Get("sandbox_network"), v.Get("sandbox_runner")
+	f.SandboxAllow, f.SandboxRead, f.SandboxWrite = v.Get("sandbox_allow"), v.Get("sandbox_read"), v.Get("sandbox_write")
+	f.SandboxDeny, f.SandboxSkip = v.Get("sandbox_deny"), v.Get("sandbox_skip_arg_paths")
+	f.SandboxCPU, f.SandboxProcesses = v.Get("sandbox_cpu_percent"), v.Get("sandbox_processes")
+	f.SandboxWeaker, f.SandboxOff = v.Get("sandbox_weaker") == "on", v.Get("sandbox_off") == "on"
 	for _, r := range in.Env {
 		f.Env = append(f.Env, views.KV{Key: r.Key, Retype: r.Value != ""})
 	}

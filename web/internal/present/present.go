@@ -6,8 +6,10 @@ package present
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/switchboard-dev/switchboard/store"
@@ -74,7 +76,25 @@ func ServerForm(s store.Server) views.ServerForm {
 	}
 	oc := s.OAuthSettings()
 	f.OAuthClientID, f.OAuthClientSecretSet, f.OAuthScopes = oc.ClientID, oc.ClientSecret != "", strings.Join(oc.Scopes, " ")
+	if sb := serverconfig.Sandbox(s); sb != nil {
+		FillSandbox(&f, *sb)
+	}
 	return f
+}
+
+// FillSandbox puts a profile in the form's walls fields.
+func FillSandbox(f *views.ServerForm, sb store.Sandbox) {
+	lines := serverconfig.SandboxLines
+	f.SandboxFiles, f.SandboxNetwork, f.SandboxRunner = sb.Files, sb.Network, sb.Runner
+	f.SandboxAllow, f.SandboxRead, f.SandboxWrite, f.SandboxDeny = lines(sb.Allow), lines(sb.Read), lines(sb.Write), lines(sb.Deny)
+	f.SandboxSkip = lines(sb.SkipArgPaths)
+	if sb.CPUPercent > 0 {
+		f.SandboxCPU = strconv.Itoa(sb.CPUPercent)
+	}
+	if sb.Processes > 0 {
+		f.SandboxProcesses = strconv.Itoa(sb.Processes)
+	}
+	f.SandboxWeaker, f.SandboxOff = sb.Weaker, sb.Off
 }
 
 // Launch is what the confirmation shows: everything that decides what
@@ -95,6 +115,7 @@ func Launch(srv store.Server) views.Launch {
 		l.CommandLine = serverconfig.CommandLine(srv.Command, srv.Args)
 		l.Command, l.Args, l.Cwd, l.EnvKeys = srv.Command, srv.Args, srv.Cwd, SortedKeys(srv.Env)
 		l.MemoryMB = srv.MemoryMB
+		l.Sandbox = Sandbox(srv, sandbox.Probe(sandbox.Config{}))
 	} else {
 		l.URL, l.HeaderKeys = srv.URL, SortedKeys(srv.Headers)
 	}

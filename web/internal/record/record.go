@@ -38,8 +38,21 @@ func Failure(j discovery.Job, e *discovery.Error, now time.Time) store.Failure {
 		JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: Status(e), StartedAt: startOf(j), FinishedAt: now,
 		Timings: timings(j.Timings),
 		Error: store.VerifyError{Class: e.Class, Phase: e.Phase, Message: e.Message,
-			Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: signInNeed(e), Lasting: e.Lasting()},
+			Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: signInNeed(e), Lasting: e.Lasting(),
+			Refused: refused(e.Refused)},
 	}
+}
+
+// refused is the store's record of what a run's walls refused.
+func refused(r *discovery.Refused) *store.Refused {
+	if r.Empty() {
+		return nil
+	}
+	out := &store.Refused{Paths: r.Paths}
+	for _, h := range r.Hosts {
+		out.Hosts = append(out.Hosts, store.RefusedHost{Host: h.Host, Port: h.Port, Reason: h.Reason})
+	}
+	return out
 }
 
 // Success is the store's record of job j, which found res, at now.
