@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 )
@@ -160,6 +159,3 @@ func (sp *Prepared) Close() {
 		sp.cgroup.remove()
 	})
 }
-
-// tempDirs returns the run's temp dir's parent (tests).
-func (sp *Prepared) tempRoot() string { return filepath.Dir(sp.Plan.TempDir) }

@@ -71,9 +71,8 @@ type Profile struct {
 	// Runner names the package-runner preset the profile started from
 	// (see Presets); informative, the preset's grants are in the lists.
 	Runner string `json:"runner,omitempty"`
-	// KeepArgPaths lists nothing; SkipArgPaths lists the paths named in
-	// the server's arguments that the person removed from the grants
-	// (see ArgPaths).
+	// SkipArgPaths lists the paths named in the server's arguments that
+	// the person removed from the grants (see ArgPaths).
 	SkipArgPaths []string `json:"skip_arg_paths,omitempty"`
 	// Weaker is set when the person chose to run the server with the
 	// walls this machine can build when it cannot build them all (see
@@ -204,7 +203,7 @@ func cleanPaths(field string, in []string) ([]string, error) {
 	return out, nil
 }
 
-// Memory, CPU and Processes return the limits with their defaults.
+// CPU is the CPU share in percent of one core, with its default.
 func (p Profile) CPU() int {
 	if p.CPUPercent > 0 {
 		return p.CPUPercent
