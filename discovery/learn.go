@@ -35,19 +35,38 @@ var permissionLine = regexp.MustCompile(`(?i)EACCES|EPERM|permission denied|oper
 // pathInLine finds absolute paths in a line, bare or quoted.
 var pathInLine = regexp.MustCompile(`(?:^|[\s'"(=])(/[^/\s'"():,][^\s'"():,]*)`)
 
+// npmErrorLine is a line of an npm error report, which names the code
+// and the path on lines of their own ("npm error code EACCES", "npm
+// error path /home/me/.npm"; "npm ERR!" before npm 10).
+var npmErrorLine = regexp.MustCompile(`^npm (?:error|ERR!) (code|path) (.*)$`)
+
 // refusedPaths returns the absolute paths named on permission-error
-// lines of stderr, first seen first.
+// lines of stderr, and in npm's permission-error reports, first seen
+// first.
 func refusedPaths(stderr string) []string {
 	var out []string
+	add := func(p string) {
+		if !slices.Contains(out, p) && len(out) < maxRefusedPaths {
+			out = append(out, p)
+		}
+	}
+	npmRefused := false // within an npm error whose code is EACCES or EPERM
 	for line := range strings.Lines(stderr) {
+		if m := npmErrorLine.FindStringSubmatch(strings.TrimRight(line, "\r\n")); m != nil {
+			switch p := strings.TrimSpace(m[2]); {
+			case m[1] == "code":
+				npmRefused = permissionLine.MatchString(p)
+			case npmRefused && strings.HasPrefix(p, "/"):
+				add(p)
+			}
+		} else if !strings.HasPrefix(line, "npm ") {
+			npmRefused = false
+		}
 		if !permissionLine.MatchString(line) {
 			continue
 		}
 		for _, m := range pathInLine.FindAllStringSubmatch(line, -1) {
-			p := strings.TrimRight(m[1], ".")
-			if !slices.Contains(out, p) && len(out) < maxRefusedPaths {
-				out = append(out, p)
-			}
+			add(strings.TrimRight(m[1], "."))
 		}
 	}
 	return out

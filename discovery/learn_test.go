@@ -19,3 +19,22 @@ func TestRefusedPaths(t *testing.T) {
 		t.Errorf("refusedPaths = %q; want %q", got, want)
 	}
 }
+
+// npm reports a refusal over several lines: the code on one, the path on
+// another (as npm 10 wrote it when its cache could not be made).
+func TestRefusedPathsOfNpm(t *testing.T) {
+	stderr := "npm error code EACCES\n" +
+		"npm error syscall mkdir\n" +
+		"npm error path /home/me/.npm\n" +
+		"npm error errno -13\n" +
+		"npm error\n" +
+		"npm error Your cache folder contains root-owned files\n" +
+		"npm ERR! code E403\n" +
+		"npm ERR! path /not/a/refusal\n" +
+		"npm error code EPERM\n" +
+		"something else\n" +
+		"npm error path /after/another/line\n"
+	if got, want := refusedPaths(stderr), []string{"/home/me/.npm"}; !slices.Equal(got, want) {
+		t.Errorf("refusedPaths = %q; want %q", got, want)
+	}
+}

@@ -16,8 +16,12 @@ import (
 	"go.uber.org/goleak"
 )
 
-// fixture is the path of the mcp-fixture binary built by TestMain.
+// fixture is the path of the mcp-fixture binary built by TestMain, or
+// the one fixtureEnv names (a copy of the tests run as another user, who
+// has no Go build cache: see TestEscapeAsOrdinaryUser).
 var fixture string
+
+const fixtureEnv = "DISCOVERY_TEST_FIXTURE"
 
 // everythingEntry is @modelcontextprotocol/server-everything's entry point,
 // installed by `npm ci --prefix e2e`, relative to this package.
@@ -36,15 +40,17 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "discovery tests:", err)
 		os.Exit(1)
 	}
-	fixture = filepath.Join(dir, "mcp-fixture")
-	if runtime.GOOS == "windows" {
-		fixture += ".exe" // Windows runs nothing without it
-	}
-	build := exec.Command("go", "build", "-o", fixture, "github.com/switchboard-dev/switchboard/cmd/mcp-fixture")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "discovery tests: building mcp-fixture: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	if fixture = os.Getenv(fixtureEnv); fixture == "" {
+		fixture = filepath.Join(dir, "mcp-fixture")
+		if runtime.GOOS == "windows" {
+			fixture += ".exe" // Windows runs nothing without it
+		}
+		build := exec.Command("go", "build", "-o", fixture, "github.com/switchboard-dev/switchboard/cmd/mcp-fixture")
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "discovery tests: building mcp-fixture: %v\n%s", err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	// No ignores: every goroutine a verification or a runner starts must
 	// be gone once it returns.
@@ -60,10 +66,11 @@ func TestMain(m *testing.M) {
 // main_unix_test.go: withGroupCheck, groupGoneAtEnd, assertNoChildren);
 // on Windows those helpers run targets as they are (main_windows_test.go).
 
-// readPid waits briefly for a pid file written by a wrapper script.
+// readPid waits for a pid file written by a wrapper script (as long as
+// a loaded machine may take to start a shell).
 func readPid(t *testing.T, file string) int {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		data, err := os.ReadFile(file)
 		if err == nil && strings.HasSuffix(string(data), "\n") {

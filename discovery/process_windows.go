@@ -3,6 +3,7 @@ package discovery
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,17 +12,20 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 	"golang.org/x/sys/windows"
 )
 
 // On Windows a server runs in a Job Object of its own, with the whole
 // process tree in it: the job kills every process in it when its last
 // handle closes (when the server is stopped, and when Switchboard dies
-// in any way), nothing may break away from it, and a memory cap is the
-// job's per-process limit. The launcher (this program run again) is put
-// in the job before it starts the server, so no process of the server
-// ever runs outside it. Children inherit no handles but stdin, stdout and
-// stderr.
+// in any way), nothing may break away from it, and the limits are the
+// job's: memory per process, and how many processes at once. The
+// launcher (this program run again) is put in the job before it starts
+// the server, so no process of the server ever runs outside it; with the
+// walls on it starts the server with a restricted low-integrity token
+// (see runLauncher and sandbox.PrepareWindows). Children inherit no
+// handles but stdin, stdout and stderr.
 
 // AllowedEnv lists the variables of Switchboard's own environment that a
 // child may inherit: what Windows programs need to run (the system
@@ -38,8 +42,10 @@ var AllowedEnv = []string{
 const createNoWindow = 0x08000000
 
 // startIsolated starts the launcher for the program at path in a new
-// Job Object and puts it in the job; the launcher starts the server once
-// it is in (see runLauncher).
+// Job Object holding the plan's limits, and puts it in the job; the
+// launcher builds the walls and starts the server once it is in (see
+// runLauncher and launch). It says in p.isolation what it got: the tier
+// the launcher reported, then the job.
 func (p *process) startIsolated(path string, pc processConfig) error {
 	if p.killEscapee == nil {
 		p.killEscapee = func(int, syscall.Signal) error { return nil }
@@ -48,61 +54,104 @@ func (p *process) startIsolated(path string, pc processConfig) error {
 	if !ok {
 		return fmt.Errorf("servers need the launcher on Windows (call discovery.RunLauncherIfAsked in main)")
 	}
-	job, err := newJob(pc.MemoryBytes)
-	if err != nil {
-		return err
-	}
-	cmd := p.cmd
-	// The job's handle, inheritable, is how the launcher tells that it
-	// is in the job; it goes as the last argument.
 	plan := unwalled(pc.MemoryBytes)
 	if p.walls != nil {
 		plan = p.walls.Plan
 	}
-	cmd.Args = append(launcherArgs(path, plan, cmd.Args), strconv.FormatUint(uint64(job), 10))
-	cmd.Path = self
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		CreationFlags:              createNoWindow,
-		AdditionalInheritedHandles: []syscall.Handle{syscall.Handle(job)},
-	}
-	if err := windows.SetHandleInformation(job, windows.HANDLE_FLAG_INHERIT, windows.HANDLE_FLAG_INHERIT); err != nil {
-		windows.CloseHandle(job)
+	job, err := newJob(plan)
+	if err != nil {
 		return err
 	}
-	err = cmd.Start()
-	windows.SetHandleInformation(job, windows.HANDLE_FLAG_INHERIT, 0)
+	tier, err := launch(p.cmd, self, path, plan, job)
 	if err != nil {
 		windows.CloseHandle(job)
 		return err
 	}
-	if err := assign(job, cmd.Process.Pid); err != nil {
-		// Fail closed: never a server outside its job.
-		cmd.Process.Kill()
-		cmd.Wait()
-		windows.CloseHandle(job)
-		return fmt.Errorf("put the server in its job object: %w", err)
-	}
 	p.job = uintptr(job)
-	p.isolation = "job object (kill on close, no breakaway)"
-	if pc.MemoryBytes > 0 {
-		p.isolation += " + memory cap"
-	}
+	p.tier = tier
+	p.isolation = tier.String() + " · " + jobIsolation(plan)
 	return nil
 }
 
+// launch starts cmd through the launcher at self, puts it in job and
+// reads the launcher's report (see runLauncher): the walls it built, or
+// why it could not build them or start the server, as the Unix launch
+// does, so that a server that cannot start fails here, with its class
+// (sandbox for the walls). Windows has no ExtraFiles: the report pipe's
+// write end and the job go to the launcher as inherited handles, named
+// by its last two arguments. The report ends when the launcher closes
+// the pipe, once the server has started, or exits; on a failure the
+// launcher is reaped before launch returns.
+func launch(cmd *exec.Cmd, self, path string, plan *sandbox.Plan, job windows.Handle) (sandbox.Tier, error) {
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		return sandbox.Tier{}, err
+	}
+	rep := syscall.Handle(repW.Fd())
+	cmd.Args = append(launcherArgs(path, plan, cmd.Args),
+		strconv.FormatUint(uint64(rep), 10), strconv.FormatUint(uint64(job), 10))
+	cmd.Path = self
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		CreationFlags:              createNoWindow,
+		AdditionalInheritedHandles: []syscall.Handle{rep, syscall.Handle(job)},
+	}
+	// os.Pipe's handles are inheritable, the job's is made so while the
+	// launcher starts; os/exec names the handles each child inherits, so
+	// only the launcher gets them.
+	if err := windows.SetHandleInformation(job, windows.HANDLE_FLAG_INHERIT, windows.HANDLE_FLAG_INHERIT); err != nil {
+		repR.Close()
+		repW.Close()
+		return sandbox.Tier{}, err
+	}
+	err = cmd.Start()
+	windows.SetHandleInformation(job, windows.HANDLE_FLAG_INHERIT, 0)
+	repW.Close()
+	if err != nil {
+		repR.Close()
+		return sandbox.Tier{}, err
+	}
+	if err := assign(job, cmd.Process.Pid); err != nil {
+		// Fail closed: never a server outside its job.
+		repR.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+		return sandbox.Tier{}, fmt.Errorf("put the server in its job object: %w", err)
+	}
+	report, _ := io.ReadAll(io.LimitReader(repR, 8192))
+	// Closed before the launcher is waited for: one still writing then
+	// fails rather than blocks.
+	repR.Close()
+	tier, failure := parseReport(string(report))
+	if failure == "" {
+		return tier, nil
+	}
+	cmd.Wait()
+	if msg, ok := strings.CutPrefix(failure, wallReport); ok {
+		return tier, &wallError{errors.New(msg)}
+	}
+	return tier, launchError(path, failure)
+}
+
 // newJob creates a Job Object that kills its processes when its last
-// handle closes, lets none break away, and caps each process's memory
-// if memory is positive.
-func newJob(memory int64) (windows.Handle, error) {
+// handle closes, lets none break away, and holds the plan's limits: each
+// process's memory (MemoryBytes), and how many processes may be in it at
+// once (Processes, and one more for the launcher, which stays in the job
+// as the server's parent). Unlike Linux's limit, it does not count
+// threads.
+func newJob(plan *sandbox.Plan) (windows.Handle, error) {
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
 		return 0, fmt.Errorf("create a job object: %w", err)
 	}
 	var info windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION
 	info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | windows.JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION
-	if memory > 0 {
+	if plan.MemoryBytes > 0 {
 		info.BasicLimitInformation.LimitFlags |= windows.JOB_OBJECT_LIMIT_PROCESS_MEMORY
-		info.ProcessMemoryLimit = uintptr(memory)
+		info.ProcessMemoryLimit = uintptr(plan.MemoryBytes)
+	}
+	if plan.Processes > 0 {
+		info.BasicLimitInformation.LimitFlags |= windows.JOB_OBJECT_LIMIT_ACTIVE_PROCESS
+		info.BasicLimitInformation.ActiveProcessLimit = uint32(plan.Processes) + 1
 	}
 	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
@@ -110,6 +159,18 @@ func newJob(memory int64) (windows.Handle, error) {
 		return 0, fmt.Errorf("set the job object's limits: %w", err)
 	}
 	return job, nil
+}
+
+// jobIsolation says what the job newJob makes for plan holds.
+func jobIsolation(plan *sandbox.Plan) string {
+	s := "job object (kill on close, no breakaway)"
+	if plan.MemoryBytes > 0 {
+		s += " + memory cap"
+	}
+	if plan.Processes > 0 {
+		s += " + process cap"
+	}
+	return s
 }
 
 // assign puts the process pid in job.

@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,23 +38,8 @@ func newEscapeScene(t *testing.T) *escapeScene {
 	for _, f := range []string{"", ".mcp-token", ".api-token", ".seal"} {
 		mustWrite(t, s.db+f, "switchboard's own "+f+"\n")
 	}
+	s.listener, s.dashboard = acceptAll(t), acceptAll(t)
 	var err error
-	for _, l := range []*net.Listener{&s.listener, &s.dashboard} {
-		if *l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-		ln := *l
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
-	}
 	if s.udp, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +61,7 @@ func portOf(l net.Listener) string { return strconv.Itoa(l.Addr().(*net.TCPAddr)
 
 // attempts are the escape attempts, by the wall that stops each.
 func (s *escapeScene) attempts() map[string]string {
-	return map[string]string{
+	a := map[string]string{
 		"planted key":          "read=" + filepath.Join(s.home, ".ssh", "id_ed25519"),
 		"database":             "read=" + s.db,
 		"mcp token":            "read=" + s.db + ".mcp-token",
@@ -87,11 +74,24 @@ func (s *escapeScene) attempts() map[string]string {
 		"300 processes":        "spawn=300",
 		"more than its memory": "alloc=" + strconv.Itoa(1536<<20),
 	}
+	if os.Getuid() == 0 {
+		// Root's server is root in its user namespace: it must hold no
+		// capability there either. (An ordinary user's has none to lose.)
+		a["capabilities"] = "caps"
+	}
+	return a
 }
 
 // verifyEscape verifies the escape fixture under profile (nil: no walls)
 // and returns what each attempt got, by attempt.
 func (s *escapeScene) verifyEscape(t *testing.T, profile *sandbox.Profile) map[string]string {
+	t.Helper()
+	return s.verifyEscapeOn(t, nil, profile)
+}
+
+// verifyEscapeOn is verifyEscape on a machine that builds only what m
+// says (nil: this machine as it is).
+func (s *escapeScene) verifyEscapeOn(t *testing.T, m *sandbox.Machine, profile *sandbox.Profile) map[string]string {
 	t.Helper()
 	var list []string
 	for _, a := range s.attempts() {
@@ -103,7 +103,7 @@ func (s *escapeScene) verifyEscape(t *testing.T, profile *sandbox.Profile) map[s
 		}
 		return os.Getenv(k)
 	}
-	v := NewVerifier(Limits{StderrBytes: 64 << 10}, getenv).Walled(sandbox.Config{Database: s.db, DashboardPort: s.dashboard.Addr().(*net.TCPAddr).Port, Home: s.home})
+	v := NewVerifier(Limits{StderrBytes: 64 << 10}, getenv).Walled(sandbox.Config{Database: s.db, DashboardPort: s.dashboard.Addr().(*net.TCPAddr).Port, Home: s.home, Machine: m})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := v.Verify(ctx, Target{Transport: TransportStdio, Command: fixture, Args: []string{"-mode", "escape"},
@@ -128,24 +128,67 @@ func (s *escapeScene) verifyEscape(t *testing.T, profile *sandbox.Profile) map[s
 
 func TestEscapeUnderDefaultProfile(t *testing.T) {
 	s := newEscapeScene(t)
-	got := s.verifyEscape(t, &sandbox.Profile{})
+	wantEach(t, s.verifyEscape(t, &sandbox.Profile{}), "refused")
+}
+
+// wantEach checks, an attempt a subtest, that each attempt got verdict
+// ("refused" or "got").
+func wantEach(t *testing.T, got map[string]string, verdict string) {
+	t.Helper()
 	for name, result := range got {
 		t.Run(name, func(t *testing.T) {
 			t.Log(result)
-			if !strings.HasPrefix(result, "refused") {
-				t.Errorf("%s = %q; want refused", name, result)
+			if !strings.HasPrefix(result, verdict) {
+				t.Errorf("%s = %q; want %s", name, result, verdict)
 			}
 		})
+	}
+}
+
+// Where unprivileged user namespaces are disabled (some distributions,
+// containers), the walls are Landlock's TCP rules and seccomp, the limits
+// rlimits: every attempt is still refused.
+func TestEscapeWithoutUserNamespaces(t *testing.T) {
+	s := newEscapeScene(t)
+	m := sandbox.Probe(sandbox.Config{})
+	m.UserNS = false
+	wantEach(t, s.verifyEscapeOn(t, &m, &sandbox.Profile{}), "refused")
+}
+
+// A wall the machine cannot build fails the run, never silently: root
+// without a user namespace or a cgroup cannot cap its server's processes
+// (RLIMIT_NPROC does not bind root). Chosen weaker, it runs, and says
+// what it was.
+func TestWallsFailClosed(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("an ordinary user's processes are capped by RLIMIT_NPROC everywhere")
+	}
+	s := newEscapeScene(t)
+	m := sandbox.Probe(sandbox.Config{})
+	m.UserNS, m.Cgroup = false, ""
+	v := NewVerifier(Limits{}, nil).Walled(sandbox.Config{Database: s.db, Home: s.home, Machine: &m})
+	target := Target{Transport: TransportStdio, Command: fixture, Cwd: s.cwd, Sandbox: &sandbox.Profile{}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := v.Verify(ctx, target, 0, nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Class != ClassSandbox || !strings.Contains(e.Message, "processes") {
+		t.Fatalf("Verify = %v; want a sandbox failure naming the process cap", err)
+	}
+	target.Sandbox = &sandbox.Profile{Weaker: true}
+	res, err := v.Verify(ctx, target, 0, nil)
+	if err != nil {
+		t.Fatalf("Verify, weaker: %v", err)
+	}
+	if !strings.HasPrefix(res.Isolation, "landlock-v7 + seccomp + rlimits") {
+		t.Errorf("isolation = %q; want the walls it had", res.Isolation)
 	}
 }
 
 // The same attempts without walls get through: the scene is real.
 func TestEscapeWithoutWalls(t *testing.T) {
 	s := newEscapeScene(t)
-	got := s.verifyEscape(t, nil)
-	for name, result := range got {
-		t.Logf("%s: %s", name, result)
-	}
+	wantEach(t, s.verifyEscape(t, nil), "got") // else the tests above prove nothing
 }
 
 // Learn mode: a server that needs a host fails under network none, and
@@ -179,5 +222,62 @@ func TestLearnModeNamesRefusedHost(t *testing.T) {
 	}
 	if !strings.Contains(res.StderrTail, ": got status 200") {
 		t.Errorf("stderr = %q; want the request through the proxy to succeed", res.StderrTail)
+	}
+}
+
+// nobody is the ordinary user TestEscapeAsOrdinaryUser runs as.
+const nobody = 65534
+
+// The walls hold for an ordinary user too. Run as root (as CI is), the
+// tests above meet a root-owned /proc and cgroup caps; this test runs
+// them again as nobody, in copies of this test binary and of the
+// fixture, where an unprivileged user namespace and rlimits must do.
+func TestEscapeAsOrdinaryUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("this test already runs as an ordinary user: TestEscapeUnderDefaultProfile is the test")
+	}
+	dir, err := os.MkdirTemp("", "escape-as-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	copyExec := func(from, name string) string {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := filepath.Join(dir, name)
+		if err := os.WriteFile(to, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return to
+	}
+	tests := copyExec(os.Args[0], "discovery.test")
+	fixtureCopy := copyExec(fixture, "mcp-fixture")
+	for _, d := range []string{"home", "tmp"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(filepath.Join(dir, d), nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(tests, "-test.run=^TestEscape(UnderDefaultProfile|WithoutUserNamespaces|WithoutWalls)$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(dir, "home"), "TMPDIR=" + filepath.Join(dir, "tmp"),
+		fixtureEnv + "=" + fixtureCopy}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	t.Logf("as uid %d:\n%s", nobody, out)
+	if err != nil {
+		t.Fatalf("the escape tests as uid %d: %v", nobody, err)
+	}
+	for _, want := range []string{"--- PASS: TestEscapeUnderDefaultProfile", "--- PASS: TestEscapeWithoutUserNamespaces", "--- PASS: TestEscapeWithoutWalls", "isolation: landlock-v7 + netns + seccomp + rlimits"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the run as uid %d says nothing of %q", nobody, want)
+		}
 	}
 }

@@ -130,12 +130,19 @@ func newEnv(t testing.TB, opts ...appOption) *env {
 // such as a replica on etcd.
 func newEnvOn(t testing.TB, st store.Store, opts ...appOption) *env {
 	t.Helper()
+	return newEnvVerifying(t, st, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil), opts...)
+}
+
+// newEnvVerifying is an application on st whose servers v verifies and
+// runs.
+func newEnvVerifying(t testing.TB, st store.Store, v *discovery.Verifier, opts ...appOption) *env {
+	t.Helper()
 	logs := &logRecorder{}
 	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	app, err := web.New(cfg, st, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil))
+	app, err := web.New(cfg, st, v)
 	if err != nil {
 		t.Fatal(err)
 	}

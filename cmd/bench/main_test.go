@@ -6,6 +6,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +48,14 @@ func TestQuickRun(t *testing.T) {
 	names := map[string]bool{}
 	for _, f := range report.Figures {
 		names[f.Name] = true
+		if f.Skipped {
+			// Only a figure this machine cannot measure, with why.
+			if f.Name != sandboxFigureName || !f.Pass || !strings.HasPrefix(f.Note, "skipped: ") || !strings.Contains(stdout.String(), f.Name) {
+				t.Errorf("figure skipped: %+v", f)
+			}
+			t.Logf("skipped on this machine: %s: %s", f.Name, f.Note)
+			continue
+		}
 		// A memory growth of a tiny catalog may be anything near zero.
 		if strings.HasPrefix(f.Note, "error:") || (f.Value <= 0 && f.Unit != "MiB") || f.Target == "" {
 			t.Errorf("figure not measured: %+v", f)
@@ -60,6 +71,7 @@ func TestQuickRun(t *testing.T) {
 		"Verify, in process: fixture",
 		"Verify, in process: server-everything",
 		"`switchboard verify` process: server-everything",
+		sandboxFigureName,
 		"Verify via dashboard (POST → SSE success): server-everything",
 		"Bulk verify: 4 fixture servers (100 ms start-up), concurrency 2",
 		"GET /api/v1/tools, 3 servers × 5 tools",
@@ -167,4 +179,27 @@ func TestMain(m *testing.M) {
 		os.Exit(runFileServer(context.Background(), os.Args[1:]))
 	}
 	os.Exit(m.Run())
+}
+
+// TestSkippedSandboxFigure: a machine that cannot build the walls gets
+// the sandbox row skipped, which passes and says why, not a failure.
+func TestSkippedSandboxFigure(t *testing.T) {
+	walls := &discovery.Error{Class: discovery.ClassSandbox, Message: "no Landlock"}
+	if why, ok := cannotWall(fmt.Errorf("stdio start: %w", walls)); !ok || why != "no Landlock" {
+		t.Errorf("cannotWall(class sandbox) = %q, %v", why, ok)
+	}
+	for _, err := range []error{nil, &discovery.Error{Class: discovery.ClassExited}, errors.New("other")} {
+		if _, ok := cannotWall(err); ok {
+			t.Errorf("cannotWall(%v) = true", err)
+		}
+	}
+	f := skippedSandboxFigure(&config{log: io.Discard}, "no Landlock")
+	if !f.Pass || !f.Skipped || !strings.HasSuffix(f.Note, "no Landlock") {
+		t.Errorf("skipped figure: %+v", f)
+	}
+	var out bytes.Buffer
+	printTable(&out, []figure{f})
+	if !strings.Contains(out.String(), "skipped") || strings.Contains(out.String(), "MISS") {
+		t.Errorf("table:\n%s", out.String())
+	}
 }

@@ -26,6 +26,7 @@ import (
 //	http=URL         GET a URL the way HTTP clients do (through HTTP_PROXY)
 //	spawn=N          start N processes at once
 //	alloc=BYTES      allocate and touch BYTES in a child
+//	caps             hold any capability (CapEff in /proc/self/status)
 //
 // An attempt written need:kind=argument is one the server cannot do
 // without: if it is refused, the server exits with status 1 before
@@ -82,6 +83,18 @@ func escapeOne(kind, arg string) (got bool, detail string) {
 			return false, err.Error()
 		}
 		return true, fmt.Sprintf("%d bytes", len(data))
+	case "caps":
+		data, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			return false, err.Error()
+		}
+		for line := range strings.Lines(string(data)) {
+			if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+				v = strings.TrimSpace(v)
+				return strings.Trim(v, "0") != "", "CapEff " + v
+			}
+		}
+		return false, "no CapEff line"
 	case "connect":
 		c, err := net.DialTimeout("tcp", arg, 3*time.Second)
 		if err != nil {

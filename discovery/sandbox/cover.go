@@ -32,11 +32,13 @@ func (p *Plan) grants() []grant {
 	for _, r := range p.ReadRoots {
 		coverPath(r, false, secrets, p.AlwaysPrefixes, &out)
 	}
+	// A grant lifts the secrets it is or lies beneath, not those beneath
+	// it: granting the home is no grant of ~/.ssh.
 	for _, r := range p.Read {
-		coverPath(r, false, always, p.AlwaysPrefixes, &out)
+		coverPath(r, false, append(secretsBeneath(secrets, r), always...), p.AlwaysPrefixes, &out)
 	}
 	for _, w := range p.Write {
-		coverPath(w, true, always, p.AlwaysPrefixes, &out)
+		coverPath(w, true, append(secretsBeneath(secrets, w), always...), p.AlwaysPrefixes, &out)
 	}
 	for _, d := range p.Devices {
 		if fi, err := os.Stat(d); err == nil {
@@ -127,4 +129,15 @@ func deniedBeneath(dir string, denied, prefixes []string) bool {
 		}
 	}
 	return false
+}
+
+// secretsBeneath are the secrets strictly beneath grant.
+func secretsBeneath(secrets []string, grant string) []string {
+	var out []string
+	for _, s := range secrets {
+		if s != grant && within(s, grant) {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -22,8 +23,14 @@ import (
 // it built. A wall the plan needs and this kernel lacks is an error,
 // unless the plan is Weaker. The caller must exec at once: the walls hold
 // this process and everything it becomes.
+//
+// Every wall is built on this goroutine's thread, locked to it for good:
+// exec keeps the calling thread's capabilities, no_new_privs, Landlock
+// domain and seccomp filter and ends the others. (Building them on every
+// thread, as psx does, costs milliseconds a start.)
 func Enforce(p *Plan, ctl *os.File) (Tier, error) {
-	var t Tier
+	runtime.LockOSThread() // never unlocked
+	t := Tier{Root: os.Geteuid() == 0}
 	if p.Ctl() {
 		if err := WaitGo(ctl); err != nil {
 			return t, err
@@ -49,9 +56,12 @@ func Enforce(p *Plan, ctl *os.File) (Tier, error) {
 		t.Off = true
 		return t, nil
 	}
-	// no_new_privs on every thread first: Landlock and seccomp need it, and
+	if err := dropCapabilities(); err != nil {
+		return t, err
+	}
+	// no_new_privs first: Landlock and seccomp need it, and
 	// a setuid program the server runs gains nothing.
-	if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return t, fmt.Errorf("no_new_privs: %w", err)
 	}
 	abi, err := llsys.LandlockGetABIVersion()
@@ -77,15 +87,54 @@ func Enforce(p *Plan, ctl *os.File) (Tier, error) {
 	return t, nil
 }
 
-// WeakerError: this machine cannot build every wall the plan asks for.
-type WeakerError struct {
-	Tier    Tier
-	Missing []string
+// userTasks counts the tasks (threads) of the processes uid owns, as
+// RLIMIT_NPROC does.
+func userTasks(uid int) int {
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+e.Name(), &st) != nil || int(st.Uid) != uid {
+			continue
+		}
+		if tasks, err := os.ReadDir("/proc/" + e.Name() + "/task"); err == nil {
+			n += len(tasks)
+		}
+	}
+	return n
 }
 
-func (e *WeakerError) Error() string {
-	return "this machine cannot build every wall the profile asks for (" + strings.Join(e.Missing, "; ") +
-		"): choose to run the server with the walls it has (" + e.Tier.String() + "), or not at all"
+// dropCapabilities leaves the launcher, and so the server, no
+// capability at all. A launcher in a user namespace of its own holds
+// some there: root's server would get every capability of the bounding
+// set at exec (uid 0 does), and an ordinary user's launcher has the
+// ambient CAP_NET_ADMIN it brought its loopback up with (NamespaceAttr).
+// Without a namespace, root's server would hold them over the machine.
+// So root empties the bounding set, and everyone clears the effective,
+// permitted and inheritable sets (which clears the ambient one), before
+// the exec, on the thread that execs (see Enforce).
+func dropCapabilities() error {
+	if os.Geteuid() == 0 {
+		last := unix.CAP_LAST_CAP
+		if data, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+			if n, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				last = n
+			}
+		}
+		for c := 0; c <= last; c++ {
+			if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+				return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+			}
+		}
+	}
+	var none [2]unix.CapUserData
+	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &none[0]); err != nil {
+		return fmt.Errorf("clear the capabilities: %w", err)
+	}
+	return nil
 }
 
 // restrictLandlock applies the plan's Landlock rules at the given ABI.
@@ -94,18 +143,20 @@ func restrictLandlock(p *Plan, abi int) error {
 		return nil
 	}
 	var rules []landlock.Rule
+	// A path gone since grants() listed it (a lock file, another
+	// program's temp dir) opens nothing: it does not fail the start.
 	for _, g := range p.grants() {
 		switch {
 		case g.dir && g.write:
-			rules = append(rules, landlock.RWDirs(g.path).WithRefer().WithIoctlDev())
+			rules = append(rules, landlock.RWDirs(g.path).WithRefer().WithIoctlDev().IgnoreIfMissing())
 		case g.list:
-			rules = append(rules, landlock.PathAccess(llsys.AccessFSReadDir, g.path))
+			rules = append(rules, landlock.PathAccess(llsys.AccessFSReadDir, g.path).IgnoreIfMissing())
 		case g.dir:
-			rules = append(rules, landlock.RODirs(g.path))
+			rules = append(rules, landlock.RODirs(g.path).IgnoreIfMissing())
 		case g.write:
-			rules = append(rules, landlock.RWFiles(g.path).WithIoctlDev())
+			rules = append(rules, landlock.RWFiles(g.path).WithIoctlDev().IgnoreIfMissing())
 		default:
-			rules = append(rules, landlock.ROFiles(g.path))
+			rules = append(rules, landlock.ROFiles(g.path).IgnoreIfMissing())
 		}
 	}
 	cfg := landlock.V7.BestEffort()
@@ -114,7 +165,15 @@ func restrictLandlock(p *Plan, abi int) error {
 	} else if p.ProxyPort > 0 {
 		rules = append(rules, landlock.ConnectTCP(uint16(p.ProxyPort)))
 	}
-	if err := cfg.Restrict(rules...); err != nil {
+	fd, flags, err := cfg.NewRulesetFD(rules...)
+	if err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	if fd < 0 {
+		return nil // nothing to enforce on this kernel
+	}
+	defer unix.Close(fd)
+	if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	return nil
@@ -133,6 +192,12 @@ func setLimits(p *Plan) error {
 	}
 	if p.Processes > 0 {
 		n := uint64(p.Processes)
+		if !p.NetNS {
+			// Outside a user namespace of its own, RLIMIT_NPROC counts
+			// every task of the user, the desktop's included: the server
+			// may have Processes more than the user has now.
+			n += uint64(userTasks(os.Getuid()))
+		}
 		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}); err != nil {
 			return fmt.Errorf("cap the processes: %w", err)
 		}

@@ -22,7 +22,7 @@ type Machine struct {
 // would lack (see Tier.Missing): shown before the first Verify.
 func (m Machine) Expect(p Profile) (Tier, []string) {
 	p, _ = p.Normalize()
-	pl := &Plan{Off: p.Off, Network: p.Network}
+	pl := &Plan{Off: p.Off, Network: p.Network, Processes: p.ProcessLimit()}
 	if p.Off {
 		return Tier{Off: true, Limits: true}, nil
 	}
@@ -32,10 +32,12 @@ func (m Machine) Expect(p Profile) (Tier, []string) {
 		t.Landlock = m.Landlock
 		t.NetNS = m.UserNS && p.Network != NetworkAny
 		t.Seccomp = p.Network != NetworkAny
+		t.Root = m.Root
 	case "darwin":
 		t.Seatbelt = m.Seatbelt
 	case "windows":
-		t.LowIntegrity = true
+		// The job's limits are no rlimits: the isolation names them.
+		t.LowIntegrity, t.Limits = true, false
 	}
 	missing := t.Missing(pl)
 	if m.OS == "darwin" && !m.Seatbelt {

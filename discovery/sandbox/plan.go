@@ -20,11 +20,12 @@ type Plan struct {
 
 	// ReadRoots are read (and executed) with everything beneath them but
 	// Secrets and Always; Read and Write are what the person granted,
-	// beneath which only Always is denied.
+	// beneath which Always and the Secrets strictly beneath the grant are
+	// denied (granting ~ is no grant of ~/.ssh; granting ~/.ssh is).
 	ReadRoots []string `json:"read_roots"`
 	Read      []string `json:"read,omitempty"`
 	Write     []string `json:"write,omitempty"`
-	// Secrets are denied beneath ReadRoots (DefaultSecrets and
+	// Secrets are denied beneath ReadRoots and grants (DefaultSecrets and
 	// Profile.Deny, resolved).
 	Secrets []string `json:"secrets,omitempty"`
 	// Always are denied whatever was granted: Switchboard's files (every
@@ -180,8 +181,10 @@ func NewPlan(p Profile, r Run, memory int64) *Plan {
 		}
 	} else {
 		pl.ReadRoots = []string{"/"}
-		pl.Secrets = expandAll(append(slices.Clone(DefaultSecrets), p.Deny...), r.Home)
 	}
+	// Beneath a grant too (the home named in the arguments), in either
+	// mode: a grant lifts only the secrets it is or lies beneath.
+	pl.Secrets = expandAll(append(slices.Clone(DefaultSecrets), p.Deny...), r.Home)
 	pl.Read = expandAll(p.Read, r.Home)
 	pl.Write = expandAll(p.Write, r.Home)
 	if r.Cwd != "" {

@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -71,6 +73,7 @@ func Prepare(p Profile, r Run, memory int64, c Config, m Machine) (*Prepared, er
 	if c.Machine != nil {
 		m = *c.Machine
 	}
+	makeCaches(p, r.Home)
 	pl := NewPlan(p, r, memory)
 	root := TempRootOf(r)
 	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -158,4 +161,20 @@ func (sp *Prepared) Close() {
 		}
 		sp.cgroup.remove()
 	})
+}
+
+// makeCaches makes the cache directories of p's package-runner preset
+// that p still grants and that do not exist yet (npm never ran): a
+// missing path opens nothing, and the server, which may not write in
+// the home itself, could not make them.
+func makeCaches(p Profile, home string) {
+	i := slices.IndexFunc(Presets, func(pr Preset) bool { return pr.Name == p.Runner })
+	if i < 0 || home == "" {
+		return
+	}
+	for _, w := range Presets[i].Write {
+		if strings.HasPrefix(w, "~/") && slices.Contains(p.Write, w) {
+			os.MkdirAll(expand(w, home), 0o700)
+		}
+	}
 }

@@ -58,12 +58,18 @@ func probe(c Config) Machine {
 // NamespaceAttr adds to attr what starts a process in a user namespace
 // and a network namespace of its own, as the same user (root stays root
 // inside, without any power over the machine's own namespaces).
+//
+// An ordinary user's process loses the capabilities its new user
+// namespace gave it when it execs (its uid inside is not 0), so the
+// launcher gets CAP_NET_ADMIN as an ambient capability, to bring up its
+// namespace's loopback; it drops it before the server runs (Enforce).
 func NamespaceAttr(attr *syscall.SysProcAttr) {
 	uid, gid := os.Getuid(), os.Getgid()
 	attr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
 	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	attr.GidMappingsEnableSetgroups = false
+	attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_NET_ADMIN)
 }
 
 // Attr adds the run's namespaces to the launcher's attributes.

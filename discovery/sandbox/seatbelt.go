@@ -285,11 +285,13 @@ var seatbeltSysctls = []string{
 // needs (the last match decides):
 //
 //  1. read beneath the read roots;
-//  2. deny reading and writing the secrets beneath them (not those
-//     beneath an explicit Read or Write grant: the person's grant wins);
+//  2. deny reading and writing the secrets beneath them or beneath a
+//     grant (but a secret the person granted itself);
 //  3. read again beneath Read, Write and the devices (a grant beneath a
 //     secret wins over it);
 //  4. write beneath Write and the devices;
+//     4b. deny again the secrets strictly beneath a grant (granting ~ is no
+//     grant of ~/.ssh), then allow again the grants beneath those;
 //  5. deny reading and writing the Always paths and the entries matching
 //     AlwaysPrefixes, whatever was granted, and deny unlinking (so
 //     renaming) the directories above them, which would move them out
@@ -300,10 +302,16 @@ var seatbeltSysctls = []string{
 func seatbeltFiles(b *seatbeltWriter, p *Plan) {
 	roots := seatbeltClean(p.ReadRoots)
 	grants := seatbeltClean(append(slices.Clone(p.Read), p.Write...))
-	var secrets []string
+	// secrets are denied; below are those a grant reopens (secrets
+	// strictly beneath a grant), to be denied again after it.
+	var secrets, below []string
 	for _, s := range seatbeltClean(p.Secrets) {
-		if seatbeltBeneathAny(s, roots) && !seatbeltBeneathAny(s, grants) {
-			secrets = append(secrets, s)
+		if slices.Contains(grants, s) || !seatbeltBeneathAny(s, roots) && !seatbeltBeneathAny(s, grants) {
+			continue
+		}
+		secrets = append(secrets, s)
+		if seatbeltBeneathAny(s, grants) {
+			below = append(below, s)
 		}
 	}
 	reads := seatbeltClean(append(slices.Clone(grants), p.Devices...))
@@ -329,6 +337,25 @@ func seatbeltFiles(b *seatbeltWriter, p *Plan) {
 	b.line("; Writes: only what the person granted, and the devices.")
 	b.rule("allow", "file-write*", seatbeltFilters("subpath", writes))
 	b.rule("allow", "file-ioctl", seatbeltFilters("subpath", devices))
+	if len(below) > 0 {
+		b.line("; Secrets beneath a grant stay denied: granting a folder is no grant of")
+		b.line("; the keys in it.")
+		b.rule("deny", "file-read* file-write*", seatbeltFilters("subpath", below))
+		var in, inWrite []string // grants beneath those secrets
+		for _, g := range grants {
+			if seatbeltBeneathAny(g, below) && !slices.Contains(below, g) {
+				in = append(in, g)
+				if slices.Contains(writes, g) {
+					inWrite = append(inWrite, g)
+				}
+			}
+		}
+		if len(in) > 0 {
+			b.line("; What the person granted beneath them.")
+			b.rule("allow", "file-read*", seatbeltFilters("subpath", in))
+			b.rule("allow", "file-write*", seatbeltFilters("subpath", inWrite))
+		}
+	}
 
 	var above []string // the directories above each Always path
 	for _, a := range always {

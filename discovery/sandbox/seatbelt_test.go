@@ -319,8 +319,9 @@ func TestSeatbeltSecretsDeniedAfterReadAllow(t *testing.T) {
 }
 
 // An explicit grant beneath a secret is read again; a secret beneath an
-// explicit grant is not denied (the person's grant wins over Secrets).
-func TestSeatbeltGrantsWinOverSecrets(t *testing.T) {
+// explicit grant stays denied (granting a folder is no grant of the keys
+// in it), but for what is granted beneath it in turn.
+func TestSeatbeltGrantsAndSecrets(t *testing.T) {
 	p := sbDefaultPlan()
 	p.Read = []string{sbHome + "/.ssh/known_hosts"}
 	p.Write = append(p.Write, sbHome+"/.aws/cli-cache")
@@ -334,10 +335,24 @@ func TestSeatbeltGrantsWinOverSecrets(t *testing.T) {
 	sbExpect(t, rules, "file-write-data", sbHome+"/.ssh/known_hosts", false) // read-only grant
 	sbExpect(t, rules, "file-write-data", sbHome+"/.aws/cli-cache/x.json", true)
 	sbExpect(t, rules, "file-read-data", sbHome+"/.aws/credentials", false)
-	if strings.Contains(got, sbCwd+"/.env") {
-		t.Errorf("a secret beneath a Write grant is written in the profile")
-	}
-	sbExpect(t, rules, "file-read-data", sbCwd+"/.env", true)
+	sbExpect(t, rules, "file-read-data", sbCwd+"/.env", false)
+	sbExpect(t, rules, "file-write-data", sbCwd+"/.env", false)
+	sbExpect(t, rules, "file-write-data", sbCwd+"/main.go", true)
+	// The home granted whole: its keys stay denied, what is granted
+	// beneath them is not.
+	h := sbDefaultPlan()
+	h.Write = append(h.Write, sbHome)
+	h.Read = []string{sbHome + "/.ssh/known_hosts"}
+	hr := sbRules(t, SeatbeltProfile(h))
+	sbExpect(t, hr, "file-write-data", sbHome+"/notes.txt", true)
+	sbExpect(t, hr, "file-read-data", sbHome+"/.ssh/id_rsa", false)
+	sbExpect(t, hr, "file-write-create", sbHome+"/.ssh/authorized_keys", false)
+	sbExpect(t, hr, "file-read-data", sbHome+"/.ssh/known_hosts", true)
+	sbExpect(t, hr, "file-write-data", sbHome+"/.ssh/known_hosts", false)
+	// A secret granted itself is granted.
+	g := sbDefaultPlan()
+	g.Read = []string{sbHome + "/.aws"}
+	sbExpect(t, sbRules(t, SeatbeltProfile(g)), "file-read-data", sbHome+"/.aws/config", true)
 	// A secret not beneath any read root is denied by default; no rule.
 	q := sbStrictPlan()
 	q.Secrets = []string{sbHome + "/.ssh"}
@@ -400,7 +415,7 @@ func TestSeatbeltTempDirAfterAlways(t *testing.T) {
 	sbExpect(t, rules, "file-write-unlink", sbHome+"/.other-store", false)
 	sbExpect(t, rules, "file-write-unlink", filepath.Dir(sbDB), false)
 	sbExpect(t, rules, "file-write-unlink", sbHome+"/proj/old.txt", true)
-	sbExpect(t, rules, "file-read-data", sbHome+"/.ssh/id_rsa", true) // the person granted ~ whole
+	sbExpect(t, rules, "file-read-data", sbHome+"/.ssh/id_rsa", false) // ~ granted whole is no grant of ~/.ssh
 }
 
 // Paths beneath /tmp, /var and /etc are matched by the kernel under

@@ -23,6 +23,9 @@ type Tier struct {
 	LowIntegrity bool `json:"low_integrity,omitempty"`
 	// Off: the person turned the walls off.
 	Off bool `json:"off,omitempty"`
+	// Root: the server started as root, whom RLIMIT_NPROC does not bind
+	// outside a user namespace of its own.
+	Root bool `json:"root,omitempty"`
 }
 
 // String is the tier as people read it: "landlock-v7 + netns + seccomp +
@@ -65,8 +68,11 @@ func (t Tier) String() string {
 
 // Missing lists the walls the plan asks for that the tier lacks.
 func (t Tier) Missing(p *Plan) []string {
-	if p.Off || t.Seatbelt || t.LowIntegrity {
+	if p.Off || t.Seatbelt {
 		return nil
+	}
+	if t.LowIntegrity {
+		return lowIntegrityMissing(p)
 	}
 	var m []string
 	if t.Landlock < 1 {
@@ -77,5 +83,19 @@ func (t Tier) Missing(p *Plan) []string {
 	if p.Network != NetworkAny && !t.NetNS && !(t.Landlock >= 4 && t.Seccomp) {
 		m = append(m, "network walls need a network namespace (unprivileged user namespaces), or Landlock v4 and seccomp")
 	}
+	if p.Processes > 0 && t.Root && !t.Cgroup && !t.NetNS {
+		m = append(m, "capping a root server's processes needs a cgroup or a user namespace")
+	}
 	return m
+}
+
+// WeakerError: this machine cannot build every wall the plan asks for.
+type WeakerError struct {
+	Tier    Tier
+	Missing []string
+}
+
+func (e *WeakerError) Error() string {
+	return "this machine cannot build every wall the profile asks for (" + strings.Join(e.Missing, "; ") +
+		"): choose to run the server with the walls it has (" + e.Tier.String() + "), or not at all"
 }

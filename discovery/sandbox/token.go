@@ -9,8 +9,8 @@ import (
 )
 
 // The OS-neutral part of the Windows wall (see token_windows.go): which
-// paths a run labels Low, so that its low-integrity server may write
-// there and nowhere else.
+// walls of a plan it does not build, and which paths a run labels Low,
+// so that its low-integrity server may write there and nowhere else.
 
 // lowLabelSDDL is the SACL of a directory a low-integrity server may
 // write: the mandatory label Low (LW), inherited by the files (OI) and
@@ -22,6 +22,26 @@ const lowLabelSDDL = "S:(ML;OICI;NW;;;LW)"
 // lowLabelFileSDDL is the same label for a file, which has nothing to
 // pass it on to.
 const lowLabelFileSDDL = "S:(ML;;NW;;;LW)"
+
+// lowIntegrityMissing lists the walls plan p asks for that the Windows
+// tier, a job and a restricted low-integrity token (job+low-integrity),
+// does not build (see token_windows.go), worded as Tier.Missing words
+// Linux's. Every walled plan asks for read walls: the secrets
+// (DefaultSecrets and the profile's Deny) or a strict file mode, and
+// always Switchboard's own files; a low-integrity process reads whatever
+// the user can. Every network but "any" asks for a network wall, and
+// there is none on Windows. So on Windows a walled server runs only if
+// its profile is Weaker.
+func lowIntegrityMissing(p *Plan) []string {
+	if p.Off {
+		return nil
+	}
+	m := []string{"read walls are not built on Windows (a low-integrity server reads whatever you can: your keys and credentials, Switchboard's own files)"}
+	if p.Network != NetworkAny {
+		m = append(m, "network walls are not built on Windows (the server connects anywhere you can, loopback and the dashboard included)")
+	}
+	return m
+}
 
 // LowWritePaths returns, sorted and without duplicates, the paths a run
 // labels Low on Windows: the plan's TempDir, and every Write path (not
@@ -72,6 +92,12 @@ func lowWritePaths(p *Plan, fold bool) []string {
 			deny.AlwaysPrefixes = append(deny.AlwaysPrefixes, key(filepath.Join(d, base)))
 		}
 	}
+	var secrets []string
+	for _, s := range p.Secrets {
+		for _, r := range withReal(s) {
+			secrets = append(secrets, key(r))
+		}
+	}
 	var out []string
 	if p.TempDir != "" {
 		out = append(out, filepath.Clean(p.TempDir))
@@ -83,7 +109,10 @@ func lowWritePaths(p *Plan, fold bool) []string {
 		if err != nil {
 			continue // nothing to label
 		}
-		lowCover(real, deny, key, &out)
+		// The secrets beneath the grant are not labelled: granting the
+		// home is no grant of ~/.ssh.
+		d := &Plan{Always: append(slices.Clone(deny.Always), secretsBeneath(secrets, key(real))...), AlwaysPrefixes: deny.AlwaysPrefixes}
+		lowCover(real, d, key, &out)
 	}
 	// Sort in the compared form, so a directory comes just before what
 	// is beneath it, then keep the first of each run of nested paths.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -122,6 +123,15 @@ func TestLowWritePathsAlwaysPrefixes(t *testing.T) {
 	lowCheck(t, LowWritePaths(p), root, "state/other", "state/sb.db.tmp/run1", "state/sbx")
 }
 
+// A Write grant of the home labels neither its secrets nor the home
+// itself (the label would reach them), but a secret granted itself is.
+func TestLowWritePathsKeepsSecrets(t *testing.T) {
+	root := lowTree(t, "home/.ssh/id_rsa.txt", "home/.aws", "home/notes.txt", "home/proj")
+	home := filepath.Join(root, "home")
+	p := &Plan{Write: []string{home, filepath.Join(home, ".aws")}, Secrets: []string{filepath.Join(home, ".ssh"), filepath.Join(home, ".aws")}}
+	lowCheck(t, LowWritePaths(p), root, "home/.aws", "home/notes.txt", "home/proj")
+}
+
 func TestLowWritePathsHoldsDenied(t *testing.T) {
 	// Write is the home; Switchboard's database lives in it, and a path
 	// always denied too. A label on home would reach them: its entries
@@ -180,4 +190,35 @@ func TestLowWritePathsFoldCase(t *testing.T) {
 	lowCheck(t, lowWritePaths(p, false), root, "home/DB", "home/x")
 	// Windows: the same path, not labelled.
 	lowCheck(t, lowWritePaths(p, true), root, "home/x")
+}
+
+// The Windows tier never walls reads, nor the network: a walled plan
+// lacks the one always, the other unless its network is any.
+func TestLowIntegrityMissing(t *testing.T) {
+	for _, c := range []struct {
+		plan Plan
+		want int
+	}{
+		{Plan{Off: true, Network: NetworkNone}, 0},
+		{Plan{Network: NetworkNone}, 2},
+		{Plan{Network: NetworkAllow}, 2},
+		{Plan{Network: NetworkAny}, 1},
+		{Plan{Network: NetworkNone, Weaker: true}, 2}, // Weaker runs it, lacking them
+	} {
+		got := lowIntegrityMissing(&c.plan)
+		if len(got) != c.want {
+			t.Errorf("%+v: missing %q, want %d", c.plan, got, c.want)
+			continue
+		}
+		if c.want > 0 && !strings.HasPrefix(got[0], "read walls") {
+			t.Errorf("%+v: missing %q, want the read walls first", c.plan, got)
+		}
+		if c.want > 1 && !strings.HasPrefix(got[1], "network walls") {
+			t.Errorf("%+v: missing %q, want the network walls", c.plan, got)
+		}
+	}
+	// What NewPlan makes of the default profile asks for both.
+	if got := lowIntegrityMissing(NewPlan(Profile{}, Run{Home: "/home/u"}, 0)); len(got) != 2 {
+		t.Errorf("default profile: missing %q, want reads and network", got)
+	}
 }

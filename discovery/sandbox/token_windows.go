@@ -45,6 +45,11 @@ import (
 //     Write path, once labelled, is writable by every low-integrity
 //     process of the user, now and later, not only by this server.
 //
+// Every walled profile asks for read walls (its secrets, Switchboard's
+// own files), so on Windows a walled server starts only when its profile
+// is Weaker, and the walls it lacks are listed (lowIntegrityMissing):
+// the tier job+low-integrity never stands for more than it is.
+//
 // A read wall would need an AppContainer (a lowbox token, whose package
 // SID the DACL of every readable path must grant; without the network
 // capabilities it is also a network wall) or a restricting SID of the
@@ -206,24 +211,35 @@ func LabelLow(path string) error {
 	return nil
 }
 
-// PrepareWindows makes ready the Windows wall of a run: it labels Low
-// every path of LowWritePaths(p) (the temp dir must exist by then), then
-// returns LowIntegrityToken(). The caller, the process that starts the
-// server inside its job, sets cmd.SysProcAttr.Token to the token and an
-// explicit cmd.Env (see LowIntegrityToken), starts the server, and closes
-// the token once it has started. For a plan with the walls off it labels
-// nothing and returns 0 and no error: the server starts with the
-// caller's own token.
+// PrepareWindows builds the Windows wall of a run in the process that
+// starts the server inside its job (the launcher), and returns the tier
+// it built and the token to start the server with. For a plan with the
+// walls off it builds nothing and returns Tier{Off: true} and no token
+// (0): the server starts with the caller's own token.
+//
+// Otherwise the tier is job+low-integrity (the job is the caller's). A
+// plan asking for walls that tier lacks (lowIntegrityMissing: reads
+// always, the network unless it is "any") is an error saying which,
+// unless it is Weaker, as on Linux (Enforce): never silently weaker. It
+// is checked first, so a refused run labels nothing. Then every path of
+// LowWritePaths(p) is labelled Low (the temp dir must exist by then) and
+// the token is LowIntegrityToken(). The caller sets cmd.SysProcAttr.Token
+// to it and an explicit cmd.Env (see LowIntegrityToken), starts the
+// server, and closes the token once it has started.
 //
 // A path that cannot be labelled is an error naming it (all of them, not
-// only the first), and no token is returned. No wall is lower for it:
-// the server would only be unable to write there; a Weaker plan's caller
-// may go on with LowIntegrityToken alone and say so.
+// only the first), Weaker or not, and no token is returned: the server
+// would be unable to write where its profile lets it, which is no wall
+// lower and so no choice of the person's, but a failure to show.
 //
 // It does not confine reads or the network: see the top of this file.
-func PrepareWindows(p *Plan) (windows.Token, error) {
+func PrepareWindows(p *Plan) (Tier, windows.Token, error) {
 	if p.Off {
-		return 0, nil
+		return Tier{Off: true}, 0, nil
+	}
+	t := Tier{LowIntegrity: true}
+	if missing := t.Missing(p); len(missing) > 0 && !p.Weaker {
+		return t, 0, &WeakerError{Tier: t, Missing: missing}
 	}
 	var errs []error
 	for _, path := range LowWritePaths(p) {
@@ -232,7 +248,11 @@ func PrepareWindows(p *Plan) (windows.Token, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return 0, err
+		return t, 0, err
 	}
-	return LowIntegrityToken()
+	token, err := LowIntegrityToken()
+	if err != nil {
+		return t, 0, err
+	}
+	return t, token, nil
 }

@@ -120,17 +120,25 @@ func TestLabelLow(t *testing.T) {
 		if err := LabelLow(p); err != nil {
 			t.Fatal(err)
 		}
-		sd, err := windows.GetNamedSecurityInfo(p, windows.SE_FILE_OBJECT, windows.LABEL_SECURITY_INFORMATION)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s := sd.String(); !strings.Contains(s, "ML;") || !strings.Contains(s, "NW") || !strings.Contains(s, ";LW)") {
-			t.Errorf("%s: label %q, want Low no-write-up", p, s)
+		if !labelledLow(t, p) {
+			t.Errorf("%s: not labelled Low no-write-up", p)
 		}
 	}
 	if err := LabelLow(filepath.Join(dir, "missing")); err == nil {
 		t.Error("LabelLow of a missing path: no error")
 	}
+}
+
+// labelledLow reports whether path carries the mandatory label Low,
+// no-write-up.
+func labelledLow(t *testing.T, path string) bool {
+	t.Helper()
+	sd, err := windows.GetNamedSecurityInfo(path, windows.SE_FILE_OBJECT, windows.LABEL_SECURITY_INFORMATION)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sd.String()
+	return strings.Contains(s, "ML;") && strings.Contains(s, "NW") && strings.Contains(s, ";LW)")
 }
 
 // lowWriteEnv names the file the helper child writes.
@@ -230,17 +238,23 @@ func TestPrepareWindows(t *testing.T) {
 	tmp, work, read, state := mk("tmp"), mk("work"), mk("read"), mk("state")
 	proj := mk(filepath.Join("work", "proj"))
 	denied := mk(filepath.Join("work", "sb.db.keys"))
+	// Network none and the reads, which this tier does not wall: Weaker.
 	p := &Plan{
+		Weaker:         true,
+		Network:        NetworkNone,
 		TempDir:        tmp,
 		Write:          []string{work},
 		Read:           []string{read},
 		AlwaysPrefixes: []string{filepath.Join(work, "sb.db"), filepath.Join(state, "sb.db")},
 	}
-	token, err := PrepareWindows(p)
+	tier, token, err := PrepareWindows(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer token.Close()
+	if want := (Tier{LowIntegrity: true}); tier != want || tier.String() != "job+low-integrity" {
+		t.Errorf("tier %+v (%s), want %+v", tier, tier, want)
+	}
 	for _, c := range []struct {
 		path  string
 		write bool
@@ -258,7 +272,51 @@ func TestPrepareWindows(t *testing.T) {
 	}
 
 	// Walls off: no token, nothing labelled.
-	if tok, err := PrepareWindows(&Plan{Off: true, TempDir: mk("off")}); err != nil || tok != 0 {
-		t.Errorf("PrepareWindows(off) = %v, %v; want 0, nil", tok, err)
+	off := mk("off")
+	if tier, tok, err := PrepareWindows(&Plan{Off: true, TempDir: off}); err != nil || tok != 0 || tier != (Tier{Off: true}) {
+		t.Errorf("PrepareWindows(off) = %+v, %v, %v; want walls off, 0, nil", tier, tok, err)
+	}
+	if labelledLow(t, off) {
+		t.Errorf("walls off: %s labelled Low", off)
+	}
+}
+
+// A plan this tier cannot wall in full is refused, saying what it lacks,
+// unless it is Weaker; and nothing is labelled for it.
+func TestPrepareWindowsRefusedUnlessWeaker(t *testing.T) {
+	for _, c := range []struct {
+		network string
+		lacks   []string
+	}{
+		{NetworkNone, []string{"read walls", "network walls"}},
+		{NetworkAllow, []string{"read walls", "network walls"}},
+		{NetworkAny, []string{"read walls"}},
+	} {
+		tmp, work := t.TempDir(), t.TempDir()
+		tier, token, err := PrepareWindows(&Plan{Network: c.network, TempDir: tmp, Write: []string{work}})
+		if err == nil {
+			token.Close()
+			t.Fatalf("network %s: no error; want the run refused", c.network)
+		}
+		if token != 0 {
+			t.Errorf("network %s: a token with the error", c.network)
+		}
+		msg := err.Error()
+		for _, l := range c.lacks {
+			if !strings.Contains(msg, l) {
+				t.Errorf("network %s: error %q does not name %q", c.network, msg, l)
+			}
+		}
+		if c.network == NetworkAny && strings.Contains(msg, "network walls") {
+			t.Errorf("network any: error %q names the network walls", msg)
+		}
+		if !strings.Contains(msg, "("+tier.String()+")") || tier.String() != "job+low-integrity" {
+			t.Errorf("network %s: error %q does not name the tier it has (%s)", c.network, msg, tier)
+		}
+		for _, dir := range []string{tmp, work} {
+			if labelledLow(t, dir) {
+				t.Errorf("network %s: %s labelled Low for a refused run", c.network, dir)
+			}
+		}
 	}
 }
