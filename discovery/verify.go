@@ -197,7 +197,10 @@ func (v *Verifier) VerifyEarly(ctx context.Context, t Target, initTimeout time.D
 			e.SignIn, e.SignInProblem = run.signInPlan(ctx, *e.Auth)
 		}
 		e = run.shown(e)
-		e.Refused = run.refused(e.StderrTail)
+		if e.Refused = run.refused(e.StderrTail); e.Refused != nil && e.Class != ClassSandbox {
+			// Most likely why it failed: say so first.
+			e.Suggestion = "Its walls refused what is listed below: if the server needs it, allow it (hosts: Allow and verify again; paths: its profile's reads or writes). " + e.Suggestion
+		}
 		return nil, e
 	}
 	if len(killed)+len(left) > 0 {

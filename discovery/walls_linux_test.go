@@ -215,6 +215,9 @@ func TestLearnModeNamesRefusedHost(t *testing.T) {
 	if h := e.Refused.Hosts[0]; h.Host+":"+strconv.Itoa(h.Port) != host || h.Reason == "" {
 		t.Errorf("refused host = %+v; want %s with a reason", h, host)
 	}
+	if !strings.HasPrefix(e.Suggestion, "Its walls refused") {
+		t.Errorf("suggestion = %q; want the walls' refusal first", e.Suggestion)
+	}
 	target.Sandbox = &sandbox.Profile{Network: sandbox.NetworkAllow, Allow: []string{host}}
 	res, err := v.Verify(ctx, target, 0, nil)
 	if err != nil {

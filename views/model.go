@@ -198,6 +198,11 @@ type SandboxView struct {
 	// what it cannot build.
 	Expected string
 	Missing  []string
+	// Choose: the person may take the paths named in the arguments out of
+	// the grants, and put them back (the launch confirmation), for the
+	// server ServerID.
+	Choose   bool
+	ServerID string
 }
 
 // Running reports whether a job is queued or running.

@@ -67,5 +67,5 @@ func (s *Server) handleConfirmPage(c echo.Context) error {
 	if err != nil {
 		return notFound(err)
 	}
-	return render(c, http.StatusOK, views.ConfirmPage(s.page(c, "Confirm "+srv.Name), present.Launch(srv), ""))
+	return render(c, http.StatusOK, views.ConfirmPage(s.page(c, "Confirm "+srv.Name), present.Launch(srv, s.verifier.Machine()), ""))
 }

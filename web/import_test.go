@@ -107,6 +107,11 @@ func TestImportDryRunAndApply(t *testing.T) {
 		if env := e.server("github-server").Env; env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "********" {
 			t.Errorf("imported token shown as %v; want masked", env)
 		}
+		// A client's config has no walls: an imported server gets the
+		// default profile of its command (docker: the runner's preset).
+		if sb := e.server("github-server").Sandbox; sb == nil || sb.Runner != "docker" || !slices.Contains(sb.Write, "/var/run/docker.sock") {
+			t.Errorf("imported docker server's sandbox = %+v; want the docker preset (its engine's socket)", sb)
+		}
 		if diff := cmp.Diff([]string{"-y", "@modelcontextprotocol/server-filesystem", "/tmp"}, e.server("filesystem").Args); diff != "" {
 			t.Errorf("filesystem overwritten without being chosen, args (-want +got):\n%s", diff)
 		}

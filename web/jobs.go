@@ -80,7 +80,7 @@ func (s *Server) handleVerify(c echo.Context) error {
 		c.Response().Header().Set("HX-Redirect", "/servers/"+id+"/confirm")
 		return c.NoContent(http.StatusConflict)
 	case errors.As(err, &lu):
-		return render(c, http.StatusConflict, views.ConfirmPage(s.page(c, "Confirm "+lu.srv.Name), present.Launch(lu.srv), lu.Error()))
+		return render(c, http.StatusConflict, views.ConfirmPage(s.page(c, "Confirm "+lu.srv.Name), present.Launch(lu.srv, s.verifier.Machine()), lu.Error()))
 	case err != nil:
 		return err
 	case c.Request().Header.Get(headerHXRequest) != "":
@@ -125,7 +125,7 @@ func (s *Server) handleAPIVerify(c echo.Context) error {
 	if lu := (*launchUnconfirmed)(nil); errors.As(err, &lu) {
 		return c.JSON(http.StatusConflict, map[string]any{
 			"error":  lu.Error() + `; send {"confirm": true} to confirm this launch and start`,
-			"launch": apijson.LaunchOf(present.Launch(lu.srv)),
+			"launch": apijson.LaunchOf(present.Launch(lu.srv, s.verifier.Machine())),
 		})
 	}
 	if err != nil {

@@ -50,7 +50,7 @@ func (s *Server) launchesPage(c echo.Context, status int, ids []string, rep *vie
 	}
 	v := views.LaunchesView{Import: rep, Notice: notice}
 	for _, srv := range onboard.Pending(sums, ids) {
-		v.Launches = append(v.Launches, present.Launch(srv))
+		v.Launches = append(v.Launches, present.Launch(srv, s.verifier.Machine()))
 	}
 	return render(c, status, views.ConfirmLaunchesPage(s.page(c, "Confirm launches"), v))
 }
@@ -123,7 +123,7 @@ func (s *Server) handleAPILaunches(c echo.Context) error {
 	}
 	out := []apijson.Launch{}
 	for _, srv := range onboard.Pending(sums, nil) {
-		out = append(out, apijson.LaunchOf(present.Launch(srv)))
+		out = append(out, apijson.LaunchOf(present.Launch(srv, s.verifier.Machine())))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"launches": out})
 }

@@ -43,6 +43,7 @@ func (s *Server) routes() {
 	ui.GET("/servers/:id/confirm", s.handleConfirmPage)
 	ui.POST("/servers/:id/verify", s.handleVerify)
 	ui.POST("/servers/:id/sandbox/allow", s.handleSandboxAllow)
+	ui.POST("/servers/:id/sandbox/arg-paths", s.handleSandboxArgPaths)
 	ui.POST("/servers/:id/signin", s.handleSignIn)
 	ui.POST("/servers/:id/signout", s.handleSignOut)
 	ui.GET("/servers/:id/tools", s.handleToolsFragment)

@@ -3,6 +3,8 @@ package web
 import (
 	"errors"
 	"net/http"
+	"slices"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -53,4 +55,33 @@ func (s *Server) handleSandboxAllow(c echo.Context) error {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/servers/"+id)
+}
+
+// handleSandboxArgPaths serves POST /servers/:id/sandbox/arg-paths: on
+// the launch confirmation, a path the server's arguments name is taken
+// out of its grants (path), or put back (path and grant=1). The launch
+// changed, so the person is shown it again to confirm.
+func (s *Server) handleSandboxArgPaths(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	srv, err := s.store.Server(ctx, id)
+	if err != nil {
+		return notFound(err)
+	}
+	sb := serverconfig.Sandbox(srv)
+	path := c.Request().PostFormValue("path")
+	dirs, files := sandbox.ArgPaths(srv.Args, srv.Cwd)
+	if sb == nil || !slices.Contains(dirs, path) && !slices.Contains(files, path) {
+		return &apiError{Status: http.StatusBadRequest, Message: "not a path the server's arguments name: " + strconv.Quote(path)}
+	}
+	out := *sb
+	out.SkipArgPaths = slices.DeleteFunc(slices.Clone(sb.SkipArgPaths), func(p string) bool { return p == path })
+	if c.Request().PostFormValue("grant") != "1" {
+		out.SkipArgPaths = append(out.SkipArgPaths, path)
+	}
+	srv.Sandbox = &out
+	if err := s.store.UpdateServer(ctx, srv); err != nil {
+		return notFound(err)
+	}
+	return c.Redirect(http.StatusSeeOther, "/servers/"+id+"/confirm")
 }

@@ -77,3 +77,43 @@ func TestAllowAndVerifyAgain(t *testing.T) {
 		t.Errorf("sandbox = %+v; want network allow with %s", srv.Sandbox, host)
 	}
 }
+
+// On the launch confirmation, a folder the arguments name can be taken
+// out of the grants and put back; the launch it changes is shown again.
+func TestConfirmChoosesArgPaths(t *testing.T) {
+	e := newEnv(t)
+	folder, other := t.TempDir(), t.TempDir()
+	body := fixtureServer("args")
+	body["args"] = []string{"-tools", "1", folder, other}
+	e.createServer(body)
+	b := e.login()
+	page := parseHTML(t, b.get("/servers/args/confirm").Body.String())
+	if n := page.Find(testID("arg-path")).Length(); n != 2 {
+		t.Fatalf("%d arg paths on the confirmation; want 2 (%s, %s)", n, folder, other)
+	}
+	hash := page.Find(`input[name="confirm"]`).AttrOr("value", "")
+	rec := b.post("/servers/args/sandbox/arg-paths", url.Values{"path": {folder}})
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/servers/args/confirm" {
+		t.Fatalf("POST skip = %d %s; want 303 to the confirmation", rec.Code, rec.Header().Get("Location"))
+	}
+	if sb := e.server("args").Sandbox; sb == nil || !slices.Equal(sb.SkipArgPaths, []string{folder}) {
+		t.Fatalf("sandbox = %+v; want %s not granted", sb, folder)
+	}
+	page = parseHTML(t, b.get("/servers/args/confirm").Body.String())
+	if got := testIDText(t, page, "arg-path"); !strings.Contains(got, other) {
+		t.Errorf("granted arg path = %q; want only %s", got, other)
+	}
+	if got := testIDText(t, page, "skipped-path"); !strings.Contains(got, folder) {
+		t.Errorf("not granted = %q; want %s", got, folder)
+	}
+	if h := page.Find(`input[name="confirm"]`).AttrOr("value", ""); h == "" || h == hash {
+		t.Errorf("launch hash %q after taking a path out; want a new one (was %q)", h, hash)
+	}
+	b.post("/servers/args/sandbox/arg-paths", url.Values{"path": {folder}, "grant": {"1"}})
+	if sb := e.server("args").Sandbox; sb == nil || len(sb.SkipArgPaths) != 0 {
+		t.Errorf("sandbox = %+v; want every arg path granted again", sb)
+	}
+	if rec := b.post("/servers/args/sandbox/arg-paths", url.Values{"path": {"/etc"}}); rec.Code != http.StatusBadRequest {
+		t.Errorf("POST a path the arguments do not name = %d; want 400", rec.Code)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -233,9 +234,10 @@ func newCgroup(m Machine, p *Plan) (*cgroup, error) {
 	if m.Cgroup != "v1" {
 		return nil, nil
 	}
+	sweepCgroups()
 	b := make([]byte, 6)
 	rand.Read(b)
-	cg := &cgroup{name: "switchboard-" + hex.EncodeToString(b)}
+	cg := &cgroup{name: cgroupPrefix + hex.EncodeToString(b)}
 	for c, parent := range cgroupV1Dirs() {
 		dir := filepath.Join(parent, cg.name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -275,13 +277,42 @@ func (cg *cgroup) place(pid int) error {
 	return nil
 }
 
+// cgroupPrefix starts the name of every run's cgroup.
+const cgroupPrefix = "switchboard-"
+
+// lastSweep is when sweepCgroups last ran (Unix nanoseconds).
+var lastSweep atomic.Int64
+
+// sweepCgroups removes, at most once a minute, the runs' cgroups left
+// behind: by a remove that gave up (a process of the run not yet reaped),
+// or by a Switchboard that died. The kernel removes only an empty cgroup,
+// so nothing running is touched; one younger than a minute may be
+// another Switchboard's, about to be filled, and is left alone.
+func sweepCgroups() {
+	now := time.Now()
+	if last := lastSweep.Load(); now.UnixNano()-last < int64(time.Minute) || !lastSweep.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	for _, parent := range cgroupV1Dirs() {
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), cgroupPrefix) {
+				continue
+			}
+			if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > time.Minute {
+				os.Remove(filepath.Join(parent, e.Name()))
+			}
+		}
+	}
+}
+
 // remove kills what is left in the cgroup and removes it.
 func (cg *cgroup) remove() {
 	if cg == nil {
 		return
 	}
-	deadline := time.Now().Add(2 * time.Second)
 	for _, d := range cg.dirs {
+		deadline := time.Now().Add(2 * time.Second) // then sweepCgroups's
 		for {
 			if data, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
 				for f := range strings.FieldsSeq(string(data)) {

@@ -41,8 +41,8 @@ async function call(method: string, url: string, data?: unknown) {
   return { status: res.status, body: res.status === 204 ? null : await res.json() };
 }
 
-async function verified(id: string, command: string, args: string[], want = 'success') {
-  expect((await call('POST', '/api/v1/servers', { id, name: id, transport: 'stdio', command, args })).status).toBe(201);
+async function verified(id: string, command: string, args: string[], want = 'success', env?: Record<string, string>) {
+  expect((await call('POST', '/api/v1/servers', { id, name: id, transport: 'stdio', command, args, env })).status).toBe(201);
   const started = await call('POST', `/api/v1/servers/${id}/verify`, { confirm: true });
   expect(started.status).toBe(202);
   await expect.poll(async () => (await call('GET', `/api/v1/jobs/${started.body.job.id}`)).body.job.status,
@@ -135,6 +135,8 @@ test('every page fits a phone and a laptop, light and dark, with no serious acce
   await verified('everything', 'node', [EVERYTHING]);
   await verified('hundred', FIXTURE, ['-tools', '100', '-page-size', '0']);
   await verified('missing', 'switchboard-no-such-command', [], 'failed');
+  // A server its walls refused a host (learn mode's panel).
+  await verified('walled', FIXTURE, ['-mode', 'escape'], 'failed', { FIXTURE_ESCAPE: 'need:http=http://registry.example.com/' });
   const file = path.join(dir, 'tools.json');
   toolsFile(file, '1.0.0', 'Looks up a record by id.');
   await verified('records', FIXTURE, ['-tools-file', file]);
@@ -142,7 +144,7 @@ test('every page fits a phone and a laptop, light and dark, with no serious acce
   const again = await call('POST', '/api/v1/servers/records/verify', {});
   expect(again.status).toBe(202);
   await expect.poll(async () => (await call('GET', `/api/v1/jobs/${again.body.job.id}`)).body.job.status, { timeout: 30_000 }).toBe('success');
-  expect((await call('POST', '/api/v1/servers', { id: 'unconfirmed', name: 'Not yet confirmed', transport: 'stdio', command: FIXTURE, args: ['-tools', '3'] })).status).toBe(201);
+  expect((await call('POST', '/api/v1/servers', { id: 'unconfirmed', name: 'Not yet confirmed', transport: 'stdio', command: FIXTURE, args: ['-tools', '3', dir] })).status).toBe(201);
   const catalog = (await call('GET', '/api/v1/tools')).body;
   tryAgent = catalog.tools.find((t: { agent_name: string }) => t.agent_name.endsWith('echo'))?.agent_name ?? '';
   expect(tryAgent).not.toBe('');
@@ -153,6 +155,7 @@ test('every page fits a phone and a laptop, light and dark, with no serious acce
     ['server-everything', '/servers/everything'],
     ['server-hundred', '/servers/hundred'],
     ['server-missing', '/servers/missing'],
+    ['server-walled', '/servers/walled'],
     ['server-edit', '/servers/everything/edit'],
     ['confirm', '/servers/unconfirmed/confirm'],
     ['confirm-launches', '/launches/confirm'],

@@ -95,15 +95,15 @@ func TestLaunchChangedOnlyWhenUnconfirmed(t *testing.T) {
 	s := store.Server{ID: "s", Transport: store.TransportStdio, Command: "a"}
 	l := store.LaunchOf(s)
 	s.LaunchConfirmed, s.ConfirmedLaunch = s.LaunchHash(), &l
-	if got := Launch(s); got.Changed || got.Changes != nil {
+	if got := Launch(s, aLinux); got.Changed || got.Changes != nil {
 		t.Errorf("Launch(confirmed) = changed %v, %v; want neither", got.Changed, got.Changes)
 	}
 	s.Command = "b"
-	if got := Launch(s); !got.Changed || !got.ChangesKnown || len(got.Changes) != 1 {
+	if got := Launch(s, aLinux); !got.Changed || !got.ChangesKnown || len(got.Changes) != 1 {
 		t.Errorf("Launch(edited) = changed %v, known %v, %v; want the program's change", got.Changed, got.ChangesKnown, got.Changes)
 	}
 	s.ConfirmedLaunch = nil // confirmed before Switchboard kept launches
-	if got := Launch(s); !got.Changed || got.ChangesKnown {
+	if got := Launch(s, aLinux); !got.Changed || got.ChangesKnown {
 		t.Errorf("Launch(edited, earlier launch unknown) = changed %v, known %v; want changed, unknown", got.Changed, got.ChangesKnown)
 	}
 }

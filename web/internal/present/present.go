@@ -98,8 +98,9 @@ func FillSandbox(f *views.ServerForm, sb store.Sandbox) {
 }
 
 // Launch is what the confirmation shows: everything that decides what
-// runs, in full, secret values left out.
-func Launch(srv store.Server) views.Launch {
+// runs, in full, secret values left out, with the walls machine m
+// builds.
+func Launch(srv store.Server, m sandbox.Machine) views.Launch {
 	l := views.Launch{
 		ServerID: srv.ID, Name: srv.Name, Transport: srv.Transport,
 		Hash: srv.LaunchHash(), Changed: srv.LaunchConfirmed != "" && !srv.LaunchConfirmedNow(),
@@ -115,7 +116,9 @@ func Launch(srv store.Server) views.Launch {
 		l.CommandLine = serverconfig.CommandLine(srv.Command, srv.Args)
 		l.Command, l.Args, l.Cwd, l.EnvKeys = srv.Command, srv.Args, srv.Cwd, SortedKeys(srv.Env)
 		l.MemoryMB = srv.MemoryMB
-		l.Sandbox = Sandbox(srv, sandbox.Probe(sandbox.Config{}))
+		if l.Sandbox = Sandbox(srv, m); l.Sandbox != nil {
+			l.Sandbox.ServerID, l.Sandbox.Choose = srv.ID, true // a person confirming picks the paths granted
+		}
 	} else {
 		l.URL, l.HeaderKeys = srv.URL, SortedKeys(srv.Headers)
 	}

@@ -6,8 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 	"github.com/switchboard-dev/switchboard/store"
 )
+
+// aLinux is a machine that builds every wall.
+var aLinux = sandbox.Machine{OS: "linux", Landlock: 7, UserNS: true}
 
 // A page never gets a secret value: the edit form and the launch say a
 // value is set, by key, without it.
@@ -15,7 +19,7 @@ func TestSecretsStayOut(t *testing.T) {
 	srv := store.Server{ID: "s", Transport: store.TransportStdio, Command: "files-mcp", Args: []string{"--root", "/tmp x"},
 		Env: map[string]string{"B_KEY": "s3cret-b", "A_KEY": "s3cret-a"}, Enabled: true}
 	f := ServerForm(srv)
-	l := Launch(srv)
+	l := Launch(srv, aLinux)
 	for _, shown := range []string{strings.Join(l.EnvKeys, " "), l.CommandLine, f.Args} {
 		if strings.Contains(shown, "s3cret") {
 			t.Errorf("a secret value is shown: %q", shown)
