@@ -56,7 +56,7 @@ func call(ctx context.Context, args []string, getenv func(string) string, stdout
 	if t.Transport == discovery.TransportStdio {
 		out.Target = strings.Join(server, " ")
 	}
-	v := discovery.NewVerifier(limits, getenv)
+	v := walled(discovery.NewVerifier(limits, getenv), getenv)
 	var res *mcp.CallToolResult
 	err = tf.oauth.signingIn(ctx, v, &t, stderr, func() (err error) {
 		res, err = callTool(ctx, v, t, tool, arguments, *callTimeout, limits.MessageBytes, &out)

@@ -38,6 +38,11 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// verify and call keep their runs' temp dirs beside the database:
+	// never the real one of whoever runs the tests.
+	if os.Getenv("SWITCHBOARD_DB") == "" {
+		os.Setenv("SWITCHBOARD_DB", filepath.Join(dir, "switchboard.db"))
+	}
 	fixture = filepath.Join(dir, "mcp-fixture")
 	if runtime.GOOS == "windows" {
 		fixture += ".exe" // Windows runs nothing without it
@@ -265,6 +270,45 @@ func TestVerifyJSONFixture(t *testing.T) {
 	json.Unmarshal(out.Tools[0], &first)
 	if first.Name != "tool_000" {
 		t.Errorf("first tool = %q; want tool_000", first.Name)
+	}
+}
+
+// verify and call run a stdio server in its walls, as the dashboard
+// does, unless told --walls off; the output names them.
+func TestVerifyWalls(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "escaped")
+	verifyWith := func(flags ...string) (verifyOutput, error) {
+		var stdout, stderr bytes.Buffer
+		args := append(append([]string{"verify", "--json", "--env", "FIXTURE_ESCAPE=need:write=" + outside}, flags...), "--", fixture, "-mode", "escape")
+		err := run(context.Background(), args, os.Getenv, nil, &stdout, &stderr)
+		var out verifyOutput
+		if jerr := json.Unmarshal(stdout.Bytes(), &out); jerr != nil {
+			t.Fatalf("stdout is not JSON: %v\n%s%s", jerr, stdout.String(), stderr.String())
+		}
+		return out, err
+	}
+	out, err := verifyWith()
+	if err == nil || out.Error == nil || !strings.Contains(out.Error.StderrTail, "refused") {
+		t.Fatalf("verify of a server writing outside its folder = %v, %+v; want it refused by the walls", err, out.Error)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatal("the walled server wrote outside its folder")
+	}
+	out, err = verifyWith("--walls", "off")
+	if err != nil || !out.OK {
+		t.Fatalf("verify --walls off = %v, %+v; want the write to get through", err, out.Error)
+	}
+	if !strings.HasPrefix(out.Isolation, "none (walls off)") {
+		t.Errorf("isolation = %q; want none (walls off)", out.Isolation)
+	}
+	out, err = verifyWith("--write", filepath.Dir(outside))
+	if err != nil || !strings.HasPrefix(out.Isolation, "landlock") {
+		t.Errorf("verify --write %s = %v, isolation %q; want it walled, and the write granted", filepath.Dir(outside), err, out.Isolation)
+	}
+	var stderr bytes.Buffer
+	err = run(context.Background(), []string{"verify", "--network", "anywhere", "--", fixture}, os.Getenv, nil, io.Discard, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "--network") || !strings.Contains(err.Error(), "anywhere") {
+		t.Errorf("verify --network anywhere = %v; want a usage error naming the flag and the value", err)
 	}
 }
 

@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 )
 
 // verifyOutput is what `switchboard verify --json` prints.
@@ -28,7 +30,9 @@ type verifyOutput struct {
 	Timings         []timing          `json:"timings"`
 	TotalMS         float64           `json:"total_ms"`
 	Warnings        []string          `json:"warnings,omitempty"`
-	Error           *verifyError      `json:"error,omitempty"`
+	// Isolation is what the run's walls and containment were.
+	Isolation string       `json:"isolation,omitempty"`
+	Error     *verifyError `json:"error,omitempty"`
 }
 
 type serverInfo struct {
@@ -70,7 +74,7 @@ func verify(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err != nil {
 		return err
 	}
-	v := discovery.NewVerifier(limits, getenv)
+	v := walled(discovery.NewVerifier(limits, getenv), getenv)
 	start := time.Now()
 	var res *discovery.Result
 	err = tf.oauth.signingIn(ctx, v, &t, stderr, func() (err error) {
@@ -86,6 +90,7 @@ func verify(ctx context.Context, args []string, getenv func(string) string, stdo
 		out.Server = &serverInfo{Name: res.ServerName, Version: res.ServerVersion}
 		out.Pages = res.Pages
 		out.Warnings = res.Warnings
+		out.Isolation = res.Isolation
 		for _, tool := range res.Tools {
 			out.Tools = append(out.Tools, tool.Raw)
 		}
@@ -161,6 +166,12 @@ type targetFlags struct {
 	limits    discovery.Limits
 	env       map[string]string
 	headers   map[string]string
+	// The walls of a stdio server: its command's default profile, with
+	// these changes; off runs it with the person's whole power.
+	walls         *string
+	network       *string
+	allow, writes []string
+	weaker        *bool
 }
 
 func addTargetFlags(fs *flag.FlagSet) *targetFlags {
@@ -176,6 +187,17 @@ func addTargetFlags(fs *flag.FlagSet) *targetFlags {
 		tf.env[k] = val
 		return nil
 	})
+	tf.walls = fs.String("walls", "on", "a stdio server's walls: on (its command's default profile, as the dashboard gives it) or off (it runs with your whole power)")
+	tf.network = fs.String("network", "", "a walled stdio server's network: none, allow (the --allow hosts) or any (default: its command's profile)")
+	fs.Func("allow", "a host[:port] or *.domain a walled stdio server may reach through the egress proxy, repeatable", func(v string) error {
+		tf.allow = append(tf.allow, v)
+		return nil
+	})
+	fs.Func("write", "a path a walled stdio server may write, repeatable", func(v string) error {
+		tf.writes = append(tf.writes, v)
+		return nil
+	})
+	tf.weaker = fs.Bool("weaker", false, "run a stdio server with the walls this machine can build when it cannot build them all")
 	fs.Func("header", "Name: value for a remote server, repeatable", func(v string) error {
 		k, val, ok := strings.Cut(v, ":")
 		if !ok || strings.TrimSpace(k) == "" {
@@ -199,6 +221,13 @@ func (tf *targetFlags) target(rest []string) (discovery.Target, discovery.Limits
 			return t, tf.limits, usageError("--transport must be http or sse, got %q", *tf.transport)
 		}
 	}
+	if t.Transport == discovery.TransportStdio {
+		p, err := tf.profile(t.Command)
+		if err != nil {
+			return t, tf.limits, err
+		}
+		t.Sandbox = p
+	}
 	limits := tf.limits
 	if limits.InitTimeout == 0 {
 		limits.InitTimeout = *tf.timeout
@@ -207,6 +236,42 @@ func (tf *targetFlags) target(rest []string) (discovery.Target, discovery.Limits
 		limits.ListTimeout = *tf.timeout
 	}
 	return t, limits, nil
+}
+
+// profile is the permission profile the flags give a stdio server of
+// command: nil with --walls off.
+func (tf *targetFlags) profile(command string) (*sandbox.Profile, error) {
+	switch *tf.walls {
+	case "off":
+		return nil, nil
+	case "on", "":
+	default:
+		return nil, usageError("--walls must be on or off, got %q", *tf.walls)
+	}
+	p := sandbox.ForCommand(command)
+	p.Write = append(p.Write, tf.writes...)
+	p.Allow = append(p.Allow, tf.allow...)
+	if len(tf.allow) > 0 && p.Network == sandbox.NetworkNone {
+		p.Network = sandbox.NetworkAllow
+	}
+	if *tf.network != "" {
+		p.Network = *tf.network
+	}
+	p.Weaker = *tf.weaker
+	n, err := p.Normalize()
+	if fe := (*sandbox.FieldError)(nil); errors.As(err, &fe) {
+		return nil, usageError("--%s: %s", fe.Field, fe.Message) // network, allow or write: the flags' names
+	} else if err != nil {
+		return nil, usageError("%v", err)
+	}
+	return &n, nil
+}
+
+// walled gives v the walls' knowledge of Switchboard (its database,
+// whose files no server reads), as the dashboard's Verifier has.
+func walled(v *discovery.Verifier, getenv func(string) string) *discovery.Verifier {
+	db := cmpOr(getenv("SWITCHBOARD_DB"), defaultDBPath(runtime.GOOS, getenv))
+	return v.Walled(sandbox.Config{Database: db})
 }
 
 func printVerify(w io.Writer, out verifyOutput, res *discovery.Result) {
@@ -221,6 +286,9 @@ func printVerify(w io.Writer, out verifyOutput, res *discovery.Result) {
 		return
 	}
 	fmt.Fprintf(w, "OK %s %s, protocol %s, %d tools in %.0f ms\n", out.Server.Name, out.Server.Version, out.ProtocolVersion, len(res.Tools), out.TotalMS)
+	if out.Isolation != "" {
+		fmt.Fprintf(w, "  walls: %s\n", out.Isolation)
+	}
 	for _, tm := range out.Timings {
 		fmt.Fprintf(w, "  %-13s %8.1f ms\n", tm.Phase, tm.MS)
 	}

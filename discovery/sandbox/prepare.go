@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,6 +77,9 @@ func Prepare(p Profile, r Run, memory int64, c Config, m Machine) (*Prepared, er
 	makeCaches(p, r.Home)
 	pl := NewPlan(p, r, memory)
 	root := TempRootOf(r)
+	// Beside the database, whose directory a first `switchboard verify`
+	// may be the first to need.
+	os.MkdirAll(filepath.Dir(root), 0o700)
 	if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("sandbox temp dir: %w", err)
 	}
