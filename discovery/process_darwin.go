@@ -13,7 +13,9 @@ import (
 // sysctl (there is no /proc), and no child subreaper, so the start-up
 // sweep of a crashed run's records only removes them.
 
-func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// groupAttr starts a server in a session of its own: no controlling
+// terminal to type into (see process_linux.go).
+func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
 
 // limitAfterStart: macOS cannot set another process's limits.
 func limitAfterStart(_ int, memory int64) (string, error) {

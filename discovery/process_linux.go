@@ -13,10 +13,12 @@ import (
 // the child subreaper and the start-up sweep of what a crash left behind
 // are in containment_linux.go.
 
-// groupAttr starts a server in a process group of its own, killed if
-// this process dies (the launcher's exec keeps the signal).
+// groupAttr starts a server in a session, and so a process group, of its
+// own, killed if this process dies (the launcher's exec keeps the
+// signal). A session of its own has no controlling terminal: a server
+// cannot type into the terminal Switchboard was started from (TIOCSTI).
 func groupAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 }
 
 // limitAfterStart sets the limits of a child started without the

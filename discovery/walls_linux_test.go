@@ -16,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
+	"github.com/switchboard-dev/switchboard/internal/proctest"
 )
 
 // escapeScene is a machine an escaping server is let loose on: a home
@@ -26,6 +29,8 @@ type escapeScene struct {
 	home, db, cwd, outside string
 	listener, dashboard    net.Listener
 	udp                    net.PacketConn
+	agent                  string // a Unix socket, as ssh-agent's
+	key                    string // a key's name in the session keyring
 }
 
 func newEscapeScene(t *testing.T) *escapeScene {
@@ -44,6 +49,27 @@ func newEscapeScene(t *testing.T) *escapeScene {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.udp.Close() })
+	s.agent = filepath.Join(s.outside, "agent.sock")
+	agent, err := net.Listen("unix", s.agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Close() })
+	go func() {
+		for {
+			c, err := agent.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	s.key = "switchboard-escape-" + strconv.Itoa(os.Getpid())
+	id, err := unix.AddKey("user", s.key, []byte("a credential"), unix.KEY_SPEC_SESSION_KEYRING)
+	if err != nil {
+		t.Fatalf("add a key to the session keyring: %v", err)
+	}
+	t.Cleanup(func() { unix.KeyctlInt(unix.KEYCTL_REVOKE, id, 0, 0, 0) })
 	return s
 }
 
@@ -73,6 +99,11 @@ func (s *escapeScene) attempts() map[string]string {
 		"udp":                  "udp=" + s.udp.LocalAddr().String(),
 		"300 processes":        "spawn=300",
 		"more than its memory": "alloc=" + strconv.Itoa(1536<<20),
+		"unix socket":          "unix=" + s.agent,
+		"session keyring":      "keyring=" + s.key,
+	}
+	if os.Getenv(escapeTTYEnv) != "" {
+		a["controlling terminal"] = "tty" // see TestEscapeNoTerminal
 	}
 	if os.Getuid() == 0 {
 		// Root's server is root in its user namespace: it must hold no
@@ -93,8 +124,17 @@ func (s *escapeScene) verifyEscape(t *testing.T, profile *sandbox.Profile) map[s
 // says (nil: this machine as it is).
 func (s *escapeScene) verifyEscapeOn(t *testing.T, m *sandbox.Machine, profile *sandbox.Profile) map[string]string {
 	t.Helper()
+	c := sandbox.Config{Database: s.db, DashboardPort: s.dashboard.Addr().(*net.TCPAddr).Port, Home: s.home, Machine: m}
+	return s.try(t, c, profile, nil, s.attempts())
+}
+
+// try verifies the escape fixture, walled as c says, under profile,
+// with args after its own, trying attempts (name → kind=arg), and
+// returns what each got.
+func (s *escapeScene) try(t *testing.T, c sandbox.Config, profile *sandbox.Profile, args []string, attempts map[string]string) map[string]string {
+	t.Helper()
 	var list []string
-	for _, a := range s.attempts() {
+	for _, a := range attempts {
 		list = append(list, a)
 	}
 	getenv := func(k string) string {
@@ -103,17 +143,17 @@ func (s *escapeScene) verifyEscapeOn(t *testing.T, m *sandbox.Machine, profile *
 		}
 		return os.Getenv(k)
 	}
-	v := NewVerifier(Limits{StderrBytes: 64 << 10}, getenv).Walled(sandbox.Config{Database: s.db, DashboardPort: s.dashboard.Addr().(*net.TCPAddr).Port, Home: s.home, Machine: m})
+	v := NewVerifier(Limits{StderrBytes: 64 << 10}, getenv).Walled(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := v.Verify(ctx, Target{Transport: TransportStdio, Command: fixture, Args: []string{"-mode", "escape"},
+	res, err := v.Verify(ctx, Target{Transport: TransportStdio, Command: fixture, Args: append([]string{"-mode", "escape"}, args...),
 		Env: map[string]string{"FIXTURE_ESCAPE": strings.Join(list, ",")}, Cwd: s.cwd, Sandbox: profile}, 0, nil)
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
 	t.Logf("isolation: %s", res.Isolation)
 	got := map[string]string{}
-	for name, a := range s.attempts() {
+	for name, a := range attempts {
 		for line := range strings.Lines(res.StderrTail) {
 			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "mcp-fixture: escape "+a+": "); ok {
 				got[name] = rest
@@ -126,7 +166,58 @@ func (s *escapeScene) verifyEscapeOn(t *testing.T, m *sandbox.Machine, profile *
 	return got
 }
 
+// A server that may write its folder can leave a link where its next
+// launch grants a path: a folder its arguments name, replaced by a link
+// to the home's keys or to a folder outside. Switchboard's database named
+// by a relative path, or in a directory reached through a link, is as
+// denied as any other. (Each fails with the grant judged by its path as
+// written.)
+func TestEscapeThroughLinks(t *testing.T) {
+	s := newEscapeScene(t)
+	c := sandbox.Config{Database: s.db, Home: s.home}
+	t.Run("an argument's folder replaced by a link", func(t *testing.T) {
+		toKeys, toOutside := filepath.Join(s.cwd, "keys"), filepath.Join(s.cwd, "out")
+		if err := os.Symlink(filepath.Join(s.home, ".ssh"), toKeys); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(s.outside, toOutside); err != nil {
+			t.Fatal(err)
+		}
+		wantEach(t, s.try(t, c, &sandbox.Profile{}, []string{toKeys, toOutside}, map[string]string{
+			"the key through the link":      "read=" + filepath.Join(toKeys, "id_ed25519"),
+			"a write outside, through link": "write=" + filepath.Join(toOutside, "escaped"),
+		}), "refused")
+	})
+	t.Run("the database by a relative path", func(t *testing.T) {
+		wd, _ := os.Getwd()
+		rel, err := filepath.Rel(wd, s.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := c
+		c.Database = rel
+		wantEach(t, s.try(t, c, &sandbox.Profile{}, nil, map[string]string{"database": "read=" + s.db, "seal": "read=" + s.db + ".seal"}), "refused")
+	})
+	t.Run("the database in a directory reached through a link", func(t *testing.T) {
+		link := filepath.Join(t.TempDir(), "data")
+		if err := os.Symlink(filepath.Dir(s.db), link); err != nil {
+			t.Fatal(err)
+		}
+		c := c
+		c.Database = filepath.Join(link, filepath.Base(s.db))
+		wantEach(t, s.try(t, c, &sandbox.Profile{}, nil, map[string]string{"database": "read=" + s.db, "mcp token": "read=" + s.db + ".mcp-token"}), "refused")
+	})
+}
+
 func TestEscapeUnderDefaultProfile(t *testing.T) {
+	if os.Getenv(escapeTTYEnv) != "" {
+		// This process must have the terminal, or the attempt proves nothing.
+		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			t.Fatalf("no controlling terminal to escape to: %v", err)
+		}
+		f.Close()
+	}
 	s := newEscapeScene(t)
 	wantEach(t, s.verifyEscape(t, &sandbox.Profile{}), "refused")
 }
@@ -228,59 +319,61 @@ func TestLearnModeNamesRefusedHost(t *testing.T) {
 	}
 }
 
-// nobody is the ordinary user TestEscapeAsOrdinaryUser runs as.
-const nobody = 65534
-
 // The walls hold for an ordinary user too. Run as root (as CI is), the
 // tests above meet a root-owned /proc and cgroup caps; this test runs
-// them again as nobody, in copies of this test binary and of the
-// fixture, where an unprivileged user namespace and rlimits must do.
+// them again as nobody, where an unprivileged user namespace and rlimits
+// must do.
 func TestEscapeAsOrdinaryUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("this test already runs as an ordinary user: TestEscapeUnderDefaultProfile is the test")
 	}
-	dir, err := os.MkdirTemp("", "escape-as-nobody-")
+	proctest.RunAsNobody(t, "^TestEscape(UnderDefaultProfile|WithoutUserNamespaces|WithoutWalls)$", map[string]string{fixtureEnv: fixture},
+		"--- PASS: TestEscapeUnderDefaultProfile", "--- PASS: TestEscapeWithoutUserNamespaces", "--- PASS: TestEscapeWithoutWalls",
+		"isolation: landlock-v7 + netns + seccomp + rlimits")
+}
+
+// escapeTTYEnv, set, adds the controlling terminal to the attempts: the
+// test then runs with one (TestEscapeNoTerminal).
+const escapeTTYEnv = "DISCOVERY_TEST_ESCAPE_TTY"
+
+// A server cannot type into the terminal Switchboard was started from
+// (TIOCSTI): it runs in a session of its own, without a controlling
+// terminal. The escape test runs again in a copy of this test binary
+// whose controlling terminal is a new pseudo-terminal.
+func TestEscapeNoTerminal(t *testing.T) {
+	if os.Getenv(escapeTTYEnv) != "" {
+		t.Skip("the copy runs TestEscapeUnderDefaultProfile")
+	}
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	defer ptmx.Close()
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	copyExec := func(from, name string) string {
-		data, err := os.ReadFile(from)
-		if err != nil {
-			t.Fatal(err)
-		}
-		to := filepath.Join(dir, name)
-		if err := os.WriteFile(to, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return to
-	}
-	tests := copyExec(os.Args[0], "discovery.test")
-	fixtureCopy := copyExec(fixture, "mcp-fixture")
-	for _, d := range []string{"home", "tmp"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(filepath.Join(dir, d), nobody, nobody); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
+	pts, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(tests, "-test.run=^TestEscape(UnderDefaultProfile|WithoutUserNamespaces|WithoutWalls)$", "-test.v", "-test.count=1")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(dir, "home"), "TMPDIR=" + filepath.Join(dir, "tmp"),
-		fixtureEnv + "=" + fixtureCopy}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
-	out, err := cmd.CombinedOutput()
-	t.Logf("as uid %d:\n%s", nobody, out)
+	defer pts.Close()
+	go io.Copy(io.Discard, ptmx) // whatever is written to the terminal
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEscapeUnderDefaultProfile$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), escapeTTYEnv+"=1", fixtureEnv+"="+fixture)
+	cmd.Stdin = pts
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	err = cmd.Run()
+	t.Logf("with a controlling terminal:\n%s", out.String())
 	if err != nil {
-		t.Fatalf("the escape tests as uid %d: %v", nobody, err)
+		t.Fatalf("the escape test with a controlling terminal: %v", err)
 	}
-	for _, want := range []string{"--- PASS: TestEscapeUnderDefaultProfile", "--- PASS: TestEscapeWithoutUserNamespaces", "--- PASS: TestEscapeWithoutWalls", "isolation: landlock-v7 + netns + seccomp + rlimits"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the run as uid %d says nothing of %q", nobody, want)
-		}
+	if !strings.Contains(out.String(), "--- PASS: TestEscapeUnderDefaultProfile/controlling_terminal") {
+		t.Error("the copy did not try the controlling terminal")
 	}
 }

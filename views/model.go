@@ -181,6 +181,20 @@ type ErrorView struct {
 type RefusedHost struct {
 	Entry  string
 	Reason string
+	// Allowable: refused only for not being on the allow-list, so
+	// "Allow and verify again" may add it.
+	Allowable bool
+}
+
+// AllowableHosts counts the refused hosts learn mode may allow.
+func (e ErrorView) AllowableHosts() int {
+	n := 0
+	for _, h := range e.RefusedHosts {
+		if h.Allowable {
+			n++
+		}
+	}
+	return n
 }
 
 // SandboxView is a stdio server's permission profile as pages show it.
@@ -198,6 +212,9 @@ type SandboxView struct {
 	// what it cannot build.
 	Expected string
 	Missing  []string
+	// HomeWritten: a write grant holds the home, and with it what runs
+	// when the person logs in.
+	HomeWritten bool
 	// Choose: the person may take the paths named in the arguments out of
 	// the grants, and put them back (the launch confirmation), for the
 	// server ServerID.

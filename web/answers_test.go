@@ -131,13 +131,15 @@ type apiVerifyError struct {
 	SignIn     *apiSignInNeed `json:"sign_in"`
 	Lasting    bool           `json:"lasting"`
 	Refused    *struct {
-		Hosts []struct {
-			Host   string `json:"host"`
-			Port   int    `json:"port"`
-			Reason string `json:"reason"`
-		} `json:"hosts"`
-		Paths []string `json:"paths"`
+		Hosts []apiRefusedHost `json:"hosts"`
+		Paths []string         `json:"paths"`
 	} `json:"refused"`
+}
+
+type apiRefusedHost struct {
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+	Reason string `json:"reason"`
 }
 
 type apiSignInNeed struct {

@@ -47,6 +47,9 @@ const quietPeriod = 500 * time.Millisecond
 // fixtureBin is the mcp-fixture binary built once by TestMain.
 var fixtureBin string
 
+// fixtureEnv names a built mcp-fixture for TestMain to use.
+const fixtureEnv = "WEB_TEST_FIXTURE"
+
 func TestMain(m *testing.M) {
 	bolt.RunChildCheckIfAsked()    // the store checks a damaged file in a child: this binary
 	discovery.RunLauncherIfAsked() // and servers start through it (see discovery/launcher.go)
@@ -55,13 +58,18 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fixtureBin = filepath.Join(dir, "mcp-fixture")
-	build := exec.Command("go", "build", "-o", fixtureBin, "github.com/switchboard-dev/switchboard/cmd/mcp-fixture")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build mcp-fixture:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
+	// A copy of this binary run as another user (see
+	// TestEscapeThroughTheDashboardAsOrdinaryUser) has no Go build cache:
+	// it is given the fixture.
+	if fixtureBin = os.Getenv(fixtureEnv); fixtureBin == "" {
+		fixtureBin = filepath.Join(dir, "mcp-fixture")
+		build := exec.Command("go", "build", "-o", fixtureBin, "github.com/switchboard-dev/switchboard/cmd/mcp-fixture")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build mcp-fixture:", err)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
 	}
 	// Every test's app, streams and processes must have ended once the
 	// tests pass.

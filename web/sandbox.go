@@ -31,6 +31,26 @@ func (s *Server) handleSandboxAllow(c echo.Context) error {
 	if sb == nil || len(hosts) == 0 {
 		return &apiError{Status: http.StatusBadRequest, Message: "nothing to allow: a stdio server and one host or more"}
 	}
+	// Only what its last run was refused for not being listed, and no
+	// loopback or private address (sandbox.OneClick): a click never opens
+	// this machine's services or this dashboard.
+	sum, err := s.store.Summary(ctx, id)
+	if err != nil {
+		return notFound(err)
+	}
+	var refused []string
+	if e := sum.Discovery.Error; e != nil && e.Refused != nil {
+		for _, h := range e.Refused.Hosts {
+			if sandbox.OneClick(h.Entry(), h.Reason) {
+				refused = append(refused, h.Entry())
+			}
+		}
+	}
+	for _, h := range hosts {
+		if !slices.Contains(refused, h) {
+			return &apiError{Status: http.StatusBadRequest, Message: "not a host its last run was refused for not being listed: " + strconv.Quote(h) + " (list it on the edit form)"}
+		}
+	}
 	if !srv.LaunchConfirmedNow() {
 		return c.Redirect(http.StatusSeeOther, "/servers/"+id+"/confirm")
 	}

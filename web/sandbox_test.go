@@ -5,10 +5,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/PuerkitoBio/goquery"
 )
 
 // The permission profile is part of a stdio server in the API: a package
@@ -46,36 +49,58 @@ func TestAPISandboxProfile(t *testing.T) {
 
 // Learn mode through the dashboard: a server that needs a host fails
 // under network none with the host named; "Allow and verify again" puts
-// it on the allow-list, and the next verification succeeds.
+// it on the allow-list and verifies again (the host is made up, so that
+// run fails to resolve it: TestRealNpxLearnMode in discovery goes the
+// whole way with the npm registry). A loopback host it was refused is
+// listed without the button, and a click cannot allow it.
 func TestAllowAndVerifyAgain(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
 	defer up.Close()
-	host := strings.TrimPrefix(up.URL, "http://")
+	loopback := strings.TrimPrefix(up.URL, "http://")
+	const host = "registry.example.com"
 	e := newEnv(t)
 	body := fixtureServer("needy")
 	body["args"] = []string{"-mode", "escape"}
-	body["env"] = map[string]string{"FIXTURE_ESCAPE": "need:http=" + up.URL + "/"}
+	body["env"] = map[string]string{"FIXTURE_ESCAPE": "http=" + up.URL + "/,need:http=http://" + host + "/"}
 	e.createServer(body)
 	if j := e.waitJob(e.verify("needy").ID); j.Status != "failed" {
 		t.Fatalf("first verification = %s; want failed (network none)", j.Status)
 	}
 	d := e.discovery("needy")
-	if d.Error == nil || d.Error.Refused == nil || len(d.Error.Refused.Hosts) != 1 || d.Error.Refused.Hosts[0].Reason == "" {
-		t.Fatalf("error = %+v; want the refused host with its reason", d.Error)
+	if d.Error == nil || d.Error.Refused == nil || len(d.Error.Refused.Hosts) != 2 {
+		t.Fatalf("error = %+v; want both refused hosts", d.Error)
 	}
 	b := e.login()
 	page := parseHTML(t, b.get("/servers/needy").Body.String())
-	if got := testIDText(t, page, "refused-host"); got != host {
-		t.Errorf("refused host shown = %q; want %q", got, host)
+	var shown []string
+	page.Find(testID("refused-host")).Each(func(_ int, s *goquery.Selection) { shown = append(shown, textOf(s)) })
+	if slices.Sort(shown); !slices.Equal(shown, []string{loopback, host}) && !slices.Equal(shown, []string{host, loopback}) {
+		t.Errorf("refused hosts shown = %q; want %s and %s", shown, host, loopback)
+	}
+	var offered []string
+	page.Find(`form[action="/servers/needy/sandbox/allow"] input[name="host"]`).Each(func(_ int, s *goquery.Selection) { offered = append(offered, s.AttrOr("value", "")) })
+	if !slices.Equal(offered, []string{host}) {
+		t.Errorf("hosts the button would allow = %q; want only %s (loopback is never one click away)", offered, host)
+	}
+	if rec := b.post("/servers/needy/sandbox/allow", url.Values{"host": {loopback}}); rec.Code != http.StatusBadRequest {
+		t.Errorf("POST allow of the loopback host = %d; want 400", rec.Code)
+	}
+	if srv := e.server("needy"); srv.Sandbox != nil && slices.Contains(srv.Sandbox.Allow, loopback) {
+		t.Fatalf("loopback was put on the allow-list: %+v", srv.Sandbox)
 	}
 	rec := b.post("/servers/needy/sandbox/allow", url.Values{"host": {host}})
 	if rec.Code != http.StatusSeeOther {
 		t.Fatalf("POST allow = %d; want 303\n%s", rec.Code, rec.Body)
 	}
-	waitFor(t, 2*time.Minute, "the verification after allowing", func() bool { return e.serverStatus("needy") == "success" })
-	if srv := e.server("needy"); srv.Sandbox == nil || srv.Sandbox.Network != "allow" || !slices.Contains(srv.Sandbox.Allow, host) {
-		t.Errorf("sandbox = %+v; want network allow with %s", srv.Sandbox, host)
+	if srv := e.server("needy"); srv.Sandbox == nil || srv.Sandbox.Network != "allow" || !slices.Equal(srv.Sandbox.Allow, []string{host}) {
+		t.Errorf("sandbox = %+v; want network allow with %s only", srv.Sandbox, host)
 	}
+	waitFor(t, 2*time.Minute, "the verification after allowing", func() bool {
+		d := e.discovery("needy")
+		return d.Error != nil && d.Error.Refused != nil && !slices.ContainsFunc(d.Error.Refused.Hosts, func(h apiRefusedHost) bool {
+			return h.Host == "registry.example.com" && h.Reason == "not on the allow-list"
+		})
+	})
 }
 
 // On the launch confirmation, a folder the arguments name can be taken
@@ -115,5 +140,25 @@ func TestConfirmChoosesArgPaths(t *testing.T) {
 	}
 	if rec := b.post("/servers/args/sandbox/arg-paths", url.Values{"path": {"/etc"}}); rec.Code != http.StatusBadRequest {
 		t.Errorf("POST a path the arguments do not name = %d; want 400", rec.Code)
+	}
+}
+
+// A profile that may write the home is warned of on the confirmation:
+// what runs at the next log-in is in it.
+func TestConfirmWarnsOfHomeWritten(t *testing.T) {
+	e := newEnv(t)
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip("no home here")
+	}
+	b := e.login()
+	for id, args := range map[string][]string{"homely": {"-tools", "1", home}, "tidy": {"-tools", "1", t.TempDir()}} {
+		body := fixtureServer(id)
+		body["args"] = args
+		e.createServer(body)
+		page := parseHTML(t, b.get("/servers/"+id+"/confirm").Body.String())
+		if n := page.Find(testID("sandbox-home-written")).Length(); (n == 1) != (id == "homely") {
+			t.Errorf("%s (args %q): %d home warnings; want one only when the home is granted", id, args, n)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
+	"github.com/switchboard-dev/switchboard/internal/proctest"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
@@ -168,4 +169,16 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The same as an ordinary user: run as root (as CI is), this test runs
+// TestEscapeThroughTheDashboard again as nobody, in copies of this test
+// binary and of the fixture, where an unprivileged user namespace and
+// rlimits must do.
+func TestEscapeThroughTheDashboardAsOrdinaryUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("this test already runs as an ordinary user: TestEscapeThroughTheDashboard is the test")
+	}
+	proctest.RunAsNobody(t, "^TestEscapeThroughTheDashboard$", map[string]string{fixtureEnv: fixtureBin},
+		"--- PASS: TestEscapeThroughTheDashboard/fixture", "--- PASS: TestEscapeThroughTheDashboard/node")
 }

@@ -368,7 +368,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		return cfg, &usageError{err}
 	}
-	if fs.NArg() > 0 {
+	// -mode escape takes folders as a filesystem server does, for the
+	// walls to grant them (and its attempts to name paths in them).
+	if fs.NArg() > 0 && cfg.mode != modeEscape {
 		return cfg, &usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	if err := cfg.validate(); err != nil {

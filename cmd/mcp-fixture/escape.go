@@ -26,7 +26,11 @@ import (
 //	http=URL         GET a URL the way HTTP clients do (through HTTP_PROXY)
 //	spawn=N          start N processes at once
 //	alloc=BYTES      allocate and touch BYTES in a child
-//	caps             hold any capability (CapEff in /proc/self/status)
+//	caps             hold any capability (effective, permitted, bounding
+//	                 or ambient, in /proc/self/status)
+//	unix=PATH        connect to a Unix socket (an ssh-agent, a session bus)
+//	tty              open the controlling terminal (to type into it)
+//	keyring=NAME     read the key NAME ("user" type) of the session keyring
 //
 // An attempt written need:kind=argument is one the server cannot do
 // without: if it is refused, the server exits with status 1 before
@@ -88,13 +92,34 @@ func escapeOne(kind, arg string) (got bool, detail string) {
 		if err != nil {
 			return false, err.Error()
 		}
+		var held []string
 		for line := range strings.Lines(string(data)) {
-			if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-				v = strings.TrimSpace(v)
-				return strings.Trim(v, "0") != "", "CapEff " + v
+			for _, set := range []string{"CapEff:", "CapPrm:", "CapBnd:", "CapAmb:"} {
+				if v, ok := strings.CutPrefix(line, set); ok && strings.Trim(strings.TrimSpace(v), "0") != "" {
+					held = append(held, set+" "+strings.TrimSpace(v))
+				}
 			}
 		}
-		return false, "no CapEff line"
+		if len(held) == 0 {
+			return false, "no capability in any set"
+		}
+		return true, strings.Join(held, " ")
+	case "unix":
+		c, err := net.DialTimeout("unix", arg, 3*time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		c.Close()
+		return true, "connected to " + arg
+	case "tty":
+		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			return false, err.Error()
+		}
+		f.Close()
+		return true, "opened the controlling terminal"
+	case "keyring":
+		return readKey(arg)
 	case "connect":
 		c, err := net.DialTimeout("tcp", arg, 3*time.Second)
 		if err != nil {

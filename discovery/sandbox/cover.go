@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // grant is one path the walls open, with what is granted beneath it.
@@ -35,10 +36,14 @@ func (p *Plan) grants() []grant {
 	// A grant lifts the secrets it is or lies beneath, not those beneath
 	// it: granting the home is no grant of ~/.ssh.
 	for _, r := range p.Read {
-		coverPath(r, false, append(secretsBeneath(secrets, r), always...), p.AlwaysPrefixes, &out)
+		if real, ok := p.grantable(r, secrets); ok {
+			coverPath(real, false, append(secretsBeneath(secrets, real), always...), p.AlwaysPrefixes, &out)
+		}
 	}
 	for _, w := range p.Write {
-		coverPath(w, true, append(secretsBeneath(secrets, w), always...), p.AlwaysPrefixes, &out)
+		if real, ok := p.grantable(w, secrets); ok {
+			coverPath(real, true, append(secretsBeneath(secrets, real), always...), p.AlwaysPrefixes, &out)
+		}
 	}
 	for _, d := range p.Devices {
 		if fi, err := os.Stat(d); err == nil {
@@ -49,6 +54,51 @@ func (p *Plan) grants() []grant {
 		out = append(out, grant{path: p.TempDir, dir: true, write: true})
 	}
 	return out
+}
+
+// grantable returns where the Read or Write grant g really is, and
+// whether it may be granted there. A grant reached through a symbolic
+// link is refused when the server could have made the link (a link in
+// a place it may write: a folder its arguments name, replaced by a link
+// to the home or to /, would be granted read-write at its next start),
+// and when it leads into a secret the grant as written does not name.
+func (p *Plan) grantable(g string, secrets []string) (string, bool) {
+	g = filepath.Clean(g)
+	real, err := filepath.EvalSymlinks(g)
+	if err != nil {
+		return "", false // a missing path opens nothing
+	}
+	if real == g {
+		return g, true
+	}
+	if link := firstLink(g); link != "" {
+		for _, w := range append(slices.Clone(p.Write), p.TempDir) {
+			if w != "" && link != filepath.Clean(w) && within(link, filepath.Clean(w)) {
+				return "", false
+			}
+		}
+	}
+	for _, s := range secrets {
+		if within(real, s) && !within(g, s) {
+			return "", false
+		}
+	}
+	return real, true
+}
+
+// firstLink returns the first component of path (an absolute, clean
+// path) that is a symbolic link, or "".
+func firstLink(path string) string {
+	at := string(filepath.Separator)
+	for _, part := range strings.Split(strings.TrimPrefix(path, at), string(filepath.Separator)) {
+		at = filepath.Join(at, part)
+		if fi, err := os.Lstat(at); err != nil {
+			return ""
+		} else if fi.Mode()&os.ModeSymlink != 0 {
+			return at
+		}
+	}
+	return ""
 }
 
 // alwaysPaths are the plan's Always paths, and where those that are

@@ -59,6 +59,12 @@ func Enforce(p *Plan, ctl *os.File) (Tier, error) {
 	if err := dropCapabilities(); err != nil {
 		return t, err
 	}
+	// A session keyring of its own, empty (the user's may hold
+	// credentials: Kerberos caches, tokens); seccomp then refuses the
+	// keyring calls altogether. A kernel without keyrings has none.
+	if _, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 && e != unix.ENOSYS {
+		return t, fmt.Errorf("a session keyring of its own: %w", e)
+	}
 	// no_new_privs first: Landlock and seccomp need it, and
 	// a setuid program the server runs gains nothing.
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
@@ -72,14 +78,12 @@ func Enforce(p *Plan, ctl *os.File) (Tier, error) {
 	if err := restrictLandlock(p, t.Landlock); err != nil {
 		return t, err
 	}
-	if p.Network != NetworkAny {
-		if err := refuseSockets(); err != nil {
-			if !p.Weaker {
-				return t, fmt.Errorf("seccomp: %w", err)
-			}
-		} else {
-			t.Seccomp = true
+	if err := refuseSockets(p); err != nil {
+		if !p.Weaker {
+			return t, fmt.Errorf("seccomp: %w", err)
 		}
+	} else {
+		t.Seccomp = true
 	}
 	if missing := t.Missing(p); len(missing) > 0 && !p.Weaker {
 		return t, &WeakerError{Tier: t, Missing: missing}
@@ -258,47 +262,112 @@ const (
 	ipprotoMPTCP = 262
 )
 
-// socketFilter returns the seccomp program: socket(2) only for AF_UNIX
-// and for AF_INET/AF_INET6 stream sockets of protocol TCP (not UDP, raw,
-// netlink, packet, nor MPTCP, which Landlock's TCP rules do not see);
-// io_uring refused (its socket operations pass seccomp by); a foreign
-// architecture's or x32 system call kills the process.
-func socketFilter() ([]bpf.RawInstruction, error) {
-	eacces := uint32(secRetErrno | uint32(unix.EACCES))
-	enosys := uint32(secRetErrno | uint32(unix.ENOSYS))
-	prog := []bpf.Instruction{
-		/* 0 */ bpf.LoadAbsolute{Off: offArch, Size: 4},
-		/* 1 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArch, SkipTrue: 1},
-		/* 2 */ bpf.RetConstant{Val: secRetKill},
-		/* 3 */ bpf.LoadAbsolute{Off: offNR, Size: 4},
-		/* 4 */ bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1},
-		/* 5 */ bpf.RetConstant{Val: secRetKill},
-		/* 6 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(unix.SYS_IO_URING_SETUP), SkipFalse: 1},
-		/* 7 */ bpf.RetConstant{Val: enosys},
-		/* 8 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(unix.SYS_SOCKET), SkipTrue: 1},
-		/* 9 */ bpf.RetConstant{Val: secRetAllow},
-		/* 10 */ bpf.LoadAbsolute{Off: offArg0, Size: 4},
-		/* 11 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipFalse: 1},
-		/* 12 */ bpf.RetConstant{Val: secRetAllow},
-		/* 13 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_INET, SkipTrue: 2},
-		/* 14 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_INET6, SkipTrue: 1},
-		/* 15 */ bpf.RetConstant{Val: eacces},
-		/* 16 */ bpf.LoadAbsolute{Off: offArg1, Size: 4},
-		/* 17 */ bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0xf}, // SOCK_TYPE_MASK
-		/* 18 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SOCK_STREAM, SkipTrue: 1},
-		/* 19 */ bpf.RetConstant{Val: eacces},
-		/* 20 */ bpf.LoadAbsolute{Off: offArg2, Size: 4},
-		/* 21 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 2},
-		/* 22 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.IPPROTO_TCP, SkipTrue: 1},
-		/* 23 */ bpf.RetConstant{Val: eacces},
-		/* 24 */ bpf.RetConstant{Val: secRetAllow},
+// tiocLinux is TIOCLINUX (not in x/sys/unix): its subcommands paste
+// into a virtual console.
+const tiocLinux = 0x541c
+
+// filterAsm assembles a seccomp program whose jumps name labels.
+type filterAsm struct {
+	ins    []bpf.Instruction
+	jumps  map[int][2]string // instruction → labels if true, if false ("" the next)
+	labels map[string]int
+}
+
+func (a *filterAsm) add(i bpf.Instruction) { a.ins = append(a.ins, i) }
+
+func (a *filterAsm) label(name string) { a.labels[name] = len(a.ins) }
+
+// jump tests the loaded word against val, and goes to ifTrue or ifFalse.
+func (a *filterAsm) jump(cond bpf.JumpTest, val uint32, ifTrue, ifFalse string) {
+	a.jumps[len(a.ins)] = [2]string{ifTrue, ifFalse}
+	a.add(bpf.JumpIf{Cond: cond, Val: val})
+}
+
+func (a *filterAsm) assemble() ([]bpf.RawInstruction, error) {
+	for at, to := range a.jumps {
+		j := a.ins[at].(bpf.JumpIf)
+		for k, skip := range []*uint8{&j.SkipTrue, &j.SkipFalse} {
+			if to[k] == "" {
+				continue
+			}
+			target, ok := a.labels[to[k]]
+			if !ok || target <= at || target-at-1 > 255 {
+				return nil, fmt.Errorf("seccomp: bad jump from %d to %q", at, to[k])
+			}
+			*skip = uint8(target - at - 1)
+		}
+		a.ins[at] = j
 	}
-	return bpf.Assemble(prog)
+	return bpf.Assemble(a.ins)
+}
+
+// socketFilter returns the seccomp program. socket(2) is refused for
+// every family but AF_INET/AF_INET6 stream sockets of protocol TCP (not
+// UDP, raw, netlink, packet, nor MPTCP, which Landlock's TCP rules do not
+// see), unless the network is any; and for AF_UNIX unless unixSockets
+// (Landlock below ABI 9 does not see connect(2) to a socket's path:
+// ssh-agent's, the session bus's, docker's would all be open;
+// socketpair(2) stays allowed). The keyrings are refused (the user's
+// session keyring may hold credentials), as are the ioctls that type
+// into a terminal (TIOCSTI, TIOCLINUX) and io_uring (its socket
+// operations pass seccomp by). A foreign architecture's or x32 system
+// call kills the process.
+func socketFilter(network string, unixSockets bool) ([]bpf.RawInstruction, error) {
+	a := &filterAsm{jumps: map[int][2]string{}, labels: map[string]int{}}
+	eq := bpf.JumpEqual
+	a.add(bpf.LoadAbsolute{Off: offArch, Size: 4})
+	a.jump(eq, auditArch, "", "kill")
+	a.add(bpf.LoadAbsolute{Off: offNR, Size: 4})
+	a.jump(bpf.JumpGreaterOrEqual, x32Bit, "kill", "")
+	a.jump(eq, uint32(unix.SYS_IO_URING_SETUP), "enosys", "")
+	for _, nr := range []int{unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY} {
+		a.jump(eq, uint32(nr), "eperm", "")
+	}
+	a.jump(eq, uint32(unix.SYS_IOCTL), "ioctl", "")
+	a.jump(eq, uint32(unix.SYS_SOCKET), "socket", "allow")
+
+	a.label("ioctl")
+	a.add(bpf.LoadAbsolute{Off: offArg1, Size: 4})
+	a.jump(eq, unix.TIOCSTI, "eperm", "")
+	a.jump(eq, tiocLinux, "eperm", "allow")
+
+	a.label("socket")
+	a.add(bpf.LoadAbsolute{Off: offArg0, Size: 4})
+	unixVerdict := "eacces"
+	if unixSockets {
+		unixVerdict = "allow"
+	}
+	a.jump(eq, unix.AF_UNIX, unixVerdict, "")
+	if network == NetworkAny {
+		a.add(bpf.RetConstant{Val: secRetAllow}) // every other family
+	} else {
+		a.jump(eq, unix.AF_INET, "inet", "")
+		a.jump(eq, unix.AF_INET6, "inet", "eacces")
+		a.label("inet")
+		a.add(bpf.LoadAbsolute{Off: offArg1, Size: 4})
+		a.add(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0xf}) // SOCK_TYPE_MASK
+		a.jump(eq, unix.SOCK_STREAM, "", "eacces")
+		a.add(bpf.LoadAbsolute{Off: offArg2, Size: 4})
+		a.jump(eq, 0, "allow", "")
+		a.jump(eq, unix.IPPROTO_TCP, "allow", "eacces")
+	}
+
+	for name, val := range map[string]uint32{
+		"allow":  secRetAllow,
+		"kill":   secRetKill,
+		"enosys": secRetErrno | uint32(unix.ENOSYS),
+		"eperm":  secRetErrno | uint32(unix.EPERM),
+		"eacces": secRetErrno | uint32(unix.EACCES),
+	} {
+		a.label(name)
+		a.add(bpf.RetConstant{Val: val})
+	}
+	return a.assemble()
 }
 
 // refuseSockets installs socketFilter on every thread of this process.
-func refuseSockets() error {
-	raw, err := socketFilter()
+func refuseSockets(p *Plan) error {
+	raw, err := socketFilter(p.Network, p.UnixSockets)
 	if err != nil {
 		return err
 	}

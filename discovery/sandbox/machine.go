@@ -31,7 +31,7 @@ func (m Machine) Expect(p Profile) (Tier, []string) {
 	case "linux":
 		t.Landlock = m.Landlock
 		t.NetNS = m.UserNS && p.Network != NetworkAny
-		t.Seccomp = p.Network != NetworkAny
+		t.Seccomp = true
 		t.Root = m.Root
 	case "darwin":
 		t.Seatbelt = m.Seatbelt

@@ -34,6 +34,12 @@ type Plan struct {
 	// dirs.
 	Always         []string `json:"always,omitempty"`
 	AlwaysPrefixes []string `json:"always_prefixes,omitempty"`
+	// UnixSockets: the server may open Unix sockets, because a Write
+	// path is one (the docker preset's engine socket). Landlock (below
+	// ABI 9) does not confine connect(2) to a socket's path, so this
+	// opens every socket the user can reach: ssh-agent's, the session
+	// bus's. Otherwise only socketpair(2) makes them.
+	UnixSockets bool `json:"unix_sockets,omitempty"`
 	// Devices are device files read and written (/dev/null and kin).
 	Devices []string `json:"devices,omitempty"`
 	// TempDir is the run's private temp dir (TMPDIR), read-write.
@@ -104,7 +110,9 @@ func expand(p, home string) string {
 	return filepath.Clean(p)
 }
 
-func expandAll(ps []string, home string) []string {
+// ExpandAll is ps with "~/" resolved against home, cleaned; an entry
+// that needs a home and has none is left out.
+func ExpandAll(ps []string, home string) []string {
 	out := make([]string, 0, len(ps))
 	for _, p := range ps {
 		if e := expand(p, home); e != "" {
@@ -120,7 +128,7 @@ func expandAll(ps []string, home string) []string {
 var runtimeRoots = []string{"/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix/store", "/proc", "/sys", "/System", "/Library", "/Applications", "/private/etc", "/private/var/db/timezone", "/dev/random", "/dev/urandom"}
 
 // devices every server may read and write.
-var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"}
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/ptmx", "/dev/pts"}
 
 // ArgPaths returns the existing paths named in a server's arguments (an
 // absolute path, or one relative to cwd containing a separator), as a
@@ -184,14 +192,14 @@ func NewPlan(p Profile, r Run, memory int64) *Plan {
 	}
 	// Beneath a grant too (the home named in the arguments), in either
 	// mode: a grant lifts only the secrets it is or lies beneath.
-	pl.Secrets = expandAll(append(slices.Clone(DefaultSecrets), p.Deny...), r.Home)
-	pl.Read = expandAll(p.Read, r.Home)
-	pl.Write = expandAll(p.Write, r.Home)
+	pl.Secrets = ExpandAll(append(slices.Clone(DefaultSecrets), p.Deny...), r.Home)
+	pl.Read = ExpandAll(p.Read, r.Home)
+	pl.Write = ExpandAll(p.Write, r.Home)
 	if r.Cwd != "" {
 		pl.Write = append(pl.Write, filepath.Clean(r.Cwd))
 	}
 	dirs, files := ArgPaths(r.Args, r.Cwd)
-	skip := expandAll(p.SkipArgPaths, r.Home)
+	skip := ExpandAll(p.SkipArgPaths, r.Home)
 	for _, d := range dirs {
 		if !slices.Contains(skip, d) {
 			pl.Write = append(pl.Write, d)
@@ -203,10 +211,20 @@ func NewPlan(p Profile, r Run, memory int64) *Plan {
 		}
 	}
 	if r.Database != "" {
+		// As written and as it really is: a directory reached through a
+		// link is granted where it leads.
 		db := filepath.Clean(r.Database)
 		pl.AlwaysPrefixes = []string{db}
+		if dir, err := filepath.EvalSymlinks(filepath.Dir(db)); err == nil && dir != filepath.Dir(db) {
+			pl.AlwaysPrefixes = append(pl.AlwaysPrefixes, filepath.Join(dir, filepath.Base(db)))
+		}
 	}
-	pl.Always = expandAll(r.ExtraDeny, r.Home)
+	for _, w := range pl.Write {
+		if fi, err := os.Stat(w); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			pl.UnixSockets = true
+		}
+	}
+	pl.Always = ExpandAll(r.ExtraDeny, r.Home)
 	for _, l := range []*[]string{&pl.ReadRoots, &pl.Read, &pl.Write, &pl.Secrets, &pl.Always} {
 		slices.Sort(*l)
 		*l = slices.Compact(*l)

@@ -70,6 +70,12 @@ func Prepare(p Profile, r Run, memory int64, c Config, m Machine) (*Prepared, er
 	if r.Database == "" {
 		r.Database = c.Database
 	}
+	if r.Database != "" {
+		// The walls hold paths as the launcher sees them, wherever it runs.
+		if abs, err := filepath.Abs(r.Database); err == nil {
+			r.Database = abs
+		}
+	}
 	r.ExtraDeny = append(r.ExtraDeny, c.ExtraDeny...)
 	if c.Machine != nil {
 		m = *c.Machine

@@ -52,7 +52,8 @@ var Presets = []Preset{
 		Commands: []string{"docker", "podman"},
 		Write:    []string{"/var/run/docker.sock", "/run/podman/podman.sock"},
 		Note: "the container engine's socket is as powerful as its owner: the container runs " +
-			"with the engine's network and files, not this profile's",
+			"with the engine's network and files, not this profile's; and a socket to write " +
+			"opens every Unix socket you can reach (ssh-agent's, the session bus's)",
 	},
 }
 

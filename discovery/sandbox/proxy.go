@@ -37,9 +37,12 @@ const (
 	maxShownHost = 300
 )
 
-// Refusal reasons, as Asked and the 403 body give them.
+// Refusal reasons, as Asked and the 403 body give them. Only a host
+// refused as ReasonNotListed is one learn mode offers to allow in one
+// click: the others (loopback, private addresses, Switchboard's own port)
+// are a choice for the edit form.
 const (
-	reasonNotListed  = "not on the allow-list"
+	ReasonNotListed  = "not on the allow-list"
 	reasonForbidden  = "link-local or metadata address"
 	reasonLoopback   = "loopback not listed"
 	reasonPrivate    = "private address not listed by address"
@@ -467,7 +470,7 @@ func (p *Proxy) decide(ctx context.Context, host string, port int) ([]netip.Addr
 		dashboardOK = dashboardOK || loopName && h.Port == p.dashboard
 	}
 	if !matched {
-		return nil, reasonNotListed
+		return nil, ReasonNotListed
 	}
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
@@ -780,4 +783,23 @@ func (w *watched) Write(b []byte) (int, error) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// OneClick reports whether learn mode may offer to allow entry (a
+// refused host, as RefusedHost.Entry writes it) in one click: it was
+// refused only for not being listed, and it names no loopback, private,
+// link-local or metadata address, nor localhost. Those stay a choice the
+// person writes on the edit form.
+func OneClick(entry, reason string) bool {
+	if reason != ReasonNotListed {
+		return false
+	}
+	h, err := ParseHost(entry)
+	if err != nil || h.Name == "localhost" || strings.HasSuffix(h.Name, ".localhost") {
+		return false
+	}
+	if a, err := netip.ParseAddr(h.Name); err == nil {
+		return classifyAddr(a) == addrPublic
+	}
+	return true
 }

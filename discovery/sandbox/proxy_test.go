@@ -534,7 +534,7 @@ func TestProxyPortZeroIsWebPortsOnly(t *testing.T) {
 		t.Errorf("dialled = %q; want %q", got, want)
 	}
 	want := []Asked{
-		{Host: "127.0.0.1", Port: 8443, Reason: reasonNotListed, Count: 1},
+		{Host: "127.0.0.1", Port: 8443, Reason: ReasonNotListed, Count: 1},
 		{Host: "127.0.0.1", Port: 443, Allowed: true, Count: 1},
 		{Host: "127.0.0.1", Port: 80, Allowed: true, Count: 1},
 	}
@@ -776,5 +776,30 @@ func TestProxyConnectionLimit(t *testing.T) {
 			t.Fatalf("CONNECT after the first tunnel ended = %v; want 200", err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Learn mode offers one click only for a public host refused for not
+// being listed.
+func TestOneClick(t *testing.T) {
+	for _, c := range []struct {
+		entry, reason string
+		want          bool
+	}{
+		{"registry.npmjs.org", ReasonNotListed, true},
+		{"api.example.com:8443", ReasonNotListed, true},
+		{"93.184.216.34:443", ReasonNotListed, true},
+		{"127.0.0.1:7420", ReasonNotListed, false},
+		{"[::1]:80", ReasonNotListed, false},
+		{"[::ffff:127.0.0.1]:80", ReasonNotListed, false},
+		{"10.0.0.5", ReasonNotListed, false},
+		{"169.254.169.254", ReasonNotListed, false},
+		{"localhost:3000", ReasonNotListed, false},
+		{"db.localhost", ReasonNotListed, false},
+		{"registry.npmjs.org", "cannot resolve", false},
+	} {
+		if got := OneClick(c.entry, c.reason); got != c.want {
+			t.Errorf("OneClick(%q, %q) = %v; want %v", c.entry, c.reason, got, c.want)
+		}
 	}
 }

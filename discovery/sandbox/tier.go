@@ -23,8 +23,7 @@ type Tier struct {
 	LowIntegrity bool `json:"low_integrity,omitempty"`
 	// Off: the person turned the walls off.
 	Off bool `json:"off,omitempty"`
-	// Root: the server started as root, whom RLIMIT_NPROC does not bind
-	// outside a user namespace of its own.
+	// Root: the server started as root, whom RLIMIT_NPROC does not bind.
 	Root bool `json:"root,omitempty"`
 }
 
@@ -83,8 +82,10 @@ func (t Tier) Missing(p *Plan) []string {
 	if p.Network != NetworkAny && !t.NetNS && !(t.Landlock >= 4 && t.Seccomp) {
 		m = append(m, "network walls need a network namespace (unprivileged user namespaces), or Landlock v4 and seccomp")
 	}
-	if p.Processes > 0 && t.Root && !t.Cgroup && !t.NetNS {
-		m = append(m, "capping a root server's processes needs a cgroup or a user namespace")
+	if p.Processes > 0 && t.Root && !t.Cgroup {
+		// Its uid is root's, in its user namespace too: RLIMIT_NPROC never
+		// binds it.
+		m = append(m, "capping a root server's processes needs a cgroup (cgroup v1; v2 is not supported yet)")
 	}
 	return m
 }

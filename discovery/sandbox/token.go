@@ -104,10 +104,12 @@ func lowWritePaths(p *Plan, fold bool) []string {
 	}
 	for _, w := range p.Write {
 		// A grant of a link is a grant of what it leads to, judged as
-		// itself; on Windows this also spells the path as the disk does.
-		real, err := filepath.EvalSymlinks(filepath.Clean(w))
-		if err != nil {
-			continue // nothing to label
+		// itself, unless the server could have made the link or it leads
+		// into a secret (see Plan.grantable); on Windows this also spells
+		// the path as the disk does.
+		real, ok := p.grantable(w, resolveAll(p.Secrets))
+		if !ok {
+			continue
 		}
 		// The secrets beneath the grant are not labelled: granting the
 		// home is no grant of ~/.ssh.

@@ -1,6 +1,10 @@
 package present
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
+
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
@@ -37,6 +41,13 @@ func Sandbox(srv store.Server, m sandbox.Machine) *views.SandboxView {
 			v.ArgFiles = append(v.ArgFiles, f)
 		}
 	}
+	if home, err := os.UserHomeDir(); err == nil && !n.Off {
+		for _, w := range append(sandbox.ExpandAll(n.Write, home), v.ArgDirs...) {
+			if rel, err := filepath.Rel(w, home); err == nil && !strings.HasPrefix(rel, "..") {
+				v.HomeWritten = true
+			}
+		}
+	}
 	tier, missing := m.Expect(n)
 	v.Expected, v.Missing = tier.String(), missing
 	return v
@@ -57,7 +68,7 @@ func Refused(r *store.Refused) (hosts []views.RefusedHost, paths []string) {
 		return nil, nil
 	}
 	for _, h := range r.Hosts {
-		hosts = append(hosts, views.RefusedHost{Entry: h.Entry(), Reason: h.Reason})
+		hosts = append(hosts, views.RefusedHost{Entry: h.Entry(), Reason: h.Reason, Allowable: sandbox.OneClick(h.Entry(), h.Reason)})
 	}
 	return hosts, r.Paths
 }
