@@ -124,6 +124,11 @@ func launch(cmd *exec.Cmd, self, path string, plan *sandbox.Plan, walls *sandbox
 			syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 			cmd.Wait()
 			childReaped(cmd.Process.Pid)
+			// The launcher's own word, if it gave one, says why.
+			report, _ := io.ReadAll(io.LimitReader(errR, 8192))
+			if _, failure := parseReport(string(report)); failure != "" {
+				err = fmt.Errorf("%w: %s", err, strings.TrimPrefix(failure, wallReport))
+			}
 			return sandbox.Tier{}, &wallError{err}
 		}
 	}

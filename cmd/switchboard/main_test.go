@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -373,6 +374,19 @@ func TestVerifyLimits(t *testing.T) {
 	}
 	if out.Error == nil || out.Error.Class != "too_large" || !strings.Contains(out.Error.Message, "more than 3 tools") {
 		t.Fatalf("error = %+v; want too_large, more than 3 tools", out.Error)
+	}
+}
+
+// A secret given as a flag is noted, for serve to warn of it: every
+// process reads a command line, a walled server's too.
+func TestServeSecretFlags(t *testing.T) {
+	cfg, err := parseServeFlags([]string{"-mcp-token", "a-token-of-thirty-two-characters"}, env(nil), io.Discard)
+	if err != nil || !slices.Equal(cfg.SecretFlags, []string{"mcp-token"}) {
+		t.Errorf("-mcp-token: SecretFlags = %q, %v; want mcp-token", cfg.SecretFlags, err)
+	}
+	cfg, err = parseServeFlags(nil, env(map[string]string{"SWITCHBOARD_MCP_TOKEN": "a-token-of-thirty-two-characters"}), io.Discard)
+	if err != nil || len(cfg.SecretFlags) != 0 || cfg.MCP.Token != "a-token-of-thirty-two-characters" {
+		t.Errorf("SWITCHBOARD_MCP_TOKEN: SecretFlags = %q, token %q, %v; want none, the token", cfg.SecretFlags, cfg.MCP.Token, err)
 	}
 }
 

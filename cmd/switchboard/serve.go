@@ -56,6 +56,10 @@ type serveConfig struct {
 	LogFormat string
 	// Store says where the catalog lives (the -db file by default).
 	Store storeConfig
+	// SecretFlags are the flags given that hold a secret: every process
+	// of the machine reads a command line (/proc/<pid>/cmdline), a walled
+	// server's too.
+	SecretFlags []string
 }
 
 // defaultDBPath is where the database lives by default, by each
@@ -158,7 +162,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	limitFlag(fs, &cfg.Limits, " (env SWITCHBOARD_LIMITS, comma-separated)")
 	fs.DurationVar(&cfg.TTL, "ttl", cfg.TTL, "how long verified tools count as fresh, for servers that set no TTL (env SWITCHBOARD_TTL)")
 	fs.BoolVar(&cfg.VerifyOnStart, "verify-on-start", cfg.VerifyOnStart, "at start-up, verify servers a crash interrupted and enabled ones never verified, if their command was confirmed (env SWITCHBOARD_VERIFY_ON_START)")
-	fs.StringVar(&cfg.MCP.Token, "mcp-token", cfg.MCP.Token, "bearer token of the MCP endpoint /mcp; if empty, one is made and kept in the database (env SWITCHBOARD_MCP_TOKEN)")
+	fs.StringVar(&cfg.MCP.Token, "mcp-token", cfg.MCP.Token, "bearer token of the MCP endpoint /mcp; if empty, one is made and kept beside the database (env SWITCHBOARD_MCP_TOKEN; prefer it: a command line is readable by every process)")
 	fs.DurationVar(&cfg.MCP.AskTimeout, "ask-timeout", cfg.MCP.AskTimeout, "how long a call to an ask tool waits for a person before it is denied (env SWITCHBOARD_ASK_TIMEOUT)")
 	fs.DurationVar(&cfg.MCP.CallTimeout, "call-timeout", cfg.MCP.CallTimeout, "deadline of a routed tool call, the server's start included (env SWITCHBOARD_CALL_TIMEOUT)")
 	fs.DurationVar(&cfg.MCP.Pool.Idle, "upstream-idle", cfg.MCP.Pool.Idle, "a server started for calls stops after this long without one (env SWITCHBOARD_UPSTREAM_IDLE)")
@@ -176,6 +180,11 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if fs.NArg() > 0 {
 		return cfg, usageError("serve takes no arguments, got %q", fs.Args())
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "mcp-token" {
+			cfg.SecretFlags = append(cfg.SecretFlags, f.Name)
+		}
+	})
 	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
 		return cfg, usageError("-log-format must be text or json, got %q", cfg.LogFormat)
 	}
@@ -355,6 +364,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// it; a server's walls keep it from doing so even as root.
 	if err := undumpable(); err != nil {
 		log.Warn("could not make Switchboard undumpable", "err", err)
+	}
+	for _, f := range cfg.SecretFlags {
+		log.Warn("-" + f + " is in Switchboard's command line, which every process of this machine reads (ps, /proc/<pid>/cmdline), the servers in their walls included: set SWITCHBOARD_MCP_TOKEN instead")
 	}
 	// Before anything starts a server: stop what a crash left running.
 	runs, err := discovery.Contain(cfg.DBPath)
