@@ -43,7 +43,11 @@ func newEscapeScene(t *testing.T) *escapeScene {
 	for _, f := range []string{"", ".mcp-token", ".api-token", ".seal"} {
 		mustWrite(t, s.db+f, "switchboard's own "+f+"\n")
 	}
-	s.listener, s.dashboard = acceptAll(t), acceptAll(t)
+	s.listener = acceptAll(t)
+	// The dashboard answers HTTP, as Switchboard's does.
+	dashboard := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "the dashboard") }))
+	t.Cleanup(dashboard.Close)
+	s.dashboard = dashboard.Listener
 	var err error
 	if s.udp, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
@@ -96,6 +100,7 @@ func (s *escapeScene) attempts() map[string]string {
 		"write outside":        "write=" + filepath.Join(s.outside, "escaped"),
 		"loopback listener":    "connect=127.0.0.1:" + portOf(s.listener),
 		"dashboard port":       "connect=127.0.0.1:" + portOf(s.dashboard),
+		"dashboard by proxy":   "http=http://127.0.0.1:" + portOf(s.dashboard) + "/api/v1/servers",
 		"udp":                  "udp=" + s.udp.LocalAddr().String(),
 		"300 processes":        "spawn=300",
 		"more than its memory": "alloc=" + strconv.Itoa(1536<<20),

@@ -83,6 +83,7 @@ func TestEscapeThroughTheDashboard(t *testing.T) {
 		"write outside":        "write=" + filepath.Join(outside, "escaped"),
 		"loopback listener":    "connect=" + listener.Addr().String(),
 		"dashboard port":       "connect=127.0.0.1:" + strconv.Itoa(dashboardPort),
+		"dashboard by proxy":   "http=http://127.0.0.1:" + strconv.Itoa(dashboardPort) + "/healthz",
 		"udp":                  "udp=" + udp.LocalAddr().String(),
 		"300 processes":        "spawn=300",
 		"more than its memory": "alloc=" + strconv.Itoa(1536<<20),

@@ -5,7 +5,7 @@
 // written in Node, so the walls are tested against a real runtime too.
 //
 //   ESCAPE="read=PATH,write=PATH,environ,maps,connect=HOST:PORT,udp=HOST:PORT,
-//           spawn=N,alloc=BYTES,caps" node escape.mjs
+//           http=URL,spawn=N,alloc=BYTES,caps" node escape.mjs
 //
 // Each attempt is reported on stderr as "escape.mjs: escape ITEM: got
 // DETAIL" or "…: refused DETAIL" before the server serves; its tool
@@ -13,6 +13,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import dgram from 'node:dgram';
+import http from 'node:http';
 import { spawn, spawnSync } from 'node:child_process';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -58,6 +59,21 @@ async function tryOne(kind, arg) {
         try { s.close(); } catch { /* never opened */ }
       }
       return [true, `sent to ${arg}`];
+    }
+    case 'http': {
+      // As HTTP clients do: through HTTP_PROXY when it is set (for every
+      // host, loopback too), else straight.
+      const target = new URL(arg);
+      const proxy = process.env.HTTP_PROXY ? new URL(process.env.HTTP_PROXY) : null;
+      const status = await new Promise((resolve, reject) => {
+        const req = http.get(proxy
+          ? { host: proxy.hostname, port: proxy.port, path: target.href, headers: { Host: target.host }, timeout: 10000 }
+          : { host: target.hostname, port: target.port, path: target.pathname, timeout: 10000 },
+        (res) => { res.resume(); resolve(res.statusCode); });
+        req.on('timeout', () => req.destroy(new Error('timed out')));
+        req.on('error', reject);
+      });
+      return [status < 400, `status ${status}`];
     }
     case 'spawn': {
       const n = Number(arg);
