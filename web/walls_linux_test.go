@@ -180,6 +180,12 @@ func TestEscapeThroughTheDashboardAsOrdinaryUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("this test already runs as an ordinary user: TestEscapeThroughTheDashboard is the test")
 	}
+	// escape.mjs and the SDK it imports are read where they are checked out.
+	for d := filepath.Dir(escapeJS); d != "/"; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm()&0o001 == 0 {
+			t.Skipf("nobody cannot reach %s (%s is not searchable by others): check out the repository where other users can read it", escapeJS, d)
+		}
+	}
 	proctest.RunAsNobody(t, "^TestEscapeThroughTheDashboard$", map[string]string{fixtureEnv: fixtureBin},
 		"--- PASS: TestEscapeThroughTheDashboard/fixture", "--- PASS: TestEscapeThroughTheDashboard/node")
 }
