@@ -21,15 +21,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 )
 
 func main() {
 	bolt.RunChildCheckIfAsked()
 	discovery.RunLauncherIfAsked() // servers start through this program (discovery/launcher.go)
+	inScope()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// After the first signal, which starts a graceful stop, the next one
 	// ends the program at once, as the signal does by default.
@@ -50,6 +53,20 @@ func main() {
 }
 
 // exitError carries a specific exit code; an empty message prints nothing.
+// inScope runs the dashboard again in a systemd scope of its own when
+// its servers' walls need one for their cgroups (sandbox.ScopeArgv: on
+// cgroup v2, started from a terminal whose cgroup it shares). Where that
+// cannot be, it goes on where it is, and the runs get rlimits.
+func inScope() {
+	if len(os.Args) > 1 && os.Args[1] != "serve" && !strings.HasPrefix(os.Args[1], "-") {
+		return // only serve runs servers for long
+	}
+	if argv := sandbox.ScopeArgv(os.Args, os.Getenv); argv != nil {
+		err := syscall.Exec(argv[0], argv, append(os.Environ(), sandbox.ScopeEnv+"=1"))
+		fmt.Fprintln(os.Stderr, "switchboard: could not run in a systemd scope of its own:", err)
+	}
+}
+
 type exitError struct {
 	code int
 	msg  string

@@ -9,8 +9,9 @@ type Machine struct {
 	// UserNS: a server can be started in its own user and network
 	// namespaces (Linux, unprivileged user namespaces allowed).
 	UserNS bool
-	// Cgroup: Switchboard can make a cgroup per run ("v1" when it runs as
-	// root on cgroup v1; "" none).
+	// Cgroup: Switchboard can make a cgroup per run: "v1" when it runs as
+	// root on cgroup v1, "v2" where its own cgroup on the unified
+	// hierarchy is its to divide (cgroup2_linux.go); "" none.
 	Cgroup string
 	// Seatbelt: /usr/bin/sandbox-exec is there (macOS).
 	Seatbelt bool

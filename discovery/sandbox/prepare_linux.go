@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +54,8 @@ func probe(c Config) Machine {
 	}
 	if m.Root && len(cgroupV1Dirs()) == len(cgroupControllers) {
 		m.Cgroup = "v1"
+	} else if _, err := cgroupV2Parent(); err == nil {
+		m.Cgroup = "v2"
 	}
 	return m
 }
@@ -182,6 +186,8 @@ var cgroupControllers = []string{"pids", "cpu", "memory"}
 type cgroup struct {
 	name string
 	dirs []string
+	// v2: one directory on the unified hierarchy (cgroup2_linux.go).
+	v2 bool
 }
 
 // cgroupV1Dirs returns, for each controller, the directory of this
@@ -231,7 +237,16 @@ func cgroupV1Dirs() map[string]string {
 // newCgroup makes the run's cgroup with the plan's limits, if the
 // machine can (nil otherwise).
 func newCgroup(m Machine, p *Plan) (*cgroup, error) {
-	if m.Cgroup != "v1" {
+	switch m.Cgroup {
+	case "v1":
+	case "v2":
+		sweepCgroups()
+		parent, err := cgroupV2Parent()
+		if err != nil {
+			return nil, fmt.Errorf("cgroup: %w", err)
+		}
+		return newCgroupV2(parent, p)
+	default:
 		return nil, nil
 	}
 	sweepCgroups()
@@ -293,7 +308,11 @@ func sweepCgroups() {
 	if last := lastSweep.Load(); now.UnixNano()-last < int64(time.Minute) || !lastSweep.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	for _, parent := range cgroupV1Dirs() {
+	parents := slices.Collect(maps.Values(cgroupV1Dirs()))
+	if dir, err := cgroupV2Parent(); err == nil {
+		parents = append(parents, dir)
+	}
+	for _, parent := range parents {
 		entries, _ := os.ReadDir(parent)
 		for _, e := range entries {
 			if !e.IsDir() || !strings.HasPrefix(e.Name(), cgroupPrefix) {
@@ -310,6 +329,10 @@ func sweepCgroups() {
 func (cg *cgroup) remove() {
 	if cg == nil {
 		return
+	}
+	if cg.v2 {
+		// Every process in it at once, escapees too (Linux 5.14).
+		os.WriteFile(filepath.Join(cg.dirs[0], "cgroup.kill"), []byte("1"), 0)
 	}
 	for _, d := range cg.dirs {
 		deadline := time.Now().Add(2 * time.Second) // then sweepCgroups's

@@ -47,3 +47,9 @@ func (*cgroup) remove() {}
 func CtlPair() (parent, child *os.File, err error) {
 	return nil, nil, errors.New("no control socket on " + runtime.GOOS)
 }
+
+// ScopeEnv: see cgroup2_linux.go.
+const ScopeEnv = "SWITCHBOARD_SCOPE"
+
+// ScopeArgv: only Linux has systemd scopes.
+func ScopeArgv([]string, func(string) string) []string { return nil }

@@ -85,7 +85,7 @@ func (t Tier) Missing(p *Plan) []string {
 	if p.Processes > 0 && t.Root && !t.Cgroup {
 		// Its uid is root's, in its user namespace too: RLIMIT_NPROC never
 		// binds it.
-		m = append(m, "capping a root server's processes needs a cgroup (cgroup v1; v2 is not supported yet)")
+		m = append(m, "capping a root server's processes needs a cgroup (cgroup v1, or a cgroup v2 Switchboard has to itself)")
 	}
 	return m
 }
