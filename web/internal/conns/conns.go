@@ -12,14 +12,17 @@
 //     live as long as they need (see BodyDeadline).
 //   - a connection is "waiting" from the moment it is accepted until its
 //     request has been read whole, and again while it is idle between
-//     requests. Each client (see authlimit.Client: all of loopback is one) may
-//     have at most WaitingPerClient waiting connections; one more closes
-//     the client's connection that has waited longest. A person's request
-//     waits for milliseconds and gets through; a stalled one is the oldest.
+//     requests; it is "stalled" once it has waited Grace. A request being
+//     served is never shed: only stalled connections are. Each client (see
+//     authlimit.Client: all of loopback is one) may keep WaitingPerClient
+//     waiting connections; past that, a new one sheds the client's
+//     stalled connections, longest-waiting first, down to that share. A
+//     burst of requests (500 calls at once) waits for milliseconds and is
+//     all served; a slowloris' connections stall and are shed.
 //   - all connections together are capped at a share of the descriptor
-//     limit (Max); at the cap, the longest-waiting connection of any
-//     client is closed for a new one, and if none is waiting (every
-//     connection is being served), the new one is closed at once.
+//     limit (Max); at the cap, the longest-stalled connection of any
+//     client is closed for a new one, and if none has stalled, the new one
+//     is answered 503 with Retry-After and closed.
 package conns
 
 import (
@@ -36,8 +39,12 @@ import (
 const (
 	// MaxHeaderBytes caps a request's header.
 	MaxHeaderBytes = 64 << 10
-	// WaitingPerClient is how many waiting connections one client may have.
+	// WaitingPerClient is how many waiting connections one client keeps
+	// when it opens more (see the package comment).
 	WaitingPerClient = 64
+	// Grace is how long a connection waits before it counts as stalled:
+	// long beyond what reading a request takes on a loaded machine.
+	Grace = time.Second
 )
 
 // Guard keeps the connection limits. Its listener admits connections;
@@ -45,7 +52,8 @@ const (
 // connection (ConnContext); BodyDeadline marks a connection served once
 // its request was read.
 type Guard struct {
-	max int // connections in all
+	max int              // connections in all
+	now func() time.Time // the clock (tests set theirs)
 
 	mu      sync.Mutex
 	conns   map[net.Conn]*guarded
@@ -56,11 +64,12 @@ type Guard struct {
 type guarded struct {
 	client  string
 	waiting bool
-	since   uint64 // order in which it started waiting
+	since   uint64    // order in which it started waiting
+	at      time.Time // when it started waiting
 }
 
 func New(max int) *Guard {
-	return &Guard{max: max, conns: map[net.Conn]*guarded{}, waiting: map[string]int{}}
+	return &Guard{max: max, now: time.Now, conns: map[net.Conn]*guarded{}, waiting: map[string]int{}}
 }
 
 // admit takes a newly accepted connection in, waiting, closing another
@@ -70,14 +79,17 @@ func (g *Guard) admit(c net.Conn) bool {
 	client := authlimit.Client(c.RemoteAddr().String())
 	var evict []net.Conn
 	g.mu.Lock()
-	if g.waiting[client] >= WaitingPerClient {
-		if old := g.oldestWaiting(client); old != nil {
-			evict = append(evict, old)
-			g.remove(old)
+	now := g.now()
+	for g.waiting[client] >= WaitingPerClient {
+		old := g.oldestStalled(client, now)
+		if old == nil {
+			break
 		}
+		evict = append(evict, old)
+		g.remove(old)
 	}
 	if len(g.conns) >= g.max {
-		if old := g.oldestWaiting(""); old != nil {
+		if old := g.oldestStalled("", now); old != nil {
 			evict = append(evict, old)
 			g.remove(old)
 		}
@@ -94,13 +106,14 @@ func (g *Guard) admit(c net.Conn) bool {
 	return ok
 }
 
-// oldestWaiting is the connection that has waited longest, of client or
-// (if "") of anyone; nil if none waits. g.mu is held.
-func (g *Guard) oldestWaiting(client string) net.Conn {
+// oldestStalled is the connection that has waited longest, of client or
+// (if "") of anyone, if it has waited Grace at now; nil if none has.
+// g.mu is held.
+func (g *Guard) oldestStalled(client string, now time.Time) net.Conn {
 	var oldest net.Conn
 	var since uint64
 	for c, gc := range g.conns {
-		if gc.waiting && (client == "" || gc.client == client) && (oldest == nil || gc.since < since) {
+		if gc.waiting && now.Sub(gc.at) >= Grace && (client == "" || gc.client == client) && (oldest == nil || gc.since < since) {
 			oldest, since = c, gc.since
 		}
 	}
@@ -114,7 +127,7 @@ func (g *Guard) wait(gc *guarded) {
 		g.waiting[gc.client]++
 	}
 	g.seq++
-	gc.since = g.seq
+	gc.since, gc.at = g.seq, g.now()
 }
 
 // remove forgets c. g.mu is held.
@@ -188,8 +201,20 @@ func (l guardedListener) Accept() (net.Conn, error) {
 		if l.g.admit(c) {
 			return c, nil
 		}
-		c.Close()
+		refuse(c)
 	}
+}
+
+// busy is the answer to a connection over the cap while none has
+// stalled: a client retries it, where a reset would read as a failure.
+const busy = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain; charset=utf-8\r\n" +
+	"Connection: close\r\nContent-Length: 44\r\n\r\ntoo many connections: try again in a second\n"
+
+// refuse answers c busy, without reading its request, and closes it.
+func refuse(c net.Conn) {
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	io.WriteString(c, busy)
+	c.Close()
 }
 
 type connKey struct{}
