@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 )
 
 // netClass is how far a network address reaches, from the narrowest to
@@ -48,11 +50,6 @@ var (
 	sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
 	// thisNetwork is 0.0.0.0/8, which Linux connects to this machine.
 	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
-	// metadata are the cloud metadata endpoints outside link-local space.
-	metadata = []netip.Addr{
-		netip.MustParseAddr("fd00:ec2::254"),   // AWS over IPv6
-		netip.MustParseAddr("100.100.100.200"), // Alibaba Cloud
-	}
 )
 
 // unwrap returns the address ip actually reaches: IPv4-mapped and NAT64
@@ -71,7 +68,7 @@ func unwrap(ip netip.Addr) netip.Addr {
 func forbidden(ip netip.Addr) bool {
 	ip = unwrap(ip)
 	return ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() ||
-		containsAddr(metadata, ip)
+		containsAddr(sandbox.MetadataAddrs, ip)
 }
 
 func containsAddr(list []netip.Addr, ip netip.Addr) bool {

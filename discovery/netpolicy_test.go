@@ -432,6 +432,7 @@ func TestAddrClass(t *testing.T) {
 		{"fe80::1", classForbidden},
 		{"fd00:ec2::254", classForbidden},
 		{"100.100.100.200", classForbidden},
+		{"168.63.129.16", classForbidden},
 		{"127.0.0.1", classLoopback},
 		{"127.1.2.3", classLoopback},
 		{"::1", classLoopback},

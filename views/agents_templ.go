@@ -349,7 +349,7 @@ func AgentsPage(p Page, a AgentsView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if a.FixedToken {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<p class=\"muted\">The token is set by SWITCHBOARD_MCP_TOKEN (or -mcp-token).</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<p class=\"muted\">The token is set by SWITCHBOARD_MCP_TOKEN (or -mcp-token-file).</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -377,16 +377,29 @@ func TestVerifyLimits(t *testing.T) {
 	}
 }
 
-// A secret given as a flag is noted, for serve to warn of it: every
-// process reads a command line, a walled server's too.
-func TestServeSecretFlags(t *testing.T) {
-	cfg, err := parseServeFlags([]string{"-mcp-token", "a-token-of-thirty-two-characters"}, env(nil), io.Discard)
-	if err != nil || !slices.Equal(cfg.SecretFlags, []string{"mcp-token"}) {
-		t.Errorf("-mcp-token: SecretFlags = %q, %v; want mcp-token", cfg.SecretFlags, err)
+// A secret is never a flag's value: -mcp-token is refused (every process
+// reads a command line), and -mcp-token-file is read only when no one else
+// may read it (issue 34, L3).
+func TestServeSecretNotInFlags(t *testing.T) {
+	const tok = "a-token-of-thirty-two-characters"
+	if _, err := parseServeFlags([]string{"-mcp-token", tok}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "-mcp-token-file") {
+		t.Errorf("-mcp-token = %v; want it refused, naming -mcp-token-file", err)
 	}
-	cfg, err = parseServeFlags(nil, env(map[string]string{"SWITCHBOARD_MCP_TOKEN": "a-token-of-thirty-two-characters"}), io.Discard)
-	if err != nil || len(cfg.SecretFlags) != 0 || cfg.MCP.Token != "a-token-of-thirty-two-characters" {
-		t.Errorf("SWITCHBOARD_MCP_TOKEN: SecretFlags = %q, token %q, %v; want none, the token", cfg.SecretFlags, cfg.MCP.Token, err)
+	file := filepath.Join(t.TempDir(), "mcp-token")
+	if err := os.WriteFile(file, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseServeFlags([]string{"-mcp-token-file", file}, env(nil), io.Discard)
+	if err != nil || cfg.MCP.Token != tok {
+		t.Errorf("-mcp-token-file = %q, %v; want the file's token", cfg.MCP.Token, err)
+	}
+	os.Chmod(file, 0o644)
+	if _, err := parseServeFlags([]string{"-mcp-token-file", file}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("-mcp-token-file readable by others = %v; want it refused", err)
+	}
+	cfg, err = parseServeFlags(nil, env(map[string]string{"SWITCHBOARD_MCP_TOKEN": tok}), io.Discard)
+	if err != nil || cfg.MCP.Token != tok {
+		t.Errorf("SWITCHBOARD_MCP_TOKEN: token %q, %v; want it", cfg.MCP.Token, err)
 	}
 }
 
@@ -426,5 +439,27 @@ func TestVerifyUsageErrors(t *testing.T) {
 				t.Fatalf("run(%q) = %v; want exit code 2", tc.args, err)
 			}
 		})
+	}
+}
+
+// A sign-in that fails is a failed verification, not a crash (issue 34,
+// L7: printVerify read a nil result).
+func TestVerifyFailedSignIn(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="nowhere"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	for _, asJSON := range []bool{false, true} {
+		var stdout, stderr bytes.Buffer
+		args := []string{"verify", "--oauth-non-interactive", srv.URL + "/mcp"}
+		if asJSON {
+			args = append(args[:1], append([]string{"--json"}, args[1:]...)...)
+		}
+		err := run(context.Background(), args, os.Getenv, nil, &stdout, &stderr)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(stdout.String(), "sign") {
+			t.Errorf("verify (json %v) of a server whose sign-in fails = %v, stdout %q; want exit 1 saying why", asJSON, err, stdout.String())
+		}
 	}
 }

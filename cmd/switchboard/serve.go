@@ -56,10 +56,6 @@ type serveConfig struct {
 	LogFormat string
 	// Store says where the catalog lives (the -db file by default).
 	Store storeConfig
-	// SecretFlags are the flags given that hold a secret: every process
-	// of the machine reads a command line (/proc/<pid>/cmdline), a walled
-	// server's too.
-	SecretFlags []string
 }
 
 // defaultDBPath is where the database lives by default, by each
@@ -162,7 +158,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	limitFlag(fs, &cfg.Limits, " (env SWITCHBOARD_LIMITS, comma-separated)")
 	fs.DurationVar(&cfg.TTL, "ttl", cfg.TTL, "how long verified tools count as fresh, for servers that set no TTL (env SWITCHBOARD_TTL)")
 	fs.BoolVar(&cfg.VerifyOnStart, "verify-on-start", cfg.VerifyOnStart, "at start-up, verify servers a crash interrupted and enabled ones never verified, if their command was confirmed (env SWITCHBOARD_VERIFY_ON_START)")
-	fs.StringVar(&cfg.MCP.Token, "mcp-token", cfg.MCP.Token, "bearer token of the MCP endpoint /mcp; if empty, one is made and kept beside the database (env SWITCHBOARD_MCP_TOKEN; prefer it: a command line is readable by every process)")
+	// A secret is never a flag's value: every process of the machine reads
+	// a command line (ps, /proc/<pid>/cmdline), a walled server's too.
+	secretFlag := fs.String("mcp-token", "", "refused: a command line is readable by every process; use -mcp-token-file or SWITCHBOARD_MCP_TOKEN")
+	tokenFile := fs.String("mcp-token-file", "", "a file (readable by you only) holding the bearer token of the MCP endpoint /mcp; if neither it nor SWITCHBOARD_MCP_TOKEN is set, one is made and kept beside the database")
 	fs.DurationVar(&cfg.MCP.AskTimeout, "ask-timeout", cfg.MCP.AskTimeout, "how long a call to an ask tool waits for a person before it is denied (env SWITCHBOARD_ASK_TIMEOUT)")
 	fs.DurationVar(&cfg.MCP.CallTimeout, "call-timeout", cfg.MCP.CallTimeout, "deadline of a routed tool call, the server's start included (env SWITCHBOARD_CALL_TIMEOUT)")
 	fs.DurationVar(&cfg.MCP.Pool.Idle, "upstream-idle", cfg.MCP.Pool.Idle, "a server started for calls stops after this long without one (env SWITCHBOARD_UPSTREAM_IDLE)")
@@ -180,11 +179,16 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if fs.NArg() > 0 {
 		return cfg, usageError("serve takes no arguments, got %q", fs.Args())
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "mcp-token" {
-			cfg.SecretFlags = append(cfg.SecretFlags, f.Name)
+	if *secretFlag != "" {
+		return cfg, usageError("-mcp-token is refused: every process of this machine reads a command line; put the token in a file readable by you only and give -mcp-token-file, or set SWITCHBOARD_MCP_TOKEN")
+	}
+	if *tokenFile != "" {
+		tok, err := readSecretFile(*tokenFile)
+		if err != nil {
+			return cfg, usageError("-mcp-token-file: %v", err)
 		}
-	})
+		cfg.MCP.Token = tok
+	}
 	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
 		return cfg, usageError("-log-format must be text or json, got %q", cfg.LogFormat)
 	}
@@ -365,9 +369,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := undumpable(); err != nil {
 		log.Warn("could not make Switchboard undumpable", "err", err)
 	}
-	for _, f := range cfg.SecretFlags {
-		log.Warn("-" + f + " is in Switchboard's command line, which every process of this machine reads (ps, /proc/<pid>/cmdline), the servers in their walls included: set SWITCHBOARD_MCP_TOKEN instead")
-	}
 	// Before anything starts a server: stop what a crash left running.
 	runs, err := discovery.Contain(cfg.DBPath)
 	if err != nil {
@@ -502,4 +503,30 @@ func nonEmpty(list ...string) []string {
 		}
 	}
 	return out
+}
+
+// readSecretFile reads a secret kept in a file: a regular file that only
+// its owner, this user, may read or write, as OpenSSH asks of a key; the
+// secret is its content without the final line break.
+func readSecretFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	if err := onlyMine(path, fi); err != nil {
+		return "", err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(data), "\r\n"), nil
 }

@@ -102,6 +102,9 @@ func verify(ctx context.Context, args []string, getenv func(string) string, stdo
 	var verr *discovery.Error
 	if errors.As(err, &verr) {
 		out.Error = errorJSON(verr)
+	} else if err != nil {
+		// Not the server's answer: a sign-in that failed, say.
+		out.Error = &verifyError{Class: "sign_in", Message: err.Error()}
 	}
 
 	if *asJSON {

@@ -531,11 +531,13 @@ var (
 	// thisNetPrefix is 0.0.0.0/8, which Linux connects to this machine.
 	thisNetPrefix = netip.MustParsePrefix("0.0.0.0/8")
 	broadcast     = netip.AddrFrom4([4]byte{255, 255, 255, 255})
-	// metadataAddrs are the cloud metadata endpoints outside link-local
-	// space.
-	metadataAddrs = []netip.Addr{
+	// MetadataAddrs are the cloud metadata endpoints outside link-local
+	// space: never dialled, by the egress proxy nor by the outgoing policy
+	// of remote servers (discovery/netpolicy.go).
+	MetadataAddrs = []netip.Addr{
 		netip.MustParseAddr("fd00:ec2::254"),   // AWS over IPv6
 		netip.MustParseAddr("100.100.100.200"), // Alibaba Cloud
+		netip.MustParseAddr("168.63.129.16"),   // Azure's wire server
 	}
 )
 
@@ -553,7 +555,7 @@ func classifyAddr(a netip.Addr) addrKind {
 		a.IsMulticast(), a.IsUnspecified(), thisNetPrefix.Contains(a), a == broadcast:
 		return addrForbidden
 	}
-	for _, m := range metadataAddrs {
+	for _, m := range MetadataAddrs {
 		if a == m {
 			return addrForbidden
 		}

@@ -428,7 +428,7 @@ func (e *Endpoint) Token() string {
 func (e *Endpoint) Config() Config { return e.cfg }
 
 // ErrFixedToken is Rotate's refusal of a token set by configuration.
-var ErrFixedToken = errors.New("the MCP token is set by SWITCHBOARD_MCP_TOKEN (or -mcp-token); change it there")
+var ErrFixedToken = errors.New("the MCP token is set by SWITCHBOARD_MCP_TOKEN (or -mcp-token-file); change it there")
 
 // Rotate replaces a stored token; a token set by configuration stays
 // (ErrFixedToken).
@@ -766,6 +766,9 @@ func (e *Endpoint) answer(w http.ResponseWriter, r *http.Request, req rpcRequest
 		}
 		return true, e.writeList(w, req.ID, from.modern, profileOf(r.Context()), mcp.MethodToolsList)
 	case string(mcp.MethodToolsCall):
+		if bad := req.badArguments(); bad != "" {
+			return true, writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: bad})
+		}
 		if o, err := e.current(); err == nil {
 			if _, offered := o.view(profileOf(r.Context())).tools[req.Params.Name]; !offered {
 				return true, e.refuseCall(w, r, req, from)
@@ -794,6 +797,9 @@ func (e *Endpoint) offeredCall(r *http.Request, body []byte) bool {
 	if !ok || !e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
 		return false
 	}
+	if req, ok := parseRequest(r, body); ok && req.badArguments() != "" {
+		return false // answered with the reason (see answer)
+	}
 	o, err := e.current()
 	if err != nil {
 		return false
@@ -817,6 +823,31 @@ type rpcRequest struct {
 	}
 	// RawParams is params as sent.
 	RawParams json.RawMessage
+}
+
+// badArguments says why a tools/call's arguments (or, for call_tool,
+// the arguments it passes on) are not a JSON object; "" if they are, or
+// if there are none. mcp-go would hand anything else to the server.
+func (req rpcRequest) badArguments() string {
+	if !objectOrAbsent(req.Params.Arguments) {
+		return "invalid params: arguments must be a JSON object"
+	}
+	if req.Params.Name == toolsearch.CallToolName {
+		var inner struct {
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		json.Unmarshal(req.Params.Arguments, &inner)
+		if !objectOrAbsent(inner.Arguments) {
+			return "invalid params: " + toolsearch.CallToolName + "'s arguments must be a JSON object"
+		}
+	}
+	return ""
+}
+
+// objectOrAbsent reports whether raw is a JSON object, null or nothing.
+func objectOrAbsent(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null" || t[0] == '{'
 }
 
 // arguments is the request's arguments decoded (nil if none, or not

@@ -1,0 +1,70 @@
+package web_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// 500 concurrent routed tools/call from one client (all of loopback is
+// one) are all answered, right: a connection limit sheds stalled or idle
+// connections, never an authenticated request (issue 34, H1). The
+// slow-body attack still holds off (TestSlowBodiesCannotHoldTheServer).
+func TestConcurrentCallsAllAnswered(t *testing.T) {
+	m := newMCPSetup(t)
+	c := connectMCP(t, m.base, testMCPToken)
+	const calls = 500
+	var ok atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan string, calls)
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := c.call("alpha__read", map[string]any{})
+			switch {
+			case err != nil:
+				errs <- err.Error()
+			case res.IsError:
+				errs <- text(res)
+			default:
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if n := ok.Load(); n != calls {
+		var first []string
+		for e := range errs {
+			if len(first) < 5 {
+				first = append(first, e)
+			}
+		}
+		t.Errorf("%d of %d concurrent calls answered; first failures: %q", n, calls, first)
+	}
+}
+
+// A tools/call whose arguments are not an object is refused -32602, for
+// a session and for a 2026-07-28 client alike, and never reaches the
+// server (issue 34, L8).
+func TestCallArgumentsMustBeAnObject(t *testing.T) {
+	m := newMCPSetup(t)
+	c := connectMCP(t, m.base, testMCPToken)
+	for _, args := range []any{[]any{1}, "x", 3} {
+		a := postMCP(t, m.base, map[string]string{"Mcp-Session-Id": c.GetSessionId()},
+			map[string]any{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": map[string]any{"name": "alpha__read", "arguments": args}})
+		if a.error == nil || a.error.Code != mcp.INVALID_PARAMS {
+			t.Errorf("session: tools/call with arguments %v = %d %+v %s; want -32602", args, a.status, a.error, a.result)
+		}
+		modern := postModern(t, m.base, "tools/call", map[string]any{"name": "alpha__read", "arguments": args}, nil)
+		if modern.error == nil || modern.error.Code != mcp.INVALID_PARAMS {
+			t.Errorf("2026-07-28: tools/call with arguments %v = %d %+v; want -32602", args, modern.status, modern.error)
+		}
+	}
+	if n := len(m.e.calls()); n != 0 {
+		t.Errorf("%d calls audited; want none reached", n)
+	}
+}
