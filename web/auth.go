@@ -74,16 +74,15 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 
 // handleLogin serves POST /login: logging in with the access token.
 func (s *Server) handleLogin(c echo.Context) error {
-	if err := limitBy(s.tokenLimit, c); err != nil {
-		return err
-	}
 	if err := c.Request().ParseForm(); err != nil {
 		// Over maxLoginBody, cut off by BodyTimeout, or not a form:
 		// not an attempt at the token, so not counted.
 		return render(c, statusOfBodyError(err), views.LoginPage("The login form could not be read; type the token again."))
 	}
 	if !s.sessions.ValidToken(c.FormValue("token")) {
-		s.tokenLimit.Failed(clientOf(c))
+		if err := wrongToken(s.tokenLimit, c); err != nil {
+			return err
+		}
 		return render(c, http.StatusUnauthorized, views.LoginPage("That token is not valid."))
 	}
 	return s.startSession(c)

@@ -99,8 +99,11 @@ func TestLoginLinksAndTokensHaveSeparateBudgets(t *testing.T) {
 	for i := range 10 {
 		bearer(fmt.Sprintf("wrong%d", i))
 	}
-	if got := bearer(testToken); got != http.StatusTooManyRequests {
-		t.Errorf("right token after 10 wrong ones = %d; want 429", got)
+	if got := bearer("wrong-again"); got != http.StatusTooManyRequests {
+		t.Errorf("a wrong token after 10 wrong ones = %d; want 429", got)
+	}
+	if got := bearer(testToken); got != http.StatusOK {
+		t.Errorf("right token after 10 wrong ones = %d; want 200 (a right token is never refused for failures)", got)
 	}
 }
 
@@ -110,7 +113,7 @@ func TestLoopbackIsOneClient(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		wrong       func(i int) string // the address of the i-th wrong token
-		right, fair string             // blocked with the wrong ones; another client
+		right, fair string             // refused with the wrong ones; another client
 	}{
 		{"ipv4 loopback", func(i int) string { return fmt.Sprintf("127.0.%d.%d:1000", i, i+1) }, "127.9.9.9:1", "198.51.100.1:1"},
 		{"ipv6 and mapped loopback", func(i int) string {
@@ -134,11 +137,11 @@ func TestLoopbackIsOneClient(t *testing.T) {
 					t.Fatalf("wrong token #%d from %s = %d; want 401", i+1, tc.wrong(i), got)
 				}
 			}
-			if got := bearer(tc.right, testToken); got != http.StatusTooManyRequests {
-				t.Errorf("right token from %s after 10 wrong from the same client = %d; want 429", tc.right, got)
+			if got := bearer(tc.right, "wrong-again"); got != http.StatusTooManyRequests {
+				t.Errorf("a wrong token from %s after 10 wrong from the same client = %d; want 429", tc.right, got)
 			}
-			if got := bearer(tc.fair, testToken); got != http.StatusOK {
-				t.Errorf("right token from another client %s = %d; want 200", tc.fair, got)
+			if got := bearer(tc.fair, "wrong-again"); got != http.StatusUnauthorized {
+				t.Errorf("a wrong token from another client %s = %d; want 401", tc.fair, got)
 			}
 		})
 	}

@@ -291,11 +291,10 @@ func (s *Server) handleExport(c echo.Context) error {
 // handleExportSecrets serves POST /export: the same download with secret
 // values, after the person typed the API token again.
 func (s *Server) handleExportSecrets(c echo.Context) error {
-	if err := limitBy(s.tokenLimit, c); err != nil {
-		return err
-	}
 	if !s.sessions.ValidToken(c.FormValue("token")) {
-		s.tokenLimit.Failed(clientOf(c))
+		if err := wrongToken(s.tokenLimit, c); err != nil {
+			return err
+		}
 		return &apiError{Status: http.StatusForbidden, Message: "exporting secret values needs the API token; it did not match"}
 	}
 	return s.export(c, true)

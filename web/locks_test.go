@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -66,5 +68,34 @@ func TestCallArgumentsMustBeAnObject(t *testing.T) {
 	}
 	if n := len(m.e.calls()); n != 0 {
 		t.Errorf("%d calls audited; want none reached", n)
+	}
+}
+
+// Another local user's wrong MCP tokens (all of loopback is one client)
+// never lock the owner's agents out: a wrong token is refused 429 once
+// the budget is spent, the right one still connects and calls (issue 34,
+// L2).
+func TestWrongMCPTokensDoNotLockTheOwnerOut(t *testing.T) {
+	m := newMCPSetup(t)
+	wrong := func() int {
+		r, _ := http.NewRequest(http.MethodPost, m.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		r.Header.Set("Authorization", "Bearer not-the-token")
+		r.Header.Set("Content-Type", "application/json")
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for range 22 {
+		wrong()
+	}
+	if got := wrong(); got != http.StatusTooManyRequests {
+		t.Errorf("a wrong token after 22 = %d; want 429", got)
+	}
+	c := connectMCP(t, m.base, testMCPToken)
+	if res, err := c.call("alpha__read", map[string]any{}); err != nil || res.IsError {
+		t.Errorf("the right token after another's 22 wrong ones: call = %v, %v; want it answered", res, err)
 	}
 }

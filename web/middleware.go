@@ -80,25 +80,36 @@ func limitBy(l *authlimit.Limiter, c echo.Context) error {
 	return nil
 }
 
+// wrongToken spends a wrong token of c's client from l's budget: 429 if
+// the budget was used up already, else it counts the failure and returns
+// nil, for the caller to refuse the request. A right token is checked
+// before it and never refused for anyone's failures, the client's own
+// included: all of loopback is one client, and another local user's wrong
+// tokens must not lock the owner out.
+func wrongToken(l *authlimit.Limiter, c echo.Context) error {
+	if err := limitBy(l, c); err != nil {
+		return err
+	}
+	l.Failed(clientOf(c))
+	return nil
+}
+
 // requireBearer guards the JSON API with the bearer token.
 func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		header := c.Request().Header.Get(echo.HeaderAuthorization)
+		// The scheme is case-insensitive (RFC 9110 §11.1).
+		scheme, token, _ := strings.Cut(header, " ")
+		if strings.EqualFold(scheme, "Bearer") && s.sessions.ValidToken(strings.TrimSpace(token)) {
+			return next(c)
+		}
 		if header != "" {
-			if err := limitBy(s.tokenLimit, c); err != nil {
+			if err := wrongToken(s.tokenLimit, c); err != nil {
 				return err
 			}
 		}
-		// The scheme is case-insensitive (RFC 9110 §11.1).
-		scheme, token, _ := strings.Cut(header, " ")
-		if !strings.EqualFold(scheme, "Bearer") || !s.sessions.ValidToken(strings.TrimSpace(token)) {
-			if header != "" {
-				s.tokenLimit.Failed(clientOf(c))
-			}
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
-			return &apiError{Status: http.StatusUnauthorized, Message: "missing or invalid bearer token"}
-		}
-		return next(c)
+		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
+		return &apiError{Status: http.StatusUnauthorized, Message: "missing or invalid bearer token"}
 	}
 }
 

@@ -8,10 +8,12 @@ import (
 )
 
 // TestFailedAuthIsRateLimited: after ten wrong tokens from one address,
-// every attempt from it with the token — right or wrong, bearer or login
-// form — is refused with 429 and Retry-After; other addresses are not
-// affected, and a request without credentials does not count. Login
-// links have a budget of their own (TestLoginLinksAndTokensHaveSeparateBudgets).
+// every wrong token from it — bearer or login form — is refused with 429
+// and Retry-After; the right token still passes (issue 34, L2: all of
+// loopback is one client, and another local user's failures must not
+// lock the owner out); other addresses are not affected, and a request
+// without credentials does not count. Login links have a budget of their
+// own (TestLoginLinksAndTokensHaveSeparateBudgets).
 func TestFailedAuthIsRateLimited(t *testing.T) {
 	e := newEnv(t)
 	from := func(r *http.Request, addr string) *http.Request { r.RemoteAddr = addr + ":4242"; return r }
@@ -33,19 +35,29 @@ func TestFailedAuthIsRateLimited(t *testing.T) {
 		}
 	}
 	r := from(newRequest(http.MethodGet, "/api/v1/servers", nil), "198.51.100.7")
-	r.Header.Set("Authorization", "Bearer "+testToken)
+	r.Header.Set("Authorization", "Bearer wrong-once-more")
 	rec := e.serve(r)
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
-		t.Fatalf("right token after 10 failures = %d, Retry-After %q; want 429 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
+		t.Fatalf("a wrong token after 10 failures = %d, Retry-After %q; want 429 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 	}
 	if !strings.Contains(rec.Body.String(), "too many failed attempts") {
 		t.Errorf("429 body = %s; want the reason", rec.Body.String())
 	}
-
-	login := from(newRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"token": {testToken}}.Encode())), "198.51.100.7")
-	login.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	login.Header.Set("Sec-Fetch-Site", "same-origin")
-	wantStatus(t, e.serve(login), http.StatusTooManyRequests)
+	if got := bearer("198.51.100.7", testToken); got != http.StatusOK {
+		t.Errorf("right token after 10 failures = %d; want 200", got)
+	}
+	loginWith := func(token string) int {
+		login := from(newRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"token": {token}}.Encode())), "198.51.100.7")
+		login.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		login.Header.Set("Sec-Fetch-Site", "same-origin")
+		return e.serve(login).Code
+	}
+	if got := loginWith("nope"); got != http.StatusTooManyRequests {
+		t.Errorf("a wrong token in the login form after 10 failures = %d; want 429", got)
+	}
+	if got := loginWith(testToken); got != http.StatusSeeOther {
+		t.Errorf("the right token in the login form after 10 failures = %d; want 303 (logged in)", got)
+	}
 
 	// Another address is unaffected.
 	if got := bearer("203.0.113.9", testToken); got != http.StatusOK {
@@ -59,8 +71,8 @@ func TestFailedAuthIsRateLimited(t *testing.T) {
 		wrong.Header.Set("Sec-Fetch-Site", "same-origin")
 		wantStatus(t, e.serve(wrong), http.StatusUnauthorized)
 	}
-	if got := bearer("192.0.2.50", testToken); got != http.StatusTooManyRequests {
-		t.Errorf("right token after 10 wrong ones in the login form = %d; want 429", got)
+	if got := bearer("192.0.2.50", "wrong"); got != http.StatusTooManyRequests {
+		t.Errorf("a wrong bearer token after 10 wrong ones in the login form = %d; want 429", got)
 	}
 	// The login link was not used up by any of it.
 	wantStatus(t, e.serve(from(newRequest(http.MethodGet, "/login?code="+loginCode, nil), "198.51.100.7")), http.StatusSeeOther)

@@ -636,14 +636,16 @@ func (e *HTTPError) Error() string { return e.Message }
 // (an internal error), for the caller to answer.
 func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 	header := r.Header.Get("Authorization")
-	if header != "" && e.authLimit.Refused(w.Header(), r.RemoteAddr) {
-		return &HTTPError{Status: http.StatusTooManyRequests, Message: authlimit.Message}
-	}
 	scheme, token, _ := strings.Cut(header, " ")
 	token = strings.TrimSpace(token)
 	client, connected := e.clientOf(token)
 	if !strings.EqualFold(scheme, "Bearer") || !connected && subtle.ConstantTimeCompare([]byte(token), []byte(e.Token())) != 1 {
+		// Only a wrong token spends the budget, or is refused for it: a
+		// right one never is, whoever failed before (see web's wrongToken).
 		if header != "" {
+			if e.authLimit.Refused(w.Header(), r.RemoteAddr) {
+				return &HTTPError{Status: http.StatusTooManyRequests, Message: authlimit.Message}
+			}
 			e.authLimit.Failed(authlimit.Client(r.RemoteAddr))
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard-mcp"`)
