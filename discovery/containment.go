@@ -183,6 +183,11 @@ func readRun(path string) (runInfo, bool) {
 		return runInfo{}, false
 	}
 	defer f.Close()
+	// Another user's record would have this process kill what it names
+	// (issue 34, M4): only this user's are read.
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || foreignFile(fi) {
+		return runInfo{}, false
+	}
 	data, _ := io.ReadAll(io.LimitReader(f, 4096))
 	var r runInfo
 	for line := range strings.Lines(string(data)) {

@@ -194,6 +194,17 @@ func TestRunRecorded(t *testing.T) {
 	if !ok || got != want || got.boot == "" || got.start == 0 || got.forks == 0 || got.inUse == 0 || got.forks > p.startForks {
 		t.Errorf("readRun(%s) = %+v, %v; want %+v with a pid clock read before the start (forks then %d)", files[0], got, ok, want, p.startForks)
 	}
+	// Another user's record is not read: it would have this process kill
+	// what it names (issue 34, M4).
+	if os.Getuid() == 0 {
+		foreign := filepath.Join(t.TempDir(), filepath.Base(files[0]))
+		data, _ := os.ReadFile(files[0])
+		os.WriteFile(foreign, data, 0o600)
+		os.Chown(foreign, 65534, 65534)
+		if _, ok := readRun(foreign); ok {
+			t.Errorf("readRun of another user's record = ok; want it ignored")
+		}
+	}
 	p.stop(time.Second)
 	if files := runFiles(t, c); len(files) != 0 {
 		t.Errorf("run records after stop: %q; want none", files)

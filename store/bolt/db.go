@@ -143,6 +143,9 @@ func Open(path string, opts Options) (*DB, error) {
 			opts.Warn(note)
 		}
 	}
+	if err := refuseForeign(path); err != nil {
+		return nil, err
+	}
 	c, err := claimPath(path)
 	if err != nil {
 		return nil, err

@@ -88,3 +88,59 @@ func TestOpenPermissions(t *testing.T) {
 		}
 	})
 }
+
+// A database another user could have put in place is refused, not run
+// (issue 34, M4): in a directory others may write (a shared /tmp), or a
+// file or directory another user owns.
+func TestOpenRefusesForeign(t *testing.T) {
+	open := func(path string) error {
+		db, err := Open(path, Options{})
+		if err == nil {
+			db.Close()
+		}
+		return err
+	}
+	shared := t.TempDir()
+	if err := os.Chmod(shared, 0o1777); err != nil { // as /tmp is
+		t.Fatal(err)
+	}
+	if err := open(filepath.Join(shared, "switchboard.db")); err == nil || !strings.Contains(err.Error(), "written by other users") {
+		t.Errorf("Open in a world-writable directory = %v; want it refused", err)
+	}
+	if os.Getuid() != 0 {
+		t.Skip("the rest needs root, to give files to another user (CI runs as root)")
+	}
+	const other = 65534
+	theirs := t.TempDir()
+	if err := os.Chown(theirs, other, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(filepath.Join(theirs, "switchboard.db")); err == nil || !strings.Contains(err.Error(), "belongs to another user") {
+		t.Errorf("Open in another user's directory = %v; want it refused", err)
+	}
+	mine := t.TempDir()
+	planted := filepath.Join(mine, "switchboard.db")
+	if err := open(planted); err != nil { // a real database
+		t.Fatal(err)
+	}
+	if err := os.Chown(planted, other, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := open(planted); err == nil || !strings.Contains(err.Error(), "belongs to another user") {
+		t.Errorf("Open of another user's database file = %v; want it refused", err)
+	}
+	// A seal another user wrote is no seal: the file is checked in full.
+	sealedDB := filepath.Join(t.TempDir(), "switchboard.db")
+	if err := open(sealedDB); err != nil {
+		t.Fatal(err)
+	}
+	if !sealed(sealedDB) {
+		t.Fatal("a cleanly closed database is not sealed")
+	}
+	if err := os.Chown(sealPath(sealedDB), other, other); err != nil {
+		t.Fatal(err)
+	}
+	if sealed(sealedDB) {
+		t.Error("another user's seal was taken as the file's")
+	}
+}

@@ -45,3 +45,29 @@ func securePermissions(path string, privateDir bool) (notes []string) {
 	}
 	return notes
 }
+
+// refuseForeign refuses, as OpenSSH refuses a key or a config it does not
+// control, a database that another user could have put in place: a file,
+// or a directory, that another user owns, or a directory others may
+// write (a shared /tmp). Another user's database would have Switchboard
+// run that user's commands, as whoever runs it (issue 34, M4).
+func refuseForeign(path string) error {
+	dir := filepath.Dir(path)
+	if info, err := os.Stat(dir); err == nil {
+		if uid, foreign := foreignOwner(info); foreign {
+			return fmt.Errorf("store: directory %s belongs to another user (uid %d): keep the database in a directory of your own", dir, uid)
+		}
+		// Writable by anyone (a sticky /tmp too: another user may create
+		// the database's name there first), or by a group not the user's
+		// own private one.
+		if perm := info.Mode().Perm(); perm&0o002 != 0 || perm&0o020 != 0 && !ownGroup(info) {
+			return fmt.Errorf("store: directory %s may be written by other users (mode %04o): another user could put a database there for Switchboard to run; keep it in a directory of your own", dir, info.Mode().Perm())
+		}
+	}
+	if info, err := os.Lstat(path); err == nil {
+		if uid, foreign := foreignOwner(info); foreign {
+			return fmt.Errorf("store: %s belongs to another user (uid %d): Switchboard does not run what another user's database says", path, uid)
+		}
+	}
+	return nil
+}

@@ -76,6 +76,11 @@ func writeSeal(path string) error {
 // describes. Any doubt (no seal, an unreadable one, a read error) is a
 // no: the caller then checks the file in full.
 func sealed(path string) bool {
+	if fi, err := os.Lstat(sealPath(path)); err != nil || !fi.Mode().IsRegular() {
+		return false
+	} else if _, foreign := foreignOwner(fi); foreign {
+		return false // another user's word on this file is no seal
+	}
 	data, err := os.ReadFile(sealPath(path))
 	if err != nil {
 		return false
