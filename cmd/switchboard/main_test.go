@@ -463,3 +463,21 @@ func TestVerifyFailedSignIn(t *testing.T) {
 		}
 	}
 }
+
+// A kept API token is read only from a file no one else may read or
+// write (issue 34, M4): another user's token file would be a token they
+// know.
+func TestAPITokenFileMustBeMine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "switchboard.db.api-token")
+	tok := strings.Repeat("a1", 32)
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readAPIToken(path); err != nil || got != tok {
+		t.Fatalf("readAPIToken = %q, %v; want the token", got, err)
+	}
+	os.Chmod(path, 0o666)
+	if _, err := readAPIToken(path); err == nil || !strings.Contains(err.Error(), "by others") {
+		t.Errorf("readAPIToken of a file others may write = %v; want it refused", err)
+	}
+}

@@ -26,11 +26,13 @@ const minAPITokenLength = 32
 // readAPIToken is the API token kept at path; fs.ErrNotExist if there is
 // none.
 func readAPIToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	// Only a file that is the user's alone: another user's would be a
+	// token they know (issue 34, M4).
+	b, err := readSecretFile(path)
 	if err != nil {
 		return "", err
 	}
-	tok := strings.TrimSpace(string(b))
+	tok := strings.TrimSpace(b)
 	if len(tok) < minAPITokenLength || strings.ContainsAny(tok, " \t\r\n") {
 		return "", fmt.Errorf("%s does not hold an API token Switchboard made; remove it, or run switchboard token --rotate", path)
 	}
