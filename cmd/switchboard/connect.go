@@ -120,8 +120,10 @@ func connect(ctx context.Context, c serverconfig.Client, path, addr, profile str
 	ep.Token = made.Token
 	p, err := serverconfig.PlanConnect(c, path, c.Entry(ep))
 	var backup string
+	var tightened bool
 	if err == nil {
 		fmt.Fprint(stdout, p.Diff)
+		tightened = p.Tightens()
 		backup, err = p.Write(time.Now())
 	}
 	if err != nil {
@@ -133,7 +135,10 @@ func connect(ctx context.Context, c serverconfig.Client, path, addr, profile str
 	}
 	fmt.Fprintf(stdout, "Connected %s: wrote %s", c.Name, path)
 	if backup != "" {
-		fmt.Fprintf(stdout, " (the file as it was: %s)", backup)
+		fmt.Fprintf(stdout, " (the file as it was: %s, readable by you only)", backup)
+	}
+	if tightened {
+		fmt.Fprint(stdout, ". It holds a token now, so others may no longer read it (group and other permissions removed)")
 	}
 	fmt.Fprintf(stdout, ". Its token is its own: revoke it on the Agents page or with switchboard disconnect %s. Restart %s to load it.\n", c.Key, c.Name)
 	return nil

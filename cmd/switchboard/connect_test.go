@@ -144,8 +144,13 @@ func TestConnectAndDisconnect(t *testing.T) {
 			if bk, _ := os.ReadFile(backups[0]); string(bk) != cfg.text {
 				t.Errorf("the backup is not the file as it was")
 			}
-			if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o640 {
-				t.Errorf("mode after = %v; want the file's own 0640", fi.Mode().Perm())
+			// It holds a token now: readable by its owner only, and says so
+			// (issue 34, L4); its backup too.
+			if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 || !strings.Contains(out, "others may no longer read it") {
+				t.Errorf("mode after = %v; want 0600 (it was 0640, and holds a token now), and connect saying so:\n%s", fi.Mode().Perm(), out)
+			}
+			if fi, _ := os.Stat(backups[0]); fi.Mode().Perm() != 0o600 {
+				t.Errorf("backup mode = %v; want 0600", fi.Mode().Perm())
 			}
 			if got := mcpStatusOf(t, base, token); got != http.StatusOK {
 				t.Errorf("/mcp with the written token: %d", got)

@@ -204,6 +204,13 @@ func readConfig(c Client, path string) (ConfigChange, error) {
 		return p, err
 	}
 	defer f.Close()
+	// Only a regular file: -config /dev/null would otherwise be replaced
+	// by a file holding a token.
+	if fi, err := f.Stat(); err != nil {
+		return p, err
+	} else if !fi.Mode().IsRegular() {
+		return p, fmt.Errorf("%s is not a regular file (%s): Switchboard writes only a client's config file", path, fi.Mode().Type())
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxClientConfig+1))
 	if err != nil {
 		return p, err
@@ -284,10 +291,24 @@ func (p ConfigChange) PageDiff() string {
 	return MaskTokens(strings.TrimRight(strings.Join(out, "\n"), "\n") + "\n")
 }
 
+// Tightens reports whether Write makes the file readable by its owner
+// only: it holds a Switchboard token afterwards and others may read it
+// now (see Write).
+func (p ConfigChange) Tightens() bool {
+	if !p.Exists || !switchboardToken.Match(p.After) {
+		return false
+	}
+	fi, err := os.Stat(p.Path)
+	return err == nil && fi.Mode().Perm()&0o077 != 0
+}
+
 // Write applies the change: the file as it was is copied beside it first
-// (PATH.switchboard-backup-TIME, returned), then the new text replaces it
-// whole (a temporary file renamed over it, with the old file's mode, 0600
-// for a new file). A change that changes nothing writes nothing.
+// (PATH.switchboard-backup-TIME, returned, 0600: the file may hold other
+// servers' secrets), then the new text replaces it whole (a temporary
+// file renamed over it, with the old file's mode, 0600 for a new file; a
+// file that holds a Switchboard token afterwards loses its group and
+// other bits, see Tightens). A change that changes nothing writes
+// nothing.
 func (p ConfigChange) Write(now time.Time) (backup string, err error) {
 	if !p.Changed() {
 		return "", nil
@@ -302,7 +323,10 @@ func (p ConfigChange) Write(now time.Time) (backup string, err error) {
 			return "", fmt.Errorf("%s changed since the diff was shown; look again", p.Path)
 		}
 		mode = fi.Mode().Perm()
-		if backup, err = writeBackup(p.Path+".switchboard-backup-"+now.UTC().Format("20060102-150405"), p.Before, mode); err != nil {
+		if switchboardToken.Match(p.After) {
+			mode &^= 0o077
+		}
+		if backup, err = writeBackup(p.Path+".switchboard-backup-"+now.UTC().Format("20060102-150405"), p.Before, 0o600); err != nil {
 			return "", fmt.Errorf("back up %s: %w", p.Path, err)
 		}
 	} else if err := os.MkdirAll(filepath.Dir(p.Path), 0o700); err != nil {
