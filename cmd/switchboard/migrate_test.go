@@ -53,7 +53,7 @@ func filledDB(t *testing.T) (path, mcpToken string) {
 // dumpOf dumps the store at spec (a file, or etcd:// under prefix).
 func dumpOf(t *testing.T, spec, prefix string) *store.Dump {
 	t.Helper()
-	st, err := openMigrated(t.Context(), "from", spec, storeConfig{ETCDPrefix: prefix}, &bytes.Buffer{})
+	st, err := openMigrated(t.Context(), "from", spec, storeConfig{ETCDPrefix: prefix, ETCDInsecure: true}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,9 @@ func dumpOf(t *testing.T, spec, prefix string) *store.Dump {
 func migrate(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	err = run(context.Background(), append([]string{"migrate"}, args...), env(nil), nil, &out, &errOut)
+	// The test's etcd speaks plain HTTP on loopback (see TestServeETCDFlags
+	// for the refusal without this).
+	err = run(context.Background(), append([]string{"migrate"}, args...), env(map[string]string{"SWITCHBOARD_ETCD_INSECURE": "1"}), nil, &out, &errOut)
 	return out.String(), errOut.String(), err
 }
 

@@ -26,6 +26,8 @@ type storeConfig struct {
 	ETCDCert, ETCDKey, ETCDCA string
 	ETCDUser, ETCDPassword    string
 	ETCDPrefix                string
+	// ETCDInsecure: speak to etcd without TLS, which is refused otherwise.
+	ETCDInsecure bool
 	// LeaseTTL is how long (seconds) a replica that died or lost etcd
 	// keeps its leadership and claims.
 	LeaseTTL int
@@ -52,6 +54,8 @@ func etcdFlags(fs *flag.FlagSet, c *storeConfig, getenv func(string) string) {
 	fs.StringVar(&c.ETCDCA, "etcd-ca", c.ETCDCA, "CA certificate (PEM) that signed etcd's server certificates; setting it, or a client certificate, speaks TLS (env SWITCHBOARD_ETCD_CA)")
 	fs.StringVar(&c.ETCDUser, "etcd-user", c.ETCDUser, "etcd user, when etcd has auth enabled (env SWITCHBOARD_ETCD_USER; the password only in SWITCHBOARD_ETCD_PASSWORD)")
 	fs.StringVar(&c.ETCDPrefix, "etcd-prefix", c.ETCDPrefix, "key prefix of this Switchboard in etcd (default /switchboard/) (env SWITCHBOARD_ETCD_PREFIX)")
+	c.ETCDInsecure = getenv("SWITCHBOARD_ETCD_INSECURE") == "1"
+	fs.BoolVar(&c.ETCDInsecure, "etcd-insecure", c.ETCDInsecure, "speak to etcd without TLS: the catalog, its tokens and secrets cross the network readable (env SWITCHBOARD_ETCD_INSECURE=1); refused without it")
 }
 
 // isETCD reports whether the catalog is on etcd.
@@ -82,6 +86,13 @@ func (c storeConfig) etcdOptions(log *slog.Logger) (etcd.Options, error) {
 	}
 	if (c.ETCDUser == "") != (c.ETCDPassword == "") {
 		return etcd.Options{}, usageError("etcd auth needs both -etcd-user and SWITCHBOARD_ETCD_PASSWORD")
+	}
+	switch {
+	case tlsCfg != nil:
+	case !c.ETCDInsecure:
+		return etcd.Options{}, usageError("-store %s without TLS: the catalog, with every server's secrets, its OAuth tokens and the MCP token, would cross the network readable by anyone on the path; give -etcd-ca (and -etcd-cert/-etcd-key), or -etcd-insecure to run so anyway", c.Store)
+	case log != nil:
+		log.Warn("ETCD WITHOUT TLS (-etcd-insecure): the catalog, every server's secrets, OAuth tokens and the MCP token cross the network readable", "store", c.Store)
 	}
 	return opts, nil
 }
