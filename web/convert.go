@@ -108,7 +108,7 @@ func (s *Server) serverDetail(ctx context.Context, sum store.Summary, tools []st
 		Args:          srv.Args,
 		EnvKeys:       present.SortedKeys(srv.Env),
 		Cwd:           srv.Cwd,
-		URL:           srv.URL,
+		URL:           serverconfig.MaskURL(srv.URL),
 		HeaderKeys:    present.SortedKeys(srv.Headers),
 		DefaultPolicy: string(srv.DefaultPolicy),
 		TimeoutMS:     srv.TimeoutMS,

@@ -99,3 +99,30 @@ func TestWrongMCPTokensDoNotLockTheOwnerOut(t *testing.T) {
 		t.Errorf("the right token after another's 22 wrong ones: call = %v, %v; want it answered", res, err)
 	}
 }
+
+// A secret in a remote server's URL query (?api_key=, ?token=) is shown
+// masked in the API and on its pages, like env values; sending the masked
+// URL back keeps the stored one (issue 34, L9).
+func TestSecretInURLQueryIsMasked(t *testing.T) {
+	e := newEnv(t)
+	const secret = "sk-live-0123456789abcdef"
+	e.secrets = append(e.secrets, secret)
+	real := "https://mcp.example.com/mcp?api_key=" + secret + "&region=eu"
+	got := e.createServer(map[string]any{"id": "remote", "name": "Remote", "transport": "http", "url": real})
+	want := "https://mcp.example.com/mcp?api_key=********&region=eu"
+	if got.URL != want {
+		t.Errorf("API url = %q; want %q", got.URL, want)
+	}
+	b := e.login()
+	for _, page := range []string{"/servers/remote", "/servers/remote/edit", "/servers/remote/confirm"} {
+		if body := b.get(page).Body.String(); strings.Contains(body, secret) {
+			t.Errorf("%s shows the URL's secret", page)
+		}
+	}
+	body := map[string]any{"id": "remote", "name": "Remote again", "transport": "http", "url": got.URL}
+	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/remote", body), http.StatusOK)
+	stored, err := e.db.Server(t.Context(), "remote")
+	if err != nil || stored.URL != real {
+		t.Errorf("stored URL after a PUT of the masked one = %q, %v; want the real one kept", stored.URL, err)
+	}
+}

@@ -54,7 +54,7 @@ func ToJSON(srv store.Server) JSON {
 	enabled := srv.Enabled
 	out := JSON{
 		ID: srv.ID, Name: srv.Name, Transport: srv.Transport, Command: srv.Command, Args: srv.Args,
-		Env: mask(srv.Env), Cwd: srv.Cwd, URL: srv.URL, Headers: mask(srv.Headers),
+		Env: mask(srv.Env), Cwd: srv.Cwd, URL: MaskURL(srv.URL), Headers: mask(srv.Headers),
 		TimeoutMS: srv.TimeoutMS, MemoryMB: srv.MemoryMB, TTLSeconds: srv.TTLSeconds, AutoRefresh: srv.AutoRefresh,
 		DefaultPolicy: srv.DefaultPolicy, Preset: srv.Preset, Enabled: &enabled, RecordArguments: &srv.RecordArgs,
 		Sandbox: Sandbox(srv),

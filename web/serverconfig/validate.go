@@ -168,6 +168,9 @@ func Validate(in Input, old *store.Server) (store.Server, map[string]string) {
 		validateSandbox(in, old, &s, errs)
 	case store.TransportHTTP, store.TransportSSE:
 		s.URL = strings.TrimSpace(in.URL)
+		if old != nil {
+			s.URL = KeepMaskedURL(s.URL, old.URL)
+		}
 		if msg := checkURL(s.URL); msg != "" {
 			errs["url"] = msg
 		}

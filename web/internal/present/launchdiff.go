@@ -6,6 +6,8 @@ import (
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/internal/tooldiff"
+
+	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // LaunchChanges is what changed in srv's launch since a person confirmed
@@ -21,7 +23,7 @@ func LaunchChanges(was store.Launch, srv store.Server) []views.LaunchChange {
 	out = append(out, argChanges(was.Args, is.Args)...)
 	out = scalarChange(out, "Working directory", was.Cwd, is.Cwd)
 	out = append(out, secretChanges("Environment variable", was.Env, is.Env)...)
-	out = scalarChange(out, "URL", was.URL, is.URL)
+	out = scalarChange(out, "URL", serverconfig.MaskURL(was.URL), serverconfig.MaskURL(is.URL))
 	return append(out, secretChanges("Header", was.Headers, is.Headers)...)
 }
 

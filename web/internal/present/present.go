@@ -62,7 +62,7 @@ func ServerForm(s store.Server) views.ServerForm {
 		Command:       s.Command,
 		Args:          strings.Join(s.Args, "\n"),
 		Cwd:           s.Cwd,
-		URL:           s.URL,
+		URL:           serverconfig.MaskURL(s.URL),
 		DefaultPolicy: string(s.DefaultPolicy),
 		Enabled:       s.Enabled,
 	}
@@ -120,7 +120,7 @@ func Launch(srv store.Server, m sandbox.Machine) views.Launch {
 			l.Sandbox.ServerID, l.Sandbox.Choose = srv.ID, true // a person confirming picks the paths granted
 		}
 	} else {
-		l.URL, l.HeaderKeys = srv.URL, SortedKeys(srv.Headers)
+		l.URL, l.HeaderKeys = serverconfig.MaskURL(srv.URL), SortedKeys(srv.Headers)
 	}
 	return l
 }
