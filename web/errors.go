@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"syscall"
 
 	"github.com/labstack/echo/v4"
 
@@ -40,6 +41,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	switch {
 	case errors.As(err, &ae):
 		status, msg, fields = ae.Status, ae.Message, ae.Fields
+	case errors.Is(err, syscall.ENOSPC):
+		// A create, an edit, a confirmation the store could not write:
+		// nothing was changed, and the person can do something about it.
+		status, msg = http.StatusInsufficientStorage, "The disk that holds Switchboard's database is full, so nothing was changed: free some space and try again."
 	case errors.Is(err, store.ErrUnavailable):
 		// A replica cut off from the team's store: it changes nothing
 		// rather than diverge.

@@ -158,3 +158,19 @@ func TestVerifyResultNotSavedOnFullDisk(t *testing.T) {
 		})
 	}
 }
+
+// A create the store cannot write for a full disk is answered 507 saying
+// so, not a generic 500, and nothing is created (issue 34, L11).
+func TestCreateOnFullDisk(t *testing.T) {
+	var full atomic.Bool
+	e, _ := newEnvFull(t, func([]store.Change) bool { return full.Load() })
+	full.Store(true)
+	rec := e.api(http.MethodPost, "/api/v1/servers", fixtureServer("full"))
+	wantStatus(t, rec, http.StatusInsufficientStorage)
+	if m := decodeAs[apiError](t, rec); !strings.Contains(m.Error, "disk") || !strings.Contains(m.Error, "full") {
+		t.Errorf("error = %q; want it to say the disk is full", m.Error)
+	}
+	full.Store(false)
+	wantStatus(t, e.api(http.MethodGet, "/api/v1/servers/full", nil), http.StatusNotFound)
+	e.logs.reset() // the 507 was logged, on purpose
+}
