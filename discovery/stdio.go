@@ -365,7 +365,9 @@ func (t *stdioTransport) answer(m message) {
 	}
 	if resp == nil {
 		resp = &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: *m.ID,
-			Error: &mcp.JSONRPCErrorDetails{Code: mcp.METHOD_NOT_FOUND, Message: "not supported during discovery"}}
+			// The same transport holds a routed call's session: say what is
+			// not supported, not when (issue 34).
+			Error: &mcp.JSONRPCErrorDetails{Code: mcp.METHOD_NOT_FOUND, Message: fmt.Sprintf("%.64s is not supported: Switchboard does not answer a server's requests to its client", m.Method)}}
 	}
 	_ = t.write(ctx, resp)
 }
