@@ -253,26 +253,19 @@ func TestSignInCallbackIsBound(t *testing.T) {
 		return e.serve(r)
 	}
 
-	// Another browser (no cookie): refused, and the sign-in is spent.
-	callback, bind := start()
-	if rec := navigate(callback); rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "another browser") {
+	// Another browser (no cookie): refused, and the sign-in is kept for
+	// the browser that started it (issue 34: a hit without the cookie
+	// must not spend the person's sign-in).
+	kept, keptBind := start()
+	if rec := navigate(kept); rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "another browser") {
 		t.Errorf("callback without the cookie = %d %s; want 403", rec.Code, truncate(rec.Body.String()))
 	}
-	if rec := navigate(callback, bind); rec.Code != http.StatusBadRequest {
-		t.Errorf("the same callback with the cookie after a refusal = %d; want 400 (answered once)", rec.Code)
-	}
 	// A cookie of another sign-in does not fit.
-	callback, bind = start()
+	callback, bind := start()
 	_, other := start()
 	other.Name = bind.Name // this sign-in's cookie, holding the other's nonce
 	if rec := navigate(callback, other); rec.Code != http.StatusForbidden {
 		t.Errorf("callback with another sign-in's cookie = %d; want 403", rec.Code)
-	}
-	// The session that started it logged out meanwhile.
-	callback, bind = start()
-	wantStatus(t, b.post("/logout", nil), http.StatusSeeOther)
-	if rec := navigate(callback, bind); rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "session") {
-		t.Errorf("callback after a logout = %d %s; want 403", rec.Code, truncate(rec.Body.String()))
 	}
 	// Unknown or missing state.
 	for _, uri := range []string{"/oauth/callback", "/oauth/callback?state=nope&code=x", "/oauth/callback?error=access_denied"} {
@@ -285,6 +278,19 @@ func TestSignInCallbackIsBound(t *testing.T) {
 	}
 	if st := e.serverStatus("o2"); st != store.StatusSignIn {
 		t.Errorf("status after refused callbacks = %q; want still %s", st, store.StatusSignIn)
+	}
+	// The kept sign-in, answered in its own browser, completes, once.
+	if rec := navigate(kept, keptBind); rec.Code != http.StatusOK {
+		t.Errorf("the callback with its cookie after a cookie-less hit = %d %s; want 200", rec.Code, truncate(rec.Body.String()))
+	}
+	if rec := navigate(kept, keptBind); rec.Code != http.StatusBadRequest {
+		t.Errorf("the same callback again = %d; want 400 (answered once)", rec.Code)
+	}
+	// The session that started it logged out meanwhile.
+	callback, bind = start()
+	wantStatus(t, b.post("/logout", nil), http.StatusSeeOther)
+	if rec := navigate(callback, bind); rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "session") {
+		t.Errorf("callback after a logout = %d %s; want 403", rec.Code, truncate(rec.Body.String()))
 	}
 }
 

@@ -153,17 +153,23 @@ func (s *Server) handleOAuthCallback(c echo.Context) error {
 	q := c.Request().URL.Query()
 	state := q.Get("state")
 	page := func(status int, v views.CallbackView) error { return render(c, status, views.CallbackPage(v)) }
-	p := s.signIns.Take(state)
+	unknown := views.CallbackView{Message: "This sign-in is unknown, was already answered, or expired. Start it again with Sign in on the server's page."}
+	p := s.signIns.Peek(state)
 	if state == "" || p == nil {
-		return page(http.StatusBadRequest, views.CallbackView{Message: "This sign-in is unknown, was already answered, or expired. Start it again with Sign in on the server's page."})
+		return page(http.StatusBadRequest, unknown)
 	}
+	// The browser that started it first: a hit without its cookie (a
+	// link another sent) is refused and spends nothing.
 	name := signin.CookieName(state)
-	c.SetCookie(&http.Cookie{Name: name, Value: "", Path: callbackPath, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	back := "/servers/" + p.ServerID
 	ck, err := c.Cookie(name)
 	if sum := sha256.Sum256([]byte(valueOf(ck, err))); err != nil || !equal(string(sum[:]), string(p.NonceHash[:])) {
 		return page(http.StatusForbidden, views.CallbackView{Back: back, Message: "This sign-in was started in another browser, or its cookie was lost: start it again with Sign in on the server's page."})
 	}
+	if p = s.signIns.Take(state); p == nil { // answered meanwhile
+		return page(http.StatusBadRequest, unknown)
+	}
+	c.SetCookie(&http.Cookie{Name: name, Value: "", Path: callbackPath, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
 	if _, ok := s.sessions.Get(c.Request().Context(), p.Session); !ok {
 		return page(http.StatusForbidden, views.CallbackView{Back: back, Message: "The Switchboard session that started this sign-in has ended: log in and sign in again."})
 	}

@@ -55,6 +55,14 @@ func NewPending() *Pending {
 // first beyond maxPending).
 func (si *Pending) Add(state string, p *Attempt) { si.pending.Put(state, p) }
 
+// Peek returns the pending sign-in of state without removing it: a
+// callback that is not its browser's (see web's handleOAuthCallback)
+// must not spend it.
+func (si *Pending) Peek(state string) *Attempt {
+	p, _ := si.pending.Get(state)
+	return p
+}
+
 // Take removes and returns the pending sign-in of state: a callback
 // answers once, whatever comes of it.
 func (si *Pending) Take(state string) *Attempt {
