@@ -126,3 +126,51 @@ func TestSecretInURLQueryIsMasked(t *testing.T) {
 		t.Errorf("stored URL after a PUT of the masked one = %q, %v; want the real one kept", stored.URL, err)
 	}
 }
+
+// An MCP session answers the token that opened it only: another token
+// with its id can neither use it nor end it (issue 34, L1).
+func TestSessionBoundToItsToken(t *testing.T) {
+	m := newMCPSetup(t)
+	rec := m.e.api(http.MethodPost, "/api/v1/clients", map[string]any{"name": "Other agent"})
+	wantStatus(t, rec, http.StatusCreated)
+	other := decodeAs[struct {
+		Client apiClient `json:"client"`
+		Token  string    `json:"token"`
+	}](t, rec).Token
+	mine := connectMCP(t, m.base, testMCPToken)
+	theirs := connectMCP(t, m.base, other)
+	use := func(token, session, method string) int {
+		r, _ := http.NewRequest(method, m.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`))
+		if method == http.MethodDelete {
+			r.Body = http.NoBody
+		}
+		r.Header.Set("Authorization", "Bearer "+token)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("Mcp-Session-Id", session)
+		r.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct{ token, session, whose string }{
+		{other, mine.GetSessionId(), "the endpoint token's"},
+		{testMCPToken, theirs.GetSessionId(), "a client token's"},
+	} {
+		for _, method := range []string{http.MethodPost, http.MethodDelete} {
+			if got := use(tc.token, tc.session, method); got != http.StatusNotFound {
+				t.Errorf("%s of %s session with another token = %d; want 404", method, tc.whose, got)
+			}
+		}
+	}
+	// Both still work for their own token.
+	if names := mine.names(t); len(names) == 0 {
+		t.Error("the endpoint token's session lists nothing after another token's attempts")
+	}
+	if got := use(other, theirs.GetSessionId(), http.MethodPost); got != http.StatusOK {
+		t.Errorf("the client token's own session = %d; want 200", got)
+	}
+}

@@ -118,7 +118,7 @@ func (m *mcpSessions) initialized(id, tokenID, protocol, client string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s, ok := m.live[id]; ok {
-		s.Client, s.tokenID = client, tokenID
+		s.Client, s.tokenID, s.bound = client, tokenID, true
 	}
 	if tokenID != "" {
 		u := m.tokenLocked(tokenID)

@@ -655,6 +655,10 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 		r = r.WithContext(context.WithValue(r.Context(), connectionKey{}, client))
 		e.sessions.tokenSeen(client.ID)
 	}
+	if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" && !e.sessions.ownedBy(sid, client.ID) {
+		// As if it did not exist: another token learns nothing of it.
+		return &HTTPError{Status: http.StatusNotFound, Message: "unknown MCP session"}
+	}
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 		if err != nil {

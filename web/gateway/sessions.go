@@ -44,6 +44,7 @@ type Session struct {
 	// ("" for the endpoint's own token); streams counts its open GET
 	// streams (see streaming).
 	tokenID string
+	bound   bool // tokenID is known: the session answers that token only
 	streams int
 	// view is the hashes of the lists its agent was last told of (see
 	// viewChanged).
@@ -300,4 +301,16 @@ func (m *mcpSessions) noteView(id string, hashes viewHashes) {
 	if s, ok := m.live[id]; ok {
 		s.view = hashes
 	}
+}
+
+// ownedBy reports whether a request made with client token tokenID (""
+// for the endpoint's own) may use session id: any may use a session not
+// yet initialized, or one this endpoint does not know (mcp-go answers
+// that); an initialized one answers the token that opened it only, so
+// that another token cannot answer its questions or end it (issue 34).
+func (m *mcpSessions) ownedBy(id, tokenID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.live[id]
+	return !ok || !s.bound || s.tokenID == tokenID
 }
