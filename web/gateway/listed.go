@@ -64,6 +64,11 @@ type offeredListed struct {
 	def     []byte // its object in its list, named as offered
 	policy  store.Policy
 	tmpl    *uritemplate.Template // a template's, matching its server's URIs
+	// withheld, for a resource the server lists that is not offered, is
+	// why (see listedRefusal): it is no entry of the lists, but a read of
+	// its URI is refused with that reason rather than through a template
+	// that matches it.
+	withheld string
 }
 
 // listedMethods are the methods that list entries, with their kinds and
@@ -91,6 +96,9 @@ type listing struct {
 	bare      map[string][]*offeredListed
 	templates []*offeredListed
 	entries   []*offeredListed // in the offer's order, for Preview
+	// withheld are the resources not offered, by offered URI and by URI
+	// on their server: why each is not (see offeredListed.withheld).
+	withheld map[string]string
 }
 
 // listedDefinition is the entry of server as agents get it: the canonical
@@ -152,6 +160,10 @@ func (e *Endpoint) buildListed(ctx context.Context) ([]*offeredListed, error) {
 	var out []*offeredListed
 	_, err := e.st.ListedCatalog(ctx, func(sum *store.Summary, en store.ListedEntry) error {
 		if _, reason := listedRefusal(sum, en); reason != "" {
+			if en.Kind == store.KindResource {
+				ref := store.ListedRef{ServerID: sum.Server.ID, Kind: en.Kind, Key: en.Key}
+				out = append(out, &offeredListed{ref: ref, offered: NamespacedURI(sum.Server.ID, en.Key), withheld: reason})
+			}
 			return nil
 		}
 		ol, err := listedDefinition(sum.Server.ID, en)
@@ -167,13 +179,18 @@ func (e *Endpoint) buildListed(ctx context.Context) ([]*offeredListed, error) {
 
 // buildListing is the listing of profile p of the entries offered.
 func buildListing(p store.Profile, entries []*offeredListed) *listing {
-	l := &listing{lists: map[mcp.MCPMethod][]byte{}, offered: map[string]*offeredListed{}, bare: map[string][]*offeredListed{}}
+	l := &listing{lists: map[mcp.MCPMethod][]byte{}, offered: map[string]*offeredListed{}, bare: map[string][]*offeredListed{}, withheld: map[string]string{}}
 	lists := map[store.ListedKind]*bytes.Buffer{}
 	for _, m := range listedMethods {
 		lists[m.kind] = bytes.NewBufferString("[")
 	}
 	for _, ol := range entries {
 		if !p.IncludesServer(ol.ref.ServerID) {
+			continue
+		}
+		if ol.withheld != "" {
+			l.withheld[ol.offered] = ol.withheld
+			l.withheld[ol.ref.Key] = ol.withheld
 			continue
 		}
 		buf := lists[ol.ref.Kind]
@@ -232,6 +249,9 @@ func (l *listing) resource(uri string) (*offeredListed, string, error) {
 		if ol, ok := l.offered[store.ListedKey(store.KindResource, uri)]; ok {
 			return ol, upstream, nil
 		}
+		if reason, ok := l.withheld[uri]; ok { // never through a template
+			return nil, "", &notOffered{"not offered: " + reason}
+		}
 		for _, ol := range l.templates {
 			if ol.ref.ServerID == serverID && ol.tmpl.Regexp().MatchString(upstream) {
 				return ol, upstream, nil
@@ -242,6 +262,9 @@ func (l *listing) resource(uri string) (*offeredListed, string, error) {
 	if found := l.bare[store.ListedKey(store.KindResource, uri)]; len(found) > 0 {
 		ol, err := one(found, missing)
 		return ol, uri, err
+	}
+	if reason, ok := l.withheld[uri]; ok {
+		return nil, "", &notOffered{"not offered: " + reason}
 	}
 	var matched []*offeredListed
 	for _, ol := range l.templates {
