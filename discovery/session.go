@@ -55,11 +55,13 @@ type Session struct {
 	listMu sync.Mutex // one tools/list walk at a time (the recorder holds one)
 	mu     sync.Mutex
 	tools  map[string]Tool
-	stale  bool  // the server said its list changed since it was read
-	err    error // why the session ended
-	closed bool
-	up     atomic.Bool // open is done
-	wg     sync.WaitGroup
+	// noTools says the server did not declare the tools capability.
+	noTools bool
+	stale   bool  // the server said its list changed since it was read
+	err     error // why the session ended
+	closed  bool
+	up      atomic.Bool // open is done
+	wg      sync.WaitGroup
 
 	calls    atomic.Uint64                 // progress tokens handed out
 	progress map[string]func(CallProgress) // by progress token, under mu
@@ -137,6 +139,10 @@ func (r *verification) open(ctx context.Context) (*Session, error) {
 			}
 		}()
 	}
+	// A server without the tools capability has no tools/list to ask
+	// (and may refuse it, as a modern mcp-go server does with a 404):
+	// its session serves resources and prompts only.
+	s.noTools = initRes.Capabilities.Tools == nil
 	if err := s.list(ctx); err != nil {
 		return s, err
 	}
@@ -155,8 +161,10 @@ func (s *Session) list(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.run.limits.ListTimeout)
 	defer cancel()
 	var res Result
-	if err := s.run.listTools(ctx, s.c, &res); err != nil {
-		return err
+	if !s.noTools {
+		if err := s.run.listTools(ctx, s.c, &res); err != nil {
+			return err
+		}
 	}
 	tools := make(map[string]Tool, len(res.Tools))
 	for _, t := range res.Tools {

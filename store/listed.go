@@ -12,9 +12,8 @@ import (
 // server's default policy, one whose pin differs from the pin its policy
 // was approved at is changed (and denied until approved), one no longer
 // listed is missing, one discovery flagged stays flagged. People set the
-// policy of prompts and resource templates; a concrete resource's policy
-// stays the server's default unless set (the pages offer no choice for
-// it, to keep the review simple).
+// policy of each resource, resource template and prompt, on the server
+// page and through the API.
 
 // ListedKind says what a listed entry is.
 type ListedKind string

@@ -90,7 +90,7 @@ type listedSection struct {
 
 // listedSections are the sections, in page order.
 var listedSections = []listedSection{
-	{"resource", "Resources", "resources", "URI", false},
+	{"resource", "Resources", "resources", "URI", true},
 	{"resource_template", "Resource templates", "resource-templates", "URI template", true},
 	{"prompt", "Prompts", "prompts", "Name", true},
 }

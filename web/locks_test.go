@@ -1,13 +1,16 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // 500 concurrent routed tools/call from one client (all of loopback is
@@ -172,5 +175,75 @@ func TestSessionBoundToItsToken(t *testing.T) {
 	}
 	if got := use(other, theirs.GetSessionId(), http.MethodPost); got != http.StatusOK {
 		t.Errorf("the client token's own session = %d; want 200", got)
+	}
+}
+
+// A concrete resource has a policy control of its own, on the server page
+// and through the API (issue 34 M1): set to deny there, the resource is
+// refused with its reason, although an offered template of the same
+// server matches its URI; the template still reads every other URI, and
+// allowing the resource again on the page brings it back.
+func TestResourcePolicyControl(t *testing.T) {
+	s := server.NewMCPServer("notes", "1", server.WithResourceCapabilities(false, false))
+	read := func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Text: "contents of " + req.Params.URI}}, nil
+	}
+	s.AddResource(mcp.NewResource("note://secret", "secret"), read)
+	s.AddResourceTemplate(mcp.NewResourceTemplate("note://{name}", "note"), read)
+	// No tools: the session that reads resources lists none (a modern
+	// mcp-go server answers tools/list with a 404 here).
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(ts.Close)
+
+	e := newEnv(t)
+	e.createServer(map[string]any{"id": "notes", "name": "Notes", "transport": "http", "url": ts.URL + "/mcp", "default_policy": "allow"})
+	if job := e.verify("notes"); job.Status != "success" {
+		t.Fatalf("verify = %+v", job)
+	}
+	srv, _ := e.liveServer()
+	c := connectMCP(t, srv.URL, testMCPToken)
+	const secret = "switchboard://notes/note://secret"
+	if got, err := c.read(secret); err != nil || len(got.Contents) != 1 {
+		t.Fatalf("read of the allowed resource = %+v, %v", got, err)
+	}
+
+	type policyAnswer struct {
+		Kind string    `json:"kind"`
+		Item apiListed `json:"item"`
+	}
+	rec := e.api(http.MethodPut, "/api/v1/servers/notes/listed/policy", map[string]any{"kind": "resource", "key": "note://secret", "policy": "deny"})
+	wantStatus(t, rec, http.StatusOK)
+	if got := decodeAs[policyAnswer](t, rec); got.Kind != "resource" || got.Item.URI != "note://secret" || got.Item.Policy != "deny" || got.Item.EffectivePolicy != "deny" {
+		t.Errorf("PUT listed/policy answered %+v; want the resource at deny", got)
+	}
+	if r, _ := findListed(e.resources("notes").Resources, func(l apiListed) bool { return l.URI == "note://secret" }); r.Policy != "deny" {
+		t.Errorf("the resource lists at %q; want deny", r.Policy)
+	}
+	if got, err := c.read(secret); err == nil || !strings.Contains(err.Error(), "deny") {
+		t.Errorf("read of the denied resource = %+v, %v; want refused, saying it is denied", got, err)
+	}
+	if got, err := c.read("switchboard://notes/note://other"); err != nil || len(got.Contents) != 1 {
+		t.Errorf("read of another URI through the template = %+v, %v; want it read", got, err)
+	}
+
+	// Bad requests name their fields; unknown entries are 404.
+	rec = e.api(http.MethodPut, "/api/v1/servers/notes/listed/policy", map[string]any{"kind": "tool", "key": "", "policy": "maybe"})
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	if got := decodeAs[apiError](t, rec); got.Fields["kind"] == "" || got.Fields["key"] == "" || got.Fields["policy"] == "" {
+		t.Errorf("bad request answered %+v; want kind, key and policy named", got)
+	}
+	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/notes/listed/policy", map[string]any{"kind": "resource", "key": "note://none", "policy": "deny"}), http.StatusNotFound)
+	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/none/listed/policy", map[string]any{"kind": "resource", "key": "note://secret", "policy": "deny"}), http.StatusNotFound)
+
+	// The page shows the resource's control, and its form sets it.
+	b := e.login()
+	doc := parseHTML(t, b.get("/servers/notes").Body.String())
+	form := doc.Find(testID("resources-section")).Find(testID("listed-policy-form"))
+	if form.Length() != 1 || form.Find(`select[name="policy"] option[selected]`).AttrOr("value", "") != "deny" {
+		t.Errorf("the resources section has %d policy forms, selected %q; want one at deny", form.Length(), form.Find("option[selected]").AttrOr("value", ""))
+	}
+	b.setListedPolicy("notes", "resource", "note://secret", "allow")
+	if got, err := c.read(secret); err != nil || len(got.Contents) != 1 {
+		t.Errorf("read after the page allowed it = %+v, %v", got, err)
 	}
 }

@@ -128,6 +128,8 @@ func TestResourcesAndPromptsOfServerEverything(t *testing.T) {
 		t.Errorf("simple-prompt after the form: policy %q, effective %q; want deny, deny", p.Policy, p.EffectivePolicy)
 	}
 	rec = b.post("/servers/everything/listed-policy", url.Values{"kind": {"resource"}, "key": {"x"}, "policy": {"deny"}})
+	wantStatus(t, rec, http.StatusNotFound)
+	rec = b.post("/servers/everything/listed-policy", url.Values{"kind": {"tool"}, "key": {"simple-prompt"}, "policy": {"deny"}})
 	wantStatus(t, rec, http.StatusUnprocessableEntity)
 	wantStatus(t, e.api(http.MethodGet, "/api/v1/servers/nope/prompts", nil), http.StatusNotFound)
 }

@@ -1,6 +1,6 @@
 // Package listed serves a server's resources, resource templates and
-// prompts: the JSON API answers, the server page's rows, the form that
-// sets the policy of a prompt or resource template, and the review and
+// prompts: the JSON API answers, the server page's rows, the form and
+// API that set the policy of each, and the review and
 // approval of a changed one (review.go; the review page's approval form
 // is the tools', which reads the entries with FormApprovals).
 package listed
@@ -8,14 +8,18 @@ package listed
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
+	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 )
 
 // Reader reads a server's listed entries.
@@ -113,24 +117,65 @@ func Prompts(r Reader, notFound func(error) error) echo.HandlerFunc {
 }
 
 // PolicyForm serves POST /servers/:id/listed-policy (kind, key,
-// policy): it sets the policy of one prompt or resource template and
-// goes back to the server page.
-func PolicyForm(st Setter, notFound func(error) error) echo.HandlerFunc {
+// policy): it sets the policy of one resource, resource template or
+// prompt and goes back to the server page.
+func PolicyForm(st Setter) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		kind, p := store.ListedKind(c.FormValue("kind")), store.Policy(c.FormValue("policy"))
-		if kind != store.KindPrompt && kind != store.KindResourceTemplate {
-			return echo.NewHTTPError(http.StatusUnprocessableEntity, "kind must be prompt or resource_template")
+		ref, p := store.ListedRef{ServerID: c.Param("id"), Kind: store.ListedKind(c.FormValue("kind")), Key: c.FormValue("key")}, store.Policy(c.FormValue("policy"))
+		if errs := policyProblems(ref, p); errs != nil {
+			return echo.NewHTTPError(http.StatusUnprocessableEntity, strings.Join(slices.Sorted(maps.Values(errs)), "; "))
 		}
-		if !p.Valid() {
-			return echo.NewHTTPError(http.StatusUnprocessableEntity, "policy must be allow, ask or deny")
-		}
-		id := c.Param("id")
-		ref := store.ListedRef{ServerID: id, Kind: kind, Key: c.FormValue("key")}
 		if _, err := st.SetListedPolicy(c.Request().Context(), ref, p, "dashboard"); err != nil {
-			return notFound(err)
+			return refusal(err)
 		}
-		return c.Redirect(http.StatusSeeOther, "/servers/"+id)
+		return c.Redirect(http.StatusSeeOther, "/servers/"+ref.ServerID)
 	}
+}
+
+// APIPolicy serves PUT /api/v1/servers/:id/listed/policy: {"kind":
+// "resource"|"resource_template"|"prompt", "key": the URI, URI template
+// or name, "policy": "allow"|"ask"|"deny"}. It answers {"kind", "item"}
+// (see ItemOf), 404 for an unknown server or entry, 422 with per-field
+// errors for a bad kind or policy.
+func APIPolicy(st Setter) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var body struct {
+			Kind   store.ListedKind `json:"kind"`
+			Key    string           `json:"key"`
+			Policy store.Policy     `json:"policy"`
+		}
+		if err := apijson.DecodeStrict(http.MaxBytesReader(c.Response(), c.Request().Body, 64<<10), &body); err != nil {
+			return err
+		}
+		ref := store.ListedRef{ServerID: c.Param("id"), Kind: body.Kind, Key: body.Key}
+		if errs := policyProblems(ref, body.Policy); errs != nil {
+			return apijson.Invalid(errs)
+		}
+		e, err := st.SetListedPolicy(c.Request().Context(), ref, body.Policy, "api")
+		if err != nil {
+			return refusal(err)
+		}
+		return c.JSON(http.StatusOK, map[string]any{"kind": e.Kind, "item": ItemOf(e)})
+	}
+}
+
+// policyProblems is what is wrong with setting ref's policy to p, by
+// field; nil if nothing.
+func policyProblems(ref store.ListedRef, p store.Policy) map[string]string {
+	errs := map[string]string{}
+	if !ref.Kind.Valid() {
+		errs["kind"] = "must be resource, resource_template or prompt"
+	}
+	if ref.Key == "" {
+		errs["key"] = "must name the entry: its URI, URI template or name"
+	}
+	if !p.Valid() {
+		errs["policy"] = "must be allow, ask or deny"
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs
 }
 
 // Items reads the server page's rows of server id.
