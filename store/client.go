@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"time"
 )
 
@@ -16,8 +18,83 @@ type ClientToken struct {
 	Hash string `json:"hash"` // see HashToken
 	// Profile is the id of the profile whose view the client is offered;
 	// empty for DefaultProfile.
-	Profile   string    `json:"profile,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	Profile string `json:"profile,omitempty"`
+	// Approvals says where a call of this client to an ask tool may be
+	// answered: ApprovalsInClient, ApprovalsOnDashboard, or "" for what
+	// its profile says (see InClientApprovals).
+	Approvals string `json:"approvals,omitempty"`
+	// Allowed are the tools a person answered "Always allow" for in this
+	// client: they run for this token without asking, at the pin they
+	// had then, and for no other token (see Allows).
+	Allowed   []ClientAllowance `json:"allowed,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+}
+
+// ClientAllowance is one tool a connected client's person always allows
+// (ClientToken.Allowed).
+type ClientAllowance struct {
+	ServerID string `json:"server_id"`
+	Tool     string `json:"tool"`
+	// Pin is the tool's pin when it was allowed: a changed tool asks
+	// again.
+	Pin string    `json:"pin"`
+	At  time.Time `json:"at"`
+}
+
+// Where approvals of ask tools may be answered (ClientToken.Approvals,
+// Profile.Approvals).
+const (
+	// ApprovalsInClient: in the agent's own client (MCP elicitation) as
+	// well as on the dashboard.
+	ApprovalsInClient = "client"
+	// ApprovalsOnDashboard: on the dashboard only; the agent's client is
+	// never asked, so an agent that answers its own questions cannot
+	// approve anything.
+	ApprovalsOnDashboard = "dashboard"
+)
+
+// ValidApprovals reports whether a is a setting of where approvals are
+// answered ("" is: the default).
+func ValidApprovals(a string) bool {
+	return a == "" || a == ApprovalsInClient || a == ApprovalsOnDashboard
+}
+
+// InClientApprovals reports whether a call made with ct, whose profile is
+// p, may be approved in the agent's client. The token's own setting
+// decides, then the profile's; with neither, a profile that narrows the
+// view (chosen servers or tools, or stricter overrides) keeps approvals
+// on the dashboard, since it was made to give an agent less than
+// everything, and the default profile asks in the client too.
+func InClientApprovals(ct ClientToken, p Profile) bool {
+	switch cmp.Or(ct.Approvals, p.Approvals) {
+	case ApprovalsInClient:
+		return true
+	case ApprovalsOnDashboard:
+		return false
+	}
+	return !p.Narrows()
+}
+
+// Allows reports whether the client always allows the tool at pin.
+func (ct ClientToken) Allows(ref ToolRef, pin string) bool {
+	return slices.ContainsFunc(ct.Allowed, func(a ClientAllowance) bool {
+		return a.ServerID == ref.ServerID && a.Tool == ref.Tool && a.Pin == pin
+	})
+}
+
+// Allow records that the client always allows the tool at pin (replacing
+// an allowance of it at another pin).
+func (ct *ClientToken) Allow(ref ToolRef, pin string, at time.Time) {
+	ct.Disallow(ref)
+	ct.Allowed = append(ct.Allowed, ClientAllowance{ServerID: ref.ServerID, Tool: ref.Tool, Pin: pin, At: at.UTC()})
+}
+
+// Disallow forgets the client's allowance of the tool; it reports whether
+// there was one.
+func (ct *ClientToken) Disallow(ref ToolRef) bool {
+	n := len(ct.Allowed)
+	ct.Allowed = slices.DeleteFunc(ct.Allowed, func(a ClientAllowance) bool { return a.ServerID == ref.ServerID && a.Tool == ref.Tool })
+	return len(ct.Allowed) != n
 }
 
 // NewClientToken makes a token for the client named name: the token to
@@ -35,4 +112,10 @@ func NewClientToken(name string, now time.Time) (token string, ct ClientToken) {
 func HashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
+}
+
+// KeepIdentity restores in ct what UpdateClientToken never changes, from
+// was.
+func (ct *ClientToken) KeepIdentity(was ClientToken) {
+	ct.ID, ct.Hash, ct.Name, ct.Profile, ct.CreatedAt = was.ID, was.Hash, was.Name, was.Profile, was.CreatedAt
 }

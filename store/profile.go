@@ -55,7 +55,10 @@ type Profile struct {
 	// it finds with search_tools and calls through call_tool.
 	Search bool `json:"search,omitempty"`
 	// Pinned are tools of the view listed as well in search mode.
-	Pinned    []ToolRef `json:"pinned,omitempty"`
+	Pinned []ToolRef `json:"pinned,omitempty"`
+	// Approvals says where its clients' calls to ask tools may be
+	// answered, unless a client's token says (see InClientApprovals).
+	Approvals string    `json:"approvals,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -97,6 +100,11 @@ func (p Profile) IncludesServer(id string) bool {
 	return true
 }
 
+// Narrows reports whether the profile gives less than everything
+// offered: chosen servers or tools, or overrides that make tools
+// stricter.
+func (p Profile) Narrows() bool { return p.Mode != ProfileAll || len(p.Overrides) > 0 }
+
 // Policy is the policy that applies to ref under the profile, when its
 // effective policy is effective: the stricter of the two.
 func (p Profile) Policy(ref ToolRef, effective Policy) Policy {
@@ -124,6 +132,7 @@ type profileJSON struct {
 	Overrides []profileOverride `json:"overrides"`
 	Search    bool              `json:"search"`
 	Pinned    []toolRefJSON     `json:"pinned"`
+	Approvals string            `json:"approvals,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
 }
@@ -137,7 +146,7 @@ type toolRefJSON struct {
 // of {server_id, tool[, policy]}, overrides in (server, tool) order.
 func (p Profile) MarshalJSON() ([]byte, error) {
 	j := profileJSON{ID: p.ID, Name: p.Name, Mode: p.Mode, Servers: p.Servers, Tools: []toolRefJSON{}, Overrides: []profileOverride{},
-		Search: p.Search, Pinned: []toolRefJSON{}, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+		Search: p.Search, Pinned: []toolRefJSON{}, Approvals: p.Approvals, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 	if j.Servers == nil {
 		j.Servers = []string{}
 	}
@@ -162,7 +171,7 @@ func (p *Profile) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*p = Profile{ID: j.ID, Name: j.Name, Mode: j.Mode, Search: j.Search, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
+	*p = Profile{ID: j.ID, Name: j.Name, Mode: j.Mode, Search: j.Search, Approvals: j.Approvals, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
 	if len(j.Servers) > 0 {
 		p.Servers = j.Servers
 	}

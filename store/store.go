@@ -176,6 +176,12 @@ type Credentials interface {
 	ClientTokens(ctx context.Context) ([]ClientToken, error)
 	// RevokeClientToken forgets one; ErrNotFound if there is none by id.
 	RevokeClientToken(ctx context.Context, id string) error
+	// UpdateClientToken changes the client token with the id by fn, in
+	// one transaction (fn may run more than once, so it must only change
+	// its argument), and returns it as saved: ErrNotFound if there is
+	// none by id, fn's error if it fails. Its ID, Hash, Name, Profile and
+	// CreatedAt stay as they were, whatever fn does.
+	UpdateClientToken(ctx context.Context, id string, fn func(*ClientToken) error) (ClientToken, error)
 }
 
 // Profiles keeps the profiles agents' tokens belong to (see Profile).

@@ -76,6 +76,19 @@ type ConnectedClient struct {
 	// its MCP protocol version and its clientInfo (self-declared).
 	Protocol, Agent string
 	Sessions        int // live sessions
+	// Approvals is where its calls to ask tools may be answered, as set
+	// on its token ("client", "dashboard", "" for its profile's);
+	// InClient is the outcome.
+	Approvals string
+	InClient  bool
+	// Allowed are the tools its person always allows, answering in it.
+	Allowed []ClientAllowed
+}
+
+// ClientAllowed is a tool a connected client's person always allows.
+type ClientAllowed struct {
+	ServerID, Tool string
+	At             time.Time
 }
 
 // AgentSession is one connected agent.

@@ -28,10 +28,13 @@ type ProfileFormView struct {
 	ID, Name string
 	Mode     string
 	// Search is search mode (see store.Profile.Search).
-	Search  bool
-	Servers []ProfileServer
-	Errors  map[string]string
-	Preview []ProfileTool
+	Search bool
+	// Approvals is where its clients' calls to ask tools are answered
+	// (see store.Profile.Approvals).
+	Approvals string
+	Servers   []ProfileServer
+	Errors    map[string]string
+	Preview   []ProfileTool
 	// PreviewListed is the resources, resource templates and prompts it
 	// offers now.
 	PreviewListed []ProfileEntry

@@ -69,8 +69,17 @@ func (s *Server) agentsView(c echo.Context) (views.AgentsView, error) {
 	}
 	for _, ct := range clients {
 		u := s.mcp.ClientUse(ct.ID)
-		v.Clients = append(v.Clients, views.ConnectedClient{ID: ct.ID, Name: ct.Name, Created: ct.CreatedAt, Profile: cmp.Or(ct.Profile, store.DefaultProfile),
-			State: u.State, LastSeen: u.LastSeen, Protocol: u.Protocol, Agent: u.Client, Sessions: u.Sessions})
+		p, err := s.store.Profile(ctx, cmp.Or(ct.Profile, store.DefaultProfile))
+		if err != nil {
+			return views.AgentsView{}, err
+		}
+		cl := views.ConnectedClient{ID: ct.ID, Name: ct.Name, Created: ct.CreatedAt, Profile: cmp.Or(ct.Profile, store.DefaultProfile),
+			State: u.State, LastSeen: u.LastSeen, Protocol: u.Protocol, Agent: u.Client, Sessions: u.Sessions,
+			Approvals: ct.Approvals, InClient: store.InClientApprovals(ct, p)}
+		for _, a := range ct.Allowed {
+			cl.Allowed = append(cl.Allowed, views.ClientAllowed{ServerID: a.ServerID, Tool: a.Tool, At: a.At})
+		}
+		v.Clients = append(v.Clients, cl)
 	}
 	if v.Profiles, err = profiles.Options(ctx, s.store); err != nil {
 		return views.AgentsView{}, err

@@ -309,6 +309,17 @@ type apiClient struct {
 	ProtocolVersion string `json:"protocol_version"`
 	ClientInfo      string `json:"client_info"`
 	Sessions        int    `json:"sessions"`
+	// Approvals is where its ask calls are answered as set on it;
+	// ApprovalsInClient the outcome; Allowed what its person always
+	// allows in it.
+	Approvals         string `json:"approvals"`
+	ApprovalsInClient bool   `json:"approvals_in_client"`
+	Allowed           []struct {
+		ServerID string `json:"server_id"`
+		Tool     string `json:"tool"`
+		Pin      string `json:"pin"`
+		At       string `json:"at"`
+	} `json:"allowed"`
 }
 
 // apiApproval is a call waiting for a person.

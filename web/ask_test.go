@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,6 +23,8 @@ import (
 type asker struct {
 	answer func(ctx context.Context, message string) (*mcp.ElicitationResult, error)
 	asked  atomic.Int32
+	// choices are the answers the last question offered.
+	choices atomic.Value // []string
 	// withdrawn hears the questions Switchboard withdrew
 	// (notifications/cancelled).
 	withdrawn chan struct{}
@@ -29,6 +32,16 @@ type asker struct {
 
 func (a *asker) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 	a.asked.Add(1)
+	var schema struct {
+		Properties struct {
+			Answer struct {
+				Enum []string `json:"enum"`
+			} `json:"answer"`
+		} `json:"properties"`
+	}
+	b, _ := json.Marshal(req.Params.RequestedSchema)
+	json.Unmarshal(b, &schema)
+	a.choices.Store(schema.Properties.Answer.Enum)
 	return a.answer(ctx, req.Params.Message)
 }
 
@@ -49,7 +62,13 @@ func answering(choice string) func(context.Context, string) (*mcp.ElicitationRes
 // the protocol version.
 func connectAsker(t *testing.T, base, version string, a *asker) *mcpClient {
 	t.Helper()
-	c := connectMCPAs(t, base, testMCPToken, version, mcp.Implementation{Name: "asking-agent", Version: "1"}, client.WithElicitationHandler(a))
+	return connectAskerWith(t, base, testMCPToken, version, a)
+}
+
+// connectAskerWith is connectAsker with the MCP token given.
+func connectAskerWith(t *testing.T, base, token, version string, a *asker) *mcpClient {
+	t.Helper()
+	c := connectMCPAs(t, base, token, version, mcp.Implementation{Name: "asking-agent", Version: "1"}, client.WithElicitationHandler(a))
 	a.withdrawn = make(chan struct{}, 10)
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == string(mcp.MethodNotificationCancelled) {
@@ -95,8 +114,10 @@ func (e *env) openTab(b *browser) *sseStream {
 // An ask call is asked in the agent's own client when it can ask its
 // person (elicitation), in a session (2025-11-25) and in a 2026-07-28
 // client (an input_required result, answered by calling again), with no
-// dashboard tab open: Allow once lets it through, Always allow too and
-// sets the tool's policy (audited), Deny and a dismissal refuse it.
+// dashboard tab open: Allow once lets it through, Deny and a dismissal
+// refuse it. On the endpoint's shared token Always allow is not offered,
+// and sent all the same allows the call once (see
+// TestInClientAlwaysAllowIsPerClient for a client's own token).
 func TestAskInTheAgentsClient(t *testing.T) {
 	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
 		t.Run(version, func(t *testing.T) {
@@ -144,21 +165,24 @@ func TestAskInTheAgentsClient(t *testing.T) {
 					}
 				}
 			})
-			t.Run("always allow", func(t *testing.T) {
+			t.Run("always allow is not offered on the shared token, and sent anyway allows once", func(t *testing.T) {
 				a.answer = answering("always_allow")
 				res, err := callWrite()
 				if err != nil || !strings.HasPrefix(text(res), "write ") {
 					t.Fatalf("call answered Always allow = %q, %v; want it through", text(res), err)
 				}
-				if got := e.lastCall(n); got.Decision != "approved" || got.DecidedBy != "client" || !strings.HasPrefix(got.Reason, "always allow") {
-					t.Errorf("audited = %+v; want approved by the client, always allow", got)
+				if got, _ := a.choices.Load().([]string); strings.Join(got, " ") != "allow_once deny" {
+					t.Errorf("the question offered %v; want allow_once and deny only", got)
 				}
-				if p, by := e.policyOf("alpha", "write"); p != "allow" || by != "client asking-agent 1 (always allow)" {
-					t.Errorf("policy after Always allow = %s set by %q; want allow, set by the client that answered, named", p, by)
+				if got := e.lastCall(n); got.Decision != "approved" || got.DecidedBy != "client" || !strings.HasPrefix(got.Reason, "allowed once") {
+					t.Errorf("audited = %+v; want approved by the client, once", got)
+				}
+				if p, _ := e.policyOf("alpha", "write"); p != "ask" {
+					t.Errorf("policy after Always allow in the client = %s; want ask still", p)
 				}
 				asked := a.asked.Load()
-				if res, err := callWrite(); err != nil || !strings.HasPrefix(text(res), "write ") || a.asked.Load() != asked {
-					t.Errorf("next call = %q, %v, asked %d more times; want it through unasked", text(res), err, a.asked.Load()-asked)
+				if res, err := callWrite(); err != nil || !strings.HasPrefix(text(res), "write ") || a.asked.Load() != asked+1 {
+					t.Errorf("next call = %q, %v, asked %d more times; want it asked again", text(res), err, a.asked.Load()-asked)
 				}
 			})
 		})

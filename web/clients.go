@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"os"
@@ -27,9 +28,88 @@ func (s *Server) handleAPIClients(c echo.Context) error {
 	}
 	out := make([]apijson.Client, 0, len(list))
 	for _, ct := range list {
-		out = append(out, apijson.ClientOf(ct, s.mcp.ClientUse(ct.ID)))
+		client, err := s.clientJSON(c, ct)
+		if err != nil {
+			return err
+		}
+		out = append(out, client)
 	}
 	return c.JSON(http.StatusOK, map[string]any{"clients": out})
+}
+
+// clientJSON is ct as API answers give it.
+func (s *Server) clientJSON(c echo.Context, ct store.ClientToken) (apijson.Client, error) {
+	p, err := s.store.Profile(c.Request().Context(), cmp.Or(ct.Profile, store.DefaultProfile))
+	if err != nil {
+		return apijson.Client{}, err
+	}
+	return apijson.ClientOf(ct, p, s.mcp.ClientUse(ct.ID)), nil
+}
+
+// handleAPISetClient serves PUT /api/v1/clients/:id {"approvals":
+// "client"|"dashboard"|""}: where the client's calls to ask tools may be
+// answered. It answers the client.
+func (s *Server) handleAPISetClient(c echo.Context) error {
+	var body struct {
+		Approvals string `json:"approvals"`
+	}
+	if err := decodeJSON(c, 4096, &body); err != nil {
+		return err
+	}
+	ct, err := s.mcp.SetClientApprovals(c.Request().Context(), c.Param("id"), body.Approvals)
+	switch {
+	case errors.Is(err, gateway.ErrClientApprovals):
+		return validationError(map[string]string{"approvals": err.Error()})
+	case errors.Is(err, store.ErrNotFound):
+		return &apiError{Status: http.StatusNotFound, Message: "no connected client with this id"}
+	case err != nil:
+		return err
+	}
+	client, err := s.clientJSON(c, ct)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, client)
+}
+
+// handleAPIDisallow serves DELETE /api/v1/clients/:id/allowed/:server/:tool:
+// the client's next call of the tool asks again.
+func (s *Server) handleAPIDisallow(c echo.Context) error {
+	if err := s.mcp.Disallow(c.Request().Context(), c.Param("id"), store.ToolRef{ServerID: c.Param("server"), Tool: c.Param("tool")}); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return &apiError{Status: http.StatusNotFound, Message: "no connected client with this id always allows this tool"}
+		}
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// handleClientApprovalsForm serves POST /agents/clients/:id/approvals
+// (approvals: client, dashboard or "" for the profile's).
+func (s *Server) handleClientApprovalsForm(c echo.Context) error {
+	_, err := s.mcp.SetClientApprovals(c.Request().Context(), c.Param("id"), c.FormValue("approvals"))
+	switch {
+	case errors.Is(err, gateway.ErrClientApprovals):
+		return &apiError{Status: http.StatusUnprocessableEntity, Message: err.Error()}
+	case errors.Is(err, store.ErrNotFound):
+		return &apiError{Status: http.StatusNotFound, Message: "no connected client with this id"}
+	case err != nil:
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/agents")
+}
+
+// handleDisallowForm serves POST /agents/clients/:id/allowed/revoke
+// (server_id, tool).
+func (s *Server) handleDisallowForm(c echo.Context) error {
+	ref := store.ToolRef{ServerID: c.FormValue("server_id"), Tool: c.FormValue("tool")}
+	if err := s.mcp.Disallow(c.Request().Context(), c.Param("id"), ref); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return &apiError{Status: http.StatusNotFound, Message: "no connected client with this id always allows this tool"}
+		}
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/agents")
 }
 
 // handleAPIConnect serves POST /api/v1/clients {"name": N}: 201 with the
@@ -48,7 +128,11 @@ func (s *Server) handleAPIConnect(c echo.Context) error {
 	} else if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"client": apijson.ClientOf(ct, s.mcp.ClientUse(ct.ID)), "token": token})
+	client, err := s.clientJSON(c, ct)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, map[string]any{"client": client, "token": token})
 }
 
 // handleAPIDisconnect serves DELETE /api/v1/clients/:id.

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -56,7 +57,7 @@ func TestConnectedClientTokens(t *testing.T) {
 		list := decodeAs[struct {
 			Clients []apiClient `json:"clients"`
 		}](t, e.api(http.MethodGet, "/api/v1/clients", nil))
-		if len(list.Clients) != 1 || list.Clients[0] != created {
+		if len(list.Clients) != 1 || !reflect.DeepEqual(list.Clients[0], created) {
 			t.Errorf("clients = %+v; want the one made", list.Clients)
 		}
 		if strings.Contains(e.api(http.MethodGet, "/api/v1/clients", nil).Body.String(), token) {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -245,5 +247,121 @@ func TestResourcePolicyControl(t *testing.T) {
 	b.setListedPolicy("notes", "resource", "note://secret", "allow")
 	if got, err := c.read(secret); err != nil || len(got.Contents) != 1 {
 		t.Errorf("read after the page allowed it = %+v, %v", got, err)
+	}
+}
+
+// An agent that answers its own question with "Always allow" widens no
+// one else's access (issue 34 M2): the answer is kept on its client's
+// token only (shown, revocable), the tool's policy stays ask for every
+// other client, and a token whose profile narrows the view, or one set
+// to "dashboard", is never asked in its client at all. Both eras.
+func TestInClientAlwaysAllowIsPerClient(t *testing.T) {
+	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
+		t.Run(version, func(t *testing.T) {
+			m := newMCPSetup(t)
+			e := m.e
+			e.secrets = slices.DeleteFunc(e.secrets, func(s string) bool { return s == testMCPToken }) // the Agents page shows it
+			tokA, tokB := e.connectWithProfile("Agent A", "default"), e.connectWithProfile("Agent B", "default")
+			clients := func() map[string]apiClient {
+				t.Helper()
+				out := map[string]apiClient{}
+				for _, c := range decodeAs[struct {
+					Clients []apiClient `json:"clients"`
+				}](t, e.api(http.MethodGet, "/api/v1/clients", nil)).Clients {
+					out[c.Name] = c
+				}
+				return out
+			}
+			selfA, selfB := &asker{answer: answering("always_allow")}, &asker{answer: answering("always_allow")}
+			a, b := connectAskerWith(t, m.base, tokA, version, selfA), connectAskerWith(t, m.base, tokB, version, selfB)
+			call := func(c *mcpClient) (*mcp.CallToolResult, error) {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				return c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "alpha__write", Arguments: map[string]any{"text": "hi"}}})
+			}
+
+			if res, err := call(a); err != nil || !strings.HasPrefix(text(res), "write ") {
+				t.Fatalf("A's call answered Always allow by A itself = %q, %v; want it through", text(res), err)
+			}
+			if got, _ := selfA.choices.Load().([]string); strings.Join(got, " ") != "allow_once always_allow deny" {
+				t.Errorf("A's question offered %v; want always_allow among them", got)
+			}
+			if got := e.lastCall(1); got.DecidedBy != "client" || !strings.Contains(got.Reason, "this connected client only") {
+				t.Errorf("audited = %+v; want decided in the client, for this client only", got)
+			}
+			if p, by := e.policyOf("alpha", "write"); p != "ask" {
+				t.Errorf("the tool's policy after A's Always allow = %s (set by %q); want ask, for everyone else", p, by)
+			}
+			if allowed := clients()["Agent A"].Allowed; len(allowed) != 1 || allowed[0].ServerID != "alpha" || allowed[0].Tool != "write" || allowed[0].Pin == "" {
+				t.Errorf("A's allowances = %+v; want alpha/write at its pin", allowed)
+			}
+			if res, err := call(a); err != nil || !strings.HasPrefix(text(res), "write ") || selfA.asked.Load() != 1 {
+				t.Errorf("A's next call = %q, %v, asked %d times; want it through, not asked again", text(res), err, selfA.asked.Load())
+			}
+			if got := e.lastCall(2); got.Decision != "approved" || got.DecidedBy != "client allowance" {
+				t.Errorf("A's next call audited %+v; want approved by its allowance", got)
+			}
+
+			// B is asked: A's answer is not B's.
+			selfB.answer = answering("deny")
+			if _, err := call(b); err == nil || selfB.asked.Load() != 1 {
+				t.Errorf("B's call = %v, asked %d; want B asked and refused", err, selfB.asked.Load())
+			}
+
+			// The Agents page shows A's allowance; revoking it asks again.
+			doc := parseHTML(t, e.login().get("/agents").Body.String())
+			if got := doc.Find(testID("client-allowed")).Text(); !strings.Contains(got, "alpha / write") {
+				t.Errorf("the Agents page's allowances = %q; want alpha / write", got)
+			}
+			idA := clients()["Agent A"].ID
+			wantStatus(t, e.api(http.MethodDelete, "/api/v1/clients/"+idA+"/allowed/alpha/write", nil), http.StatusNoContent)
+			wantStatus(t, e.api(http.MethodDelete, "/api/v1/clients/"+idA+"/allowed/alpha/write", nil), http.StatusNotFound)
+			selfA.answer = answering("allow_once")
+			if _, err := call(a); err != nil || selfA.asked.Load() != 2 {
+				t.Errorf("A's call after the revoke = %v, asked %d times; want asked again", err, selfA.asked.Load())
+			}
+
+			// Set to the dashboard only, A is not asked in its client: with
+			// no tab open its call is refused, saying why.
+			rec := e.api(http.MethodPut, "/api/v1/clients/"+idA, map[string]any{"approvals": "dashboard"})
+			wantStatus(t, rec, http.StatusOK)
+			if got := decodeAs[apiClient](t, rec); got.Approvals != "dashboard" || got.ApprovalsInClient {
+				t.Errorf("PUT answered %+v; want dashboard approvals", got)
+			}
+			if _, err := call(a); err == nil || !strings.Contains(err.Error(), "approved on the Switchboard dashboard only") || selfA.asked.Load() != 2 {
+				t.Errorf("A's call on the dashboard only = %v, asked %d times; want refused unasked", err, selfA.asked.Load())
+			}
+			rec = e.api(http.MethodPut, "/api/v1/clients/"+idA, map[string]any{"approvals": "anywhere"})
+			wantStatus(t, rec, http.StatusUnprocessableEntity)
+			if got := decodeAs[apiError](t, rec); got.Fields["approvals"] == "" {
+				t.Errorf("a bad setting answered %+v; want the approvals field named", got)
+			}
+
+			// A narrowed profile's token is on the dashboard only by default.
+			e.createProfile(map[string]any{"id": "alpha-only", "name": "Alpha only", "mode": "servers", "servers": []string{"alpha"}})
+			selfN := &asker{answer: answering("always_allow")}
+			n := connectAskerWith(t, m.base, e.connectWithProfile("Narrow", "alpha-only"), version, selfN)
+			if got := clients()["Narrow"]; got.Approvals != "" || got.ApprovalsInClient {
+				t.Errorf("the narrowed client = %+v; want approvals on the dashboard by default", got)
+			}
+			if _, err := call(n); err == nil || selfN.asked.Load() != 0 {
+				t.Errorf("the narrowed client's call = %v, asked %d times; want refused, never asked in the client", err, selfN.asked.Load())
+			}
+			// ... unless the profile says the client.
+			rec = e.api(http.MethodPut, "/api/v1/profiles/alpha-only", map[string]any{"name": "Alpha only", "mode": "servers", "servers": []string{"alpha"}, "approvals": "client"})
+			wantStatus(t, rec, http.StatusOK)
+			selfN.answer = answering("allow_once")
+			if _, err := call(n); err != nil || selfN.asked.Load() != 1 {
+				t.Errorf("the call of a client whose profile asks in the client = %v, asked %d times; want asked, through", err, selfN.asked.Load())
+			}
+			rec = e.api(http.MethodPut, "/api/v1/profiles/alpha-only", map[string]any{"name": "Alpha only", "mode": "servers", "servers": []string{"alpha"}, "approvals": "anywhere"})
+			wantStatus(t, rec, http.StatusUnprocessableEntity)
+			if got := decodeAs[apiError](t, rec); got.Fields["approvals"] == "" {
+				t.Errorf("a profile's bad setting answered %+v; want the approvals field named", got)
+			}
+			if p, _ := e.policyOf("alpha", "write"); p != "ask" {
+				t.Errorf("the tool's policy at the end = %s; want ask", p)
+			}
+		})
 	}
 }

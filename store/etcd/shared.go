@@ -247,6 +247,30 @@ func (db *DB) RevokeClientToken(ctx context.Context, id string) error {
 	})
 }
 
+// UpdateClientToken changes a connected client's token by fn (see
+// store.Store); a commit that loses a race runs fn again on what won.
+func (db *DB) UpdateClientToken(ctx context.Context, id string, fn func(*store.ClientToken) error) (store.ClientToken, error) {
+	var ct store.ClientToken
+	err := db.update(ctx, func(t *txn) error {
+		var was store.ClientToken
+		ok, err := t.getJSON(db.key("clients/"+id), &was)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return store.ErrNotFound
+		}
+		ct = was
+		ct.Allowed = append([]store.ClientAllowance(nil), was.Allowed...)
+		if err := fn(&ct); err != nil {
+			return err
+		}
+		ct.KeepIdentity(was)
+		return t.put(db.key("clients/"+id), ct)
+	})
+	return ct, err
+}
+
 // Profile is the profile with the id.
 func (db *DB) Profile(ctx context.Context, id string) (store.Profile, error) {
 	if id == store.DefaultProfile {

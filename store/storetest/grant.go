@@ -110,4 +110,30 @@ func testClientTokens(t *testing.T, be Backend) {
 	if list, _ := db.ClientTokens(ctx); len(list) != 1 || list[0].ID != b.ID {
 		t.Errorf("after revoking Claude Desktop: %+v", list)
 	}
+
+	// An update keeps the token's identity, whatever fn does, and saves
+	// the rest; a failing fn saves nothing.
+	ref := store.ToolRef{ServerID: "s", Tool: "write"}
+	got, err := db.UpdateClientToken(ctx, b.ID, func(ct *store.ClientToken) error {
+		ct.Approvals = store.ApprovalsOnDashboard
+		ct.Allow(ref, "pin1", At(3))
+		ct.ID, ct.Hash, ct.Name, ct.Profile = "other", "forged", "Renamed", "narrow"
+		return nil
+	})
+	if err != nil || got.ID != b.ID || got.Hash != b.Hash || got.Name != "Cursor" || got.Profile != "" || !got.Allows(ref, "pin1") {
+		t.Fatalf("UpdateClientToken = %+v, %v; want Cursor's identity kept, write allowed", got, err)
+	}
+	if _, err := db.UpdateClientToken(ctx, b.ID, func(ct *store.ClientToken) error {
+		ct.Allowed = nil
+		return errors.New("no")
+	}); err == nil || err.Error() != "no" {
+		t.Errorf("UpdateClientToken with a failing fn = %v; want its error", err)
+	}
+	list, _ = db.ClientTokens(ctx)
+	if len(list) != 1 || list[0].Approvals != store.ApprovalsOnDashboard || !list[0].Allows(ref, "pin1") || list[0].Allows(ref, "pin2") {
+		t.Errorf("after the updates: %+v; want dashboard approvals, write allowed at pin1 only", list)
+	}
+	if _, err := db.UpdateClientToken(ctx, a.ID, func(*store.ClientToken) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("updating a revoked token = %v; want ErrNotFound", err)
+	}
 }

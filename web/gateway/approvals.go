@@ -45,9 +45,13 @@ type approval struct {
 	Session     string
 	Client      string
 	ConnectedAs string
-	ServerID    string
-	ServerName  string
-	Tool        string
+	// TokenID is the connected client's token that made the call ("" for
+	// the endpoint's own): an Always allow answered in the client is
+	// kept on it.
+	TokenID    string
+	ServerID   string
+	ServerName string
+	Tool       string
 	// Kind is the kind of entry a fetch asks for (see fetch.go); empty
 	// for a tool call.
 	Kind      store.ListedKind

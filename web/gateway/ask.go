@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"slices"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -35,18 +37,28 @@ const answerInput = "switchboard_approval"
 const noApprover = "nobody can approve this call now: no Switchboard dashboard tab is open, and this client cannot ask you (it does not support MCP elicitation). " +
 	"Open the Switchboard dashboard and call again, or set the tool's policy to allow there"
 
-// answerSchema is the question's form: one choice.
-var answerSchema = map[string]any{
-	"type": "object",
-	"properties": map[string]any{
-		"answer": map[string]any{
-			"type":      "string",
-			"title":     "Your answer",
-			"enum":      []string{string(AllowOnce), string(AlwaysAllow), string(Deny)},
-			"enumNames": []string{"Allow once", "Always allow (sets the tool's policy to allow)", "Deny"},
+// noApproverOnDashboard is the refusal of an ask call of a client whose
+// approvals are answered on the dashboard only, with no tab open.
+const noApproverOnDashboard = "nobody can approve this call now: this client's calls are approved on the Switchboard dashboard only, and no dashboard tab is open. " +
+	"Open the Switchboard dashboard and call again"
+
+// answerSchema is the question's form for a call made with the token
+// id: one choice. Always allow is offered only to a connected client's
+// own token, where it is kept (see allowForClient); the endpoint's own
+// token is shared.
+func answerSchema(tokenID string) map[string]any {
+	enum := []string{string(AllowOnce), string(AlwaysAllow), string(Deny)}
+	names := []string{"Allow once", "Always allow for this client (its token only)", "Deny"}
+	if tokenID == "" {
+		enum, names = []string{string(AllowOnce), string(Deny)}, []string{"Allow once", "Deny"}
+	}
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"answer": map[string]any{"type": "string", "title": "Your answer", "enum": enum, "enumNames": names},
 		},
-	},
-	"required": []string{"answer"},
+		"required": []string{"answer"},
+	}
 }
 
 // approvalMeta is the _meta key of a question's approval id, by which
@@ -59,7 +71,7 @@ func question(ap *approval) mcp.ElicitationParams {
 		Meta: &mcp.Meta{AdditionalFields: map[string]any{approvalMeta: ap.ID}},
 		Message: fmt.Sprintf("Allow %s to run %s with these arguments?\n\n%s\n\nSwitchboard asks because the tool's policy is ask; you can answer here or on the Switchboard dashboard.",
 			ap.ServerName, ap.Tool, ap.Args),
-		RequestedSchema: answerSchema,
+		RequestedSchema: answerSchema(ap.TokenID),
 	}
 }
 
@@ -100,7 +112,7 @@ type asked struct {
 // askPerson asks the person about a call to an ask tool (see above).
 func (e *Endpoint) askPerson(ctx context.Context, cr callRequest, srv store.Server, rec store.Call) asked {
 	rec.ArgsHash = cmp.Or(rec.ArgsHash, argsHash(cr.Args)) // matches a retry to its approval, and is kept with it
-	ap := &approval{Session: cr.Session, Client: cr.Client, ConnectedAs: cr.ConnectedAs, ServerID: srv.ID, ServerName: srv.Name,
+	ap := &approval{Session: cr.Session, Client: cr.Client, ConnectedAs: cr.ConnectedAs, TokenID: cr.TokenID, ServerID: srv.ID, ServerName: srv.Name,
 		Tool: rec.Tool, Kind: cr.Kind, AgentName: cr.AgentName, Args: PrettyJSON(cr.Args), ArgsHash: rec.ArgsHash}
 	if state := cr.Retry.RequestState; state != "" {
 		var given Answer
@@ -143,6 +155,9 @@ func (e *Endpoint) askPerson(ctx context.Context, cr callRequest, srv store.Serv
 			return a, reason, nil
 		}
 	} else if e.deps.Approvers() == 0 {
+		if cr.DashboardOnly {
+			return asked{answer: Deny, by: bySwitch, reason: noApproverOnDashboard}
+		}
 		return asked{answer: Deny, by: bySwitch, reason: noApprover}
 	}
 	a, by, reason := e.approvals.ask(ctx, ap, e.cfg.AskTimeout, inClient)
@@ -153,6 +168,46 @@ func (e *Endpoint) askPerson(ctx context.Context, cr callRequest, srv store.Serv
 // awaited: the question, and the approval's id as the state to send back.
 func inputRequired(ap *approval) *mcp.CallToolResult {
 	return server.NewInputRequestBuilder(ap.ID).Elicit(answerInput, question(ap)).ToolResult()
+}
+
+// clientAllows reports whether the connected client with the token id
+// always allows the tool at pin, with the token as the store has it now
+// (a zero token for the endpoint's own, "", or one revoked meanwhile).
+// A token the store cannot read allows nothing.
+func (e *Endpoint) clientAllows(ctx context.Context, id string, ref store.ToolRef, pin string) (store.ClientToken, bool) {
+	if id == "" {
+		return store.ClientToken{}, false
+	}
+	list, err := e.st.ClientTokens(ctx)
+	if err != nil {
+		e.log.Error("read the connected clients for an ask call", "err", err)
+		return store.ClientToken{}, false
+	}
+	i := slices.IndexFunc(list, func(ct store.ClientToken) bool { return ct.ID == id })
+	if i < 0 {
+		return store.ClientToken{}, false
+	}
+	return list[i], list[i].Allows(ref, pin)
+}
+
+// allowForClient keeps the Always allow answered in the agent's client
+// on its token (id), for the tool at pin: the call's reason. The
+// endpoint's own token ("") is shared by whatever was set up with it, so
+// there the answer allows this call only (the question did not offer it;
+// a client that sends it anyway gets this).
+func (e *Endpoint) allowForClient(ctx context.Context, id string, ref store.ToolRef, pin string) string {
+	if id == "" {
+		return "allowed once: always allow answered in the agent's client is kept per connected client, and this call used the endpoint's shared token"
+	}
+	_, err := e.st.UpdateClientToken(ctx, id, func(ct *store.ClientToken) error {
+		ct.Allow(ref, pin, time.Now())
+		return nil
+	})
+	if err != nil {
+		e.log.Error("keep a connected client's always allow", "client", id, "server", ref.ServerID, "tool", ref.Tool, "err", err)
+		return "allowed once: always allow could not be kept for this client: " + err.Error()
+	}
+	return "always allow for this connected client only: its other agents' and every other client's calls still ask"
 }
 
 // alwaysAllow sets the policy of a tool (a ref of no Kind) or entry the

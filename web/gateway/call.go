@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,18 +24,22 @@ const (
 	ByDashboard = "dashboard" // a person in the dashboard
 	ByAPI       = "api"       // a program with the API token
 	ByClient    = "client"    // the person, in the agent's own client (MCP elicitation)
-	byPolicy    = "policy"
-	byTimeout   = "timeout"
-	byPinCheck  = "pin check"
-	bySwitch    = "switchboard"
+	// ByClientAllowance: a tool the person always allows for this
+	// client's token, answering in that client (store.ClientAllowance).
+	ByClientAllowance = "client allowance"
+	byPolicy          = "policy"
+	byTimeout         = "timeout"
+	byPinCheck        = "pin check"
+	bySwitch          = "switchboard"
 )
 
 // callRequest is one call to route: from an agent through /mcp, or from
 // a person's Try it form.
 type callRequest struct {
 	Session, Client string
-	// ConnectedAs names the connected client whose token made the call.
-	ConnectedAs string
+	// ConnectedAs names the connected client whose token made the call;
+	// TokenID is that token's id ("" for the endpoint's own token).
+	ConnectedAs, TokenID string
 	// Profile is the profile of the token that made the call (see
 	// profiles.go); empty for Try it, which sees what the default sees.
 	Profile   string
@@ -58,6 +61,9 @@ type callRequest struct {
 	// elicitation; Retry is what it sent back of an earlier answer.
 	Modern, CanAsk bool
 	Retry          mcp.MultiRoundTripParams
+	// DashboardOnly is set when the client could be asked but its token
+	// or profile keeps approvals on the dashboard.
+	DashboardOnly bool
 }
 
 // refusedError is a call Switchboard did not let through; the agent gets
@@ -78,7 +84,8 @@ func (e *Endpoint) Try(ctx context.Context, agentName string, args any) (*mcp.Ca
 // handleCall is the mcp-go handler of every tools/call but search_tools
 // (see routeCall).
 func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	cr := callRequest{AgentName: calledName(req), Args: req.Params.Arguments, Retry: req.Params.MultiRoundTripParams, ConnectedAs: connectedAs(ctx), Profile: profileOf(ctx)}
+	ct, _ := connectedClient(ctx)
+	cr := callRequest{AgentName: calledName(req), Args: req.Params.Arguments, Retry: req.Params.MultiRoundTripParams, ConnectedAs: ct.Name, TokenID: ct.ID, Profile: profileOf(ctx)}
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		cr.Session, cr.Client = statelessSession, clientName(info.ClientInfo)
 		cr.Modern = true
@@ -152,9 +159,19 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 	}
 	rec.Decision, rec.DecidedBy = store.DecisionAllowed, byPolicy
 	if entry.Effective == store.PolicyAsk {
-		if cr.ApprovedBy != "" {
+		token, allowed := e.clientAllows(ctx, cr.TokenID, ref, entry.Policy.Pin)
+		switch {
+		case cr.ApprovedBy != "":
 			rec.Decision, rec.DecidedBy = store.DecisionApproved, cr.ApprovedBy
-		} else {
+		case allowed:
+			rec.Decision, rec.DecidedBy = store.DecisionApproved, ByClientAllowance
+			rec.Reason = fmt.Sprintf("always allowed for the connected client %q, answering in that client", token.Name)
+		default:
+			if !store.InClientApprovals(token, profile) && (cr.Ask != nil || cr.CanAsk) {
+				// Asked on the dashboard only: an agent that answers its
+				// own questions approves nothing.
+				cr.Ask, cr.CanAsk, cr.DashboardOnly = nil, false, true
+			}
 			a := e.askPerson(ctx, cr, srv, rec)
 			switch {
 			case a.pending != nil:
@@ -165,13 +182,11 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 			rec.Decision, rec.DecidedBy = store.DecisionApproved, a.by
 			if a.answer == AlwaysAllow {
 				// A person on a card set the policy as they answered (see
-				// Decide); one in the agent's client, here, named.
+				// Decide). An answer in the agent's client widens no one
+				// else's access: it is kept on this client's token only.
 				rec.Reason = "always allow: the tool's policy is now allow"
 				if a.by == ByClient {
-					if err := e.alwaysAllow(ctx, store.ListedRef{ServerID: srv.ID, Key: entry.Name}, ByClient+" "+cmp.Or(cr.ConnectedAs, cr.Client)); err != nil {
-						e.log.Error("set the policy of an always-allowed tool", "server", srv.ID, "tool", entry.Name, "err", err)
-						rec.Reason = "always allow, but the policy could not be saved: " + err.Error()
-					}
+					rec.Reason = e.allowForClient(ctx, cr.TokenID, ref, entry.Policy.Pin)
 				}
 			}
 			// The person may have changed the tool or its server while

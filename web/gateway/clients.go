@@ -118,3 +118,40 @@ func connectedAs(ctx context.Context) string {
 	ct, _ := connectedClient(ctx)
 	return ct.Name
 }
+
+// ErrClientApprovals is SetClientApprovals' refusal of an unknown
+// setting.
+var ErrClientApprovals = errors.New(`approvals must be "client", "dashboard" or "" (the profile's)`)
+
+// SetClientApprovals sets where the connected client's calls to ask
+// tools may be answered (store.ClientToken.Approvals): store.ErrNotFound
+// if no client has the id.
+func (e *Endpoint) SetClientApprovals(ctx context.Context, id, approvals string) (store.ClientToken, error) {
+	if !store.ValidApprovals(approvals) {
+		return store.ClientToken{}, ErrClientApprovals
+	}
+	ct, err := e.st.UpdateClientToken(ctx, id, func(ct *store.ClientToken) error {
+		ct.Approvals = approvals
+		return nil
+	})
+	if err != nil {
+		return ct, err
+	}
+	return ct, e.loadClients(ctx)
+}
+
+// Disallow forgets that the connected client always allows the tool (an
+// Always allow its person answered in it): its next call asks again.
+// store.ErrNotFound if no client has the id, or it does not allow it.
+func (e *Endpoint) Disallow(ctx context.Context, id string, ref store.ToolRef) error {
+	_, err := e.st.UpdateClientToken(ctx, id, func(ct *store.ClientToken) error {
+		if !ct.Disallow(ref) {
+			return store.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return e.loadClients(ctx)
+}

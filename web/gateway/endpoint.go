@@ -178,6 +178,7 @@ type Store interface {
 	AddClientToken(ctx context.Context, ct store.ClientToken) error
 	ClientTokens(ctx context.Context) ([]store.ClientToken, error)
 	RevokeClientToken(ctx context.Context, id string) error
+	UpdateClientToken(ctx context.Context, id string, fn func(*store.ClientToken) error) (store.ClientToken, error)
 }
 
 // Deps is what the gateway needs of the rest of Switchboard.
@@ -984,7 +985,8 @@ func (e *Endpoint) refuseCall(w http.ResponseWriter, r *http.Request, req rpcReq
 	if !from.modern {
 		client = e.sessions.client(from.session)
 	}
-	res, err := e.call(r.Context(), callRequest{Session: from.session, Client: client, ConnectedAs: connectedAs(r.Context()), Profile: profileOf(r.Context()),
+	ct, _ := connectedClient(r.Context())
+	res, err := e.call(r.Context(), callRequest{Session: from.session, Client: client, ConnectedAs: ct.Name, TokenID: ct.ID, Profile: profileOf(r.Context()),
 		AgentName: req.Params.Name, Args: req.arguments()})
 	if err != nil {
 		return writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: err.Error()})

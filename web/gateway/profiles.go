@@ -253,6 +253,9 @@ const maxProfileName = 100
 // the view.
 func (e *Endpoint) CheckProfile(ctx context.Context, p store.Profile) (map[string]string, error) {
 	bad := map[string]string{}
+	if !store.ValidApprovals(p.Approvals) {
+		bad["approvals"] = `must be "client", "dashboard" or "" (dashboard only when the profile narrows the view)`
+	}
 	switch {
 	case p.ID == store.DefaultProfile:
 		bad["id"] = "the default profile is built in; choose another id"

@@ -254,12 +254,22 @@ type Client struct {
 	ProtocolVersion string `json:"protocol_version,omitempty"`
 	ClientInfo      string `json:"client_info,omitempty"`
 	Sessions        int    `json:"sessions"`
+	// Approvals is where its calls to ask tools may be answered as set on
+	// the token: "client", "dashboard" or "" (its profile decides);
+	// ApprovalsInClient is the outcome: whether its person is asked in
+	// the agent's client as well as on the dashboard.
+	Approvals         string `json:"approvals"`
+	ApprovalsInClient bool   `json:"approvals_in_client"`
+	// Allowed are the tools its person always allows, answering in the
+	// client: for this token only, at the pin they had.
+	Allowed []store.ClientAllowance `json:"allowed"`
 }
 
-// ClientOf is ct, used as u says, as API answers give it.
-func ClientOf(ct store.ClientToken, u gateway.ClientUse) Client {
+// ClientOf is ct, of profile p, used as u says, as API answers give it.
+func ClientOf(ct store.ClientToken, p store.Profile, u gateway.ClientUse) Client {
 	return Client{ID: ct.ID, Name: ct.Name, CreatedAt: ct.CreatedAt, Profile: cmp.Or(ct.Profile, store.DefaultProfile), Fingerprint: ct.Hash[:12], State: u.State,
-		LastSeenAt: u.LastSeen, ProtocolVersion: u.Protocol, ClientInfo: u.Client, Sessions: u.Sessions}
+		LastSeenAt: u.LastSeen, ProtocolVersion: u.Protocol, ClientInfo: u.Client, Sessions: u.Sessions,
+		Approvals: ct.Approvals, ApprovalsInClient: store.InClientApprovals(ct, p), Allowed: append([]store.ClientAllowance{}, ct.Allowed...)}
 }
 
 // Upstream is a server running for calls (GET /api/v1/upstreams).

@@ -73,6 +73,9 @@ type input struct {
 	} `json:"overrides"`
 	Search bool  `json:"search"`
 	Pinned []ref `json:"pinned"`
+	// Approvals: "client", "dashboard" or "" (dashboard when the profile
+	// narrows the view, see store.InClientApprovals).
+	Approvals string `json:"approvals"`
 }
 
 type ref struct {
@@ -160,7 +163,7 @@ func decode(c echo.Context) (store.Profile, error) {
 	if err := apijson.DecodeStrict(http.MaxBytesReader(c.Response(), c.Request().Body, maxBody), &in); err != nil {
 		return store.Profile{}, err
 	}
-	p := store.Profile{ID: in.ID, Name: in.Name, Mode: in.Mode, Servers: in.Servers, Search: in.Search}
+	p := store.Profile{ID: in.ID, Name: in.Name, Mode: in.Mode, Servers: in.Servers, Search: in.Search, Approvals: in.Approvals}
 	for _, r := range in.Tools {
 		p.Tools = append(p.Tools, store.ToolRef(r))
 	}
@@ -337,7 +340,8 @@ func (h *Handlers) submit(c echo.Context, update bool) error {
 // tool by its key (server id, a space, tool name), an override as its
 // policy, a space and the key.
 func fromForm(form url.Values) store.Profile {
-	p := store.Profile{ID: form.Get("id"), Name: form.Get("name"), Mode: form.Get("mode"), Servers: form["server"], Search: form.Get("search") != ""}
+	p := store.Profile{ID: form.Get("id"), Name: form.Get("name"), Mode: form.Get("mode"), Servers: form["server"], Search: form.Get("search") != "",
+		Approvals: form.Get("approvals")}
 	for _, k := range form["tool"] {
 		if r, ok := refOf(k); ok {
 			p.Tools = append(p.Tools, r)
@@ -369,7 +373,7 @@ func refOf(key string) (store.ToolRef, bool) {
 // to choose from, and for a saved profile what it offers now.
 func (h *Handlers) form(c echo.Context, status int, p store.Profile, edit bool, errs map[string]string) error {
 	ctx := c.Request().Context()
-	f := views.ProfileFormView{Edit: edit, ID: p.ID, Name: p.Name, Mode: p.Mode, Search: p.Search, Errors: errs}
+	f := views.ProfileFormView{Edit: edit, ID: p.ID, Name: p.Name, Mode: p.Mode, Search: p.Search, Approvals: p.Approvals, Errors: errs}
 	sums, err := h.Store.Summaries(ctx)
 	if err != nil {
 		return err
