@@ -261,6 +261,46 @@ func answerErr(step, what string, err error) *OAuthError {
 	return e
 }
 
+// requestSecrets returns the values a request to g's authorization
+// server carries or g holds, in every form an echo of the request may
+// hold them (see secretForms): the access and refresh tokens, the
+// client secret (and the Basic credentials made of it), and the secret
+// fields of form (an authorization code, a PKCE code verifier, a token
+// to revoke).
+func requestSecrets(g *OAuthGrant, form url.Values) []string {
+	values := []string{g.AccessToken, g.RefreshToken, g.ClientSecret}
+	if g.ClientSecret != "" {
+		values = append(values, base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(g.ClientID)+":"+url.QueryEscape(g.ClientSecret))))
+	}
+	for _, k := range []string{"code", "code_verifier", "refresh_token", "token", "client_secret"} {
+		values = append(values, form[k]...)
+	}
+	return secretForms(values...)
+}
+
+// redactedOAuth is err, a failure of a request to an authorization
+// server, with secrets (see requestSecrets) and the values of credential
+// parameters (RedactOAuthParams) taken out of what it says: a server may
+// echo its request in error_description, or in error. An *OAuthError is
+// copied with its message and code redacted; another error whose text
+// holds a secret becomes an error of the redacted text. Nothing that
+// leaves the OAuth client's token and revocation requests skips it.
+func redactedOAuth(err error, secrets []string) error {
+	if err == nil {
+		return nil
+	}
+	if oe, ok := err.(*OAuthError); ok {
+		c := *oe
+		c.Message = RedactOAuthParams(redact(c.Message, secrets))
+		c.Code = redact(c.Code, secrets)
+		return &c
+	}
+	if msg := RedactOAuthParams(redact(err.Error(), secrets)); msg != err.Error() {
+		return errors.New(msg)
+	}
+	return err
+}
+
 // oauthHTTP is the HTTP client of a sign-in's requests: every request
 // under the outgoing-request policy of the server's URL, with the
 // server's network class taken from what its name resolves to now.
@@ -571,8 +611,14 @@ func (v *Verifier) RefreshAuth(ctx context.Context, g *OAuthGrant) error {
 }
 
 // token posts form to g's token endpoint, authenticated as g's client,
-// and keeps the tokens answered in g.
-func (v *Verifier) token(ctx context.Context, g *OAuthGrant, form url.Values, step string) error {
+// and keeps the tokens answered in g. Its error holds none of the
+// request's secrets, nor g's (see redactedOAuth): a token endpoint that
+// echoes its request in its refusal would otherwise put the refresh
+// token and the client secret in every message, log line and record the
+// error reaches.
+func (v *Verifier) token(ctx context.Context, g *OAuthGrant, form url.Values, step string) (err error) {
+	secrets := requestSecrets(g, form)
+	defer func() { err = redactedOAuth(err, secrets) }()
 	hc, err := v.oauthHTTP(ctx, g.Resource)
 	if err != nil {
 		return err

@@ -13,7 +13,8 @@ import (
 // token. revoked is false when the server offers no revocation (the
 // tokens then stay valid until they expire; forgetting them is all a
 // sign-out can do). Revocation is best effort: the caller forgets the
-// tokens whatever the answer.
+// tokens whatever the answer. Its error holds none of g's secrets (see
+// redactedOAuth).
 func (v *Verifier) RevokeAuth(ctx context.Context, g *OAuthGrant) (revoked bool, err error) {
 	if g.Revocation == "" {
 		return false, nil
@@ -22,6 +23,8 @@ func (v *Verifier) RevokeAuth(ctx context.Context, g *OAuthGrant) (revoked bool,
 	if g.RefreshToken != "" {
 		form = url.Values{"token": {g.RefreshToken}, "token_type_hint": {"refresh_token"}}
 	}
+	secrets := requestSecrets(g, form)
+	defer func() { err = redactedOAuth(err, secrets) }()
 	hc, err := v.oauthHTTP(ctx, g.Resource)
 	if err != nil {
 		return false, err

@@ -62,6 +62,18 @@
 //                        at the authorization server (a refresh then
 //                        answers invalid_grant; JWT access tokens stay
 //                        valid until they expire)
+//   --echo-token-errors "a b"
+//                        make the token endpoint hostile for these grant
+//                        types (e.g. "refresh_token", or "authorization_code
+//                        refresh_token"): such a request is refused, and
+//                        its error_description echoes the request whole,
+//                        as a careless server might: the raw form body,
+//                        its fields as JSON, the Authorization header and
+//                        the Basic credentials decoded (refresh token,
+//                        code, code verifier and client secret included).
+//                        Token requests of other grant types are served.
+//   --echo-error CODE    the error of such a refusal (default invalid_grant)
+//   --echo-status N      its HTTP status (default 400)
 //
 // Once it listens it prints one line to stdout, "listening <issuer URL>";
 // everything else goes to stderr. It exits on SIGTERM or SIGINT and, when
@@ -100,6 +112,9 @@ function options(argv, env) {
     discovery: { type: 'string', default: 'both' },
     cimd: { type: 'boolean', default: false },
     admin: { type: 'boolean', default: false },
+    'echo-token-errors': { type: 'string', default: '' },
+    'echo-error': { type: 'string', default: 'invalid_grant' },
+    'echo-status': { type: 'string', default: '400' },
     help: { type: 'boolean', short: 'h', default: false },
   };
   const { values } = parseArgs({ args: argv, options: spec, strict: true });
@@ -127,6 +142,10 @@ function options(argv, env) {
   }
   const scopes = values.scopes.split(' ').filter(Boolean);
   if (scopes.length === 0) throw new Error('--scopes must name at least one scope');
+  const echoStatus = Number(values['echo-status']);
+  if (!Number.isInteger(echoStatus) || echoStatus < 400 || echoStatus > 599) {
+    throw new Error(`--echo-status must be an HTTP error status (400-599), not ${values['echo-status']}`);
+  }
   const clients = values.client.map((c) => {
     const metadata = JSON.parse(c);
     if (typeof metadata?.client_id !== 'string') throw new Error(`--client ${c} has no client_id`);
@@ -146,6 +165,9 @@ function options(argv, env) {
     discovery: values.discovery,
     cimd: values.cimd,
     admin: values.admin,
+    echoGrants: values['echo-token-errors'].split(' ').filter(Boolean),
+    echoError: values['echo-error'],
+    echoStatus,
   };
 }
 
@@ -380,6 +402,41 @@ function adminRoutes(provider) {
   };
 }
 
+// echoTokenErrors makes the token endpoint hostile for the grant types of
+// --echo-token-errors: such a request is refused with --echo-error and
+// --echo-status, and an error_description that echoes everything the
+// client sent. Other token requests go on to oidc-provider, with the body
+// read here handed over as a string (its fallback for a body an upstream
+// middleware read).
+function echoTokenErrors(opts) {
+  return async (ctx, next) => {
+    if (ctx.path !== '/token' || ctx.method !== 'POST') {
+      await next();
+      return;
+    }
+    const chunks = [];
+    for await (const chunk of ctx.req) chunks.push(chunk);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const fields = Object.fromEntries(new URLSearchParams(raw));
+    if (!opts.echoGrants.includes(fields.grant_type)) {
+      ctx.req.body = raw;
+      await next();
+      return;
+    }
+    const authorization = ctx.get('authorization');
+    const [scheme, credentials] = authorization.split(' ');
+    const basic = scheme?.toLowerCase() === 'basic' ? Buffer.from(credentials ?? '', 'base64').toString('utf8') : '';
+    console.error(`provider.mjs: echoing a ${fields.grant_type} request in its refusal`);
+    ctx.status = opts.echoStatus;
+    ctx.type = 'json';
+    ctx.body = {
+      error: opts.echoError,
+      error_description: `the token endpoint echoes its request: body ${raw}; fields ${JSON.stringify(fields)}; ` +
+        `authorization ${authorization}; basic ${basic}`,
+    };
+  };
+}
+
 // listen starts the server on 127.0.0.1:port and resolves to it once it
 // listens.
 function listen(server, port) {
@@ -415,6 +472,7 @@ async function main() {
   const provider = new Provider(issuer, configuration(opts));
   allowLoopbackRedirects(provider);
   if (opts.admin) provider.use(adminRoutes(provider));
+  if (opts.echoGrants.length > 0) provider.use(echoTokenErrors(opts));
   provider.use(discoveryRoutes(opts));
   provider.use(defaultScope(opts));
   if (opts.autoApprove) provider.use(autoApprove(provider, opts));

@@ -241,6 +241,10 @@ func (e *Endpoint) finish(rec store.Call, args any, start time.Time, err error, 
 	default:
 		rec.Outcome = "ok"
 	}
+	// The errors are redacted where they are made; a credential in a
+	// shape OAuth gives it is taken out again before the record is kept
+	// (and logged, and sent to the dashboard): issue 34 M5.
+	rec.Error, rec.Reason = discovery.RedactOAuthParams(rec.Error), discovery.RedactOAuthParams(rec.Reason)
 	e.health.note(rec, err)
 	e.audit.add(rec, args)
 }

@@ -33,15 +33,25 @@ var toolStates = map[discovery.ToolState]store.ToolState{
 }
 
 // Failure is the store's record of job j, which ended with e at now.
+// Its messages are redacted once more (see message): what is stored
+// reaches backups and every replica.
 func Failure(j discovery.Job, e *discovery.Error, now time.Time) store.Failure {
 	return store.Failure{
 		JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: Status(e), StartedAt: startOf(j), FinishedAt: now,
 		Timings: timings(j.Timings),
-		Error: store.VerifyError{Class: e.Class, Phase: e.Phase, Message: e.Message,
+		Error: store.VerifyError{Class: e.Class, Phase: e.Phase, Message: message(e.Message),
 			Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: signInNeed(e), Lasting: e.Lasting(),
 			Refused: refused(e.Refused)},
 	}
 }
+
+// message is an error's message as it is stored and logged: the values
+// of OAuth credential parameters taken out (discovery.RedactOAuthParams).
+// discovery has redacted the secret values it knew (the OAuth client, a
+// grant's tokens and client secret, before its error left it); record
+// has not the values, so this takes out by their form what reached a
+// message by another way, such as a token endpoint's echo of its request.
+func message(s string) string { return discovery.RedactOAuthParams(s) }
 
 // refused is the store's record of what a run's walls refused.
 func refused(r *discovery.Refused) *store.Refused {
@@ -130,7 +140,7 @@ func signInNeed(e *discovery.Error) *store.SignInNeed {
 		return nil
 	}
 	need := &store.SignInNeed{Status: e.Auth.Status, Error: e.Auth.Error, Scope: e.Auth.Scope,
-		ResourceMetadata: e.Auth.ResourceMetadata, Problem: e.SignInProblem}
+		ResourceMetadata: e.Auth.ResourceMetadata, Problem: message(e.SignInProblem)}
 	if p := e.SignIn; p != nil {
 		need.Issuer, need.Scopes = p.Server.Issuer, p.Scopes
 	}
@@ -165,8 +175,9 @@ func listTTLMS(ttl *time.Duration) *int64 {
 // Log writes the one line of a finished verification to log, given the
 // job's events: which server, how it ended, how many tools, how long it
 // took, what asked for it, and for a failure its class, phase and
-// (redacted) message. Events of a job still going, and the later event
-// of warnings that came after it ended, write none.
+// message (redacted as stored: see message). Events of a job still
+// going, and the later event of warnings that came after it ended, write
+// none.
 func Log(log *slog.Logger, j discovery.Job) {
 	if !j.Done() || len(j.LateWarnings) > 0 {
 		return
@@ -174,7 +185,7 @@ func Log(log *slog.Logger, j discovery.Job) {
 	attrs := []any{"server", j.ServerID, "outcome", j.Status, "tools", j.ToolCount,
 		"duration", j.FinishedAt.Sub(startOf(j)).Round(time.Millisecond).String(), "trigger", j.Trigger}
 	if e := j.Error; e != nil {
-		attrs = append(attrs, "class", e.Class, "phase", e.Phase, "err", e.Message)
+		attrs = append(attrs, "class", e.Class, "phase", e.Phase, "err", message(e.Message))
 	}
 	if j.Error == nil {
 		log.Info("verified", attrs...)

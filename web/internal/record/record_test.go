@@ -62,3 +62,34 @@ func TestLog(t *testing.T) {
 		}
 	}
 }
+
+// What is stored and logged of a failure holds no OAuth credential a
+// token endpoint's echo put in its message, though record has not the
+// values to redact (issue 34 M5): the message, the sign-in problem and
+// the log line keep what was said, the credentials taken out.
+func TestFailureRedactsOAuthCredentials(t *testing.T) {
+	const echo = `HTTP 400: invalid_grant body refresh_token=rt-4711&client_secret=cs%2F4712; fields {"refresh_token":"rt-4711","client_secret":"cs/4712"}; authorization Basic ZWNobzpjcyUyRjQ3MTI=`
+	const want = `HTTP 400: invalid_grant body refresh_token=[redacted]&client_secret=[redacted]; fields {"refresh_token":"[redacted]","client_secret":"[redacted]"}; authorization Basic [redacted]`
+	e := discovery.NewError(discovery.ClassAuth, discovery.PhaseInitializing, "refreshing the access token failed: "+echo)
+	e.Auth, e.SignInProblem = &discovery.AuthChallenge{Status: 401}, "discovery failed: "+echo
+	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	j := discovery.Job{ID: "j1", ServerID: "remote", Status: discovery.JobFailed, StartedAt: start, FinishedAt: start.Add(time.Second), Error: e}
+
+	f := Failure(j, e, start.Add(time.Second))
+	if got := f.Error.Message; got != "refreshing the access token failed: "+want {
+		t.Errorf("Failure(…).Error.Message = %q; want %q", got, "refreshing the access token failed: "+want)
+	}
+	if got := f.Error.SignIn; got == nil || got.Problem != "discovery failed: "+want {
+		t.Errorf("Failure(…).Error.SignIn = %+v; want the problem %q", got, "discovery failed: "+want)
+	}
+	var buf bytes.Buffer
+	Log(slog.New(slog.NewTextHandler(&buf, nil)), j)
+	for _, secret := range []string{"4711", "4712", "ZWNob"} {
+		if strings.Contains(buf.String(), secret) {
+			t.Errorf("Log wrote %s; want no %q", buf.String(), secret)
+		}
+	}
+	if !strings.Contains(buf.String(), "refresh_token=[redacted]") {
+		t.Errorf("Log wrote %s; want the message, redacted", buf.String())
+	}
+}

@@ -158,7 +158,10 @@ func (k *Keeper) token(ctx context.Context, id string) (string, error) {
 	if err := k.verifier.RefreshAuth(ctx, &dg); err != nil {
 		var oe *discovery.OAuthError
 		if errors.As(err, &oe) && oe.SignInAgain() {
-			g.Problem = "the authorization server refused to refresh the sign-in (" + oe.Message + "): sign in again"
+			// oe is redacted already; the grant's own values are taken out
+			// again before anything is kept (issue 34 M5).
+			g.Problem = discovery.RedactSecrets("the authorization server refused to refresh the sign-in ("+oe.Message+"): sign in again",
+				g.AccessToken, g.RefreshToken, g.ClientSecret)
 			g.ProblemAt = now
 			if serr := k.store.SaveGrant(ctx, id, g); serr != nil && !errors.Is(serr, store.ErrNotFound) {
 				return "", serr
@@ -167,8 +170,8 @@ func (k *Keeper) token(ctx context.Context, id string) (string, error) {
 		}
 		st.failures++
 		st.next = now.Add(min(refreshBackoffMax, refreshBackoffMin<<min(st.failures-1, 16)))
-		st.lastErr = err.Error()
-		return usable(discovery.NewError(discovery.ClassNetwork, "", "refreshing the access token failed: "+err.Error()))
+		st.lastErr = discovery.RedactSecrets(err.Error(), g.AccessToken, g.RefreshToken, g.ClientSecret)
+		return usable(discovery.NewError(discovery.ClassNetwork, "", "refreshing the access token failed: "+st.lastErr))
 	}
 	st.failures, st.next, st.lastErr = 0, time.Time{}, ""
 	refreshed := FromDiscovery(dg, g.RedirectURI, now)
