@@ -69,7 +69,7 @@ func (db *DB) ToolByAgentName(ctx context.Context, agentName string) (store.Tool
 	}
 	var e store.ToolEntry
 	var approved *store.Tool
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		nb := tx.Bucket(bucketAgentNames).Bucket([]byte(serverID))
 		if nb == nil {
 			return store.ErrAgentNameUnknown

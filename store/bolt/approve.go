@@ -29,7 +29,7 @@ func putApproved(tx *bbolt.Tx, t store.Tool) error {
 func (db *DB) ToolVersions(ctx context.Context, ref store.ToolRef) (store.ToolEntry, *store.Tool, error) {
 	var e store.ToolEntry
 	var approved *store.Tool
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		var err error
 		e, approved, err = readToolVersions(tx, ref)
 		return err

@@ -26,7 +26,7 @@ func (db *DB) AppendCalls(ctx context.Context, calls []store.Call) error {
 	if len(calls) == 0 {
 		return nil
 	}
-	return db.bolt.Update(func(tx *bbolt.Tx) error {
+	return db.write(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketAudit)
 		for i := range calls {
 			seq, err := b.NextSequence()
@@ -60,7 +60,7 @@ func seqKey(seq uint64) []byte {
 func (db *DB) Calls(ctx context.Context, limit int) ([]store.Call, int, error) {
 	out := []store.Call{}
 	total := 0
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketAudit)
 		c := b.Cursor()
 		if k, _ := c.First(); k != nil {
@@ -82,7 +82,7 @@ func (db *DB) Calls(ctx context.Context, limit int) ([]store.Call, int, error) {
 // the first time, so agents keep working across restarts.
 func (db *DB) MCPToken(ctx context.Context) (string, error) {
 	var token string
-	err := db.bolt.Update(func(tx *bbolt.Tx) error {
+	err := db.write(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if v := meta.Get(keyMCPToken); v != nil {
 			token = string(v)
@@ -98,7 +98,7 @@ func (db *DB) MCPToken(ctx context.Context) (string, error) {
 // and returns it.
 func (db *DB) RotateMCPToken(ctx context.Context) (string, error) {
 	token := store.NewMCPToken()
-	err := db.bolt.Update(func(tx *bbolt.Tx) error {
+	err := db.write(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keyMCPToken, []byte(token))
 	})
 	return token, err

@@ -19,7 +19,7 @@ import (
 // the copy is done, so a long backup can delay them.
 func (db *DB) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	var n int64
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		var err error
 		n, err = tx.WriteTo(w)
 		return err

@@ -16,7 +16,7 @@ var bucketClients = []byte("clients")
 
 // AddClientToken keeps a connected client's token.
 func (db *DB) AddClientToken(ctx context.Context, ct store.ClientToken) error {
-	return db.bolt.Update(func(tx *bbolt.Tx) error {
+	return db.write(func(tx *bbolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketClients)
 		if err != nil {
 			return err
@@ -34,7 +34,7 @@ func (db *DB) AddClientToken(ctx context.Context, ct store.ClientToken) error {
 // ClientTokens is the connected clients' tokens, oldest first.
 func (db *DB) ClientTokens(ctx context.Context) ([]store.ClientToken, error) {
 	out := []store.ClientToken{}
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketClients)
 		if b == nil {
 			return nil
@@ -54,7 +54,7 @@ func (db *DB) ClientTokens(ctx context.Context) ([]store.ClientToken, error) {
 
 // RevokeClientToken forgets a connected client's token.
 func (db *DB) RevokeClientToken(ctx context.Context, id string) error {
-	return db.bolt.Update(func(tx *bbolt.Tx) error {
+	return db.write(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketClients)
 		if b == nil || b.Get([]byte(id)) == nil {
 			return store.ErrNotFound

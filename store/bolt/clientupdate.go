@@ -14,7 +14,7 @@ import (
 // store.Store).
 func (db *DB) UpdateClientToken(ctx context.Context, id string, fn func(*store.ClientToken) error) (store.ClientToken, error) {
 	var ct store.ClientToken
-	err := db.bolt.Update(func(tx *bbolt.Tx) error {
+	err := db.write(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketClients)
 		var v []byte
 		if b != nil {

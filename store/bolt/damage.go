@@ -7,7 +7,9 @@ import (
 	"hash/fnv"
 	"io/fs"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -41,21 +43,59 @@ func damagedCheck(path, why, result string) error {
 }
 
 // catchDamage runs fn, which reads path through bbolt, and turns a panic
-// or a memory fault (a page beyond the end of the mapped file) into an
-// ErrDamaged error instead of a crash. It is the in-process safety net
-// for damage that inspect cannot see from the header; bbolt rolls back a
-// transaction that panics, so the handle can still be closed afterwards.
-// Fatal runtime errors (an impossible allocation, a checkptr failure
-// under -race) cannot be caught; that is why whole-file checks run in a
-// child.
+// or a memory fault (a page beyond the end of the mapped file) that comes
+// from the file (see fromFile) into an ErrDamaged error instead of a
+// crash. It is the in-process safety net for damage that inspect cannot
+// see from the header, at open and in every transaction after (see
+// DB.view); bbolt rolls back a transaction that panics, so the handle
+// stays usable for what is intact, and can be closed. Any other panic is
+// a bug, and goes on as it was. Fatal runtime errors (an impossible
+// allocation, a checkptr failure under -race) cannot be caught; that is
+// why whole-file checks run in a child.
 func catchDamage(path string, fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
+			if !fromFile(r) {
+				panic(r)
+			}
 			err = &damagedError{path: path, problem: fmt.Sprintf("is damaged: reading it failed (%v)", r)}
 		}
 	}()
 	return fn()
+}
+
+// fromFile reports whether r, a panic that the deferred function calling
+// fromFile recovered, comes from what was read in the file: a memory
+// fault (see debug.SetPanicOnFault), or a panic raised in bbolt's own
+// code, which trusts every page number, count and length it reads and
+// panics when a page is not what the tree says ("invalid page type",
+// "assertion failed"). A panic raised anywhere else — the store's own
+// code, or a function of the caller's that runs inside a transaction
+// (Catalog's, Offer's, ListedCatalog's, UpdateClientToken's,
+// Options.BeforeCommit) — is a bug, not a damaged file: telling a person
+// to restore a backup for it would be wrong. The panicking frames are
+// still on the stack while deferred functions run: the first one below
+// runtime.gopanic that is not the runtime's is where the panic began.
+func fromFile(r any) bool {
+	if _, fault := r.(interface{ Addr() uintptr }); fault {
+		return true
+	}
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs)])
+	panicking := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			panicking = true
+		case panicking && !strings.HasPrefix(f.Function, "runtime."):
+			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt.") || strings.HasPrefix(f.Function, "go.etcd.io/bbolt/")
+		}
+		if !more {
+			return true // a stack not as expected: taken for damage, as before
+		}
+	}
 }
 
 // bbolt's file header: two meta pages at the start of the file, the

@@ -106,6 +106,7 @@ type DB struct {
 	closeErr     error
 
 	unsaved unsavedFailures // failures not written yet (see unsaved.go)
+	damaged atomic.Bool     // a transaction found the file damaged (see noteDamage)
 
 	instance string                       // keyInstance, hex
 	rev      atomic.Uint64                // the newest committed revision
@@ -203,7 +204,7 @@ func start(path string, opts Options, checked bool) (*DB, error) {
 	}
 	breakSeal(path) // this process holds the lock now, and writes next
 	db := &DB{bolt: bdb, path: path, beforeCommit: opts.BeforeCommit}
-	if err := catchDamage(path, func() error { return db.init(checked) }); err != nil {
+	if err := db.init(checked); err != nil {
 		bdb.Close()
 		return nil, err
 	}
@@ -228,7 +229,7 @@ func openError(path string, err error) error {
 // transaction. Unless checked, it returns errUnclean, and changes nothing,
 // if the last run did not close the file.
 func (db *DB) init(checked bool) error {
-	err := db.bolt.Update(func(tx *bbolt.Tx) error {
+	err := db.write(func(tx *bbolt.Tx) error {
 		if meta := tx.Bucket(bucketMeta); !checked && meta != nil && meta.Get(keyOpen) != nil {
 			return errUnclean
 		}
@@ -271,7 +272,7 @@ func (db *DB) init(checked bool) error {
 		db.rev.Store(rev)
 		return err
 	})
-	if err != nil && !errors.Is(err, errUnclean) {
+	if err != nil && !errors.Is(err, errUnclean) && !errors.Is(err, store.ErrDamaged) {
 		return fmt.Errorf("store: initialise %s: %w", db.path, err)
 	}
 	return err
@@ -413,15 +414,15 @@ func reconcileInterrupted(tx *bbolt.Tx) error {
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.unsaved.stop()
-		mark := db.bolt.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyOpen) })
+		mark := db.write(func(tx *bbolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyOpen) })
 		if mark != nil {
 			mark = fmt.Errorf("store: mark %s closed (its next open will check it): %w", db.path, mark)
 		}
-		if mark == nil {
+		if mark == nil && !db.damaged.Load() {
 			// Sealed while this process still holds the lock, so
 			// nothing writes the file under the reading. A seal that
 			// could not be written costs the next open a full check,
-			// nothing else.
+			// nothing else; a file found damaged is not sealed.
 			writeSeal(db.path)
 		}
 		db.closeErr = errors.Join(mark, db.bolt.Close())
@@ -436,6 +437,33 @@ func (db *DB) Subscribe(fn func(store.Change)) (cancel func()) { return db.subs.
 
 // Path returns the file the store was opened from.
 func (db *DB) Path() string { return db.path }
+
+// view runs fn in a read-only transaction, as bbolt's View does, except
+// that damage bbolt trips over — a page that is not what the file's tree
+// says it is, a page beyond the end of the file — is an ErrDamaged error
+// saying to restore a backup, not a crash (see catchDamage). Open checks
+// a file in full unless its seal vouches for it, and a seal is only as
+// good as the file it was written for: every transaction of the store
+// goes through view or write.
+func (db *DB) view(fn func(tx *bbolt.Tx) error) error {
+	return db.noteDamage(catchDamage(db.path, func() error { return db.bolt.View(fn) }))
+}
+
+// write is view for a read-write transaction (bbolt's Update).
+func (db *DB) write(fn func(tx *bbolt.Tx) error) error {
+	return db.noteDamage(catchDamage(db.path, func() error { return db.bolt.Update(fn) }))
+}
+
+// noteDamage returns a transaction's err, remembering if it found the file
+// damaged: Close then leaves the file unsealed, so that the next Open
+// checks it in full and refuses it, naming it, rather than open it again
+// for every read to fail.
+func (db *DB) noteDamage(err error) error {
+	if errors.Is(err, store.ErrDamaged) {
+		db.damaged.Store(true)
+	}
+	return err
+}
 
 // update runs fn in one read-write transaction and, only if it committed,
 // announces the change. An error of fn is returned as it is; a failure to
@@ -452,14 +480,30 @@ func (db *DB) updateMany(ctx context.Context, fn func(tx *bbolt.Tx) ([]store.Cha
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	rev, changes, err := db.commit(fn)
+	if err != nil {
+		return err
+	}
+	for i := range changes {
+		changes[i].Revision = db.revisionString(rev)
+	}
+	db.subs.Notify(changes)
+	db.unsaved.kick()
+	return nil
+}
+
+// commit runs fn and advances the revision in one read-write transaction,
+// and notes the revision once it committed, holding revMu throughout (see
+// DB.revMu) and releasing it however the transaction ends, a panic
+// included. It returns the revision and fn's changes.
+func (db *DB) commit(fn func(tx *bbolt.Tx) ([]store.Change, error)) (rev uint64, changes []store.Change, err error) {
 	var (
-		rev      uint64
-		changes  []store.Change
 		written  bool // fn is done: what fails from here on is the write
 		writeErr error
 	)
 	db.revMu.Lock()
-	err := db.bolt.Update(func(tx *bbolt.Tx) error {
+	defer db.revMu.Unlock()
+	err = db.write(func(tx *bbolt.Tx) error {
 		var err error
 		if changes, err = fn(tx); err != nil {
 			return err
@@ -473,21 +517,15 @@ func (db *DB) updateMany(ctx context.Context, fn func(tx *bbolt.Tx) ([]store.Cha
 		}
 		return writeErr
 	})
-	if err != nil {
-		db.revMu.Unlock()
-		if written {
-			return &writeError{path: db.path, err: err}
-		}
-		return err
+	switch {
+	case err == nil:
+		db.noteRevision(rev)
+	case written && !errors.Is(err, store.ErrDamaged):
+		// Damage found while committing (bbolt reads pages to rebalance
+		// the tree) is damage, not a file that could not be written.
+		err = &writeError{path: db.path, err: err}
 	}
-	db.noteRevision(rev)
-	db.revMu.Unlock()
-	for i := range changes {
-		changes[i].Revision = db.revisionString(rev)
-	}
-	db.subs.Notify(changes)
-	db.unsaved.kick()
-	return nil
+	return rev, changes, err
 }
 
 // writeError is a change that could not be written to the file: the
@@ -608,7 +646,7 @@ func (db *DB) DeleteServer(ctx context.Context, id string) error {
 // Server returns the server with the given id, or ErrNotFound.
 func (db *DB) Server(ctx context.Context, id string) (store.Server, error) {
 	var s store.Server
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		return getJSON(tx.Bucket(bucketServers), []byte(id), &s)
 	})
 	return s, err
@@ -617,7 +655,7 @@ func (db *DB) Server(ctx context.Context, id string) (store.Server, error) {
 // Summary returns a server and its discovery record, or ErrNotFound.
 func (db *DB) Summary(ctx context.Context, id string) (store.Summary, error) {
 	var sum store.Summary
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		var err error
 		sum, err = readSummary(tx, []byte(id))
 		return err
@@ -819,7 +857,7 @@ func writeMerged(tx *bbolt.Tx, id string, m store.Merged) error {
 // exist, and an empty slice if it was never verified.
 func (db *DB) Tools(ctx context.Context, id string) ([]store.ToolEntry, error) {
 	var out []store.ToolEntry
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketServers).Get([]byte(id)) == nil {
 			return store.ErrNotFound
 		}
@@ -861,7 +899,7 @@ func (db *DB) Catalog(ctx context.Context, fn func(*store.Summary, store.ToolEnt
 // scattered over the file, each page fault mapping its neighbours too.
 func (db *DB) eachServer(fn func(tx *bbolt.Tx, k []byte, sum *store.Summary) error) (string, error) {
 	var rev string
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		defer releaseScanned(db.bolt, tx)
 		rev = db.revisionString(readRevision(tx))
 		return tx.Bucket(bucketServers).ForEach(func(k, _ []byte) error {

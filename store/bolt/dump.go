@@ -16,7 +16,7 @@ import (
 // of it: they are not in the file.
 func (db *DB) Dump(ctx context.Context) (*store.Dump, error) {
 	var d *store.Dump
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		var err error
 		d, err = dumpTx(tx)
 		return err

@@ -28,7 +28,7 @@ func (db *DB) SaveGrant(ctx context.Context, id string, g store.Grant) error {
 // Grant returns the server's grant from issuer; ok is false if there is
 // none.
 func (db *DB) Grant(ctx context.Context, id, issuer string) (g store.Grant, ok bool, err error) {
-	err = db.bolt.View(func(tx *bbolt.Tx) error {
+	err = db.view(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketGrants).Bucket([]byte(id))
 		if b == nil {
 			return nil
@@ -46,7 +46,7 @@ func (db *DB) Grant(ctx context.Context, id, issuer string) (g store.Grant, ok b
 // LatestGrant returns the grant the server was last signed in to (or
 // refreshed) with; ok is false if there is none.
 func (db *DB) LatestGrant(ctx context.Context, id string) (g store.Grant, ok bool, err error) {
-	err = db.bolt.View(func(tx *bbolt.Tx) error {
+	err = db.view(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketGrants).Bucket([]byte(id))
 		if b == nil {
 			return nil

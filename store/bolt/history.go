@@ -19,7 +19,7 @@ import (
 func (db *DB) History(ctx context.Context, id string, limit int) ([]store.HistoryEntry, int, error) {
 	out := []store.HistoryEntry{}
 	var total int
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketServers).Get([]byte(id)) == nil {
 			return store.ErrNotFound
 		}
@@ -45,7 +45,7 @@ func (db *DB) History(ctx context.Context, id string, limit int) ([]store.Histor
 // still kept.
 func (db *DB) JobHistory(ctx context.Context, id, jobID string) (store.HistoryEntry, error) {
 	var found store.HistoryEntry
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		hb := tx.Bucket(bucketHistory).Bucket([]byte(id))
 		if hb == nil {
 			return store.ErrNotFound

@@ -57,7 +57,7 @@ func writeListed(tx *bbolt.Tx, s store.Server, v store.Verification) (changed in
 // Listed returns the server's listed entries by kind then key.
 func (db *DB) Listed(ctx context.Context, id string) ([]store.ListedEntry, error) {
 	out := []store.ListedEntry{}
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketServers).Get([]byte(id)) == nil {
 			return store.ErrNotFound
 		}
@@ -74,7 +74,7 @@ func (db *DB) Listed(ctx context.Context, id string) ([]store.ListedEntry, error
 // the revision they were read at (see Catalog).
 func (db *DB) ListedCatalog(ctx context.Context, fn func(*store.Summary, store.ListedEntry) error) (string, error) {
 	var rev string
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		defer releaseScanned(db.bolt, tx)
 		rev = db.revisionString(readRevision(tx))
 		return tx.Bucket(bucketListed).ForEachBucket(func(k []byte) error {

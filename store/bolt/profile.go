@@ -20,14 +20,14 @@ func (db *DB) Profile(ctx context.Context, id string) (store.Profile, error) {
 		return store.Default(), nil
 	}
 	var p store.Profile
-	err := db.bolt.View(func(tx *bbolt.Tx) error { return getProfile(tx, id, &p) })
+	err := db.view(func(tx *bbolt.Tx) error { return getProfile(tx, id, &p) })
 	return p, err
 }
 
 // Profiles is every profile, the default first.
 func (db *DB) Profiles(ctx context.Context) ([]store.Profile, error) {
 	out := []store.Profile{store.Default()}
-	err := db.bolt.View(func(tx *bbolt.Tx) error {
+	err := db.view(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketProfiles).ForEach(func(k, v []byte) error {
 			var p store.Profile
 			if err := json.Unmarshal(v, &p); err != nil {

@@ -17,7 +17,7 @@ var bucketSessions = []byte("sessions")
 
 // CreateSession keeps a new session and forgets the expired ones.
 func (db *DB) CreateSession(ctx context.Context, s store.BrowserSession) error {
-	return db.bolt.Update(func(tx *bbolt.Tx) error {
+	return db.write(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketSessions)
 		var expired [][]byte
 		err := b.ForEach(func(k, v []byte) error {
@@ -42,13 +42,13 @@ func (db *DB) CreateSession(ctx context.Context, s store.BrowserSession) error {
 // Session is the session kept under hash.
 func (db *DB) Session(ctx context.Context, hash string) (store.BrowserSession, error) {
 	var s store.BrowserSession
-	err := db.bolt.View(func(tx *bbolt.Tx) error { return getSession(tx, hash, &s) })
+	err := db.view(func(tx *bbolt.Tx) error { return getSession(tx, hash, &s) })
 	return s, err
 }
 
 // TouchSession records that the session was used at at.
 func (db *DB) TouchSession(ctx context.Context, hash string, at time.Time) error {
-	return db.bolt.Update(func(tx *bbolt.Tx) error {
+	return db.write(func(tx *bbolt.Tx) error {
 		var s store.BrowserSession
 		if err := getSession(tx, hash, &s); err != nil {
 			return err
@@ -60,13 +60,13 @@ func (db *DB) TouchSession(ctx context.Context, hash string, at time.Time) error
 
 // DeleteSession forgets one session.
 func (db *DB) DeleteSession(ctx context.Context, hash string) error {
-	return db.bolt.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketSessions).Delete([]byte(hash)) })
+	return db.write(func(tx *bbolt.Tx) error { return tx.Bucket(bucketSessions).Delete([]byte(hash)) })
 }
 
 // DeleteSessions forgets every session.
 func (db *DB) DeleteSessions(ctx context.Context) (int, error) {
 	var n int
-	err := db.bolt.Update(func(tx *bbolt.Tx) error {
+	err := db.write(func(tx *bbolt.Tx) error {
 		n = tx.Bucket(bucketSessions).Stats().KeyN
 		if err := tx.DeleteBucket(bucketSessions); err != nil {
 			return err
