@@ -310,8 +310,21 @@ func (p *rawPeer) answered(m inbound) error {
 	}
 	delete(p.waiting, id)
 	refused := len(m.Error) > 0 && string(m.Error) != "null"
-	if (method == string(mcp.MethodPing)) == refused && p.wrong == "" {
+	var refusal struct {
+		Message string `json:"message"`
+	}
+	json.Unmarshal(m.Error, &refusal)
+	was := p.wrong
+	switch {
+	case p.wrong != "":
+	case (method == string(mcp.MethodPing)) == refused:
 		p.wrong = fmt.Sprintf("client answered %s with result %s, error %s", method, m.Result, m.Error)
+	case refused && (!strings.Contains(refusal.Message, method) || strings.Contains(refusal.Message, "discovery")):
+		// The refusal names what is not supported, not when: the same
+		// client holds routed calls' sessions (issue 34).
+		p.wrong = fmt.Sprintf("client refused %s with %q; want the method named, and no word of discovery", method, refusal.Message)
+	}
+	if p.wrong != was {
 		fmt.Fprintln(p.stderr, "mcp-fixture: "+p.wrong)
 	}
 	if len(p.waiting) > 0 || p.deferred == nil {
