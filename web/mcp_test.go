@@ -437,6 +437,7 @@ func TestMCPAsk(t *testing.T) {
 	ask := func(e *env) (string, chan outcome) {
 		t := e.t
 		t.Helper()
+		e.approvals() // someone to ask (see TestProfileOffers), before the call
 		done := make(chan outcome, 1)
 		go func() {
 			res, err := c.call("alpha__write", map[string]any{"text": "<script>alert(1)</script>"})

@@ -115,6 +115,7 @@ func TestMCPModernClient(t *testing.T) {
 	if !t.Run("an ask call waits for a person, whose card names the client", func(t *testing.T) {
 		e, b := e.in(t), b.in(t)
 		done := make(chan error, 1)
+		e.approvals() // someone to ask (see TestProfileOffers), before the call
 		go func() {
 			res, err := c.call("alpha__write", map[string]any{"text": "hello"})
 			if err == nil && !strings.HasPrefix(text(res), "write ") {
