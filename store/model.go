@@ -270,12 +270,6 @@ func LaunchOf(s Server) Launch {
 	}
 }
 
-// ValueHash is the SHA-256 (hex) of a secret value, as Launch keeps it.
-func ValueHash(v string) string {
-	sum := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(sum[:])
-}
-
 func valueHashes(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return nil
@@ -319,9 +313,8 @@ func (s Server) ConfigHash() string {
 	secrets := func(m map[string]string) {
 		h.field(strconv.Itoa(len(m)))
 		for _, k := range slices.Sorted(maps.Keys(m)) {
-			sum := sha256.Sum256([]byte(m[k]))
 			h.field(k)
-			h.field(hex.EncodeToString(sum[:]))
+			h.field(ValueHash(m[k]))
 		}
 	}
 	h.field(s.Transport)

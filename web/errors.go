@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/sealed"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 )
@@ -45,6 +46,12 @@ func (s *Server) handleError(err error, c echo.Context) {
 		// A create, an edit, a confirmation the store could not write:
 		// nothing was changed, and the person can do something about it.
 		status, msg = http.StatusInsufficientStorage, "The disk that holds Switchboard's database is full, so nothing was changed: free some space and try again."
+	case errors.Is(err, store.ErrDamaged):
+		// The file is damaged (see store/bolt): the person must act, and
+		// the log names the file.
+		status, msg = http.StatusInternalServerError, "Switchboard's database is damaged, so nothing was read or changed: stop Switchboard, move the database file aside and restore a backup (the log names the file)."
+	case errors.Is(err, sealed.ErrSecret):
+		status, msg = http.StatusInternalServerError, "A secret in Switchboard's store does not open with the key Switchboard was given (another key, or a damaged or moved value); the log says which."
 	case errors.Is(err, store.ErrUnavailable):
 		// A replica cut off from the team's store: it changes nothing
 		// rather than diverge.

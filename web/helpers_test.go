@@ -23,8 +23,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/secretkey"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
+	"github.com/switchboard-dev/switchboard/store/sealed"
 	"github.com/switchboard-dev/switchboard/web"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/internal/hub"
@@ -98,7 +100,9 @@ func (s settling) Run() int {
 type env struct {
 	t   testing.TB
 	app *web.Server
-	db  *bolt.DB
+	// db is the app's store, its secrets sealed; raw is the file as kept.
+	db  *sealed.Store
+	raw *bolt.DB
 	hub *hub.Hub
 	// secrets are values that must never appear in any response body.
 	secrets []string
@@ -129,10 +133,15 @@ func newEnv(t testing.TB, opts ...appOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvOn(t, db, opts...)
-	e.db = db
+	// As serve runs it: the secrets sealed.
+	st := sealed.New(db, testRing)
+	e := newEnvOn(t, st.Store(), opts...)
+	e.db, e.raw = st, db
 	return e
 }
+
+// testRing seals the test apps' secrets.
+var testRing, _ = secretkey.NewRing(secretkey.New())
 
 // newEnvOn is an application on st (closed with it when the test ends),
 // such as a replica on etcd.

@@ -2,8 +2,10 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +15,10 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
+	"github.com/switchboard-dev/switchboard/store/sealed"
 )
 
 // 500 concurrent routed tools/call from one client (all of loopback is
@@ -363,5 +369,49 @@ func TestInClientAlwaysAllowIsPerClient(t *testing.T) {
 				t.Errorf("the tool's policy at the end = %s; want ask", p)
 			}
 		})
+	}
+}
+
+// damagedStore answers every list of servers with err, as a damaged file
+// (store/bolt) or a secret that does not open (store/sealed) does.
+// once failing is set.
+type damagedStore struct {
+	store.Store
+	err     error
+	failing atomic.Bool
+}
+
+func (d *damagedStore) Summaries(ctx context.Context) ([]store.Summary, error) {
+	if d.failing.Load() {
+		return nil, d.err
+	}
+	return d.Store.Summaries(ctx)
+}
+
+// A damaged database and a secret that does not open are answered with
+// what to do, not a generic 500 (issue 34 L5): the person restores a
+// backup, or gives the right key.
+func TestDamagedStoreSaysWhatToDo(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("store: /x/sb.db is damaged: %w", store.ErrDamaged), "restore a backup"},
+		{fmt.Errorf("%w: sealed under another secret key", sealed.ErrSecret), "does not open with the key"},
+	} {
+		db, err := bolt.Open(filepath.Join(t.TempDir(), "sb.db"), bolt.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := &damagedStore{Store: sealed.New(db, testRing).Store(), err: tc.err}
+		e := newEnvOn(t, st)
+		st.failing.Store(true)
+		rec := e.api(http.MethodGet, "/api/v1/servers", nil)
+		st.failing.Store(false)
+		wantStatus(t, rec, http.StatusInternalServerError)
+		e.logs.reset() // the failure is logged as the error it is
+		if got := decodeAs[apiError](t, rec); !strings.Contains(got.Error, tc.want) {
+			t.Errorf("GET /api/v1/servers on %v = %+v; want it to say %q", tc.err, got, tc.want)
+		}
 	}
 }

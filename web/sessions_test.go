@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
+	"github.com/switchboard-dev/switchboard/store/sealed"
 	"github.com/switchboard-dev/switchboard/web"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 )
@@ -28,12 +29,13 @@ func startAt(t *testing.T, path string) (e *env, stop func()) {
 	}
 	logs := &logRecorder{}
 	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}
-	app, err := web.New(cfg, db, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil))
+	st := sealed.New(db, testRing)
+	app, err := web.New(cfg, st.Store(), discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil))
 	if err != nil {
 		db.Close()
 		t.Fatal(err)
 	}
-	e = &env{t: t, app: app, db: db, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
+	e = &env{t: t, app: app, db: st, raw: db, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
 	stopped := false
 	stop = func() {
 		if stopped {

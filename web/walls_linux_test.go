@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 	"github.com/switchboard-dev/switchboard/internal/proctest"
 	"github.com/switchboard-dev/switchboard/store/bolt"
+	"github.com/switchboard-dev/switchboard/store/sealed"
 )
 
 // escapeJS is the Node escaping server (see e2e/mcp/escape.mjs).
@@ -49,8 +50,9 @@ func TestEscapeThroughTheDashboard(t *testing.T) {
 		return os.Getenv(k)
 	}
 	verifier := discovery.NewVerifier(discovery.Limits{InitTimeout: 30 * time.Second}, getenv)
-	e := newEnvVerifying(t, db, verifier)
-	e.db = db
+	st := sealed.New(db, testRing)
+	e := newEnvVerifying(t, st.Store(), verifier)
+	e.db, e.raw = st, db
 	srv, _ := e.liveServer()
 	dashboardPort := srv.Listener.Addr().(*net.TCPAddr).Port
 	verifier.Walled(sandbox.Config{Database: dbPath, DashboardPort: dashboardPort, Home: home})

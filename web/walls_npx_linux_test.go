@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store/bolt"
+	"github.com/switchboard-dev/switchboard/store/sealed"
 )
 
 // Learn mode the whole way, through the dashboard, with a real package
@@ -35,8 +36,9 @@ func TestAllowAndVerifyAgainWithNpx(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvVerifying(t, db, discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Minute}, nil))
-	e.db = db
+	st := sealed.New(db, testRing)
+	e := newEnvVerifying(t, st.Store(), discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Minute}, nil))
+	e.db, e.raw = st, db
 	cwd := t.TempDir()
 	e.createServer(map[string]any{
 		"id": "memory", "name": "Memory", "transport": "stdio", "command": "npx", "cwd": cwd,

@@ -43,7 +43,7 @@ func backup(ctx context.Context, args []string, getenv func(string) string, stdo
 	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backup: there is no database at %s (choose one with --db or SWITCHBOARD_DB)", dbPath)
 	}
-	db, err := bolt.Open(dbPath, bolt.Options{Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }})
+	db, err := bolt.Open(dbPath, bolt.Options{Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }, SealKey: peekSealKey(keyFromEnv(getenv), getenv, dbPath)})
 	if errors.Is(err, store.ErrInUse) {
 		return fmt.Errorf("backup: %w; a running dashboard keeps its database locked: stop it, then run backup again", err)
 	}

@@ -13,16 +13,35 @@ import (
 	"text/tabwriter"
 	"unicode"
 
+	"github.com/switchboard-dev/switchboard/internal/secretkey"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/web/clientconfig"
 	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
-// openStoreFor opens the database for a command that changes or reads it
-// while no dashboard runs (the dashboard holds the file's lock).
-func openStoreFor(cmd, dbPath string, stderr io.Writer) (*bolt.DB, error) {
-	db, err := bolt.Open(dbPath, bolt.Options{Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }})
+// openStoreFor opens the database for a command that changes or reads
+// it while no dashboard runs, its secrets sealed with the key kc finds
+// (see secrets.go).
+func openStoreFor(ctx context.Context, cmd, dbPath string, kc keyConfig, getenv func(string) string, stderr io.Writer) (store.Store, error) {
+	db, err := openBoltFor(cmd, dbPath, kc, getenv, stderr)
+	if err != nil {
+		return nil, err
+	}
+	s, err := sealStore(ctx, db, kc, getenv, dbPath, false, false)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	db.SealWith(secretkey.SealKey(s.key.Current))
+	return s.st.Store(), nil
+}
+
+// openBoltFor opens the database file for a command while no dashboard
+// runs (the dashboard holds the file's lock), its seal keyed by the key
+// kc finds.
+func openBoltFor(cmd, dbPath string, kc keyConfig, getenv func(string) string, stderr io.Writer) (*bolt.DB, error) {
+	db, err := bolt.Open(dbPath, bolt.Options{Warn: func(msg string) { fmt.Fprintln(stderr, "warning:", msg) }, SealKey: peekSealKey(kc, getenv, dbPath)})
 	if errors.Is(err, store.ErrInUse) {
 		return nil, fmt.Errorf("%s: %w; a running dashboard keeps its database locked: use its Import page (or the API: POST /api/v1/import, GET /api/v1/export), or stop it", cmd, err)
 	}
@@ -50,6 +69,8 @@ func importCmd(_ context.Context, args []string, getenv func(string) string, std
 	fset.SetOutput(stderr)
 	db := dbFlag(fset, getenv)
 	dry := fset.Bool("dry-run", false, "only show what would change")
+	var kc keyConfig
+	keyFlags(fset, &kc, getenv)
 	format := fset.String("format", "", "the file's format: "+strings.Join(clientconfig.Formats, ", ")+" (default: detect)")
 	updateAll := fset.Bool("update-all", false, "overwrite every server that differs from the file")
 	var update, asNew []string
@@ -93,7 +114,7 @@ func importCmd(_ context.Context, args []string, getenv func(string) string, std
 	// create it.
 	var st importStore = emptyStore{}
 	if _, statErr := os.Stat(*db); statErr == nil || !*dry {
-		db, err := openStoreFor("import", *db, stderr)
+		db, err := openStoreFor(context.Background(), "import", *db, kc, getenv, stderr)
 		if err != nil {
 			return err
 		}
@@ -238,6 +259,8 @@ func exportCmd(_ context.Context, args []string, getenv func(string) string, std
 	db := dbFlag(fset, getenv)
 	format := fset.String("format", "", "one of "+strings.Join(clientconfig.Formats, ", ")+" (required)")
 	secrets := fset.Bool("include-secrets", false, "write env and header values (otherwise placeholders)")
+	var kc keyConfig
+	keyFlags(fset, &kc, getenv)
 	out := fset.String("o", "", "write to this file instead of standard output")
 	var ids []string
 	fset.Func("server", "export only this server (repeatable; default: all)", func(v string) error { ids = append(ids, v); return nil })
@@ -256,7 +279,7 @@ func exportCmd(_ context.Context, args []string, getenv func(string) string, std
 	if _, err := os.Stat(*db); err != nil {
 		return fmt.Errorf("export: there is no database at %s (choose one with --db or SWITCHBOARD_DB)", *db)
 	}
-	st, err := openStoreFor("export", *db, stderr)
+	st, err := openStoreFor(ctx, "export", *db, kc, getenv, stderr)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-dev/switchboard/internal/secretkey"
+	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
+	"github.com/switchboard-dev/switchboard/store/sealed"
 )
 
 // The CLI imports with a dry run first, overwrites only what it is told
@@ -46,13 +49,17 @@ func TestImportExportCLI(t *testing.T) {
 	if err != nil || !strings.Contains(out, "0 added, 1 updated") {
 		t.Fatalf("import --update files = %v\n%s", err, out)
 	}
-	st, err := bolt.Open(db, bolt.Options{})
+	raw, err := bolt.Open(db, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if kept, _ := raw.Server(ctx, "notes"); !store.IsSealed(kept.Env["NOTES_TOKEN"]) {
+		t.Errorf("import kept the env value %q; want it sealed", kept.Env["NOTES_TOKEN"])
+	}
+	st := sealedWithKeyFile(t, raw, db)
 	files, _ := st.Server(ctx, "files")
 	notes, _ := st.Server(ctx, "notes")
-	st.Close()
+	raw.Close()
 	if files.Command != "npx" || files.Name != "Files" || notes.Env["NOTES_TOKEN"] != "tok-0123456789abcdefghijklmnop" || notes.LaunchConfirmedNow() {
 		t.Errorf("after import: files %+v, notes %+v", files, notes)
 	}
@@ -83,4 +90,20 @@ func TestImportExportCLI(t *testing.T) {
 	if _, _, err := cli("", "export", "--db", db, "--format", "claude", "--server", "ghost"); err == nil {
 		t.Error("export of an unknown server succeeded")
 	}
+}
+
+// sealedWithKeyFile is db (the file at path) with its secrets opened by
+// the key serve and the other commands keep beside it where no keychain
+// answers.
+func sealedWithKeyFile(t *testing.T, db *bolt.DB, path string) *sealed.Store {
+	t.Helper()
+	k, err := secretkey.Load(secretkey.Options{DefaultFile: secretkey.DefaultFile(path)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := secretkey.NewRing(k.Current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sealed.New(db, ring)
 }

@@ -12,6 +12,7 @@
 //	switchboard mcp                          serve MCP on stdio, relaying to the dashboard's /mcp
 //	switchboard connect|disconnect CLIENT    write Switchboard into a client's config, or remove it
 //	switchboard token [--rotate]             print the API token, or replace it
+//	switchboard secrets status|rotate        show the key that seals the store's secrets, or rotate it
 package main
 
 import (
@@ -82,7 +83,7 @@ func usageError(format string, args ...any) error {
 // the command is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "call" || args[0] == "backup" || args[0] == "migrate" || args[0] == "import" || args[0] == "export" || args[0] == "mcp" || args[0] == "connect" || args[0] == "disconnect" || args[0] == "version" || args[0] == "token" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "call" || args[0] == "backup" || args[0] == "migrate" || args[0] == "import" || args[0] == "export" || args[0] == "mcp" || args[0] == "connect" || args[0] == "disconnect" || args[0] == "version" || args[0] == "token" || args[0] == "secrets" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -108,6 +109,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return versionCmd(args, stdout)
 	case "token":
 		return tokenCmd(args, getenv, stdout, stderr)
+	case "secrets":
+		return secretsCmd(ctx, args, getenv, stdout, stderr)
 	}
 	fmt.Fprint(stdout, usage)
 	return nil
@@ -135,5 +138,7 @@ Usage:
   switchboard disconnect CLIENT [--dry-run] remove it again, and revoke its token
   switchboard token [--rotate] [-db PATH]   print the API token serve keeps (the same at every start),
                                             or replace it with a new one (the old one stops working)
+  switchboard secrets status|rotate         where the key that seals the store's secrets is kept, and what it
+                                            seals; or seal them all under a new key (dashboard stopped)
   switchboard version                       print the version, commit, build date and platform
 `

@@ -8,7 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/switchboard-dev/switchboard/store"
@@ -86,6 +88,15 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return fmt.Errorf("migrate: read %s: %w", *from, err)
 	}
+	// The secrets travel sealed, as they are kept: never in clear.
+	keys := map[string]bool{}
+	for _, v := range d.SecretValues() {
+		id, _, _, ok := store.SealedParts(v)
+		if !ok {
+			return fmt.Errorf("migrate: %s keeps secrets in clear (an earlier release wrote it): start switchboard serve on it once, which seals them, then migrate; nothing was copied", *from)
+		}
+		keys[id] = true
+	}
 	if err := dst.Load(ctx, d); err != nil {
 		if errors.Is(err, store.ErrNotEmpty) {
 			return fmt.Errorf("migrate: %w; nothing was copied: choose an empty destination (a new file, or another -etcd-prefix)", err)
@@ -105,6 +116,10 @@ func migrateCmd(ctx context.Context, args []string, getenv func(string) string, 
 	c := d.Counts()
 	fmt.Fprintf(stdout, "Copied %s to %s, and checked the copy: %d servers, %d tools, %d resources and prompts, %d history entries, %d OAuth grants, %d calls, %d connected clients, %d profiles, %d browser sessions; %d secrets.\n",
 		*from, *to, c.Servers, c.Tools, c.Listed, c.History, c.Grants, c.Calls, c.Clients, c.Profiles, c.Sessions, c.Secrets)
+	if len(keys) > 0 {
+		fmt.Fprintf(stdout, "The secrets were copied sealed, under the key %s: give %s that key (SWITCHBOARD_SECRET_KEY or -secret-key-file; switchboard secrets status says where it is kept now).\n",
+			strings.Join(slices.Sorted(maps.Keys(keys)), ", "), *to)
+	}
 	return nil
 }
 

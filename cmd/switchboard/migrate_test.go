@@ -5,15 +5,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/switchboard-dev/switchboard/internal/secretkey"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/store/etcd"
 	"github.com/switchboard-dev/switchboard/store/etcd/etcdtest"
+	"github.com/switchboard-dev/switchboard/store/sealed"
 	"github.com/switchboard-dev/switchboard/store/storetest"
 )
 
@@ -34,8 +40,9 @@ var etcdPrefixes atomic.Int64
 // newPrefix is a key prefix no other test uses.
 func newPrefix() string { return fmt.Sprintf("/migrate-%d/", etcdPrefixes.Add(1)) }
 
-// filledDB is a database file filled by storetest.Fill, closed, and the
-// MCP token it keeps.
+// filledDB is a database file filled by storetest.Fill, its secrets
+// sealed with filledRing as serve seals them, closed, and the MCP token it
+// keeps.
 func filledDB(t *testing.T) (path, mcpToken string) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "sb.db")
@@ -43,12 +50,18 @@ func filledDB(t *testing.T) (path, mcpToken string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mcpToken = storetest.Fill(t, db)
+	mcpToken = storetest.Fill(t, sealed.New(db, filledRing))
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return path, mcpToken
 }
+
+// filledKey seals filledDB's secrets.
+var (
+	filledKey     = secretkey.New()
+	filledRing, _ = secretkey.NewRing(filledKey)
+)
 
 // dumpOf dumps the store at spec (a file, or etcd:// under prefix).
 func dumpOf(t *testing.T, spec, prefix string) *store.Dump {
@@ -103,12 +116,58 @@ func TestMigrateToETCDAndBack(t *testing.T) {
 	for _, diff := range dumpOf(t, src, "").Diff(dumpOf(t, back, "")) {
 		t.Errorf("the file copied back differs from the source: %s", diff)
 	}
+	// The secrets travelled sealed: no etcd key, nor the file copied
+	// back, holds one in clear.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + strings.TrimPrefix(cluster, "etcd://")}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kvs, err := cli.Get(ctx, "", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept strings.Builder
+	for _, kv := range kvs.Kvs {
+		kept.Write(kv.Key)
+		kept.Write(kv.Value)
+	}
+	file, _ := os.ReadFile(back)
+	for _, secret := range []string{storetest.FilledEnvSecret, storetest.FilledHeaderSecret, storetest.FilledOAuthSecret, storetest.FilledAccessToken, storetest.FilledRefreshToken, token} {
+		if strings.Contains(kept.String(), secret) {
+			t.Errorf("etcd holds the secret %q in clear (%d keys read)", secret, len(kvs.Kvs))
+		}
+		if bytes.Contains(file, []byte(secret)) {
+			t.Errorf("the file copied back holds the secret %q in clear", secret)
+		}
+	}
+	if len(kvs.Kvs) < 10 {
+		t.Errorf("etcd holds %d keys; want the whole store", len(kvs.Kvs))
+	}
 	db, err := bolt.Open(back, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	storetest.CheckFilled(t, db, token)
+	storetest.CheckFilled(t, sealed.New(db, filledRing), token)
+}
+
+// A database that keeps secrets in clear (an earlier release's) is not
+// migrated: its secrets would travel in clear.
+func TestMigrateRefusesSecretsInClear(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sb.db")
+	db, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Fill(t, db)
+	db.Close()
+	_, _, err = migrate(t, "-from", path, "-to", filepath.Join(t.TempDir(), "to.db"))
+	if err == nil || !strings.Contains(err.Error(), "keeps secrets in clear") || !strings.Contains(err.Error(), "switchboard serve") {
+		t.Errorf("migrate of a file with secrets in clear = %v; want refused, saying to start serve on it once", err)
+	}
 }
 
 // A destination that holds anything is refused, with exit code 1 and a

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-dev/switchboard/cluster"
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
+	"github.com/switchboard-dev/switchboard/internal/secretkey"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/store/etcd"
@@ -56,6 +57,8 @@ type serveConfig struct {
 	LogFormat string
 	// Store says where the catalog lives (the -db file by default).
 	Store storeConfig
+	// Key says where the key that seals the store's secrets is.
+	Key keyConfig
 }
 
 // defaultDBPath is where the database lives by default, by each
@@ -150,6 +153,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address (env SWITCHBOARD_ADDR)")
 	fs.StringVar(&cfg.DBPath, "db", cfg.DBPath, "database file (env SWITCHBOARD_DB); with -store etcd://…, where this replica keeps its own files beside it")
 	storeFlags(fs, &cfg.Store, getenv)
+	keyFlags(fs, &cfg.Key, getenv)
 	fs.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "verifications running at once (env SWITCHBOARD_CONCURRENCY)")
 	fs.Func("allowed-host", "extra Host header name to accept, repeatable (env SWITCHBOARD_ALLOWED_HOSTS, comma-separated)", func(v string) error {
 		cfg.AllowedHosts = append(cfg.AllowedHosts, v)
@@ -332,7 +336,21 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		if err != nil {
 			return err
 		}
-		db, where = edb, "etcd at "+cfg.Store.Store+" (keys under "+edb.Prefix()+")"
+		where = "etcd at " + cfg.Store.Store + " (keys under " + edb.Prefix() + ")"
+		sealing, err := sealStore(ctx, edb, cfg.Key, getenv, cfg.DBPath, true, true)
+		if err != nil {
+			edb.Close()
+			return fmt.Errorf("start: %w", err)
+		}
+		if sealing.Resealed > 0 {
+			// etcd keeps the values they replaced in its history.
+			if err := edb.CompactHistory(ctx); err != nil {
+				log.Warn("sealed the secrets an earlier release kept in clear, but could not compact etcd's history, which still holds them", "err", err)
+			}
+			log.Info("sealed the secrets an earlier release kept in clear", "secrets", sealing.Resealed)
+		}
+		sealing.logKey(log)
+		db = sealing.st.Store()
 		if err := os.MkdirAll(filepath.Dir(cfg.DBPath), 0o700); err != nil {
 			edb.Close()
 			return fmt.Errorf("start: %w", err)
@@ -344,14 +362,42 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		coord = c
 	} else {
-		bdb, err := bolt.Open(cfg.DBPath, bolt.Options{
-			PrivateDir: cfg.DBPath == defaultDBPath(runtime.GOOS, getenv),
-			Warn:       func(msg string) { log.Warn(msg) },
-		})
+		open := func() (*bolt.DB, sealing, error) {
+			bdb, err := bolt.Open(cfg.DBPath, bolt.Options{
+				PrivateDir: cfg.DBPath == defaultDBPath(runtime.GOOS, getenv),
+				Warn:       func(msg string) { log.Warn(msg) },
+				SealKey:    peekSealKey(cfg.Key, getenv, cfg.DBPath),
+			})
+			if err != nil {
+				return nil, sealing{}, err
+			}
+			s, err := sealStore(ctx, bdb, cfg.Key, getenv, cfg.DBPath, false, true)
+			if err != nil {
+				bdb.Close()
+				return nil, sealing{}, fmt.Errorf("start: %w", err)
+			}
+			bdb.SealWith(secretkey.SealKey(s.key.Current))
+			return bdb, s, nil
+		}
+		bdb, sealing, err := open()
 		if err != nil {
 			return err
 		}
-		db = bdb
+		if sealing.Resealed > 0 {
+			// The file still holds the clear values in freed pages.
+			if err := bdb.Close(); err != nil {
+				return fmt.Errorf("start: %w", err)
+			}
+			if err := compactBolt(cfg.DBPath); err != nil {
+				return fmt.Errorf("start: %w", err)
+			}
+			log.Info("sealed the secrets an earlier release kept in clear, and rewrote the database without them", "secrets", sealing.Resealed, "database", cfg.DBPath)
+			if _, sealing, err = open(); err != nil {
+				return err
+			}
+		}
+		sealing.logKey(log)
+		db = sealing.st.Store()
 	}
 	defer func() {
 		if c, ok := coord.(*etcd.Coordinator); ok {

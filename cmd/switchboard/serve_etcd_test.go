@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/switchboard-dev/switchboard/internal/secretkey"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,7 @@ func TestServeReplicasOnETCD(t *testing.T) {
 	for i := range 2 {
 		s := startServeArgs(t, []string{"-addr", "127.0.0.1:0", "-store", url, "-etcd-prefix", "/serve-test/", "-lease-ttl", "2"},
 			map[string]string{"SWITCHBOARD_DB": filepath.Join(t.TempDir(), "local", "sb.db"), "SWITCHBOARD_TOKEN": token, "SWITCHBOARD_MCP_TOKEN": mcpToken,
+				"SWITCHBOARD_SECRET_KEY":    teamKey,
 				"SWITCHBOARD_ETCD_INSECURE": "1"}) // the test's etcd speaks plain HTTP on loopback
 		t.Cleanup(func() {
 			if err := s.stop(); err != nil {
@@ -80,7 +82,8 @@ func TestServeOnSecureETCD(t *testing.T) {
 	token := strings.Repeat("s", 64)
 	s := startServeArgs(t, []string{"-addr", "127.0.0.1:0", "-store", "etcd://" + strings.TrimPrefix(srv.Endpoint, "https://"),
 		"-etcd-ca", sec.CA, "-etcd-cert", sec.Cert, "-etcd-key", sec.Key, "-etcd-user", sec.User},
-		map[string]string{"SWITCHBOARD_DB": filepath.Join(t.TempDir(), "sb.db"), "SWITCHBOARD_TOKEN": token, "SWITCHBOARD_ETCD_PASSWORD": sec.Password})
+		map[string]string{"SWITCHBOARD_DB": filepath.Join(t.TempDir(), "sb.db"), "SWITCHBOARD_TOKEN": token, "SWITCHBOARD_ETCD_PASSWORD": sec.Password,
+			"SWITCHBOARD_SECRET_KEY": teamKey})
 	t.Cleanup(func() {
 		if err := s.stop(); err != nil {
 			t.Errorf("stopped with %v", err)
@@ -92,3 +95,6 @@ func TestServeOnSecureETCD(t *testing.T) {
 		t.Error("the etcd password appears in the output")
 	}
 }
+
+// teamKey is the secret key the test replicas share.
+var teamKey = secretkey.Encode(secretkey.New())

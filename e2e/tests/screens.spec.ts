@@ -145,6 +145,8 @@ test('every page fits a phone and a laptop, light and dark, with no serious acce
   expect(again.status).toBe(202);
   await expect.poll(async () => (await call('GET', `/api/v1/jobs/${again.body.job.id}`)).body.job.status, { timeout: 30_000 }).toBe('success');
   expect((await call('POST', '/api/v1/servers', { id: 'unconfirmed', name: 'Not yet confirmed', transport: 'stdio', command: FIXTURE, args: ['-tools', '3', dir] })).status).toBe(201);
+  // A connected client, with where its approvals are answered.
+  expect((await call('POST', '/api/v1/clients', { name: 'Claude Code' })).status).toBe(201);
   const catalog = (await call('GET', '/api/v1/tools')).body;
   tryAgent = catalog.tools.find((t: { agent_name: string }) => t.agent_name.endsWith('echo'))?.agent_name ?? '';
   expect(tryAgent).not.toBe('');

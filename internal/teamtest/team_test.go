@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/switchboard-dev/switchboard/internal/secretkey"
 	"io"
 	"net"
 	"net/http"
@@ -94,7 +95,8 @@ func start(t *testing.T, env []string, name string, args ...string) *proc {
 	p := &proc{cmd: exec.Command(filepath.Join(bin, name), args...), stdout: &lockedBuffer{}, stderr: &lockedBuffer{}}
 	// The cluster speaks plain HTTP on loopback: said so, as a team's
 	// replicas must (-etcd-insecure).
-	p.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_ETCD_INSECURE=1"), env...)
+	// The replicas share one secret key, as a team's must.
+	p.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_ETCD_INSECURE=1", "SWITCHBOARD_SECRET_KEY="+teamKey), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -513,3 +515,6 @@ func TestTeamOnAnETCDCluster(t *testing.T) {
 		}
 	})
 }
+
+// teamKey is the secret key the replicas share.
+var teamKey = secretkey.Encode(secretkey.New())

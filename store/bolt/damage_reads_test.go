@@ -88,26 +88,7 @@ func TestSealedDamageIsAnError(t *testing.T) {
 		t.Fatalf("Open(%q) = %v; want nil", path, err)
 	}
 	mcpToken := storetest.Fill(t, db)
-	// Enough records for every bucket to have a page of its own.
-	var sess store.BrowserSession
-	var ct store.ClientToken
-	for i := range 12 {
-		storetest.MustCreate(t, db, storetest.StdioServer(fmt.Sprintf("pad-%02d", i)))
-		_, sess = store.NewBrowserSession("Firefox", time.Now(), time.Hour)
-		if err := db.CreateSession(ctx, sess); err != nil {
-			t.Fatalf("CreateSession = %v; want nil", err)
-		}
-		_, ct = store.NewClientToken(fmt.Sprintf("client %d", i), storetest.At(80+i))
-		if err := db.AddClientToken(ctx, ct); err != nil {
-			t.Fatalf("AddClientToken = %v; want nil", err)
-		}
-		if err := db.CreateProfile(ctx, store.Profile{ID: fmt.Sprintf("pad-%02d", i), Name: "Padding", Mode: store.ProfileAll, CreatedAt: storetest.At(80 + i)}); err != nil {
-			t.Fatalf("CreateProfile = %v; want nil", err)
-		}
-		if err := db.AppendCalls(ctx, []store.Call{{At: storetest.At(80 + i), Session: "s2", ServerID: "files", Tool: "read", AgentName: "files__read", Outcome: "ok"}}); err != nil {
-			t.Fatalf("AppendCalls = %v; want nil", err)
-		}
-	}
+	sess, ct := padBuckets(t, db)
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close() = %v; want nil", err)
 	}
@@ -121,7 +102,7 @@ func TestSealedDamageIsAnError(t *testing.T) {
 		}
 		t.Fatalf("Open(%q) of the damaged file with its old seal = %v; want ErrDamaged", path, err)
 	}
-	if err := writeSeal(path); err != nil {
+	if err := writeSeal(path, nil); err != nil {
 		t.Fatal(err)
 	}
 	db = mustOpenPath(t, path, Options{})
@@ -246,7 +227,7 @@ func TestSealedDamageIsAnError(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close() = %v; want nil", err)
 	}
-	if sealed(path) {
+	if sealed(path, nil) {
 		t.Errorf("sealed(%q) after a run that found it damaged = true; want false", path)
 	}
 	if db, err := Open(path, Options{}); !errors.Is(err, store.ErrDamaged) {
@@ -318,7 +299,7 @@ func TestPanicInTransactionIsNotDamage(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close() = %v; want nil", err)
 	}
-	if !sealed(path) {
+	if !sealed(path, nil) {
 		t.Errorf("sealed(%q) after a run whose panics were bugs = false; want true", path)
 	}
 }
@@ -359,4 +340,32 @@ func TestTransactionsCatchDamage(t *testing.T) {
 			})
 		}
 	}
+}
+
+// padBuckets adds enough records to db for every bucket to have a page
+// of its own (see damageBucketPages).
+// It returns the last browser session and client token it added.
+func padBuckets(t *testing.T, db *DB) (store.BrowserSession, store.ClientToken) {
+	t.Helper()
+	ctx := t.Context()
+	var sess store.BrowserSession
+	var ct store.ClientToken
+	for i := range 12 {
+		storetest.MustCreate(t, db, storetest.StdioServer(fmt.Sprintf("pad-%02d", i)))
+		_, sess = store.NewBrowserSession("Firefox", time.Now(), time.Hour)
+		if err := db.CreateSession(ctx, sess); err != nil {
+			t.Fatalf("CreateSession = %v; want nil", err)
+		}
+		_, ct = store.NewClientToken(fmt.Sprintf("client %d", i), storetest.At(80+i))
+		if err := db.AddClientToken(ctx, ct); err != nil {
+			t.Fatalf("AddClientToken = %v; want nil", err)
+		}
+		if err := db.CreateProfile(ctx, store.Profile{ID: fmt.Sprintf("pad-%02d", i), Name: "Padding", Mode: store.ProfileAll, CreatedAt: storetest.At(80 + i)}); err != nil {
+			t.Fatalf("CreateProfile = %v; want nil", err)
+		}
+		if err := db.AppendCalls(ctx, []store.Call{{At: storetest.At(80 + i), Session: "s2", ServerID: "files", Tool: "read", AgentName: "files__read", Outcome: "ok"}}); err != nil {
+			t.Fatalf("AppendCalls = %v; want nil", err)
+		}
+	}
+	return sess, ct
 }

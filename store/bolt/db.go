@@ -32,8 +32,11 @@ import (
 // SchemaVersion is the layout version this code reads and writes.
 // Version 2 added the approved tool definitions and the history; 3 the
 // agent names; 4 the browser sessions; 5 the profiles; 6 the offer
-// records.
-const SchemaVersion = 6
+// records; 7 sealed secrets (store/sealed): values an earlier release
+// would take for the secrets themselves, so it must refuse the file.
+// Nothing is rewritten here: serve seals the secrets a file of 6 keeps
+// in clear when it finds its key (sealed.Store.Reseal).
+const SchemaVersion = 7
 
 // Bucket names. Tools and policies hold one nested bucket per server id,
 // keyed by tool name, so that a re-verification rewriting tools never
@@ -93,6 +96,11 @@ type Options struct {
 	// error (wrapped). It is for tests of a full disk or a failing
 	// device; Open's own transaction and Close's do not call it.
 	BeforeCommit func([]store.Change) error
+	// SealKey keys the seal that lets a file closed cleanly skip the full
+	// check at its next open (see seal.go): with one, only a seal made
+	// with it is trusted. Derive it from the secret key
+	// (secretkey.SealKey). SealWith sets it after Open.
+	SealKey []byte
 }
 
 // DB is an open Switchboard store. It is safe for concurrent use.
@@ -104,6 +112,8 @@ type DB struct {
 	claim        *claim
 	closeOnce    sync.Once
 	closeErr     error
+
+	sealKey atomic.Pointer[[]byte] // keys the seal Close writes (see seal.go)
 
 	unsaved unsavedFailures // failures not written yet (see unsaved.go)
 	damaged atomic.Bool     // a transaction found the file damaged (see noteDamage)
@@ -117,6 +127,15 @@ type DB struct {
 	// (or a later one), never the one before (the MCP offer is rebuilt
 	// when the revision moves).
 	revMu sync.RWMutex
+}
+
+// SealWith keys the seal Close writes with key (see Options.SealKey), for
+// a key found after Open (a new store's first).
+func (db *DB) SealWith(key []byte) {
+	if key != nil {
+		k := append([]byte(nil), key...)
+		db.sealKey.Store(&k)
+	}
 }
 
 // Open opens (creating if needed) the store at path, creates its buckets,
@@ -168,7 +187,7 @@ func open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if exists && (why != "" || !sealed(path)) {
+	if exists && (why != "" || !sealed(path, opts.SealKey)) {
 		if err := checkInChild(context.Background(), path, opts.Timeout, why); err != nil {
 			return nil, err
 		}
@@ -204,6 +223,7 @@ func start(path string, opts Options, checked bool) (*DB, error) {
 	}
 	breakSeal(path) // this process holds the lock now, and writes next
 	db := &DB{bolt: bdb, path: path, beforeCommit: opts.BeforeCommit}
+	db.SealWith(opts.SealKey)
 	if err := db.init(checked); err != nil {
 		bdb.Close()
 		return nil, err
@@ -423,7 +443,11 @@ func (db *DB) Close() error {
 			// nothing writes the file under the reading. A seal that
 			// could not be written costs the next open a full check,
 			// nothing else; a file found damaged is not sealed.
-			writeSeal(db.path)
+			var key []byte
+			if k := db.sealKey.Load(); k != nil {
+				key = *k
+			}
+			writeSeal(db.path, key)
 		}
 		db.closeErr = errors.Join(mark, db.bolt.Close())
 		db.claim.release()

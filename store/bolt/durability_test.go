@@ -307,7 +307,7 @@ func TestEveryOpenIsChecked(t *testing.T) {
 		{"grown by a page", func() { os.WriteFile(path, append(bytes.Clone(sealed), make([]byte, 4096)...), 0o600) }},
 		{"without its seal", func() { os.Remove(sealPath(path)) }},
 		{"with its seal damaged", func() {
-			os.WriteFile(sealPath(path), bytes.Replace(seal, []byte("crc32c="), []byte("crc32c=x"), 1), 0o600)
+			os.WriteFile(sealPath(path), bytes.Replace(seal, []byte("sum="), []byte("sum=x"), 1), 0o600)
 		}},
 		{"with the seal of another file", func() {
 			other, _ := os.ReadFile(sealPath(fresh))

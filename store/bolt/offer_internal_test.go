@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ func TestMigrateToSchema6(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := rawSchemaVersion(t, path), "6"; got != want {
+	if got, want := rawSchemaVersion(t, path), strconv.Itoa(SchemaVersion); got != want {
 		t.Errorf("schema version after migration = %s; want %s", got, want)
 	}
 }

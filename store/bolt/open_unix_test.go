@@ -134,13 +134,13 @@ func TestOpenRefusesForeign(t *testing.T) {
 	if err := open(sealedDB); err != nil {
 		t.Fatal(err)
 	}
-	if !sealed(sealedDB) {
+	if !sealed(sealedDB, nil) {
 		t.Fatal("a cleanly closed database is not sealed")
 	}
 	if err := os.Chown(sealPath(sealedDB), other, other); err != nil {
 		t.Fatal(err)
 	}
-	if sealed(sealedDB) {
+	if sealed(sealedDB, nil) {
 		t.Error("another user's seal was taken as the file's")
 	}
 }

@@ -353,3 +353,23 @@ func (db *DB) waitDelivered(rev int64) {
 		}
 	}
 }
+
+// CompactHistory compacts the cluster's history up to now: etcd keeps
+// every earlier value of a key (a secret kept in clear by an earlier
+// release, then sealed; one sealed under a key since rotated away) until
+// its history is compacted. Watches of this store resync after it (see
+// the watch's compaction handling). It compacts the whole cluster's
+// history, not only this store's keys; the space is reclaimed by etcd's
+// own defragmentation.
+func (db *DB) CompactHistory(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, db.timeout)
+	defer cancel()
+	resp, err := db.cli.Get(ctx, db.key("mcp_token"))
+	if err != nil {
+		return unavailable(err)
+	}
+	if _, err := db.cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}

@@ -120,6 +120,52 @@ func (db *DB) RotateMCPToken(ctx context.Context) (string, error) {
 	return token, nil
 }
 
+// SwapMCPToken sets the MCP token to v if it is old ("" if none was
+// made), and returns the token kept afterwards.
+func (db *DB) SwapMCPToken(ctx context.Context, old, v string) (string, error) {
+	var kept string
+	err := db.update(ctx, func(t *txn) error {
+		kv, err := t.get(db.key("mcp_token"))
+		if err != nil {
+			return err
+		}
+		kept = ""
+		if kv != nil {
+			kept = string(kv.Value)
+		}
+		if kept != old {
+			return nil
+		}
+		kept = v
+		t.ops = append(t.ops, clientv3.OpPut(db.key("mcp_token"), v))
+		return nil
+	})
+	return kept, err
+}
+
+// Grants is every grant of the server.
+func (db *DB) Grants(ctx context.Context, id string) ([]store.Grant, error) {
+	out := []store.Grant{}
+	err := db.view(ctx, func(t *txn) error {
+		if _, err := t.loadServer(id); err != nil {
+			return err
+		}
+		kvs, err := t.list(db.key("grants/"+id+"/"), false)
+		if err != nil {
+			return err
+		}
+		for _, kv := range kvs {
+			var g store.Grant
+			if err := json.Unmarshal(kv.Value, &g); err != nil {
+				return fmt.Errorf("%w: decode %s: %v", store.ErrDamaged, kv.Key, err)
+			}
+			out = append(out, g)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // grantKey is where a server's grant from issuer is.
 func (db *DB) grantKey(id, issuer string) string {
 	sum := sha256.Sum256([]byte(issuer))

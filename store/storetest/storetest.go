@@ -69,6 +69,7 @@ func Run(t *testing.T, b Backend) {
 		{"ListedMergeAndApprove", testListedMergeAndApprove},
 		{"ListedChangesCounted", testListedChangesCounted},
 		{"ListedApproveAll", testListedApproveAll},
+		{"SealedSecrets", testSealedSecrets},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, b) })
 	}
