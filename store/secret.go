@@ -42,8 +42,14 @@ type Sealer interface {
 	Current(sealed string) bool
 }
 
-// IsSealed reports whether v is a sealed value (see above).
-func IsSealed(v string) bool { return strings.HasPrefix(v, SealedPrefix) }
+// sealedMark starts every sealed value, of any version.
+const sealedMark = "\x00sealed:"
+
+// IsSealed reports whether v is a sealed value (see above), of this
+// version or not, whole or damaged: nothing else starts as one does, so
+// such a value is never taken for a secret in clear (SealedParts says
+// whether it can be read).
+func IsSealed(v string) bool { return strings.HasPrefix(v, sealedMark) }
 
 // SealedParts splits a sealed value into its key id, the value's hash and
 // the encoded nonce and ciphertext; ok is false if v is not one.

@@ -23,17 +23,19 @@ import (
 // openStoreFor opens the database for a command that changes or reads
 // it while no dashboard runs, its secrets sealed with the key kc finds
 // (see secrets.go).
-func openStoreFor(ctx context.Context, cmd, dbPath string, kc keyConfig, getenv func(string) string, stderr io.Writer) (store.Store, error) {
+func openStoreFor(ctx context.Context, cmd, dbPath string, kc keyConfig, getenv func(string) string, stderr io.Writer, create bool) (store.Store, error) {
 	db, err := openBoltFor(cmd, dbPath, kc, getenv, stderr)
 	if err != nil {
 		return nil, err
 	}
-	s, err := sealStore(ctx, db, kc, getenv, dbPath, false, false)
+	s, err := sealStore(ctx, db, kc, getenv, dbPath, sealOptions{Create: create})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", cmd, err)
 	}
-	db.SealWith(secretkey.SealKey(s.key.Current))
+	if !s.none {
+		db.SealWith(secretkey.SealKey(s.key.Current))
+	}
 	return s.st.Store(), nil
 }
 
@@ -114,7 +116,7 @@ func importCmd(_ context.Context, args []string, getenv func(string) string, std
 	// create it.
 	var st importStore = emptyStore{}
 	if _, statErr := os.Stat(*db); statErr == nil || !*dry {
-		db, err := openStoreFor(context.Background(), "import", *db, kc, getenv, stderr)
+		db, err := openStoreFor(context.Background(), "import", *db, kc, getenv, stderr, !*dry)
 		if err != nil {
 			return err
 		}
@@ -279,7 +281,7 @@ func exportCmd(_ context.Context, args []string, getenv func(string) string, std
 	if _, err := os.Stat(*db); err != nil {
 		return fmt.Errorf("export: there is no database at %s (choose one with --db or SWITCHBOARD_DB)", *db)
 	}
-	st, err := openStoreFor(ctx, "export", *db, kc, getenv, stderr)
+	st, err := openStoreFor(ctx, "export", *db, kc, getenv, stderr, false)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -40,6 +42,17 @@ func keyFlags(fs *flag.FlagSet, c *keyConfig, getenv func(string) string) {
 	fs.StringVar(&c.File, "secret-key-file", c.File, "a file (0600, yours) holding the key that seals the secrets the store keeps; without it, SWITCHBOARD_SECRET_KEY, else the OS keychain, else <db>.key (env SWITCHBOARD_SECRET_KEY_FILE)")
 }
 
+// files are the key files named with -secret-key-file, with a
+// rotation's next and retired keys beside them: no server may read them
+// (a key file beside the database is denied with it).
+func (c keyConfig) files() []string {
+	if c.File == "" {
+		return nil
+	}
+	retired, _ := filepath.Glob(c.File + ".retired-*")
+	return append([]string{c.File, c.File + ".next"}, retired...)
+}
+
 // keychain is the OS keychain, unless it was turned off or cannot
 // answer: on Linux the Secret Service is reached over the session's
 // D-Bus, which a server, a container or CI has none of (and go-keyring
@@ -55,25 +68,50 @@ func (c keyConfig) keychain(getenv func(string) string) secretkey.Keychain {
 type sealing struct {
 	st  *sealed.Store
 	key secretkey.Key
+	// none says the store has no key yet, nor anything sealed: st opens
+	// nothing and seals nothing.
+	none bool
 	// Resealed counts the secrets found in clear (an earlier release's)
 	// and sealed now.
 	Resealed int
 }
 
+// sealOptions says how sealStore treats a store.
+type sealOptions struct {
+	// Shared is a team's store: its key must be given.
+	Shared bool
+	// Create may make a key for a store that holds nothing sealed (serve,
+	// import); a command that only reads never makes one.
+	Create bool
+	// Reseal, if set, seals the secrets an earlier release kept in clear,
+	// after calling it (serve: it notes that the store is to be compacted
+	// afterwards, so a start cut short between the two compacts at the
+	// next).
+	Reseal func() error
+}
+
 // sealStore finds the key for the store b (the database at dbPath, or a
-// team's store if shared) and wraps b with it. A store that holds
-// sealed secrets gets no new key: without its key, or with another, it
-// is an error saying what to do. With reseal, secrets an earlier release
-// kept in clear are sealed now.
-func sealStore(ctx context.Context, b sealed.Backend, c keyConfig, getenv func(string) string, dbPath string, shared, reseal bool) (sealing, error) {
+// team's store) and wraps b with it. A store that holds sealed secrets
+// gets no new key: without its key, or with another, it is an error
+// saying what to do.
+func sealStore(ctx context.Context, b sealed.Backend, c keyConfig, getenv func(string) string, dbPath string, so sealOptions) (sealing, error) {
 	census, err := sealed.Scan(ctx, b)
 	if err != nil {
 		return sealing{}, fmt.Errorf("read the store's secrets: %w", err)
 	}
 	account, _ := filepath.Abs(dbPath)
 	o := secretkey.Options{Env: c.Env, NextEnv: c.NextEnv, File: c.File, Keychain: c.keychain(getenv), Account: account,
-		DefaultFile: secretkey.DefaultFile(dbPath), Create: census.Total() == 0, Shared: shared}
+		DefaultFile: secretkey.DefaultFile(dbPath), Create: so.Create && census.Total() == 0, Shared: so.Shared}
 	key, err := secretkey.Load(o)
+	if errors.Is(err, secretkey.ErrNoKey) && census.Total() == 0 && !so.Create {
+		// Nothing sealed to open, and this command seals nothing: a key
+		// for this run only, kept nowhere (and none made for the store).
+		ring, rerr := secretkey.NewRing(secretkey.New())
+		if rerr != nil {
+			return sealing{}, rerr
+		}
+		return sealing{st: sealed.New(b, readOnly{ring}), none: true}, nil
+	}
 	if errors.Is(err, secretkey.ErrNoKey) && census.Total() > 0 {
 		return sealing{}, fmt.Errorf("the store holds %d sealed secrets (key %s), but their key is not here (%v). "+
 			"Give it with SWITCHBOARD_SECRET_KEY or -secret-key-file, or put back the key file or keychain entry it was kept in; "+
@@ -86,6 +124,9 @@ func sealStore(ctx context.Context, b sealed.Backend, c keyConfig, getenv func(s
 	if err != nil {
 		return sealing{}, err
 	}
+	if n := census.Sealed[sealed.Unreadable]; n > 0 {
+		return sealing{}, fmt.Errorf("%d secrets in the store are sealed values Switchboard cannot read (damaged, or written by a later release): restore a backup, or use the release that wrote them", n)
+	}
 	for _, id := range census.KeyIDs() {
 		if id != secretkey.ID(key.Current) && (key.Next == nil || id != secretkey.ID(key.Next)) {
 			return sealing{}, fmt.Errorf("the store's secrets are sealed under the key %s, and the key from the %s is %s: "+
@@ -93,7 +134,10 @@ func sealStore(ctx context.Context, b sealed.Backend, c keyConfig, getenv func(s
 		}
 	}
 	s := sealing{st: sealed.New(b, ring), key: key}
-	if reseal && census.Clear > 0 {
+	if so.Reseal != nil && census.Clear > 0 {
+		if err := so.Reseal(); err != nil {
+			return sealing{}, err
+		}
 		if s.Resealed, err = s.st.Reseal(ctx, false); err != nil {
 			return sealing{}, fmt.Errorf("seal the secrets an earlier release kept in clear: %w", err)
 		}
@@ -121,6 +165,13 @@ func keyFromEnv(getenv func(string) string) keyConfig {
 		NoKeychain: getenv("SWITCHBOARD_KEYCHAIN") == "off"}
 }
 
+// readOnly is a Sealer for a store with no key yet: it seals nothing.
+type readOnly struct{ *secretkey.Ring }
+
+func (readOnly) Seal(string, string) (string, error) {
+	return "", errors.New("this store has no secret key yet: start the dashboard once (it makes one), or give one with SWITCHBOARD_SECRET_KEY")
+}
+
 // logKey says on serve's start which key seals the secrets, and where
 // it is.
 func (s sealing) logKey(log *slog.Logger) {
@@ -133,16 +184,39 @@ func (s sealing) logKey(log *slog.Logger) {
 	}
 }
 
-// compactBolt seals what an earlier release kept in clear in the bolt
-// file at path, then rewrites the file so that no freed page keeps a
-// copy of the clear values: bbolt leaves overwritten values in free
-// pages. The database must be closed.
+// compactPending is the file that says the database at path holds, in
+// pages bbolt freed, copies of values since sealed: the next start
+// compacts it whatever else happened (see compactBolt).
+func compactPending(path string) string { return path + ".compact-pending" }
+
+// markCompactPending notes that the database at path is to be compacted,
+// before anything is sealed in it.
+func markCompactPending(path string) error {
+	f, err := os.OpenFile(compactPending(path), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("note that %s is to be compacted: %w", path, err)
+	}
+	err = f.Sync()
+	return errors.Join(err, f.Close())
+}
+
+// compactBolt rewrites the closed bolt file at path so that no freed page
+// keeps a copy of a value since sealed (bbolt leaves overwritten values
+// in free pages), then forgets that it was pending.
 func compactBolt(path string) error {
 	if err := bolt.Compact(path); err != nil {
-		return fmt.Errorf("rewrite %s without the secrets it kept in clear: %w", path, err)
+		return fmt.Errorf("rewrite %s without the values it kept before they were sealed: %w", path, err)
+	}
+	if err := os.Remove(compactPending(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	return nil
 }
+
+// etcdCompactPending is the key that says a team's store is to have its
+// history compacted (see compactBolt). It is kept outside the store's
+// prefix, where no reader of the store meets it.
+func etcdCompactPending(edb *etcd.DB) string { return "\x00switchboard/compact_pending" + edb.Prefix() }
 
 // secretsCmd is `switchboard secrets status|rotate`.
 func secretsCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -200,13 +274,20 @@ func secretsCmd(ctx context.Context, args []string, getenv func(string) string, 
 			return compactBolt(*db)
 		}
 	}
-	s, err := sealStore(ctx, b, kc, getenv, *db, sc.isETCD(), false)
+	s, err := sealStore(ctx, b, kc, getenv, *db, sealOptions{Shared: sc.isETCD()})
 	if err != nil {
 		return fmt.Errorf("secrets: %w", err)
 	}
 	census, err := sealed.Scan(ctx, b)
 	if err != nil {
 		return fmt.Errorf("secrets: %w", err)
+	}
+	if s.none {
+		if verb == "rotate" {
+			return errors.New("secrets rotate: this store has no secret key yet, and nothing sealed to move to a new one")
+		}
+		fmt.Fprintf(stdout, "key:    none yet (the first start of the dashboard makes one)\nclear:  %d\n", census.Clear)
+		return nil
 	}
 	if verb == "status" {
 		fmt.Fprintf(stdout, "key:    %s, kept in the %s\n", secretkey.ID(s.key.Current), s.key.Source)
@@ -242,13 +323,26 @@ func secretsCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return fmt.Errorf("secrets rotate: sealed %d secrets under the new key, then: %w; both keys are kept: run switchboard secrets rotate again to finish", n, err)
 	}
+	// The old key goes only once nothing needs it: a value sealed under
+	// it meanwhile (a replica still running) stops the rotation here.
+	after, err := sealed.Scan(ctx, b)
+	if err != nil {
+		return fmt.Errorf("secrets rotate: %w", err)
+	}
+	if left := after.Total() - after.Sealed[secretkey.ID(next)]; left > 0 || after.Clear > 0 {
+		return fmt.Errorf("secrets rotate: %d secrets are still under another key and %d in clear after sealing: is a dashboard or replica still running? Stop every one and run switchboard secrets rotate again; both keys are kept meanwhile", left, after.Clear)
+	}
 	if err := compact(); err != nil {
 		return fmt.Errorf("secrets rotate: %w", err)
 	}
-	if err := rotation.Finish(next); err != nil {
+	retired, err := rotation.Finish(next)
+	if err != nil {
 		return fmt.Errorf("secrets rotate: every secret is sealed under the new key %s, but it could not be kept as the key: %w; run switchboard secrets rotate again", secretkey.ID(next), err)
 	}
 	fmt.Fprintf(stdout, "sealed %d secrets under the new key %s (was %s)\n", n, secretkey.ID(next), secretkey.ID(old))
+	if retired != "" {
+		fmt.Fprintf(stdout, "backups made before now are sealed under %s: that key is kept in %s; delete it once you no longer need them\n", secretkey.ID(old), retired)
+	}
 	if s.key.Source.Kind == secretkey.FromEnvironment {
 		fmt.Fprintln(stdout, "now set SWITCHBOARD_SECRET_KEY to the new key (SWITCHBOARD_NEW_SECRET_KEY) wherever Switchboard runs, and drop SWITCHBOARD_NEW_SECRET_KEY")
 	} else {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/secretkey"
 	"github.com/switchboard-dev/switchboard/store"
@@ -137,8 +138,25 @@ func TestServeRefusesAMissingOrWrongKey(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		var out, errOut bytes.Buffer
-		err := run(ctx, []string{"serve", "-addr", "127.0.0.1:0"}, env(vars), nil, &out, &errOut)
+		out := &syncBuffer{}
+		done := make(chan error, 1)
+		go func() {
+			done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0"}, env(vars), nil, out, &syncBuffer{})
+		}()
+		var err error
+	wait:
+		for {
+			select {
+			case err = <-done:
+				break wait
+			case <-time.After(10 * time.Millisecond):
+				if openURL.MatchString(out.String()) { // it started: a failure, not a hang
+					cancel()
+					<-done
+					t.Fatalf("serve started; want it refused, saying %q", want)
+				}
+			}
+		}
 		for _, w := range want {
 			if err == nil || !strings.Contains(err.Error(), w) {
 				t.Errorf("serve = %v; want refused, saying %q", err, w)
@@ -170,12 +188,11 @@ func TestServeRefusesAMissingOrWrongKey(t *testing.T) {
 }
 
 // A database an earlier release wrote, secrets in clear (testdata: made
-// by the commit before secrets were sealed, 42 servers, a grant, the MCP
-// token), is sealed at the first start: every secret still works, the
-// confirmed launch still holds, the MCP token is the same, and the file
-// keeps no clear copy. (Serve also compacts the file then, since bbolt
-// does not clear the pages it frees; in this file the freed pages are
-// all reused by the rewrites, so this test would pass without that.)
+// by the commit before secrets were sealed: 42 servers, 40 of them with a
+// 3 KB secret, a grant, the MCP token), is sealed at the first start:
+// every secret still works, the confirmed launch still holds, the MCP
+// token is the same, and the file keeps no clear copy, not even in pages
+// bbolt freed (the start compacts the file: without that, copies stay).
 func TestPreviousReleaseDatabaseSealedAtFirstStart(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sb.db")
@@ -207,8 +224,11 @@ func TestPreviousReleaseDatabaseSealedAtFirstStart(t *testing.T) {
 		t.Errorf("serve's log does not say it sealed the 47 secrets:\n%s", s.stderr.String())
 	}
 	file, _ := os.ReadFile(path)
-	if found := findIn(file, append(clear, oldToken)); len(found) > 0 {
+	if found := findIn(file, append(append(clear, oldToken), "legacy-bulk-secret-")); len(found) > 0 {
 		t.Errorf("after the first start the file still holds %q in clear", found)
+	}
+	if _, err := os.Stat(path + ".compact-pending"); err == nil {
+		t.Error("the note that the file is to be compacted is still there")
 	}
 
 	raw, err = bolt.Open(path, bolt.Options{})
@@ -320,5 +340,49 @@ func TestSecretsRotate(t *testing.T) {
 	only, _ := secretkey.NewRing(newer)
 	if got, err := sealed.New(raw, only).Server(t.Context(), "local"); err != nil || got.Env["API_KEY"] != "rotate-me-5150" {
 		t.Errorf("local under the newest key = %+v, %v", got.Env, err)
+	}
+}
+
+// A first start cut short after it sealed the secrets but before it
+// compacted the file leaves clear copies in freed pages and its note; the
+// next start, which finds nothing in clear to seal, compacts all the same
+// (issue 34 review).
+func TestCompactionCutShortIsFinishedAtNextStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sb.db")
+	old, err := os.ReadFile("testdata/previous-release.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k, err := secretkey.Load(secretkey.Options{DefaultFile: secretkey.DefaultFile(path), Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, _ := secretkey.NewRing(k.Current)
+	raw, err := bolt.Open(path, bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := markCompactPending(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sealed.New(raw, ring).Reseal(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close() // and no compaction: the start was cut short here
+	if file, _ := os.ReadFile(path); !bytes.Contains(file, []byte("legacy-bulk-secret-")) {
+		t.Fatal("the file keeps no clear copy after a reseal without compaction; the test cannot tell")
+	}
+	s := startServeArgs(t, []string{"-addr", "127.0.0.1:0"}, map[string]string{"SWITCHBOARD_DB": path, "SWITCHBOARD_TOKEN": strings.Repeat("f", 64)})
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if file, _ := os.ReadFile(path); bytes.Contains(file, []byte("legacy-bulk-secret-")) {
+		t.Error("the next start left the clear copies in the file")
+	}
+	if _, err := os.Stat(compactPending(path)); err == nil {
+		t.Error("the note is still there")
 	}
 }

@@ -337,17 +337,29 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			return err
 		}
 		where = "etcd at " + cfg.Store.Store + " (keys under " + edb.Prefix() + ")"
-		sealing, err := sealStore(ctx, edb, cfg.Key, getenv, cfg.DBPath, true, true)
+		// etcd keeps the values sealing replaces in its history: a key
+		// notes, before anything is sealed, that it is to be compacted,
+		// and goes once it is, at this start or (cut short) a later one.
+		pending := etcdCompactPending(edb)
+		sealing, err := sealStore(ctx, edb, cfg.Key, getenv, cfg.DBPath, sealOptions{Shared: true, Create: true,
+			Reseal: func() error { return edb.PutFlag(ctx, pending) }})
 		if err != nil {
 			edb.Close()
 			return fmt.Errorf("start: %w", err)
 		}
 		if sealing.Resealed > 0 {
-			// etcd keeps the values they replaced in its history.
-			if err := edb.CompactHistory(ctx); err != nil {
-				log.Warn("sealed the secrets an earlier release kept in clear, but could not compact etcd's history, which still holds them", "err", err)
-			}
 			log.Info("sealed the secrets an earlier release kept in clear", "secrets", sealing.Resealed)
+		}
+		if flagged, err := edb.Flag(ctx, pending); err != nil || flagged {
+			if err == nil {
+				err = edb.CompactHistory(ctx)
+			}
+			if err == nil {
+				err = edb.DeleteFlag(ctx, pending)
+			}
+			if err != nil {
+				log.Warn("could not compact etcd's history, which still holds secrets as they were before they were sealed; the next start tries again", "err", err)
+			}
 		}
 		sealing.logKey(log)
 		db = sealing.st.Store()
@@ -371,7 +383,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			if err != nil {
 				return nil, sealing{}, err
 			}
-			s, err := sealStore(ctx, bdb, cfg.Key, getenv, cfg.DBPath, false, true)
+			s, err := sealStore(ctx, bdb, cfg.Key, getenv, cfg.DBPath, sealOptions{Create: true,
+				Reseal: func() error { return markCompactPending(cfg.DBPath) }})
 			if err != nil {
 				bdb.Close()
 				return nil, sealing{}, fmt.Errorf("start: %w", err)
@@ -384,14 +397,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			return err
 		}
 		if sealing.Resealed > 0 {
-			// The file still holds the clear values in freed pages.
+			log.Info("sealed the secrets an earlier release kept in clear", "secrets", sealing.Resealed)
+		}
+		if _, err := os.Stat(compactPending(cfg.DBPath)); err == nil {
+			// The file may hold values as they were before they were
+			// sealed, in pages bbolt freed: rewritten, at this start or
+			// (cut short) the next.
 			if err := bdb.Close(); err != nil {
 				return fmt.Errorf("start: %w", err)
 			}
 			if err := compactBolt(cfg.DBPath); err != nil {
 				return fmt.Errorf("start: %w", err)
 			}
-			log.Info("sealed the secrets an earlier release kept in clear, and rewrote the database without them", "secrets", sealing.Resealed, "database", cfg.DBPath)
+			log.Info("rewrote the database without the copies of its secrets from before they were sealed", "database", cfg.DBPath)
 			if _, sealing, err = open(); err != nil {
 				return err
 			}
@@ -490,7 +508,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}, db, discovery.NewVerifier(cfg.Limits, getenv).Contained(runs).Walled(sandbox.Config{
 		Database:      cfg.DBPath,
 		DashboardPort: ln.Addr().(*net.TCPAddr).Port,
-		ExtraDeny:     nonEmpty(cfg.Store.ETCDKey, cfg.Store.ETCDCert),
+		ExtraDeny:     append(nonEmpty(cfg.Store.ETCDKey, cfg.Store.ETCDCert), cfg.Key.files()...),
 	}))
 	if err != nil {
 		ln.Close()

@@ -114,12 +114,32 @@ func TestLoadKeyFile(t *testing.T) {
 	if err != nil || string(mid.Current) != string(made.Current) || string(mid.Next) != string(next) {
 		t.Errorf("Load mid-rotation = %+v, %v; want the old key and the new", mid, err)
 	}
-	if err := r.Finish(next); err != nil {
+	retired, err := r.Finish(next)
+	if err != nil {
 		t.Fatal(err)
 	}
 	done, err := Load(Options{DefaultFile: path})
 	if err != nil || string(done.Current) != string(next) || done.Next != nil {
 		t.Errorf("Load after the rotation = %+v, %v; want the new key alone", done, err)
+	}
+	// The old key is kept apart, for backups sealed under it.
+	if old, err := readKeyFile(retired); err != nil || string(old) != string(made.Current) || retired != path+".retired-"+ID(made.Current) {
+		t.Errorf("the retired key at %q = %x, %v; want the old key", retired, old, err)
+	}
+}
+
+// A key file named (-secret-key-file) is never made, even for a store
+// with nothing sealed: a missing one is a mistake, such as a volume that
+// did not mount (issue 34 review).
+func TestNamedKeyFileIsNeverMade(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "mount", "key")
+	for _, shared := range []bool{false, true} {
+		if k, err := Load(Options{File: missing, Shared: shared, Create: true}); !errors.Is(err, ErrNoKey) || k.Made {
+			t.Errorf("Load of a missing named key file (shared %v) = %+v, %v; want ErrNoKey, nothing made", shared, k, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(missing)); err == nil {
+		t.Error("Load made the named key file's directory")
 	}
 }
 
@@ -156,7 +176,7 @@ func TestLoadKeychain(t *testing.T) {
 	if mid, _ := Load(o); string(mid.Next) != string(next) {
 		t.Errorf("Load mid-rotation has next %x; want %x", mid.Next, next)
 	}
-	if err := r.Finish(next); err != nil {
+	if _, err := r.Finish(next); err != nil {
 		t.Fatal(err)
 	}
 	if done, _ := Load(o); string(done.Current) != string(next) || done.Next != nil {

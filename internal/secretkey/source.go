@@ -3,6 +3,7 @@ package secretkey
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,7 +17,8 @@ import (
 // Where the key comes from, first found first:
 //
 //  1. SWITCHBOARD_SECRET_KEY (Options.Env);
-//  2. a key file named with -secret-key-file (Options.File);
+//  2. a key file named with -secret-key-file (Options.File), which must
+//     exist: it is never made;
 //  3. the OS keychain (macOS Keychain, Windows Credential Manager, the
 //     Secret Service on Linux), under the service "switchboard" and the
 //     database's path, where one answers;
@@ -111,7 +113,10 @@ func Load(o Options) (Key, error) {
 		return k, nil
 	}
 	if o.File != "" {
-		return loadFile(o.File, o.Create)
+		// A file named is never made: a missing one is a mistake (a
+		// volume that did not mount), and a key made in its place would
+		// seal the secrets under a key nobody keeps.
+		return loadFile(o.File, false)
 	}
 	if o.Shared {
 		return Key{}, fmt.Errorf("%w: a team's replicas share one key, so it is never made or kept per machine: "+
@@ -188,9 +193,21 @@ func loadFile(path string, create bool) (Key, error) {
 }
 
 // readKeyFile reads a key file, refusing one that is not a regular file
-// of this user, or that others may read or write.
+// of this user, or that others may read or write. The checks are made on
+// the file opened, not on its name, so a link swapped in between is
+// refused too.
 func readKeyFile(path string) ([]byte, error) {
-	fi, err := os.Lstat(path)
+	if fi, err := os.Lstat(path); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("the secret key file %s is not a regular file", path)
+	}
+	f, err := openNoFollow(path)
+	if err != nil {
+		return nil, fmt.Errorf("the secret key file %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +220,7 @@ func readKeyFile(path string) ([]byte, error) {
 	if owner, foreign := fileowner.Foreign(fi); foreign {
 		return nil, fmt.Errorf("the secret key file %s belongs to another user (uid %d): it is not used", path, owner)
 	}
-	b, err := os.ReadFile(path)
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
 	if err != nil {
 		return nil, err
 	}
@@ -260,10 +277,11 @@ func writeKeyFile(path string, k []byte, replace bool) error {
 type Rotation struct {
 	o   Options
 	src Source
+	old []byte
 }
 
 // NewRotation is the rotation of the key k, found with o.
-func NewRotation(o Options, k Key) Rotation { return Rotation{o: o, src: k.Source} }
+func NewRotation(o Options, k Key) Rotation { return Rotation{o: o, src: k.Source, old: k.Current} }
 
 // Keep keeps next as the rotation's new key, before any value is sealed
 // under it. A key from the environment is not kept: the new one is
@@ -278,9 +296,32 @@ func (r Rotation) Keep(next []byte) error {
 	return nil
 }
 
-// Finish makes next the current key and forgets the old one, once every
-// value is sealed under next.
-func (r Rotation) Finish(next []byte) error {
+// Finish makes next the current key once every value is sealed under
+// it. The old key is kept apart as retired, since backups made before the
+// rotation are sealed under it: Finish returns where ("" for a key from
+// the environment, which the person holds).
+func (r Rotation) Finish(next []byte) (retired string, err error) {
+	if ID(r.old) == ID(next) { // a rerun after the key was made current
+		return "", r.promote(next)
+	}
+	switch r.src.Kind {
+	case FromFile:
+		retired = r.src.Where + ".retired-" + ID(r.old)
+		if err := writeKeyFile(retired, r.old, true); err != nil {
+			return "", err
+		}
+	case FromKeychain:
+		retired = r.o.Account + " (retired " + ID(r.old) + ")"
+		if err := r.o.Keychain.Set(Service, retired, Encode(r.old)); err != nil {
+			return "", err
+		}
+		retired = "keychain entry " + Service + "/" + retired
+	}
+	return retired, r.promote(next)
+}
+
+// promote makes next the current key and forgets the rotation's note.
+func (r Rotation) promote(next []byte) error {
 	switch r.src.Kind {
 	case FromFile:
 		if err := writeKeyFile(r.src.Where, next, true); err != nil {

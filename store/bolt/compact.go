@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	bbolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -23,28 +24,15 @@ func Compact(path string) error {
 	if err := refuseForeign(path); err != nil {
 		return err
 	}
-	src, err := bbolt.Open(path, filePerm, &bbolt.Options{Timeout: DefaultOpenTimeout, ReadOnly: true})
-	if errors.Is(err, bbolt.ErrTimeout) {
-		return fmt.Errorf("%w: %s", store.ErrInUse, path)
-	}
-	if err != nil {
-		return err
-	}
-	defer src.Close()
 	tmp := path + ".compact"
 	os.Remove(tmp)
-	dst, err := bbolt.Open(tmp, filePerm, &bbolt.Options{Timeout: DefaultOpenTimeout})
-	if err != nil {
-		return err
-	}
-	err = catchDamage(path, func() error { return bbolt.Compact(dst, src, 64<<20) })
-	if cerr := dst.Close(); err == nil {
-		err = cerr
-	}
+	err := compactInto(path, tmp)
 	if err == nil {
 		err = syncFile(tmp)
 	}
 	if err == nil {
+		// Both files are closed: Windows renames no file open without
+		// sharing its deletion.
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
@@ -53,6 +41,25 @@ func Compact(path string) error {
 	}
 	breakSeal(path)
 	return syncDir(filepath.Dir(path))
+}
+
+// compactInto writes the live content of the closed database at path
+// into a new database at tmp, and closes both.
+func compactInto(path, tmp string) error {
+	src, err := bbolt.Open(path, filePerm, &bbolt.Options{Timeout: DefaultOpenTimeout, ReadOnly: true})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return fmt.Errorf("%w: %s", store.ErrInUse, path)
+	}
+	if err != nil {
+		return err
+	}
+	dst, err := bbolt.Open(tmp, filePerm, &bbolt.Options{Timeout: DefaultOpenTimeout})
+	if err != nil {
+		src.Close()
+		return err
+	}
+	err = catchDamage(path, func() error { return bbolt.Compact(dst, src, 64<<20) })
+	return errors.Join(err, dst.Close(), src.Close())
 }
 
 func syncFile(path string) error {

@@ -60,6 +60,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -88,8 +89,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// schemaVersion is the layout's version, kept under meta.
-const schemaVersion = 1
+// schemaVersion is the layout's version, kept under meta. Version 2
+// keeps secrets sealed (store/sealed): an earlier release would take the
+// sealed values for the secrets themselves, so it must refuse the layout.
+const schemaVersion = 2
 
 // maxContention bounds how long a change that keeps meeting others of the
 // same records runs again before it gives up (errConflict).
@@ -189,6 +192,17 @@ func (db *DB) start(ctx context.Context, dial time.Duration) error {
 		}
 		if meta.Schema > schemaVersion {
 			return fmt.Errorf("%w: the layout under %s is of version %d; this Switchboard knows %d: upgrade it", store.ErrDamaged, db.prefix, meta.Schema, schemaVersion)
+		}
+		if meta.Schema < schemaVersion {
+			// 1 → 2 moves nothing: the secrets are sealed by the caller
+			// (sealed.Store.Reseal); the version keeps earlier releases out.
+			was := resp.Kvs[0].ModRevision
+			meta.Schema = schemaVersion
+			b, _ := json.Marshal(meta)
+			if _, err := db.cli.Txn(octx).If(clientv3.Compare(clientv3.ModRevision(db.key("meta")), "=", was)).
+				Then(clientv3.OpPut(db.key("meta"), string(b))).Commit(); err != nil {
+				return fmt.Errorf("%w: %v", ErrUnavailable, err)
+			}
 		}
 	}
 	rev, err := db.cli.Get(octx, db.key("revision"))
@@ -368,7 +382,44 @@ func (db *DB) CompactHistory(ctx context.Context) error {
 	if err != nil {
 		return unavailable(err)
 	}
-	if _, err := db.cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+	_, err = db.cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical())
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return nil // compacted up to here already: nothing older is kept
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// Flag reports whether the key name (under no prefix: the caller's) is
+// set; PutFlag sets it and DeleteFlag clears it. For notes a replica
+// keeps across starts, such as a compaction still to do.
+func (db *DB) Flag(ctx context.Context, name string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, db.timeout)
+	defer cancel()
+	resp, err := db.cli.Get(ctx, name, clientv3.WithCountOnly())
+	if err != nil {
+		return false, unavailable(err)
+	}
+	return resp.Count > 0, nil
+}
+
+// PutFlag sets the key name (see Flag).
+func (db *DB) PutFlag(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, db.timeout)
+	defer cancel()
+	if _, err := db.cli.Put(ctx, name, "1"); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+// DeleteFlag clears the key name (see Flag).
+func (db *DB) DeleteFlag(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, db.timeout)
+	defer cancel()
+	if _, err := db.cli.Delete(ctx, name); err != nil {
 		return unavailable(err)
 	}
 	return nil

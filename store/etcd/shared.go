@@ -143,6 +143,55 @@ func (db *DB) SwapMCPToken(ctx context.Context, old, v string) (string, error) {
 	return kept, err
 }
 
+// RewriteServer lets fn change the server with the id in one
+// transaction, as kept (see bolt.DB.RewriteServer); a commit that loses
+// a race runs fn again on what won.
+func (db *DB) RewriteServer(ctx context.Context, id string, fn func(*store.Server) (bool, error)) error {
+	return db.update(ctx, func(t *txn) error {
+		st, err := t.loadServer(id)
+		if err != nil {
+			return err
+		}
+		changed, err := fn(&st.doc.Server)
+		if err != nil || !changed {
+			return err
+		}
+		t.changed(store.Change{ServerID: id})
+		return t.save(st, false)
+	})
+}
+
+// RewriteGrants is RewriteServer for each of the server's grants.
+func (db *DB) RewriteGrants(ctx context.Context, id string, fn func(*store.Grant) (bool, error)) error {
+	return db.update(ctx, func(t *txn) error {
+		return t.eachGrant(id, func(key string, g store.Grant) error {
+			changed, err := fn(&g)
+			if err != nil || !changed {
+				return err
+			}
+			return t.put(key, g)
+		})
+	})
+}
+
+// eachGrant calls fn with each grant of the server and its key.
+func (t *txn) eachGrant(id string, fn func(key string, g store.Grant) error) error {
+	kvs, err := t.list(t.db.key("grants/"+id+"/"), false)
+	if err != nil {
+		return err
+	}
+	for _, kv := range kvs {
+		var g store.Grant
+		if err := json.Unmarshal(kv.Value, &g); err != nil {
+			return fmt.Errorf("%w: decode %s: %v", store.ErrDamaged, kv.Key, err)
+		}
+		if err := fn(string(kv.Key), g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Grants is every grant of the server.
 func (db *DB) Grants(ctx context.Context, id string) ([]store.Grant, error) {
 	out := []store.Grant{}
@@ -150,18 +199,10 @@ func (db *DB) Grants(ctx context.Context, id string) ([]store.Grant, error) {
 		if _, err := t.loadServer(id); err != nil {
 			return err
 		}
-		kvs, err := t.list(db.key("grants/"+id+"/"), false)
-		if err != nil {
-			return err
-		}
-		for _, kv := range kvs {
-			var g store.Grant
-			if err := json.Unmarshal(kv.Value, &g); err != nil {
-				return fmt.Errorf("%w: decode %s: %v", store.ErrDamaged, kv.Key, err)
-			}
+		return t.eachGrant(id, func(_ string, g store.Grant) error {
 			out = append(out, g)
-		}
-		return nil
+			return nil
+		})
 	})
 	return out, err
 }
@@ -195,20 +236,12 @@ func (db *DB) Grant(ctx context.Context, id, issuer string) (g store.Grant, ok b
 // LatestGrant is the server's most recently saved grant.
 func (db *DB) LatestGrant(ctx context.Context, id string) (g store.Grant, ok bool, err error) {
 	err = db.view(ctx, func(t *txn) error {
-		kvs, err := t.list(db.key("grants/"+id+"/"), false)
-		if err != nil {
-			return err
-		}
-		for _, kv := range kvs {
-			var each store.Grant
-			if err := json.Unmarshal(kv.Value, &each); err != nil {
-				return fmt.Errorf("%w: decode %s: %v", store.ErrDamaged, kv.Key, err)
-			}
+		return t.eachGrant(id, func(_ string, each store.Grant) error {
 			if !ok || each.SavedAt.After(g.SavedAt) {
 				g, ok = each, true
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	return g, ok, err
 }

@@ -2,6 +2,7 @@ package sealed
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 
@@ -28,15 +29,23 @@ func (c Census) Total() int {
 // KeyIDs are the ids of the keys values are sealed under, sorted.
 func (c Census) KeyIDs() []string { return slices.Sorted(maps.Keys(c.Sealed)) }
 
+// Unreadable is the key id Census gives a sealed value it cannot read
+// (damaged, or of a later version): no key opens it.
+const Unreadable = "unreadable"
+
 func (c *Census) count(v string) {
-	switch id, _, _, ok := store.SealedParts(v); {
-	case ok:
+	id, _, _, ok := store.SealedParts(v)
+	switch {
+	case !ok && store.IsSealed(v):
+		id, ok = Unreadable, true
+	case !ok && v != "":
+		c.Clear++
+	}
+	if ok {
 		if c.Sealed == nil {
 			c.Sealed = map[string]int{}
 		}
 		c.Sealed[id]++
-	case v != "":
-		c.Clear++
 	}
 }
 
@@ -93,77 +102,109 @@ func peekMCPToken(ctx context.Context, b Backend) (string, error) {
 
 // Reseal seals under the current key every secret kept in clear (what an
 // earlier release wrote) and, if all is set, every one sealed under
-// another key the box opens (a rotation). Each server, grant and the MCP
-// token is rewritten in its own change, so a Reseal cut short leaves
-// each value whole, under one key or the other, and running it again
-// finishes it. It returns how many values it sealed.
+// another key the box opens (a rotation). Each server, each server's
+// grants and the MCP token are rewritten in a transaction of their own
+// that reads what it rewrites, so a change made meanwhile (an edit, a
+// refreshed token, on this replica or another) is never undone, and a
+// Reseal cut short leaves each value whole, under one key or the other:
+// running it again finishes it. It returns how many values it sealed.
 func (s *Store) Reseal(ctx context.Context, all bool) (int, error) {
 	stale := func(v string) bool {
 		return v != "" && (!store.IsSealed(v) || all && !s.box.Current(v))
 	}
-	n := 0
+	// reseal seals *v again if it is stale, kept where ad says.
+	reseal := func(ad string, v *string, n *int) error {
+		if !stale(*v) {
+			return nil
+		}
+		open, err := s.open(ad, *v)
+		if err != nil {
+			return err
+		}
+		if *v, err = s.box.Seal(ad, open); err != nil {
+			return err
+		}
+		*n++
+		return nil
+	}
+	total := 0
 	list, err := s.Backend.Summaries(ctx)
 	if err != nil {
-		return n, err
+		return total, err
 	}
 	for _, sum := range list {
-		srv := sum.Server
-		count := 0
-		for _, v := range srv.Env {
-			count += b2i(stale(v))
-		}
-		for _, v := range srv.Headers {
-			count += b2i(stale(v))
-		}
-		count += b2i(stale(srv.OAuthSettings().ClientSecret))
-		if count > 0 {
-			open, err := s.openServer(srv)
-			if err != nil {
-				return n, err
+		id := sum.Server.ID
+		// fn may run more than once (a transaction that lost a race runs
+		// again): the count is the last run's.
+		var sealedNow int
+		err := s.Backend.RewriteServer(ctx, id, func(srv *store.Server) (bool, error) {
+			n := 0
+			for _, m := range []struct {
+				values map[string]string
+				ad     func(string, string) string
+			}{{srv.Env, store.EnvAD}, {srv.Headers, store.HeaderAD}} {
+				for k, v := range m.values {
+					if err := reseal(m.ad(id, k), &v, &n); err != nil {
+						return false, err
+					}
+					m.values[k] = v
+				}
 			}
-			if err := s.UpdateServer(ctx, open); err != nil {
-				return n, err
+			if srv.OAuth != nil {
+				o := *srv.OAuth
+				if err := reseal(store.OAuthClientSecretAD(id), &o.ClientSecret, &n); err != nil {
+					return false, err
+				}
+				srv.OAuth = &o
 			}
-			n += count
+			sealedNow = n
+			return n > 0, nil
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted meanwhile
 		}
-		grants, err := s.Backend.Grants(ctx, srv.ID)
 		if err != nil {
-			return n, err
+			return total, err
 		}
-		for _, g := range grants {
-			count := 0
-			for _, f := range grantFields(&g) {
-				count += b2i(stale(*f))
+		total += sealedNow
+		sealedNow = 0
+		grantsRun := map[string]int{} // by issuer, the last run's count
+		err = s.Backend.RewriteGrants(ctx, id, func(g *store.Grant) (bool, error) {
+			n := 0
+			for name, f := range grantFields(g) {
+				if err := reseal(store.GrantAD(id, g.Issuer, name), f, &n); err != nil {
+					return false, err
+				}
 			}
-			if count == 0 {
-				continue
-			}
-			open, err := s.openGrant(srv.ID, g)
-			if err != nil {
-				return n, err
-			}
-			if err := s.SaveGrant(ctx, srv.ID, open); err != nil {
-				return n, err
-			}
-			n += count
+			grantsRun[g.Issuer] = n
+			return n > 0, nil
+		})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return total, err
+		}
+		for _, n := range grantsRun {
+			total += n
 		}
 	}
-	tok, err := peekMCPToken(ctx, s.Backend)
-	if err != nil || !stale(tok) {
-		return n, err
+	for {
+		tok, err := peekMCPToken(ctx, s.Backend)
+		if err != nil || !stale(tok) {
+			return total, err
+		}
+		sealed := tok
+		n := 0
+		if err := reseal(store.MCPTokenAD, &sealed, &n); err != nil {
+			return total, err
+		}
+		kept, err := s.Backend.SwapMCPToken(ctx, tok, sealed)
+		if err != nil {
+			return total, err
+		}
+		if kept == sealed {
+			return total + 1, nil
+		}
+		// Rotated meanwhile: look again.
 	}
-	open, err := s.open(store.MCPTokenAD, tok)
-	if err != nil {
-		return n, err
-	}
-	sealed, err := s.box.Seal(store.MCPTokenAD, open)
-	if err != nil {
-		return n, err
-	}
-	if _, err := s.Backend.SwapMCPToken(ctx, tok, sealed); err != nil {
-		return n, err
-	}
-	return n + 1, nil
 }
 
 func b2i(b bool) int {

@@ -28,6 +28,12 @@ type Backend interface {
 	// SwapMCPToken sets the MCP token to v if it is old ("" if there is
 	// none), and returns the token the store holds afterwards.
 	SwapMCPToken(ctx context.Context, old, v string) (string, error)
+	// RewriteServer lets fn change the server, as kept, in one
+	// transaction: saved only if fn says it changed something, its times
+	// and hashes as they were. RewriteGrants does the same for each of
+	// the server's grants.
+	RewriteServer(ctx context.Context, id string, fn func(*store.Server) (bool, error)) error
+	RewriteGrants(ctx context.Context, id string, fn func(*store.Grant) (bool, error)) error
 }
 
 // Store is a Backend with its secrets sealed by a store.Sealer.

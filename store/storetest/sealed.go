@@ -235,18 +235,97 @@ type failAfter struct {
 
 var errCrash = errors.New("the machine went down")
 
-func (f *failAfter) UpdateServer(ctx context.Context, s store.Server) error {
+func (f *failAfter) RewriteServer(ctx context.Context, id string, fn func(*store.Server) (bool, error)) error {
 	if f.n == 0 {
 		return errCrash
 	}
 	f.n--
-	return f.Backend.UpdateServer(ctx, s)
+	return f.Backend.RewriteServer(ctx, id, fn)
 }
 
-func (f *failAfter) SaveGrant(ctx context.Context, id string, g store.Grant) error {
+func (f *failAfter) RewriteGrants(ctx context.Context, id string, fn func(*store.Grant) (bool, error)) error {
 	if f.n == 0 {
 		return errCrash
 	}
 	f.n--
-	return f.Backend.SaveGrant(ctx, id, g)
+	return f.Backend.RewriteGrants(ctx, id, fn)
+}
+
+// editFirst is a backend on which, just before a Reseal rewrites the
+// server or grants named, someone else changes them: edit runs once, at
+// the first rewrite of each.
+type editFirst struct {
+	sealed.Backend
+	server, grants func()
+}
+
+func (e *editFirst) RewriteServer(ctx context.Context, id string, fn func(*store.Server) (bool, error)) error {
+	if e.server != nil {
+		e.server()
+		e.server = nil
+	}
+	return e.Backend.RewriteServer(ctx, id, fn)
+}
+
+func (e *editFirst) RewriteGrants(ctx context.Context, id string, fn func(*store.Grant) (bool, error)) error {
+	if e.grants != nil {
+		e.grants()
+		e.grants = nil
+	}
+	return e.Backend.RewriteGrants(ctx, id, fn)
+}
+
+// A Reseal undoes no change made while it runs (issue 34 review): an
+// edit of a server and a refreshed grant that land between its read of
+// the catalog and its rewrite of them are kept, sealed.
+func testResealKeepsConcurrentChanges(t *testing.T, be Backend) {
+	ctx := t.Context()
+	b, ok := be.Open(t).(sealed.Backend)
+	if !ok {
+		t.Fatal("the backend is not a sealed.Backend")
+	}
+	ring, _ := secretkey.NewRing(secretkey.New())
+	st := sealed.New(b, ring)
+	legacy := StdioServer("legacy")
+	legacy.Env = map[string]string{"TOKEN": "clear-before-the-edit"}
+	legacy.Transport, legacy.URL, legacy.Command = store.TransportHTTP, "https://mcp.example.com/mcp", ""
+	if err := b.CreateServer(ctx, legacy); err != nil { // in clear, as an earlier release kept it
+		t.Fatal(err)
+	}
+	g := secretGrant()
+	g.RefreshToken = "clear-refresh-1"
+	if err := b.SaveGrant(ctx, "legacy", g); err != nil {
+		t.Fatal(err)
+	}
+	racing := &editFirst{Backend: b,
+		server: func() {
+			edited, err := st.Server(ctx, "legacy")
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited.Env, edited.Enabled = map[string]string{"TOKEN": "edited-meanwhile"}, false
+			if err := st.UpdateServer(ctx, edited); err != nil {
+				t.Fatal(err)
+			}
+		},
+		grants: func() {
+			refreshed := secretGrant()
+			refreshed.RefreshToken = "refreshed-meanwhile"
+			if err := st.SaveGrant(ctx, "legacy", refreshed); err != nil {
+				t.Fatal(err)
+			}
+		}}
+	if _, err := sealed.New(racing, ring).Reseal(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Server(ctx, "legacy")
+	if err != nil || got.Env["TOKEN"] != "edited-meanwhile" || got.Enabled {
+		t.Errorf("after a Reseal that raced an edit: %+v, %v; want the edit kept", got, err)
+	}
+	if g, _, err := st.LatestGrant(ctx, "legacy"); err != nil || g.RefreshToken != "refreshed-meanwhile" {
+		t.Errorf("after a Reseal that raced a refresh: refresh token %q, %v; want the refreshed one", g.RefreshToken, err)
+	}
+	if c, _ := sealed.Scan(ctx, b); c.Clear != 0 {
+		t.Errorf("Scan after the Reseal = %+v; want nothing in clear", c)
+	}
 }

@@ -70,6 +70,7 @@ func Run(t *testing.T, b Backend) {
 		{"ListedChangesCounted", testListedChangesCounted},
 		{"ListedApproveAll", testListedApproveAll},
 		{"SealedSecrets", testSealedSecrets},
+		{"ResealKeepsConcurrentChanges", testResealKeepsConcurrentChanges},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, b) })
 	}
