@@ -41,11 +41,17 @@ dist:
 # detector, each fuzz target for 5000 inputs, then the browser tests.
 test: check deps-e2e test-go test-fuzz test-e2e
 
+# goimports groups imports: the standard library, then other modules,
+# then this module's packages.
+GOIMPORTS = $(GO) tool goimports -local github.com/switchboard-dev/switchboard
+
 check:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	@test -z "$$($(GOIMPORTS) -l $$(git ls-files '*.go' | grep -v '_templ.go$$'))" || { echo "goimports needed ($(GOIMPORTS) -w FILE):"; $(GOIMPORTS) -l $$(git ls-files '*.go' | grep -v '_templ.go$$'); exit 1; }
 	$(GO) tool templ generate
 	@git diff --exit-code -- '*_templ.go' || { echo "templ generate changed files: commit them"; exit 1; }
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 	@for p in $(PLATFORMS); do \
 		[ "$$p" = "$$($(GO) env GOOS)/$$($(GO) env GOARCH)" ] && continue; \
 		echo "go vet ./... for $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./... || exit 1; \

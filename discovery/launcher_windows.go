@@ -10,8 +10,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 	"golang.org/x/sys/windows"
+
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 )
 
 // runLauncher waits until this process is in the job whose handle is the

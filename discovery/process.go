@@ -81,8 +81,10 @@ type process struct {
 	// egress proxy, cgroup), closed once the process is stopped; nil for
 	// a run without a profile.
 	walls *sandbox.Prepared
-	// job is the Windows Job Object of the process tree (0 elsewhere).
-	job uintptr
+	// osProcess is what one OS keeps of the process (the Windows Job
+	// Object, see process_windows.go).
+	//lint:ignore U1000 empty but on Windows
+	osProcess
 	// record is the run's record beside the database (nil without a
 	// Containment), removed once stop is done.
 	record *runRecord

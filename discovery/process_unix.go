@@ -313,3 +313,9 @@ type procStat struct {
 	pid, ppid, pgrp int
 	start           uint64 // clock ticks after boot
 }
+
+// osProcess is what Linux and macOS keep of a process beyond the common
+// fields: nothing (the process group is the common pgid).
+//
+//lint:ignore U1000 the field of process that holds it is Windows's
+type osProcess struct{}

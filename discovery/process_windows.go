@@ -12,8 +12,9 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 	"golang.org/x/sys/windows"
+
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 )
 
 // On Windows a server runs in a Job Object of its own, with the whole
@@ -312,3 +313,9 @@ func inJob(job windows.Handle) (bool, error) {
 }
 
 func asErrno(err error, en *syscall.Errno) bool { return errors.As(err, en) }
+
+// osProcess is what Windows keeps of a process: job is the Job Object of
+// its process tree.
+type osProcess struct {
+	job uintptr
+}

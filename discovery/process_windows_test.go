@@ -4,8 +4,9 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 	"golang.org/x/sys/windows"
+
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 )
 
 // The job holds the plan's limits, and the isolation says which.

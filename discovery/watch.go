@@ -177,6 +177,7 @@ func (r *verification) watch(ctx context.Context, ping time.Duration, on func(Wa
 			pctx, cancel := context.WithTimeout(session, r.limits.InitTimeout)
 			defer cancel()
 			if !modern {
+				//lint:ignore SA1019 a session of 2025-11-25 or earlier has ping; only 2026-07-28 dropped it (the modern branch below)
 				done <- probed{err: c.Ping(pctx)}
 				return
 			}

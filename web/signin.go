@@ -149,7 +149,6 @@ func (s *Server) startSignIn(ctx context.Context, srv store.Server, redirectURI,
 // handleOAuthCallback serves GET /oauth/callback, where the
 // authorization server sends the browser back.
 func (s *Server) handleOAuthCallback(c echo.Context) error {
-	ctx := c.Request().Context()
 	q := c.Request().URL.Query()
 	state := q.Get("state")
 	page := func(status int, v views.CallbackView) error { return render(c, status, views.CallbackPage(v)) }

@@ -616,7 +616,8 @@ func startBareRelay(ctx context.Context, upstream *client.Client, name string) (
 	var init mcp.InitializeRequest
 	init.Params.ProtocolVersion = mcp.ProtocolVersion20251125
 	init.Params.ClientInfo = mcp.Implementation{Name: "bench-agent", Version: "1"}
-	if err := c.Start(ctx); err == nil {
+	err = c.Start(ctx)
+	if err == nil {
 		_, err = c.Initialize(ctx, init)
 	}
 	if err != nil {

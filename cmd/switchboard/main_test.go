@@ -18,9 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store/bolt"
-	"go.uber.org/goleak"
 )
 
 var fixture string // path of the built mcp-fixture binary

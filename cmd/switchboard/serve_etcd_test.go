@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/switchboard-dev/switchboard/internal/secretkey"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/internal/secretkey"
 
 	"github.com/switchboard-dev/switchboard/store/etcd/etcdtest"
 )

@@ -14,7 +14,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/switchboard-dev/switchboard/internal/secretkey"
 	"io"
 	"net"
 	"net/http"
@@ -32,6 +31,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/switchboard-dev/switchboard/internal/secretkey"
 	"github.com/switchboard-dev/switchboard/store/etcd/etcdtest"
 )
 

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/switchboard-dev/switchboard/store"
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // recordAgentName gives t its agent name (see store.AgentNameFor) and

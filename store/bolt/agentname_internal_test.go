@@ -3,10 +3,10 @@ package bolt
 import (
 	"testing"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/storetest"
-
-	bbolt "go.etcd.io/bbolt"
 )
 
 // A schema-2 file gets agent names for its tools when opened.

@@ -9,8 +9,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/store"
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // putApproved records t as the definition its policy approves.

@@ -6,8 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/switchboard-dev/switchboard/store/storetest"
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store/storetest"
 
 	"github.com/switchboard-dev/switchboard/store"
 )

@@ -24,9 +24,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/store"
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // SchemaVersion is the layout version this code reads and writes.

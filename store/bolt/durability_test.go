@@ -12,8 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/switchboard-dev/switchboard/store/storetest"
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store/storetest"
 
 	"github.com/switchboard-dev/switchboard/store"
 )

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/switchboard-dev/switchboard/store"
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // SaveGrant keeps g for the server, under its issuer: a sign-in at

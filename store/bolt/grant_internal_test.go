@@ -4,10 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/storetest"
-
-	bbolt "go.etcd.io/bbolt"
 )
 
 // The integrity check reads grants as what they are: a damaged one is

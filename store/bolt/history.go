@@ -9,8 +9,9 @@ import (
 
 	berrors "go.etcd.io/bbolt/errors"
 
-	"github.com/switchboard-dev/switchboard/store"
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // History returns a server's verifications, newest first, at most limit

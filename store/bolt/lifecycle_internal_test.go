@@ -3,10 +3,10 @@ package bolt
 import (
 	"testing"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/storetest"
-
-	bbolt "go.etcd.io/bbolt"
 )
 
 // A schema-1 file gets the approved definitions of its tools when opened.

@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/store"
 	"go.uber.org/goleak"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // Helper-process mode: the test binary re-executes itself with these

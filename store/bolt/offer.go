@@ -9,8 +9,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/switchboard-dev/switchboard/store"
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // bucketOffers holds, per server, each tool as the MCP offer reads it

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/storetest"
-
-	bbolt "go.etcd.io/bbolt"
 )
 
 // A schema-5 file, which has no offer records, gets them when opened:

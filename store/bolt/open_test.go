@@ -16,8 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/store/storetest"
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store/storetest"
 
 	"github.com/switchboard-dev/switchboard/store"
 )

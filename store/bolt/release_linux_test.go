@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/storetest"
-	bbolt "go.etcd.io/bbolt"
 )
 
 // mappedRSS is how much of the file at path this process has resident

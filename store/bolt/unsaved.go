@@ -8,8 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/store"
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // Pauses between tries to write failures that could not be written (see

@@ -1,7 +1,6 @@
 package etcd
 
 import (
-	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -375,6 +374,3 @@ func (c *chunkCache) put(name string, recs []record, size int) {
 		delete(c.items, oldest)
 	}
 }
-
-// compareByName orders tool entries by name.
-func compareByName(a, b store.ToolEntry) int { return cmp.Compare(a.Name, b.Name) }

@@ -206,10 +206,3 @@ func (s *Store) Reseal(ctx context.Context, all bool) (int, error) {
 		// Rotated meanwhile: look again.
 	}
 }
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}

@@ -6,11 +6,12 @@ package present
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
