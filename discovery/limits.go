@@ -33,7 +33,7 @@ type Limits struct {
 	InstructionsBytes int // the server's instructions
 }
 
-// DefaultLimits are the limits of design.md.
+// DefaultLimits are the limits of docs/architecture.md.
 var DefaultLimits = Limits{
 	InitTimeout:     30 * time.Second,
 	ListTimeout:     30 * time.Second,

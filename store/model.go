@@ -115,7 +115,7 @@ type Server struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	// LaunchConfirmed is the LaunchHash a person last confirmed (see
-	// DB.ConfirmLaunch). The store keeps it across updates; callers never
+	// Servers.ConfirmLaunch). The store keeps it across updates; callers never
 	// set it.
 	LaunchConfirmed string `json:"launch_confirmed,omitempty"`
 	// ConfirmedLaunch is what the person confirmed with LaunchConfirmed

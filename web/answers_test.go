@@ -10,7 +10,7 @@ import (
 )
 
 // The JSON API's answers as these tests read them. The types are the
-// tests' own, written from the outside (design.md "Web, API and CLI"):
+// tests' own, written from the outside (docs/architecture.md "Web, API and CLI"):
 // they check the contract, not web's structs. decodeAs refuses a field
 // they do not know, so a renamed or new field fails a test instead of
 // reading as a zero value.

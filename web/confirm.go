@@ -14,7 +14,7 @@ import (
 
 // Before Switchboard first starts a server's command (or contacts its
 // URL), and again after the command, args, env keys, cwd or URL changed,
-// a person sees the exact launch and confirms it (design.md "Security
+// a person sees the exact launch and confirms it (docs/architecture.md "Security
 // defaults"). The store keeps the confirmed store.Server.LaunchHash.
 
 // launchUnconfirmed is startVerify's answer for a server whose current

@@ -144,7 +144,7 @@ func (s *Server) target(srv store.Server) discovery.Target {
 	return t
 }
 
-// --- JSON shapes of the API (design.md "Web, API and CLI") ---
+// --- JSON shapes of the API (docs/architecture.md "Web, API and CLI") ---
 
 // serverJSON is a server as the API gives it: its settings, its sign-in
 // held (never a token) and its discovery record.

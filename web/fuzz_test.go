@@ -29,7 +29,7 @@ import (
 // seeds, `make test` fuzzes each target for a few seconds and `make fuzz`
 // for longer. Each input goes through the whole application, with one
 // verified fixture server ("fz", tools read, write and drop) to act on;
-// the invariants are those of design.md's API contract: never a 5xx or a
+// the invariants are those of docs/architecture.md's API contract: never a 5xx or a
 // logged error, errors as JSON (or a page) that say what is wrong, no
 // secret in any answer, and what was accepted reads back.
 

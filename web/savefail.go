@@ -24,7 +24,7 @@ const (
 // and every tab show it failed rather than running or succeeded. The
 // store is asked to record that failure in place of the result; when the
 // file cannot be written yet, the store shows it on every read and
-// writes it as soon as it can (see store.DB.RecordFailure), so the record
+// writes it as soon as it can (see store/bolt/unsaved.go), so the record
 // left "running" is repaired without a restart.
 func (s *Server) saveFailed(j discovery.Job, now time.Time, err error) *discovery.Error {
 	ctx := context.Background()

@@ -1,8 +1,8 @@
 // Command etcd is the etcd server (go.etcd.io/etcd/server/v3, the version
 // go.mod names), built from this module so that the tests of a team's
 // Switchboard run a real etcd cluster of separate processes without
-// installing one: `make test` builds it into bin/etcd. It takes etcd's own
-// flags.
+// installing one: the team test (internal/teamtest) builds it, as `go
+// build ./cmd/etcd` does. It takes etcd's own flags.
 package main
 
 import (

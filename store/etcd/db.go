@@ -31,7 +31,7 @@
 // transaction (etcd takes 128 operations and 1.5 MiB by default) is
 // written as chunks first, then swapped in by the small transaction that
 // commits; a chunk that no committed server key names is deleted by the
-// server's next commit (see chunks.go).
+// server's next commit (see body.go).
 //
 // # Revision and changes
 //

@@ -25,7 +25,7 @@ type txn struct {
 	guards map[string]int64
 	ops    []clientv3.Op
 	// early are the chunk puts too large for the commit, written before
-	// it (see chunks.go).
+	// it (see body.go).
 	early   []clientv3.Op
 	changes []store.Change
 }

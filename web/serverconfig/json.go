@@ -9,7 +9,7 @@ import (
 )
 
 // JSON is a server's settings as the JSON API takes them and gives them
-// back (design.md "Web, API and CLI"): secret values come back masked,
+// back (docs/architecture.md "Web, API and CLI"): secret values come back masked,
 // and a masked value sent back keeps the stored one.
 type JSON struct {
 	ID            string            `json:"id"`

@@ -1,5 +1,5 @@
 // Package apijson holds the shapes of the JSON API's answers
-// (design.md "Web, API and CLI") and their conversions from the domain:
+// (docs/architecture.md "Web, API and CLI") and their conversions from the domain:
 // jobs, batches, freshness, deltas, errors and launches; and the refusals
 // (Refusal) and strict request decoding the handlers share. Nothing in it
 // reads or writes the store.

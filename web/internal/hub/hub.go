@@ -15,7 +15,7 @@ import (
 
 // Hub fans live updates out to every open browser tab.
 //
-// r3labs/sse is used the safe way design.md describes: one stream per
+// r3labs/sse is used the safe way docs/architecture.md describes: one stream per
 // browser connection (so a stalled tab can only block its own stream),
 // AutoReplay off (nothing is kept), SplitData on (multi-line HTML), and
 // publishing with TryPublish so the publisher never waits. A connection

@@ -1,7 +1,7 @@
 // Package onboard takes a person from an empty list to verified servers
 // in a few steps: the client configs found on this machine, imported all
 // at once, and the launches that wait for a person's confirmation,
-// confirmed together on one page (design.md "Security defaults": each is
+// confirmed together on one page (docs/architecture.md "Security defaults": each is
 // shown in full first).
 package onboard
 
