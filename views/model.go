@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // Page is what the layout needs.
@@ -228,7 +231,7 @@ func (s ServerItem) Running() bool { return !s.RunningSince.IsZero() }
 // PhaseLabel is the human label of the current phase.
 func (s ServerItem) PhaseLabel() string {
 	switch {
-	case s.Phase == "listing" && s.Page > 0:
+	case s.Phase == discovery.PhaseListing && s.Page > 0:
 		return fmt.Sprintf("listing page %d", s.Page)
 	case s.Phase != "":
 		return s.Phase
@@ -241,10 +244,10 @@ func (s ServerItem) StatusLabel() string {
 	if s.Running() {
 		return s.PhaseLabel()
 	}
-	switch s.Status {
-	case "never":
+	switch store.Status(s.Status) {
+	case store.StatusNever:
 		return "not verified"
-	case "sign_in_required":
+	case store.StatusSignIn:
 		return "Sign-in required"
 	}
 	return s.Status
@@ -636,6 +639,13 @@ func unflagged(changes []ToolChange) []ToolChange {
 	return out
 }
 
+// The health states Health gives that pages test for.
+const (
+	HealthOK    = "ok"
+	HealthStale = "stale"
+	HealthNever = "never"
+)
+
 // Health is the one chip a server's state comes down to: its
 // verification, its freshness and the session held to it, in a few
 // words ("OK · 13 tools", "Unreachable since 14:02 UTC", "Failed: command
@@ -654,21 +664,21 @@ func (s ServerItem) Health() (state, text string) {
 		return "running", s.PhaseLabel()
 	case !s.Enabled:
 		return "disabled", "Disabled"
-	case s.Status == "never":
-		return "never", "Not verified"
-	case s.Status == "sign_in_required":
+	case s.Status == string(store.StatusNever):
+		return HealthNever, "Not verified"
+	case s.Status == string(store.StatusSignIn):
 		return "sign_in", "Sign-in required"
-	case s.Status == "success" && s.Watch != nil && !s.Watch.Connected && s.Watch.LastError != "":
+	case s.Status == string(store.StatusSuccess) && s.Watch != nil && !s.Watch.Connected && s.Watch.LastError != "":
 		return "unreachable", "Unreachable" + since(s.Watch.Since)
-	case s.Status == "success" && s.CallsFailing():
+	case s.Status == string(store.StatusSuccess) && s.CallsFailing():
 		return "unreachable", "Calls failing" + since(s.Calls.FailingSince)
-	case s.Status == "success" && s.Fresh.State == "stale" && s.Fresh.Reason == "config":
-		return "stale", "Stale: its configuration changed"
-	case s.Status == "success" && s.Fresh.State == "stale" && s.AutoRefresh:
-		return "stale", "Stale"
-	case s.Status == "success":
-		return "ok", "OK · " + itoa(s.ToolCount) + " tools"
-	case s.Error != nil && (s.Error.Class == "timeout" || s.Error.Class == "network") && !s.VerifiedAt.IsZero():
+	case s.Status == string(store.StatusSuccess) && s.Fresh.State == store.FreshStale && s.Fresh.Reason == store.StaleConfig:
+		return HealthStale, "Stale: its configuration changed"
+	case s.Status == string(store.StatusSuccess) && s.Fresh.State == store.FreshStale && s.AutoRefresh:
+		return HealthStale, "Stale"
+	case s.Status == string(store.StatusSuccess):
+		return HealthOK, "OK · " + itoa(s.ToolCount) + " tools"
+	case s.Error != nil && (s.Error.Class == discovery.ClassTimeout || s.Error.Class == discovery.ClassNetwork) && !s.VerifiedAt.IsZero():
 		return "unreachable", "Unreachable" + since(s.Fresh.Since)
 	case s.Error != nil:
 		return "failed", "Failed: " + failureWords(s.Error.Class)
@@ -679,23 +689,23 @@ func (s ServerItem) Health() (state, text string) {
 // failureWords says an error class as people say it.
 func failureWords(class string) string {
 	switch class {
-	case "not_found":
+	case discovery.ClassNotFound:
 		return "command not found"
-	case "permission":
+	case discovery.ClassPermission:
 		return "the command cannot be run"
-	case "exited":
+	case discovery.ClassExited:
 		return "the server exited"
-	case "timeout":
+	case discovery.ClassTimeout:
 		return "no answer in time"
-	case "network":
+	case discovery.ClassNetwork:
 		return "not reachable"
-	case "protocol":
+	case discovery.ClassProtocol:
 		return "not an MCP server as expected"
-	case "too_large":
+	case discovery.ClassTooLarge:
 		return "over a limit"
-	case "http_status":
+	case discovery.ClassHTTPStatus:
 		return "the server refused the request"
-	case "cancelled":
+	case discovery.ClassCancelled:
 		return "cancelled"
 	}
 	return strings.ReplaceAll(class, "_", " ")
