@@ -9,11 +9,11 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/internal/apijson"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // Connected clients: each gets its own MCP token, shown once (see

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 	"github.com/switchboard-dev/switchboard/web/internal/present"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // serverItem merges a stored summary with the server's job in flight.

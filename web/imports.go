@@ -16,12 +16,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard-dev/switchboard/internal/clientconfig"
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/views"
-	"github.com/switchboard-dev/switchboard/web/clientconfig"
 	"github.com/switchboard-dev/switchboard/web/internal/held"
 	"github.com/switchboard-dev/switchboard/web/internal/onboard"
 	"github.com/switchboard-dev/switchboard/web/internal/present"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // maxImport caps the text of one pasted or uploaded config; a file found

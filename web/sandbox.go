@@ -9,8 +9,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/store"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // handleSandboxAllow serves POST /servers/:id/sandbox/allow: learn mode's

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/web/toolsearch/toolsearchtest"
+	"github.com/switchboard-dev/switchboard/internal/toolsearch/toolsearchtest"
 )
 
 // synthServer registers the fixture serving the synthetic 1,000-tool

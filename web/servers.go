@@ -10,13 +10,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 	"github.com/switchboard-dev/switchboard/web/internal/listed"
 	"github.com/switchboard-dev/switchboard/web/internal/present"
 	"github.com/switchboard-dev/switchboard/web/internal/refresh"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 func (s *Server) page(c echo.Context, title string) views.Page {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/switchboard-dev/switchboard/web/toolsearch"
-	"github.com/switchboard-dev/switchboard/web/toolsearch/toolsearchtest"
+	"github.com/switchboard-dev/switchboard/internal/toolsearch"
+	"github.com/switchboard-dev/switchboard/internal/toolsearch/toolsearchtest"
 )
 
 // searchFigures measures tool search (issue 22) in process, with no

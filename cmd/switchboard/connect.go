@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/store"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // apiTokenPath is where `switchboard serve` keeps a generated API token

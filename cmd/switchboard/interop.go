@@ -13,11 +13,11 @@ import (
 	"text/tabwriter"
 	"unicode"
 
+	"github.com/switchboard-dev/switchboard/internal/clientconfig"
 	"github.com/switchboard-dev/switchboard/internal/secretkey"
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
-	"github.com/switchboard-dev/switchboard/web/clientconfig"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // openStoreFor opens the database for a command that changes or reads

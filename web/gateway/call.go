@@ -15,8 +15,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/toolsearch"
 	"github.com/switchboard-dev/switchboard/store"
-	"github.com/switchboard-dev/switchboard/web/toolsearch"
 )
 
 // Who decides a call, as the call log and Decide name them.

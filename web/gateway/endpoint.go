@@ -34,10 +34,10 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/toolsearch"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/web/internal/reclaim"
-	"github.com/switchboard-dev/switchboard/web/toolsearch"
 )
 
 // tools/list is answered from an offer built from the store, never by

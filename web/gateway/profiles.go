@@ -15,8 +15,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/switchboard-dev/switchboard/internal/toolsearch"
 	"github.com/switchboard-dev/switchboard/store"
-	"github.com/switchboard-dev/switchboard/web/toolsearch"
 )
 
 // Each connected client's token belongs to a profile (store.Profile): a

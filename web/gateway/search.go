@@ -10,8 +10,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/switchboard-dev/switchboard/internal/toolsearch"
 	"github.com/switchboard-dev/switchboard/store"
-	"github.com/switchboard-dev/switchboard/web/toolsearch"
 )
 
 // A profile in search mode (store.Profile.Search) lists search_tools,

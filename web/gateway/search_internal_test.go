@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/switchboard-dev/switchboard/internal/toolsearch"
 	"github.com/switchboard-dev/switchboard/store"
-	"github.com/switchboard-dev/switchboard/web/toolsearch"
 )
 
 // A search-mode view lists search_tools, call_tool and its pinned tools;

@@ -13,10 +13,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/switchboard-dev/switchboard/internal/clientconfig"
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
-	"github.com/switchboard-dev/switchboard/web/clientconfig"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // Key names a found file in a form: stable while the file is there, and

@@ -6,9 +6,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/switchboard-dev/switchboard/internal/clientconfig"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
-	"github.com/switchboard-dev/switchboard/web/clientconfig"
 )
 
 func TestCheck(t *testing.T) {

@@ -3,9 +3,9 @@ package present
 import (
 	"net/url"
 
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // ReadForm reads the add/edit form: the input to validate, and the form

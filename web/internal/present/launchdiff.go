@@ -7,7 +7,7 @@ import (
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/internal/tooldiff"
 
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 )
 
 // LaunchChanges is what changed in srv's launch since a person confirmed

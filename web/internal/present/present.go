@@ -13,9 +13,9 @@ import (
 
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // ToolItem builds a tool row. key is an opaque id for the row's element;

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // Sandbox is srv's walls as pages show them, with what machine m builds

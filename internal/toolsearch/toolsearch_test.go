@@ -11,8 +11,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/goleak"
 
-	"github.com/switchboard-dev/switchboard/web/toolsearch"
-	"github.com/switchboard-dev/switchboard/web/toolsearch/toolsearchtest"
+	"github.com/switchboard-dev/switchboard/internal/toolsearch"
+	"github.com/switchboard-dev/switchboard/internal/toolsearch/toolsearchtest"
 )
 
 func TestMain(m *testing.M) {

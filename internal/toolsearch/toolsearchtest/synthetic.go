@@ -7,7 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/switchboard-dev/switchboard/web/toolsearch"
+	"github.com/switchboard-dev/switchboard/internal/toolsearch"
 )
 
 // domain is a service with the things it keeps: one server of the

@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/switchboard-dev/switchboard/internal/clientconfig"
 	"github.com/switchboard-dev/switchboard/store"
-	"github.com/switchboard-dev/switchboard/web/clientconfig"
 )
 
 // Importing servers from the configs of other MCP clients: a plan (the

@@ -14,7 +14,7 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 
-	"github.com/switchboard-dev/switchboard/web/clientconfig"
+	"github.com/switchboard-dev/switchboard/internal/clientconfig"
 )
 
 // Connecting a client writes Switchboard's own entry into that client's

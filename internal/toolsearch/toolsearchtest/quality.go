@@ -3,7 +3,7 @@ package toolsearchtest
 import (
 	"slices"
 
-	"github.com/switchboard-dev/switchboard/web/toolsearch"
+	"github.com/switchboard-dev/switchboard/internal/toolsearch"
 )
 
 // Floors are the least recall@5 and MRR each query set ("real",

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-dev/switchboard/internal/clientconfig"
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/store/bolt"
-	"github.com/switchboard-dev/switchboard/web/clientconfig"
-	"github.com/switchboard-dev/switchboard/web/serverconfig"
 )
 
 // FuzzImport plans any text in each format against the store, applies

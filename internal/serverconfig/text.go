@@ -2,7 +2,7 @@
 // programs write it: the input of the form and the API and its
 // validation, the command line as a shell would need it typed, and the
 // import and export of MCP client config files (read and written by
-// web/clientconfig) against the store. The dashboard and the CLI share
+// internal/clientconfig) against the store. The dashboard and the CLI share
 // it.
 package serverconfig
 

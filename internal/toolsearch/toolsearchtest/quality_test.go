@@ -3,7 +3,7 @@ package toolsearchtest
 import (
 	"testing"
 
-	"github.com/switchboard-dev/switchboard/web/toolsearch"
+	"github.com/switchboard-dev/switchboard/internal/toolsearch"
 )
 
 func TestSyntheticCatalog(t *testing.T) {
