@@ -15,6 +15,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/switchboard-dev/switchboard/discovery/netpolicy"
+
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -147,6 +149,21 @@ var errTransportClosed = errors.New("discovery: transport closed")
 // 403" (SSE stream).
 var statusRe = regexp.MustCompile(`status(?: code)?:? (\d{3})`)
 
+// refusal is the *Error of a request the outgoing-request policy refused
+// (class network for a connection, protocol for a redirect), nil if err
+// is none.
+func refusal(err error, phase string) *Error {
+	var r *netpolicy.RefusedError
+	if !errors.As(err, &r) {
+		return nil
+	}
+	class := ClassNetwork
+	if r.Kind == "protocol" {
+		class = ClassProtocol
+	}
+	return newError(class, phase, r.Message, err)
+}
+
 // classify turns an error from a phase into an *Error. exited reports
 // whether the stdio child has already exited (with its code).
 func classify(err error, phase string, jobCtx context.Context, exited bool, code int) *Error {
@@ -155,6 +172,9 @@ func classify(err error, phase string, jobCtx context.Context, exited bool, code
 		if e.Phase == "" {
 			e.Phase = phase
 		}
+		return e
+	}
+	if e := refusal(err, phase); e != nil {
 		return e
 	}
 	var tooLarge errTooLarge

@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery/netpolicy"
 )
 
 // The MCP authorization flow (OAuth 2.1, as the 2025-11-25 and 2026-07-28
@@ -305,12 +307,12 @@ func redactedOAuth(err error, secrets []string) error {
 // under the outgoing-request policy of the server's URL, with the
 // server's network class taken from what its name resolves to now.
 func (v *Verifier) oauthHTTP(ctx context.Context, serverURL string) (*http.Client, error) {
-	policy, err := NewOutboundPolicy(serverURL, nil)
+	policy, err := netpolicy.New(serverURL, nil)
 	if err != nil {
 		return nil, oauthErr("discovery", "invalid server URL: %v", err)
 	}
-	policy.classOf, policy.resolver = v.classOf, v.resolver
-	if err := policy.resolveOrigin(ctx); err != nil {
+	policy.ClassOf, policy.Resolver = v.classOf, v.resolver
+	if err := policy.ResolveOrigin(ctx); err != nil {
 		return nil, oauthErr("discovery", "cannot resolve the server's host: %v", err)
 	}
 	return policy.Client(), nil
@@ -418,7 +420,7 @@ func scopesFor(challenge AuthChallenge, scopes AuthScopes, supported []string) [
 func sameResource(resource, serverURL string) bool {
 	r, err1 := url.Parse(resource)
 	u, err2 := url.Parse(serverURL)
-	if err1 != nil || err2 != nil || r.Host == "" || r.RawQuery != "" || r.Fragment != "" || originOf(r) != originOf(u) {
+	if err1 != nil || err2 != nil || r.Host == "" || r.RawQuery != "" || r.Fragment != "" || netpolicy.OriginOf(r) != netpolicy.OriginOf(u) {
 		return false
 	}
 	rp, up := strings.TrimSuffix(r.EscapedPath(), "/"), strings.TrimSuffix(u.EscapedPath(), "/")
@@ -684,7 +686,7 @@ func clientRequest(ctx context.Context, hc *http.Client, g *OAuthGrant, endpoint
 		// RFC 6749 2.3.1: the id and secret form-encoded first.
 		basic := &http.Request{Header: http.Header{}}
 		basic.SetBasicAuth(url.QueryEscape(g.ClientID), url.QueryEscape(g.ClientSecret))
-		hc = withCredentials(hc, originOf(req.URL), basic.Header)
+		hc = netpolicy.WithCredentials(hc, netpolicy.OriginOf(req.URL), basic.Header)
 	}
 	return req, hc, nil
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/switchboard-dev/switchboard/discovery/netpolicy"
+
 	"github.com/mark3labs/mcp-go/client/transport"
 )
 
@@ -194,9 +196,9 @@ func (t *httpTally) tooLarge() error {
 // secrets returns them then) redacted. tally records what happened. It
 // has no Timeout, which would cut a held event stream (mcp-go's
 // WithHTTPTimeout sets one on it, for a verification).
-func httpClient(policy *OutboundPolicy, limits Limits, budget *byteBudget, message int, tally *httpTally, secrets func() []string) *http.Client {
+func httpClient(policy *netpolicy.Policy, limits Limits, budget *byteBudget, message int, tally *httpTally, secrets func() []string) *http.Client {
 	return &http.Client{
-		Transport:     cappedTransport{policy.transport(baseTransport(limits.InitTimeout)), budget, message, tally, secrets},
+		Transport:     cappedTransport{policy.Transport(netpolicy.BaseTransport(limits.InitTimeout)), budget, message, tally, secrets},
 		CheckRedirect: policy.CheckRedirect,
 	}
 }

@@ -148,6 +148,8 @@ func (r *verification) listExtras(ctx context.Context, c *client.Client, caps mc
 		msg := err.Error()
 		if errors.As(err, &e) {
 			msg = e.Message
+		} else if e := refusal(err, ""); e != nil {
+			msg = e.Message
 		}
 		if listCtx.Err() != nil {
 			msg = fmt.Sprintf("no answer within %s", r.limits.ListTimeout)

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/discovery/netpolicy"
+
 	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
@@ -136,7 +138,7 @@ type Verifier struct {
 	walls sandbox.Config
 	// classOf and resolver, if set, replace how remote addresses are
 	// classed and host names resolved (tests; see OutboundPolicy).
-	classOf  func(netip.AddrPort) netClass
+	classOf  func(netip.AddrPort) netpolicy.Class
 	resolver *net.Resolver
 }
 
@@ -549,14 +551,14 @@ func (r *verification) budget() *byteBudget {
 // the tokens handed out). A watch's caps each message as stdio does; a
 // verification's bodies are bounded by its byte budget alone.
 func (r *verification) httpClient() (*http.Client, error) {
-	policy, err := NewOutboundPolicy(r.target.URL, r.target.Headers)
+	policy, err := netpolicy.New(r.target.URL, r.target.Headers)
 	if err != nil {
 		return nil, err
 	}
-	policy.classOf, policy.resolver = r.v.classOf, r.v.resolver
+	policy.ClassOf, policy.Resolver = r.v.classOf, r.v.resolver
 	if r.target.Token != nil {
 		rec := &tokenRecorder{src: r.target.Token}
-		r.target.Token, policy.token = rec, rec
+		r.target.Token, policy.Token = rec, rec
 	}
 	message := 0
 	if r.held {

@@ -1,4 +1,9 @@
-package discovery
+// Package netpolicy is the one outgoing-request policy of every request
+// Switchboard makes on a remote server's behalf (verification, watch, tool
+// call, OAuth metadata and tokens): where a request may connect and be
+// redirected, and where the configured headers and credentials may go
+// (docs/architecture.md "Remote servers").
+package netpolicy
 
 import (
 	"context"
@@ -17,25 +22,25 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 )
 
-// netClass is how far a network address reaches, from the narrowest to
+// Class is how far a network address reaches, from the narrowest to
 // the widest. A request may leave the origin a person confirmed only for
 // an address of the same class or a wider one.
-type netClass int
+type Class int
 
 const (
-	classForbidden netClass = iota // link-local, cloud metadata: never dialled
-	classLoopback                  // this machine
-	classPrivate                   // the local network (RFC 1918, ULA, CGNAT)
-	classPublic                    // everything else
+	ClassForbidden Class = iota // link-local, cloud metadata: never dialled
+	ClassLoopback               // this machine
+	ClassPrivate                // the local network (RFC 1918, ULA, CGNAT)
+	ClassPublic                 // everything else
 )
 
-func (c netClass) String() string {
+func (c Class) String() string {
 	switch c {
-	case classForbidden:
+	case ClassForbidden:
 		return "link-local or metadata"
-	case classLoopback:
+	case ClassLoopback:
 		return "loopback"
-	case classPrivate:
+	case ClassPrivate:
 		return "private"
 	}
 	return "public"
@@ -81,24 +86,24 @@ func containsAddr(list []netip.Addr, ip netip.Addr) bool {
 }
 
 // addrClass is the class of ip.
-func addrClass(ip netip.Addr) netClass {
+func AddrClass(ip netip.Addr) Class {
 	ip = unwrap(ip)
 	switch {
 	case forbidden(ip):
-		return classForbidden
+		return ClassForbidden
 	case ip.IsLoopback(), ip.IsUnspecified(), thisNetwork.Contains(ip):
-		return classLoopback
+		return ClassLoopback
 	case ip.IsPrivate(), sharedSpace.Contains(ip):
-		return classPrivate
+		return ClassPrivate
 	}
-	return classPublic
+	return ClassPublic
 }
 
-// errForbiddenAddress is returned when a URL resolves to an address
+// ErrForbiddenAddress is returned when a URL resolves to an address
 // Switchboard never connects to.
-var errForbiddenAddress = errors.New("the address is link-local or a cloud metadata endpoint, which Switchboard never connects to")
+var ErrForbiddenAddress = errors.New("the address is link-local or a cloud metadata endpoint, which Switchboard never connects to")
 
-// OutboundPolicy is the rule every request Switchboard makes on behalf of
+// Policy is the rule every request Switchboard makes on behalf of
 // one remote server obeys: verification, watch, tool calls, and OAuth
 // metadata and tokens. Its origin is the scheme, host and port of the
 // URL the person entered (confirmed). Each connection is judged by the
@@ -121,36 +126,36 @@ var errForbiddenAddress = errors.New("the address is link-local or a cloud metad
 //     (Authorization, cookies, the MCP session id, and the Referer, which
 //     holds the URL entered) are removed from a request to another origin.
 //
-// Refusals are *Error values (class network or protocol) that name the
-// address or URL and the reason. An OutboundPolicy is safe for
+// Refusals are *RefusedError values (a connection or a redirect) that name the
+// address or URL and the reason. An Policy is safe for
 // concurrent use; it remembers the class its origin was first reached
 // at, so each verification, watch or session should have its own.
-type OutboundPolicy struct {
+type Policy struct {
 	origin   string         // "scheme://host:port", lower case
 	hostPort string         // host:port as http.Transport dials it
 	literal  netip.AddrPort // the origin's address, if the person typed one
 	headers  http.Header
-	// token, if set, gives the access token of each request to the
+	// Token, if set, gives the access token of each request to the
 	// origin that never left it, asked for as the request is sent (a
 	// held stream or session outlives one token). An error it returns
 	// ends the request.
-	token TokenSource
+	Token TokenSource
 
-	// classOf, if set, replaces addrClass (tests declare a loopback port
+	// ClassOf, if set, replaces AddrClass (tests declare a loopback port
 	// public with it).
-	classOf func(netip.AddrPort) netClass
-	// resolver, if set, resolves host names (tests).
-	resolver *net.Resolver
+	ClassOf func(netip.AddrPort) Class
+	// Resolver, if set, resolves host names (tests).
+	Resolver *net.Resolver
 
 	mu     sync.Mutex
-	pinned netClass // the widest class the origin was connected at
-	seen   bool     // the origin was connected to
+	pinned Class // the widest class the origin was connected at
+	seen   bool  // the origin was connected to
 }
 
-// NewOutboundPolicy returns the policy for requests on behalf of the
+// NewPolicy returns the policy for requests on behalf of the
 // server at rawURL (http or https), which the person entered, with the
 // headers configured for it.
-func NewOutboundPolicy(rawURL string, headers map[string]string) (*OutboundPolicy, error) {
+func New(rawURL string, headers map[string]string) (*Policy, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, err
@@ -161,7 +166,7 @@ func NewOutboundPolicy(rawURL string, headers map[string]string) (*OutboundPolic
 	if u.Hostname() == "" {
 		return nil, fmt.Errorf("%q has no host", rawURL)
 	}
-	p := &OutboundPolicy{origin: originOf(u), hostPort: dialAddr(u), headers: http.Header{}}
+	p := &Policy{origin: OriginOf(u), hostPort: dialAddr(u), headers: http.Header{}}
 	if ap, err := netip.ParseAddrPort(p.hostPort); err == nil {
 		p.literal = ap
 	}
@@ -172,14 +177,14 @@ func NewOutboundPolicy(rawURL string, headers map[string]string) (*OutboundPolic
 }
 
 // Origin is the origin the policy was made for: "scheme://host:port".
-func (p *OutboundPolicy) Origin() string { return p.origin }
+func (p *Policy) Origin() string { return p.origin }
 
 // Client returns an HTTP client under the policy, for requests that need
 // none of a verification's limits (OAuth metadata and tokens, say). It
 // has a 30 s timeout.
-func (p *OutboundPolicy) Client() *http.Client {
+func (p *Policy) Client() *http.Client {
 	return &http.Client{
-		Transport:     p.transport(baseTransport(30 * time.Second)),
+		Transport:     p.Transport(BaseTransport(30 * time.Second)),
 		CheckRedirect: p.CheckRedirect,
 		Timeout:       30 * time.Second,
 	}
@@ -187,7 +192,7 @@ func (p *OutboundPolicy) Client() *http.Client {
 
 // baseTransport is the http.Transport every remote request goes through;
 // the policy sets its dialer.
-func baseTransport(responseHeader time.Duration) *http.Transport {
+func BaseTransport(responseHeader time.Duration) *http.Transport {
 	return &http.Transport{
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: responseHeader,
@@ -199,14 +204,14 @@ func baseTransport(responseHeader time.Duration) *http.Transport {
 // transport makes tr dial under the policy, through no proxy (a proxy
 // would dial for it, unjudged), and returns it wrapped so that the
 // configured headers reach the origin only.
-func (p *OutboundPolicy) transport(tr *http.Transport) http.RoundTripper {
+func (p *Policy) Transport(tr *http.Transport) http.RoundTripper {
 	tr.Proxy = nil
 	tr.DialContext = p.dialContext
 	return policyTransport{p: p, base: tr}
 }
 
 // originOf is u's origin, "scheme://host:port" in lower case.
-func originOf(u *url.URL) string {
+func OriginOf(u *url.URL) string {
 	return strings.ToLower(u.Scheme + "://" + dialAddr(u))
 }
 
@@ -220,17 +225,17 @@ func dialAddr(u *url.URL) string {
 }
 
 // class is the class of the address ap.
-func (p *OutboundPolicy) class(ap netip.AddrPort) netClass {
-	if p.classOf != nil {
-		return p.classOf(ap)
+func (p *Policy) class(ap netip.AddrPort) Class {
+	if p.ClassOf != nil {
+		return p.ClassOf(ap)
 	}
-	return addrClass(ap.Addr())
+	return AddrClass(ap.Addr())
 }
 
 // originClass is the class other hosts are held to: the one the origin
 // was first connected at, or, before that, that of its address if the
 // person typed one; for a name not yet connected to, public, the widest.
-func (p *OutboundPolicy) originClass() netClass {
+func (p *Policy) originClass() Class {
 	p.mu.Lock()
 	pinned, seen := p.pinned, p.seen
 	p.mu.Unlock()
@@ -240,7 +245,7 @@ func (p *OutboundPolicy) originClass() netClass {
 	case p.literal.IsValid():
 		return p.class(p.literal)
 	}
-	return classPublic
+	return ClassPublic
 }
 
 // resolveOrigin sets the origin's class from what its host resolves to
@@ -248,7 +253,7 @@ func (p *OutboundPolicy) originClass() netClass {
 // requests made on the server's behalf to other hosts before, or without,
 // connecting to it (an OAuth sign-in: the authorization server is held
 // to the server's class).
-func (p *OutboundPolicy) resolveOrigin(ctx context.Context) error {
+func (p *Policy) ResolveOrigin(ctx context.Context) error {
 	host, portText, err := net.SplitHostPort(p.hostPort)
 	if err != nil {
 		return err
@@ -257,7 +262,7 @@ func (p *OutboundPolicy) resolveOrigin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := p.resolver
+	r := p.Resolver
 	if r == nil {
 		r = net.DefaultResolver
 	}
@@ -275,18 +280,43 @@ func (p *OutboundPolicy) resolveOrigin(ctx context.Context) error {
 	return nil
 }
 
+// TokenSource gives the access token of a request (discovery's token
+// sources are ones).
+type TokenSource interface {
+	Token(ctx context.Context) (string, error)
+}
+
+// RefusedError is a request the policy refused: a connection
+// ("network"), or a redirect ("protocol"). Its message names the address
+// or URL and the reason.
+type RefusedError struct {
+	// Kind is "network" (a connection refused) or "protocol" (a redirect
+	// refused).
+	Kind    string
+	Message string
+	cause   error
+}
+
+func (e *RefusedError) Error() string { return e.Kind + ": " + e.Message }
+func (e *RefusedError) Unwrap() error { return e.cause }
+
 // refused is the error for a connection the policy refuses.
-func refused(msg string, cause error) *Error {
-	return newError(ClassNetwork, "", msg, cause)
+func refused(msg string, cause error) *RefusedError {
+	return &RefusedError{Kind: "network", Message: msg, cause: cause}
+}
+
+// refusedRedirect is the error for a redirect the policy refuses.
+func refusedRedirect(msg string) *RefusedError {
+	return &RefusedError{Kind: "protocol", Message: msg}
 }
 
 // judge decides whether addr (the host:port a request names) may be
 // dialled at ap (what it resolved to). If not, it says why, and cause is
-// errForbiddenAddress for an address never dialled.
-func (p *OutboundPolicy) judge(addr string, ap netip.AddrPort) (reason string, cause error) {
+// ErrForbiddenAddress for an address never dialled.
+func (p *Policy) judge(addr string, ap netip.AddrPort) (reason string, cause error) {
 	c := p.class(ap)
-	if c == classForbidden {
-		return errForbiddenAddress.Error(), errForbiddenAddress
+	if c == ClassForbidden {
+		return ErrForbiddenAddress.Error(), ErrForbiddenAddress
 	}
 	if strings.EqualFold(addr, p.hostPort) {
 		p.mu.Lock()
@@ -316,10 +346,10 @@ func dialTarget(addr string, ap netip.AddrPort) string {
 
 // dialContext dials addr for http.Transport, judging each address tried
 // as the connection is made (net.Dialer.Control), after DNS.
-func (p *OutboundPolicy) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+func (p *Policy) dialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{
 		Timeout:  10 * time.Second,
-		Resolver: p.resolver,
+		Resolver: p.Resolver,
 		Control: func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
@@ -357,10 +387,10 @@ const maxRedirects = 10
 // redirect to an address the policy never dials, and more than
 // maxRedirects redirects. An address named by a host name is judged when
 // it is dialled.
-func (p *OutboundPolicy) CheckRedirect(req *http.Request, via []*http.Request) error {
+func (p *Policy) CheckRedirect(req *http.Request, via []*http.Request) error {
 	first := via[0]
 	if len(via) >= maxRedirects {
-		return newError(ClassProtocol, "", fmt.Sprintf("stopped after %d redirects (last to %s)", maxRedirects, shownURL(req.URL)), nil)
+		return refusedRedirect(fmt.Sprintf("stopped after %d redirects (last to %s)", maxRedirects, shownURL(req.URL)))
 	}
 	status := 0
 	if req.Response != nil {
@@ -373,8 +403,8 @@ func (p *OutboundPolicy) CheckRedirect(req *http.Request, via []*http.Request) e
 			return refused(fmt.Sprintf("the server redirected (HTTP %d) to %s, which Switchboard refused: %s", status, shownURL(req.URL), reason), cause)
 		}
 	}
-	if first.Method != http.MethodGet && first.Method != http.MethodHead && originOf(req.URL) != originOf(first.URL) {
-		return newError(ClassProtocol, "", fmt.Sprintf("the server answered a %s with a redirect (HTTP %d) to %s, another origin than the one entered (%s); Switchboard never sends a request body or credentials to another origin", first.Method, status, shownURL(req.URL), originOf(first.URL)), nil)
+	if first.Method != http.MethodGet && first.Method != http.MethodHead && OriginOf(req.URL) != OriginOf(first.URL) {
+		return refusedRedirect(fmt.Sprintf("the server answered a %s with a redirect (HTTP %d) to %s, another origin than the one entered (%s); Switchboard never sends a request body or credentials to another origin", first.Method, status, shownURL(req.URL), OriginOf(first.URL)))
 	}
 	return nil
 }
@@ -397,7 +427,7 @@ var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie
 // requests to the policy's origin that never left it, and removes
 // credentials from every other request.
 type policyTransport struct {
-	p    *OutboundPolicy
+	p    *Policy
 	base idleCloser // an *http.Transport dialling through p, maybe wrapped (credentialTransport)
 }
 
@@ -413,8 +443,8 @@ func (t policyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		for k, vs := range t.p.headers {
 			r2.Header[k] = append([]string(nil), vs...)
 		}
-		if t.p.token != nil {
-			tok, err := t.p.token.Token(r.Context())
+		if t.p.Token != nil {
+			tok, err := t.p.Token.Token(r.Context())
 			if err != nil {
 				if r.Body != nil {
 					r.Body.Close() // as RoundTrip must, even on errors
@@ -438,13 +468,13 @@ func (t policyTransport) CloseIdleConnections() { t.base.CloseIdleConnections() 
 
 // atOrigin reports whether r, and every request of the redirects that
 // led to it, is to the policy's origin.
-func (p *OutboundPolicy) atOrigin(r *http.Request) bool { return onlyAt(r, p.origin) }
+func (p *Policy) atOrigin(r *http.Request) bool { return onlyAt(r, p.origin) }
 
 // onlyAt reports whether r, and every request of the redirects that led
 // to it, is to origin.
 func onlyAt(r *http.Request, origin string) bool {
 	for {
-		if originOf(r.URL) != origin {
+		if OriginOf(r.URL) != origin {
 			return false
 		}
 		if r.Response == nil || r.Response.Request == nil {
@@ -481,7 +511,7 @@ func (t credentialTransport) CloseIdleConnections() { t.base.CloseIdleConnection
 // withCredentials returns hc (a policy's client) sending header with its
 // requests to origin that never left it, after the policy's own header
 // rules.
-func withCredentials(hc *http.Client, origin string, header http.Header) *http.Client {
+func WithCredentials(hc *http.Client, origin string, header http.Header) *http.Client {
 	pt := hc.Transport.(policyTransport)
 	pt.base = credentialTransport{base: pt.base, origin: origin, header: header}
 	c := *hc
