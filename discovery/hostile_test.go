@@ -146,8 +146,11 @@ func runHostile(t *testing.T, c hostileCase) {
 		}
 		checkDisplayable(t, "Message", e.Message)
 	}
-	if d < c.min || (c.max > 0 && d > c.max) {
-		t.Errorf("Verify took %v, want %v to %v", d, c.min, c.max)
+	// max is what this server takes on an idle machine, with room; a
+	// loaded one (make test beside other work, CI) may take several times
+	// that, and the bound is there to catch unbounded work, not noise.
+	if slack := 5 * c.max; d < c.min || (c.max > 0 && d > slack) {
+		t.Errorf("Verify took %v, want %v to %v (%v on an idle machine)", d, c.min, slack, c.max)
 	}
 	if c.maxAlloc > 0 {
 		if got := after.TotalAlloc - before.TotalAlloc; got > c.maxAlloc {
