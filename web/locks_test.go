@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -315,7 +316,8 @@ func TestInClientAlwaysAllowIsPerClient(t *testing.T) {
 			}
 
 			// The Agents page shows A's allowance; revoking it asks again.
-			doc := parseHTML(t, e.login().get("/agents").Body.String())
+			br := e.login()
+			doc := parseHTML(t, br.get("/agents").Body.String())
 			if got := doc.Find(testID("client-allowed")).Text(); !strings.Contains(got, "alpha / write") {
 				t.Errorf("the Agents page's allowances = %q; want alpha / write", got)
 			}
@@ -326,6 +328,22 @@ func TestInClientAlwaysAllowIsPerClient(t *testing.T) {
 			if _, err := call(a); err != nil || selfA.asked.Load() != 2 {
 				t.Errorf("A's call after the revoke = %v, asked %d times; want asked again", err, selfA.asked.Load())
 			}
+			// The page's "Ask again" does the same as the API.
+			selfA.answer = answering("always_allow")
+			if _, err := call(a); err != nil || len(clients()["Agent A"].Allowed) != 1 {
+				t.Fatalf("A's Always allow again = %v, allowances %+v", err, clients()["Agent A"].Allowed)
+			}
+			wantStatus(t, br.post("/agents/clients/"+idA+"/allowed/revoke", url.Values{"server_id": {"alpha"}, "tool": {"write"}}), http.StatusSeeOther)
+			if got := clients()["Agent A"].Allowed; len(got) != 0 {
+				t.Errorf("allowances after the page's Ask again = %+v; want none", got)
+			}
+			// The page's setting, too.
+			wantStatus(t, br.post("/agents/clients/"+idA+"/approvals", url.Values{"approvals": {"dashboard"}}), http.StatusSeeOther)
+			if got := clients()["Agent A"]; got.Approvals != "dashboard" {
+				t.Errorf("approvals after the page's form = %q; want dashboard", got.Approvals)
+			}
+			wantStatus(t, br.post("/agents/clients/"+idA+"/approvals", url.Values{"approvals": {""}}), http.StatusSeeOther)
+			asked := selfA.asked.Load()
 
 			// Set to the dashboard only, A is not asked in its client: with
 			// no tab open its call is refused, saying why.
@@ -334,8 +352,8 @@ func TestInClientAlwaysAllowIsPerClient(t *testing.T) {
 			if got := decodeAs[apiClient](t, rec); got.Approvals != "dashboard" || got.ApprovalsInClient {
 				t.Errorf("PUT answered %+v; want dashboard approvals", got)
 			}
-			if _, err := call(a); err == nil || !strings.Contains(err.Error(), "approved on the Switchboard dashboard only") || selfA.asked.Load() != 2 {
-				t.Errorf("A's call on the dashboard only = %v, asked %d times; want refused unasked", err, selfA.asked.Load())
+			if _, err := call(a); err == nil || !strings.Contains(err.Error(), "approved on the Switchboard dashboard only") || selfA.asked.Load() != asked {
+				t.Errorf("A's call on the dashboard only = %v, asked %d more times; want refused unasked", err, selfA.asked.Load()-asked)
 			}
 			rec = e.api(http.MethodPut, "/api/v1/clients/"+idA, map[string]any{"approvals": "anywhere"})
 			wantStatus(t, rec, http.StatusUnprocessableEntity)
