@@ -1064,7 +1064,8 @@ func (e *Endpoint) writeList(w http.ResponseWriter, id json.RawMessage, modern b
 
 // endIdleSessions ends the agent sessions unused since before, as an
 // agent's DELETE would, so mcp-go forgets them too. (mcp-go's own idle
-// sweep does not see the requests this endpoint answers itself.)
+// sweep does not see the requests this endpoint answers itself.) What it
+// assumes of mcp-go is pinned by TestMCPGoEndsASessionOnDelete.
 func (e *Endpoint) endIdleSessions(before time.Time) {
 	for _, id := range e.sessions.idleSince(before) {
 		r := httptest.NewRequest(http.MethodDelete, "/mcp", nil)
