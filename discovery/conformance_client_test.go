@@ -10,11 +10,13 @@ import (
 	"sort"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 )
 
 // grantSource is the harness's TokenSource, as the dashboard's: the
 // access token of the last sign-in, none before one.
-type grantSource struct{ grant atomic.Pointer[OAuthGrant] }
+type grantSource struct{ grant atomic.Pointer[oauth.Grant] }
 
 func (s *grantSource) Token(context.Context) (string, error) {
 	if g := s.grant.Load(); g != nil {
@@ -78,10 +80,10 @@ func conformanceClient(url, scenario, scenarioContext string, log io.Writer) int
 	target := Target{Transport: TransportHTTP, URL: url, Token: token}
 	// The suite's authorization servers approve at once and redirect to
 	// any URI; its Client ID Metadata Document URL is fixed.
-	client := OAuthClient{RedirectURI: "http://localhost:3000/callback", MetadataURL: "https://conformance-test.local/client-metadata.json",
+	client := oauth.ClientInfo{RedirectURI: "http://localhost:3000/callback", MetadataURL: "https://conformance-test.local/client-metadata.json",
 		ClientID: sc.ClientID, ClientSecret: sc.ClientSecret}
 	signIns := 0
-	var grant *OAuthGrant
+	var grant *oauth.Grant
 	// signedIn signs in when err asks for it (a 401, or a 403
 	// insufficient_scope): at most maxSignIns times in all, so that a
 	// server that never accepts a token cannot hold the client in a loop.

@@ -15,10 +15,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/switchboard-dev/switchboard/discovery/netpolicy"
-
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/switchboard-dev/switchboard/discovery/netpolicy"
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 )
 
 // Error classes. Each has one suggestion a person can act on.
@@ -35,7 +36,7 @@ const (
 	// insufficient_scope, with a Bearer challenge), or the target's
 	// TokenSource says the person must sign in (again); Error.Auth says
 	// what the server asked for. Not a failure of the server: sign in
-	// (see Error.SignIn, DiscoverAuth).
+	// (see Error.SignIn, Verifier.DiscoverAuth).
 	ClassAuth      = "auth_required"
 	ClassCancelled = "cancelled"
 	ClassInternal  = "internal"
@@ -58,14 +59,14 @@ type Error struct {
 	// nil then). When the TokenSource asked for the sign-in and the
 	// server said nothing, it is a zero challenge (Status 0): the sign-in
 	// is found from the server's well-known metadata locations.
-	Auth *AuthChallenge
+	Auth *oauth.Challenge
 	// SignIn is where to sign in, found when a verification of a remote
 	// server ends with ClassAuth (Verify and VerifyEarly only, not a
 	// watch or a session): the DiscoverAuth of the challenge, with the
 	// target's OAuthScopes. It is nil if that discovery failed, and
 	// SignInProblem then says why (displayable, redacted), e.g. that the
 	// protected resource metadata names another resource.
-	SignIn        *AuthPlan
+	SignIn        *oauth.Plan
 	SignInProblem string
 	// HTTPStatus is the status of a ClassHTTPStatus answer (0 if unknown).
 	HTTPStatus int

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 	"github.com/switchboard-dev/switchboard/internal/oidctest"
 )
 
@@ -32,7 +33,7 @@ func TestSignInAndRefreshWithRealAuthorizationServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	v := NewVerifier(Limits{}, nil)
-	g, err := v.SignIn(ctx, u, *e.Auth, OAuthClient{RedirectURI: "http://127.0.0.1:9/callback"}, nil, v.AuthorizeNonInteractive)
+	g, err := v.SignIn(ctx, u, *e.Auth, oauth.ClientInfo{RedirectURI: "http://127.0.0.1:9/callback"}, nil, v.AuthorizeNonInteractive)
 	if err != nil {
 		t.Fatalf("SignIn = %v", err)
 	}
@@ -65,7 +66,7 @@ func TestSignInAndRefreshWithRealAuthorizationServer(t *testing.T) {
 	}
 	again := *g
 	again.RefreshToken = spent
-	var oe *OAuthError
+	var oe *oauth.Error
 	if err := v.RefreshAuth(ctx, &again); !errors.As(err, &oe) || oe.Step != "refresh" || oe.Code != "invalid_grant" || oe.Status != 400 || !oe.SignInAgain() {
 		t.Errorf("RefreshAuth with the spent refresh token = %v (%+v); want a refresh error, invalid_grant, HTTP 400, to sign in again", err, oe)
 	}

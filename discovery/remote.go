@@ -11,9 +11,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/switchboard-dev/switchboard/discovery/netpolicy"
-
 	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/switchboard-dev/switchboard/discovery/netpolicy"
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 )
 
 // recorder keeps the raw result of the last tools/list response, so the
@@ -121,7 +122,7 @@ type httpTally struct {
 	status atomic.Int32 // the last HTTP status >= 400
 	// auth is the Bearer challenge of the last 401 or 403 (see
 	// challenge).
-	auth atomic.Pointer[AuthChallenge]
+	auth atomic.Pointer[oauth.Challenge]
 	// signIn is the last refusal of the TokenSource saying the person
 	// must sign in (a ClassAuth *Error): mcp-go wraps it, or, for a
 	// stream it reopens, only logs it.
@@ -151,7 +152,7 @@ func (t *httpTally) cutShort(e errTooLarge) {
 
 // challenge is the Bearer challenge of the last 401 (or 403
 // insufficient_scope) the server answered, or nil.
-func (t *httpTally) challenge() *AuthChallenge {
+func (t *httpTally) challenge() *oauth.Challenge {
 	if t == nil {
 		return nil
 	}
@@ -188,7 +189,7 @@ func (t *httpTally) tooLarge() error {
 }
 
 // httpClient returns the client remote transports use: every request
-// is under policy (see OutboundPolicy: where it may connect and redirect,
+// is under policy (see netpolicy.Policy: where it may connect and redirect,
 // and to which requests the configured headers go), all response bodies
 // together are bounded by budget, and, if message is positive, each
 // message in them by message bytes (see cappedBody); an HTML page where
@@ -226,7 +227,7 @@ func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		c.tally.status.Store(int32(resp.StatusCode))
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		if ch, ok := parseChallenge(resp.StatusCode, resp.Header.Values("WWW-Authenticate")); ok && (resp.StatusCode == http.StatusUnauthorized || ch.Error == "insufficient_scope") {
+		if ch, ok := oauth.ParseChallenge(resp.StatusCode, resp.Header.Values("WWW-Authenticate")); ok && (resp.StatusCode == http.StatusUnauthorized || ch.Error == "insufficient_scope") {
 			c.tally.auth.Store(&ch)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 )
 
 // TokenSource gives the OAuth access token for a remote server's requests.
@@ -47,7 +49,7 @@ func (r *tokenRecorder) Token(ctx context.Context) (string, error) {
 		if errors.As(err, &e) {
 			c := *e
 			if c.Class == ClassAuth && c.Auth == nil {
-				c.Auth = &AuthChallenge{}
+				c.Auth = &oauth.Challenge{}
 			}
 			return "", &c
 		}

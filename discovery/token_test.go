@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 	"github.com/switchboard-dev/switchboard/internal/oidctest"
 )
 
@@ -128,7 +129,7 @@ func TestTokenSourceWithRealAuthorizationServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	v := NewVerifier(Limits{}, nil)
-	g, err := v.SignIn(ctx, u, *e.Auth, OAuthClient{RedirectURI: "http://127.0.0.1:9/callback"}, nil, v.AuthorizeNonInteractive)
+	g, err := v.SignIn(ctx, u, *e.Auth, oauth.ClientInfo{RedirectURI: "http://127.0.0.1:9/callback"}, nil, v.AuthorizeNonInteractive)
 	if err != nil {
 		t.Fatalf("SignIn = %v", err)
 	}

@@ -21,10 +21,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/discovery/netpolicy"
-
 	"github.com/mark3labs/mcp-go/client/transport"
 
+	"github.com/switchboard-dev/switchboard/discovery/netpolicy"
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 )
 
@@ -58,13 +58,13 @@ type Target struct {
 	// requests (ignored for stdio): asked for each HTTP request, and sent
 	// as Authorization: Bearer (in place of a configured Authorization
 	// header) to the server's origin only, as the headers are (see
-	// OutboundPolicy). A *Error of class ClassAuth it returns ends the
+	// netpolicy.Policy). A *Error of class ClassAuth it returns ends the
 	// verification, watch or call as ClassAuth, with its message. The
 	// tokens it hands out are redacted from errors, warnings and stderr
 	// like header values.
 	Token TokenSource
 	// OAuthScopes are the scopes a person configured for the server's
-	// sign-in (see AuthScopes.Configured): the sign-in a failed
+	// sign-in (see oauth.Scopes.Configured): the sign-in a failed
 	// verification finds (Error.SignIn) asks for them.
 	OAuthScopes []string
 	// MemoryBytes caps a stdio server's memory (RLIMIT_DATA, and its
@@ -137,7 +137,7 @@ type Verifier struct {
 	// walls is what the sandbox knows of Switchboard (see Walled).
 	walls sandbox.Config
 	// classOf and resolver, if set, replace how remote addresses are
-	// classed and host names resolved (tests; see OutboundPolicy).
+	// classed and host names resolved (tests; see netpolicy.Policy).
 	classOf  func(netip.AddrPort) netpolicy.Class
 	resolver *net.Resolver
 }
@@ -358,15 +358,15 @@ const signInDiscoveryTimeout = 10 * time.Second
 // signInPlan finds where to sign in to the run's server, which answered
 // challenge: the plan, or why there is none (displayable, the run's
 // secrets redacted). It takes at most signInDiscoveryTimeout.
-func (r *verification) signInPlan(ctx context.Context, challenge AuthChallenge) (*AuthPlan, string) {
+func (r *verification) signInPlan(ctx context.Context, challenge oauth.Challenge) (*oauth.Plan, string) {
 	ctx, cancel := context.WithTimeout(ctx, signInDiscoveryTimeout)
 	defer cancel()
-	plan, err := r.v.DiscoverAuth(ctx, r.target.URL, challenge, AuthScopes{Configured: r.target.OAuthScopes})
+	plan, err := r.v.DiscoverAuth(ctx, r.target.URL, challenge, oauth.Scopes{Configured: r.target.OAuthScopes})
 	if err == nil {
 		return plan, ""
 	}
 	msg := err.Error()
-	var oe *OAuthError
+	var oe *oauth.Error
 	if errors.As(err, &oe) {
 		msg = oe.Message
 	}
@@ -377,14 +377,14 @@ func (r *verification) signInPlan(ctx context.Context, challenge AuthChallenge) 
 // TokenSource refused with te: te's message (and suggestion, if it has
 // one), and the server's last challenge if it gave one, else a zero one
 // (the sign-in is then found from the well-known locations).
-func tokenRefused(te *Error, phase string, c *AuthChallenge, cause error) *Error {
+func tokenRefused(te *Error, phase string, c *oauth.Challenge, cause error) *Error {
 	e := newError(ClassAuth, phase, te.Message, cause)
 	if te.Suggestion != "" {
 		e.Suggestion = te.Suggestion
 	}
 	e.Auth = c
 	if e.Auth == nil {
-		e.Auth = &AuthChallenge{}
+		e.Auth = &oauth.Challenge{}
 	}
 	return e
 }
@@ -546,7 +546,7 @@ func (r *verification) budget() *byteBudget {
 }
 
 // httpClient returns the HTTP client of a remote server, under an
-// OutboundPolicy of its own for the target's URL, headers and token
+// netpolicy.Policy of its own for the target's URL, headers and token
 // source, which it wraps in a tokenRecorder (so the run's secrets hold
 // the tokens handed out). A watch's caps each message as stdio does; a
 // verification's bodies are bounded by its byte budget alone.

@@ -69,7 +69,7 @@ func (s *Server) agentsView(c echo.Context) (views.AgentsView, error) {
 	}
 	for _, ct := range clients {
 		u := s.mcp.ClientUse(ct.ID)
-		p, err := s.store.Profile(ctx, cmp.Or(ct.Profile, store.DefaultProfile))
+		p, err := s.deps.Store.Profile(ctx, cmp.Or(ct.Profile, store.DefaultProfile))
 		if err != nil {
 			return views.AgentsView{}, err
 		}
@@ -81,7 +81,7 @@ func (s *Server) agentsView(c echo.Context) (views.AgentsView, error) {
 		}
 		v.Clients = append(v.Clients, cl)
 	}
-	if v.Profiles, err = profiles.Options(ctx, s.store); err != nil {
+	if v.Profiles, err = profiles.Options(ctx, s.deps.Store); err != nil {
 		return views.AgentsView{}, err
 	}
 	for _, cl := range serverconfig.Clients {
@@ -123,7 +123,7 @@ func (s *Server) handleAPICalls(c echo.Context) error {
 		}
 		limit = n
 	}
-	calls, total, err := s.store.Calls(ctx, limit)
+	calls, total, err := s.deps.Store.Calls(ctx, limit)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (s *Server) handleAPICalls(c echo.Context) error {
 const shownCalls = 50
 
 func (s *Server) callsView(ctx context.Context) (views.CallsView, error) {
-	calls, total, err := s.store.Calls(ctx, shownCalls)
+	calls, total, err := s.deps.Store.Calls(ctx, shownCalls)
 	if err != nil {
 		return views.CallsView{}, err
 	}
@@ -163,7 +163,7 @@ func (s *Server) upstreamsEvent() *sse.Event {
 }
 
 // publishAgents pushes the servers running for calls to every tab.
-func (s *Server) publishAgents() { s.hub.Publish(s.upstreamsEvent()) }
+func (s *Server) publishAgents() { s.live.hub.Publish(s.upstreamsEvent()) }
 
 // handleAPIUpstreams serves GET /api/v1/upstreams: the servers running for
 // calls.

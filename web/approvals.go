@@ -57,7 +57,7 @@ type approvalJSON struct {
 
 // handleAPIApprovals serves GET /api/v1/approvals.
 func (s *Server) handleAPIApprovals(c echo.Context) error {
-	s.lastAPIPoll.Store(s.cfg.Now().UnixNano()) // a program that may answer (see approvers)
+	s.live.lastAPIPoll.Store(s.cfg.Now().UnixNano()) // a program that may answer (see approvers)
 	list := s.approvals.List()
 	out := make([]approvalJSON, 0, len(list))
 	for _, a := range list {

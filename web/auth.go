@@ -14,15 +14,15 @@ import (
 // handleHealth serves GET /healthz: ok, and which replica answers and
 // whether it leads (a Switchboard on its own is the "local" leader).
 func (s *Server) handleHealth(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"status": "ok", "replica": s.cfg.Cluster.ID(), "leader": s.leading.Load()})
+	return c.JSON(http.StatusOK, map[string]any{"status": "ok", "replica": s.deps.Cluster.ID(), "leader": s.deps.Verify.Leading()})
 }
 
 // handleEvents serves GET /events: the live updates of the session's tab,
 // until the tab goes away, the session is logged out or it expires.
 func (s *Server) handleEvents(c echo.Context) error {
 	sess, _ := c.Get(ctxSession).(session.Session)
-	s.hub.ServeSession(c.Response(), c.Request(), sess.ID, sess.Expires)
-	s.lastTab.Store(s.cfg.Now().UnixNano()) // a page load closes one tab before the next opens
+	s.live.hub.ServeSession(c.Response(), c.Request(), sess.ID, sess.Expires)
+	s.live.lastTab.Store(s.cfg.Now().UnixNano()) // a page load closes one tab before the next opens
 	return nil
 }
 
@@ -31,11 +31,11 @@ func (s *Server) handleEvents(c echo.Context) error {
 // loaded) or a program read the waiting calls through the API in the
 // last 30 s (it may answer there).
 func (s *Server) approvers() int {
-	if n := s.hub.Connections(); n > 0 {
+	if n := s.live.hub.Connections(); n > 0 {
 		return n
 	}
 	now := s.cfg.Now()
-	if now.Sub(time.Unix(0, s.lastTab.Load())) < 5*time.Second || now.Sub(time.Unix(0, s.lastAPIPoll.Load())) < 30*time.Second {
+	if now.Sub(time.Unix(0, s.live.lastTab.Load())) < 5*time.Second || now.Sub(time.Unix(0, s.live.lastAPIPoll.Load())) < 30*time.Second {
 		return 1
 	}
 	return 0
@@ -62,11 +62,11 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 		return render(c, http.StatusForbidden, views.LoginPage(
 			"This login link was opened from another web page, so it was not used. Paste the link from Switchboard's output into the address bar, or paste the access token."))
 	}
-	if err := limitBy(s.codeLimit, c); err != nil {
+	if err := limitBy(s.doors.codeLimit, c); err != nil {
 		return err
 	}
-	if !s.sessions.RedeemCode(code) {
-		s.codeLimit.Failed(clientOf(c))
+	if !s.doors.sessions.RedeemCode(code) {
+		s.doors.codeLimit.Failed(clientOf(c))
 		return render(c, http.StatusUnauthorized, views.LoginPage("This login link was already used or is not valid. Paste the access token instead."))
 	}
 	return s.startSession(c)
@@ -79,8 +79,8 @@ func (s *Server) handleLogin(c echo.Context) error {
 		// not an attempt at the token, so not counted.
 		return render(c, statusOfBodyError(err), views.LoginPage("The login form could not be read; type the token again."))
 	}
-	if !s.sessions.ValidToken(c.FormValue("token")) {
-		if err := wrongToken(s.tokenLimit, c); err != nil {
+	if !s.doors.sessions.ValidToken(c.FormValue("token")) {
+		if err := wrongToken(s.doors.tokenLimit, c); err != nil {
 			return err
 		}
 		return render(c, http.StatusUnauthorized, views.LoginPage("That token is not valid."))
@@ -99,7 +99,7 @@ func statusOfBodyError(err error) int {
 }
 
 func (s *Server) startSession(c echo.Context) error {
-	if err := s.sessions.Start(c.Response(), c.Request()); err != nil {
+	if err := s.doors.sessions.Start(c.Response(), c.Request()); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/")
@@ -108,15 +108,15 @@ func (s *Server) startSession(c echo.Context) error {
 // handleLogout serves POST /logout, ending the session's event streams
 // at once in every tab: they carry approval cards with call arguments.
 func (s *Server) handleLogout(c echo.Context) error {
-	s.hub.EndSession(s.sessions.End(c.Response(), c.Request()))
+	s.live.hub.EndSession(s.doors.sessions.End(c.Response(), c.Request()))
 	return c.Redirect(http.StatusSeeOther, "/login")
 }
 
 // handleLogoutEverywhere serves POST /logout/everywhere and DELETE /api/v1/sessions
 // ({"ended": n}): every browser's session ends, the caller's too, with its streams.
 func (s *Server) handleLogoutEverywhere(c echo.Context) error {
-	n, err := s.sessions.EndAll(c.Response(), c.Request())
-	switch s.hub.EndSessions(); {
+	n, err := s.doors.sessions.EndAll(c.Response(), c.Request())
+	switch s.live.hub.EndSessions(); {
 	case err != nil:
 		return err
 	case c.Request().Method == http.MethodDelete:

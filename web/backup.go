@@ -15,7 +15,7 @@ import (
 // `switchboard backup` out). The copy holds every server's env and header
 // values, so it is as secret as the token that fetched it.
 func (s *Server) handleAPIBackup(c echo.Context) error {
-	b, ok := s.store.(store.Backuper)
+	b, ok := s.deps.Store.(store.Backuper)
 	if !ok {
 		return &apiError{Status: http.StatusNotImplemented, Message: "this store cannot be backed up from here; use its own backup tools"}
 	}

@@ -23,7 +23,7 @@ import (
 // concurrency limit paces them. Disabled and unconfirmed servers are
 // skipped, with the reason.
 func (s *Server) verifyAll(ctx context.Context, only []string) (*batch.Batch, error) {
-	sums, err := s.store.Summaries(ctx)
+	sums, err := s.deps.Store.Summaries(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -48,14 +48,14 @@ func (s *Server) verifyAll(ctx context.Context, only []string) (*batch.Batch, er
 		}
 		b.Jobs = append(b.Jobs, batch.Job{ServerID: srv.ID, JobID: j.ID, Status: j.Status})
 	}
-	s.batches.Add(b, s.jobs.Job)
+	s.holds.batches.Add(b, s.deps.Verify.Job)
 	s.publishBatch()
 	return b, nil
 }
 
 // batchEvent is the newest batch's progress as an SSE event.
 func (s *Server) batchEvent() *sse.Event {
-	v := s.batches.Latest()
+	v := s.holds.batches.Latest()
 	if v == nil {
 		return nil
 	}
@@ -64,7 +64,7 @@ func (s *Server) batchEvent() *sse.Event {
 
 func (s *Server) publishBatch() {
 	if ev := s.batchEvent(); ev != nil {
-		s.hub.Publish(ev)
+		s.live.hub.Publish(ev)
 	}
 }
 
@@ -98,7 +98,7 @@ func (s *Server) handleAPIVerifyAll(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	got, _ := s.batches.Get(b.ID)
+	got, _ := s.holds.batches.Get(b.ID)
 	return c.JSON(http.StatusAccepted, map[string]any{"batch": apijson.BatchOf(got)})
 }
 
@@ -107,15 +107,15 @@ func (s *Server) handleAPIVerifyAll(c echo.Context) error {
 // batch): the batch's verifications still queued or running are
 // cancelled (a running one's process is stopped).
 func (s *Server) handleCancelBatch(c echo.Context) error {
-	jobs, ok := s.batches.Cancel(c.Param("id"))
+	jobs, ok := s.holds.batches.Cancel(c.Param("id"))
 	if !ok {
 		return errNoBatch
 	}
 	for _, id := range jobs {
-		s.jobs.Cancel(id)
+		s.deps.Verify.Cancel(id)
 	}
 	s.publishBatch()
-	if b, _ := s.batches.Get(c.Param("id")); strings.HasPrefix(c.Path(), "/api/") {
+	if b, _ := s.holds.batches.Get(c.Param("id")); strings.HasPrefix(c.Path(), "/api/") {
 		return c.JSON(http.StatusAccepted, map[string]any{"batch": apijson.BatchOf(b)})
 	}
 	return c.NoContent(http.StatusAccepted)
@@ -124,7 +124,7 @@ func (s *Server) handleCancelBatch(c echo.Context) error {
 // handleDismissBatch serves POST /batches/:id/dismiss (htmx): the panel
 // goes away in every tab; the batch's jobs go on.
 func (s *Server) handleDismissBatch(c echo.Context) error {
-	if !s.batches.Dismiss(c.Param("id")) {
+	if !s.holds.batches.Dismiss(c.Param("id")) {
 		return errNoBatch
 	}
 	s.publishBatch()
@@ -135,7 +135,7 @@ var errNoBatch = &apiError{Status: http.StatusNotFound, Message: "no batch with 
 
 // handleAPIBatch serves GET /api/v1/batches/:id.
 func (s *Server) handleAPIBatch(c echo.Context) error {
-	b, ok := s.batches.Get(c.Param("id"))
+	b, ok := s.holds.batches.Get(c.Param("id"))
 	if !ok {
 		return errNoBatch
 	}

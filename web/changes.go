@@ -22,11 +22,11 @@ import (
 
 // changes returns a server's changed tools with their diffs.
 func (s *Server) changes(ctx context.Context, id string) (store.Server, []views.ToolChange, error) {
-	srv, err := s.store.Server(ctx, id)
+	srv, err := s.deps.Store.Server(ctx, id)
 	if err != nil {
 		return srv, nil, notFound(err)
 	}
-	tools, err := s.store.Tools(ctx, id)
+	tools, err := s.deps.Store.Tools(ctx, id)
 	if err != nil {
 		return srv, nil, notFound(err)
 	}
@@ -35,7 +35,7 @@ func (s *Server) changes(ctx context.Context, id string) (store.Server, []views.
 		if t.State != store.ToolChanged {
 			continue
 		}
-		cur, approved, err := s.store.ToolVersions(ctx, t.Ref())
+		cur, approved, err := s.deps.Store.ToolVersions(ctx, t.Ref())
 		if errors.Is(err, store.ErrToolNotFound) {
 			continue // gone since the list was read
 		} else if err != nil {
@@ -63,7 +63,7 @@ func (s *Server) renderChanges(c echo.Context, status int, notice string) error 
 	if err != nil {
 		return err
 	}
-	listedChanges, err := listed.Changes(ctx, s.store, srv.ID)
+	listedChanges, err := listed.Changes(ctx, s.deps.Store, srv.ID)
 	if err != nil {
 		return notFound(err)
 	}
@@ -104,7 +104,7 @@ func (s *Server) handleApproveForm(c echo.Context) error {
 		}
 		return s.renderChanges(c, http.StatusUnprocessableEntity, "Nothing was approved: "+why+". Read it, then tick the confirmation beside it.")
 	}
-	_, _, err = s.store.ApproveAll(ctx, id, want, listed.Pins(entries), "dashboard")
+	_, _, err = s.deps.Store.ApproveAll(ctx, id, want, listed.Pins(entries), "dashboard")
 	switch {
 	case errors.Is(err, store.ErrPinMismatch), errors.Is(err, store.ErrNotChanged):
 		return s.renderChanges(c, http.StatusConflict, "Nothing was approved: a version changed again, or was approved meanwhile. Review what is shown now.")
@@ -120,7 +120,7 @@ func (s *Server) unconfirmed(ctx context.Context, id string, tools, confirmed []
 	if why, err := s.flaggedUnconfirmed(ctx, id, tools, confirmed); err != nil || why != "" {
 		return why, err
 	}
-	return listed.Unconfirmed(ctx, s.store, id, entries)
+	return listed.Unconfirmed(ctx, s.deps.Store, id, entries)
 }
 
 // flaggedUnconfirmed says which of the tools' current definitions is
@@ -128,7 +128,7 @@ func (s *Server) unconfirmed(ctx context.Context, id string, tools, confirmed []
 // change is approved only with that second, explicit confirmation.
 func (s *Server) flaggedUnconfirmed(ctx context.Context, id string, tools, confirmed []string) (string, error) {
 	for _, name := range tools {
-		cur, _, err := s.store.ToolVersions(ctx, store.ToolRef{ServerID: id, Tool: name})
+		cur, _, err := s.deps.Store.ToolVersions(ctx, store.ToolRef{ServerID: id, Tool: name})
 		if err != nil {
 			return "", approveError(err)
 		}
@@ -174,7 +174,7 @@ func (s *Server) handleAPITool(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cur, approved, err := s.store.ToolVersions(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name})
+	cur, approved, err := s.deps.Store.ToolVersions(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name})
 	if err != nil {
 		return notFound(err)
 	}
@@ -219,7 +219,7 @@ func (s *Server) handleAPIApproveTool(c echo.Context) error {
 	if why, err := s.flaggedUnconfirmed(ctx, c.Param("id"), []string{name}, nil); err != nil || why != "" && !body.ConfirmFlagged {
 		return cmp.Or(err, validationError(map[string]string{"confirm_flagged": why + `: send "confirm_flagged": true once a person read it`}))
 	}
-	e, err := s.store.ApproveTool(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name}, body.Pin, "api")
+	e, err := s.deps.Store.ApproveTool(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name}, body.Pin, "api")
 	if err != nil {
 		return approveError(err)
 	}
@@ -248,7 +248,7 @@ func (s *Server) handleAPIApproveChanges(c echo.Context) error {
 	if why, err := s.unconfirmed(ctx, c.Param("id"), slices.Sorted(maps.Keys(body.Tools)), body.ConfirmFlagged, body.Listed); err != nil || why != "" {
 		return cmp.Or(err, validationError(map[string]string{"confirm_flagged": why + `: list it in "confirm_flagged" (a tool) or set its "confirm_flagged" (an entry of "listed") once a person read it`}))
 	}
-	es, ls, err := s.store.ApproveAll(ctx, c.Param("id"), body.Tools, listed.Pins(body.Listed), "api")
+	es, ls, err := s.deps.Store.ApproveAll(ctx, c.Param("id"), body.Tools, listed.Pins(body.Listed), "api")
 	if err != nil {
 		return approveError(err)
 	}

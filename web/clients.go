@@ -39,7 +39,7 @@ func (s *Server) handleAPIClients(c echo.Context) error {
 
 // clientJSON is ct as API answers give it.
 func (s *Server) clientJSON(c echo.Context, ct store.ClientToken) (apijson.Client, error) {
-	p, err := s.store.Profile(c.Request().Context(), cmp.Or(ct.Profile, store.DefaultProfile))
+	p, err := s.deps.Store.Profile(c.Request().Context(), cmp.Or(ct.Profile, store.DefaultProfile))
 	if err != nil {
 		return apijson.Client{}, err
 	}

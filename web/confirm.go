@@ -45,11 +45,11 @@ func (s *Server) confirmLaunch(ctx context.Context, srv store.Server, confirmed 
 	if confirmed != srv.LaunchHash() {
 		return &launchUnconfirmed{srv: srv, outdated: true}
 	}
-	err := s.store.ConfirmLaunch(ctx, srv.ID, confirmed)
+	err := s.deps.Store.ConfirmLaunch(ctx, srv.ID, confirmed)
 	switch {
 	case errors.Is(err, store.ErrLaunchChanged):
 		// Edited since srv was read: show the new launch.
-		if now, rerr := s.store.Server(ctx, srv.ID); rerr == nil {
+		if now, rerr := s.deps.Store.Server(ctx, srv.ID); rerr == nil {
 			srv = now
 		}
 		return &launchUnconfirmed{srv: srv, outdated: true}
@@ -63,9 +63,9 @@ func (s *Server) confirmLaunch(ctx context.Context, srv store.Server, confirmed 
 // a form that confirms it and starts the Verify.
 func (s *Server) handleConfirmPage(c echo.Context) error {
 	ctx := c.Request().Context()
-	srv, err := s.store.Server(ctx, c.Param("id"))
+	srv, err := s.deps.Store.Server(ctx, c.Param("id"))
 	if err != nil {
 		return notFound(err)
 	}
-	return render(c, http.StatusOK, views.ConfirmPage(s.page(c, "Confirm "+srv.Name), present.Launch(srv, s.verifier.Machine()), ""))
+	return render(c, http.StatusOK, views.ConfirmPage(s.page(c, "Confirm "+srv.Name), present.Launch(srv, s.deps.Verify.Machine()), ""))
 }

@@ -31,8 +31,8 @@ func (s *Server) HTTPServer(ln net.Listener) (*http.Server, net.Listener) {
 		MaxHeaderBytes:    conns.MaxHeaderBytes,
 		// No ReadTimeout and no WriteTimeout: either would end the event
 		// stream and long tool calls (see conns.Guard.BodyDeadline).
-		ConnState:   s.conns.Track,
-		ConnContext: s.conns.ConnContext,
+		ConnState:   s.doors.conns.Track,
+		ConnContext: s.doors.conns.ConnContext,
 	}
-	return srv, s.conns.Listener(ln)
+	return srv, s.doors.conns.Listener(ln)
 }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
@@ -17,7 +16,7 @@ import (
 // serverItem merges a stored summary with the server's job in flight.
 func (s *Server) serverItem(ctx context.Context, sum store.Summary) views.ServerItem {
 	srv, d := sum.Server, sum.Discovery
-	fresh := sum.Freshness(s.cfg.DefaultTTL, s.cfg.Now())
+	fresh := sum.Freshness(s.deps.Verify.DefaultTTL(), s.cfg.Now())
 	item := views.ServerItem{
 		ID:              srv.ID,
 		Name:            srv.Name,
@@ -54,13 +53,13 @@ func (s *Server) serverItem(ctx context.Context, sum store.Summary) views.Server
 	if srv.Transport != store.TransportStdio {
 		item.SignIn = s.signInView(ctx, srv.ID, d)
 	}
-	if w := s.watches.State(srv.ID); w != nil {
+	if w := s.deps.Verify.Watch(srv.ID); w != nil {
 		item.Watch = &views.WatchView{Connected: w.Connected, Since: w.Since, LastError: w.LastError}
 	}
 	if ch, ok := s.mcp.CallHealth(srv.ID); ok {
 		item.Calls = (*views.CallsHealth)(&ch)
 	}
-	if j, ok := s.jobs.Active(srv.ID); ok {
+	if j, ok := s.deps.Verify.Active(srv.ID); ok {
 		item.Status = j.Status
 		item.Phase = j.Phase
 		item.Page = j.Page
@@ -83,10 +82,10 @@ func (s *Server) signInView(ctx context.Context, id string, d store.Discovery) *
 			v.StepUp = e.SignIn.Error == "insufficient_scope"
 		}
 	}
-	if p, ok := s.signIns.Problem(id); ok {
+	if p, ok := s.holds.signIns.Problem(id); ok {
 		v.Problem, v.NeedsClient = p.Message, p.NeedsClient
 	}
-	g, ok, err := s.store.LatestGrant(ctx, id)
+	g, ok, err := s.deps.Store.LatestGrant(ctx, id)
 	if err != nil {
 		s.log.Error("read a server's sign-in", "server", id, "err", err)
 	}
@@ -115,33 +114,12 @@ func (s *Server) serverDetail(ctx context.Context, sum store.Summary, tools []st
 		MemoryMB:      srv.MemoryMB,
 		Instructions:  sum.Discovery.Instructions,
 		Preset:        string(srv.Preset), Presets: present.Options(store.Presets), Selections: present.Options(store.Selections),
-		RecordArgs: srv.RecordArgs, Sandbox: present.Sandbox(srv, s.verifier.Machine()),
+		RecordArgs: srv.RecordArgs, Sandbox: present.Sandbox(srv, s.deps.Verify.Machine()),
 	}
 	for i, t := range tools {
 		d.Tools = append(d.Tools, present.ToolItem(strconv.Itoa(i), t))
 	}
 	return d
-}
-
-// target is what the verifier needs to reach a server: for a remote
-// one, with its OAuth grant's tokens.
-func (s *Server) target(srv store.Server) discovery.Target {
-	t := discovery.Target{
-		Transport:   srv.Transport,
-		Command:     srv.Command,
-		Args:        srv.Args,
-		Env:         srv.Env,
-		Cwd:         srv.Cwd,
-		URL:         srv.URL,
-		Headers:     srv.Headers,
-		MemoryBytes: int64(srv.MemoryMB) << 20,
-		Sandbox:     serverconfig.Profile(srv),
-	}
-	if srv.Transport != store.TransportStdio {
-		t.Token = s.tokens.Source(srv.ID)
-		t.OAuthScopes = srv.OAuthSettings().Scopes
-	}
-	return t
 }
 
 // --- JSON shapes of the API (docs/architecture.md "Web, API and CLI") ---
@@ -196,11 +174,11 @@ type discoveryJSON struct {
 func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON {
 	srv, d := sum.Server, sum.Discovery
 	out := serverJSON{JSON: serverconfig.ToJSON(srv)}
-	fresh := sum.Freshness(s.cfg.DefaultTTL, s.cfg.Now())
+	fresh := sum.Freshness(s.deps.Verify.DefaultTTL(), s.cfg.Now())
 	dj := &discoveryJSON{
 		Status: string(d.Status), VerifiedAt: apijson.TimePtr(d.VerifiedAt), LastAttemptAt: apijson.TimePtr(d.LastAttemptAt),
 		ToolCount: d.ToolCount, Stale: tooOld(fresh), Freshness: apijson.FreshOf(fresh), Delta: apijson.DeltaOf(d.Delta),
-		Changed: d.Changed, Watch: apijson.WatchOf(s.watches.State(srv.ID)), ProtocolVersion: d.ProtocolVersion, Isolation: d.Isolation,
+		Changed: d.Changed, Watch: apijson.WatchOf(s.deps.Verify.Watch(srv.ID)), ProtocolVersion: d.ProtocolVersion, Isolation: d.Isolation,
 		ListTTLMS: d.ListTTLMS, CacheScope: d.CacheScope,
 		ServerName: d.ServerName, ServerVersion: d.ServerVersion, Warnings: d.Warnings,
 	}
@@ -208,12 +186,12 @@ func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON
 		dj.Error = &apijson.Error{Class: e.Class, Phase: e.Phase, Message: e.Message, Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: e.SignIn, Lasting: e.Lasting, Refused: e.Refused}
 	}
 	if srv.Transport != store.TransportStdio {
-		if g, ok, err := s.store.LatestGrant(ctx, srv.ID); err == nil && ok {
+		if g, ok, err := s.deps.Store.LatestGrant(ctx, srv.ID); err == nil && ok {
 			out.SignIn = &grantJSON{Issuer: g.Issuer, Scope: g.Scope, ExpiresAt: apijson.TimePtr(g.ExpiresAt),
 				RefreshToken: g.RefreshToken != "", SignedInAt: g.SavedAt, Problem: g.Problem}
 		}
 	}
-	if j, ok := s.jobs.Active(srv.ID); ok {
+	if j, ok := s.deps.Verify.Active(srv.ID); ok {
 		dj.Status, dj.Phase, dj.JobID = j.Status, j.Phase, j.ID
 	}
 	out.Discovery = dj

@@ -43,7 +43,7 @@ func (e *env) liveServer() (*httptest.Server, *http.Client) {
 	srv.Start()
 	tr := &http.Transport{}
 	e.t.Cleanup(func() {
-		e.app.Close()
+		e.stop()
 		srv.CloseClientConnections()
 		srv.Close()
 		tr.CloseIdleConnections()
@@ -471,7 +471,7 @@ func TestEventsEndOnShutdown(t *testing.T) {
 		streams = append(streams, s)
 	}
 	start := time.Now()
-	go e.app.Close()
+	go e.stop()
 	for i, s := range streams {
 		timer := time.NewTimer(time.Second - time.Since(start))
 	drain:

@@ -14,4 +14,4 @@ func (s *Server) RouteTable() [][2]string {
 
 // HubOf is the hub of s's live updates, for tests that publish to it or
 // count its connections.
-func HubOf(s *Server) *hub.Hub { return s.hub }
+func HubOf(s *Server) *hub.Hub { return s.live.hub }

@@ -22,8 +22,11 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"go.uber.org/goleak"
 
+	"github.com/switchboard-dev/switchboard/cluster"
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/grants"
 	"github.com/switchboard-dev/switchboard/internal/secretkey"
+	"github.com/switchboard-dev/switchboard/internal/verify"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/store/sealed"
@@ -100,6 +103,8 @@ func (s settling) Run() int {
 type env struct {
 	t   testing.TB
 	app *web.Server
+	// stop closes app and what it was built on but its store, once.
+	stop func()
 	// db is the app's store, its secrets sealed; raw is the file as kept.
 	db  *sealed.Store
 	raw *bolt.DB
@@ -122,10 +127,43 @@ func (e *env) in(t testing.TB) *env {
 	return &c
 }
 
-type (
-	webConfig = web.Config
-	appOption func(*webConfig)
-)
+// webConfig configures a test's application: the web face's Config,
+// and the verifications' settings the program gives internal/verify.
+type webConfig struct {
+	web.Config
+	Concurrency       int
+	DefaultTTL        time.Duration
+	NoVerifyOnStart   bool
+	WatchPingInterval time.Duration
+	Cluster           cluster.Cluster
+}
+
+type appOption func(*webConfig)
+
+// startApp wires an application on st, whose servers v verifies and runs,
+// as switchboard serve does (cmd/switchboard/serve.go); stop closes it
+// and what it was built on but st.
+func startApp(t testing.TB, cfg webConfig, st store.Store, v *discovery.Verifier) (app *web.Server, stop func()) {
+	t.Helper()
+	keeper := grants.NewKeeper(st, v)
+	verifications := verify.New(verify.Config{
+		Concurrency: cfg.Concurrency, DefaultTTL: cfg.DefaultTTL, NoVerifyOnStart: cfg.NoVerifyOnStart,
+		WatchPingInterval: cfg.WatchPingInterval, Cluster: cfg.Cluster, Logger: cfg.Logger, Now: cfg.Now,
+	}, st, v, keeper)
+	app, err := web.New(cfg.Config, web.Deps{Store: st, Verify: verifications, Verifier: v, Grants: keeper, Cluster: cfg.Cluster})
+	if err != nil {
+		verifications.Close()
+		t.Fatal(err)
+	}
+	verifications.Start()
+	var once sync.Once
+	return app, func() {
+		once.Do(func() {
+			app.Close()
+			verifications.Close()
+		})
+	}
+}
 
 func newEnv(t testing.TB, opts ...appOption) *env {
 	t.Helper()
@@ -155,17 +193,14 @@ func newEnvOn(t testing.TB, st store.Store, opts ...appOption) *env {
 func newEnvVerifying(t testing.TB, st store.Store, v *discovery.Verifier, opts ...appOption) *env {
 	t.Helper()
 	logs := &logRecorder{}
-	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}
+	cfg := webConfig{Config: web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	app, err := web.New(cfg, st, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, app: app, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
+	app, stop := startApp(t, cfg, st, v)
+	e := &env{t: t, app: app, stop: stop, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
 	t.Cleanup(func() {
-		app.Close()
+		stop()
 		if errs := logs.errors(); len(errs) > 0 {
 			t.Errorf("the application logged errors:\n%s", strings.Join(errs, "\n"))
 		}

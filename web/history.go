@@ -16,7 +16,7 @@ const historyShown = 20
 
 // historyItems is the newest part of a server's history, for its page.
 func (s *Server) historyItems(ctx context.Context, id string) ([]views.HistoryItem, int, error) {
-	entries, total, err := s.store.History(ctx, id, historyShown)
+	entries, total, err := s.deps.Store.History(ctx, id, historyShown)
 	if err != nil {
 		return nil, 0, notFound(err)
 	}
@@ -69,7 +69,7 @@ type historyJSON struct {
 // verification, newest first.
 func (s *Server) handleAPIHistory(c echo.Context) error {
 	ctx := c.Request().Context()
-	entries, total, err := s.store.History(ctx, c.Param("id"), 0)
+	entries, total, err := s.deps.Store.History(ctx, c.Param("id"), 0)
 	if err != nil {
 		return notFound(err)
 	}

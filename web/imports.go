@@ -63,7 +63,7 @@ func (s *Server) importView(ctx context.Context, text, format string) views.Impo
 	for _, k := range s.knownFiles() {
 		v.Known = append(v.Known, views.KnownFile{Key: onboard.Key(k.Path), Path: k.Path, Client: k.Client, Format: k.Format})
 	}
-	if sums, err := s.store.Summaries(ctx); err == nil {
+	if sums, err := s.deps.Store.Summaries(ctx); err == nil {
 		for _, sum := range sums {
 			v.Servers = append(v.Servers, sum.Server.ID)
 		}
@@ -148,14 +148,14 @@ func (s *Server) handleImportPreview(c echo.Context) error {
 		v.Error = "Paste a config, upload one, or read one found on this machine."
 		return render(c, http.StatusUnprocessableEntity, views.ImportPage(s.page(c, "Import"), v))
 	}
-	plan, err := serverconfig.PlanImport(ctx, s.store, format, []byte(text))
+	plan, err := serverconfig.PlanImport(ctx, s.deps.Store, format, []byte(text))
 	if err != nil {
 		return s.importFailed(c, v, err)
 	}
 	v.Text = "" // held by the server, see heldImport
 	v.Plan = present.ImportPlan(plan)
 	v.Plan.HeldID = randomHex(16)
-	s.held.Put(v.Plan.HeldID, heldImport{text: text, format: format})
+	s.holds.imports.Put(v.Plan.HeldID, heldImport{text: text, format: format})
 	return render(c, http.StatusOK, views.ImportPage(s.page(c, "Import"), v))
 }
 
@@ -181,14 +181,14 @@ func (s *Server) importFailed(c echo.Context, v views.ImportView, err error) err
 func (s *Server) handleImportApply(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.FormValue("held")
-	held, ok := s.held.Get(id)
+	held, ok := s.holds.imports.Get(id)
 	if !ok {
 		v := s.importView(ctx, "", "")
 		v.Error = "That preview is no longer held (it is kept for an hour); paste or read the config again."
 		return render(c, http.StatusGone, views.ImportPage(s.page(c, "Import"), v))
 	}
 	v := s.importView(ctx, "", held.format)
-	plan, err := serverconfig.PlanImport(ctx, s.store, held.format, []byte(held.text))
+	plan, err := serverconfig.PlanImport(ctx, s.deps.Store, held.format, []byte(held.text))
 	if err != nil {
 		return s.importFailed(c, v, err) // without the text: it was held, not typed here
 	}
@@ -214,20 +214,20 @@ func (s *Server) handleImportApply(c echo.Context) error {
 		v.Plan.HeldID = id
 		return render(c, http.StatusConflict, views.ImportPage(s.page(c, "Import"), v))
 	}
-	res := serverconfig.ApplyImport(ctx, s.store, plan, choices)
+	res := serverconfig.ApplyImport(ctx, s.deps.Store, plan, choices)
 	if res.Failed > 0 {
 		v.Error = "Some entries were not imported: " + strings.Join(res.Lines, "; ")
-		if plan, err := serverconfig.PlanImport(ctx, s.store, held.format, []byte(held.text)); err == nil {
+		if plan, err := serverconfig.PlanImport(ctx, s.deps.Store, held.format, []byte(held.text)); err == nil {
 			v.Plan = present.ImportPlan(plan)
 			v.Plan.HeldID = id
 		}
 		return render(c, http.StatusUnprocessableEntity, views.ImportPage(s.page(c, "Import"), v))
 	}
-	s.held.Delete(id)
+	s.holds.imports.Delete(id)
 	// The servers added or updated whose launch waits for a person lead to
 	// their confirmation, together.
 	q := url.Values{"imported": {fmt.Sprintf("%d.%d.%d", res.Added, res.Updated, res.Skipped)}}
-	if sums, err := s.store.Summaries(ctx); err == nil && len(onboard.Pending(sums, res.Servers)) > 0 {
+	if sums, err := s.deps.Store.Summaries(ctx); err == nil && len(onboard.Pending(sums, res.Servers)) > 0 {
 		q["server"] = res.Servers
 		return c.Redirect(http.StatusSeeOther, "/launches/confirm?"+q.Encode())
 	}
@@ -262,7 +262,7 @@ func (s *Server) handleAPIImport(c echo.Context) error {
 	if err := decodeJSON(c, 3*maxImport, &body); err != nil {
 		return err
 	}
-	plan, err := serverconfig.PlanImport(ctx, s.store, body.Format, []byte(body.Text))
+	plan, err := serverconfig.PlanImport(ctx, s.deps.Store, body.Format, []byte(body.Text))
 	if err != nil {
 		out := map[string]any{"error": err.Error()}
 		var se *clientconfig.SyntaxError
@@ -277,7 +277,7 @@ func (s *Server) handleAPIImport(c echo.Context) error {
 		if err != nil {
 			return &apiError{Status: http.StatusUnprocessableEntity, Message: err.Error(), Fields: map[string]string{"choices": err.Error()}}
 		}
-		out["result"] = serverconfig.ApplyImport(ctx, s.store, plan, choices)
+		out["result"] = serverconfig.ApplyImport(ctx, s.deps.Store, plan, choices)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -291,8 +291,8 @@ func (s *Server) handleExport(c echo.Context) error {
 // handleExportSecrets serves POST /export: the same download with secret
 // values, after the person typed the API token again.
 func (s *Server) handleExportSecrets(c echo.Context) error {
-	if !s.sessions.ValidToken(c.FormValue("token")) {
-		if err := wrongToken(s.tokenLimit, c); err != nil {
+	if !s.doors.sessions.ValidToken(c.FormValue("token")) {
+		if err := wrongToken(s.doors.tokenLimit, c); err != nil {
 			return err
 		}
 		return &apiError{Status: http.StatusForbidden, Message: "exporting secret values needs the API token; it did not match"}
@@ -309,7 +309,7 @@ func (s *Server) export(c echo.Context, withSecrets bool) error {
 	ctx := c.Request().Context()
 	format := c.FormValue("format")
 	ids := c.QueryParams()["server"]
-	sums, err := s.store.Summaries(ctx)
+	sums, err := s.deps.Store.Summaries(ctx)
 	if err != nil {
 		return err
 	}

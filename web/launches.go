@@ -37,20 +37,20 @@ func (s *Server) onboarding(c echo.Context, items []views.ServerItem) {
 // found on this machine imported, and what they launch shown for one
 // confirmation.
 func (s *Server) handleImportAll(c echo.Context) error {
-	rep := onboard.ImportAll(c.Request().Context(), s.store, s.knownFiles(), readFound)
+	rep := onboard.ImportAll(c.Request().Context(), s.deps.Store, s.knownFiles(), readFound)
 	return s.launchesPage(c, http.StatusOK, rep.Servers, &rep.ImportReport, "")
 }
 
 // launchesPage shows the launches waiting for confirmation: all of them
 // (ids nil), or those of ids.
 func (s *Server) launchesPage(c echo.Context, status int, ids []string, rep *views.ImportReport, notice string) error {
-	sums, err := s.store.Summaries(c.Request().Context())
+	sums, err := s.deps.Store.Summaries(c.Request().Context())
 	if err != nil {
 		return err
 	}
 	v := views.LaunchesView{Import: rep, Notice: notice}
 	for _, srv := range onboard.Pending(sums, ids) {
-		v.Launches = append(v.Launches, present.Launch(srv, s.verifier.Machine()))
+		v.Launches = append(v.Launches, present.Launch(srv, s.deps.Verify.Machine()))
 	}
 	return render(c, status, views.ConfirmLaunchesPage(s.page(c, "Confirm launches"), v))
 }
@@ -94,7 +94,7 @@ func (s *Server) confirmLaunches(ctx context.Context, shown map[string]string) (
 	if len(shown) == 0 {
 		return nil, &apiError{Status: http.StatusUnprocessableEntity, Message: "Tick at least one server to confirm."}
 	}
-	sums, err := s.store.Summaries(ctx)
+	sums, err := s.deps.Store.Summaries(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -117,13 +117,13 @@ func (s *Server) confirmLaunches(ctx context.Context, shown map[string]string) (
 // handleAPILaunches serves GET /api/v1/launches: the launches waiting for
 // a person's confirmation, with the hash POST /api/v1/verify-all confirms.
 func (s *Server) handleAPILaunches(c echo.Context) error {
-	sums, err := s.store.Summaries(c.Request().Context())
+	sums, err := s.deps.Store.Summaries(c.Request().Context())
 	if err != nil {
 		return err
 	}
 	out := []apijson.Launch{}
 	for _, srv := range onboard.Pending(sums, nil) {
-		out = append(out, apijson.LaunchOf(present.Launch(srv, s.verifier.Machine())))
+		out = append(out, apijson.LaunchOf(present.Launch(srv, s.deps.Verify.Machine())))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"launches": out})
 }

@@ -444,11 +444,8 @@ func TestStartupVerification(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			app, err := web.New(web.Config{Token: testToken, LoginCode: loginCode, NoVerifyOnStart: !on},
+			_, closeApp := startApp(t, webConfig{Config: web.Config{Token: testToken, LoginCode: loginCode}, NoVerifyOnStart: !on},
 				db, discovery.NewVerifier(discovery.Limits{}, nil))
-			if err != nil {
-				t.Fatal(err)
-			}
 			done := func(id string) bool {
 				sum, err := db.Summary(ctx, id)
 				return err == nil && sum.Discovery.Status == store.StatusSuccess
@@ -467,7 +464,7 @@ func TestStartupVerification(t *testing.T) {
 			if done("unconfirmed") || (!on && (done("crashed") || done("never"))) {
 				t.Errorf("verify-on-start %v: verified a server it must not", on)
 			}
-			app.Close()
+			closeApp()
 			db.Close()
 		})
 	}

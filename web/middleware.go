@@ -100,11 +100,11 @@ func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 		header := c.Request().Header.Get(echo.HeaderAuthorization)
 		// The scheme is case-insensitive (RFC 9110 §11.1).
 		scheme, token, _ := strings.Cut(header, " ")
-		if strings.EqualFold(scheme, "Bearer") && s.sessions.ValidToken(strings.TrimSpace(token)) {
+		if strings.EqualFold(scheme, "Bearer") && s.doors.sessions.ValidToken(strings.TrimSpace(token)) {
 			return next(c)
 		}
 		if header != "" {
-			if err := wrongToken(s.tokenLimit, c); err != nil {
+			if err := wrongToken(s.doors.tokenLimit, c); err != nil {
 				return err
 			}
 		}
@@ -117,10 +117,10 @@ func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 // A page request without one is sent to the login page.
 func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if sess, ok := s.sessions.Of(c.Request()); ok {
+		if sess, ok := s.doors.sessions.Of(c.Request()); ok {
 			c.Set(ctxSession, sess)
 			// Before any read: a page shows at least this revision (see Hub's "rev").
-			c.Set(ctxRevision, s.store.Revision())
+			c.Set(ctxRevision, s.deps.Store.Revision())
 			return next(c)
 		}
 		r := c.Request()

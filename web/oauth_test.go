@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 	"github.com/switchboard-dev/switchboard/internal/fixturetest"
 	"github.com/switchboard-dev/switchboard/internal/oidctest"
 	"github.com/switchboard-dev/switchboard/store"
@@ -208,7 +209,7 @@ func TestSignInFromTheDashboard(t *testing.T) {
 		t.Error("a grant is left after Sign out")
 	}
 	v := discovery.NewVerifier(discovery.Limits{}, nil)
-	dg := discovery.OAuthGrant{Issuer: g.Issuer, TokenEndpoint: g.TokenEndpoint, Resource: g.Resource, ClientID: g.ClientID,
+	dg := oauth.Grant{Issuer: g.Issuer, TokenEndpoint: g.TokenEndpoint, Resource: g.Resource, ClientID: g.ClientID,
 		ClientSecret: g.ClientSecret, AuthMethod: g.AuthMethod, RefreshToken: g.RefreshToken}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -326,7 +327,7 @@ func TestRefreshAndRevokedGrantThroughTheDashboard(t *testing.T) {
 	v := discovery.NewVerifier(discovery.Limits{}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	spent := discovery.OAuthGrant{Issuer: first.Issuer, TokenEndpoint: first.TokenEndpoint, Resource: first.Resource, ClientID: first.ClientID,
+	spent := oauth.Grant{Issuer: first.Issuer, TokenEndpoint: first.TokenEndpoint, Resource: first.Resource, ClientID: first.ClientID,
 		ClientSecret: first.ClientSecret, AuthMethod: first.AuthMethod, RefreshToken: first.RefreshToken}
 	v.RefreshAuth(ctx, &spent)
 	current := spent

@@ -2,9 +2,7 @@ package web_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -97,38 +95,4 @@ func serverConfigHash(t *testing.T, e *env, id string) string {
 		t.Fatal(err)
 	}
 	return srv.ConfigHash()
-}
-
-// A tool that can only run as an MCP task is flagged unsupported, with
-// the reason, and not offered: Switchboard relays no tasks.
-func TestTaskRequiredToolNotOffered(t *testing.T) {
-	m := newMCPSetup(t)
-	e := m.e
-	c := connectMCP(t, m.base, testMCPToken)
-	file := filepath.Join(t.TempDir(), "tasks.json")
-	data, _ := json.Marshal(map[string]any{"version": "1", "tools": []map[string]any{
-		{"name": "research", "inputSchema": map[string]any{"type": "object"}, "execution": map[string]any{"taskSupport": "required"}},
-		{"name": "maybe_task", "inputSchema": map[string]any{"type": "object"}, "execution": map[string]any{"taskSupport": "optional"}},
-	}})
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.createServer(map[string]any{"id": "tasks", "transport": "stdio", "command": fixtureBin,
-		"args": []string{"-tools-file", file, "-name", m.marker}, "default_policy": "allow"})
-	if job := e.verify("tasks"); job.Status != "success" {
-		t.Fatalf("verify = %v", job)
-	}
-	tools := e.apiTools("tasks")
-	research := tools["research"]
-	if research.State != "unsupported" || research.EffectivePolicy != "deny" || research.AgentName != "" ||
-		!strings.Contains(strings.Join(research.Problems, " "), `execution.taskSupport is "required"`) {
-		t.Errorf("the task-required tool = %+v; want unsupported, denied, unnamed, with the reason", research)
-	}
-	if tools["maybe_task"].State != "active" {
-		t.Errorf("a tool that may run as a task = %+v; want active", tools["maybe_task"])
-	}
-	names := c.names(t)
-	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "tasks__research") }) || !slices.Contains(names, "tasks__maybe_task") {
-		t.Errorf("offered = %q; want tasks__maybe_task and no research", names)
-	}
 }

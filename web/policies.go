@@ -18,24 +18,24 @@ import (
 // setPreset records the server's preset and, if apply, sets its existing
 // tools' policies by it. It returns the tools it changed.
 func (s *Server) setPreset(ctx context.Context, id string, p store.Preset, apply bool, by string) ([]store.ToolEntry, error) {
-	srv, err := s.store.Server(ctx, id)
+	srv, err := s.deps.Store.Server(ctx, id)
 	if err != nil {
 		return nil, notFound(err)
 	}
 	if srv.Preset != p {
 		srv.Preset = p
-		if err := s.store.UpdateServer(ctx, srv); err != nil {
+		if err := s.deps.Store.UpdateServer(ctx, srv); err != nil {
 			return nil, notFound(err)
 		}
 	}
 	if !apply {
 		return nil, nil
 	}
-	tools, err := s.store.Tools(ctx, id)
+	tools, err := s.deps.Store.Tools(ctx, id)
 	if err != nil {
 		return nil, notFound(err)
 	}
-	out, err := s.store.SetPolicies(ctx, id, store.PresetChanges(p, tools), by)
+	out, err := s.deps.Store.SetPolicies(ctx, id, store.PresetChanges(p, tools), by)
 	return out, notFound(err)
 }
 
@@ -45,11 +45,11 @@ func (s *Server) setPolicies(ctx context.Context, id string, b store.BulkPolicy,
 	if fields := b.Check(); fields != nil {
 		return nil, fields, nil
 	}
-	tools, err := s.store.Tools(ctx, id)
+	tools, err := s.deps.Store.Tools(ctx, id)
 	if err != nil {
 		return nil, nil, notFound(err)
 	}
-	out, err := s.store.SetPolicies(ctx, id, b.Changes(tools), by)
+	out, err := s.deps.Store.SetPolicies(ctx, id, b.Changes(tools), by)
 	return out, nil, notFound(err)
 }
 
@@ -140,10 +140,10 @@ func (s *Server) handlePoliciesForm(c echo.Context) error {
 // the call log keeps the server's calls' arguments (see web/gateway).
 func (s *Server) handleRecordArgsForm(c echo.Context) error {
 	ctx := c.Request().Context()
-	srv, err := s.store.Server(ctx, c.Param("id"))
+	srv, err := s.deps.Store.Server(ctx, c.Param("id"))
 	if err == nil {
 		srv.RecordArgs = c.FormValue("record_arguments") == "on"
-		err = s.store.UpdateServer(ctx, srv)
+		err = s.deps.Store.UpdateServer(ctx, srv)
 	}
 	if err != nil {
 		return notFound(err)

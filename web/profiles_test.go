@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // connectWithProfile makes a client token of the profile through the API
@@ -113,150 +111,6 @@ func TestProfileAPI(t *testing.T) {
 	e.createProfile(map[string]any{"id": "spare", "name": "Spare", "mode": "all"})
 	wantStatus(t, e.api(http.MethodDelete, "/api/v1/profiles/spare", nil), http.StatusNoContent)
 	wantStatus(t, e.api(http.MethodGet, "/api/v1/profiles/spare", nil), http.StatusNotFound)
-}
-
-// Two clients connected at once with different profiles see different
-// offers; a call outside a profile is refused as of an unknown tool, a
-// deny override refuses with its reason, an ask override waits for a
-// person; the audit names the profile; list_changed reaches only the
-// client whose view changed.
-func TestProfileOffers(t *testing.T) {
-	m := newMCPSetup(t, func(c *webConfig) { c.MCP.AskTimeout = 1500 * time.Millisecond })
-	e := m.e
-	e.createProfile(map[string]any{"id": "beta-only", "name": "Beta only", "mode": "servers", "servers": []string{"beta"}})
-	e.createProfile(map[string]any{"id": "strict", "name": "Strict", "mode": "tools",
-		"tools":     []map[string]string{{"server_id": "alpha", "tool": "read"}, {"server_id": "alpha", "tool": "odd.name-v2"}, {"server_id": "beta", "tool": "read"}},
-		"overrides": []map[string]string{{"server_id": "alpha", "tool": "read", "policy": "deny"}, {"server_id": "beta", "tool": "read", "policy": "ask"}}})
-	betaOnly := connectMCP(t, m.base, e.connectWithProfile("Beta agent", "beta-only"))
-	strict := connectMCP(t, m.base, e.connectWithProfile("Strict agent", "strict"))
-	all := connectMCP(t, m.base, testMCPToken)
-	modern := connectMCPAs(t, m.base, e.connectWithProfile("Modern beta", "beta-only"), mcp.ProtocolVersion20260728, mcp.Implementation{Name: "modern-beta", Version: "1"})
-
-	if got := betaOnly.names(t); !slices.Equal(got, []string{"beta__read"}) {
-		t.Errorf("beta-only tools/list = %q; want beta__read", got)
-	}
-	if got := modern.names(t); !slices.Equal(got, []string{"beta__read"}) {
-		t.Errorf("beta-only tools/list (2026-07-28) = %q; want beta__read", got)
-	}
-	if got := strict.names(t); len(got) != 2 || !slices.Contains(got, "beta__read") || slices.Contains(got, "alpha__read") {
-		t.Errorf("strict tools/list = %q; want beta__read and the odd name, alpha__read denied", got)
-	}
-	if got := all.names(t); len(got) != 6 {
-		t.Errorf("the endpoint token's tools/list = %q; want all 6 offered", got)
-	}
-
-	t.Run("a call outside the profile is refused as of an unknown tool", func(t *testing.T) {
-		e := e.in(t)
-		_, err := betaOnly.call("alpha__read", map[string]any{})
-		if err == nil || !strings.Contains(err.Error(), `no tool is offered as "alpha__read"`) {
-			t.Errorf("beta-only calls alpha__read = %v; want refused as unknown", err)
-		}
-		if call := e.waitCall(1); call.Profile != "beta-only" || call.Decision != "denied" || call.ConnectedAs != "Beta agent" {
-			t.Errorf("audited = %+v; want denied, profile beta-only", call)
-		}
-		if res, err := betaOnly.call("beta__read", map[string]any{}); err != nil || res.IsError {
-			t.Errorf("beta-only calls beta__read = %v, %v; want it through", res, err)
-		}
-		if call := e.waitCall(2); call.Profile != "beta-only" || call.Outcome != "ok" {
-			t.Errorf("audited = %+v; want ok, profile beta-only", call)
-		}
-		if _, err := all.call("alpha__read", map[string]any{}); err != nil {
-			t.Errorf("the default calls alpha__read = %v", err)
-		}
-		if call := e.waitCall(3); call.Profile != "default" || call.Outcome != "ok" {
-			t.Errorf("audited = %+v; want ok, profile default", call)
-		}
-	})
-	t.Run("a deny override refuses with its reason", func(t *testing.T) {
-		e := e.in(t)
-		_, err := strict.call("alpha__read", map[string]any{})
-		if err == nil || !strings.Contains(err.Error(), `the profile "strict" of this client denies the tool`) {
-			t.Errorf("strict calls alpha__read = %v; want refused by the profile", err)
-		}
-		if call := e.waitCall(4); call.Profile != "strict" || call.Decision != "denied" || call.DecidedBy != "policy" {
-			t.Errorf("audited = %+v", call)
-		}
-	})
-	t.Run("an ask override waits for a person", func(t *testing.T) {
-		e := e.in(t)
-		// A program reading the approvals counts as someone to ask: read
-		// them before the call, or it may be refused at once for want of
-		// anyone (as it is on a busy machine, when the call comes first).
-		e.approvals()
-		done := make(chan error, 1)
-		go func() { _, err := strict.call("beta__read", map[string]any{}); done <- err }()
-		var id string
-		waitFor(t, 5*time.Second, "the approval waiting", func() bool {
-			if a := e.approvals(); len(a) == 1 {
-				id = a[0].ID
-			}
-			return id != ""
-		})
-		wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "approve"}), http.StatusOK)
-		if err := <-done; err != nil {
-			t.Errorf("approved call = %v", err)
-		}
-		if call := e.waitCall(5); call.Profile != "strict" || call.Decision != "approved" || call.DecidedBy != "api" {
-			t.Errorf("audited = %+v; want approved by the API under strict", call)
-		}
-	})
-	t.Run("a call approved after its profile denied the tool is refused", func(t *testing.T) {
-		e := e.in(t)
-		done := make(chan error, 1)
-		go func() { _, err := strict.call("beta__read", map[string]any{}); done <- err }()
-		var id string
-		waitFor(t, 5*time.Second, "the approval waiting", func() bool {
-			if a := e.approvals(); len(a) == 1 {
-				id = a[0].ID
-			}
-			return id != ""
-		})
-		wantStatus(t, e.api(http.MethodPut, "/api/v1/profiles/strict", map[string]any{"name": "Strict", "mode": "tools",
-			"tools":     []map[string]string{{"server_id": "alpha", "tool": "odd.name-v2"}, {"server_id": "beta", "tool": "read"}},
-			"overrides": []map[string]string{{"server_id": "beta", "tool": "read", "policy": "deny"}}}), http.StatusOK)
-		wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "approve"}), http.StatusOK)
-		if err := <-done; err == nil || !strings.Contains(err.Error(), `while the call waited: the profile "strict" of this client stopped offering the tool`) {
-			t.Errorf("call approved after the profile denied it = %v; want refused", err)
-		}
-		e.waitCall(6)
-	})
-	t.Run("list_changed reaches only the clients whose view changed", func(t *testing.T) {
-		e := e.in(t)
-		stop, err := modern.ListenAsync(context.Background(), mcp.SubscriptionFilter{ToolsListChanged: true}, func(err error) { t.Errorf("listen: %v", err) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stop()
-		waitFor(t, 5*time.Second, "the listen stream acknowledged", func() bool { return modern.acknowledged.Load() == 1 })
-		time.Sleep(quietPeriod) // the sessions' GET streams open in the background
-		b, s, a, mo := betaOnly.listChanged.Load(), strict.listChanged.Load(), all.listChanged.Load(), modern.listChanged.Load()
-		// A tool outside beta-only's and strict's views.
-		e.setPolicy("alpha", "write", "deny")
-		waitFor(t, 5*time.Second, "list_changed for the default", func() bool { return all.listChanged.Load() > a })
-		time.Sleep(quietPeriod)
-		if betaOnly.listChanged.Load() != b || strict.listChanged.Load() != s || modern.listChanged.Load() != mo {
-			t.Errorf("a tool outside their views told beta-only %d, strict %d, modern %d times", betaOnly.listChanged.Load()-b, strict.listChanged.Load()-s, modern.listChanged.Load()-mo)
-		}
-		// Another profile's change.
-		a = all.listChanged.Load()
-		wantStatus(t, e.api(http.MethodPut, "/api/v1/profiles/strict", map[string]any{"name": "Strict", "mode": "tools",
-			"tools": []map[string]string{{"server_id": "beta", "tool": "read"}}}), http.StatusOK)
-		waitFor(t, 5*time.Second, "list_changed for strict", func() bool { return strict.listChanged.Load() > s })
-		if got := strict.names(t); !slices.Equal(got, []string{"beta__read"}) {
-			t.Errorf("strict after its edit = %q; want beta__read", got)
-		}
-		time.Sleep(quietPeriod)
-		if betaOnly.listChanged.Load() != b || modern.listChanged.Load() != mo || all.listChanged.Load() != a {
-			t.Errorf("strict's edit told beta-only %d, modern %d, default %d times", betaOnly.listChanged.Load()-b, modern.listChanged.Load()-mo, all.listChanged.Load()-a)
-		}
-		// A change in beta-only's view.
-		e.setPolicy("beta", "read", "deny")
-		waitFor(t, 5*time.Second, "list_changed for beta-only's session", func() bool { return betaOnly.listChanged.Load() > b })
-		waitFor(t, 5*time.Second, "list_changed on beta-only's listen stream", func() bool { return modern.listChanged.Load() > mo })
-		if got := betaOnly.names(t); len(got) != 0 {
-			t.Errorf("beta-only after beta read was denied = %q; want nothing", got)
-		}
-	})
 }
 
 // The Profiles pages: a profile is made, changed and deleted through

@@ -4,7 +4,43 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
+
+	"github.com/r3labs/sse/v2"
+
+	"github.com/switchboard-dev/switchboard/web/internal/hub"
 )
+
+// live is what the open tabs are sent: the hub of their event streams,
+// and the publisher of servers' fragments.
+type live struct {
+	hub *hub.Hub
+	pub *publisher // the one path of servers' state to the tabs
+
+	// pubMu orders reading a server's state with publishing it, so the
+	// last fragment a tab gets is never older than one before it.
+	pubMu sync.Mutex
+	// snap is the servers' fragments of the last snapshot (pubMu; see
+	// Server.snapshot).
+	snap *serversSnapshot
+
+	// lastTab and lastAPIPoll are when a tab last closed and a program last
+	// read the waiting calls (Unix ns; see Server.approvers).
+	lastTab, lastAPIPoll atomic.Int64
+}
+
+// newLive starts the hub, whose new tabs get snapshot, and the
+// publisher, which publishes a server with publish; close it to stop
+// both.
+func newLive(snapshot func(since string) []*sse.Event, publish func(id string)) *live {
+	return &live{hub: hub.New(snapshot), pub: newPublisher(publish)}
+}
+
+// close stops publishing and ends every tab's stream.
+func (l *live) close() {
+	l.pub.close()
+	l.hub.Close()
+}
 
 // publisher is the one path by which a server's state reaches the tabs.
 // Whatever changed a server — a committed store change, a job's

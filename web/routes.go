@@ -8,12 +8,13 @@ import (
 	"github.com/switchboard-dev/switchboard/static"
 	"github.com/switchboard-dev/switchboard/web/internal/guard"
 	"github.com/switchboard-dev/switchboard/web/internal/listed"
+	"github.com/switchboard-dev/switchboard/web/internal/profiles"
 )
 
 // routes is the whole route table. Every route passes the Host check and
 // gets the security headers; pages and SSE need a session (and a CSRF
 // token to change anything); the API needs the bearer token.
-func (s *Server) routes() {
+func (s *Server) routes(profiles *profiles.Handlers) {
 	e := s.echo
 	// Headers first, so responses the checks refuse carry them too.
 	e.Use(guard.SecureHeaders, guard.HostCheck(s.cfg.AllowedHosts), guard.RefuseCrossSite, limitBodies)
@@ -48,7 +49,7 @@ func (s *Server) routes() {
 	ui.POST("/servers/:id/signout", s.handleSignOut)
 	ui.GET("/servers/:id/tools", s.handleToolsFragment)
 	ui.POST("/servers/:id/policy", s.handleSetPolicyForm)
-	ui.POST("/servers/:id/listed-policy", listed.PolicyForm(s.store))
+	ui.POST("/servers/:id/listed-policy", listed.PolicyForm(s.deps.Store))
 	ui.POST("/servers/:id/policies", s.handlePoliciesForm)
 	ui.POST("/servers/:id/record-arguments", s.handleRecordArgsForm)
 	ui.POST("/jobs/:id/cancel", s.handleCancelJob)
@@ -75,12 +76,12 @@ func (s *Server) routes() {
 	ui.POST("/agents/connect/preview", s.handleConnectPreview)
 	ui.POST("/agents/connect", s.handleConnect)
 	ui.GET("/fragments/calls", s.handleCallsFragment)
-	ui.GET("/profiles", s.profiles.List)
-	ui.GET("/profiles/new", s.profiles.New)
-	ui.POST("/profiles", s.profiles.Create)
-	ui.GET("/profiles/:id", s.profiles.Edit)
-	ui.POST("/profiles/:id", s.profiles.Update)
-	ui.POST("/profiles/:id/delete", s.profiles.Delete)
+	ui.GET("/profiles", profiles.List)
+	ui.GET("/profiles/new", profiles.New)
+	ui.POST("/profiles", profiles.Create)
+	ui.GET("/profiles/:id", profiles.Edit)
+	ui.POST("/profiles/:id", profiles.Update)
+	ui.POST("/profiles/:id/delete", profiles.Delete)
 	ui.POST("/approvals/:id", s.handleDecideForm)
 	ui.GET("/tools/:agent", s.handleTryPage)
 	ui.POST("/tools/:agent/try", s.handleTry)
@@ -94,16 +95,16 @@ func (s *Server) routes() {
 	api.DELETE("/servers/:id", s.handleAPIDeleteServer)
 	api.POST("/servers/:id/verify", s.handleAPIVerify)
 	api.GET("/servers/:id/tools", s.handleAPIServerTools)
-	api.GET("/servers/:id/resources", listed.Resources(s.store, notFound))
-	api.GET("/servers/:id/prompts", listed.Prompts(s.store, notFound))
+	api.GET("/servers/:id/resources", listed.Resources(s.deps.Store, notFound))
+	api.GET("/servers/:id/prompts", listed.Prompts(s.deps.Store, notFound))
 	api.PUT("/servers/:id/tools/:name/policy", s.handleAPISetPolicy)
 	api.POST("/servers/:id/policies", s.handleAPISetPolicies)
 	api.PUT("/servers/:id/preset", s.handleAPISetPreset)
 	api.GET("/servers/:id/tools/:name", s.handleAPITool)
 	api.POST("/servers/:id/tools/:name/approve", s.handleAPIApproveTool)
 	api.POST("/servers/:id/approve", s.handleAPIApproveChanges)
-	api.POST("/servers/:id/listed/approve", listed.APIApprove(s.store))
-	api.PUT("/servers/:id/listed/policy", listed.APIPolicy(s.store))
+	api.POST("/servers/:id/listed/approve", listed.APIApprove(s.deps.Store))
+	api.PUT("/servers/:id/listed/policy", listed.APIPolicy(s.deps.Store))
 	api.GET("/servers/:id/history", s.handleAPIHistory)
 	api.POST("/verify-all", s.handleAPIVerifyAll)
 	api.GET("/launches", s.handleAPILaunches)
@@ -112,12 +113,12 @@ func (s *Server) routes() {
 	api.DELETE("/clients/:id", s.handleAPIDisconnect)
 	api.PUT("/clients/:id", s.handleAPISetClient)
 	api.DELETE("/clients/:id/allowed/:server/:tool", s.handleAPIDisallow)
-	api.GET("/profiles", s.profiles.APIList)
-	api.POST("/profiles", s.profiles.APICreate)
-	api.GET("/profiles/:id", s.profiles.APIGet)
-	api.PUT("/profiles/:id", s.profiles.APIUpdate)
-	api.DELETE("/profiles/:id", s.profiles.APIDelete)
-	api.GET("/profiles/:id/preview", s.profiles.APIPreview)
+	api.GET("/profiles", profiles.APIList)
+	api.POST("/profiles", profiles.APICreate)
+	api.GET("/profiles/:id", profiles.APIGet)
+	api.PUT("/profiles/:id", profiles.APIUpdate)
+	api.DELETE("/profiles/:id", profiles.APIDelete)
+	api.GET("/profiles/:id/preview", profiles.APIPreview)
 	api.GET("/batches/:id", s.handleAPIBatch)
 	api.POST("/batches/:id/cancel", s.handleCancelBatch)
 	api.GET("/jobs/:id", s.handleAPIJob)

@@ -22,7 +22,7 @@ import (
 func (s *Server) handleSandboxAllow(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	srv, err := s.store.Server(ctx, id)
+	srv, err := s.deps.Store.Server(ctx, id)
 	if err != nil {
 		return notFound(err)
 	}
@@ -34,7 +34,7 @@ func (s *Server) handleSandboxAllow(c echo.Context) error {
 	// Only what its last run was refused for not being listed, and no
 	// loopback or private address (sandbox.OneClick): a click never opens
 	// this machine's services or this dashboard.
-	sum, err := s.store.Summary(ctx, id)
+	sum, err := s.deps.Store.Summary(ctx, id)
 	if err != nil {
 		return notFound(err)
 	}
@@ -65,7 +65,7 @@ func (s *Server) handleSandboxAllow(c echo.Context) error {
 	}
 	out := store.Sandbox(n)
 	srv.Sandbox = &out
-	if err := s.store.UpdateServer(ctx, srv); err != nil {
+	if err := s.deps.Store.UpdateServer(ctx, srv); err != nil {
 		return notFound(err)
 	}
 	if err := s.confirmLaunch(ctx, srv, srv.LaunchHash()); err != nil {
@@ -84,7 +84,7 @@ func (s *Server) handleSandboxAllow(c echo.Context) error {
 func (s *Server) handleSandboxArgPaths(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	srv, err := s.store.Server(ctx, id)
+	srv, err := s.deps.Store.Server(ctx, id)
 	if err != nil {
 		return notFound(err)
 	}
@@ -100,7 +100,7 @@ func (s *Server) handleSandboxArgPaths(c echo.Context) error {
 		out.SkipArgPaths = append(out.SkipArgPaths, path)
 	}
 	srv.Sandbox = &out
-	if err := s.store.UpdateServer(ctx, srv); err != nil {
+	if err := s.deps.Store.UpdateServer(ctx, srv); err != nil {
 		return notFound(err)
 	}
 	return c.Redirect(http.StatusSeeOther, "/servers/"+id+"/confirm")

@@ -35,15 +35,12 @@ func newEnvFull(t *testing.T, diskFull func([]store.Change) bool) (*env, string)
 		t.Fatal(err)
 	}
 	logs := &logRecorder{}
-	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}
+	cfg := webConfig{Config: web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}}
 	st := sealed.New(db, testRing)
-	app, err := web.New(cfg, st.Store(), discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, app: app, db: st, raw: db, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
+	app, closeApp := startApp(t, cfg, st.Store(), discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil))
+	e := &env{t: t, app: app, stop: closeApp, db: st, raw: db, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
 	t.Cleanup(func() {
-		app.Close()
+		closeApp()
 		if errs := logs.errors(); len(errs) > 0 {
 			t.Errorf("the application logged errors:\n%s", strings.Join(errs, "\n"))
 		}
@@ -143,7 +140,7 @@ func TestVerifyResultNotSavedOnFullDisk(t *testing.T) {
 			// The file itself holds the failure: opened again, the record
 			// is not a verification left running (which Open would mark
 			// interrupted).
-			e.app.Close()
+			e.stop()
 			if err := e.db.Close(); err != nil {
 				t.Fatalf("Close() = %v; want nil", err)
 			}

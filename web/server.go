@@ -8,8 +8,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/a-h/templ"
@@ -18,6 +16,8 @@ import (
 
 	"github.com/switchboard-dev/switchboard/cluster"
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/discovery/sandbox"
+	"github.com/switchboard-dev/switchboard/internal/verify"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
@@ -26,16 +26,14 @@ import (
 	"github.com/switchboard-dev/switchboard/web/internal/bodycache"
 	"github.com/switchboard-dev/switchboard/web/internal/conns"
 	"github.com/switchboard-dev/switchboard/web/internal/held"
-	"github.com/switchboard-dev/switchboard/web/internal/hub"
 	"github.com/switchboard-dev/switchboard/web/internal/profiles"
-	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 	"github.com/switchboard-dev/switchboard/web/internal/replica"
 	"github.com/switchboard-dev/switchboard/web/internal/session"
 	"github.com/switchboard-dev/switchboard/web/internal/signin"
 	"github.com/switchboard-dev/switchboard/web/tryit"
 )
 
-// Config configures the web server.
+// Config configures the web face.
 type Config struct {
 	// Token is the API bearer token; it also logs a browser in. With a
 	// TokenFile, the token that file holds once it is replaced (rotated).
@@ -44,23 +42,8 @@ type Config struct {
 	LoginCode string
 	// AllowedHosts are extra Host header names accepted besides loopback.
 	AllowedHosts []string
-	// Concurrency is the global limit on running verifications.
-	Concurrency int
-	// DefaultTTL is how long a successful verification counts as fresh
-	// for servers that set no TTL of their own (DefaultTTL if zero).
-	DefaultTTL time.Duration
-	// NoVerifyOnStart turns off the start-up verifications of servers
-	// left interrupted, or enabled and never verified (see Start).
-	NoVerifyOnStart bool
-	// WatchPingInterval is how often a held session to an auto-refreshed
-	// server is pinged (the discovery default if zero).
-	WatchPingInterval time.Duration
 	// MCP configures the MCP endpoint for agents.
-	MCP gateway.Config
-	// Cluster is how this replica coordinates with the others of a
-	// team's Switchboard (store/etcd's Coordinator); nil for a
-	// Switchboard on its own.
-	Cluster cluster.Cluster
+	MCP MCPConfig
 	// HeaderTimeout and BodyTimeout bound the reading of a request's
 	// header and body (see HTTPServer); the defaults if zero.
 	HeaderTimeout, BodyTimeout time.Duration
@@ -73,70 +56,109 @@ type Config struct {
 	// none, a client is registered dynamically instead.
 	OAuthClientMetadataURL string
 	Logger                 *slog.Logger
-	// Now is the clock freshness is judged and verifications are dated
-	// by (time.Now if nil).
+	// Now is the clock sessions and approvals are judged by (time.Now if
+	// nil).
 	Now func() time.Time
 }
 
-// DefaultTTL is the default of Config.DefaultTTL.
-const DefaultTTL = 5 * time.Minute
+// MCPConfig configures the MCP endpoint for agents (see web/gateway).
+type MCPConfig = gateway.Config
+
+// Defaults of MCPConfig's timeouts.
+const (
+	DefaultAskTimeout  = gateway.DefaultAskTimeout
+	DefaultCallTimeout = gateway.DefaultCallTimeout
+)
+
+// Deps is what the web face shows and acts on, built by the program
+// (cmd/switchboard) and closed by it after the Server.
+type Deps struct {
+	Store store.Store
+	// Verify runs and records verifications (internal/verify's Service).
+	Verify Verifications
+	// Verifier reaches servers: the gateway's routed calls and the
+	// sign-ins to remote servers.
+	Verifier *discovery.Verifier
+	// Grants holds the tokens remote servers' sign-ins left
+	// (internal/grants' Keeper).
+	Grants Grants
+	// Cluster is how this replica coordinates with the others of a
+	// team's Switchboard (store/etcd's Coordinator); a Switchboard on
+	// its own if nil.
+	Cluster cluster.Cluster
+}
+
+// Verifications is what the web face asks of verifications (see
+// internal/verify.Service).
+type Verifications interface {
+	// Submit queues a verification of srv (or joins the one under way);
+	// verify.ErrClosed once the program is stopping.
+	Submit(srv store.Server, trigger string) (discovery.Job, error)
+	// Requeue queues one after an edit, if the server may be verified
+	// without a person asking.
+	Requeue(srv store.Server, trigger string)
+	Cancel(jobID string) bool
+	Job(id string) (discovery.Job, bool)
+	Active(serverID string) (discovery.Job, bool)
+	Watch(serverID string) *verify.WatchState
+	// Subscribe follows every change of what servers show of their
+	// verifications.
+	Subscribe(fn func(verify.Event)) (unsubscribe func())
+	// Target is how a server is reached (the gateway's calls use it).
+	Target(srv store.Server) discovery.Target
+	Machine() sandbox.Machine
+	DefaultTTL() time.Duration
+	Leading() bool
+}
+
+// Grants is what the web face asks of the remote servers' sign-ins kept.
+type Grants interface {
+	// Forget drops what is held of a server's grant (a new sign-in, a
+	// sign-out, the server deleted).
+	Forget(serverID string)
+}
 
 // Server is the Echo application with its dependencies.
 type Server struct {
 	echo      *echo.Echo
-	store     store.Store
-	runner    *discovery.Runner
-	jobs      *replica.Jobs      // every replica's verifications (see package replica)
+	deps      Deps
+	cfg       Config
+	log       *slog.Logger
+	mcp       *gateway.Endpoint
 	approvals *replica.Approvals // every replica's calls waiting for a person
-	unlead    func()
-	leading   atomic.Bool // this replica leads (see cluster.Cluster)
-	hub       *hub.Hub
-	sessions  *session.Sessions
+	try       *tryit.Service
+	doors     doors           // who may come in, and how often
+	live      *live           // what the tabs are sent (see publish.go)
+	holds     holds           // what a person started that outlives a request
+	bodies    bodycache.Cache // JSON of the catalog and of each server's tools
+	stop      []func()        // stops following the store and the verifications
+}
+
+// doors are the checks at the entrance: sessions, the limits on wrong
+// tokens and codes, and the connection limits.
+type doors struct {
+	sessions *session.Sessions
 	// tokenLimit counts wrong API tokens (bearer, login form, export)
 	// per client; codeLimit counts wrong login links, apart, so that
 	// they can never block the right token.
 	tokenLimit, codeLimit *authlimit.Limiter
-	conns                 *conns.Guard // connection limits
-	cfg                   Config
-	log                   *slog.Logger
-
-	// pubMu orders reading a server's state with publishing it, so the
-	// last fragment a tab gets is never older than one before it.
-	pubMu sync.Mutex
-	// snap is the servers' fragments of the last snapshot (pubMu; see
-	// snapshot).
-	snap *serversSnapshot
-
-	bodies bodycache.Cache // JSON of the catalog and of each server's tools
-
-	batches  batch.Recent // "Verify all" runs
-	refresh  *refresh.Refresher
-	watches  *refresh.Watches
-	verifier *discovery.Verifier
-	mcp      *gateway.Endpoint
-	profiles *profiles.Handlers
-	try      *tryit.Service
-	held     *held.Map[heldImport] // previewed imports
-	tokens   *signin.Keeper
-	signIns  *signin.Pending
-
-	pub         *publisher // the one path of servers' state to the tabs
-	unsubscribe func()     // stops following the store's changes
-
-	// lastTab and lastAPIPoll are when a tab last closed and a program last
-	// read the waiting calls (Unix ns; see approvers).
-	lastTab, lastAPIPoll atomic.Int64
+	conns                 *conns.Guard
 }
 
-// New builds the application on st, whose changes it follows from now
-// on. Close the server to stop its jobs and stop following. It fails only
+// holds is what a person started and the server keeps between requests.
+type holds struct {
+	imports *held.Map[heldImport] // previewed imports
+	signIns *signin.Pending       // sign-ins to remote servers under way
+	batches batch.Recent          // "Verify all" runs
+}
+
+// New builds the web face of deps, whose changes it follows from now
+// on. Close it to stop following and to end its endpoint's calls and
+// its tabs' streams; deps are the caller's to close after. It fails only
 // if the store cannot be read.
-func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
+func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.DefaultTTL <= 0 {
-		cfg.DefaultTTL = DefaultTTL
 	}
 	if cfg.HeaderTimeout <= 0 {
 		cfg.HeaderTimeout = HeaderTimeout
@@ -147,117 +169,87 @@ func New(cfg Config, st store.Store, v *discovery.Verifier) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Cluster == nil {
-		cfg.Cluster = &cluster.Local{}
+	if deps.Cluster == nil {
+		deps.Cluster = &cluster.Local{}
 	}
+	st := deps.Store
 	s := &Server{
-		echo:       echo.New(),
-		store:      st,
-		sessions:   session.New(st, session.NewToken(cfg.Token, cfg.TokenFile), cfg.LoginCode, cfg.Now),
-		tokenLimit: authlimit.New(),
-		codeLimit:  authlimit.New(),
-		conns:      conns.New(conns.Max()),
-		cfg:        cfg,
-		log:        cfg.Logger,
+		echo: echo.New(),
+		deps: deps,
+		doors: doors{
+			sessions:   session.New(st, session.NewToken(cfg.Token, cfg.TokenFile), cfg.LoginCode, cfg.Now),
+			tokenLimit: authlimit.New(),
+			codeLimit:  authlimit.New(),
+			conns:      conns.New(conns.Max()),
+		},
+		holds: holds{imports: newHeldImports(), signIns: signin.NewPending()},
+		cfg:   cfg,
+		log:   cfg.Logger,
 	}
-	s.hub = hub.New(s.snapshot)
-	s.held = newHeldImports()
-	s.pub = newPublisher(s.publishNow)
-	s.runner = discovery.NewRunner(v, discovery.RunnerConfig{
-		Concurrency: cfg.Concurrency,
-		Started:     s.jobStarted,
-		Finish:      s.jobFinished,
-		Event:       s.jobEvent,
-		Late:        s.jobLateWarnings,
-	})
-	s.jobs = replica.New(s.runner, cfg.Cluster, cfg.Logger, func(j discovery.Job) { s.publishServer(j.ServerID) })
-	s.verifier = v
-	s.watches = refresh.NewWatches(refresh.WatchDeps{
-		Watch: func(ctx context.Context, srv store.Server, onEvent func(discovery.WatchEvent)) error {
-			return v.Watch(ctx, s.target(srv), time.Duration(srv.TimeoutMS)*time.Millisecond, cfg.WatchPingInterval, onEvent)
-		},
-		Summary: st.Summary,
-		Verify:  func(srv store.Server, trigger string) { s.refresh.Submit(srv, trigger) },
-		Publish: s.publishServer,
-	})
-	s.refresh = refresh.New(refresh.Deps{
-		Summaries: st.Summaries,
-		TTL:       cfg.DefaultTTL,
-		Running:   func(id string) bool { _, ok := s.jobs.Active(id); return ok },
-		Submit: func(srv store.Server, trigger string) error {
-			_, err := s.submit(srv, trigger)
-			if ae := (*apiError)(nil); errors.As(err, &ae) {
-				return nil // shutting down
-			}
-			return err
-		},
-		Publish: s.publishServer,
-		Watch:   s.watches.Reconcile,
-		Log:     cfg.Logger,
-	})
-	s.tokens = signin.NewKeeper(st, v)
-	s.signIns = signin.NewPending()
+	s.live = newLive(s.snapshot, s.publishNow)
 	mcp, err := gateway.New(cfg.MCP, gateway.Deps{
 		Store:    st,
-		Verifier: v,
-		Target:   s.target,
+		Verifier: deps.Verifier,
+		Target:   deps.Verify.Target,
 		Verify: func(srv store.Server, trigger string) error {
 			_, err := s.submit(srv, trigger)
 			return err
 		},
 		ApprovalsChanged: func() {
 			s.approvals.LocalChanged()
-			s.hub.Publish(s.approvalsEvent())
+			s.live.hub.Publish(s.approvalsEvent())
 		},
-		CallsChanged:        func() { s.hub.Publish(signal(views.EventCalls)) },
+		CallsChanged:        func() { s.live.hub.Publish(signal(views.EventCalls)) },
 		UpstreamsChanged:    s.publishAgents,
 		ServerHealthChanged: s.publishServer,
 		Approvers:           func() int { return s.approvals.Approvers() },
 		Logger:              s.log,
 	})
 	if err != nil {
-		s.runner.Close()
-		s.pub.close()
-		s.hub.Close()
+		s.live.close()
 		return nil, err
 	}
-	s.mcp, s.profiles = mcp, &profiles.Handlers{Store: st, Offer: mcp, Page: s.page, Render: render}
-	s.approvals = replica.NewApprovals(cfg.Cluster, replica.ApprovalDeps{Local: mcp.Approvals, Decide: mcp.Decide, Approvers: s.approvers,
-		Changed: func() { s.hub.Publish(s.approvalsEvent()) }, Log: cfg.Logger})
+	s.mcp = mcp
+	s.approvals = replica.NewApprovals(deps.Cluster, replica.ApprovalDeps{Local: mcp.Approvals, Decide: mcp.Decide, Approvers: s.approvers,
+		Changed: func() { s.live.hub.Publish(s.approvalsEvent()) }, Log: cfg.Logger})
 	s.try = tryit.New(tryit.Deps{Store: st, Call: mcp.Try, Publish: func(event string, data []byte) {
-		s.hub.Publish(&sse.Event{Event: []byte(event), Data: data})
+		s.live.hub.Publish(&sse.Event{Event: []byte(event), Data: data})
 	}})
-	s.unsubscribe = st.Subscribe(s.storeChanged)
+	s.stop = []func(){st.Subscribe(s.storeChanged), deps.Verify.Subscribe(s.verifyChanged)}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.handleError
-	s.routes()
-	s.unlead = cfg.Cluster.OnLeader(func(leading bool) {
-		s.leading.Store(leading)
-		s.refresh.SetLeading(leading)
-	})
-	go s.refresh.Run(!cfg.NoVerifyOnStart)
+	s.routes(&profiles.Handlers{Store: st, Offer: mcp, Page: s.page, Render: render})
 	return s, nil
 }
 
 // ServeHTTP serves a request through the whole application.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.echo.ServeHTTP(w, s.conns.BodyDeadline(w, r, s.cfg.BodyTimeout))
+	s.echo.ServeHTTP(w, s.doors.conns.BodyDeadline(w, r, s.cfg.BodyTimeout))
 }
 
-// Close cancels running verifications and waits for them (and their
-// processes) to end, then ends every SSE connection.
+// Close stops following the store and the verifications, ends the MCP
+// endpoint's sessions and calls, then every SSE connection.
 func (s *Server) Close() {
-	s.unsubscribe()
-	s.unlead()
-	s.refresh.Close()
-	s.watches.Close()
+	for _, stop := range s.stop {
+		stop()
+	}
 	s.approvals.Close()
 	s.mcp.Close()
-	s.runner.Close()
-	s.jobs.Close()
-	s.pub.close()
-	s.hub.Close()
+	s.live.close()
+}
+
+// verifyChanged shows a change of a server's verifications: its
+// fragments and, if the job belongs to the latest "Verify all", that
+// batch's progress.
+func (s *Server) verifyChanged(e verify.Event) {
+	s.publishServer(e.ServerID)
+	if e.Job == nil {
+		return
+	}
+	if _, ok := s.holds.batches.Update(*e.Job); ok {
+		s.publishBatch()
+	}
 }
 
 // render writes a templ component with a status, rendering into a buffer
@@ -281,25 +273,25 @@ func renderString(comp templ.Component) []byte {
 
 // publishServer has the server's state published to every tab soon (see
 // publisher).
-func (s *Server) publishServer(id string) { s.pub.mark(id) }
+func (s *Server) publishServer(id string) { s.live.pub.mark(id) }
 
 // publishNow pushes a server's row and status panel to every tab, or a
 // list refresh if the server is gone.
 func (s *Server) publishNow(id string) {
 	ctx := context.Background()
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
-	s.snap = nil // a server's fragments change
-	sum, err := s.store.Summary(ctx, id)
+	s.live.pubMu.Lock()
+	defer s.live.pubMu.Unlock()
+	s.live.snap = nil // a server's fragments change
+	sum, err := s.deps.Store.Summary(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		s.hub.Publish(signal(views.EventServers))
+		s.live.hub.Publish(signal(views.EventServers))
 		return
 	}
 	if err != nil {
 		s.log.Error("read server for live update", "server", id, "err", err)
 		return
 	}
-	s.hub.Publish(s.serverEvents(ctx, sum)...)
+	s.live.hub.Publish(s.serverEvents(ctx, sum)...)
 }
 
 func (s *Server) serverEvents(ctx context.Context, sum store.Summary) []*sse.Event {
@@ -319,25 +311,25 @@ func (s *Server) serverEvents(ctx context.Context, sum store.Summary) []*sse.Eve
 func (s *Server) snapshot(since string) []*sse.Event {
 	ctx := context.Background()
 	go s.approvals.LocalChanged() // one more approver here: the other replicas count it
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
-	current := s.store.Revision()
-	if s.snap == nil || s.snap.revision != current || time.Since(s.snap.at) > snapshotReuse {
-		sums, err := s.store.Summaries(ctx)
+	s.live.pubMu.Lock()
+	defer s.live.pubMu.Unlock()
+	current := s.deps.Store.Revision()
+	if s.live.snap == nil || s.live.snap.revision != current || time.Since(s.live.snap.at) > snapshotReuse {
+		sums, err := s.deps.Store.Summaries(ctx)
 		if err != nil {
 			s.log.Error("read servers for snapshot", "err", err)
 			return nil
 		}
-		s.snap = &serversSnapshot{revision: current, at: time.Now(), events: make([]*sse.Event, 0, 2*len(sums))}
+		s.live.snap = &serversSnapshot{revision: current, at: time.Now(), events: make([]*sse.Event, 0, 2*len(sums))}
 		for _, sum := range sums {
-			s.snap.events = append(s.snap.events, s.serverEvents(ctx, sum)...)
-			s.snap.ids = append(s.snap.ids, sum.Server.ID)
+			s.live.snap.events = append(s.live.snap.events, s.serverEvents(ctx, sum)...)
+			s.live.snap.ids = append(s.live.snap.ids, sum.Server.ID)
 		}
 	}
-	events := make([]*sse.Event, 0, len(s.snap.events)+2*len(s.snap.ids)+3)
-	events = append(events, s.snap.events...)
+	events := make([]*sse.Event, 0, len(s.live.snap.events)+2*len(s.live.snap.ids)+3)
+	events = append(events, s.live.snap.events...)
 	if since != current {
-		for _, id := range s.snap.ids {
+		for _, id := range s.live.snap.ids {
 			events = append(events, toolsChanged(id), signal(views.HistoryEvent(id)))
 		}
 	}
@@ -374,25 +366,24 @@ func signal(name string) *sse.Event { return &sse.Event{Event: []byte(name), Dat
 
 // storeChanged reacts to a committed store change.
 func (s *Server) storeChanged(c store.Change) {
-	s.refresh.Poke()
 	s.mcp.StoreChanged(c)
 	if c.Profile != "" {
-		s.hub.Publish(signal(views.EventProfiles)) // no server's change
+		s.live.hub.Publish(signal(views.EventProfiles)) // no server's change
 		return
 	}
 	if c.Deleted || c.Created {
-		s.hub.Publish(signal(views.EventServers))
+		s.live.hub.Publish(signal(views.EventServers))
 		if c.Deleted {
-			s.tokens.Forget(c.ServerID)
-			s.signIns.Forget(c.ServerID)
+			s.deps.Grants.Forget(c.ServerID)
+			s.holds.signIns.Forget(c.ServerID)
 			return
 		}
 	}
 	s.publishServer(c.ServerID)
 	if c.Tools {
-		s.hub.Publish(toolsChanged(c.ServerID))
+		s.live.hub.Publish(toolsChanged(c.ServerID))
 	}
 	if c.History {
-		s.hub.Publish(signal(views.HistoryEvent(c.ServerID)))
+		s.live.hub.Publish(signal(views.HistoryEvent(c.ServerID)))
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/switchboard-dev/switchboard/web/internal/apijson"
 	"github.com/switchboard-dev/switchboard/web/internal/listed"
 	"github.com/switchboard-dev/switchboard/web/internal/present"
-	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 )
 
 func (s *Server) page(c echo.Context, title string) views.Page {
@@ -34,7 +33,7 @@ func flash(c echo.Context) string {
 }
 
 func (s *Server) items(ctx context.Context) ([]views.ServerItem, error) {
-	sums, err := s.store.Summaries(ctx)
+	sums, err := s.deps.Store.Summaries(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +52,7 @@ func (s *Server) handleServersPage(c echo.Context) error {
 		return err
 	}
 	s.onboarding(c, items)
-	return render(c, http.StatusOK, views.ServersPage(s.page(c, "Servers"), items, s.batches.Latest()))
+	return render(c, http.StatusOK, views.ServersPage(s.page(c, "Servers"), items, s.holds.batches.Latest()))
 }
 
 // handleServersFragment serves GET /fragments/servers: the list's table,
@@ -79,7 +78,7 @@ func (s *Server) handleServerPage(c echo.Context) error {
 	if d.History, d.HistoryTotal, err = s.historyItems(ctx, sum.Server.ID); err != nil {
 		return err
 	}
-	if d.Listed, err = listed.Items(ctx, s.store, sum.Server.ID); err != nil {
+	if d.Listed, err = listed.Items(ctx, s.deps.Store, sum.Server.ID); err != nil {
 		return err
 	}
 	if sum.Discovery.Stale() {
@@ -89,11 +88,11 @@ func (s *Server) handleServerPage(c echo.Context) error {
 }
 
 func (s *Server) summaryAndTools(ctx context.Context, id string) (store.Summary, []store.ToolEntry, error) {
-	sum, err := s.store.Summary(ctx, id)
+	sum, err := s.deps.Store.Summary(ctx, id)
 	if err != nil {
 		return sum, nil, notFound(err)
 	}
-	tools, err := s.store.Tools(ctx, id)
+	tools, err := s.deps.Store.Tools(ctx, id)
 	return sum, tools, notFound(err)
 }
 
@@ -117,7 +116,7 @@ func (s *Server) handleNewServerPage(c echo.Context) error {
 // handleEditServerPage serves GET /servers/:id/edit.
 func (s *Server) handleEditServerPage(c echo.Context) error {
 	ctx := c.Request().Context()
-	srv, err := s.store.Server(ctx, c.Param("id"))
+	srv, err := s.deps.Store.Server(ctx, c.Param("id"))
 	if err != nil {
 		return notFound(err)
 	}
@@ -144,7 +143,7 @@ func (s *Server) handleCreateServer(c echo.Context) error {
 	}
 	srv, errs := serverconfig.Validate(in, nil)
 	if len(errs) == 0 {
-		err = s.store.CreateServer(ctx, srv)
+		err = s.deps.Store.CreateServer(ctx, srv)
 		if errors.Is(err, store.ErrExists) {
 			errs["id"] = "A server with this id already exists."
 		} else if err != nil {
@@ -160,7 +159,7 @@ func (s *Server) handleCreateServer(c echo.Context) error {
 // handleUpdateServer serves POST /servers/:id: the edit form's submit.
 func (s *Server) handleUpdateServer(c echo.Context) error {
 	ctx := c.Request().Context()
-	old, err := s.store.Server(ctx, c.Param("id"))
+	old, err := s.deps.Store.Server(ctx, c.Param("id"))
 	if err != nil {
 		return notFound(err)
 	}
@@ -175,7 +174,7 @@ func (s *Server) handleUpdateServer(c echo.Context) error {
 		present.MarkStored(&form, old)
 		return render(c, http.StatusUnprocessableEntity, views.FormPage(s.page(c, "Edit "+old.Name), views.FormView{Form: form, Errors: errs, Edit: true, CallbackURL: s.callbackURL(c)}))
 	}
-	if err := s.store.UpdateServer(ctx, srv); err != nil {
+	if err := s.deps.Store.UpdateServer(ctx, srv); err != nil {
 		return notFound(err)
 	}
 	s.afterEdit(old)
@@ -187,15 +186,15 @@ func (s *Server) handleDeleteServer(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
 	s.cancelServerJob(id)
-	if err := s.store.DeleteServer(ctx, id); err != nil {
+	if err := s.deps.Store.DeleteServer(ctx, id); err != nil {
 		return notFound(err)
 	}
 	return c.Redirect(http.StatusSeeOther, "/?deleted="+id)
 }
 
 func (s *Server) cancelServerJob(id string) {
-	if j, ok := s.jobs.Active(id); ok {
-		s.jobs.Cancel(j.ID)
+	if j, ok := s.deps.Verify.Active(id); ok {
+		s.deps.Verify.Cancel(j.ID)
 	}
 }
 
@@ -204,7 +203,7 @@ func (s *Server) cancelServerJob(id string) {
 // handleAPIListServers serves GET /api/v1/servers.
 func (s *Server) handleAPIListServers(c echo.Context) error {
 	ctx := c.Request().Context()
-	sums, err := s.store.Summaries(ctx)
+	sums, err := s.deps.Store.Summaries(ctx)
 	if err != nil {
 		return err
 	}
@@ -218,7 +217,7 @@ func (s *Server) handleAPIListServers(c echo.Context) error {
 // handleAPIGetServer serves GET /api/v1/servers/:id.
 func (s *Server) handleAPIGetServer(c echo.Context) error {
 	ctx := c.Request().Context()
-	sum, err := s.store.Summary(ctx, c.Param("id"))
+	sum, err := s.deps.Store.Summary(ctx, c.Param("id"))
 	if err != nil {
 		return notFound(err)
 	}
@@ -267,12 +266,12 @@ func (s *Server) handleAPICreateServer(c echo.Context) error {
 	if len(errs) > 0 {
 		return validationError(errs)
 	}
-	if err := s.store.CreateServer(ctx, srv); errors.Is(err, store.ErrExists) {
+	if err := s.deps.Store.CreateServer(ctx, srv); errors.Is(err, store.ErrExists) {
 		return &apiError{Status: http.StatusConflict, Message: "a server with this id already exists", Fields: map[string]string{"id": "already exists"}}
 	} else if err != nil {
 		return err
 	}
-	sum, err := s.store.Summary(ctx, srv.ID)
+	sum, err := s.deps.Store.Summary(ctx, srv.ID)
 	if err != nil {
 		return err
 	}
@@ -283,7 +282,7 @@ func (s *Server) handleAPICreateServer(c echo.Context) error {
 // sent as "********" (or empty) keep the stored value.
 func (s *Server) handleAPIUpdateServer(c echo.Context) error {
 	ctx := c.Request().Context()
-	old, err := s.store.Server(ctx, c.Param("id"))
+	old, err := s.deps.Store.Server(ctx, c.Param("id"))
 	if err != nil {
 		return notFound(err)
 	}
@@ -299,11 +298,11 @@ func (s *Server) handleAPIUpdateServer(c echo.Context) error {
 	if len(errs) > 0 {
 		return validationError(errs)
 	}
-	if err := s.store.UpdateServer(ctx, srv); err != nil {
+	if err := s.deps.Store.UpdateServer(ctx, srv); err != nil {
 		return notFound(err)
 	}
 	s.afterEdit(old)
-	sum, err := s.store.Summary(ctx, srv.ID)
+	sum, err := s.deps.Store.Summary(ctx, srv.ID)
 	if err != nil {
 		return err
 	}
@@ -315,7 +314,7 @@ func (s *Server) handleAPIDeleteServer(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
 	s.cancelServerJob(id)
-	if err := s.store.DeleteServer(ctx, id); err != nil {
+	if err := s.deps.Store.DeleteServer(ctx, id); err != nil {
 		return notFound(err)
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -328,14 +327,12 @@ func (s *Server) handleAPIDeleteServer(c echo.Context) error {
 // discarded anyway.
 func (s *Server) afterEdit(old store.Server) {
 	ctx := context.Background()
-	srv, err := s.store.Server(ctx, old.ID)
+	srv, err := s.deps.Store.Server(ctx, old.ID)
 	if err != nil || srv.ConfigHash() == old.ConfigHash() {
 		return
 	}
-	if j, ok := s.jobs.Active(srv.ID); ok && j.ConfigHash != srv.ConfigHash() {
-		s.jobs.Cancel(j.ID)
+	if j, ok := s.deps.Verify.Active(srv.ID); ok && j.ConfigHash != srv.ConfigHash() {
+		s.deps.Verify.Cancel(j.ID)
 	}
-	if refresh.Verifiable(srv) {
-		s.refresh.Submit(srv, store.TriggerEdit)
-	}
+	s.deps.Verify.Requeue(srv, store.TriggerEdit)
 }

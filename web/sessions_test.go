@@ -28,21 +28,17 @@ func startAt(t *testing.T, path string) (e *env, stop func()) {
 		t.Fatal(err)
 	}
 	logs := &logRecorder{}
-	cfg := web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}
+	cfg := webConfig{Config: web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}}
 	st := sealed.New(db, testRing)
-	app, err := web.New(cfg, st.Store(), discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil))
-	if err != nil {
-		db.Close()
-		t.Fatal(err)
-	}
-	e = &env{t: t, app: app, db: st, raw: db, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
+	app, closeApp := startApp(t, cfg, st.Store(), discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil))
+	e = &env{t: t, app: app, stop: closeApp, db: st, raw: db, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
 	stopped := false
 	stop = func() {
 		if stopped {
 			return
 		}
 		stopped = true
-		app.Close()
+		closeApp()
 		if errs := logs.errors(); len(errs) > 0 {
 			t.Errorf("the application logged errors:\n%s", strings.Join(errs, "\n"))
 		}

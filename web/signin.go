@@ -10,7 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
+	"github.com/switchboard-dev/switchboard/internal/grants"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/internal/signin"
@@ -51,7 +52,7 @@ const (
 func (s *Server) handleSignIn(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	srv, err := s.store.Server(ctx, id)
+	srv, err := s.deps.Store.Server(ctx, id)
 	if err != nil {
 		return notFound(err)
 	}
@@ -95,35 +96,35 @@ func (s *Server) callbackURL(c echo.Context) string {
 func (s *Server) startSignIn(ctx context.Context, srv store.Server, redirectURI, session string, setCookie func(*http.Cookie)) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, signInTimeout)
 	defer cancel()
-	var challenge discovery.AuthChallenge
-	if sum, err := s.store.Summary(ctx, srv.ID); err == nil && sum.Discovery.Error != nil && sum.Discovery.Error.SignIn != nil {
+	var challenge oauth.Challenge
+	if sum, err := s.deps.Store.Summary(ctx, srv.ID); err == nil && sum.Discovery.Error != nil && sum.Discovery.Error.SignIn != nil {
 		need := sum.Discovery.Error.SignIn
-		challenge = discovery.AuthChallenge{Status: need.Status, Error: need.Error, Scope: need.Scope, ResourceMetadata: need.ResourceMetadata}
+		challenge = oauth.Challenge{Status: need.Status, Error: need.Error, Scope: need.Scope, ResourceMetadata: need.ResourceMetadata}
 	}
-	prev, hasPrev, err := s.store.LatestGrant(ctx, srv.ID)
+	prev, hasPrev, err := s.deps.Store.LatestGrant(ctx, srv.ID)
 	if err != nil {
 		return "", err
 	}
 	oc := srv.OAuthSettings()
-	scopes := discovery.AuthScopes{Configured: oc.Scopes}
+	scopes := oauth.Scopes{Configured: oc.Scopes}
 	if hasPrev {
 		scopes.Granted = strings.Fields(prev.Scope)
 	}
 	fail := func(err error) (string, error) {
 		p := signin.Problem{Message: err.Error()}
-		var oe *discovery.OAuthError
+		var oe *oauth.Error
 		if errors.As(err, &oe) {
 			p.Message = oe.Error()
 			p.NeedsClient = oe.Step == "registration" && oc.ClientID == ""
 		}
-		s.signIns.SetProblem(srv.ID, p)
+		s.holds.signIns.SetProblem(srv.ID, p)
 		return "", err
 	}
-	plan, err := s.verifier.DiscoverAuth(ctx, srv.URL, challenge, scopes)
+	plan, err := s.deps.Verifier.DiscoverAuth(ctx, srv.URL, challenge, scopes)
 	if err != nil {
 		return fail(err)
 	}
-	client := discovery.OAuthClient{RedirectURI: redirectURI, Name: "Switchboard", MetadataURL: s.cfg.OAuthClientMetadataURL}
+	client := oauth.ClientInfo{RedirectURI: redirectURI, Name: "Switchboard", MetadataURL: s.cfg.OAuthClientMetadataURL}
 	switch {
 	case oc.ClientID != "":
 		client.ClientID, client.ClientSecret = oc.ClientID, oc.ClientSecret
@@ -132,13 +133,13 @@ func (s *Server) startSignIn(ctx context.Context, srv store.Server, redirectURI,
 		// registration at each sign-in.
 		client.ClientID, client.ClientSecret, client.AuthMethod = prev.ClientID, prev.ClientSecret, prev.AuthMethod
 	}
-	pa, err := s.verifier.StartAuth(ctx, plan, client)
+	pa, err := s.deps.Verifier.StartAuth(ctx, plan, client)
 	if err != nil {
 		return fail(err)
 	}
 	nonce := randomHex(32)
-	s.signIns.Add(pa.State, &signin.Attempt{ServerID: srv.ID, Session: session, NonceHash: sha256.Sum256([]byte(nonce)), Auth: pa})
-	s.signIns.ClearProblem(srv.ID)
+	s.holds.signIns.Add(pa.State, &signin.Attempt{ServerID: srv.ID, Session: session, NonceHash: sha256.Sum256([]byte(nonce)), Auth: pa})
+	s.holds.signIns.ClearProblem(srv.ID)
 	setCookie(&http.Cookie{
 		Name: signin.CookieName(pa.State), Value: nonce, Path: callbackPath, MaxAge: int(signin.TTL / time.Second),
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(redirectURI, "https:"),
@@ -153,7 +154,7 @@ func (s *Server) handleOAuthCallback(c echo.Context) error {
 	state := q.Get("state")
 	page := func(status int, v views.CallbackView) error { return render(c, status, views.CallbackPage(v)) }
 	unknown := views.CallbackView{Message: "This sign-in is unknown, was already answered, or expired. Start it again with Sign in on the server's page."}
-	p := s.signIns.Peek(state)
+	p := s.holds.signIns.Peek(state)
 	if state == "" || p == nil {
 		return page(http.StatusBadRequest, unknown)
 	}
@@ -165,34 +166,34 @@ func (s *Server) handleOAuthCallback(c echo.Context) error {
 	if sum := sha256.Sum256([]byte(valueOf(ck, err))); err != nil || !equal(string(sum[:]), string(p.NonceHash[:])) {
 		return page(http.StatusForbidden, views.CallbackView{Back: back, Message: "This sign-in was started in another browser, or its cookie was lost: start it again with Sign in on the server's page."})
 	}
-	if p = s.signIns.Take(state); p == nil { // answered meanwhile
+	if p = s.holds.signIns.Take(state); p == nil { // answered meanwhile
 		return page(http.StatusBadRequest, unknown)
 	}
 	c.SetCookie(&http.Cookie{Name: name, Value: "", Path: callbackPath, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
-	if _, ok := s.sessions.Get(c.Request().Context(), p.Session); !ok {
+	if _, ok := s.doors.sessions.Get(c.Request().Context(), p.Session); !ok {
 		return page(http.StatusForbidden, views.CallbackView{Back: back, Message: "The Switchboard session that started this sign-in has ended: log in and sign in again."})
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), signInTimeout)
 	defer cancel()
-	g, err := s.verifier.FinishAuth(ctx, p.Auth, q)
+	g, err := s.deps.Verifier.FinishAuth(ctx, p.Auth, q)
 	if err != nil {
-		s.signIns.SetProblem(p.ServerID, signin.Problem{Message: err.Error()})
+		s.holds.signIns.SetProblem(p.ServerID, signin.Problem{Message: err.Error()})
 		s.publishServer(p.ServerID)
 		return page(http.StatusBadRequest, views.CallbackView{Back: back, Message: err.Error()})
 	}
 	if g.Scope == "" {
 		g.Scope = strings.Join(p.Auth.Plan.Scopes, " ") // the server said none: as asked
 	}
-	if err := s.store.SaveGrant(ctx, p.ServerID, signin.FromDiscovery(*g, p.Auth.RedirectURI, time.Now())); err != nil {
+	if err := s.deps.Store.SaveGrant(ctx, p.ServerID, grants.FromOAuth(*g, p.Auth.RedirectURI, time.Now())); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return page(http.StatusNotFound, views.CallbackView{Message: "The server was deleted while you signed in."})
 		}
 		return err
 	}
-	s.tokens.Forget(p.ServerID) // a new grant: no backoff of the old one
-	s.signIns.ClearProblem(p.ServerID)
+	s.deps.Grants.Forget(p.ServerID) // a new grant: no backoff of the old one
+	s.holds.signIns.ClearProblem(p.ServerID)
 	v := views.CallbackView{OK: true, Back: back, Issuer: g.Issuer, Message: "Verifying the server again…"}
-	if srv, err := s.store.Server(ctx, p.ServerID); err == nil && srv.LaunchConfirmedNow() {
+	if srv, err := s.deps.Store.Server(ctx, p.ServerID); err == nil && srv.LaunchConfirmedNow() {
 		if _, err := s.submit(srv, store.TriggerSignIn); err != nil {
 			v.Message = "The server could not be verified again: " + err.Error()
 		}
@@ -212,23 +213,23 @@ func valueOf(ck *http.Cookie, err error) string {
 func (s *Server) handleSignOut(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
-	g, ok, err := s.store.LatestGrant(ctx, id)
+	g, ok, err := s.deps.Store.LatestGrant(ctx, id)
 	if err != nil {
 		return err
 	}
 	if ok {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), signInTimeout)
-		dg := signin.ToDiscovery(g)
-		if _, err := s.verifier.RevokeAuth(ctx, &dg); err != nil {
+		dg := grants.ToOAuth(g)
+		if _, err := s.deps.Verifier.RevokeAuth(ctx, &dg); err != nil {
 			s.log.Warn("revoke tokens at sign-out", "server", id, "issuer", g.Issuer, "err", err)
 		}
 		cancel()
 	}
-	if err := s.store.DeleteGrants(ctx, id); err != nil {
+	if err := s.deps.Store.DeleteGrants(ctx, id); err != nil {
 		return notFound(err)
 	}
-	s.tokens.Forget(id)
-	s.signIns.ClearProblem(id)
+	s.deps.Grants.Forget(id)
+	s.holds.signIns.ClearProblem(id)
 	s.mcp.StopUpstream(id) // a held session would go on with the tokens
 	if c.Request().Header.Get(headerHXRequest) != "" {
 		return c.NoContent(http.StatusNoContent)

@@ -42,7 +42,7 @@ func (s *Server) handleSetPolicyForm(c echo.Context) error {
 	if !rowKeyPattern.MatchString(key) {
 		return &apiError{Status: http.StatusUnprocessableEntity, Message: "key must be the row number"}
 	}
-	e, err := s.store.SetPolicy(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: c.FormValue("tool")}, store.Policy(policy), "dashboard")
+	e, err := s.deps.Store.SetPolicy(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: c.FormValue("tool")}, store.Policy(policy), "dashboard")
 	if err != nil {
 		return notFound(err)
 	}
@@ -57,8 +57,8 @@ func (s *Server) handleAPIServerTools(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")
 	return s.serveCached(c, id, func(buf *bytes.Buffer) (string, time.Time, error) {
-		rev := s.store.Revision() // before the read: the body is at least this new
-		tools, err := s.store.Tools(ctx, id)
+		rev := s.deps.Store.Revision() // before the read: the body is at least this new
+		tools, err := s.deps.Store.Tools(ctx, id)
 		if err != nil {
 			return "", time.Time{}, notFound(err)
 		}
@@ -90,7 +90,7 @@ func (s *Server) handleAPISetPolicy(c echo.Context) error {
 	if !store.Policy(body.Policy).Valid() {
 		return validationError(map[string]string{"policy": "must be allow, ask or deny"})
 	}
-	e, err := s.store.SetPolicy(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name}, store.Policy(body.Policy), "api")
+	e, err := s.deps.Store.SetPolicy(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name}, store.Policy(body.Policy), "api")
 	if err != nil {
 		return notFound(err)
 	}
@@ -117,10 +117,10 @@ func (s *Server) handleAPICatalog(c echo.Context) error {
 			fresh  apijson.Fresh
 			until  time.Time // the first clock-driven change of any freshness
 		)
-		rev, err := s.store.Catalog(ctx, func(sum *store.Summary, e store.ToolEntry) error {
+		rev, err := s.deps.Store.Catalog(ctx, func(sum *store.Summary, e store.ToolEntry) error {
 			if sum.Server.ID != server {
 				server = sum.Server.ID
-				f := sum.Freshness(s.cfg.DefaultTTL, now)
+				f := sum.Freshness(s.deps.Verify.DefaultTTL(), now)
 				// Times that move on with every re-verification are left
 				// out (GET /api/v1/servers has them), so that the ETag
 				// changes only with what an agent would act on.
@@ -142,7 +142,7 @@ func (s *Server) handleAPICatalog(c echo.Context) error {
 // serveCached answers with the body cached under key, rendering it with
 // render when the store changed since, and honours If-None-Match.
 func (s *Server) serveCached(c echo.Context, key string, render func(*bytes.Buffer) (revision string, until time.Time, err error)) error {
-	body, etag, err := s.bodies.Get(s.store, key, s.cfg.Now, render)
+	body, etag, err := s.bodies.Get(s.deps.Store, key, s.cfg.Now, render)
 	if err != nil {
 		return err
 	}

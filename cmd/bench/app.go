@@ -21,10 +21,11 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/grants"
+	"github.com/switchboard-dev/switchboard/internal/verify"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/web"
-	"github.com/switchboard-dev/switchboard/web/gateway"
 )
 
 const (
@@ -35,12 +36,13 @@ const (
 // app is the whole dashboard in this process, as `switchboard serve`
 // wires it, on a loopback port with a bbolt file of its own.
 type app struct {
-	db     *bolt.DB
-	web    *web.Server
-	hs     *http.Server
-	base   string
-	client *http.Client // keeps the session cookie once logged in
-	dbPath string
+	db            *bolt.DB
+	web           *web.Server
+	verifications *verify.Service
+	hs            *http.Server
+	base          string
+	client        *http.Client // keeps the session cookie once logged in
+	dbPath        string
 
 	// changedAt is when the store last announced a committed change
 	// (UnixNano), just before the dashboard publishes its events: the
@@ -63,18 +65,24 @@ func startApp(dbPath string, concurrency int) (*app, error) {
 		db.Close()
 		return nil, err
 	}
+	// Wired as switchboard serve wires it (cmd/switchboard/serve.go).
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	verifier := discovery.NewVerifier(discovery.Limits{}, nil)
+	keeper := grants.NewKeeper(db, verifier)
+	verifications := verify.New(verify.Config{Concurrency: concurrency, Logger: logger}, db, verifier, keeper)
 	srv, err := web.New(web.Config{
-		Token:       benchToken,
-		Concurrency: concurrency,
-		MCP:         gateway.Config{Token: benchMCPToken},
-		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, db, discovery.NewVerifier(discovery.Limits{}, nil))
+		Token:  benchToken,
+		MCP:    web.MCPConfig{Token: benchMCPToken},
+		Logger: logger,
+	}, web.Deps{Store: db, Verify: verifications, Verifier: verifier, Grants: keeper})
 	if err != nil {
+		verifications.Close()
 		ln.Close()
 		db.Close()
 		return nil, err
 	}
-	a.db, a.web, a.base = db, srv, "http://"+ln.Addr().String()
+	verifications.Start()
+	a.db, a.web, a.verifications, a.base = db, srv, verifications, "http://"+ln.Addr().String()
 	a.hs = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go a.hs.Serve(ln)
 	jar, _ := cookiejar.New(nil)
@@ -102,6 +110,7 @@ func startFreshApp(cfg *config, purpose string, concurrency int) (*app, error) {
 // close stops jobs, streams and the listener, and closes the database.
 func (a *app) close() {
 	a.web.Close()
+	a.verifications.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := a.hs.Shutdown(ctx); err != nil {

@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "serve":
 		return serve(ctx, args, getenv, stdout, stderr)
 	case "verify":
-		return verify(ctx, args, getenv, stdout, stderr)
+		return verifyCmd(ctx, args, getenv, stdout, stderr)
 	case "call":
 		return call(ctx, args, getenv, stdout, stderr)
 	case "backup":

@@ -20,12 +20,13 @@ import (
 	"github.com/switchboard-dev/switchboard/cluster"
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
+	"github.com/switchboard-dev/switchboard/internal/grants"
 	"github.com/switchboard-dev/switchboard/internal/secretkey"
+	"github.com/switchboard-dev/switchboard/internal/verify"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/store/etcd"
 	"github.com/switchboard-dev/switchboard/web"
-	"github.com/switchboard-dev/switchboard/web/gateway"
 )
 
 // DefaultPort is Switchboard's fixed default port.
@@ -48,7 +49,7 @@ type serveConfig struct {
 	// and enabled ones never verified (whose command was confirmed).
 	VerifyOnStart bool
 	// MCP configures the MCP endpoint for agents.
-	MCP gateway.Config
+	MCP web.MCPConfig
 	// OAuthClientMetadataURL is where Switchboard's OAuth Client ID
 	// Metadata Document is published, if it is (see web.Config).
 	OAuthClientMetadataURL string
@@ -90,10 +91,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		DBPath:        defaultDBPath(runtime.GOOS, getenv),
 		Token:         getenv("SWITCHBOARD_TOKEN"),
 		Concurrency:   2,
-		TTL:           web.DefaultTTL,
+		TTL:           verify.DefaultTTL,
 		VerifyOnStart: true,
 		LogFormat:     cmpOr(getenv("SWITCHBOARD_LOG_FORMAT"), "text"),
-		MCP: gateway.Config{AskTimeout: gateway.DefaultAskTimeout, CallTimeout: gateway.DefaultCallTimeout,
+		MCP: web.MCPConfig{AskTimeout: web.DefaultAskTimeout, CallTimeout: web.DefaultCallTimeout,
 			Pool: discovery.PoolConfig{Idle: discovery.DefaultIdle, MaxRunning: discovery.DefaultMaxRunning, MaxResult: discovery.DefaultMaxResult}},
 	}
 	if v := getenv("SWITCHBOARD_ADDR"); v != "" {
@@ -492,28 +493,38 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			log.Warn("switchboard mcp cannot find the MCP token by itself: set SWITCHBOARD_MCP_TOKEN for it", "err", err)
 		}
 	}
-	app, err := web.New(web.Config{
-		Token:           token,
-		TokenFile:       tokenFile,
-		LoginCode:       loginCode,
-		AllowedHosts:    cfg.AllowedHosts,
-		Concurrency:     cfg.Concurrency,
-		DefaultTTL:      cfg.TTL,
-		NoVerifyOnStart: !cfg.VerifyOnStart,
-		MCP:             cfg.MCP,
-		Logger:          log,
-		Cluster:         coord,
-
-		OAuthClientMetadataURL: cfg.OAuthClientMetadataURL,
-	}, db, discovery.NewVerifier(cfg.Limits, getenv).Contained(runs).Walled(sandbox.Config{
+	// The program, from the bottom up: what reaches servers, what keeps
+	// remote servers' sign-ins, what verifies and records, and the web
+	// face over them (wiring as in docs/architecture.md "Architecture").
+	verifier := discovery.NewVerifier(cfg.Limits, getenv).Contained(runs).Walled(sandbox.Config{
 		Database:      cfg.DBPath,
 		DashboardPort: ln.Addr().(*net.TCPAddr).Port,
 		ExtraDeny:     append(nonEmpty(cfg.Store.ETCDKey, cfg.Store.ETCDCert), cfg.Key.files()...),
-	}))
+	})
+	keeper := grants.NewKeeper(db, verifier)
+	verifications := verify.New(verify.Config{
+		Concurrency:     cfg.Concurrency,
+		DefaultTTL:      cfg.TTL,
+		NoVerifyOnStart: !cfg.VerifyOnStart,
+		Cluster:         coord,
+		Logger:          log,
+	}, db, verifier, keeper)
+	defer verifications.Close() // after the web face (its calls end first); again is nothing
+	app, err := web.New(web.Config{
+		Token:        token,
+		TokenFile:    tokenFile,
+		LoginCode:    loginCode,
+		AllowedHosts: cfg.AllowedHosts,
+		MCP:          cfg.MCP,
+		Logger:       log,
+
+		OAuthClientMetadataURL: cfg.OAuthClientMetadataURL,
+	}, web.Deps{Store: db, Verify: verifications, Verifier: verifier, Grants: keeper, Cluster: coord})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("start: %w", err)
 	}
+	verifications.Start()
 	srv, guarded := app.HTTPServer(ln)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(guarded) }()
@@ -533,6 +544,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	select {
 	case err = <-served:
 		app.Close()
+		verifications.Close()
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -540,6 +552,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// Stop live streams and jobs first, so Shutdown has nothing open to
 	// wait for; then close whatever is left.
 	app.Close()
+	verifications.Close()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {

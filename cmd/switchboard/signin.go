@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 )
 
 // The CLI signs in to a remote server that answers 401 as the dashboard
@@ -58,7 +59,7 @@ func addOAuthFlags(fs *flag.FlagSet) *oauthFlags {
 // token of its last sign-in, none before one.
 type grantToken struct {
 	mu    sync.Mutex
-	grant *discovery.OAuthGrant
+	grant *oauth.Grant
 }
 
 // Token returns the access token of the last sign-in, or "".
@@ -72,7 +73,7 @@ func (s *grantToken) Token(context.Context) (string, error) {
 }
 
 // set makes g the grant whose access token is sent.
-func (s *grantToken) set(g *discovery.OAuthGrant) {
+func (s *grantToken) set(g *oauth.Grant) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.grant = g
@@ -82,7 +83,7 @@ func (s *grantToken) set(g *discovery.OAuthGrant) {
 // *discovery.Error of class auth_required), signs in to t's server, has
 // t send the access token (t.Token) and runs attempt again.
 func (of *oauthFlags) signingIn(ctx context.Context, v *discovery.Verifier, t *discovery.Target, stderr io.Writer, attempt func() error) error {
-	var grant *discovery.OAuthGrant
+	var grant *oauth.Grant
 	t.OAuthScopes = strings.Fields(*of.scopes)
 	token := &grantToken{}
 	if t.Transport != discovery.TransportStdio {
@@ -94,9 +95,9 @@ func (of *oauthFlags) signingIn(ctx context.Context, v *discovery.Verifier, t *d
 		if !errors.As(err, &e) || e.Class != discovery.ClassAuth || t.Transport == discovery.TransportStdio || signIns >= maxSignIns {
 			return err
 		}
-		client := discovery.OAuthClient{ClientID: *of.clientID, ClientSecret: *of.clientSecret, MetadataURL: *of.metadataURL, Name: "Switchboard CLI",
+		client := oauth.ClientInfo{ClientID: *of.clientID, ClientSecret: *of.clientSecret, MetadataURL: *of.metadataURL, Name: "Switchboard CLI",
 			Scopes: t.OAuthScopes}
-		var authorize func(context.Context, *discovery.PendingAuth) (url.Values, error)
+		var authorize func(context.Context, *oauth.Pending) (url.Values, error)
 		var stop func()
 		if *of.nonInteractive {
 			// Any loopback URI: nothing listens, the answer is read from
@@ -128,7 +129,7 @@ func (of *oauthFlags) signingIn(ctx context.Context, v *discovery.Verifier, t *d
 // that sends the person to the sign-in URL (opening a browser if
 // withBrowser) and waits for them to come back; stop closes the
 // listener.
-func browserSignIn(stderr io.Writer, withBrowser bool) (redirect string, authorize func(context.Context, *discovery.PendingAuth) (url.Values, error), stop func(), err error) {
+func browserSignIn(stderr io.Writer, withBrowser bool) (redirect string, authorize func(context.Context, *oauth.Pending) (url.Values, error), stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("sign in: listen for the callback: %w", err)
@@ -154,7 +155,7 @@ func browserSignIn(stderr io.Writer, withBrowser bool) (redirect string, authori
 		defer cancel()
 		srv.Shutdown(ctx)
 	}
-	authorize = func(ctx context.Context, p *discovery.PendingAuth) (url.Values, error) {
+	authorize = func(ctx context.Context, p *oauth.Pending) (url.Values, error) {
 		fmt.Fprintf(stderr, "switchboard: sign in at:\n  %s\n", p.URL)
 		if withBrowser {
 			if err := openBrowser(p.URL); err != nil {

@@ -54,9 +54,9 @@ type verifyError struct {
 	ExitCode   *int   `json:"exit_code,omitempty"`
 }
 
-// verify runs one verification without the store and prints the result.
+// verifyCmd runs one verification without the store and prints the result.
 // It exits 0 on success, 1 on a failed verification, 2 on bad usage.
-func verify(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func verifyCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs, asJSON, tf := targetCommand("verify", "usage: switchboard verify [--json] [--env K=V]... -- CMD ARGS...\n"+
 		"       switchboard verify [--json] [--transport sse] [--header 'K: V']... URL\n", stderr)
 	if err := fs.Parse(args); err != nil {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"net/http"
 	"slices"
 	"time"
@@ -315,15 +314,4 @@ func (e *Endpoint) lateAnswer(session string, body []byte) bool {
 	_, ok := e.withdrawn[key]
 	delete(e.withdrawn, key)
 	return ok
-}
-
-// sseData yields the data of each "data: " line of the SSE events in p.
-func sseData(p []byte) iter.Seq[[]byte] {
-	return func(yield func([]byte) bool) {
-		for line := range bytes.Lines(p) {
-			if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok && !yield(data) {
-				return
-			}
-		}
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 	"github.com/switchboard-dev/switchboard/internal/toolsearch"
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -244,7 +245,7 @@ func (e *Endpoint) finish(rec store.Call, args any, start time.Time, err error, 
 	// The errors are redacted where they are made; a credential in a
 	// shape OAuth gives it is taken out again before the record is kept
 	// (and logged, and sent to the dashboard): issue 34 M5.
-	rec.Error, rec.Reason = discovery.RedactOAuthParams(rec.Error), discovery.RedactOAuthParams(rec.Reason)
+	rec.Error, rec.Reason = oauth.RedactParams(rec.Error), oauth.RedactParams(rec.Reason)
 	e.health.note(rec, err)
 	e.audit.add(rec, args)
 }

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -186,31 +185,6 @@ func (e *Endpoint) savedView(id string) (*view, error) {
 		return nil, err
 	}
 	return o.views[id], nil
-}
-
-// listChangedEvent is how the end of a list_changed notification's
-// method reads in the SSE mcp-go writes (one Write per event).
-var listChangedEvent = []byte(`/list_changed"`)
-
-// isListChanged returns the method of the list_changed notification p,
-// written to an agent's stream, is (see listChangedMethods), or "": a
-// data line whose message is that notification itself, not a result that
-// holds its words (a tool's structured content is the upstream server's
-// to fill).
-func isListChanged(p []byte) string {
-	if !bytes.Contains(p, listChangedEvent) {
-		return ""
-	}
-	for data := range sseData(p) {
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(data, &msg) == nil && len(msg.ID) == 0 && slices.Contains(listChangedMethods, msg.Method) {
-			return msg.Method
-		}
-	}
-	return ""
 }
 
 // viewSeen is the hashes of the lists a session or listen stream's agent

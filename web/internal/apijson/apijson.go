@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/verify"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/internal/batch"
-	"github.com/switchboard-dev/switchboard/web/internal/refresh"
 )
 
 // Fresh is a server's freshness in API answers.
@@ -142,7 +142,7 @@ type Watch struct {
 }
 
 // WatchOf is w as API answers give it (nil for none).
-func WatchOf(w *refresh.WatchState) *Watch {
+func WatchOf(w *verify.WatchState) *Watch {
 	if w == nil {
 		return nil
 	}

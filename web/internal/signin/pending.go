@@ -1,3 +1,7 @@
+// Package signin holds the sign-ins to remote servers sent to an
+// authorization server and awaiting its answer (Pending); the handlers
+// that drive them are in web, and the grants they leave are kept by
+// internal/grants.
 package signin
 
 import (
@@ -6,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 	"github.com/switchboard-dev/switchboard/web/internal/held"
 )
 
@@ -26,7 +30,7 @@ type Attempt struct {
 	ServerID  string
 	Session   string // the Switchboard session that started it
 	NonceHash [32]byte
-	Auth      *discovery.PendingAuth
+	Auth      *oauth.Pending
 }
 
 // Pending holds the pending sign-ins, and why each server's last sign-in

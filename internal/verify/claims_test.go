@@ -1,4 +1,4 @@
-package replica
+package verify
 
 import (
 	"log/slog"
@@ -6,20 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/switchboard-dev/switchboard/cluster"
 	"github.com/switchboard-dev/switchboard/discovery"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // A Verify asked the moment the last one ended — the runner has it out of
 // flight, the person saw it end, but its end is not yet told (the claim
 // still held) — starts a new job here: it is not answered with a job
 // "running on another replica" that no replica runs, and that has no id.
 func TestVerifyAgainAsTheLastEnds(t *testing.T) {
-	var jobs *Jobs
+	var jobs *replicaJobs
 	held := make(chan struct{}) // closed to let the first end be told
 	var holding atomic.Bool
 	runner := discovery.NewRunner(discovery.NewVerifier(discovery.Limits{}, nil), discovery.RunnerConfig{
@@ -40,7 +36,7 @@ func TestVerifyAgainAsTheLastEnds(t *testing.T) {
 			}
 		}
 	}()
-	jobs = New(runner, &cluster.Local{}, slog.New(slog.DiscardHandler), func(discovery.Job) {})
+	jobs = newReplicaJobs(runner, &cluster.Local{}, slog.New(slog.DiscardHandler), func(discovery.Job) {})
 	defer jobs.Close()
 	// A server that refuses the connection: each job ends at once, failed.
 	req := discovery.Request{Trigger: "manual", ServerID: "s", ConfigHash: "h", InitTimeout: time.Second,

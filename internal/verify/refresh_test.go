@@ -1,4 +1,4 @@
-package refresh
+package verify
 
 import (
 	"context"
@@ -91,7 +91,7 @@ func TestStartupVerifiesOnlyServersFromBefore(t *testing.T) {
 	before.Server.CreatedAt = time.Now().Add(-time.Hour)
 	interrupted := verified(`{}`)
 	interrupted.Server.ID, interrupted.Discovery.Status = "crashed", store.StatusInterrupted
-	r := New(Deps{})
+	r := newRefresher(refreshDeps{})
 	added := verified(`{}`)
 	added.Server.ID, added.Discovery.Status = "added", store.StatusNever
 	added.Server.CreatedAt = time.Now().Add(time.Second)
@@ -100,7 +100,7 @@ func TestStartupVerifiesOnlyServersFromBefore(t *testing.T) {
 	orphan.Server.ID, orphan.Discovery.Status = "orphan", store.StatusRunning
 	here.Server.ID, here.Discovery.Status = "here", store.StatusRunning
 	var submitted []string
-	r.deps = Deps{
+	r.deps = refreshDeps{
 		Summaries: func(context.Context) ([]store.Summary, error) {
 			return []store.Summary{before, interrupted, added, orphan, here}, nil
 		},
@@ -131,7 +131,7 @@ func TestOnlyTheLeaderVerifies(t *testing.T) {
 	var mu sync.Mutex
 	var submitted []string
 	var watched [][]store.Summary
-	r := New(Deps{
+	r := newRefresher(refreshDeps{
 		Summaries: func(context.Context) ([]store.Summary, error) { return []store.Summary{never, stale}, nil },
 		TTL:       time.Hour,
 		Running:   func(string) bool { return false },

@@ -1,8 +1,9 @@
-// Package refresh keeps the catalog true without a person asking: the
-// Refresher re-verifies servers whose tools went stale and shows them
-// stale when the clock says so, and Watches hold a session to servers that
-// announce tool list changes, to re-verify them when they do.
-package refresh
+// Verifying without a person asking: the refresher re-verifies servers
+// whose tools went stale and shows them stale when the clock says so, and
+// the watches (watch.go) hold a session to servers that announce tool
+// list changes, to re-verify them when they do.
+
+package verify
 
 import (
 	"context"
@@ -24,7 +25,7 @@ const settle = 200 * time.Millisecond
 // the store when nothing is due sooner.
 const maxSleep = time.Minute
 
-// Refresher keeps the catalog true without a person asking: it publishes
+// refresher keeps the catalog true without a person asking: it publishes
 // a server again when its tools turn stale by the clock, re-verifies
 // servers with auto-refresh on when they do (and retries a failed one a
 // TTL after the failure), and at start-up verifies servers a crash
@@ -37,8 +38,8 @@ const maxSleep = time.Minute
 // and the servers left running: a verification running elsewhere holds
 // its server's claim, so only those whose replica died are verified
 // again.
-type Refresher struct {
-	deps     Deps
+type refresher struct {
+	deps     refreshDeps
 	wake     chan struct{} // a store change: look again now
 	stop     chan struct{}
 	done     chan struct{}
@@ -55,7 +56,7 @@ type Refresher struct {
 }
 
 // Deps is what the refresher needs from the rest of the application.
-type Deps struct {
+type refreshDeps struct {
 	// Summaries reads every server; TTL is the fresh-for time of servers
 	// that set none.
 	Summaries func(ctx context.Context) ([]store.Summary, error)
@@ -65,15 +66,15 @@ type Deps struct {
 	Running func(id string) bool
 	Submit  func(srv store.Server, trigger string) error
 	// Publish shows a server's state again (its freshness changed by the
-	// clock); Watch holds the sessions the servers want (see Watches).
+	// clock); Watch holds the sessions the servers want (see watches).
 	Publish func(id string)
 	Watch   func([]store.Summary)
 	Log     *slog.Logger
 }
 
 // New returns a refresher; Run it, and Close it to stop.
-func New(deps Deps) *Refresher {
-	return &Refresher{
+func newRefresher(deps refreshDeps) *refresher {
+	return &refresher{
 		deps:  deps,
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
@@ -84,7 +85,7 @@ func New(deps Deps) *Refresher {
 }
 
 // Poke makes the refresher look at the store again soon.
-func (r *Refresher) Poke() {
+func (r *refresher) Poke() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -93,7 +94,7 @@ func (r *Refresher) Poke() {
 
 // SetLeading says whether this replica leads (a Switchboard on its own
 // leads from the start).
-func (r *Refresher) SetLeading(leading bool) {
+func (r *refresher) SetLeading(leading bool) {
 	if r.leading.Swap(leading) != leading && leading {
 		r.lead.Store(true)
 	}
@@ -103,7 +104,7 @@ func (r *Refresher) SetLeading(leading bool) {
 // Run is the refresher's goroutine (whenever this replica becomes the
 // leader, first verifying the servers a crash interrupted, left running
 // or never verified, if startup); it ends when Close is called.
-func (r *Refresher) Run(startup bool) {
+func (r *refresher) Run(startup bool) {
 	defer close(r.done)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -134,7 +135,7 @@ func (r *Refresher) Run(startup bool) {
 }
 
 // Close stops the refresher and waits for it; later calls just wait.
-func (r *Refresher) Close() {
+func (r *refresher) Close() {
 	r.stopOnce.Do(func() { close(r.stop) })
 	<-r.done
 }
@@ -144,7 +145,7 @@ func Verifiable(srv store.Server) bool { return srv.Enabled && srv.LaunchConfirm
 
 // startup verifies the servers a crash interrupted, and the enabled ones
 // never verified.
-func (r *Refresher) startup() {
+func (r *refresher) startup() {
 	sums, err := r.deps.Summaries(context.Background())
 	if err != nil {
 		r.logRead("read servers for start-up verification", err)
@@ -163,7 +164,7 @@ func (r *Refresher) startup() {
 // pass looks at every server once: publishes those whose freshness
 // changed by the clock, starts the verifications that are due, and
 // returns when to look again.
-func (r *Refresher) pass(now time.Time) time.Time {
+func (r *refresher) pass(now time.Time) time.Time {
 	next := now.Add(maxSleep)
 	sums, err := r.deps.Summaries(context.Background())
 	if err != nil {
@@ -213,7 +214,7 @@ func (r *Refresher) pass(now time.Time) time.Time {
 // logRead logs a failed read of the store: a warning while the store
 // cannot be reached (a replica cut off from etcd tries again), else an
 // error.
-func (r *Refresher) logRead(what string, err error) {
+func (r *refresher) logRead(what string, err error) {
 	if errors.Is(err, store.ErrUnavailable) {
 		r.deps.Log.Warn(what, "err", err)
 		return
@@ -243,7 +244,7 @@ func dueForRefresh(sum store.Summary, f store.Freshness, ttl time.Duration, now 
 }
 
 // Submit queues a verification of srv, logging why it could not.
-func (r *Refresher) Submit(srv store.Server, trigger string) {
+func (r *refresher) Submit(srv store.Server, trigger string) {
 	if err := r.deps.Submit(srv, trigger); err != nil && !errors.Is(err, discovery.ErrClosed) {
 		r.deps.Log.Error("start verification", "server", srv.ID, "trigger", trigger, "err", err)
 	}

@@ -1,12 +1,8 @@
-// Package replica makes the replicas of a team's Switchboard act as one
-// for verifications: a verification of a server runs on one replica at a
-// time, whichever replica it was asked of (a cluster claim, held while
-// the job is queued or running), and every replica knows the jobs of the
-// others (their changes come as cluster events), so that a job's phases
-// show on every replica's tabs and its API answers on any replica. A
-// Switchboard on its own is a cluster of one, where this is the runner's
-// own single-flight.
-package replica
+// The claims: a verification of a server runs on one replica at a time
+// (see the package comment); replicaJobs holds this replica's claims and
+// knows the other replicas' jobs from their cluster events.
+
+package verify
 
 import (
 	"context"
@@ -31,8 +27,8 @@ const (
 // (its API answer), as the runner keeps its own.
 const keepDone = 10 * time.Minute
 
-// Jobs is the verifications of every replica.
-type Jobs struct {
+// replicaJobs is the verifications of every replica.
+type replicaJobs struct {
 	runner  *discovery.Runner
 	cluster cluster.Cluster
 	log     *slog.Logger
@@ -50,8 +46,8 @@ type Jobs struct {
 
 // New returns the jobs of runner (whose Event must call Event) on c;
 // onRemote is told of other replicas' job changes.
-func New(runner *discovery.Runner, c cluster.Cluster, log *slog.Logger, onRemote func(discovery.Job)) *Jobs {
-	j := &Jobs{runner: runner, cluster: c, log: log, onRemote: onRemote, claims: map[string]*claim{}, remote: map[string]discovery.Job{}}
+func newReplicaJobs(runner *discovery.Runner, c cluster.Cluster, log *slog.Logger, onRemote func(discovery.Job)) *replicaJobs {
+	j := &replicaJobs{runner: runner, cluster: c, log: log, onRemote: onRemote, claims: map[string]*claim{}, remote: map[string]discovery.Job{}}
 	stopJobs, stopCancels := c.Subscribe(jobTopic, j.heard), c.Subscribe(cancelTopic, func(id []byte) { runner.Cancel(string(id)) })
 	j.cancel = func() { stopJobs(); stopCancels() }
 	return j
@@ -60,7 +56,7 @@ func New(runner *discovery.Runner, c cluster.Cluster, log *slog.Logger, onRemote
 // Cancel cancels a job queued or running on any replica: here at once,
 // elsewhere by asking its replica. It reports whether such a job is
 // known.
-func (j *Jobs) Cancel(id string) bool {
+func (j *replicaJobs) Cancel(id string) bool {
 	if j.runner.Cancel(id) {
 		return true
 	}
@@ -78,7 +74,7 @@ func (j *Jobs) Cancel(id string) bool {
 }
 
 // Close stops hearing other replicas and releases the claims held.
-func (j *Jobs) Close() {
+func (j *replicaJobs) Close() {
 	j.cancel()
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -127,7 +123,7 @@ func claimName(serverID string) string { return "verify/" + serverID }
 // this replica (the runner joins it), or on another (its job is
 // returned, elsewhere true). A replica that cannot reach the cluster
 // verifies nothing: the error says why.
-func (j *Jobs) Submit(ctx context.Context, req discovery.Request) (job discovery.Job, elsewhere bool, err error) {
+func (j *replicaJobs) Submit(ctx context.Context, req discovery.Request) (job discovery.Job, elsewhere bool, err error) {
 	job, elsewhere, err = j.submit(ctx, req)
 	// The replica that holds the claim tells of its job at once; wait a
 	// moment for it, so that the answer names it.
@@ -140,7 +136,7 @@ func (j *Jobs) Submit(ctx context.Context, req discovery.Request) (job discovery
 	return job, elsewhere, err
 }
 
-func (j *Jobs) submit(ctx context.Context, req discovery.Request) (job discovery.Job, elsewhere bool, err error) {
+func (j *replicaJobs) submit(ctx context.Context, req discovery.Request) (job discovery.Job, elsewhere bool, err error) {
 	j.submitMu.Lock()
 	defer j.submitMu.Unlock()
 	if _, ok := j.runner.Active(req.ServerID); ok {
@@ -191,7 +187,7 @@ func (j *Jobs) submit(ctx context.Context, req discovery.Request) (job discovery
 // tells of its end (see Event), and the person who saw it end may
 // already be asking for the next one. Not waiting would answer them
 // with a job "running on another replica" that no replica runs.
-func (j *Jobs) waitOwnClaim(serverID string) bool {
+func (j *replicaJobs) waitOwnClaim(serverID string) bool {
 	j.mu.Lock()
 	c, ok := j.claims[serverID]
 	j.mu.Unlock()
@@ -210,7 +206,7 @@ func (j *Jobs) waitOwnClaim(serverID string) bool {
 
 // Event is the runner's Event: a change of a job of this replica. The
 // other replicas hear of it, and its claim ends with it.
-func (j *Jobs) Event(job discovery.Job) {
+func (j *replicaJobs) Event(job discovery.Job) {
 	if b, err := json.Marshal(job); err == nil {
 		if err := j.cluster.Publish(jobTopic, b); err != nil {
 			j.log.Warn("tell the other replicas of a verification's progress", "server", job.ServerID, "err", err)
@@ -236,7 +232,7 @@ func (j *Jobs) Event(job discovery.Job) {
 }
 
 // heard records another replica's job change.
-func (j *Jobs) heard(data []byte) {
+func (j *replicaJobs) heard(data []byte) {
 	var job discovery.Job
 	if err := json.Unmarshal(data, &job); err != nil || job.ID == "" {
 		j.log.Warn("an undecodable job event from another replica", "err", err)
@@ -254,14 +250,14 @@ func (j *Jobs) heard(data []byte) {
 }
 
 // Active is the server's verification under way on any replica.
-func (j *Jobs) Active(serverID string) (discovery.Job, bool) {
+func (j *replicaJobs) Active(serverID string) (discovery.Job, bool) {
 	if job, ok := j.runner.Active(serverID); ok {
 		return job, true
 	}
 	return j.activeRemote(serverID)
 }
 
-func (j *Jobs) activeRemote(serverID string) (discovery.Job, bool) {
+func (j *replicaJobs) activeRemote(serverID string) (discovery.Job, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	var found discovery.Job
@@ -275,7 +271,7 @@ func (j *Jobs) activeRemote(serverID string) (discovery.Job, bool) {
 }
 
 // Job is the job with the id, of any replica.
-func (j *Jobs) Job(id string) (discovery.Job, bool) {
+func (j *replicaJobs) Job(id string) (discovery.Job, bool) {
 	if job, ok := j.runner.Job(id); ok {
 		return job, true
 	}

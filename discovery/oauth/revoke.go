@@ -1,4 +1,4 @@
-package discovery
+package oauth
 
 import (
 	"context"
@@ -7,15 +7,15 @@ import (
 	"net/url"
 )
 
-// RevokeAuth asks g's authorization server to revoke its tokens (RFC
+// Revoke asks g's authorization server to revoke its tokens (RFC
 // 7009), where it names a revocation endpoint: the refresh token, which
 // revokes the grant with every token issued from it, else the access
 // token. revoked is false when the server offers no revocation (the
 // tokens then stay valid until they expire; forgetting them is all a
 // sign-out can do). Revocation is best effort: the caller forgets the
 // tokens whatever the answer. Its error holds none of g's secrets (see
-// redactedOAuth).
-func (v *Verifier) RevokeAuth(ctx context.Context, g *OAuthGrant) (revoked bool, err error) {
+// redacted).
+func (c *Client) Revoke(ctx context.Context, g *Grant) (revoked bool, err error) {
 	if g.Revocation == "" {
 		return false, nil
 	}
@@ -24,24 +24,24 @@ func (v *Verifier) RevokeAuth(ctx context.Context, g *OAuthGrant) (revoked bool,
 		form = url.Values{"token": {g.RefreshToken}, "token_type_hint": {"refresh_token"}}
 	}
 	secrets := requestSecrets(g, form)
-	defer func() { err = redactedOAuth(err, secrets) }()
-	hc, err := v.oauthHTTP(ctx, g.Resource)
+	defer func() { err = redacted(err, secrets) }()
+	hc, err := c.httpClient(ctx, g.Resource)
 	if err != nil {
 		return false, err
 	}
 	defer hc.CloseIdleConnections()
 	req, hc, err := clientRequest(ctx, hc, g, g.Revocation, form)
 	if err != nil {
-		return false, oauthErr("revocation", "invalid revocation endpoint: %v", err)
+		return false, errorf("revocation", "invalid revocation endpoint: %v", err)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return false, oauthErr("revocation", "the revocation endpoint %s could not be reached: %v", g.Revocation, err)
+		return false, errorf("revocation", "the revocation endpoint %s could not be reached: %v", g.Revocation, err)
 	}
 	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, oauthBodyBytes))
+	io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyBytes))
 	if resp.StatusCode != http.StatusOK {
-		return false, oauthErr("revocation", "the revocation endpoint %s answered HTTP %d", g.Revocation, resp.StatusCode)
+		return false, errorf("revocation", "the revocation endpoint %s answered HTTP %d", g.Revocation, resp.StatusCode)
 	}
 	return true, nil
 }

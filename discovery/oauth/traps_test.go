@@ -1,4 +1,4 @@
-package discovery
+package oauth
 
 import (
 	"context"
@@ -43,10 +43,10 @@ func oauthServers(t *testing.T, resource, issuer func(base string) string) (stri
 // send the person to an impostor's endpoints.
 func TestMetadataIssuerMismatchRefused(t *testing.T) {
 	u, _ := oauthServers(t, func(b string) string { return b + "/mcp" }, func(string) string { return "https://impostor.example" })
-	_, err := NewVerifier(Limits{}, nil).DiscoverAuth(context.Background(), u, AuthChallenge{Status: 401}, AuthScopes{})
-	var oe *OAuthError
+	_, err := (&Client{}).Discover(context.Background(), u, Challenge{Status: 401}, Scopes{})
+	var oe *Error
 	if !errors.As(err, &oe) || oe.Step != "discovery" || !strings.Contains(err.Error(), "impostor.example") || !strings.Contains(err.Error(), "RFC 8414") {
-		t.Fatalf("DiscoverAuth = %v; want the issuer mismatch refused", err)
+		t.Fatalf("Discover = %v; want the issuer mismatch refused", err)
 	}
 }
 
@@ -60,9 +60,9 @@ func TestResourceMismatchRefused(t *testing.T) {
 		"a path prefix":  func(b string) string { return b + "/mc" },
 	} {
 		u, _ := oauthServers(t, resource, func(b string) string { return b })
-		_, err := NewVerifier(Limits{}, nil).DiscoverAuth(context.Background(), u, AuthChallenge{Status: 401}, AuthScopes{})
+		_, err := (&Client{}).Discover(context.Background(), u, Challenge{Status: 401}, Scopes{})
 		if err == nil || !strings.Contains(err.Error(), "names the resource") {
-			t.Errorf("%s: DiscoverAuth = %v; want the resource mismatch refused", name, err)
+			t.Errorf("%s: Discover = %v; want the resource mismatch refused", name, err)
 		}
 	}
 }
@@ -76,9 +76,9 @@ func TestCallbackAnswerChecked(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tokenHits++ }))
 	defer ts.Close()
 	issuer := ts.URL
-	p := &PendingAuth{Plan: AuthPlan{Resource: ts.URL + "/mcp", Server: AuthServer{Issuer: issuer, TokenEndpoint: ts.URL + "/token", IssParameterSupported: true}},
+	p := &Pending{Plan: Plan{Resource: ts.URL + "/mcp", Server: ServerMetadata{Issuer: issuer, TokenEndpoint: ts.URL + "/token", IssParameterSupported: true}},
 		State: "the-state", CodeVerifier: "v", RedirectURI: "http://127.0.0.1:9/cb", ClientID: "c", AuthMethod: "none"}
-	v := NewVerifier(Limits{}, nil)
+	oc := &Client{}
 	for name, c := range map[string]struct {
 		answer url.Values
 		want   string
@@ -92,9 +92,9 @@ func TestCallbackAnswerChecked(t *testing.T) {
 		"refused by the person":   {url.Values{"state": {"the-state"}, "iss": {issuer}, "error": {"access_denied"}}, "access_denied"},
 		"no code":                 {url.Values{"state": {"the-state"}, "iss": {issuer}}, "no code"},
 	} {
-		_, err := v.FinishAuth(context.Background(), p, c.answer)
+		_, err := oc.Finish(context.Background(), p, c.answer)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: FinishAuth = %v; want a refusal with %q", name, err, c.want)
+			t.Errorf("%s: Finish = %v; want a refusal with %q", name, err, c.want)
 		}
 	}
 	if tokenHits != 0 {

@@ -1,4 +1,4 @@
-package signin
+package grants
 
 import (
 	"context"

@@ -1,9 +1,8 @@
-// Package signin holds what signing in to remote servers keeps between
-// requests: the sign-ins sent to an authorization server and awaiting its
-// answer (Pending), and the tokens of the grants they left, refreshed as
-// requests need them (Keeper). The handlers that drive a sign-in are in
-// web.
-package signin
+// Package grants keeps the OAuth grants signing in to remote servers
+// left: their tokens, handed to every request that needs one and
+// refreshed as requests need them (Keeper). The sign-ins themselves are
+// driven by web.
+package grants
 
 import (
 	"context"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 	"github.com/switchboard-dev/switchboard/store"
 )
 
@@ -154,13 +154,13 @@ func (k *Keeper) token(ctx context.Context, id string) (string, error) {
 	case !srv.Enabled:
 		return usable(signInAgain("the server is disabled: its tokens are not refreshed until it is enabled"))
 	}
-	dg := ToDiscovery(g)
+	dg := ToOAuth(g)
 	if err := k.verifier.RefreshAuth(ctx, &dg); err != nil {
-		var oe *discovery.OAuthError
+		var oe *oauth.Error
 		if errors.As(err, &oe) && oe.SignInAgain() {
 			// oe is redacted already; the grant's own values are taken out
 			// again before anything is kept (issue 34 M5).
-			g.Problem = discovery.RedactSecrets("the authorization server refused to refresh the sign-in ("+oe.Message+"): sign in again",
+			g.Problem = oauth.RedactSecrets("the authorization server refused to refresh the sign-in ("+oe.Message+"): sign in again",
 				g.AccessToken, g.RefreshToken, g.ClientSecret)
 			g.ProblemAt = now
 			if serr := k.store.SaveGrant(ctx, id, g); serr != nil && !errors.Is(serr, store.ErrNotFound) {
@@ -170,11 +170,11 @@ func (k *Keeper) token(ctx context.Context, id string) (string, error) {
 		}
 		st.failures++
 		st.next = now.Add(min(refreshBackoffMax, refreshBackoffMin<<min(st.failures-1, 16)))
-		st.lastErr = discovery.RedactSecrets(err.Error(), g.AccessToken, g.RefreshToken, g.ClientSecret)
+		st.lastErr = oauth.RedactSecrets(err.Error(), g.AccessToken, g.RefreshToken, g.ClientSecret)
 		return usable(discovery.NewError(discovery.ClassNetwork, "", "refreshing the access token failed: "+st.lastErr))
 	}
 	st.failures, st.next, st.lastErr = 0, time.Time{}, ""
-	refreshed := FromDiscovery(dg, g.RedirectURI, now)
+	refreshed := FromOAuth(dg, g.RedirectURI, now)
 	if err := k.store.SaveGrant(ctx, id, refreshed); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return "", signInAgain("the server was deleted")
@@ -184,17 +184,17 @@ func (k *Keeper) token(ctx context.Context, id string) (string, error) {
 	return refreshed.AccessToken, nil
 }
 
-// ToDiscovery and FromDiscovery convert a grant between the store's shape
+// ToOAuth and FromOAuth convert a grant between the store's shape
 // and the OAuth client's.
-func ToDiscovery(g store.Grant) discovery.OAuthGrant {
-	return discovery.OAuthGrant{
+func ToOAuth(g store.Grant) oauth.Grant {
+	return oauth.Grant{
 		Issuer: g.Issuer, TokenEndpoint: g.TokenEndpoint, Revocation: g.Revocation, Resource: g.Resource,
 		ClientID: g.ClientID, ClientSecret: g.ClientSecret, AuthMethod: g.AuthMethod, Scope: g.Scope,
 		AccessToken: g.AccessToken, RefreshToken: g.RefreshToken, ExpiresAt: g.ExpiresAt,
 	}
 }
 
-func FromDiscovery(g discovery.OAuthGrant, redirectURI string, at time.Time) store.Grant {
+func FromOAuth(g oauth.Grant, redirectURI string, at time.Time) store.Grant {
 	return store.Grant{
 		Issuer: g.Issuer, TokenEndpoint: g.TokenEndpoint, Revocation: g.Revocation, Resource: g.Resource,
 		ClientID: g.ClientID, ClientSecret: g.ClientSecret, AuthMethod: g.AuthMethod, Scope: g.Scope,

@@ -1,8 +1,8 @@
-// Package record says what a verification's outcome becomes in the
-// store: the one place where discovery's words (error classes, tool
-// states, timings) meet the store's, since the two packages never import
-// each other.
-package record
+// What a verification's outcome becomes in the store: the one place where
+// discovery's words (error classes, tool states, timings) meet the
+// store's, since the two packages never import each other.
+
+package verify
 
 import (
 	"errors"
@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 	"github.com/switchboard-dev/switchboard/store"
 )
 
 // Status is how the store records a verification that ended with e: the
 // one mapping from error classes to statuses.
-func Status(e *discovery.Error) store.Status {
+func statusOf(e *discovery.Error) store.Status {
 	switch e.Class {
 	case discovery.ClassTimeout:
 		return store.StatusTimeout
@@ -35,9 +36,9 @@ var toolStates = map[discovery.ToolState]store.ToolState{
 // Failure is the store's record of job j, which ended with e at now.
 // Its messages are redacted once more (see message): what is stored
 // reaches backups and every replica.
-func Failure(j discovery.Job, e *discovery.Error, now time.Time) store.Failure {
+func failureOf(j discovery.Job, e *discovery.Error, now time.Time) store.Failure {
 	return store.Failure{
-		JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: Status(e), StartedAt: startOf(j), FinishedAt: now,
+		JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, Status: statusOf(e), StartedAt: startOf(j), FinishedAt: now,
 		Timings: timings(j.Timings),
 		Error: store.VerifyError{Class: e.Class, Phase: e.Phase, Message: message(e.Message),
 			Suggestion: e.Suggestion, StderrTail: e.StderrTail, SignIn: signInNeed(e), Lasting: e.Lasting(),
@@ -46,12 +47,12 @@ func Failure(j discovery.Job, e *discovery.Error, now time.Time) store.Failure {
 }
 
 // message is an error's message as it is stored and logged: the values
-// of OAuth credential parameters taken out (discovery.RedactOAuthParams).
+// of OAuth credential parameters taken out (oauth.RedactParams).
 // discovery has redacted the secret values it knew (the OAuth client, a
 // grant's tokens and client secret, before its error left it); record
 // has not the values, so this takes out by their form what reached a
 // message by another way, such as a token endpoint's echo of its request.
-func message(s string) string { return discovery.RedactOAuthParams(s) }
+func message(s string) string { return oauth.RedactParams(s) }
 
 // refused is the store's record of what a run's walls refused.
 func refused(r *discovery.Refused) *store.Refused {
@@ -66,7 +67,7 @@ func refused(r *discovery.Refused) *store.Refused {
 }
 
 // Success is the store's record of job j, which found res, at now.
-func Success(j discovery.Job, res *discovery.Result, now time.Time) store.Verification {
+func successOf(j discovery.Job, res *discovery.Result, now time.Time) store.Verification {
 	v := store.Verification{
 		JobID: j.ID, Trigger: j.Trigger, ConfigHash: j.ConfigHash, StartedAt: startOf(j), FinishedAt: now,
 		Timings: timings(res.Timings), ProtocolVersion: res.ProtocolVersion, Isolation: res.Isolation,
@@ -123,7 +124,7 @@ func listed(res *discovery.Result) ([]store.Listed, []store.ListedKind) {
 
 // Discarded is the job's outcome when the store refused to record it
 // because the server changed or went away meanwhile, or nil.
-func Discarded(err error) *discovery.Error {
+func discarded(err error) *discovery.Error {
 	switch {
 	case errors.Is(err, store.ErrConfigChanged):
 		return discovery.NewError(discovery.ClassCancelled, discovery.PhaseSaving, "the server's configuration changed while it was being verified; the result was discarded")
@@ -178,7 +179,7 @@ func listTTLMS(ttl *time.Duration) *int64 {
 // message (redacted as stored: see message). Events of a job still
 // going, and the later event of warnings that came after it ended, write
 // none.
-func Log(log *slog.Logger, j discovery.Job) {
+func logJob(log *slog.Logger, j discovery.Job) {
 	if !j.Done() || len(j.LateWarnings) > 0 {
 		return
 	}

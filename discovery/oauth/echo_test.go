@@ -1,9 +1,12 @@
-package discovery
+package oauth
 
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -43,20 +46,34 @@ func jsonString(s string) string {
 
 // echoProvider starts the provider with the echo clients pre-registered,
 // its token endpoint echoing the requests of the grant types echo names
-// (with more of its flags, if given), and a fixture that wants its
-// tokens; it returns the fixture's MCP URL.
+// (with more of its flags, if given), and a resource that names it as
+// its authorization server (see resourceOf); it returns the resource's
+// URL.
 func echoProvider(t *testing.T, echo string, more ...string) string {
 	t.Helper()
 	args := append([]string{"--auto-approve", "--scopes", "mcp", "--no-registration", "--echo-token-errors", echo}, more...)
 	for _, c := range echoClients() {
 		args = append(args, "--client", c)
 	}
-	issuer := oidctest.Start(t, "..", args...)
-	u := startRemoteFixture(t, TransportHTTP, "-oauth-issuer", issuer, "-oauth-scopes", "mcp", "-tools", "1")
-	if !strings.HasSuffix(u, "/mcp") {
-		u += "/mcp"
-	}
-	return u
+	return resourceOf(t, oidctest.Start(t, "../..", args...), "mcp")
+}
+
+// resourceOf serves the protected resource metadata (RFC 9728) of a
+// resource at /mcp, as an MCP server would at its well-known URL, naming
+// issuer as its authorization server and scopes as those it supports;
+// it returns the resource's URL.
+func resourceOf(t *testing.T, issuer string, scopes ...string) string {
+	t.Helper()
+	var resource string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"resource": resource, "authorization_servers": []string{issuer}, "scopes_supported": scopes})
+	})
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	resource = ts.URL + "/mcp"
+	return resource
 }
 
 // checkEchoRedacted fails t if msg holds any piece of echoSecret, or any
@@ -92,7 +109,7 @@ func TestRefreshEchoRedacted(t *testing.T) {
 	u := echoProvider(t, "refresh_token")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	v := NewVerifier(Limits{}, nil)
+	c := &Client{}
 	for _, tc := range []struct {
 		method string
 		echoed []string
@@ -101,8 +118,8 @@ func TestRefreshEchoRedacted(t *testing.T) {
 		{"client_secret_basic", []string{"refresh_token=[redacted]", "authorization Basic [redacted]", "basic echo-client_secret_basic:[redacted]"}},
 	} {
 		t.Run(tc.method, func(t *testing.T) {
-			client := OAuthClient{RedirectURI: "http://127.0.0.1:9/callback", ClientID: "echo-" + tc.method, ClientSecret: echoSecret, AuthMethod: tc.method}
-			g, err := v.SignIn(ctx, u, AuthChallenge{}, client, nil, v.AuthorizeNonInteractive)
+			info := ClientInfo{RedirectURI: "http://127.0.0.1:9/callback", ClientID: "echo-" + tc.method, ClientSecret: echoSecret, AuthMethod: tc.method}
+			g, err := c.SignIn(ctx, u, Challenge{}, info, nil, c.AuthorizeNonInteractive)
 			if err != nil {
 				t.Fatalf("SignIn = %v", err)
 			}
@@ -110,12 +127,12 @@ func TestRefreshEchoRedacted(t *testing.T) {
 				t.Fatalf("grant = method %q, access %v, refresh %v; want %s and both tokens", g.AuthMethod, g.AccessToken != "", g.RefreshToken != "", tc.method)
 			}
 			held := *g
-			err = v.RefreshAuth(ctx, g)
-			var oe *OAuthError
+			err = c.Refresh(ctx, g)
+			var oe *Error
 			if !errors.As(err, &oe) || oe.Step != "refresh" || oe.Code != "invalid_grant" || oe.Status != 400 || !oe.SignInAgain() {
-				t.Fatalf("RefreshAuth = %v (%+v); want a refresh error, invalid_grant, HTTP 400, to sign in again", err, oe)
+				t.Fatalf("Refresh = %v (%+v); want a refresh error, invalid_grant, HTTP 400, to sign in again", err, oe)
 			}
-			checkEchoRedacted(t, "RefreshAuth's error", err.Error(), client.ClientID,
+			checkEchoRedacted(t, "Refresh's error", err.Error(), info.ClientID,
 				[]string{held.RefreshToken, held.AccessToken}, tc.echoed...)
 			if g.AccessToken != held.AccessToken || g.RefreshToken != held.RefreshToken {
 				t.Error("a refused refresh changed the grant's tokens")
@@ -131,28 +148,28 @@ func TestCodeExchangeEchoRedacted(t *testing.T) {
 	u := echoProvider(t, "authorization_code")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	v := NewVerifier(Limits{}, nil)
+	c := &Client{}
 	for _, method := range []string{"client_secret_post", "client_secret_basic"} {
 		t.Run(method, func(t *testing.T) {
-			client := OAuthClient{RedirectURI: "http://127.0.0.1:9/callback", ClientID: "echo-" + method, ClientSecret: echoSecret, AuthMethod: method}
-			plan, err := v.DiscoverAuth(ctx, u, AuthChallenge{}, AuthScopes{})
+			info := ClientInfo{RedirectURI: "http://127.0.0.1:9/callback", ClientID: "echo-" + method, ClientSecret: echoSecret, AuthMethod: method}
+			plan, err := c.Discover(ctx, u, Challenge{}, Scopes{})
 			if err != nil {
-				t.Fatalf("DiscoverAuth = %v", err)
+				t.Fatalf("Discover = %v", err)
 			}
-			p, err := v.StartAuth(ctx, plan, client)
+			p, err := c.Start(ctx, plan, info)
 			if err != nil {
-				t.Fatalf("StartAuth = %v", err)
+				t.Fatalf("Start = %v", err)
 			}
-			answer, err := v.AuthorizeNonInteractive(ctx, p)
+			answer, err := c.AuthorizeNonInteractive(ctx, p)
 			if err != nil || answer.Get("code") == "" {
 				t.Fatalf("AuthorizeNonInteractive = %v, %v; want a code", answer, err)
 			}
-			g, err := v.FinishAuth(ctx, p, answer)
-			var oe *OAuthError
+			g, err := c.Finish(ctx, p, answer)
+			var oe *Error
 			if g != nil || !errors.As(err, &oe) || oe.Step != "token" || oe.Code != "invalid_grant" {
-				t.Fatalf("FinishAuth = %v, %v; want a token error, invalid_grant", g, err)
+				t.Fatalf("Finish = %v, %v; want a token error, invalid_grant", g, err)
 			}
-			checkEchoRedacted(t, "FinishAuth's error", err.Error(), client.ClientID,
+			checkEchoRedacted(t, "Finish's error", err.Error(), info.ClientID,
 				[]string{answer.Get("code"), p.CodeVerifier}, "code=[redacted]", "code_verifier=[redacted]")
 		})
 	}
@@ -165,18 +182,18 @@ func TestRefreshEchoRedactedRetryLater(t *testing.T) {
 	u := echoProvider(t, "refresh_token", "--echo-error", "temporarily_unavailable", "--echo-status", "503")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	v := NewVerifier(Limits{}, nil)
-	client := OAuthClient{RedirectURI: "http://127.0.0.1:9/callback", ClientID: "echo-client_secret_post", ClientSecret: echoSecret, AuthMethod: "client_secret_post"}
-	g, err := v.SignIn(ctx, u, AuthChallenge{}, client, nil, v.AuthorizeNonInteractive)
+	c := &Client{}
+	info := ClientInfo{RedirectURI: "http://127.0.0.1:9/callback", ClientID: "echo-client_secret_post", ClientSecret: echoSecret, AuthMethod: "client_secret_post"}
+	g, err := c.SignIn(ctx, u, Challenge{}, info, nil, c.AuthorizeNonInteractive)
 	if err != nil {
 		t.Fatalf("SignIn = %v", err)
 	}
 	held := *g
-	err = v.RefreshAuth(ctx, g)
-	var oe *OAuthError
+	err = c.Refresh(ctx, g)
+	var oe *Error
 	if !errors.As(err, &oe) || oe.Code != "temporarily_unavailable" || oe.Status != 503 || oe.SignInAgain() || !strings.HasSuffix(err.Error(), "try again later") {
-		t.Fatalf("RefreshAuth = %v (%+v); want temporarily_unavailable, HTTP 503, to try again later", err, oe)
+		t.Fatalf("Refresh = %v (%+v); want temporarily_unavailable, HTTP 503, to try again later", err, oe)
 	}
-	checkEchoRedacted(t, "RefreshAuth's error", err.Error(), client.ClientID,
+	checkEchoRedacted(t, "Refresh's error", err.Error(), info.ClientID,
 		[]string{held.RefreshToken, held.AccessToken}, "refresh_token=[redacted]", "client_secret=[redacted]")
 }

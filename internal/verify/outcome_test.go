@@ -1,4 +1,4 @@
-package record
+package verify
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/discovery/oauth"
 	"github.com/switchboard-dev/switchboard/store"
 )
 
@@ -24,8 +25,8 @@ func TestDiscoveryWordsMapToTheStore(t *testing.T) {
 	want := map[string]store.Status{discovery.ClassTimeout: store.StatusTimeout, discovery.ClassCancelled: store.StatusCancelled,
 		discovery.ClassAuth: store.StatusSignIn, discovery.ClassExited: store.StatusFailed, discovery.ClassNetwork: store.StatusFailed}
 	for class, status := range want {
-		if got := Status(&discovery.Error{Class: class}); got != status {
-			t.Errorf("Status(%s) = %s; want %s", class, got, status)
+		if got := statusOf(&discovery.Error{Class: class}); got != status {
+			t.Errorf("statusOf(%s) = %s; want %s", class, got, status)
 		}
 	}
 }
@@ -45,7 +46,7 @@ func TestLog(t *testing.T) {
 	failed.ServerID, failed.Status, failed.FinishedAt = "web", discovery.JobFailed, start.Add(2*time.Second)
 	failed.Error = discovery.NewError(discovery.ClassNotFound, discovery.PhaseStarting, "command not found: nosuch")
 	for _, j := range []discovery.Job{running, done, late, failed} {
-		Log(log, j)
+		logJob(log, j)
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 2 {
@@ -71,19 +72,19 @@ func TestFailureRedactsOAuthCredentials(t *testing.T) {
 	const echo = `HTTP 400: invalid_grant body refresh_token=rt-4711&client_secret=cs%2F4712; fields {"refresh_token":"rt-4711","client_secret":"cs/4712"}; authorization Basic ZWNobzpjcyUyRjQ3MTI=`
 	const want = `HTTP 400: invalid_grant body refresh_token=[redacted]&client_secret=[redacted]; fields {"refresh_token":"[redacted]","client_secret":"[redacted]"}; authorization Basic [redacted]`
 	e := discovery.NewError(discovery.ClassAuth, discovery.PhaseInitializing, "refreshing the access token failed: "+echo)
-	e.Auth, e.SignInProblem = &discovery.AuthChallenge{Status: 401}, "discovery failed: "+echo
+	e.Auth, e.SignInProblem = &oauth.Challenge{Status: 401}, "discovery failed: "+echo
 	start := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	j := discovery.Job{ID: "j1", ServerID: "remote", Status: discovery.JobFailed, StartedAt: start, FinishedAt: start.Add(time.Second), Error: e}
 
-	f := Failure(j, e, start.Add(time.Second))
+	f := failureOf(j, e, start.Add(time.Second))
 	if got := f.Error.Message; got != "refreshing the access token failed: "+want {
-		t.Errorf("Failure(…).Error.Message = %q; want %q", got, "refreshing the access token failed: "+want)
+		t.Errorf("failureOf(…).Error.Message = %q; want %q", got, "refreshing the access token failed: "+want)
 	}
 	if got := f.Error.SignIn; got == nil || got.Problem != "discovery failed: "+want {
-		t.Errorf("Failure(…).Error.SignIn = %+v; want the problem %q", got, "discovery failed: "+want)
+		t.Errorf("failureOf(…).Error.SignIn = %+v; want the problem %q", got, "discovery failed: "+want)
 	}
 	var buf bytes.Buffer
-	Log(slog.New(slog.NewTextHandler(&buf, nil)), j)
+	logJob(slog.New(slog.NewTextHandler(&buf, nil)), j)
 	for _, secret := range []string{"4711", "4712", "ZWNob"} {
 		if strings.Contains(buf.String(), secret) {
 			t.Errorf("Log wrote %s; want no %q", buf.String(), secret)

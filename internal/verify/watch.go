@@ -1,4 +1,4 @@
-package refresh
+package verify
 
 import (
 	"context"
@@ -19,20 +19,20 @@ const (
 	watchHealthy = time.Minute
 )
 
-// Watches holds a session to every server with auto-refresh on that
+// watches holds a session to every server with auto-refresh on that
 // declared tools.listChanged when it was last verified, so that its
 // notifications/tools/list_changed, and a new serverInfo.version when the
 // session (re)connects, re-verify it. A watch is keyed by the server's
 // configuration: an edit ends it and starts another.
-type Watches struct {
-	deps WatchDeps
+type watches struct {
+	deps watchDeps
 	mu   sync.Mutex
 	m    map[string]*watch // by server id
 	wg   sync.WaitGroup
 }
 
-// WatchDeps is what the watches need from the rest of the application.
-type WatchDeps struct {
+// watchDeps is what the watches need from the rest of the application.
+type watchDeps struct {
 	// Watch holds a session to srv until ctx ends (discovery's Watch, with
 	// the server's target and settings), telling onEvent what it hears.
 	Watch func(ctx context.Context, srv store.Server, onEvent func(discovery.WatchEvent)) error
@@ -43,8 +43,8 @@ type WatchDeps struct {
 	Publish func(id string)
 }
 
-// NewWatches returns watches holding none yet (see Reconcile).
-func NewWatches(deps WatchDeps) *Watches { return &Watches{deps: deps, m: map[string]*watch{}} }
+// newWatches returns watches holding none yet (see Reconcile).
+func newWatches(deps watchDeps) *watches { return &watches{deps: deps, m: map[string]*watch{}} }
 
 type watch struct {
 	configHash string
@@ -64,7 +64,7 @@ type WatchState struct {
 }
 
 // State is the server's watch (nil if it is not watched).
-func (ws *Watches) State(id string) *WatchState {
+func (ws *watches) State(id string) *WatchState {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	w := ws.m[id]
@@ -94,7 +94,7 @@ func wanted(sum store.Summary) bool {
 }
 
 // Reconcile starts the watches that are wanted and stops the others.
-func (ws *Watches) Reconcile(sums []store.Summary) {
+func (ws *watches) Reconcile(sums []store.Summary) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	want := map[string]store.Summary{}
@@ -125,7 +125,7 @@ func (ws *Watches) Reconcile(sums []store.Summary) {
 }
 
 // Close ends every watch and waits for them (and their processes).
-func (ws *Watches) Close() {
+func (ws *watches) Close() {
 	ws.mu.Lock()
 	for id, w := range ws.m {
 		w.cancel()
@@ -136,7 +136,7 @@ func (ws *Watches) Close() {
 }
 
 // update changes a watch's state and shows it.
-func (ws *Watches) update(w *watch, id string, fn func(*watch)) {
+func (ws *watches) update(w *watch, id string, fn func(*watch)) {
 	ws.mu.Lock()
 	fn(w)
 	ws.mu.Unlock()
@@ -144,7 +144,7 @@ func (ws *Watches) update(w *watch, id string, fn func(*watch)) {
 }
 
 // run holds the watch until ctx ends, reconnecting with a growing pause.
-func (ws *Watches) run(ctx context.Context, w *watch, srv store.Server) {
+func (ws *watches) run(ctx context.Context, w *watch, srv store.Server) {
 	retry := watchRetryMin
 	for ctx.Err() == nil {
 		began := time.Now()

@@ -1,0 +1,134 @@
+package gateway_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/switchboard-dev/switchboard/web/gateway"
+)
+
+// An ask call is asked in the agent's own client when it can ask its
+// person (elicitation), in a session (2025-11-25) and in a 2026-07-28
+// client (an input_required result, answered by calling again), with no
+// dashboard tab open: Allow once lets it through, Deny and a dismissal
+// refuse it. On the endpoint's shared token Always allow is not offered,
+// and sent all the same allows the call once (see
+// TestInClientAlwaysAllowIsPerClient for a client's own token).
+func TestAskInTheAgentsClient(t *testing.T) {
+	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
+		t.Run(version, func(t *testing.T) {
+			m := newMCPSetup(t)
+			e := m.e
+			a := &asker{}
+			c := connectAsker(t, m.base, version, a)
+			n := 0
+			callWrite := func() (*mcp.CallToolResult, error) {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				n++
+				return c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "alpha__write", Arguments: map[string]any{"text": "hi"}}})
+			}
+
+			t.Run("allow once", func(t *testing.T) {
+				var message string
+				a.answer = func(ctx context.Context, msg string) (*mcp.ElicitationResult, error) {
+					message = msg
+					return answering("allow_once")(ctx, msg)
+				}
+				res, err := callWrite()
+				if err != nil || !strings.HasPrefix(text(res), "write ") {
+					t.Fatalf("call answered Allow once = %q, %v; want it through", text(res), err)
+				}
+				if !strings.Contains(message, "Allow Server alpha to run write with these arguments?") || !strings.Contains(message, `"text": "hi"`) {
+					t.Errorf("the question = %q; want the server, the tool and the arguments", message)
+				}
+				want := callOutcome{Tool: "write", Decision: "approved", DecidedBy: "client", Outcome: "ok", Client: "asking-agent 1"}
+				if diff := cmp.Diff(want, outcomeOf(e.lastCall(n))); diff != "" {
+					t.Errorf("audited (-want +got):\n%s", diff)
+				}
+				if p, _ := e.policyOf("alpha", "write"); p != "ask" {
+					t.Errorf("policy after Allow once = %s; want ask", p)
+				}
+			})
+			t.Run("deny", func(t *testing.T) {
+				for _, choice := range []string{"deny", "decline", "cancel"} {
+					a.answer = answering(choice)
+					if _, err := callWrite(); err == nil || !strings.Contains(err.Error(), "in the agent's client") {
+						t.Errorf("call answered %s = %v; want refused, saying the person answered in their client", choice, err)
+					}
+					if got := e.lastCall(n); got.Decision != "denied" || got.DecidedBy != "client" || got.Outcome != "refused" {
+						t.Errorf("audited %s = %+v; want denied by the client", choice, got)
+					}
+				}
+			})
+			t.Run("always allow is not offered on the shared token, and sent anyway allows once", func(t *testing.T) {
+				a.answer = answering("always_allow")
+				res, err := callWrite()
+				if err != nil || !strings.HasPrefix(text(res), "write ") {
+					t.Fatalf("call answered Always allow = %q, %v; want it through", text(res), err)
+				}
+				if got, _ := a.choices.Load().([]string); strings.Join(got, " ") != "allow_once deny" {
+					t.Errorf("the question offered %v; want allow_once and deny only", got)
+				}
+				if got := e.lastCall(n); got.Decision != "approved" || got.DecidedBy != "client" || !strings.HasPrefix(got.Reason, "allowed once") {
+					t.Errorf("audited = %+v; want approved by the client, once", got)
+				}
+				if p, _ := e.policyOf("alpha", "write"); p != "ask" {
+					t.Errorf("policy after Always allow in the client = %s; want ask still", p)
+				}
+				asked := a.asked.Load()
+				if res, err := callWrite(); err != nil || !strings.HasPrefix(text(res), "write ") || a.asked.Load() != asked+1 {
+					t.Errorf("next call = %q, %v, asked %d more times; want it asked again", text(res), err, a.asked.Load()-asked)
+				}
+			})
+		})
+	}
+}
+
+// With no dashboard tab open and a client that cannot ask, an ask call
+// is refused at once, saying what to do, instead of waiting out the ask
+// timeout; Always allow on a card (through the API here) lets the call
+// through and sets the policy.
+func TestAskNobodyToAsk(t *testing.T) {
+	m := newMCPSetup(t, func(c *gateway.Config) { c.AskTimeout = time.Minute })
+	e := m.e
+	c := connectMCP(t, m.base, testMCPToken)
+	start := time.Now()
+	_, err := c.call("alpha__write", map[string]any{"text": "x"})
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "nobody can approve this call now") || !strings.Contains(err.Error(), "Open the Switchboard dashboard") {
+		t.Fatalf("call with nobody to ask = %v; want refused, saying what to do", err)
+	}
+	t.Logf("refused with nobody to ask after %v", took)
+	if took > 10*time.Second { // the ask timeout is a minute
+		t.Errorf("refused after %v; want at once", took)
+	}
+	if got := e.lastCall(1); got.Decision != "denied" || got.DecidedBy != "switchboard" {
+		t.Errorf("audited = %+v; want denied by switchboard", got)
+	}
+
+	// A program that reads the waiting calls through the API may answer
+	// there: a call then waits for it. (web counts such a reader among
+	// the approvers; here the endpoint is told of one.)
+	answerThroughAPI := func(decision string) error {
+		done := make(chan error, 1)
+		go func() { _, err := c.call("alpha__write", map[string]any{"text": decision}); done <- err }()
+		e.decide(e.waitApproval(), decision)
+		return <-done
+	}
+	e.approvers.Store(1)
+	if err := answerThroughAPI("allow_once"); err != nil {
+		t.Fatalf("call answered through the API = %v", err)
+	}
+	if err := answerThroughAPI("always_allow"); err != nil {
+		t.Fatalf("call answered Always allow through the API = %v", err)
+	}
+	if p, by := e.policyOf("alpha", "write"); p != "allow" || by != "api (always allow)" {
+		t.Errorf("policy = %s by %q; want allow by api (always allow)", p, by)
+	}
+}

@@ -1,0 +1,462 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/serverconfig"
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/store/bolt"
+	"github.com/switchboard-dev/switchboard/web/gateway"
+)
+
+// The scenario tests of this package run the gateway as Switchboard
+// does, on real parts: a bolt store in t.TempDir(), a discovery.Verifier
+// that starts the real fixture server (cmd/mcp-fixture), and the
+// Endpoint served over HTTP with httptest, reached by mcp-go's client.
+// What a person does on the dashboard (create and verify a server, set a
+// policy, answer an approval) is done here on the store and the
+// Endpoint, as the web package's handlers do it.
+
+// testMCPToken is the endpoint's token.
+const testMCPToken = "test-mcp-token-0123456789"
+
+// quietPeriod is how long a test waits to see that something does not
+// happen, where no event marks the moment it would have.
+const quietPeriod = 500 * time.Millisecond
+
+// fixtureBin is the mcp-fixture binary built once by TestMain.
+var fixtureBin string
+
+func TestMain(m *testing.M) {
+	bolt.RunChildCheckIfAsked()    // the store checks a damaged file in a child: this binary
+	discovery.RunLauncherIfAsked() // and servers start through it (see discovery/launcher.go)
+	dir, err := os.MkdirTemp("", "gateway-test-fixture-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fixtureBin = filepath.Join(dir, "mcp-fixture")
+	build := exec.Command("go", "build", "-o", fixtureBin, "github.com/switchboard-dev/switchboard/cmd/mcp-fixture")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build mcp-fixture:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is one endpoint on its own store, served at base.
+type env struct {
+	t    testing.TB
+	db   *bolt.DB
+	ep   *gateway.Endpoint
+	v    *discovery.Verifier
+	base string
+	// h serves /mcp as web's handleMCP does.
+	h http.Handler
+	// approvers is how many dashboard tabs the endpoint is told are open
+	// (Deps.Approvers).
+	approvers *atomic.Int32
+	logs      *logRecorder
+	// verifying counts the verifications the endpoint asked for (Deps.Verify)
+	// still running.
+	verifying *sync.WaitGroup
+}
+
+// in returns e bound to t, a subtest of e's test, so that a scenario's
+// steps can be subtests: e's helpers report to t and end t.
+func (e *env) in(t testing.TB) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
+// newEnv is an endpoint configured by opts, on a new store, served until
+// the test ends.
+func newEnv(t testing.TB, opts ...func(*gateway.Config)) *env {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "sb.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, db: db, v: discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil),
+		approvers: &atomic.Int32{}, logs: &logRecorder{}, verifying: &sync.WaitGroup{}}
+	cfg := gateway.Config{Token: testMCPToken}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var closing atomic.Bool
+	ep, err := gateway.New(cfg, gateway.Deps{
+		Store:    db,
+		Verifier: e.v,
+		Target:   target,
+		Verify: func(srv store.Server, trigger string) error {
+			if closing.Load() {
+				return nil
+			}
+			e.verifying.Add(1)
+			go func() { // ends with the verification
+				defer e.verifying.Done()
+				e.record(context.Background(), srv.ID, trigger)
+			}()
+			return nil
+		},
+		Approvers: func() int { return int(e.approvers.Load()) },
+		Logger:    slog.New(e.logs),
+	})
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	e.ep = ep
+	unsubscribe := db.Subscribe(ep.StoreChanged)
+	e.h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// As web's handleMCP answers what Serve refuses.
+		err := ep.Serve(w, r)
+		var he *gateway.HTTPError
+		switch {
+		case errors.As(err, &he):
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(he.Status)
+			json.NewEncoder(w).Encode(map[string]string{"error": he.Message})
+		case err != nil:
+			e.logs.Handle(context.Background(), slog.NewRecord(time.Now(), slog.LevelError, "serve /mcp: "+err.Error(), 0))
+			http.Error(w, `{"error":"internal error"}`, http.StatusInternalServerError)
+		}
+	})
+	ts := httptest.NewServer(e.h)
+	e.base = ts.URL
+	t.Cleanup(func() {
+		closing.Store(true)
+		e.verifying.Wait()
+		unsubscribe()
+		ep.Close()
+		ts.CloseClientConnections()
+		ts.Close()
+		db.Close()
+		if errs := e.logs.errors(); len(errs) > 0 {
+			t.Errorf("the endpoint logged errors:\n%s", strings.Join(errs, "\n"))
+		}
+	})
+	return e
+}
+
+// serve runs a request through the endpoint's handler.
+func (e *env) serve(r *http.Request) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, r)
+	return rec
+}
+
+// target is how discovery reaches srv, as Switchboard's is (stdio: its
+// launch and walls).
+func target(srv store.Server) discovery.Target {
+	return discovery.Target{
+		Transport:   srv.Transport,
+		Command:     srv.Command,
+		Args:        srv.Args,
+		Env:         srv.Env,
+		Cwd:         srv.Cwd,
+		URL:         srv.URL,
+		Headers:     srv.Headers,
+		MemoryBytes: int64(srv.MemoryMB) << 20,
+		Sandbox:     serverconfig.Profile(srv),
+	}
+}
+
+// createServer validates body (as the API's server JSON) and creates the
+// server, as POST /api/v1/servers does.
+func (e *env) createServer(body map[string]any) store.Server {
+	e.t.Helper()
+	data, err := json.Marshal(body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var j serverconfig.JSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		e.t.Fatal(err)
+	}
+	srv, errs := serverconfig.Validate(j.Input(), nil)
+	if len(errs) > 0 {
+		e.t.Fatalf("server %v: %v", body, errs)
+	}
+	if err := e.db.CreateServer(context.Background(), srv); err != nil {
+		e.t.Fatal(err)
+	}
+	return srv
+}
+
+// verify confirms the server's launch and verifies it, recording the
+// outcome as a verification job does; it returns the status recorded
+// ("success" or "failed").
+func (e *env) verify(id string) string {
+	e.t.Helper()
+	ctx := context.Background()
+	srv, err := e.db.Server(ctx, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !srv.LaunchConfirmedNow() {
+		if err := e.db.ConfirmLaunch(ctx, id, srv.LaunchHash()); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return e.record(ctx, id, store.TriggerManual)
+}
+
+var jobs atomic.Int64
+
+// record verifies the server and records the outcome in the store; it
+// returns the status recorded. It reports to no test: Deps.Verify runs it
+// in the background.
+func (e *env) record(ctx context.Context, id, trigger string) string {
+	srv, err := e.db.Server(ctx, id)
+	if err != nil {
+		return "failed"
+	}
+	start := time.Now()
+	jobID := fmt.Sprintf("job-%d", jobs.Add(1))
+	res, verr := e.v.Verify(ctx, target(srv), time.Duration(srv.TimeoutMS)*time.Millisecond, nil)
+	if verr != nil {
+		var de *discovery.Error
+		f := store.Failure{JobID: jobID, Trigger: trigger, ConfigHash: srv.ConfigHash(), Status: store.StatusFailed, StartedAt: start, FinishedAt: time.Now()}
+		if errors.As(verr, &de) {
+			f.Error = store.VerifyError{Class: de.Class, Phase: de.Phase, Message: de.Message, StderrTail: de.StderrTail, Lasting: de.Lasting()}
+		} else {
+			f.Error = store.VerifyError{Message: verr.Error()}
+		}
+		if err := e.db.RecordFailure(ctx, id, f); err != nil {
+			return "failed: " + err.Error()
+		}
+		return "failed"
+	}
+	v := store.Verification{JobID: jobID, Trigger: trigger, ConfigHash: srv.ConfigHash(), StartedAt: start, FinishedAt: time.Now(),
+		ProtocolVersion: res.ProtocolVersion, ServerName: res.ServerName, ServerVersion: res.ServerVersion, Capabilities: res.Capabilities,
+		Instructions: res.Instructions, Warnings: res.Warnings}
+	states := map[discovery.ToolState]store.ToolState{
+		discovery.ToolOversized: store.ToolOversized, discovery.ToolInvalid: store.ToolInvalid, discovery.ToolUnsupported: store.ToolUnsupported,
+	}
+	for _, t := range res.Tools {
+		v.Tools = append(v.Tools, store.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+			OutputSchema: t.OutputSchema, Annotations: t.Annotations, Raw: t.Raw, Pin: t.Pin, State: states[t.State], Problems: t.Problems})
+	}
+	if err := e.db.RecordSuccess(ctx, id, v); err != nil {
+		return "failed: " + err.Error()
+	}
+	return "success"
+}
+
+// setPolicy sets a tool's policy, as a person does, and returns the
+// tool's entry.
+func (e *env) setPolicy(id, tool, policy string) store.ToolEntry {
+	e.t.Helper()
+	entry, err := e.db.SetPolicy(context.Background(), store.ToolRef{ServerID: id, Tool: tool}, store.Policy(policy), "api")
+	if err != nil {
+		e.t.Fatalf("set the policy of %s %s: %v", id, tool, err)
+	}
+	return entry
+}
+
+// tools is the server's tools, by name.
+func (e *env) tools(id string) map[string]store.ToolEntry {
+	e.t.Helper()
+	list, err := e.db.Tools(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]store.ToolEntry{}
+	for _, t := range list {
+		out[t.Name] = t
+	}
+	return out
+}
+
+// policyOf is the tool's policy and who set it.
+func (e *env) policyOf(id, tool string) (policy, setBy string) {
+	e.t.Helper()
+	entry, _, err := e.db.ToolVersions(context.Background(), store.ToolRef{ServerID: id, Tool: tool})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(entry.Policy.Policy), entry.Policy.SetBy
+}
+
+// calls is the call log, newest first.
+func (e *env) calls() []store.Call {
+	e.t.Helper()
+	calls, _, err := e.db.Calls(context.Background(), 1000)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return calls
+}
+
+// waitCall waits for the call log to hold n calls and returns the newest.
+func (e *env) waitCall(n int) store.Call {
+	e.t.Helper()
+	return e.waitCalls(n)[0]
+}
+
+// waitCalls waits for the call log to hold n calls and returns them,
+// newest first.
+func (e *env) waitCalls(n int) []store.Call {
+	e.t.Helper()
+	var calls []store.Call
+	waitFor(e.t, 5*time.Second, "the calls audited", func() bool { calls = e.calls(); return len(calls) >= n })
+	return calls
+}
+
+// waitApproval waits for one call waiting for a person and returns its
+// id.
+func (e *env) waitApproval() string {
+	e.t.Helper()
+	var id string
+	waitFor(e.t, 5*time.Second, "a call waiting for a person", func() bool {
+		if list := e.ep.Approvals(); len(list) == 1 {
+			id = list[0].ID
+		}
+		return id != ""
+	})
+	return id
+}
+
+// decide answers an approval as the API does ("approve", "deny",
+// "allow_once", "always_allow").
+func (e *env) decide(id, decision string) {
+	e.t.Helper()
+	a, ok := gateway.ParseAnswer(decision)
+	if !ok {
+		e.t.Fatalf("no answer %q", decision)
+	}
+	if err := e.ep.Decide(id, a, gateway.ByAPI, ""); err != nil {
+		e.t.Fatalf("decide %s %s: %v", id, decision, err)
+	}
+}
+
+// connectWithProfile makes a connected client's token of the profile and
+// returns it.
+func (e *env) connectWithProfile(name, profile string) string {
+	e.t.Helper()
+	token, ct, err := e.ep.Connect(context.Background(), name, profile)
+	want := profile
+	if want == store.DefaultProfile {
+		want = ""
+	}
+	if err != nil || ct.Profile != want {
+		e.t.Fatalf("connect %s with profile %s = %+v, %v", name, profile, ct, err)
+	}
+	return token
+}
+
+// saveProfile creates or updates a profile, checked as the API checks it.
+func (e *env) saveProfile(p store.Profile) {
+	e.t.Helper()
+	ctx := context.Background()
+	if fields, err := e.ep.CheckProfile(ctx, p); err != nil || len(fields) > 0 {
+		e.t.Fatalf("profile %s: %v, %v", p.ID, fields, err)
+	}
+	if _, err := e.db.Profile(ctx, p.ID); errors.Is(err, store.ErrProfileNotFound) {
+		err = e.db.CreateProfile(ctx, p)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return
+	}
+	if err := e.db.UpdateProfile(ctx, p); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// writeTools writes a tools file for the fixture's -tools-file.
+func writeTools(t testing.TB, file, version string, names ...string) {
+	t.Helper()
+	var tools []map[string]any
+	for _, n := range names {
+		tools = append(tools, map[string]any{"name": n, "description": "Tool " + n + ".", "inputSchema": map[string]any{"type": "object"}})
+	}
+	data, err := json.Marshal(map[string]any{"version": version, "tools": tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func truncate(s string) string {
+	if len(s) > 2000 {
+		return s[:2000] + "…"
+	}
+	return s
+}
+
+// logRecorder is a slog.Handler that keeps every record, so a test fails
+// on any logged error.
+type logRecorder struct {
+	mu    sync.Mutex
+	lines []logLine
+}
+
+type logLine struct {
+	level slog.Level
+	text  string
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	l.mu.Lock()
+	l.lines = append(l.lines, logLine{r.Level, b.String()})
+	l.mu.Unlock()
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+func (l *logRecorder) errors() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, ln := range l.lines {
+		if ln.level >= slog.LevelError {
+			out = append(out, ln.text)
+		}
+	}
+	return slices.Clip(out)
+}
