@@ -32,12 +32,25 @@ var clientInfo = mcp.Implementation{Name: "switchboard", Version: "1"}
 // or a 4xx status), so a probe that gave up early would only take a slow
 // 2026-07-28 server (a slow link, a loaded machine) for an older one and
 // send it an initialize it does not know.
-func (r *verification) newClient(tr transport.Interface) *client.Client {
+func (r *verification) newClient(tr transport.Interface, asks *relays) *client.Client {
 	probe := r.limits.DiscoverTimeout
 	if r.target.Transport != TransportStdio {
 		probe = r.limits.InitTimeout // the handshake's context bounds it too
 	}
-	return client.NewClient(tr, client.WithDiscoverTimeout(probe))
+	opts := []client.ClientOption{client.WithDiscoverTimeout(probe)}
+	if a := r.target.Asks; a.Any() && asks != nil {
+		opts = append(opts, client.WithClientCapabilities(a.capabilities()))
+		if a.Sampling {
+			opts = append(opts, client.WithSamplingHandler(asks))
+		}
+		if a.Elicitation || a.URLElicitation {
+			opts = append(opts, client.WithElicitationHandler(asks))
+		}
+		if a.Roots {
+			opts = append(opts, client.WithRootsHandler(asks))
+		}
+	}
+	return client.NewClient(tr, opts...)
 }
 
 // listeners are what a held connection hears besides answers: the server
@@ -53,6 +66,9 @@ type listeners struct {
 	lost func(error)
 	// progress is called on notifications/progress.
 	progress func(mcp.JSONRPCNotification)
+	// asks answers what the server asks of the calling agents (a held
+	// session whose target has Asks).
+	asks *relays
 }
 
 // handshake connects to the run's server (see connect) and runs the MCP
@@ -83,7 +99,7 @@ func (r *verification) handshake(ctx, held context.Context, on listeners) (*clie
 		endConn()
 		cleanup()
 	}
-	c := r.newClient(tr)
+	c := r.newClient(tr, on.asks)
 	if on.toolsChanged != nil || on.listedChanged != nil || on.progress != nil {
 		c.OnNotification(func(n mcp.JSONRPCNotification) {
 			switch {

@@ -38,7 +38,8 @@ type PoolConfig struct {
 }
 
 // Pool holds the upstream sessions that tool calls go through: one per
-// server, opened by the first call (lazily), reused by the next, closed
+// server (one per server and what it may ask of the calling agents, see
+// Target.Asks), opened by the first call (lazily), reused by the next, closed
 // after PoolConfig.Idle without calls, when the server's configuration
 // changes, or to make room: at most PoolConfig.MaxRunning are open at
 // once, and a call that needs another waits for the least recently used
@@ -51,7 +52,7 @@ type Pool struct {
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
-	entries map[string]*poolEntry // by server id
+	entries map[string]*poolEntry // by key (see poolEntry)
 	freed   chan struct{}         // closed (and replaced) when room may have been made
 	closed  bool
 	wg      sync.WaitGroup // closers and watchers of sessions
@@ -59,14 +60,16 @@ type Pool struct {
 }
 
 type poolEntry struct {
-	id, config string
-	ready      chan struct{} // closed once opening finished (s or err set)
-	s          *Session
-	err        error
-	inflight   int
-	calls      int
-	lastUsed   time.Time
-	idle       *time.Timer
+	// key is the entry's in Pool.entries: the server's id, and what its
+	// session asks of agents (see Asks.key).
+	id, key, config string
+	ready           chan struct{} // closed once opening finished (s or err set)
+	s               *Session
+	err             error
+	inflight        int
+	calls           int
+	lastUsed        time.Time
+	idle            *time.Timer
 }
 
 // NewPool returns a pool that opens sessions with v.
@@ -115,7 +118,7 @@ func (p *Pool) MaxResult() int { return p.cfg.MaxResult }
 // requests should be bounded by it too.
 func (p *Pool) Use(ctx context.Context, id, config string, t Target, initTimeout time.Duration, fn func(*Session) error) (CallInfo, error) {
 	var info CallInfo
-	e, opener, err := p.acquire(ctx, id, config)
+	e, opener, err := p.acquire(ctx, id, id+t.Asks.key(), config)
 	if err != nil {
 		return info, err
 	}
@@ -149,14 +152,14 @@ func (p *Pool) Use(ctx context.Context, id, config string, t Target, initTimeout
 // acquire finds or makes the entry of server id, counting the call in.
 // opener says the caller must start opening its session (counted in
 // p.wg).
-func (p *Pool) acquire(ctx context.Context, id, config string) (*poolEntry, bool, error) {
+func (p *Pool) acquire(ctx context.Context, id, key, config string) (*poolEntry, bool, error) {
 	p.mu.Lock()
 	for {
 		if p.closed {
 			p.mu.Unlock()
 			return nil, false, ErrPoolClosed
 		}
-		e := p.entries[id]
+		e := p.entries[key]
 		if e != nil && (e.config != config || e.ended()) {
 			p.dropLocked(e)
 			e = nil
@@ -168,8 +171,8 @@ func (p *Pool) acquire(ctx context.Context, id, config string) (*poolEntry, bool
 			return e, false, nil
 		}
 		if len(p.entries) < p.cfg.MaxRunning || p.evictLocked() {
-			e = &poolEntry{id: id, config: config, ready: make(chan struct{}), inflight: 1, lastUsed: time.Now()}
-			p.entries[id] = e
+			e = &poolEntry{id: id, key: key, config: config, ready: make(chan struct{}), inflight: 1, lastUsed: time.Now()}
+			p.entries[key] = e
 			p.wg.Add(1) // the opener, see Call
 			p.mu.Unlock()
 			return e, true, nil
@@ -190,7 +193,7 @@ func (p *Pool) acquire(ctx context.Context, id, config string) (*poolEntry, bool
 // for an entry dropped in the meantime (Stop, Close) is closed at once.
 func (p *Pool) opened(e *poolEntry, s *Session, err error) {
 	p.mu.Lock()
-	if err == nil && (p.closed || p.entries[e.id] != e) {
+	if err == nil && (p.closed || p.entries[e.key] != e) {
 		p.mu.Unlock()
 		s.Close()
 		p.mu.Lock()
@@ -199,8 +202,8 @@ func (p *Pool) opened(e *poolEntry, s *Session, err error) {
 	e.s, e.err = s, err
 	close(e.ready)
 	if err != nil {
-		if p.entries[e.id] == e {
-			delete(p.entries, e.id)
+		if p.entries[e.key] == e {
+			delete(p.entries, e.key)
 			p.freeLocked()
 		}
 		p.mu.Unlock()
@@ -211,7 +214,7 @@ func (p *Pool) opened(e *poolEntry, s *Session, err error) {
 		defer p.wg.Done()
 		<-s.Done()
 		p.mu.Lock()
-		if p.entries[e.id] == e {
+		if p.entries[e.key] == e {
 			p.dropLocked(e)
 		}
 		p.mu.Unlock()
@@ -229,7 +232,7 @@ func (p *Pool) release(e *poolEntry) {
 	e.inflight--
 	e.calls++
 	e.lastUsed = time.Now()
-	if e.inflight > 0 || p.entries[e.id] != e {
+	if e.inflight > 0 || p.entries[e.key] != e {
 		return
 	}
 	p.freeLocked()
@@ -239,7 +242,7 @@ func (p *Pool) release(e *poolEntry) {
 	}
 	e.idle = time.AfterFunc(p.cfg.Idle, func() {
 		p.mu.Lock()
-		if p.entries[e.id] != e || e.inflight > 0 || time.Since(e.lastUsed) < p.cfg.Idle {
+		if p.entries[e.key] != e || e.inflight > 0 || time.Since(e.lastUsed) < p.cfg.Idle {
 			p.mu.Unlock()
 			return
 		}
@@ -283,10 +286,10 @@ func (p *Pool) evictLocked() bool {
 // dropLocked forgets e and closes its session (once open) in the
 // background; calls still using it fail as the session ends.
 func (p *Pool) dropLocked(e *poolEntry) {
-	if p.entries[e.id] != e {
+	if p.entries[e.key] != e {
 		return
 	}
-	delete(p.entries, e.id)
+	delete(p.entries, e.key)
 	e.stopIdle()
 	p.freeLocked()
 	select {
@@ -320,12 +323,14 @@ func (p *Pool) changed() {
 	p.cfg.OnChange()
 }
 
-// Stop closes server id's session, if one is open: its configuration
+// Stop closes server id's sessions, if any are open: its configuration
 // changed, or it was deleted or disabled.
 func (p *Pool) Stop(id string) {
 	p.mu.Lock()
-	if e := p.entries[id]; e != nil {
-		p.dropLocked(e)
+	for _, e := range p.entries {
+		if e.id == id {
+			p.dropLocked(e)
+		}
 	}
 	p.mu.Unlock()
 }

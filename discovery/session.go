@@ -65,6 +65,7 @@ type Session struct {
 
 	calls    atomic.Uint64                 // progress tokens handed out
 	progress map[string]func(CallProgress) // by progress token, under mu
+	asks     relays                        // the calls whose agents it asks
 }
 
 // Open connects to the server t describes as a verification does (the
@@ -111,6 +112,7 @@ func (r *verification) open(ctx context.Context) (*Session, error) {
 		},
 		lost:     s.lost,
 		progress: s.progressed,
+		asks:     &s.asks,
 	})
 	s.c = c
 	if err != nil {
@@ -238,6 +240,18 @@ func (s *Session) Call(ctx context.Context, tool, pin string, args any, maxResul
 		return nil, &PinMismatchError{Tool: tool, Want: pin}
 	case live.Pin != pin:
 		return nil, &PinMismatchError{Tool: tool, Want: pin, Live: &live}
+	}
+	if s.run.target.Asks.Any() {
+		if t := s.run.target.Transport; !mcp.IsModernProtocol(s.protocol) && (t == TransportStdio || t == TransportSSE) {
+			done, err := s.asks.one(ctx)
+			if err != nil {
+				return nil, s.classify(ctx, err)
+			}
+			defer done()
+		}
+		if r := relayOf(ctx); r != nil {
+			defer s.asks.add(r)()
+		}
 	}
 	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}}
 	if fn := progressOf(ctx); fn != nil {

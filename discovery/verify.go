@@ -75,6 +75,10 @@ type Target struct {
 	// in (see package sandbox). Nil runs it without walls, with its
 	// limits alone; the run's isolation says so.
 	Sandbox *sandbox.Profile
+	// Asks are what a held session (Verifier.Open, the Pool) declares the
+	// server may ask of the agents whose calls it serves (see Asks and
+	// WithCallRelay); verifications and watches ask nothing.
+	Asks Asks
 }
 
 // Progress is one step of a running verification.

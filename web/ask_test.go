@@ -2,80 +2,18 @@ package web_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/web"
 )
-
-// asker is an agent's client that can ask its person (MCP elicitation):
-// answer answers each question, seeing its message.
-type asker struct {
-	answer func(ctx context.Context, message string) (*mcp.ElicitationResult, error)
-	asked  atomic.Int32
-	// choices are the answers the last question offered.
-	choices atomic.Value // []string
-	// withdrawn hears the questions Switchboard withdrew
-	// (notifications/cancelled).
-	withdrawn chan struct{}
-}
-
-func (a *asker) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	a.asked.Add(1)
-	var schema struct {
-		Properties struct {
-			Answer struct {
-				Enum []string `json:"enum"`
-			} `json:"answer"`
-		} `json:"properties"`
-	}
-	b, _ := json.Marshal(req.Params.RequestedSchema)
-	json.Unmarshal(b, &schema)
-	a.choices.Store(schema.Properties.Answer.Enum)
-	return a.answer(ctx, req.Params.Message)
-}
-
-// answering is an asker's answer: accept with the choice, or the action
-// (decline, cancel) without content.
-func answering(choice string) func(context.Context, string) (*mcp.ElicitationResult, error) {
-	return func(context.Context, string) (*mcp.ElicitationResult, error) {
-		switch choice {
-		case "decline", "cancel":
-			return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseAction(choice)}}, nil
-		}
-		return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
-			Action: mcp.ElicitationResponseActionAccept, Content: map[string]any{"answer": choice}}}, nil
-	}
-}
-
-// connectAsker connects an agent whose client can ask its person, at
-// the protocol version.
-func connectAsker(t *testing.T, base, version string, a *asker) *mcpClient {
-	t.Helper()
-	return connectAskerWith(t, base, testMCPToken, version, a)
-}
-
-// connectAskerWith is connectAsker with the MCP token given.
-func connectAskerWith(t *testing.T, base, token, version string, a *asker) *mcpClient {
-	t.Helper()
-	c := connectMCPAs(t, base, token, version, mcp.Implementation{Name: "asking-agent", Version: "1"}, client.WithElicitationHandler(a))
-	a.withdrawn = make(chan struct{}, 10)
-	c.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == string(mcp.MethodNotificationCancelled) {
-			a.withdrawn <- struct{}{}
-		}
-	})
-	return c
-}
 
 // lastCall waits for the call log to hold n calls and returns the newest.
 func (e *env) lastCall(n int) apiCall {
@@ -115,21 +53,21 @@ func TestAskFirstAnswerWins(t *testing.T) {
 			b := e.login()
 			events := e.openTab(b)
 			release := make(chan struct{})
-			a := &asker{}
-			a.answer = func(ctx context.Context, _ string) (*mcp.ElicitationResult, error) {
+			a := &mcptest.Asker{}
+			a.Answer = func(ctx context.Context, _ string) (*mcp.ElicitationResult, error) {
 				select {
 				case <-release: // the person answers in their client after the card was answered
-				case <-a.withdrawn: // the question is withdrawn
+				case <-a.Withdrawn: // the question is withdrawn
 				}
-				return answering("deny")(ctx, "")
+				return mcptest.Answering("deny")(ctx, "")
 			}
-			c := connectAsker(t, m.base, version, a)
+			c := mcptest.ConnectAsker(t, m.base, testMCPToken, version, a)
 			done := make(chan error, 1)
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
 				res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "alpha__write", Arguments: map[string]any{"text": "first"}}})
-				if err == nil && !strings.HasPrefix(text(res), "write ") {
+				if err == nil && !strings.HasPrefix(mcptest.Text(res), "write ") {
 					err = &url.Error{Op: "call", Err: context.Canceled}
 				}
 				done <- err
@@ -140,7 +78,7 @@ func TestAskFirstAnswerWins(t *testing.T) {
 				return ev.name == "approvals" && strings.Contains(ev.text(), `data-testid="approval-in-client"`)
 			})
 			id := between(card.text(), `data-approval="`, `"`)
-			waitFor(t, 5*time.Second, "the question in the client", func() bool { return a.asked.Load() == 1 })
+			waitFor(t, 5*time.Second, "the question in the client", func() bool { return a.Asked.Load() == 1 })
 			wantStatus(t, b.htmx(http.MethodPost, "/approvals/"+id, url.Values{"decision": {"allow_once"}}), http.StatusNoContent)
 			if mcp.IsModernProtocol(version) {
 				// Its question cannot be withdrawn: the client calls again

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/store"
 )
 
@@ -38,7 +39,7 @@ func TestAuditArguments(t *testing.T) {
 		t.Fatalf("verify = %+v", job)
 	}
 	e.setPolicy("files", "search", "allow")
-	agent := connectMCP(t, srv.URL, testMCPToken)
+	agent := mcptest.Connect(t, srv.URL, testMCPToken)
 	call := func(t *testing.T, args map[string]any) {
 		t.Helper()
 		res, err := agent.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "files__search", Arguments: args}})

@@ -274,7 +274,7 @@ func TestClientStateIsReal(t *testing.T) {
 	}
 
 	t.Run("never connected", func(t *testing.T) {
-		connectMCP(t, m.base, testMCPToken) // the endpoint's own token
+		mcptest.Connect(t, m.base, testMCPToken) // the endpoint's own token
 		for _, name := range []string{"Claude Desktop", "Codex"} {
 			c, _, li := state(t, name)
 			if c.State != "never" || li.AttrOr("data-state", "") != "never" || textOf(li.Find(testID("client-state"))) != "never connected" {
@@ -285,7 +285,7 @@ func TestClientStateIsReal(t *testing.T) {
 
 	var session string
 	t.Run("connected in a session", func(t *testing.T) {
-		agent := connectMCPAs(t, m.base, desktop, mcp.ProtocolVersion20251125, mcp.Implementation{Name: "desk<b>top</b>", Version: "2"})
+		agent := mcptest.ConnectAs(t, m.base, desktop, mcp.ProtocolVersion20251125, mcp.Implementation{Name: "desk<b>top</b>", Version: "2"})
 		session = agent.GetSessionId()
 		c, body, li := state(t, "Claude Desktop")
 		if c.State != "connected" || c.Sessions != 1 || c.ProtocolVersion != mcp.ProtocolVersion20251125 || c.ClientInfo != "desk<b>top</b> 2" || c.LastSeenAt == "" {
@@ -327,7 +327,7 @@ func TestClientStateIsReal(t *testing.T) {
 	})
 
 	t.Run("a stateless client", func(t *testing.T) {
-		connectMCPAs(t, m.base, cli, mcp.ProtocolVersion20260728, mcp.Implementation{Name: "codex", Version: "1"})
+		mcptest.ConnectAs(t, m.base, cli, mcp.ProtocolVersion20260728, mcp.Implementation{Name: "codex", Version: "1"})
 		c, _, _ := state(t, "Codex")
 		if c.State != "connected" || c.ProtocolVersion != mcp.ProtocolVersion20260728 || c.ClientInfo != "codex 1" || c.Sessions != 0 {
 			t.Errorf("after a 2026-07-28 request = %+v; want connected, with its protocol and clientInfo", c)

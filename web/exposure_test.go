@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	connlimits "github.com/switchboard-dev/switchboard/web/internal/conns"
 )
 
@@ -302,7 +303,7 @@ func TestLongRequestsOutliveTheBodyDeadline(t *testing.T) {
 	e := m.e
 	srv, hc := e.liveServer()
 	stream := e.login().openEvents(srv, hc)
-	c := connectMCP(t, m.base, testMCPToken)
+	c := mcptest.Connect(t, m.base, testMCPToken)
 
 	type outcome struct {
 		res *mcp.CallToolResult
@@ -310,7 +311,7 @@ func TestLongRequestsOutliveTheBodyDeadline(t *testing.T) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := c.call("alpha__write", map[string]any{"text": "hello"})
+		res, err := c.Call("alpha__write", map[string]any{"text": "hello"})
 		done <- outcome{res, err}
 	}()
 	stream.until(t, 5*time.Second, "the approval card", func(ev sseEvent) bool {
@@ -325,8 +326,8 @@ func TestLongRequestsOutliveTheBodyDeadline(t *testing.T) {
 		t.Fatalf("approvals = %+v; want the waiting call", approvals)
 	}
 	wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+approvals[0].ID, map[string]any{"decision": "approve"}), http.StatusOK)
-	if o := <-done; o.err != nil || !strings.HasPrefix(text(o.res), "write ") {
-		t.Fatalf("call approved after 1 s = %q, %v; want it through", text(o.res), o.err)
+	if o := <-done; o.err != nil || !strings.HasPrefix(mcptest.Text(o.res), "write ") {
+		t.Fatalf("call approved after 1 s = %q, %v; want it through", mcptest.Text(o.res), o.err)
 	}
 	stream.until(t, 5*time.Second, "the card gone", func(ev sseEvent) bool {
 		return ev.name == "approvals" && !strings.Contains(ev.text(), "alpha")

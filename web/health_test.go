@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 )
 
 // A verified remote server that stops answering is not shown healthy:
@@ -101,8 +102,8 @@ func TestFailingCallsLookFailing(t *testing.T) {
 		s := parseHTML(t, b.get("/servers/flaky").Body.String()).Find(`[data-testid="status"]`).First()
 		return s.AttrOr("data-health", ""), strings.TrimSpace(s.Text())
 	}
-	c := connectMCP(t, srv.URL, testMCPToken)
-	if _, err := c.call("flaky__tool_000", map[string]any{"query": "x"}); err != nil {
+	c := mcptest.Connect(t, srv.URL, testMCPToken)
+	if _, err := c.Call("flaky__tool_000", map[string]any{"query": "x"}); err != nil {
 		t.Fatalf("a call while the command is there: %v", err)
 	}
 	if health, text := chip(); health != "ok" || text != "OK · 2 tools" {
@@ -118,7 +119,7 @@ func TestFailingCallsLookFailing(t *testing.T) {
 		})
 		before := b.openEvents(srv, hc) // its snapshot, the servers OK, is the one tabs share next
 		before.until(t, 10*time.Second, "the snapshot's row", named("row-flaky"))
-		if res, err := c.call("flaky__tool_000", map[string]any{"query": "x"}); err == nil && !res.IsError {
+		if res, err := c.Call("flaky__tool_000", map[string]any{"query": "x"}); err == nil && !res.IsError {
 			t.Fatalf("a call without its command succeeded: %+v", res)
 		}
 		tab.until(t, 10*time.Second, "the list's row to say calls fail", func(ev sseEvent) bool {
@@ -148,7 +149,7 @@ func TestFailingCallsLookFailing(t *testing.T) {
 		if err := os.Rename(bin+".away", bin); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.call("flaky__tool_000", map[string]any{"query": "x"}); err != nil {
+		if _, err := c.Call("flaky__tool_000", map[string]any{"query": "x"}); err != nil {
 			t.Fatalf("a call with the command back: %v", err)
 		}
 		if health, text := chip(); health != "ok" || text != "OK · 2 tools" {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 )
 
 // listedSetup is an app with two fixture servers that serve the
@@ -30,54 +32,6 @@ func listedSetup(t *testing.T) (*env, string) {
 		}
 	}
 	return e, srv.URL
-}
-
-func (c *mcpClient) promptNames(t testing.TB) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
-	if err != nil {
-		t.Fatalf("prompts/list: %v", err)
-	}
-	var out []string
-	for _, p := range res.Prompts {
-		out = append(out, p.Name)
-	}
-	return out
-}
-
-func (c *mcpClient) resourceURIs(t testing.TB) (resources, templates []string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
-	if err != nil {
-		t.Fatalf("resources/list: %v", err)
-	}
-	for _, r := range res.Resources {
-		resources = append(resources, r.URI)
-	}
-	tmpl, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
-	if err != nil {
-		t.Fatalf("resources/templates/list: %v", err)
-	}
-	for _, r := range tmpl.ResourceTemplates {
-		templates = append(templates, r.URITemplate.Raw())
-	}
-	return resources, templates
-}
-
-func (c *mcpClient) getPrompt(name string, args map[string]string) (*mcp.GetPromptResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	return c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: name, Arguments: args}})
-}
-
-func (c *mcpClient) read(uri string) (*mcp.ReadResourceResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	return c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
 }
 
 func promptText(res *mcp.GetPromptResult) string {
@@ -106,7 +60,7 @@ func (b *browser) setListedPolicy(id, kind, key, policy string) {
 func TestMCPResourcesAndPrompts(t *testing.T) {
 	e, base := listedSetup(t)
 	e.secrets = slices.DeleteFunc(e.secrets, func(s string) bool { return s == testMCPToken }) // the Agents page shows it
-	c := connectMCP(t, base, testMCPToken)
+	c := mcptest.Connect(t, base, testMCPToken)
 	var promptsChanged atomic.Int32
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == mcp.MethodNotificationPromptsListChanged {
@@ -115,13 +69,13 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 	})
 
 	t.Run("lists are namespaced, the servers' entries in the servers' order", func(t *testing.T) {
-		prompts := c.promptNames(t)
+		prompts := c.PromptNames(t)
 		want := []string{"one__test_prompt_with_arguments", "one__test_prompt_with_embedded_resource", "one__test_prompt_with_image", "one__test_simple_prompt",
 			"two__test_prompt_with_arguments", "two__test_prompt_with_embedded_resource", "two__test_prompt_with_image", "two__test_simple_prompt"}
 		if !slices.Equal(prompts, want) {
 			t.Errorf("prompts = %v; want %v", prompts, want)
 		}
-		resources, templates := c.resourceURIs(t)
+		resources, templates := c.ResourceURIs(t)
 		if !slices.Equal(resources, []string{"switchboard://one/test://static-binary", "switchboard://one/test://static-text",
 			"switchboard://two/test://static-binary", "switchboard://two/test://static-text"}) {
 			t.Errorf("resources = %v", resources)
@@ -132,11 +86,11 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 	})
 
 	t.Run("a prompt and a templated resource go to their server", func(t *testing.T) {
-		got, err := c.getPrompt("two__test_prompt_with_arguments", map[string]string{"arg1": "left", "arg2": "right"})
+		got, err := c.Prompt("two__test_prompt_with_arguments", map[string]string{"arg1": "left", "arg2": "right"})
 		if err != nil || promptText(got) != "Prompt with arguments: arg1='left', arg2='right'" {
 			t.Fatalf("prompts/get = %+v, %v", got, err)
 		}
-		read, err := c.read("switchboard://one/test://template/7/data")
+		read, err := c.Read("switchboard://one/test://template/7/data")
 		if err != nil || len(read.Contents) != 1 {
 			t.Fatalf("resources/read = %+v, %v", read, err)
 		}
@@ -155,11 +109,11 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 	})
 
 	t.Run("a server's own name works only when one server has it", func(t *testing.T) {
-		_, err := c.getPrompt("test_simple_prompt", nil)
+		_, err := c.Prompt("test_simple_prompt", nil)
 		if err == nil || !strings.Contains(err.Error(), "several servers offer it") || !strings.Contains(err.Error(), "one__test_simple_prompt") {
 			t.Errorf("get of a name two servers have = %v; want refused, naming both", err)
 		}
-		_, err = c.read("test://nowhere")
+		_, err = c.Read("test://nowhere")
 		if !errors.Is(err, mcp.ErrResourceNotFound) && (err == nil || !strings.Contains(err.Error(), "no resource is offered")) {
 			t.Errorf("read of an unknown URI = %v; want not found", err)
 		}
@@ -169,19 +123,19 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 		e := e.in(t)
 		e.createProfile(map[string]any{"id": "two-only", "name": "Two only", "mode": "servers", "servers": []string{"two"}})
 		e.createProfile(map[string]any{"id": "picked", "name": "Picked", "mode": "tools", "tools": []map[string]string{{"server_id": "one", "tool": "tool_000"}}})
-		two := connectMCP(t, base, e.connectWithProfile("Two", "two-only"))
-		if got := two.promptNames(t); len(got) != 4 || !strings.HasPrefix(got[0], "two__") {
+		two := mcptest.Connect(t, base, e.connectWithProfile("Two", "two-only"))
+		if got := two.PromptNames(t); len(got) != 4 || !strings.HasPrefix(got[0], "two__") {
 			t.Errorf("two-only prompts = %v; want two's four", got)
 		}
-		got, err := two.getPrompt("test_simple_prompt", nil)
+		got, err := two.Prompt("test_simple_prompt", nil)
 		if err != nil || promptText(got) != "This is a simple prompt for testing." {
 			t.Errorf("two-only gets its only server's prompt by its own name = %+v, %v", got, err)
 		}
-		if _, err := two.read("switchboard://one/test://static-text"); err == nil {
+		if _, err := two.Read("switchboard://one/test://static-text"); err == nil {
 			t.Error("two-only read one's resource; want refused as not offered")
 		}
-		picked := connectMCP(t, base, e.connectWithProfile("Picked", "picked"))
-		if res, tmpl := picked.resourceURIs(t); len(picked.promptNames(t)) != 0 || len(res) != 0 || len(tmpl) != 0 {
+		picked := mcptest.Connect(t, base, e.connectWithProfile("Picked", "picked"))
+		if res, tmpl := picked.ResourceURIs(t); len(picked.PromptNames(t)) != 0 || len(res) != 0 || len(tmpl) != 0 {
 			t.Errorf("a profile of chosen tools lists resources %v, templates %v; want none", res, tmpl)
 		}
 		preview := decodeAs[previewAnswer](t, e.api(http.MethodGet, "/api/v1/profiles/two-only/preview", nil))
@@ -206,10 +160,10 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 		before := promptsChanged.Load()
 		b.in(t).setListedPolicy("one", "prompt", "test_simple_prompt", "deny")
 		waitFor(t, 5*time.Second, "prompts/list_changed", func() bool { return promptsChanged.Load() > before })
-		if got := c.promptNames(t); slices.Contains(got, "one__test_simple_prompt") || len(got) != 7 {
+		if got := c.PromptNames(t); slices.Contains(got, "one__test_simple_prompt") || len(got) != 7 {
 			t.Errorf("prompts after deny = %v", got)
 		}
-		if _, err := c.getPrompt("one__test_simple_prompt", nil); err == nil || !strings.Contains(err.Error(), "no prompt is offered") {
+		if _, err := c.Prompt("one__test_simple_prompt", nil); err == nil || !strings.Contains(err.Error(), "no prompt is offered") {
 			t.Errorf("get of a denied prompt = %v; want not offered", err)
 		}
 	})
@@ -219,7 +173,7 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 		b.in(t).setListedPolicy("one", "prompt", "test_prompt_with_image", "ask")
 		done := make(chan error, 1)
 		go func() {
-			res, err := c.getPrompt("one__test_prompt_with_image", nil)
+			res, err := c.Prompt("one__test_prompt_with_image", nil)
 			if err == nil && len(res.Messages) != 2 {
 				err = errors.New("want two messages")
 			}
@@ -253,7 +207,7 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 	})
 
 	t.Run("a 2026-07-28 client lists, reads, and hears on its listen stream", func(t *testing.T) {
-		m := connectMCPAs(t, base, testMCPToken, mcp.ProtocolVersion20260728, modernAgent)
+		m := mcptest.ConnectAs(t, base, testMCPToken, mcp.ProtocolVersion20260728, mcptest.ModernAgent)
 		var heard atomic.Int32
 		m.OnNotification(func(n mcp.JSONRPCNotification) {
 			if n.Method == mcp.MethodNotificationPromptsListChanged {
@@ -263,12 +217,12 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go m.Listen(ctx, mcp.SubscriptionFilter{PromptsListChanged: true})
-		waitFor(t, 5*time.Second, "the listen stream acknowledged", func() bool { return m.acknowledged.Load() == 1 })
-		read, err := m.read("test://static-binary") // two servers have it
+		waitFor(t, 5*time.Second, "the listen stream acknowledged", func() bool { return m.Acknowledged.Load() == 1 })
+		read, err := m.Read("test://static-binary") // two servers have it
 		if err == nil {
 			t.Errorf("read of a URI two servers have = %+v; want refused", read)
 		}
-		read, err = m.read("switchboard://two/test://static-binary")
+		read, err = m.Read("switchboard://two/test://static-binary")
 		if err != nil || len(read.Contents) != 1 {
 			t.Fatalf("read = %+v, %v", read, err)
 		}
@@ -277,7 +231,7 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 		}
 		b.in(t).setListedPolicy("two", "prompt", "test_simple_prompt", "deny")
 		waitFor(t, 5*time.Second, "prompts/list_changed on the listen stream", func() bool { return heard.Load() > 0 })
-		if got := m.promptNames(t); slices.Contains(got, "two__test_simple_prompt") {
+		if got := m.PromptNames(t); slices.Contains(got, "two__test_simple_prompt") {
 			t.Errorf("prompts = %v; want two__test_simple_prompt gone", got)
 		}
 	})

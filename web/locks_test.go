@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/store/sealed"
@@ -28,7 +29,7 @@ import (
 // slow-body attack still holds off (TestSlowBodiesCannotHoldTheServer).
 func TestConcurrentCallsAllAnswered(t *testing.T) {
 	m := newMCPSetup(t)
-	c := connectMCP(t, m.base, testMCPToken)
+	c := mcptest.Connect(t, m.base, testMCPToken)
 	const calls = 500
 	var ok atomic.Int32
 	var wg sync.WaitGroup
@@ -37,12 +38,12 @@ func TestConcurrentCallsAllAnswered(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := c.call("alpha__read", map[string]any{})
+			res, err := c.Call("alpha__read", map[string]any{})
 			switch {
 			case err != nil:
 				errs <- err.Error()
 			case res.IsError:
-				errs <- text(res)
+				errs <- mcptest.Text(res)
 			default:
 				ok.Add(1)
 			}
@@ -111,9 +112,9 @@ func TestResourcePolicyControl(t *testing.T) {
 		t.Fatalf("verify = %+v", job)
 	}
 	srv, _ := e.liveServer()
-	c := connectMCP(t, srv.URL, testMCPToken)
+	c := mcptest.Connect(t, srv.URL, testMCPToken)
 	const secret = "switchboard://notes/note://secret"
-	if got, err := c.read(secret); err != nil || len(got.Contents) != 1 {
+	if got, err := c.Read(secret); err != nil || len(got.Contents) != 1 {
 		t.Fatalf("read of the allowed resource = %+v, %v", got, err)
 	}
 
@@ -129,10 +130,10 @@ func TestResourcePolicyControl(t *testing.T) {
 	if r, _ := findListed(e.resources("notes").Resources, func(l apiListed) bool { return l.URI == "note://secret" }); r.Policy != "deny" {
 		t.Errorf("the resource lists at %q; want deny", r.Policy)
 	}
-	if got, err := c.read(secret); err == nil || !strings.Contains(err.Error(), "deny") {
+	if got, err := c.Read(secret); err == nil || !strings.Contains(err.Error(), "deny") {
 		t.Errorf("read of the denied resource = %+v, %v; want refused, saying it is denied", got, err)
 	}
-	if got, err := c.read("switchboard://notes/note://other"); err != nil || len(got.Contents) != 1 {
+	if got, err := c.Read("switchboard://notes/note://other"); err != nil || len(got.Contents) != 1 {
 		t.Errorf("read of another URI through the template = %+v, %v; want it read", got, err)
 	}
 
@@ -153,7 +154,7 @@ func TestResourcePolicyControl(t *testing.T) {
 		t.Errorf("the resources section has %d policy forms, selected %q; want one at deny", form.Length(), form.Find("option[selected]").AttrOr("value", ""))
 	}
 	b.setListedPolicy("notes", "resource", "note://secret", "allow")
-	if got, err := c.read(secret); err != nil || len(got.Contents) != 1 {
+	if got, err := c.Read(secret); err != nil || len(got.Contents) != 1 {
 		t.Errorf("read after the page allowed it = %+v, %v", got, err)
 	}
 }
@@ -180,18 +181,18 @@ func TestInClientAlwaysAllowIsPerClient(t *testing.T) {
 				}
 				return out
 			}
-			selfA, selfB := &asker{answer: answering("always_allow")}, &asker{answer: answering("always_allow")}
-			a, b := connectAskerWith(t, m.base, tokA, version, selfA), connectAskerWith(t, m.base, tokB, version, selfB)
-			call := func(c *mcpClient) (*mcp.CallToolResult, error) {
+			selfA, selfB := &mcptest.Asker{Answer: mcptest.Answering("always_allow")}, &mcptest.Asker{Answer: mcptest.Answering("always_allow")}
+			a, b := mcptest.ConnectAsker(t, m.base, tokA, version, selfA), mcptest.ConnectAsker(t, m.base, tokB, version, selfB)
+			call := func(c *mcptest.Client) (*mcp.CallToolResult, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
 				return c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "alpha__write", Arguments: map[string]any{"text": "hi"}}})
 			}
 
-			if res, err := call(a); err != nil || !strings.HasPrefix(text(res), "write ") {
-				t.Fatalf("A's call answered Always allow by A itself = %q, %v; want it through", text(res), err)
+			if res, err := call(a); err != nil || !strings.HasPrefix(mcptest.Text(res), "write ") {
+				t.Fatalf("A's call answered Always allow by A itself = %q, %v; want it through", mcptest.Text(res), err)
 			}
-			if got, _ := selfA.choices.Load().([]string); strings.Join(got, " ") != "allow_once always_allow deny" {
+			if got, _ := selfA.Choices.Load().([]string); strings.Join(got, " ") != "allow_once always_allow deny" {
 				t.Errorf("A's question offered %v; want always_allow among them", got)
 			}
 			if got := e.lastCall(1); got.DecidedBy != "client" || !strings.Contains(got.Reason, "this connected client only") {
@@ -203,17 +204,17 @@ func TestInClientAlwaysAllowIsPerClient(t *testing.T) {
 			if allowed := clients()["Agent A"].Allowed; len(allowed) != 1 || allowed[0].ServerID != "alpha" || allowed[0].Tool != "write" || allowed[0].Pin == "" {
 				t.Errorf("A's allowances = %+v; want alpha/write at its pin", allowed)
 			}
-			if res, err := call(a); err != nil || !strings.HasPrefix(text(res), "write ") || selfA.asked.Load() != 1 {
-				t.Errorf("A's next call = %q, %v, asked %d times; want it through, not asked again", text(res), err, selfA.asked.Load())
+			if res, err := call(a); err != nil || !strings.HasPrefix(mcptest.Text(res), "write ") || selfA.Asked.Load() != 1 {
+				t.Errorf("A's next call = %q, %v, asked %d times; want it through, not asked again", mcptest.Text(res), err, selfA.Asked.Load())
 			}
 			if got := e.lastCall(2); got.Decision != "approved" || got.DecidedBy != "client allowance" {
 				t.Errorf("A's next call audited %+v; want approved by its allowance", got)
 			}
 
 			// B is asked: A's answer is not B's.
-			selfB.answer = answering("deny")
-			if _, err := call(b); err == nil || selfB.asked.Load() != 1 {
-				t.Errorf("B's call = %v, asked %d; want B asked and refused", err, selfB.asked.Load())
+			selfB.Answer = mcptest.Answering("deny")
+			if _, err := call(b); err == nil || selfB.Asked.Load() != 1 {
+				t.Errorf("B's call = %v, asked %d; want B asked and refused", err, selfB.Asked.Load())
 			}
 
 			// The Agents page shows A's allowance; revoking it asks again.
@@ -225,12 +226,12 @@ func TestInClientAlwaysAllowIsPerClient(t *testing.T) {
 			idA := clients()["Agent A"].ID
 			wantStatus(t, e.api(http.MethodDelete, "/api/v1/clients/"+idA+"/allowed/alpha/write", nil), http.StatusNoContent)
 			wantStatus(t, e.api(http.MethodDelete, "/api/v1/clients/"+idA+"/allowed/alpha/write", nil), http.StatusNotFound)
-			selfA.answer = answering("allow_once")
-			if _, err := call(a); err != nil || selfA.asked.Load() != 2 {
-				t.Errorf("A's call after the revoke = %v, asked %d times; want asked again", err, selfA.asked.Load())
+			selfA.Answer = mcptest.Answering("allow_once")
+			if _, err := call(a); err != nil || selfA.Asked.Load() != 2 {
+				t.Errorf("A's call after the revoke = %v, asked %d times; want asked again", err, selfA.Asked.Load())
 			}
 			// The page's "Ask again" does the same as the API.
-			selfA.answer = answering("always_allow")
+			selfA.Answer = mcptest.Answering("always_allow")
 			if _, err := call(a); err != nil || len(clients()["Agent A"].Allowed) != 1 {
 				t.Fatalf("A's Always allow again = %v, allowances %+v", err, clients()["Agent A"].Allowed)
 			}
@@ -244,7 +245,7 @@ func TestInClientAlwaysAllowIsPerClient(t *testing.T) {
 				t.Errorf("approvals after the page's form = %q; want dashboard", got.Approvals)
 			}
 			wantStatus(t, br.post("/agents/clients/"+idA+"/approvals", url.Values{"approvals": {""}}), http.StatusSeeOther)
-			asked := selfA.asked.Load()
+			asked := selfA.Asked.Load()
 
 			// Set to the dashboard only, A is not asked in its client: with
 			// no tab open its call is refused, saying why.
@@ -253,8 +254,8 @@ func TestInClientAlwaysAllowIsPerClient(t *testing.T) {
 			if got := decodeAs[apiClient](t, rec); got.Approvals != "dashboard" || got.ApprovalsInClient {
 				t.Errorf("PUT answered %+v; want dashboard approvals", got)
 			}
-			if _, err := call(a); err == nil || !strings.Contains(err.Error(), "approved on the Switchboard dashboard only") || selfA.asked.Load() != asked {
-				t.Errorf("A's call on the dashboard only = %v, asked %d more times; want refused unasked", err, selfA.asked.Load()-asked)
+			if _, err := call(a); err == nil || !strings.Contains(err.Error(), "approved on the Switchboard dashboard only") || selfA.Asked.Load() != asked {
+				t.Errorf("A's call on the dashboard only = %v, asked %d more times; want refused unasked", err, selfA.Asked.Load()-asked)
 			}
 			rec = e.api(http.MethodPut, "/api/v1/clients/"+idA, map[string]any{"approvals": "anywhere"})
 			wantStatus(t, rec, http.StatusUnprocessableEntity)
@@ -264,20 +265,20 @@ func TestInClientAlwaysAllowIsPerClient(t *testing.T) {
 
 			// A narrowed profile's token is on the dashboard only by default.
 			e.createProfile(map[string]any{"id": "alpha-only", "name": "Alpha only", "mode": "servers", "servers": []string{"alpha"}})
-			selfN := &asker{answer: answering("always_allow")}
-			n := connectAskerWith(t, m.base, e.connectWithProfile("Narrow", "alpha-only"), version, selfN)
+			selfN := &mcptest.Asker{Answer: mcptest.Answering("always_allow")}
+			n := mcptest.ConnectAsker(t, m.base, e.connectWithProfile("Narrow", "alpha-only"), version, selfN)
 			if got := clients()["Narrow"]; got.Approvals != "" || got.ApprovalsInClient {
 				t.Errorf("the narrowed client = %+v; want approvals on the dashboard by default", got)
 			}
-			if _, err := call(n); err == nil || selfN.asked.Load() != 0 {
-				t.Errorf("the narrowed client's call = %v, asked %d times; want refused, never asked in the client", err, selfN.asked.Load())
+			if _, err := call(n); err == nil || selfN.Asked.Load() != 0 {
+				t.Errorf("the narrowed client's call = %v, asked %d times; want refused, never asked in the client", err, selfN.Asked.Load())
 			}
 			// ... unless the profile says the client.
 			rec = e.api(http.MethodPut, "/api/v1/profiles/alpha-only", map[string]any{"name": "Alpha only", "mode": "servers", "servers": []string{"alpha"}, "approvals": "client"})
 			wantStatus(t, rec, http.StatusOK)
-			selfN.answer = answering("allow_once")
-			if _, err := call(n); err != nil || selfN.asked.Load() != 1 {
-				t.Errorf("the call of a client whose profile asks in the client = %v, asked %d times; want asked, through", err, selfN.asked.Load())
+			selfN.Answer = mcptest.Answering("allow_once")
+			if _, err := call(n); err != nil || selfN.Asked.Load() != 1 {
+				t.Errorf("the call of a client whose profile asks in the client = %v, asked %d times; want asked, through", err, selfN.Asked.Load())
 			}
 			rec = e.api(http.MethodPut, "/api/v1/profiles/alpha-only", map[string]any{"name": "Alpha only", "mode": "servers", "servers": []string{"alpha"}, "approvals": "anywhere"})
 			wantStatus(t, rec, http.StatusUnprocessableEntity)

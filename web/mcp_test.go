@@ -1,115 +1,20 @@
 package web_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/internal/proctest"
 )
-
-// mcpClient connects a real MCP client to the app's /mcp, listening for
-// server notifications, and counts tools/list_changed.
-type mcpClient struct {
-	*client.Client
-	listChanged atomic.Int32
-	// acknowledged counts the subscriptions/listen streams the server
-	// acknowledged (2026-07-28).
-	acknowledged atomic.Int32
-}
-
-// connectMCP connects as a session-based client (2025-11-25) with its
-// stream for server notifications open.
-func connectMCP(t testing.TB, base, token string) *mcpClient {
-	t.Helper()
-	return connectMCPAs(t, base, token, mcp.ProtocolVersion20251125, mcp.Implementation{Name: "test-agent", Version: "0.1"})
-}
-
-// connectMCPAs connects a client of the protocol version: session-based
-// with its notification stream open before 2026-07-28; from it
-// stateless, discovering the server, and hearing notifications only on a
-// subscriptions/listen stream it opens (Listen).
-func connectMCPAs(t testing.TB, base, token, version string, info mcp.Implementation, copts ...client.ClientOption) *mcpClient {
-	t.Helper()
-	opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token})}
-	if !mcp.IsModernProtocol(version) {
-		//lint:ignore SA1019 an agent of 2025-11-25 or earlier hears notifications on the GET stream
-		opts = append(opts, transport.WithContinuousListening())
-	}
-	tr, err := transport.NewStreamableHTTP(base+"/mcp", opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := client.NewClient(tr, copts...)
-	mc := &mcpClient{Client: c}
-	c.OnNotification(func(n mcp.JSONRPCNotification) {
-		switch n.Method {
-		case string(mcp.MethodNotificationToolsListChanged):
-			mc.listChanged.Add(1)
-		case mcp.MethodNotificationSubscriptionsAcknowledged:
-			mc.acknowledged.Add(1)
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	res, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: version, ClientInfo: info}})
-	if err != nil {
-		t.Fatalf("initialize at %s: %v", version, err)
-	}
-	if res.ServerInfo.Name != "switchboard" || res.Capabilities.Tools == nil || !res.Capabilities.Tools.ListChanged {
-		t.Fatalf("initialize = %+v; want switchboard with tools.listChanged", res)
-	}
-	if got := c.ProtocolVersion(); got != version {
-		t.Fatalf("the client speaks %s to /mcp; want %s", got, version)
-	}
-	return mc
-}
-
-func (c *mcpClient) names(t testing.TB) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	var out []string
-	for _, tl := range res.Tools {
-		out = append(out, tl.Name)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func (c *mcpClient) call(name string, args map[string]any) (*mcp.CallToolResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	return c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
-}
-
-func text(res *mcp.CallToolResult) string {
-	if res == nil || len(res.Content) == 0 {
-		return ""
-	}
-	tc, _ := res.Content[0].(mcp.TextContent)
-	return tc.Text
-}
 
 func (e *env) calls() []apiCall {
 	e.t.Helper()
@@ -204,7 +109,7 @@ func TestMCPRefusedHostIsJSON(t *testing.T) {
 func TestMCPAsk(t *testing.T) {
 	m := newMCPSetup(t, func(c *webConfig) { c.MCP.AskTimeout = 1500 * time.Millisecond })
 	e := m.e
-	c := connectMCP(t, m.base, testMCPToken)
+	c := mcptest.Connect(t, m.base, testMCPToken)
 	b := e.login()
 	e.openTab(b) // someone to ask
 
@@ -220,7 +125,7 @@ func TestMCPAsk(t *testing.T) {
 		e.approvals() // someone to ask (see TestProfileOffers), before the call
 		done := make(chan outcome, 1)
 		go func() {
-			res, err := c.call("alpha__write", map[string]any{"text": "<script>alert(1)</script>"})
+			res, err := c.Call("alpha__write", map[string]any{"text": "<script>alert(1)</script>"})
 			done <- outcome{res, err}
 		}()
 		var id string
@@ -243,8 +148,8 @@ func TestMCPAsk(t *testing.T) {
 		id, done := ask(e)
 		rec := e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "approve"})
 		wantStatus(t, rec, http.StatusOK)
-		if o := <-done; o.err != nil || !strings.HasPrefix(text(o.res), "write ") {
-			t.Errorf("approved call = %q, %v; want it through", text(o.res), o.err)
+		if o := <-done; o.err != nil || !strings.HasPrefix(mcptest.Text(o.res), "write ") {
+			t.Errorf("approved call = %q, %v; want it through", mcptest.Text(o.res), o.err)
 		}
 		if call := e.waitCall(1); call.Decision != "approved" || call.DecidedBy != "api" || call.Outcome != "ok" {
 			t.Errorf("audited approved call = %+v", call)
@@ -308,12 +213,12 @@ func TestMCPAskCardLive(t *testing.T) {
 	b := e.login()
 	s := b.openEvents(srv, hc)
 	s.until(t, 5*time.Second, "snapshot", named("approvals"))
-	c := connectMCP(t, m.base, testMCPToken)
+	c := mcptest.Connect(t, m.base, testMCPToken)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.call("alpha__write", map[string]any{"html": "<img src=x onerror=alert(1)>"})
+		c.Call("alpha__write", map[string]any{"html": "<img src=x onerror=alert(1)>"})
 	}()
 	seen := s.until(t, 5*time.Second, "card pushed", func(ev sseEvent) bool {
 		return ev.name == "approvals" && strings.Contains(ev.text(), `data-testid="approval-card"`)
@@ -374,7 +279,7 @@ func TestAgentsPageAndTokenRotation(t *testing.T) {
 		t.Fatalf("agents page token %q, url %q", token, testIDText(t, doc, "mcp-url"))
 	}
 	e.secrets = append(e.secrets, token)
-	connectMCP(t, srv.URL, token)
+	mcptest.Connect(t, srv.URL, token)
 	wantStatus(t, b.post("/agents/token", url.Values{}), http.StatusSeeOther)
 	e.secrets = e.secrets[:len(e.secrets)-1]
 	rotated := testIDText(t, parseHTML(t, b.get("/agents").Body.String()), "mcp-token")

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/internal/oidctest"
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -86,13 +87,13 @@ func TestRefreshEchoRedactedThroughTheGateway(t *testing.T) {
 		t.Fatalf("grant = client %q by %q, refresh token %v; want echo-pre by client_secret_basic, with a refresh token", g.ClientID, g.AuthMethod, g.RefreshToken != "")
 	}
 	e.setPolicy("r1", "tool_000", "allow")
-	c := connectMCP(t, srv.URL, testMCPToken)
+	c := mcptest.Connect(t, srv.URL, testMCPToken)
 	events := b.openEvents(srv, hc)
 
 	// The call that refreshes the token: its refusal, redacted, is the
 	// agent's error.
 	time.Sleep(time.Until(g.ExpiresAt.Add(-refreshLeadOf(g) / 2)))
-	_, err := c.call("r1__tool_000", map[string]any{})
+	_, err := c.Call("r1__tool_000", map[string]any{})
 	if err == nil || !strings.Contains(err.Error(), "sign in again") {
 		t.Fatalf("routed call with the refresh refused = %v; want an error saying to sign in again", err)
 	}

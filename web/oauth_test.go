@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/discovery/oauth"
 	"github.com/switchboard-dev/switchboard/internal/fixturetest"
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/internal/oidctest"
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -196,9 +197,9 @@ func TestSignInFromTheDashboard(t *testing.T) {
 
 	// A routed call uses the token.
 	e.setPolicy("o1", "tool_000", "allow")
-	c := connectMCP(t, srv.URL, testMCPToken)
-	if res, err := c.call("o1__tool_000", map[string]any{}); err != nil || res.IsError {
-		t.Fatalf("routed call = %v, %v; want the upstream's answer with the signed-in token", text(res), err)
+	c := mcptest.Connect(t, srv.URL, testMCPToken)
+	if res, err := c.Call("o1__tool_000", map[string]any{}); err != nil || res.IsError {
+		t.Fatalf("routed call = %v, %v; want the upstream's answer with the signed-in token", mcptest.Text(res), err)
 	}
 
 	// Sign out: the tokens are revoked at the authorization server, and
@@ -217,7 +218,7 @@ func TestSignInFromTheDashboard(t *testing.T) {
 		t.Errorf("refresh with the signed-out refresh token = %v; want invalid_grant (revoked)", err)
 	}
 	start := time.Now()
-	_, err := c.call("o1__tool_000", map[string]any{})
+	_, err := c.Call("o1__tool_000", map[string]any{})
 	if err == nil || !strings.Contains(err.Error(), "sign in") || time.Since(start) > 5*time.Second {
 		t.Errorf("routed call after Sign out = %v after %s; want a refusal saying to sign in, at once", err, time.Since(start))
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/store"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestOfferOfAServerThatCannotRun(t *testing.T) {
 	m := newMCPSetup(t, func(c *webConfig) { c.MCP.CallTimeout = time.Minute })
 	e := m.e
-	c := connectMCP(t, m.base, testMCPToken)
+	c := mcptest.Connect(t, m.base, testMCPToken)
 	saved, err := os.ReadFile(m.files["beta"])
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +32,7 @@ func TestOfferOfAServerThatCannotRun(t *testing.T) {
 
 	t.Run("a call fails fast with the server's error", func(t *testing.T) {
 		start := time.Now()
-		_, err := c.call("beta__read", map[string]any{})
+		_, err := c.Call("beta__read", map[string]any{})
 		if took := time.Since(start); took > 20*time.Second {
 			t.Errorf("the call failed after %v; want at once (the call deadline is a minute)", took)
 		}
@@ -44,13 +45,13 @@ func TestOfferOfAServerThatCannotRun(t *testing.T) {
 		if job := e.verify("beta"); job.Status != "failed" {
 			t.Fatalf("verification of a server that cannot start = %v; want failed", job)
 		}
-		waitFor(t, 5*time.Second, "beta's tools unlisted", func() bool { return !slices.Contains(c.names(t), "beta__read") })
-		_, err := c.call("beta__read", map[string]any{})
+		waitFor(t, 5*time.Second, "beta's tools unlisted", func() bool { return !slices.Contains(c.Names(t), "beta__read") })
+		_, err := c.Call("beta__read", map[string]any{})
 		if err == nil || !strings.Contains(err.Error(), "latest verification failed (exited)") || !strings.Contains(err.Error(), "offered again once it verifies") {
 			t.Errorf("call after the failed verification = %v; want refused, saying why and until when", err)
 		}
-		if !slices.Contains(c.names(t), "alpha__read") {
-			t.Errorf("the other server's tools went too: %q", c.names(t))
+		if !slices.Contains(c.Names(t), "alpha__read") {
+			t.Errorf("the other server's tools went too: %q", c.Names(t))
 		}
 		if d := e.discovery("beta"); d.Error == nil || !d.Error.Lasting {
 			t.Errorf("the API's discovery = %v; want its error lasting", d)
@@ -67,7 +68,7 @@ func TestOfferOfAServerThatCannotRun(t *testing.T) {
 		if job := e.verify("beta"); job.Status != "success" {
 			t.Fatalf("verification = %v", job)
 		}
-		waitFor(t, 5*time.Second, "beta's tools listed", func() bool { return slices.Contains(c.names(t), "beta__read") })
+		waitFor(t, 5*time.Second, "beta's tools listed", func() bool { return slices.Contains(c.Names(t), "beta__read") })
 	})
 
 	t.Run("a passing failure keeps the tools, stale", func(t *testing.T) {
@@ -80,8 +81,8 @@ func TestOfferOfAServerThatCannotRun(t *testing.T) {
 		if d := e.discovery("beta"); !d.Stale {
 			t.Errorf("discovery after a timeout = %v; want its tools kept, stale", d)
 		}
-		if res, err := c.call("beta__read", map[string]any{}); err != nil || !strings.HasPrefix(text(res), "read ") {
-			t.Errorf("call after a timed-out verification = %q, %v; want it through", text(res), err)
+		if res, err := c.Call("beta__read", map[string]any{}); err != nil || !strings.HasPrefix(mcptest.Text(res), "read ") {
+			t.Errorf("call after a timed-out verification = %q, %v; want it through", mcptest.Text(res), err)
 		}
 	})
 }

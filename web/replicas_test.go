@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/store/etcd"
 	"github.com/switchboard-dev/switchboard/store/etcd/etcdtest"
 )
@@ -132,12 +133,12 @@ func TestReplicasShareCatalogAndVerifications(t *testing.T) {
 		browserA := a.login()
 		tabA := browserA.openEvents(srvA, clientA)
 		srvC, _ := c.liveServer()
-		agent := connectMCP(t, srvC.URL, testMCPToken)
+		agent := mcptest.Connect(t, srvC.URL, testMCPToken)
 		done := make(chan error, 1)
 		go func() {
-			res, err := agent.call("slow__tool_000", map[string]any{"q": "from C"})
-			if err == nil && !strings.HasPrefix(text(res), "tool_000 ") {
-				err = fmt.Errorf("result %q", text(res))
+			res, err := agent.Call("slow__tool_000", map[string]any{"q": "from C"})
+			if err == nil && !strings.HasPrefix(mcptest.Text(res), "tool_000 ") {
+				err = fmt.Errorf("result %q", mcptest.Text(res))
 			}
 			done <- err
 		}()

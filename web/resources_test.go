@@ -16,6 +16,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 )
 
 // everythingJS is the real @modelcontextprotocol/server-everything, as
@@ -93,11 +95,11 @@ func TestResourcesAndPromptsOfServerEverything(t *testing.T) {
 
 	// Used through /mcp, under their namespaced names and URIs.
 	srv, _ := e.liveServer()
-	c := connectMCP(t, srv.URL, testMCPToken)
-	if got, err := c.getPrompt("everything__args-prompt", map[string]string{"city": "Lyon"}); err != nil || promptText(got) != "What's weather in Lyon?" {
+	c := mcptest.Connect(t, srv.URL, testMCPToken)
+	if got, err := c.Prompt("everything__args-prompt", map[string]string{"city": "Lyon"}); err != nil || promptText(got) != "What's weather in Lyon?" {
 		t.Errorf("args-prompt through /mcp = %+v, %v", got, err)
 	}
-	read, err := c.read("switchboard://everything/demo://resource/dynamic/text/42")
+	read, err := c.Read("switchboard://everything/demo://resource/dynamic/text/42")
 	if err != nil || len(read.Contents) != 1 {
 		t.Fatalf("dynamic text resource through /mcp = %+v, %v", read, err)
 	}
@@ -105,7 +107,7 @@ func TestResourcesAndPromptsOfServerEverything(t *testing.T) {
 		t.Errorf("dynamic text resource = %+v", read.Contents[0])
 	}
 	doc0, _ := findListed(res.Resources, func(l apiListed) bool { return strings.HasPrefix(l.URI, "demo://resource/static/document/") })
-	if read, err := c.read("switchboard://everything/" + doc0.URI); err != nil || len(read.Contents) != 1 {
+	if read, err := c.Read("switchboard://everything/" + doc0.URI); err != nil || len(read.Contents) != 1 {
 		t.Errorf("static document %s through /mcp = %+v, %v", doc0.URI, read, err)
 	}
 	// Completions go to the server, the prompt named as it names it.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/internal/proctest"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/store/sealed"
@@ -116,14 +117,14 @@ func TestEscapeThroughTheDashboard(t *testing.T) {
 		}
 	}
 
-	c := connectMCP(t, srv.URL, testMCPToken)
+	c := mcptest.Connect(t, srv.URL, testMCPToken)
 	for _, id := range []string{"fixture", "node"} {
 		t.Run(id, func(t *testing.T) {
-			res, err := c.call(id+"__escape", nil)
+			res, err := c.Call(id+"__escape", nil)
 			if err != nil || res.IsError {
 				t.Fatalf("call %s__escape = %+v, %v", id, res, err)
 			}
-			answer := text(res)
+			answer := mcptest.Text(res)
 			for name, a := range attempts {
 				line := ""
 				for l := range strings.Lines(answer) {

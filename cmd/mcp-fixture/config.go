@@ -29,6 +29,7 @@ const (
 	modeCrash             = "crash"
 	modeChangeOnSecondRun = "change-on-second-run"
 	modeTryIt             = "try-it"
+	modeAsks              = "asks"
 
 	// Process and lifecycle.
 	modeTrickle         = "trickle"
@@ -105,6 +106,7 @@ var modes = map[string]modeInfo{
 	modeHangInit:          {anyTransport, "#3 read requests, never answer"},
 	modeCrash:             {anyTransport, "#2 write to stderr (and -secret), exit with -exit-code before reading"},
 	modeChangeOnSecondRun: {anyTransport, "#34 change the tool list from the second run on (needs -state-file)"},
+	modeAsks:              {anyTransport, "serve the generated tools and ask_model, ask_person, ask_url and list_roots, which ask the client during the call; see asks_tools.go"},
 	modeTryIt:             {anyTransport, "serve the generated tools and plan_trip (arrays of objects), media (an image, a sound), hostile_media and slow_steps (progress); see tryit_tools.go"},
 
 	modeTrickle:         {stdioOnly, "#4 write one byte per -interval, never completing a line"},
@@ -175,6 +177,9 @@ const envPrefix = "FIXTURE_"
 type config struct {
 	// transport is one of stdio, http or sse.
 	transport string
+	// legacy serves the MCP revisions before 2026-07-28 only (stdio and
+	// http): a server that asks its client with requests of its own.
+	legacy bool
 	// addr is the TCP address the http and sse transports listen on.
 	addr string
 	// tools is the number of generated tools.
@@ -323,6 +328,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.escape, "escape", cfg.escape, "attempts of -mode escape, comma-separated kind=arg (see escape.go)")
 	fs.IntVar(&cfg.descriptionBytes, "description-bytes", cfg.descriptionBytes, "minimum length of the description listed by -mode injection")
 	fs.IntVar(&cfg.entries, "entries", cfg.entries, "entries listed by -mode many-tiny-tools, besides the generated tools")
+	fs.BoolVar(&cfg.legacy, "legacy", cfg.legacy, "serve only the MCP revisions before 2026-07-28 (stdio, http): no server/discover, and what -mode asks asks comes as requests of the server's own")
 	fs.StringVar(&cfg.oauthIssuer, "oauth-issuer", cfg.oauthIssuer, "protect /mcp (-transport http, -mode normal) with JWT access tokens from this OAuth authorization server: 401 with WWW-Authenticate resource_metadata without a valid token (iss, aud = the /mcp URL, exp, signature by the issuer's JWKS), protected resource metadata (RFC 9728) at /.well-known/oauth-protected-resource[/mcp]")
 	fs.StringVar(&cfg.oauthScopes, "oauth-scopes", cfg.oauthScopes, `scopes, space-separated, hinted as scope="..." in 401 answers and listed in the protected resource metadata (needs -oauth-issuer)`)
 	fs.StringVar(&cfg.oauthRequiredScope, "oauth-required-scope", cfg.oauthRequiredScope, `a scope every token must carry; a token without it is answered 403 error="insufficient_scope" with scope="<-oauth-scopes and this one>" (needs -oauth-issuer)`)

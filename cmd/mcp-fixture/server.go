@@ -93,6 +93,9 @@ func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServ
 	if cfg.mode == modeTryIt {
 		s.AddTools(tryItTools()...)
 	}
+	if cfg.mode == modeAsks {
+		s.AddTools(asksTools()...)
+	}
 	if cfg.mode == modeEscape {
 		s.AddTool(mcp.NewTool("escape", mcp.WithDescription("Tries the -escape attempts again, during a call, and answers what each got.")),
 			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -132,6 +135,11 @@ func serveStdio(ctx context.Context, cfg config, s *server.MCPServer, tools []mc
 	}
 	stdio := server.NewStdioServer(s)
 	stdio.SetErrorLogger(log.New(stderr, "mcp-fixture: ", log.LstdFlags))
+	if cfg.legacy {
+		stdio.SetContextFunc(func(ctx context.Context) context.Context {
+			return server.WithSupportedProtocolVersions(ctx, legacyVersions())
+		})
+	}
 	err := stdio.Listen(ctx, stdin, stdout)
 	if afterErr := afterServing(cfg, stderr); afterErr != nil {
 		return afterErr
@@ -177,11 +185,15 @@ func serveHTTP(ctx context.Context, cfg config, s *server.MCPServer, stdout, std
 		if cfg.mode == modeHangInit {
 			mux.Handle(endpoint, hangHandler())
 		} else {
-			streamable := server.NewStreamableHTTPServer(s,
+			opts := []server.StreamableHTTPOption{
 				server.WithEndpointPath(endpoint),
 				server.WithStreamableHTTPServer(httpServer),
 				server.WithStreamableHTTPLogger(slog.New(slog.NewTextHandler(stderr, nil))),
-			)
+			}
+			if cfg.legacy {
+				opts = append(opts, server.WithStreamableHTTPProtocolVersions(legacyVersions()...))
+			}
+			streamable := server.NewStreamableHTTPServer(s, opts...)
 			if cfg.oauthIssuer != "" {
 				newOAuthGuard(cfg, baseURL, endpoint).routes(mux, endpoint, streamable)
 			} else {
@@ -254,4 +266,15 @@ func dialableAddr(addr net.Addr) string {
 		ip = net.IPv6loopback
 	}
 	return net.JoinHostPort(ip.String(), fmt.Sprint(tcp.Port))
+}
+
+// legacyVersions are the MCP revisions before 2026-07-28 (see -legacy).
+func legacyVersions() []string {
+	var out []string
+	for _, v := range mcp.ValidProtocolVersions {
+		if !mcp.IsModernProtocol(v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

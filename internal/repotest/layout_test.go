@@ -1,5 +1,6 @@
 // Package repotest holds tests of the repository itself, not of a
-// package: that the README's Layout names every package.
+// package: that the README's Layout names every package, and that the
+// commands import only the web face of web/.
 package repotest
 
 import (

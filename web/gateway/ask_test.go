@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
+	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 )
 
@@ -24,8 +26,8 @@ func TestAskInTheAgentsClient(t *testing.T) {
 		t.Run(version, func(t *testing.T) {
 			m := newMCPSetup(t)
 			e := m.e
-			a := &asker{}
-			c := connectAsker(t, m.base, version, a)
+			a := &mcptest.Asker{}
+			c := mcptest.ConnectAsker(t, m.base, testMCPToken, version, a)
 			n := 0
 			callWrite := func() (*mcp.CallToolResult, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -36,19 +38,19 @@ func TestAskInTheAgentsClient(t *testing.T) {
 
 			t.Run("allow once", func(t *testing.T) {
 				var message string
-				a.answer = func(ctx context.Context, msg string) (*mcp.ElicitationResult, error) {
+				a.Answer = func(ctx context.Context, msg string) (*mcp.ElicitationResult, error) {
 					message = msg
-					return answering("allow_once")(ctx, msg)
+					return mcptest.Answering("allow_once")(ctx, msg)
 				}
 				res, err := callWrite()
-				if err != nil || !strings.HasPrefix(text(res), "write ") {
-					t.Fatalf("call answered Allow once = %q, %v; want it through", text(res), err)
+				if err != nil || !strings.HasPrefix(mcptest.Text(res), "write ") {
+					t.Fatalf("call answered Allow once = %q, %v; want it through", mcptest.Text(res), err)
 				}
 				if !strings.Contains(message, "Allow Server alpha to run write with these arguments?") || !strings.Contains(message, `"text": "hi"`) {
 					t.Errorf("the question = %q; want the server, the tool and the arguments", message)
 				}
 				want := callOutcome{Tool: "write", Decision: "approved", DecidedBy: "client", Outcome: "ok", Client: "asking-agent 1"}
-				if diff := cmp.Diff(want, outcomeOf(e.lastCall(n))); diff != "" {
+				if diff := cmp.Diff(want, outcomeOf(e.waitCall(n))); diff != "" {
 					t.Errorf("audited (-want +got):\n%s", diff)
 				}
 				if p, _ := e.policyOf("alpha", "write"); p != "ask" {
@@ -57,33 +59,33 @@ func TestAskInTheAgentsClient(t *testing.T) {
 			})
 			t.Run("deny", func(t *testing.T) {
 				for _, choice := range []string{"deny", "decline", "cancel"} {
-					a.answer = answering(choice)
+					a.Answer = mcptest.Answering(choice)
 					if _, err := callWrite(); err == nil || !strings.Contains(err.Error(), "in the agent's client") {
 						t.Errorf("call answered %s = %v; want refused, saying the person answered in their client", choice, err)
 					}
-					if got := e.lastCall(n); got.Decision != "denied" || got.DecidedBy != "client" || got.Outcome != "refused" {
+					if got := e.waitCall(n); got.Decision != "denied" || got.DecidedBy != "client" || got.Outcome != "refused" {
 						t.Errorf("audited %s = %+v; want denied by the client", choice, got)
 					}
 				}
 			})
 			t.Run("always allow is not offered on the shared token, and sent anyway allows once", func(t *testing.T) {
-				a.answer = answering("always_allow")
+				a.Answer = mcptest.Answering("always_allow")
 				res, err := callWrite()
-				if err != nil || !strings.HasPrefix(text(res), "write ") {
-					t.Fatalf("call answered Always allow = %q, %v; want it through", text(res), err)
+				if err != nil || !strings.HasPrefix(mcptest.Text(res), "write ") {
+					t.Fatalf("call answered Always allow = %q, %v; want it through", mcptest.Text(res), err)
 				}
-				if got, _ := a.choices.Load().([]string); strings.Join(got, " ") != "allow_once deny" {
+				if got, _ := a.Choices.Load().([]string); strings.Join(got, " ") != "allow_once deny" {
 					t.Errorf("the question offered %v; want allow_once and deny only", got)
 				}
-				if got := e.lastCall(n); got.Decision != "approved" || got.DecidedBy != "client" || !strings.HasPrefix(got.Reason, "allowed once") {
+				if got := e.waitCall(n); got.Decision != "approved" || got.DecidedBy != "client" || !strings.HasPrefix(got.Reason, "allowed once") {
 					t.Errorf("audited = %+v; want approved by the client, once", got)
 				}
 				if p, _ := e.policyOf("alpha", "write"); p != "ask" {
 					t.Errorf("policy after Always allow in the client = %s; want ask still", p)
 				}
-				asked := a.asked.Load()
-				if res, err := callWrite(); err != nil || !strings.HasPrefix(text(res), "write ") || a.asked.Load() != asked+1 {
-					t.Errorf("next call = %q, %v, asked %d more times; want it asked again", text(res), err, a.asked.Load()-asked)
+				asked := a.Asked.Load()
+				if res, err := callWrite(); err != nil || !strings.HasPrefix(mcptest.Text(res), "write ") || a.Asked.Load() != asked+1 {
+					t.Errorf("next call = %q, %v, asked %d more times; want it asked again", mcptest.Text(res), err, a.Asked.Load()-asked)
 				}
 			})
 		})
@@ -97,9 +99,9 @@ func TestAskInTheAgentsClient(t *testing.T) {
 func TestAskNobodyToAsk(t *testing.T) {
 	m := newMCPSetup(t, func(c *gateway.Config) { c.AskTimeout = time.Minute })
 	e := m.e
-	c := connectMCP(t, m.base, testMCPToken)
+	c := mcptest.Connect(t, m.base, testMCPToken)
 	start := time.Now()
-	_, err := c.call("alpha__write", map[string]any{"text": "x"})
+	_, err := c.Call("alpha__write", map[string]any{"text": "x"})
 	took := time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), "nobody can approve this call now") || !strings.Contains(err.Error(), "Open the Switchboard dashboard") {
 		t.Fatalf("call with nobody to ask = %v; want refused, saying what to do", err)
@@ -108,7 +110,7 @@ func TestAskNobodyToAsk(t *testing.T) {
 	if took > 10*time.Second { // the ask timeout is a minute
 		t.Errorf("refused after %v; want at once", took)
 	}
-	if got := e.lastCall(1); got.Decision != "denied" || got.DecidedBy != "switchboard" {
+	if got := e.waitCall(1); got.Decision != "denied" || got.DecidedBy != "switchboard" {
 		t.Errorf("audited = %+v; want denied by switchboard", got)
 	}
 
@@ -117,7 +119,7 @@ func TestAskNobodyToAsk(t *testing.T) {
 	// the approvers; here the endpoint is told of one.)
 	answerThroughAPI := func(decision string) error {
 		done := make(chan error, 1)
-		go func() { _, err := c.call("alpha__write", map[string]any{"text": decision}); done <- err }()
+		go func() { _, err := c.Call("alpha__write", map[string]any{"text": decision}); done <- err }()
 		e.decide(e.waitApproval(), decision)
 		return <-done
 	}
@@ -131,4 +133,11 @@ func TestAskNobodyToAsk(t *testing.T) {
 	if p, by := e.policyOf("alpha", "write"); p != "allow" || by != "api (always allow)" {
 		t.Errorf("policy = %s by %q; want allow by api (always allow)", p, by)
 	}
+}
+
+// callOutcome is what a call's log entry says of its decision.
+type callOutcome struct{ Tool, Decision, DecidedBy, Outcome, Client string }
+
+func outcomeOf(c store.Call) callOutcome {
+	return callOutcome{c.Tool, c.Decision, c.DecidedBy, c.Outcome, c.Client}
 }

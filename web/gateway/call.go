@@ -65,6 +65,9 @@ type callRequest struct {
 	// DashboardOnly is set when the client could be asked but its token
 	// or profile keeps approvals on the dashboard.
 	DashboardOnly bool
+	// Asks are what the agent can answer of what the server asks during
+	// the call (see relay.go).
+	Asks discovery.Asks
 }
 
 // refusedError is a call Switchboard did not let through; the agent gets
@@ -94,15 +97,26 @@ func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mc
 	} else if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		cr.Session = cs.SessionID()
 		cr.Client = e.sessions.client(cr.Session)
-		if ci, ok := cs.(server.SessionWithClientInfo); ok && formElicitation(ci.GetClientCapabilities().Elicitation) {
-			cr.Ask = func(ctx context.Context, p mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
-				return e.srv.RequestElicitation(ctx, mcp.ElicitationRequest{
-					Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)}, Params: p})
+		if ci, ok := cs.(server.SessionWithClientInfo); ok {
+			caps := ci.GetClientCapabilities()
+			if formElicitation(caps.Elicitation) {
+				cr.Ask = func(ctx context.Context, p mcp.ElicitationParams) (*mcp.ElicitationResult, error) {
+					return e.srv.RequestElicitation(ctx, mcp.ElicitationRequest{
+						Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)}, Params: p})
+				}
+			}
+			if cr.Asks = asksOf(caps); cr.Asks.Any() {
+				ctx = discovery.WithCallRelay(ctx, agentRelay{srv: e.srv, call: ctx})
 			}
 		}
 	}
 	if cr.AgentName == toolsearch.CallToolName {
 		cr = callThrough(cr)
+	}
+	if m := req.Params.Meta; m != nil && m.ProgressToken != nil {
+		// The server's progress reaches the agent under the agent's own
+		// token, on the call's stream (see relayProgress).
+		ctx = discovery.WithCallProgress(ctx, func(p discovery.CallProgress) { e.relayProgress(ctx, m.ProgressToken, p) })
 	}
 	return e.call(ctx, cr)
 }
@@ -209,7 +223,9 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 
 	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
 	defer cancel()
-	res, _, err = e.pool.Call(cctx, srv.ID, config, e.deps.Target(srv),
+	target := e.deps.Target(srv)
+	target.Asks = cr.Asks
+	res, _, err = e.pool.Call(cctx, srv.ID, config, target,
 		time.Duration(srv.TimeoutMS)*time.Millisecond, entry.Name, entry.Policy.Pin, cr.Args)
 	var mismatch *discovery.PinMismatchError
 	if errors.As(err, &mismatch) {

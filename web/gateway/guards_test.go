@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 )
 
 // A tools/call whose arguments are not an object is refused -32602, for
@@ -13,16 +15,16 @@ import (
 // server (issue 34, L8).
 func TestCallArgumentsMustBeAnObject(t *testing.T) {
 	m := newMCPSetup(t)
-	c := connectMCP(t, m.base, testMCPToken)
+	c := mcptest.Connect(t, m.base, testMCPToken)
 	for _, args := range []any{[]any{1}, "x", 3} {
-		a := postMCP(t, m.base, map[string]string{"Mcp-Session-Id": c.GetSessionId()},
+		a := mcptest.Post(t, m.base, testMCPToken, map[string]string{"Mcp-Session-Id": c.GetSessionId()},
 			map[string]any{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": map[string]any{"name": "alpha__read", "arguments": args}})
-		if a.error == nil || a.error.Code != mcp.INVALID_PARAMS {
-			t.Errorf("session: tools/call with arguments %v = %d %+v %s; want -32602", args, a.status, a.error, a.result)
+		if a.Error == nil || a.Error.Code != mcp.INVALID_PARAMS {
+			t.Errorf("session: tools/call with arguments %v = %d %+v %s; want -32602", args, a.Status, a.Error, a.Result)
 		}
-		modern := postModern(t, m.base, "tools/call", map[string]any{"name": "alpha__read", "arguments": args}, nil)
-		if modern.error == nil || modern.error.Code != mcp.INVALID_PARAMS {
-			t.Errorf("2026-07-28: tools/call with arguments %v = %d %+v; want -32602", args, modern.status, modern.error)
+		modern := mcptest.PostModern(t, m.base, testMCPToken, "tools/call", map[string]any{"name": "alpha__read", "arguments": args}, nil)
+		if modern.Error == nil || modern.Error.Code != mcp.INVALID_PARAMS {
+			t.Errorf("2026-07-28: tools/call with arguments %v = %d %+v; want -32602", args, modern.Status, modern.Error)
 		}
 	}
 	if n := len(m.e.calls()); n != 0 {
@@ -53,8 +55,8 @@ func TestWrongMCPTokensDoNotLockTheOwnerOut(t *testing.T) {
 	if got := wrong(); got != http.StatusTooManyRequests {
 		t.Errorf("a wrong token after 22 = %d; want 429", got)
 	}
-	c := connectMCP(t, m.base, testMCPToken)
-	if res, err := c.call("alpha__read", map[string]any{}); err != nil || res.IsError {
+	c := mcptest.Connect(t, m.base, testMCPToken)
+	if res, err := c.Call("alpha__read", map[string]any{}); err != nil || res.IsError {
 		t.Errorf("the right token after another's 22 wrong ones: call = %v, %v; want it answered", res, err)
 	}
 }
@@ -64,8 +66,8 @@ func TestWrongMCPTokensDoNotLockTheOwnerOut(t *testing.T) {
 func TestSessionBoundToItsToken(t *testing.T) {
 	m := newMCPSetup(t)
 	other := m.e.connectWithProfile("Other agent", "")
-	mine := connectMCP(t, m.base, testMCPToken)
-	theirs := connectMCP(t, m.base, other)
+	mine := mcptest.Connect(t, m.base, testMCPToken)
+	theirs := mcptest.Connect(t, m.base, other)
 	use := func(token, session, method string) int {
 		r, _ := http.NewRequest(method, m.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`))
 		if method == http.MethodDelete {
@@ -94,7 +96,7 @@ func TestSessionBoundToItsToken(t *testing.T) {
 		}
 	}
 	// Both still work for their own token.
-	if names := mine.names(t); len(names) == 0 {
+	if names := mine.Names(t); len(names) == 0 {
 		t.Error("the endpoint token's session lists nothing after another token's attempts")
 	}
 	if got := use(other, theirs.GetSessionId(), http.MethodPost); got != http.StatusOK {

@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/grants"
 	"github.com/switchboard-dev/switchboard/internal/serverconfig"
+	"github.com/switchboard-dev/switchboard/internal/verify"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/web/gateway"
@@ -27,11 +29,12 @@ import (
 
 // The scenario tests of this package run the gateway as Switchboard
 // does, on real parts: a bolt store in t.TempDir(), a discovery.Verifier
-// that starts the real fixture server (cmd/mcp-fixture), and the
-// Endpoint served over HTTP with httptest, reached by mcp-go's client.
-// What a person does on the dashboard (create and verify a server, set a
-// policy, answer an approval) is done here on the store and the
-// Endpoint, as the web package's handlers do it.
+// that starts the real fixture server (cmd/mcp-fixture), the
+// verifications of internal/verify, and the Endpoint served over HTTP
+// with httptest, reached by mcp-go's client (internal/mcptest). What a
+// person does on the dashboard (create and verify a server, set a
+// policy, answer an approval) is done here on the store, the
+// verifications and the Endpoint, as the web package's handlers do it.
 
 // testMCPToken is the endpoint's token.
 const testMCPToken = "test-mcp-token-0123456789"
@@ -66,20 +69,19 @@ func TestMain(m *testing.M) {
 
 // env is one endpoint on its own store, served at base.
 type env struct {
-	t    testing.TB
-	db   *bolt.DB
-	ep   *gateway.Endpoint
-	v    *discovery.Verifier
-	base string
+	t  testing.TB
+	db *bolt.DB
+	ep *gateway.Endpoint
+	// verifications verifies the servers and records the outcomes, as
+	// Switchboard's do.
+	verifications *verify.Service
+	base          string
 	// h serves /mcp as web's handleMCP does.
 	h http.Handler
 	// approvers is how many dashboard tabs the endpoint is told are open
 	// (Deps.Approvers).
 	approvers *atomic.Int32
 	logs      *logRecorder
-	// verifying counts the verifications the endpoint asked for (Deps.Verify)
-	// still running.
-	verifying *sync.WaitGroup
 }
 
 // in returns e bound to t, a subtest of e's test, so that a scenario's
@@ -91,42 +93,42 @@ func (e *env) in(t testing.TB) *env {
 }
 
 // newEnv is an endpoint configured by opts, on a new store, served until
-// the test ends.
+// the test ends. It is wired as switchboard serve wires it
+// (cmd/switchboard/serve.go): servers are verified by an internal/verify
+// Service, which the endpoint asks for verifications and which tells it
+// how servers are reached.
 func newEnv(t testing.TB, opts ...func(*gateway.Config)) *env {
 	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "sb.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, db: db, v: discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil),
-		approvers: &atomic.Int32{}, logs: &logRecorder{}, verifying: &sync.WaitGroup{}}
+	logs := &logRecorder{}
+	log := slog.New(logs)
+	v := discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil)
+	verifications := verify.New(verify.Config{Logger: log}, db, v, grants.NewKeeper(db, v))
+	e := &env{t: t, db: db, verifications: verifications, approvers: &atomic.Int32{}, logs: logs}
 	cfg := gateway.Config{Token: testMCPToken}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	var closing atomic.Bool
 	ep, err := gateway.New(cfg, gateway.Deps{
 		Store:    db,
-		Verifier: e.v,
-		Target:   target,
+		Verifier: v,
+		Target:   verifications.Target,
 		Verify: func(srv store.Server, trigger string) error {
-			if closing.Load() {
-				return nil
-			}
-			e.verifying.Add(1)
-			go func() { // ends with the verification
-				defer e.verifying.Done()
-				e.record(context.Background(), srv.ID, trigger)
-			}()
-			return nil
+			_, err := verifications.Submit(srv, trigger)
+			return err
 		},
 		Approvers: func() int { return int(e.approvers.Load()) },
-		Logger:    slog.New(e.logs),
+		Logger:    log,
 	})
 	if err != nil {
+		verifications.Close()
 		db.Close()
 		t.Fatal(err)
 	}
+	verifications.Start()
 	e.ep = ep
 	unsubscribe := db.Subscribe(ep.StoreChanged)
 	e.h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -146,15 +148,14 @@ func newEnv(t testing.TB, opts ...func(*gateway.Config)) *env {
 	ts := httptest.NewServer(e.h)
 	e.base = ts.URL
 	t.Cleanup(func() {
-		closing.Store(true)
-		e.verifying.Wait()
 		unsubscribe()
 		ep.Close()
+		verifications.Close() // after the endpoint, whose calls may ask for one
 		ts.CloseClientConnections()
 		ts.Close()
 		db.Close()
-		if errs := e.logs.errors(); len(errs) > 0 {
-			t.Errorf("the endpoint logged errors:\n%s", strings.Join(errs, "\n"))
+		if errs := logs.errors(); len(errs) > 0 {
+			t.Errorf("the endpoint or the verifications logged errors:\n%s", strings.Join(errs, "\n"))
 		}
 	})
 	return e
@@ -165,22 +166,6 @@ func (e *env) serve(r *http.Request) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	e.h.ServeHTTP(rec, r)
 	return rec
-}
-
-// target is how discovery reaches srv, as Switchboard's is (stdio: its
-// launch and walls).
-func target(srv store.Server) discovery.Target {
-	return discovery.Target{
-		Transport:   srv.Transport,
-		Command:     srv.Command,
-		Args:        srv.Args,
-		Env:         srv.Env,
-		Cwd:         srv.Cwd,
-		URL:         srv.URL,
-		Headers:     srv.Headers,
-		MemoryBytes: int64(srv.MemoryMB) << 20,
-		Sandbox:     serverconfig.Profile(srv),
-	}
 }
 
 // createServer validates body (as the API's server JSON) and creates the
@@ -205,9 +190,10 @@ func (e *env) createServer(body map[string]any) store.Server {
 	return srv
 }
 
-// verify confirms the server's launch and verifies it, recording the
-// outcome as a verification job does; it returns the status recorded
-// ("success" or "failed").
+// verify confirms the server's launch and verifies it, as a person's
+// Verify does; once the job is done (its outcome recorded), it returns
+// the job's status ("success", "failed", ...), logging the error of one
+// that failed.
 func (e *env) verify(id string) string {
 	e.t.Helper()
 	ctx := context.Background()
@@ -219,50 +205,40 @@ func (e *env) verify(id string) string {
 		if err := e.db.ConfirmLaunch(ctx, id, srv.LaunchHash()); err != nil {
 			e.t.Fatal(err)
 		}
+		if srv, err = e.db.Server(ctx, id); err != nil {
+			e.t.Fatal(err)
+		}
 	}
-	return e.record(ctx, id, store.TriggerManual)
-}
-
-var jobs atomic.Int64
-
-// record verifies the server and records the outcome in the store; it
-// returns the status recorded. It reports to no test: Deps.Verify runs it
-// in the background.
-func (e *env) record(ctx context.Context, id, trigger string) string {
-	srv, err := e.db.Server(ctx, id)
+	// The server's jobs that end, heard from before Submit: the job
+	// submitted may end before Submit returns.
+	done := make(chan discovery.Job, 16)
+	defer e.verifications.Subscribe(func(ev verify.Event) {
+		if ev.ServerID == id && ev.Job != nil && ev.Job.Done() {
+			select {
+			case done <- *ev.Job:
+			default: // only a burst of other jobs' ends fills it
+			}
+		}
+	})()
+	j, err := e.verifications.Submit(srv, store.TriggerManual)
 	if err != nil {
-		return "failed"
+		e.t.Fatalf("verify %s: %v", id, err)
 	}
-	start := time.Now()
-	jobID := fmt.Sprintf("job-%d", jobs.Add(1))
-	res, verr := e.v.Verify(ctx, target(srv), time.Duration(srv.TimeoutMS)*time.Millisecond, nil)
-	if verr != nil {
-		var de *discovery.Error
-		f := store.Failure{JobID: jobID, Trigger: trigger, ConfigHash: srv.ConfigHash(), Status: store.StatusFailed, StartedAt: start, FinishedAt: time.Now()}
-		if errors.As(verr, &de) {
-			f.Error = store.VerifyError{Class: de.Class, Phase: de.Phase, Message: de.Message, StderrTail: de.StderrTail, Lasting: de.Lasting()}
-		} else {
-			f.Error = store.VerifyError{Message: verr.Error()}
+	timeout := time.After(30 * time.Second)
+	for !j.Done() {
+		select {
+		case d := <-done:
+			if d.ID == j.ID {
+				j = d
+			}
+		case <-timeout:
+			e.t.Fatalf("verify %s: job %s not done after 30s", id, j.ID)
 		}
-		if err := e.db.RecordFailure(ctx, id, f); err != nil {
-			return "failed: " + err.Error()
-		}
-		return "failed"
 	}
-	v := store.Verification{JobID: jobID, Trigger: trigger, ConfigHash: srv.ConfigHash(), StartedAt: start, FinishedAt: time.Now(),
-		ProtocolVersion: res.ProtocolVersion, ServerName: res.ServerName, ServerVersion: res.ServerVersion, Capabilities: res.Capabilities,
-		Instructions: res.Instructions, Warnings: res.Warnings}
-	states := map[discovery.ToolState]store.ToolState{
-		discovery.ToolOversized: store.ToolOversized, discovery.ToolInvalid: store.ToolInvalid, discovery.ToolUnsupported: store.ToolUnsupported,
+	if j.Error != nil {
+		e.t.Logf("verify %s: %s: %s", id, j.Status, j.Error.Message)
 	}
-	for _, t := range res.Tools {
-		v.Tools = append(v.Tools, store.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
-			OutputSchema: t.OutputSchema, Annotations: t.Annotations, Raw: t.Raw, Pin: t.Pin, State: states[t.State], Problems: t.Problems})
-	}
-	if err := e.db.RecordSuccess(ctx, id, v); err != nil {
-		return "failed: " + err.Error()
-	}
-	return "success"
+	return j.Status
 }
 
 // setPolicy sets a tool's policy, as a person does, and returns the

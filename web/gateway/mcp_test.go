@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/internal/proctest"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/web/gateway"
@@ -64,16 +66,19 @@ func newMCPSetup(t testing.TB, opts ...func(*gateway.Config)) *mcpSetup {
 	return m
 }
 
+// agentNameSyntax is what MCP clients take as a tool name.
+var agentNameSyntax = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
 // tools/list answers from the catalog: exactly the allow and ask tools,
 // with safe, unique, reversible names, as the catalog API names them,
 // and without starting any server.
 func TestMCPListFromCatalog(t *testing.T) {
 	m := newMCPSetup(t)
 	e := m.e
-	c := connectMCP(t, m.base, testMCPToken)
+	c := mcptest.Connect(t, m.base, testMCPToken)
 	t.Run("tools/list is the catalog's allow and ask tools, safely named, nothing started", func(t *testing.T) {
 		e := e.in(t)
-		names := c.names(t)
+		names := c.Names(t)
 		var want []string
 		if _, err := e.db.Catalog(context.Background(), func(_ *store.Summary, tl store.ToolEntry) error {
 			if p := tl.Effective; p == store.PolicyAllow || p == store.PolicyAsk {
@@ -119,7 +124,7 @@ func TestMCPListFromCatalog(t *testing.T) {
 			e.setPolicy("gamma", tool, "allow")
 		}
 		var gamma []string
-		for _, n := range c.names(t) {
+		for _, n := range c.Names(t) {
 			if strings.HasPrefix(n, "gamma__") {
 				gamma = append(gamma, n)
 			}
@@ -173,13 +178,13 @@ func TestMCPListFromCatalog(t *testing.T) {
 func TestMCPCallRouting(t *testing.T) {
 	m := newMCPSetup(t)
 	e := m.e
-	c := connectMCP(t, m.base, testMCPToken)
+	c := mcptest.Connect(t, m.base, testMCPToken)
 	// Each step counts the calls audited so far: a failed step ends the
 	// scenario.
 	if !t.Run("the first call starts the upstream", func(t *testing.T) {
-		res, err := c.call("alpha__read", map[string]any{"path": "/x"})
-		if err != nil || text(res) != `read {"path":"/x"}` {
-			t.Fatalf("call alpha__read = %q, %v; want the fixture's echo", text(res), err)
+		res, err := c.Call("alpha__read", map[string]any{"path": "/x"})
+		if err != nil || mcptest.Text(res) != `read {"path":"/x"}` {
+			t.Fatalf("call alpha__read = %q, %v; want the fixture's echo", mcptest.Text(res), err)
 		}
 		if n := proctest.Count(m.marker); n != 1 {
 			t.Errorf("%d upstream processes after the first call; want 1", n)
@@ -190,13 +195,13 @@ func TestMCPCallRouting(t *testing.T) {
 	if !t.Run("the next call reuses it, and both are audited", func(t *testing.T) {
 		e := e.in(t)
 		odd := ""
-		for _, n := range c.names(t) {
+		for _, n := range c.Names(t) {
 			if strings.HasPrefix(n, "alpha__odd_name-v2_") {
 				odd = n
 			}
 		}
-		if res, err := c.call(odd, nil); err != nil || !strings.HasPrefix(text(res), "odd.name-v2 ") {
-			t.Errorf("call by the shortened name = %q, %v; want the tool called by its own name", text(res), err)
+		if res, err := c.Call(odd, nil); err != nil || !strings.HasPrefix(mcptest.Text(res), "odd.name-v2 ") {
+			t.Errorf("call by the shortened name = %q, %v; want the tool called by its own name", mcptest.Text(res), err)
 		}
 		if n := proctest.Count(m.marker); n != 1 {
 			t.Errorf("%d upstream processes after a second call to the same server; want it reused (1)", n)
@@ -217,14 +222,14 @@ func TestMCPCallRouting(t *testing.T) {
 
 	if !t.Run("a denied or unknown tool is refused, and audited", func(t *testing.T) {
 		e := e.in(t)
-		_, err := c.call("alpha__drop", nil)
+		_, err := c.Call("alpha__drop", nil)
 		if err == nil || !strings.Contains(err.Error(), "policy is deny") {
 			t.Errorf("call of a denied tool = %v; want refused, policy deny", err)
 		}
 		if call := e.waitCall(3); call.Decision != "denied" || call.Outcome != "refused" {
 			t.Errorf("audited denied call = %+v", call)
 		}
-		if _, err = c.call("alpha__nope", nil); err == nil {
+		if _, err = c.Call("alpha__nope", nil); err == nil {
 			t.Error("call of an unknown tool succeeded")
 		}
 	}) {
@@ -233,7 +238,7 @@ func TestMCPCallRouting(t *testing.T) {
 	if !t.Run("a name that is no agent name is refused without being echoed", func(t *testing.T) {
 		e := e.in(t)
 		long := strings.Repeat("<x>", 1000)
-		if _, err := c.call(long, nil); err == nil || strings.Contains(err.Error(), "<x>") || !strings.Contains(err.Error(), "not the name of a tool") {
+		if _, err := c.Call(long, nil); err == nil || strings.Contains(err.Error(), "<x>") || !strings.Contains(err.Error(), "not the name of a tool") {
 			t.Errorf("call by a long hostile name = %v; want refused, not echoed", err)
 		}
 		if call := e.waitCall(5); len(call.AgentName) > 80 {
@@ -262,7 +267,7 @@ func TestMCPCallRouting(t *testing.T) {
 	// decides what is offered): that tool is plumbing, not a tool.
 	t.Run("the route tool called by its name is refused, and mcp-go lists no tool of the offer", func(t *testing.T) {
 		e := e.in(t)
-		if _, err := c.call("switchboard:route", map[string]any{"path": "/x"}); err == nil || !strings.Contains(err.Error(), "not the name of a tool") {
+		if _, err := c.Call("switchboard:route", map[string]any{"path": "/x"}); err == nil || !strings.Contains(err.Error(), "not the name of a tool") {
 			t.Errorf("call of switchboard:route = %v; want refused, not the name of a tool", err)
 		}
 		if call := e.waitCall(7); call.AgentName != "switchboard:route…" || call.Decision != "denied" {
@@ -270,11 +275,11 @@ func TestMCPCallRouting(t *testing.T) {
 		}
 		// A tools/list this endpoint does not read (a params member of
 		// the wrong type) is mcp-go's to answer, from what it holds.
-		a := postMCP(t, m.base, map[string]string{"Mcp-Session-Id": c.GetSessionId()},
+		a := mcptest.Post(t, m.base, testMCPToken, map[string]string{"Mcp-Session-Id": c.GetSessionId()},
 			map[string]any{"jsonrpc": "2.0", "id": 8, "method": "tools/list", "params": map[string]any{"name": 5}})
 		var tools []mcp.Tool
-		if a.status != http.StatusOK || json.Unmarshal(a.result["tools"], &tools) != nil {
-			t.Fatalf("tools/list with a numeric name = %d %s", a.status, a.result)
+		if a.Status != http.StatusOK || json.Unmarshal(a.Result["tools"], &tools) != nil {
+			t.Fatalf("tools/list with a numeric name = %d %s", a.Status, a.Result)
 		}
 		for _, tl := range tools {
 			if tl.Name != "search_tools" {
@@ -289,16 +294,16 @@ func TestMCPCallRouting(t *testing.T) {
 func TestMCPListChanged(t *testing.T) {
 	m := newMCPSetup(t)
 	e := m.e
-	c := connectMCP(t, m.base, testMCPToken)
+	c := mcptest.Connect(t, m.base, testMCPToken)
 	if !t.Run("a policy edit sends list_changed and unlists the tool", func(t *testing.T) {
 		e := e.in(t)
-		before := c.names(t)
+		before := c.Names(t)
 		// The client opens its GET stream for notifications in the
 		// background, and the server shows no sign of a session's stream.
 		time.Sleep(quietPeriod)
 		e.setPolicy("alpha", "read", "deny")
-		waitFor(t, 5*time.Second, "tools/list_changed", func() bool { return c.listChanged.Load() >= 1 })
-		after := c.names(t)
+		waitFor(t, 5*time.Second, "tools/list_changed", func() bool { return c.ListChanged.Load() >= 1 })
+		after := c.Names(t)
 		if slices.Contains(after, "alpha__read") || len(after) != len(before)-1 {
 			t.Errorf("names after denying alpha read = %q; want %q without alpha__read", after, before)
 		}
@@ -307,13 +312,13 @@ func TestMCPListChanged(t *testing.T) {
 	}
 	if !t.Run("a verification that finds a tool gone sends list_changed and unlists it", func(t *testing.T) {
 		e := e.in(t)
-		n := c.listChanged.Load()
+		n := c.ListChanged.Load()
 		writeTools(t, m.files["beta"], "1", "secret")
 		if status := e.verify("beta"); status != "success" {
 			t.Fatal(status)
 		}
-		waitFor(t, 5*time.Second, "tools/list_changed after a verification", func() bool { return c.listChanged.Load() > n })
-		if names := c.names(t); slices.Contains(names, "beta__read") {
+		waitFor(t, 5*time.Second, "tools/list_changed after a verification", func() bool { return c.ListChanged.Load() > n })
+		if names := c.Names(t); slices.Contains(names, "beta__read") {
 			t.Errorf("names after beta read went missing = %q", names)
 		}
 	}) {
@@ -321,13 +326,13 @@ func TestMCPListChanged(t *testing.T) {
 	}
 	t.Run("a change that leaves the offer as it was sends nothing", func(t *testing.T) {
 		e := e.in(t)
-		n := c.listChanged.Load()
+		n := c.ListChanged.Load()
 		e.setPolicy("alpha", "write", "ask") // no change to the offer
 		// A notification not sent marks no moment (and the endpoint merges a
 		// pending rebuild with the next change's, so a later change cannot
 		// tell): give it the time one takes.
 		time.Sleep(quietPeriod)
-		if c.listChanged.Load() != n {
+		if c.ListChanged.Load() != n {
 			t.Errorf("list_changed sent for a change that left the offer as it was")
 		}
 	})
@@ -346,8 +351,8 @@ func TestMCPPinMismatchOnRestart(t *testing.T) {
 		t.Fatal(status)
 	}
 	e.setPolicy("rug", "tool_000", "allow")
-	c := connectMCP(t, e.base, testMCPToken)
-	_, err := c.call("rug__tool_000", nil)
+	c := mcptest.Connect(t, e.base, testMCPToken)
+	_, err := c.Call("rug__tool_000", nil)
 	if err == nil || !strings.Contains(err.Error(), "not the approved one") {
 		t.Fatalf("call of a tool changed on the second start = %v; want refused by the pin check", err)
 	}
@@ -357,7 +362,7 @@ func TestMCPPinMismatchOnRestart(t *testing.T) {
 	waitFor(t, 10*time.Second, "the re-verification marks it changed", func() bool {
 		return e.tools("rug")["tool_000"].State == store.ToolChanged
 	})
-	if names := c.names(t); slices.Contains(names, "rug__tool_000") {
+	if names := c.Names(t); slices.Contains(names, "rug__tool_000") {
 		t.Errorf("the changed tool is still offered: %q", names)
 	}
 }
@@ -367,7 +372,7 @@ func TestMCPPinMismatchOnRestart(t *testing.T) {
 func TestTaskRequiredToolNotOffered(t *testing.T) {
 	m := newMCPSetup(t)
 	e := m.e
-	c := connectMCP(t, m.base, testMCPToken)
+	c := mcptest.Connect(t, m.base, testMCPToken)
 	file := filepath.Join(t.TempDir(), "tasks.json")
 	data, _ := json.Marshal(map[string]any{"version": "1", "tools": []map[string]any{
 		{"name": "research", "inputSchema": map[string]any{"type": "object"}, "execution": map[string]any{"taskSupport": "required"}},
@@ -390,7 +395,7 @@ func TestTaskRequiredToolNotOffered(t *testing.T) {
 	if tools["maybe_task"].State != store.ToolActive {
 		t.Errorf("a tool that may run as a task = %+v; want active", tools["maybe_task"])
 	}
-	names := c.names(t)
+	names := c.Names(t)
 	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "tasks__research") }) || !slices.Contains(names, "tasks__maybe_task") {
 		t.Errorf("offered = %q; want tasks__maybe_task and no research", names)
 	}

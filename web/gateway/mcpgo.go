@@ -50,6 +50,12 @@ package gateway
 //     resultType "complete" (refuseCall, relayed): what this endpoint
 //     answers itself matches what mcp-go answers. TestMCPGoMarksModernResults,
 //     and TestMCPModernChecksAsMCPGo (gateway_test) end to end.
+// 12. A notification sent with SendNotificationToClient from a tool
+//     handler's context reaches the client that made the call, on that
+//     call's stream (a 2025 session's POST is turned into an SSE
+//     stream; a 2026-07-28 request's answer too), without blocking: a
+//     client that does not read loses it (relayProgress).
+//     TestProgressReachesTheAgent (gateway_test), both eras.
 //
 // mcp-go's own idle sweep and Shutdown are not relied on: the endpoint
 // ends idle sessions itself (endIdleSessions) and ends subscriptions/
@@ -70,6 +76,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/internal/toolsearch"
 )
 
@@ -221,4 +228,19 @@ func isListChanged(p []byte) string {
 		}
 	}
 	return ""
+}
+
+// relayProgress sends the agent the progress an upstream server reported
+// of the agent's call, under the progressToken the agent gave. It never
+// blocks the session's reading goroutine it is called on: a notification
+// the agent's stream has no room for is dropped, as progress may be.
+func (e *Endpoint) relayProgress(ctx context.Context, token mcp.ProgressToken, p discovery.CallProgress) {
+	params := map[string]any{"progressToken": token, "progress": p.Progress}
+	if p.Total > 0 {
+		params["total"] = p.Total
+	}
+	if p.Message != "" {
+		params["message"] = p.Message
+	}
+	_ = e.srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params)
 }

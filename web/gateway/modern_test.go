@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 )
 
 // What /mcp answers itself for a 2026-07-28 client (tools/list, a call of
@@ -50,13 +52,13 @@ func TestMCPModernChecksAsMCPGo(t *testing.T) {
 			want: http.StatusBadRequest, code: mcp.HEADER_MISMATCH},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ours := postModern(t, m.base, "tools/list", nil, tc.edit)
-			theirs := postModern(t, m.base, "prompts/list", nil, tc.edit)
+			ours := mcptest.PostModern(t, m.base, testMCPToken, "tools/list", nil, tc.edit)
+			theirs := mcptest.PostModern(t, m.base, testMCPToken, "prompts/list", nil, tc.edit)
 			compareAnswers(t, ours, theirs, tc.want, tc.code)
 			if tc.code == 0 {
 				for _, field := range []string{"_meta", "resultType", "ttlMs", "cacheScope"} {
-					if !bytes.Equal(ours.result[field], theirs.result[field]) {
-						t.Errorf("tools/list result %s = %s; want %s, as mcp-go's prompts/list has it", field, ours.result[field], theirs.result[field])
+					if !bytes.Equal(ours.Result[field], theirs.Result[field]) {
+						t.Errorf("tools/list result %s = %s; want %s, as mcp-go's prompts/list has it", field, ours.Result[field], theirs.Result[field])
 					}
 				}
 			}
@@ -71,8 +73,8 @@ func TestMCPModernChecksAsMCPGo(t *testing.T) {
 		{name: "Mcp-Name of another", edit: func(h map[string]string, _ map[string]any) { h["Mcp-Name"] = "other" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ours := postModern(t, m.base, "tools/call", map[string]any{"name": "alpha__nope"}, tc.edit)
-			theirs := postModern(t, m.base, "prompts/get", map[string]any{"name": "nope"}, tc.edit)
+			ours := mcptest.PostModern(t, m.base, testMCPToken, "tools/call", map[string]any{"name": "alpha__nope"}, tc.edit)
+			theirs := mcptest.PostModern(t, m.base, testMCPToken, "prompts/get", map[string]any{"name": "nope"}, tc.edit)
 			compareAnswers(t, ours, theirs, http.StatusBadRequest, mcp.HEADER_MISMATCH)
 		})
 	}
@@ -81,22 +83,22 @@ func TestMCPModernChecksAsMCPGo(t *testing.T) {
 	}
 }
 
-func compareAnswers(t *testing.T, ours, theirs mcpAnswer, status, code int) {
+func compareAnswers(t *testing.T, ours, theirs mcptest.Answer, status, code int) {
 	t.Helper()
-	if ours.status != status || theirs.status != status {
-		t.Errorf("status: /mcp's own answer %d, mcp-go's %d; want %d", ours.status, theirs.status, status)
+	if ours.Status != status || theirs.Status != status {
+		t.Errorf("status: /mcp's own answer %d, mcp-go's %d; want %d", ours.Status, theirs.Status, status)
 	}
-	if string(ours.id) != "41" || string(theirs.id) != "41" {
-		t.Errorf("id: /mcp's own answer %s, mcp-go's %s; want the request's, 41", ours.id, theirs.id)
+	if string(ours.ID) != "41" || string(theirs.ID) != "41" {
+		t.Errorf("id: /mcp's own answer %s, mcp-go's %s; want the request's, 41", ours.ID, theirs.ID)
 	}
 	switch {
-	case code == 0 && (ours.error != nil || theirs.error != nil):
-		t.Errorf("errors: /mcp's own %+v, mcp-go's %+v; want none", ours.error, theirs.error)
+	case code == 0 && (ours.Error != nil || theirs.Error != nil):
+		t.Errorf("errors: /mcp's own %+v, mcp-go's %+v; want none", ours.Error, theirs.Error)
 	case code == 0:
-	case ours.error == nil || theirs.error == nil:
-		t.Errorf("errors: /mcp's own %+v, mcp-go's %+v; want code %d", ours.error, theirs.error, code)
-	case ours.error.Code != code || theirs.error.Code != code || !bytes.Equal(ours.error.Data, theirs.error.Data):
-		t.Errorf("errors: /mcp's own %d %s, mcp-go's %d %s; want code %d, the same data", ours.error.Code, ours.error.Data, theirs.error.Code, theirs.error.Data, code)
+	case ours.Error == nil || theirs.Error == nil:
+		t.Errorf("errors: /mcp's own %+v, mcp-go's %+v; want code %d", ours.Error, theirs.Error, code)
+	case ours.Error.Code != code || theirs.Error.Code != code || !bytes.Equal(ours.Error.Data, theirs.Error.Data):
+		t.Errorf("errors: /mcp's own %d %s, mcp-go's %d %s; want code %d, the same data", ours.Error.Code, ours.Error.Data, theirs.Error.Code, theirs.Error.Data, code)
 	}
 }
 
@@ -104,16 +106,16 @@ func compareAnswers(t *testing.T, ours, theirs mcpAnswer, status, code int) {
 // do; each is audited under its own name.
 func TestMCPModernAndSessionCallsTogether(t *testing.T) {
 	m := newMCPSetup(t)
-	old := connectMCP(t, m.base, testMCPToken)
-	c := connectMCPAs(t, m.base, testMCPToken, mcp.ProtocolVersion20260728, modernAgent)
+	old := mcptest.Connect(t, m.base, testMCPToken)
+	c := mcptest.ConnectAs(t, m.base, testMCPToken, mcp.ProtocolVersion20260728, mcptest.ModernAgent)
 	var wg sync.WaitGroup
 	for i := range 10 {
-		for _, cl := range []*mcpClient{old, c} {
+		for _, cl := range []*mcptest.Client{old, c} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if res, err := cl.call("beta__read", map[string]any{"i": i}); err != nil || !strings.HasPrefix(text(res), "read ") {
-					t.Errorf("call %d = %q, %v", i, text(res), err)
+				if res, err := cl.Call("beta__read", map[string]any{"i": i}); err != nil || !strings.HasPrefix(mcptest.Text(res), "read ") {
+					t.Errorf("call %d = %q, %v", i, mcptest.Text(res), err)
 				}
 			}()
 		}
@@ -132,10 +134,10 @@ func TestMCPModernAndSessionCallsTogether(t *testing.T) {
 // session's stream does, so that it holds no shutdown up.
 func TestMCPListenEndsWithTheEndpoint(t *testing.T) {
 	e := newEnv(t)
-	c := connectMCPAs(t, e.base, testMCPToken, mcp.ProtocolVersion20260728, modernAgent)
+	c := mcptest.ConnectAs(t, e.base, testMCPToken, mcp.ProtocolVersion20260728, mcptest.ModernAgent)
 	ended := make(chan error, 1)
 	go func() { ended <- c.Listen(context.Background(), mcp.SubscriptionFilter{ToolsListChanged: true}) }()
-	waitFor(t, 5*time.Second, "the listen stream acknowledged", func() bool { return c.acknowledged.Load() == 1 })
+	waitFor(t, 5*time.Second, "the listen stream acknowledged", func() bool { return c.Acknowledged.Load() == 1 })
 	start := time.Now()
 	e.ep.Close()
 	select {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/internal/toolsearch/toolsearchtest"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/web/gateway"
@@ -30,40 +31,40 @@ func TestProfileOffers(t *testing.T) {
 	e.saveProfile(store.Profile{ID: "beta-only", Name: "Beta only", Mode: store.ProfileServers, Servers: []string{"beta"}})
 	e.saveProfile(store.Profile{ID: "strict", Name: "Strict", Mode: store.ProfileTools, Tools: []store.ToolRef{alphaRead, alphaOdd, betaRead},
 		Overrides: map[store.ToolRef]store.Policy{alphaRead: store.PolicyDeny, betaRead: store.PolicyAsk}})
-	betaOnly := connectMCP(t, m.base, e.connectWithProfile("Beta agent", "beta-only"))
-	strict := connectMCP(t, m.base, e.connectWithProfile("Strict agent", "strict"))
-	all := connectMCP(t, m.base, testMCPToken)
-	modern := connectMCPAs(t, m.base, e.connectWithProfile("Modern beta", "beta-only"), mcp.ProtocolVersion20260728, mcp.Implementation{Name: "modern-beta", Version: "1"})
+	betaOnly := mcptest.Connect(t, m.base, e.connectWithProfile("Beta agent", "beta-only"))
+	strict := mcptest.Connect(t, m.base, e.connectWithProfile("Strict agent", "strict"))
+	all := mcptest.Connect(t, m.base, testMCPToken)
+	modern := mcptest.ConnectAs(t, m.base, e.connectWithProfile("Modern beta", "beta-only"), mcp.ProtocolVersion20260728, mcp.Implementation{Name: "modern-beta", Version: "1"})
 
-	if got := betaOnly.names(t); !slices.Equal(got, []string{"beta__read"}) {
+	if got := betaOnly.Names(t); !slices.Equal(got, []string{"beta__read"}) {
 		t.Errorf("beta-only tools/list = %q; want beta__read", got)
 	}
-	if got := modern.names(t); !slices.Equal(got, []string{"beta__read"}) {
+	if got := modern.Names(t); !slices.Equal(got, []string{"beta__read"}) {
 		t.Errorf("beta-only tools/list (2026-07-28) = %q; want beta__read", got)
 	}
-	if got := strict.names(t); len(got) != 2 || !slices.Contains(got, "beta__read") || slices.Contains(got, "alpha__read") {
+	if got := strict.Names(t); len(got) != 2 || !slices.Contains(got, "beta__read") || slices.Contains(got, "alpha__read") {
 		t.Errorf("strict tools/list = %q; want beta__read and the odd name, alpha__read denied", got)
 	}
-	if got := all.names(t); len(got) != 6 {
+	if got := all.Names(t); len(got) != 6 {
 		t.Errorf("the endpoint token's tools/list = %q; want all 6 offered", got)
 	}
 
 	t.Run("a call outside the profile is refused as of an unknown tool", func(t *testing.T) {
 		e := e.in(t)
-		_, err := betaOnly.call("alpha__read", map[string]any{})
+		_, err := betaOnly.Call("alpha__read", map[string]any{})
 		if err == nil || !strings.Contains(err.Error(), `no tool is offered as "alpha__read"`) {
 			t.Errorf("beta-only calls alpha__read = %v; want refused as unknown", err)
 		}
 		if call := e.waitCall(1); call.Profile != "beta-only" || call.Decision != "denied" || call.ConnectedAs != "Beta agent" {
 			t.Errorf("audited = %+v; want denied, profile beta-only", call)
 		}
-		if res, err := betaOnly.call("beta__read", map[string]any{}); err != nil || res.IsError {
+		if res, err := betaOnly.Call("beta__read", map[string]any{}); err != nil || res.IsError {
 			t.Errorf("beta-only calls beta__read = %v, %v; want it through", res, err)
 		}
 		if call := e.waitCall(2); call.Profile != "beta-only" || call.Outcome != "ok" {
 			t.Errorf("audited = %+v; want ok, profile beta-only", call)
 		}
-		if _, err := all.call("alpha__read", map[string]any{}); err != nil {
+		if _, err := all.Call("alpha__read", map[string]any{}); err != nil {
 			t.Errorf("the default calls alpha__read = %v", err)
 		}
 		if call := e.waitCall(3); call.Profile != "default" || call.Outcome != "ok" {
@@ -72,7 +73,7 @@ func TestProfileOffers(t *testing.T) {
 	})
 	t.Run("a deny override refuses with its reason", func(t *testing.T) {
 		e := e.in(t)
-		_, err := strict.call("alpha__read", map[string]any{})
+		_, err := strict.Call("alpha__read", map[string]any{})
 		if err == nil || !strings.Contains(err.Error(), `the profile "strict" of this client denies the tool`) {
 			t.Errorf("strict calls alpha__read = %v; want refused by the profile", err)
 		}
@@ -86,7 +87,7 @@ func TestProfileOffers(t *testing.T) {
 		// the call, or it is refused at once for want of anyone.
 		e.approvers.Store(1)
 		done := make(chan error, 1)
-		go func() { _, err := strict.call("beta__read", map[string]any{}); done <- err }()
+		go func() { _, err := strict.Call("beta__read", map[string]any{}); done <- err }()
 		e.decide(e.waitApproval(), "approve")
 		if err := <-done; err != nil {
 			t.Errorf("approved call = %v", err)
@@ -98,7 +99,7 @@ func TestProfileOffers(t *testing.T) {
 	t.Run("a call approved after its profile denied the tool is refused", func(t *testing.T) {
 		e := e.in(t)
 		done := make(chan error, 1)
-		go func() { _, err := strict.call("beta__read", map[string]any{}); done <- err }()
+		go func() { _, err := strict.Call("beta__read", map[string]any{}); done <- err }()
 		id := e.waitApproval()
 		e.saveProfile(store.Profile{ID: "strict", Name: "Strict", Mode: store.ProfileTools, Tools: []store.ToolRef{alphaOdd, betaRead},
 			Overrides: map[store.ToolRef]store.Policy{betaRead: store.PolicyDeny}})
@@ -115,32 +116,32 @@ func TestProfileOffers(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer stop()
-		waitFor(t, 5*time.Second, "the listen stream acknowledged", func() bool { return modern.acknowledged.Load() == 1 })
+		waitFor(t, 5*time.Second, "the listen stream acknowledged", func() bool { return modern.Acknowledged.Load() == 1 })
 		time.Sleep(quietPeriod) // the sessions' GET streams open in the background
-		b, s, a, mo := betaOnly.listChanged.Load(), strict.listChanged.Load(), all.listChanged.Load(), modern.listChanged.Load()
+		b, s, a, mo := betaOnly.ListChanged.Load(), strict.ListChanged.Load(), all.ListChanged.Load(), modern.ListChanged.Load()
 		// A tool outside beta-only's and strict's views.
 		e.setPolicy("alpha", "write", "deny")
-		waitFor(t, 5*time.Second, "list_changed for the default", func() bool { return all.listChanged.Load() > a })
+		waitFor(t, 5*time.Second, "list_changed for the default", func() bool { return all.ListChanged.Load() > a })
 		time.Sleep(quietPeriod)
-		if betaOnly.listChanged.Load() != b || strict.listChanged.Load() != s || modern.listChanged.Load() != mo {
-			t.Errorf("a tool outside their views told beta-only %d, strict %d, modern %d times", betaOnly.listChanged.Load()-b, strict.listChanged.Load()-s, modern.listChanged.Load()-mo)
+		if betaOnly.ListChanged.Load() != b || strict.ListChanged.Load() != s || modern.ListChanged.Load() != mo {
+			t.Errorf("a tool outside their views told beta-only %d, strict %d, modern %d times", betaOnly.ListChanged.Load()-b, strict.ListChanged.Load()-s, modern.ListChanged.Load()-mo)
 		}
 		// Another profile's change.
-		a = all.listChanged.Load()
+		a = all.ListChanged.Load()
 		e.saveProfile(store.Profile{ID: "strict", Name: "Strict", Mode: store.ProfileTools, Tools: []store.ToolRef{betaRead}})
-		waitFor(t, 5*time.Second, "list_changed for strict", func() bool { return strict.listChanged.Load() > s })
-		if got := strict.names(t); !slices.Equal(got, []string{"beta__read"}) {
+		waitFor(t, 5*time.Second, "list_changed for strict", func() bool { return strict.ListChanged.Load() > s })
+		if got := strict.Names(t); !slices.Equal(got, []string{"beta__read"}) {
 			t.Errorf("strict after its edit = %q; want beta__read", got)
 		}
 		time.Sleep(quietPeriod)
-		if betaOnly.listChanged.Load() != b || modern.listChanged.Load() != mo || all.listChanged.Load() != a {
-			t.Errorf("strict's edit told beta-only %d, modern %d, default %d times", betaOnly.listChanged.Load()-b, modern.listChanged.Load()-mo, all.listChanged.Load()-a)
+		if betaOnly.ListChanged.Load() != b || modern.ListChanged.Load() != mo || all.ListChanged.Load() != a {
+			t.Errorf("strict's edit told beta-only %d, modern %d, default %d times", betaOnly.ListChanged.Load()-b, modern.ListChanged.Load()-mo, all.ListChanged.Load()-a)
 		}
 		// A change in beta-only's view.
 		e.setPolicy("beta", "read", "deny")
-		waitFor(t, 5*time.Second, "list_changed for beta-only's session", func() bool { return betaOnly.listChanged.Load() > b })
-		waitFor(t, 5*time.Second, "list_changed on beta-only's listen stream", func() bool { return modern.listChanged.Load() > mo })
-		if got := betaOnly.names(t); len(got) != 0 {
+		waitFor(t, 5*time.Second, "list_changed for beta-only's session", func() bool { return betaOnly.ListChanged.Load() > b })
+		waitFor(t, 5*time.Second, "list_changed on beta-only's listen stream", func() bool { return modern.ListChanged.Load() > mo })
+		if got := betaOnly.Names(t); len(got) != 0 {
 			t.Errorf("beta-only after beta read was denied = %q; want nothing", got)
 		}
 	})
@@ -205,8 +206,8 @@ func TestSearchModeProfile(t *testing.T) {
 	pin := strings.TrimPrefix(agentName("tracker__list_issue"), "synth__")
 	e.saveProfile(store.Profile{ID: "finder", Name: "Finder", Mode: store.ProfileAll, Search: true,
 		Pinned: []store.ToolRef{{ServerID: "synth", Tool: pin}}})
-	c := connectMCP(t, e.base, e.connectWithProfile("Finder agent", "finder"))
-	if got, wantList := c.names(t), []string{"call_tool", "search_tools", "synth__" + pin}; !slices.Equal(got, wantList) {
+	c := mcptest.Connect(t, e.base, e.connectWithProfile("Finder agent", "finder"))
+	if got, wantList := c.Names(t), []string{"call_tool", "search_tools", "synth__" + pin}; !slices.Equal(got, wantList) {
 		t.Fatalf("tools/list = %v; want %v", got, wantList)
 	}
 
@@ -214,7 +215,7 @@ func TestSearchModeProfile(t *testing.T) {
 	// that each comes with its full definition.
 	search := func(query string) []string {
 		t.Helper()
-		res, err := c.call("search_tools", map[string]any{"query": query})
+		res, err := c.Call("search_tools", map[string]any{"query": query})
 		if err != nil || res.IsError {
 			t.Fatalf("search_tools(%q) = %v, %v", query, res, err)
 		}
@@ -225,8 +226,8 @@ func TestSearchModeProfile(t *testing.T) {
 				InputSchema json.RawMessage `json:"inputSchema"`
 			} `json:"tools"`
 		}
-		if err := json.Unmarshal([]byte(text(res)), &found); err != nil {
-			t.Fatalf("search_tools(%q) result %s: %v", query, text(res), err)
+		if err := json.Unmarshal([]byte(mcptest.Text(res)), &found); err != nil {
+			t.Fatalf("search_tools(%q) result %s: %v", query, mcptest.Text(res), err)
 		}
 		names := []string{}
 		for _, tl := range found.Tools {
@@ -267,7 +268,7 @@ func TestSearchModeProfile(t *testing.T) {
 		}
 	}
 
-	res, err := c.call("call_tool", map[string]any{"name": want, "arguments": map[string]any{}})
+	res, err := c.Call("call_tool", map[string]any{"name": want, "arguments": map[string]any{}})
 
 	if err != nil || res.IsError {
 		t.Fatalf("call_tool(%s) = %v, %v; want the fixture's answer", want, res, err)
@@ -275,28 +276,28 @@ func TestSearchModeProfile(t *testing.T) {
 	if got := e.waitCall(1); got.AgentName != want || got.Profile != "finder" || got.Outcome != "ok" || got.Decision != "allowed" {
 		t.Errorf("audited = %+v; want %s of profile finder, allowed, ok", got, want)
 	}
-	if _, err := c.call("call_tool", map[string]any{"name": "synth__nope_nothing"}); err == nil || !strings.Contains(err.Error(), "no tool is offered") {
+	if _, err := c.Call("call_tool", map[string]any{"name": "synth__nope_nothing"}); err == nil || !strings.Contains(err.Error(), "no tool is offered") {
 		t.Errorf("call_tool of a tool there is none of = %v; want refused as unknown", err)
 	}
-	if _, err := c.call(want, map[string]any{}); err == nil {
+	if _, err := c.Call(want, map[string]any{}); err == nil {
 		t.Errorf("a direct call of %s, found only by search = nil; want refused", want)
 	}
-	if _, err := c.call("synth__"+pin, map[string]any{}); err != nil {
+	if _, err := c.Call("synth__"+pin, map[string]any{}); err != nil {
 		t.Errorf("a direct call of the pinned %s = %v", pin, err)
 	}
 
 	// A catalog change outside the pinned tools leaves the search-mode list
 	// as it was: its agent is not told, while a default agent is.
-	d := connectMCP(t, e.base, testMCPToken)
+	d := mcptest.Connect(t, e.base, testMCPToken)
 	e.setPolicy("synth", strings.TrimPrefix(want, "synth__"), "deny")
-	waitFor(t, 5*time.Second, "the default agent told of the change", func() bool { return d.listChanged.Load() > 0 })
-	if n := c.listChanged.Load(); n != 0 {
+	waitFor(t, 5*time.Second, "the default agent told of the change", func() bool { return d.ListChanged.Load() > 0 })
+	if n := c.ListChanged.Load(); n != 0 {
 		t.Errorf("the search-mode agent heard %d list changes; want none", n)
 	}
-	if _, err := c.call("call_tool", map[string]any{"name": want}); err == nil {
+	if _, err := c.Call("call_tool", map[string]any{"name": want}); err == nil {
 		t.Errorf("call_tool of %s once denied = nil; want refused", want)
 	}
-	if res, err := c.call("search_tools", map[string]any{"query": "zxqv blorft quux"}); err != nil || text(res) != `{"tools":[]}` {
-		t.Errorf("search_tools(nonsense) = %s, %v; want an empty list", text(res), err)
+	if res, err := c.Call("search_tools", map[string]any{"query": "zxqv blorft quux"}); err != nil || mcptest.Text(res) != `{"tools":[]}` {
+		t.Errorf("search_tools(nonsense) = %s, %v; want an empty list", mcptest.Text(res), err)
 	}
 }

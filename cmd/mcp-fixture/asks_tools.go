@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// The tools -mode asks serves besides the generated ones: each asks its
+// client something while it handles the call (a 2025-era server's
+// requests), and answers what the client answered, or the client's
+// refusal as a tool error. ask_model asks for a model's message
+// (sampling/createMessage), ask_person for a form's content and ask_url
+// to visit a URL (elicitation/create, form and URL mode), list_roots for
+// the client's roots (roots/list).
+
+// asksTools returns the asking tools with their handlers.
+func asksTools() []server.ServerTool {
+	return []server.ServerTool{
+		{Tool: mcp.NewTool("ask_model", mcp.WithDescription("Asks the client's model to complete a prompt, and answers its text."),
+			mcp.WithString("prompt", mcp.Required(), mcp.Description("What to ask the model."))), Handler: askModel},
+		{Tool: mcp.NewTool("ask_person", mcp.WithDescription("Asks the person for their name with a form, and answers what they gave."),
+			mcp.WithInteger("delay_ms", mcp.DefaultNumber(0), mcp.Min(0), mcp.Max(10000), mcp.Description("Pause before asking, in milliseconds."))), Handler: askPerson},
+		{Tool: mcp.NewTool("ask_url", mcp.WithDescription("Asks the person to visit a URL, and answers what they did.")), Handler: askURL},
+		{Tool: mcp.NewTool("list_roots", mcp.WithDescription("Asks the client for its roots, and answers their URIs, one a line.")), Handler: listRoots},
+	}
+}
+
+// Each tool asks as a 2026-07-28 server does, with an input_required
+// result answered on the call's retry; mcp-go sends a client of an
+// earlier revision the same question as a request of its own during the
+// call, and calls the handler again with the answer.
+
+func askModel(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res := server.SamplingResponse(req.Params.InputResponses, "model")
+	if res == nil {
+		if _, asked := req.Params.InputResponses["model"]; asked {
+			return mcp.NewToolResultError("sampling failed: the client's answer is not a message"), nil
+		}
+		return server.NewInputRequestBuilder("").Sample("model", mcp.CreateMessageParams{
+			Messages:  []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(req.GetString("prompt", ""))}},
+			MaxTokens: 100,
+		}).ToolResult(), nil
+	}
+	// The content arrives decoded as the transport left it (a TextContent,
+	// or a map): read its text from its JSON.
+	var text struct{ Text string }
+	raw, _ := json.Marshal(res.Content)
+	_ = json.Unmarshal(raw, &text)
+	return mcp.NewToolResultText(res.Model + ": " + text.Text), nil
+}
+
+func askPerson(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res := server.ElicitationResponse(req.Params.InputResponses, "name")
+	if res == nil {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(req.GetInt("delay_ms", 0)) * time.Millisecond):
+		}
+		return server.NewInputRequestBuilder("").Elicit("name", mcp.ElicitationParams{
+			Message: "What is your name?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+				"name": map[string]any{"type": "string", "description": "Your name"}}, "required": []string{"name"}},
+		}).ToolResult(), nil
+	}
+	content, _ := json.Marshal(res.Content)
+	return mcp.NewToolResultText(string(res.Action) + " " + string(content)), nil
+}
+
+func askURL(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res := server.ElicitationResponse(req.Params.InputResponses, "visit")
+	if res == nil {
+		return server.NewInputRequestBuilder("").Elicit("visit", mcp.ElicitationParams{
+			Mode: mcp.ElicitationModeURL, Message: "Please sign the form.", ElicitationID: "fixture-1", URL: "https://example.com/sign",
+		}).ToolResult(), nil
+	}
+	return mcp.NewToolResultText(string(res.Action)), nil
+}
+
+func listRoots(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res := server.RootsResponse(req.Params.InputResponses, "roots")
+	if res == nil {
+		return server.NewInputRequestBuilder("").Roots("roots").ToolResult(), nil
+	}
+	uris := make([]string, 0, len(res.Roots))
+	for _, r := range res.Roots {
+		uris = append(uris, r.URI)
+	}
+	return mcp.NewToolResultText(strings.Join(uris, "\n")), nil
+}

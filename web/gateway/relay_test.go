@@ -1,0 +1,113 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
+)
+
+// A server's progress on an agent's call reaches the agent, in both
+// protocol eras, under the progressToken the agent gave (not the one
+// Switchboard gave the server), on the call's own stream, before the
+// result.
+func TestProgressReachesTheAgent(t *testing.T) {
+	e := newEnv(t)
+	e.createServer(map[string]any{"id": "steps", "name": "Steps", "transport": "stdio", "command": fixtureBin,
+		"args": []string{"-mode", "try-it"}, "default_policy": "allow"})
+	if status := e.verify("steps"); status != "success" {
+		t.Fatalf("verify steps = %s", status)
+	}
+	e.setPolicy("steps", "slow_steps", "allow")
+	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
+		t.Run(version, func(t *testing.T) {
+			c := mcptest.ConnectAs(t, e.base, testMCPToken, version, mcp.Implementation{Name: "progress-agent", Version: "1"})
+			var mu sync.Mutex
+			var heard []map[string]any
+			c.OnNotification(func(n mcp.JSONRPCNotification) {
+				if n.Method == string(mcp.MethodNotificationProgress) {
+					mu.Lock()
+					heard = append(heard, n.Params.AdditionalFields)
+					mu.Unlock()
+				}
+			})
+			token := "agent-token-" + version
+			req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "steps__slow_steps",
+				Arguments: map[string]any{"steps": 3, "delay_ms": 50}, Meta: &mcp.Meta{ProgressToken: token}}}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := c.CallTool(ctx, req)
+			if err != nil || res.IsError {
+				t.Fatalf("call = %+v, %v; want a result", res, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(heard) != 3 {
+				t.Fatalf("progress notifications = %v; want 3, before the result", heard)
+			}
+			for i, p := range heard {
+				want := map[string]any{"progressToken": token, "progress": float64(i + 1), "total": float64(3),
+					"message": fmt.Sprintf("step %d of 3 <done>", i+1)}
+				if fmt.Sprint(p) != fmt.Sprint(want) {
+					t.Errorf("progress %d = %v; want %v", i+1, p, want)
+				}
+			}
+		})
+	}
+}
+
+// An agent that gives up on a call stops it on the server: the
+// server's handler sees its request cancelled, in both protocol eras.
+func TestAnAgentsCancelStopsTheUpstreamCall(t *testing.T) {
+	started, stopped := make(chan struct{}, 1), make(chan struct{}, 1)
+	up := server.NewMCPServer("upstream", "1.0.0", server.WithToolCapabilities(false))
+	up.AddTool(mcp.NewTool("wait", mcp.WithDescription("Waits until its call is cancelled.")),
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			started <- struct{}{}
+			<-ctx.Done() // the test ends the call, or fails waiting
+			stopped <- struct{}{}
+			return nil, ctx.Err()
+		})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(up))
+	t.Cleanup(ts.Close)
+
+	e := newEnv(t)
+	e.createServer(map[string]any{"id": "up", "name": "Upstream", "transport": "http", "url": ts.URL + "/mcp", "default_policy": "allow"})
+	if status := e.verify("up"); status != "success" {
+		t.Fatalf("verify up = %s", status)
+	}
+	e.setPolicy("up", "wait", "allow")
+	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
+		t.Run(version, func(t *testing.T) {
+			c := mcptest.ConnectAs(t, e.base, testMCPToken, version, mcp.Implementation{Name: "cancelling-agent", Version: "1"})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "up__wait"}})
+				done <- err
+			}()
+			select {
+			case <-started:
+			case err := <-done:
+				t.Fatalf("the call ended before it reached the server: %v", err)
+			}
+			cancel()
+			if err := <-done; err == nil {
+				t.Error("the agent's cancelled call answered; want its cancellation")
+			}
+			select {
+			case <-stopped:
+			case <-time.After(time.Minute):
+				t.Fatal("the server's handler was still running a minute after the agent cancelled")
+			}
+		})
+	}
+}
