@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/switchboard-dev/switchboard/internal/fixturetest"
 	"github.com/switchboard-dev/switchboard/internal/mcptest"
+	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/web/gateway"
 )
 
 // answeringAgent is a 2025-era agent's answers to what servers ask: a
@@ -19,7 +23,11 @@ import (
 type answeringAgent struct{ name string }
 
 func (a answeringAgent) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	prompt, _ := req.Messages[0].Content.(mcp.TextContent)
+	// mcp-go's client hands the content over as its transport decoded it
+	// (a TextContent, or a map): its text is read from its JSON.
+	var prompt struct{ Text string }
+	raw, _ := json.Marshal(req.Messages[0].Content)
+	_ = json.Unmarshal(raw, &prompt)
 	return &mcp.CreateMessageResult{Model: a.name + "-model", SamplingMessage: mcp.SamplingMessage{
 		Role: mcp.RoleAssistant, Content: mcp.NewTextContent("sampled " + prompt.Text)}}, nil
 }
@@ -39,16 +47,19 @@ func (a answeringAgent) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.L
 	return &mcp.ListRootsResult{Roots: []mcp.Root{{URI: "file:///work/" + a.name, Name: a.name}, {URI: "file:///tmp"}}}, nil
 }
 
-// connectAnswering connects a 2025-11-25 agent that declares sampling,
-// elicitation (form and URL) and roots, answering as a does.
-func connectAnswering(t *testing.T, base string, a answeringAgent) *mcptest.Client {
+// connectAnswering connects an agent of the protocol version that
+// declares sampling, elicitation (form and URL) and roots, answering as a
+// does: asked during a 2025-era session's call, or answering a
+// 2026-07-28 call's input_required and calling again (mcp-go's client
+// does both).
+func connectAnswering(t *testing.T, base, version string, a answeringAgent) *mcptest.Client {
 	t.Helper()
 	caps := mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{},
 		Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}},
 		Roots: &struct {
 			ListChanged bool `json:"listChanged,omitempty"`
 		}{}}
-	return mcptest.ConnectAs(t, base, testMCPToken, mcp.ProtocolVersion20251125, mcp.Implementation{Name: a.name, Version: "1"},
+	return mcptest.ConnectAs(t, base, testMCPToken, version, mcp.Implementation{Name: a.name, Version: "1"},
 		client.WithClientCapabilities(caps), client.WithSamplingHandler(a), client.WithElicitationHandler(a), client.WithRootsHandler(a))
 }
 
@@ -84,21 +95,27 @@ func TestWhatAServerAsksReachesTheCallingAgent(t *testing.T) {
 			e.setPolicy(id, tool, "allow")
 		}
 	}
-	ada, bob := connectAnswering(t, e.base, answeringAgent{"ada"}), connectAnswering(t, e.base, answeringAgent{"bob"})
+	type agent struct {
+		*mcptest.Client
+		name string
+	}
+	// ada and bob have 2025-11-25 sessions; cy and di speak 2026-07-28.
+	var agents []agent
+	for name, version := range map[string]string{"ada": mcp.ProtocolVersion20251125, "bob": mcp.ProtocolVersion20251125,
+		"cy": mcp.ProtocolVersion20260728, "di": mcp.ProtocolVersion20260728} {
+		agents = append(agents, agent{connectAnswering(t, e.base, version, answeringAgent{name}), name})
+	}
 	plain := mcptest.Connect(t, e.base, testMCPToken)
 	for _, id := range servers {
 		t.Run(id, func(t *testing.T) {
-			for _, c := range []struct {
-				agent *mcptest.Client
-				name  string
-			}{{ada, "ada"}, {bob, "bob"}} {
+			for _, c := range agents {
 				for tool, want := range map[string]string{
 					"ask_model":  c.name + "-model: sampled tell me a joke",
 					"ask_person": `accept {"name":"` + c.name + `"}`,
 					"ask_url":    "accept",
 					"list_roots": "file:///work/" + c.name + "\nfile:///tmp",
 				} {
-					res, err := c.agent.Call(id+"__"+tool, map[string]any{"prompt": "tell me a joke"})
+					res, err := c.Call(id+"__"+tool, map[string]any{"prompt": "tell me a joke"})
 					if err != nil || res.IsError || mcptest.Text(res) != want {
 						t.Errorf("%s calls %s = %+v, %v; want %q", c.name, tool, res, err, want)
 					}
@@ -106,13 +123,10 @@ func TestWhatAServerAsksReachesTheCallingAgent(t *testing.T) {
 			}
 			// Together: each call's questions reach its own agent.
 			var wg sync.WaitGroup
-			for _, c := range []struct {
-				agent *mcptest.Client
-				name  string
-			}{{ada, "ada"}, {bob, "bob"}, {ada, "ada"}, {bob, "bob"}} {
+			for _, c := range append(agents, agents...) {
 				wg.Go(func() {
 					// Each asks after a while: the calls overlap.
-					res, err := c.agent.Call(id+"__ask_person", map[string]any{"delay_ms": 200})
+					res, err := c.Call(id+"__ask_person", map[string]any{"delay_ms": 200})
 					if want := `accept {"name":"` + c.name + `"}`; err != nil || res.IsError || mcptest.Text(res) != want {
 						t.Errorf("%s calls ask_person with others = %+v, %v; want %q", c.name, res, err, want)
 					}
@@ -129,4 +143,88 @@ func TestWhatAServerAsksReachesTheCallingAgent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A 2026-07-28 agent's call whose server asks is parked while the agent
+// answers: only the token that made the call can answer it (the
+// requestState is bound to it), and a call whose agent never comes back
+// is ended upstream after the ask timeout, recorded as such, and its
+// state answers nothing after.
+func TestAParkedCallIsItsTokensAndEnds(t *testing.T) {
+	e := newEnv(t, func(c *gateway.Config) { c.AskTimeout = 2 * time.Second })
+	e.createServer(map[string]any{"id": "asks", "name": "Asks", "transport": "stdio", "command": fixtureBin,
+		"args": []string{"-mode", "asks"}, "default_policy": "allow"})
+	if status := e.verify("asks"); status != "success" {
+		t.Fatalf("verify asks = %s", status)
+	}
+	e.setPolicy("asks", "ask_person", "allow")
+	mine, theirs := e.connectWithProfile("mine", store.DefaultProfile), e.connectWithProfile("theirs", store.DefaultProfile)
+	// A 2026-07-28 agent that declares form elicitation.
+	withElicitation := func(_ map[string]string, msg map[string]any) {
+		msg["params"].(map[string]any)["_meta"].(map[string]any)[mcp.MetaKeyClientCapabilities] = map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+	}
+	call := func(token string, retry map[string]any) mcptest.Answer {
+		params := map[string]any{"name": "asks__ask_person", "arguments": map[string]any{}}
+		for k, v := range retry {
+			params[k] = v
+		}
+		return mcptest.PostModern(t, e.base, token, "tools/call", params, withElicitation)
+	}
+	stateOf := func(a mcptest.Answer) (state, question string) {
+		t.Helper()
+		var res struct {
+			ResultType    string                     `json:"resultType"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  string                     `json:"requestState"`
+		}
+		raw, _ := json.Marshal(a.Result)
+		if a.Error != nil || json.Unmarshal(raw, &res) != nil || res.ResultType != "input_required" || len(res.InputRequests) != 1 {
+			t.Fatalf("the call's answer = %d %s %+v; want input_required with the server's question", a.Status, a.Result, a.Error)
+		}
+		for id := range res.InputRequests {
+			question = id
+		}
+		return res.RequestState, question
+	}
+	answer := func(question string) map[string]any {
+		return map[string]any{question: map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}
+	}
+
+	t.Run("only its token answers", func(t *testing.T) {
+		state, q := stateOf(call(mine, nil))
+		retry := map[string]any{"requestState": state, "inputResponses": answer(q)}
+		if a := call(theirs, retry); a.Error == nil {
+			t.Errorf("another token's answer = %s; want it refused", a.Result)
+		}
+		a := call(mine, retry)
+		var res mcp.CallToolResult
+		raw, _ := json.Marshal(a.Result)
+		if a.Error != nil || json.Unmarshal(raw, &res) != nil || res.IsError || mcptest.Text(&res) != `accept {"name":"Ada"}` {
+			t.Errorf("its own token's answer = %s %+v; want the server's result with Ada", raw, a.Error)
+		}
+		if a := call(mine, retry); a.Error == nil {
+			t.Errorf("answering again = %s; want it refused", a.Result)
+		}
+		if rec := e.waitCall(1); rec.Tool != "ask_person" || rec.Outcome != "ok" {
+			t.Errorf("the call's record = %+v; want it ok", rec)
+		}
+	})
+	t.Run("an agent that never answers", func(t *testing.T) {
+		state, q := stateOf(call(mine, nil))
+		var rec store.Call
+		waitFor(t, 30*time.Second, "the unanswered call recorded", func() bool {
+			calls := e.calls()
+			if len(calls) < 2 {
+				return false
+			}
+			rec = calls[0]
+			return true
+		})
+		if rec.Tool != "ask_person" || rec.Outcome == "ok" || !strings.Contains(rec.Error, "did not answer") {
+			t.Errorf("the call's record = %+v; want it ended, the agent not answering", rec)
+		}
+		if a := call(mine, map[string]any{"requestState": state, "inputResponses": answer(q)}); a.Error == nil {
+			t.Errorf("an answer after the timeout = %s; want it refused", a.Result)
+		}
+	})
 }

@@ -94,6 +94,12 @@ func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mc
 		cr.Session, cr.Client = statelessSession, clientName(info.ClientInfo)
 		cr.Modern = true
 		cr.CanAsk = info.ClientCapabilities != nil && formElicitation(info.ClientCapabilities.Elicitation)
+		if info.ClientCapabilities != nil {
+			cr.Asks = asksOf(*info.ClientCapabilities)
+		}
+		if strings.HasPrefix(cr.Retry.RequestState, parkedState) {
+			return e.resume(ctx, cr) // answers to what a server asked
+		}
 	} else if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		cr.Session = cs.SessionID()
 		cr.Client = e.sessions.client(cr.Session)
@@ -221,25 +227,33 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 		}
 	}
 
-	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
-	defer cancel()
 	target := e.deps.Target(srv)
 	target.Asks = cr.Asks
-	res, _, err = e.pool.Call(cctx, srv.ID, config, target,
-		time.Duration(srv.TimeoutMS)*time.Millisecond, entry.Name, entry.Policy.Pin, cr.Args)
-	var mismatch *discovery.PinMismatchError
-	if errors.As(err, &mismatch) {
-		// Verify, so the dashboard shows the change for review.
-		if verr := e.deps.Verify(srv, store.TriggerPinMismatch); verr != nil {
-			e.log.Warn("verify after a pin mismatch", "server", srv.ID, "err", verr)
+	upstream := func(ctx context.Context) (*mcp.CallToolResult, error) {
+		cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
+		defer cancel()
+		res, _, err := e.pool.Call(cctx, srv.ID, config, target,
+			time.Duration(srv.TimeoutMS)*time.Millisecond, entry.Name, entry.Policy.Pin, cr.Args)
+		var mismatch *discovery.PinMismatchError
+		if errors.As(err, &mismatch) {
+			// Verify, so the dashboard shows the change for review.
+			if verr := e.deps.Verify(srv, store.TriggerPinMismatch); verr != nil {
+				e.log.Warn("verify after a pin mismatch", "server", srv.ID, "err", verr)
+			}
+			rec.Decision = store.DecisionDenied
+			return nil, refuse(byPinCheck, mismatch.Error()+"; the call was not made, and the server is being re-verified for a person to review")
 		}
-		rec.Decision = store.DecisionDenied
-		return nil, refuse(byPinCheck, mismatch.Error()+"; the call was not made, and the server is being re-verified for a person to review")
+		if err != nil {
+			return nil, upstreamError(srv, err)
+		}
+		return relayed(res), nil
 	}
-	if err != nil {
-		return nil, upstreamError(srv, err)
+	if cr.Modern && cr.Asks.Any() {
+		// What the server asks comes back to the agent as input_required
+		// (see parked.go).
+		return e.park(ctx, cr, &rec, start, upstream)
 	}
-	return relayed(res), nil
+	return upstream(ctx)
 }
 
 // finish writes the record of a call (or read, or get) with args that

@@ -159,6 +159,7 @@ type Endpoint struct {
 	searchRev uint64
 
 	approvals *approvals
+	parked    parkedCalls // calls whose 2026-07-28 agents answer their servers (parked.go)
 	// questions holds the JSON-RPC id of each question in an agent's
 	// client, by approval id, while it is asked (see questionWriter).
 	questions sync.Map
@@ -194,7 +195,7 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 		cfg.CallTimeout = DefaultCallTimeout
 	}
 	e := &Endpoint{st: deps.Store, deps: deps, log: deps.Logger, cfg: cfg, sessions: newMCPSessions(), searchers: map[string]*searchIndex{},
-		authLimit: authlimit.New(), withdrawn: map[string]struct{}{}, rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
+		authLimit: authlimit.New(), withdrawn: map[string]struct{}{}, parked: parkedCalls{m: map[string]*parkedCall{}}, rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 	poolCfg := cfg.Pool
 	poolCfg.OnChange = deps.UpstreamsChanged
 	e.pool = discovery.NewPool(deps.Verifier, poolCfg)
@@ -295,6 +296,7 @@ func (e *Endpoint) Close() {
 		close(e.quit)
 		<-e.stopped
 		e.approvals.closeAll()
+		e.closeParked()
 		e.pool.Close()
 		e.h.Shutdown(context.Background())
 		e.closeSearchers()

@@ -1,0 +1,233 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
+)
+
+// A 2026-07-28 agent cannot be sent requests: what a server asks during
+// its call comes back to it as the call's input_required result, and the
+// agent's retry carries the answers. So the call to the server runs on,
+// parked, while the agent answers: its relay (see discovery.Relay) turns
+// each question into an input_required result whose requestState names
+// the parked call, and the agent's retry hands the answers to the
+// question still waiting upstream — whichever era the server speaks (a
+// 2025-era server's own request, or a 2026-07-28 server's input_required,
+// which mcp-go's client answers through the same relay). A parked call is
+// bound to the token that made it; one whose agent does not come back
+// within the ask timeout is cancelled upstream and recorded as such.
+
+// parkedState prefixes the requestState of a parked call's questions, to
+// tell them from an approval's (see askPerson).
+const parkedState = "relay:"
+
+// maxParked bounds the calls parked at once; a call beyond it runs as
+// one whose agent cannot answer (the server's questions are refused).
+const maxParked = 256
+
+// parkedCall is a call to a server, running while its agent answers what
+// the server asked.
+type parkedCall struct {
+	id      string
+	tokenID string // the token that made the call; only it may answer
+	// rec, args and start are the call's record as its answer will
+	// close it (rec is the routing call's, filled in as it ran).
+	rec   *store.Call
+	args  any
+	start time.Time
+
+	cancel    context.CancelFunc
+	questions chan *parkedQuestion // from the relay, to the agent
+	done      chan struct{}        // closed when the server's call ended
+	res       *mcp.CallToolResult
+	err       error
+
+	// asked is the question the agent was last given, and expiry ends
+	// the call if no answer comes (Endpoint.parked.mu).
+	asked  *parkedQuestion
+	expiry *time.Timer
+	n      int // questions asked, for their ids (the relay's goroutines)
+	nMu    sync.Mutex
+}
+
+// parkedQuestion is one question of a server, waiting for its answer.
+type parkedQuestion struct {
+	id     string // its key in the input requests and responses
+	build  func(b *server.InputRequestBuilder, id string)
+	answer chan mcp.InputResponses // buffered: the answer is never held up
+}
+
+// parkedCalls are the calls parked, by id.
+type parkedCalls struct {
+	mu sync.Mutex
+	m  map[string]*parkedCall
+	wg sync.WaitGroup // the server calls' goroutines
+}
+
+// park makes the call to the server (upstream) with the relay of a
+// 2026-07-28 agent, and answers the agent with what comes first: the
+// call's end, or a question of the server's (input_required). rec, and
+// the call's audit, are the routing call's until the call is parked;
+// then resume (or the expiry) records it.
+func (e *Endpoint) park(ctx context.Context, cr callRequest, rec *store.Call, start time.Time, upstream func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	e.parked.mu.Lock()
+	full := len(e.parked.m) >= maxParked
+	e.parked.mu.Unlock()
+	if full {
+		return upstream(ctx)
+	}
+	// The server's call outlives this request: the agent's retries
+	// carry it on. Close, the expiry or the agent's giving up ends it.
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p := &parkedCall{id: rand.Text(), tokenID: cr.TokenID, rec: rec, args: cr.Args, start: start, cancel: cancel,
+		questions: make(chan *parkedQuestion), done: make(chan struct{})}
+	e.parked.wg.Add(1)
+	go func() {
+		defer e.parked.wg.Done()
+		defer cancel()
+		p.res, p.err = upstream(discovery.WithCallRelay(pctx, p))
+		close(p.done)
+	}()
+	res, err, _ := e.next(ctx, p)
+	return res, err
+}
+
+// resume hands a 2026-07-28 agent's answers to the question its parked
+// call waits on, and answers with what comes next.
+func (e *Endpoint) resume(ctx context.Context, cr callRequest) (*mcp.CallToolResult, error) {
+	id := cr.Retry.RequestState[len(parkedState):]
+	e.parked.mu.Lock()
+	p := e.parked.m[id]
+	if p == nil || p.tokenID != cr.TokenID || !p.expiry.Stop() {
+		e.parked.mu.Unlock()
+		return nil, &refusedError{"the call these answers are for is gone: it was answered already, timed out, or was made with another token; call again"}
+	}
+	delete(e.parked.m, id)
+	q := p.asked
+	p.asked = nil
+	e.parked.mu.Unlock()
+	q.answer <- cr.Retry.InputResponses
+	res, err, asked := e.next(ctx, p)
+	if asked {
+		return res, nil
+	}
+	e.finish(*p.rec, p.args, p.start, err, res != nil && res.IsError)
+	return res, err
+}
+
+// next waits for what comes first of p: the end of the server's call (its
+// result), or the server's next question (input_required, asked true),
+// which the agent must answer within the ask timeout: p is parked until
+// it does. An agent that gives up (ctx) ends the server's call.
+func (e *Endpoint) next(ctx context.Context, p *parkedCall) (res *mcp.CallToolResult, err error, asked bool) {
+	select {
+	case <-p.done:
+		return p.res, p.err, false
+	case q := <-p.questions:
+		b := server.NewInputRequestBuilder(parkedState + p.id)
+		q.build(b, q.id)
+		e.parked.mu.Lock()
+		p.asked = q
+		e.parked.m[p.id] = p
+		p.expiry = time.AfterFunc(e.cfg.AskTimeout, func() { e.expire(p) })
+		e.parked.mu.Unlock()
+		return b.ToolResult(), nil, true
+	case <-ctx.Done():
+		p.cancel()
+		<-p.done
+		return nil, ctx.Err(), false
+	}
+}
+
+// expire ends a parked call whose agent did not answer in time.
+func (e *Endpoint) expire(p *parkedCall) {
+	e.parked.mu.Lock()
+	if e.parked.m[p.id] != p {
+		e.parked.mu.Unlock()
+		return
+	}
+	delete(e.parked.m, p.id)
+	e.parked.mu.Unlock()
+	p.cancel()
+	<-p.done
+	e.finish(*p.rec, p.args, p.start, errors.New("the agent did not answer what the server asked within "+e.cfg.AskTimeout.String()), false)
+}
+
+// closeParked ends every parked call and waits for their server calls.
+func (e *Endpoint) closeParked() {
+	e.parked.mu.Lock()
+	for id, p := range e.parked.m {
+		p.expiry.Stop()
+		p.cancel()
+		delete(e.parked.m, id)
+	}
+	e.parked.mu.Unlock()
+	e.parked.wg.Wait()
+}
+
+// ask gives the agent a question of the server's (built by build) and
+// waits for the answers, until ctx (the server's request, or the call)
+// ends.
+func (p *parkedCall) ask(ctx context.Context, build func(*server.InputRequestBuilder, string)) (mcp.InputResponses, string, error) {
+	p.nMu.Lock()
+	p.n++
+	q := &parkedQuestion{id: "q" + strconv.Itoa(p.n), build: build, answer: make(chan mcp.InputResponses, 1)}
+	p.nMu.Unlock()
+	select {
+	case p.questions <- q:
+	case <-ctx.Done():
+		return nil, "", ctx.Err()
+	}
+	select {
+	case r := <-q.answer:
+		return r, q.id, nil
+	case <-ctx.Done():
+		return nil, "", ctx.Err()
+	}
+}
+
+// errNotAnswered is a server's question the agent's retry did not answer.
+var errNotAnswered = errors.New("the agent's answer did not answer the server's request")
+
+func (p *parkedCall) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	r, id, err := p.ask(ctx, func(b *server.InputRequestBuilder, id string) { b.Sample(id, req.CreateMessageParams) })
+	if err != nil {
+		return nil, err
+	}
+	if res := server.SamplingResponse(r, id); res != nil {
+		return res, nil
+	}
+	return nil, errNotAnswered
+}
+
+func (p *parkedCall) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	r, id, err := p.ask(ctx, func(b *server.InputRequestBuilder, id string) { b.Elicit(id, req.Params) })
+	if err != nil {
+		return nil, err
+	}
+	if res := server.ElicitationResponse(r, id); res != nil {
+		return res, nil
+	}
+	return nil, errNotAnswered
+}
+
+func (p *parkedCall) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	r, id, err := p.ask(ctx, func(b *server.InputRequestBuilder, id string) { b.Roots(id) })
+	if err != nil {
+		return nil, err
+	}
+	if res := server.RootsResponse(r, id); res != nil {
+		return res, nil
+	}
+	return nil, errNotAnswered
+}
