@@ -69,6 +69,8 @@ type listeners struct {
 	// asks answers what the server asks of the calling agents (a held
 	// session whose target has Asks).
 	asks *relays
+	// logged is called on notifications/message.
+	logged func(mcp.JSONRPCNotification)
 }
 
 // handshake connects to the run's server (see connect) and runs the MCP
@@ -100,7 +102,7 @@ func (r *verification) handshake(ctx, held context.Context, on listeners) (*clie
 		cleanup()
 	}
 	c := r.newClient(tr, on.asks)
-	if on.toolsChanged != nil || on.listedChanged != nil || on.progress != nil {
+	if on.toolsChanged != nil || on.listedChanged != nil || on.progress != nil || on.logged != nil {
 		c.OnNotification(func(n mcp.JSONRPCNotification) {
 			switch {
 			case n.Method == string(mcp.MethodNotificationToolsListChanged) && on.toolsChanged != nil:
@@ -109,6 +111,8 @@ func (r *verification) handshake(ctx, held context.Context, on listeners) (*clie
 				on.listedChanged()
 			case n.Method == string(mcp.MethodNotificationProgress) && on.progress != nil:
 				on.progress(n)
+			case n.Method == string(mcp.MethodNotificationMessage) && on.logged != nil:
+				on.logged(n)
 			}
 		})
 	}

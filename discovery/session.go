@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,6 +67,7 @@ type Session struct {
 	calls    atomic.Uint64                 // progress tokens handed out
 	progress map[string]func(CallProgress) // by progress token, under mu
 	asks     relays                        // the calls whose agents it asks
+	logs     map[uint64]func(CallLog)      // the calls in flight that take log messages, under mu
 }
 
 // Open connects to the server t describes as a verification does (the
@@ -113,6 +115,7 @@ func (r *verification) open(ctx context.Context) (*Session, error) {
 		lost:     s.lost,
 		progress: s.progressed,
 		asks:     &s.asks,
+		logged:   s.logged,
 	})
 	s.c = c
 	if err != nil {
@@ -147,6 +150,12 @@ func (r *verification) open(ctx context.Context) (*Session, error) {
 	s.noTools = initRes.Capabilities.Tools == nil
 	if err := s.list(ctx); err != nil {
 		return s, err
+	}
+	if initRes.Capabilities.Logging != nil {
+		// Everything: each agent's own level is applied as its messages
+		// are relayed (see WithCallLog).
+		//lint:ignore SA1019 relaying a server's log messages to the agents that ask for them
+		_ = s.c.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}) // one that refuses sends what it sends
 	}
 	r.enter(PhaseCalling, 0)
 	s.up.Store(true)
@@ -252,6 +261,9 @@ func (s *Session) Call(ctx context.Context, tool, pin string, args any, maxResul
 		if r := relayOf(ctx); r != nil {
 			defer s.asks.add(r)()
 		}
+	}
+	if fn := logOf(ctx); fn != nil {
+		defer s.takeLogs(fn)()
 	}
 	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}}
 	if fn := progressOf(ctx); fn != nil {
@@ -530,3 +542,87 @@ func (s *Session) progressed(n mcp.JSONRPCNotification) {
 	p.Message = strings.ToValidUTF8(msg, "")
 	fn(p)
 }
+
+// MaxLogData caps the JSON of a relayed log message's data: a larger one
+// is relayed as a note of its size.
+const MaxLogData = 16 << 10
+
+type logKey struct{}
+
+// WithCallLog returns a context whose tool calls (Session.Call, and so
+// Pool.Call) pass the log messages (notifications/message) the server
+// sends while the call runs to fn, from the session's reading goroutine:
+// fn must not block. A message names no call, so it is passed on only
+// while one call that takes them is in flight on the session; others are
+// dropped, never shown to another call's agent.
+func WithCallLog(ctx context.Context, fn func(CallLog)) context.Context {
+	return context.WithValue(ctx, logKey{}, fn)
+}
+
+func logOf(ctx context.Context) func(CallLog) {
+	fn, _ := ctx.Value(logKey{}).(func(CallLog))
+	return fn
+}
+
+// CallLog is one log message of a server, as MCP has it: its level, its
+// logger (valid UTF-8, cut to 256 bytes) and its data (JSON, at most
+// MaxLogData bytes).
+type CallLog struct {
+	Level  mcp.LoggingLevel
+	Logger string
+	Data   json.RawMessage
+}
+
+// takeLogs has fn take the session's log messages while it is
+// registered; the returned function ends that.
+func (s *Session) takeLogs(fn func(CallLog)) (done func()) {
+	id := s.calls.Add(1)
+	s.mu.Lock()
+	if s.logs == nil {
+		s.logs = map[uint64]func(CallLog){}
+	}
+	s.logs[id] = fn
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.logs, id)
+		s.mu.Unlock()
+	}
+}
+
+// logged passes a notifications/message to the one call in flight that
+// takes log messages, if there is exactly one.
+func (s *Session) logged(n mcp.JSONRPCNotification) {
+	s.mu.Lock()
+	var fn func(CallLog)
+	if len(s.logs) == 1 {
+		for _, f := range s.logs {
+			fn = f
+		}
+	}
+	s.mu.Unlock()
+	if fn == nil {
+		return
+	}
+	f := n.Params.AdditionalFields
+	level, _ := f["level"].(string)
+	if !slices.Contains(logLevels, mcp.LoggingLevel(level)) {
+		return
+	}
+	logger, _ := f["logger"].(string)
+	if len(logger) > 256 {
+		logger = logger[:256]
+	}
+	data, err := json.Marshal(f["data"])
+	if err != nil {
+		return
+	}
+	if len(data) > MaxLogData {
+		data, _ = json.Marshal(fmt.Sprintf("(a log message of %d bytes, over Switchboard's limit of %d)", len(data), MaxLogData))
+	}
+	fn(CallLog{Level: mcp.LoggingLevel(level), Logger: strings.ToValidUTF8(logger, ""), Data: data})
+}
+
+// logLevels are MCP's log levels.
+var logLevels = []mcp.LoggingLevel{mcp.LoggingLevelDebug, mcp.LoggingLevelInfo, mcp.LoggingLevelNotice, mcp.LoggingLevelWarning,
+	mcp.LoggingLevelError, mcp.LoggingLevelCritical, mcp.LoggingLevelAlert, mcp.LoggingLevelEmergency}

@@ -16,7 +16,9 @@ import (
 // refusal as a tool error. ask_model asks for a model's message
 // (sampling/createMessage), ask_person for a form's content and ask_url
 // to visit a URL (elicitation/create, form and URL mode), list_roots for
-// the client's roots (roots/list).
+// the client's roots (roots/list). log_steps tells rather than asks: a
+// log message (notifications/message) at three levels, which the client
+// gets at the level it asked for.
 
 // asksTools returns the asking tools with their handlers.
 func asksTools() []server.ServerTool {
@@ -27,6 +29,7 @@ func asksTools() []server.ServerTool {
 			mcp.WithInteger("delay_ms", mcp.DefaultNumber(0), mcp.Min(0), mcp.Max(10000), mcp.Description("Pause before asking, in milliseconds."))), Handler: askPerson},
 		{Tool: mcp.NewTool("ask_url", mcp.WithDescription("Asks the person to visit a URL, and answers what they did.")), Handler: askURL},
 		{Tool: mcp.NewTool("list_roots", mcp.WithDescription("Asks the client for its roots, and answers their URIs, one a line.")), Handler: listRoots},
+		{Tool: mcp.NewTool("log_steps", mcp.WithDescription("Sends a log message at each of the levels debug, info and warning, then answers done.")), Handler: logSteps},
 	}
 }
 
@@ -92,4 +95,15 @@ func listRoots(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult,
 		uris = append(uris, r.URI)
 	}
 	return mcp.NewToolResultText(strings.Join(uris, "\n")), nil
+}
+
+func logSteps(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s := server.ServerFromContext(ctx)
+	for _, level := range []mcp.LoggingLevel{mcp.LoggingLevelDebug, mcp.LoggingLevelInfo, mcp.LoggingLevelWarning} {
+		_ = s.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(level, "fixture", map[string]any{"step": string(level)}))
+	}
+	// mcp-go writes notifications from a goroutine of its own: give the
+	// last one time to go before the result.
+	time.Sleep(100 * time.Millisecond)
+	return mcp.NewToolResultText("done"), nil
 }

@@ -82,6 +82,9 @@ func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServ
 	if cfg.listed {
 		opts = append(opts, listedOptions...)
 	}
+	if cfg.mode == modeAsks {
+		opts = append(opts, server.WithLogging()) // log_steps
+	}
 	opts = append(opts, server.WithHooks(hooks))
 	s = server.NewMCPServer(cfg.name, cfg.version, opts...)
 	if cfg.listed {

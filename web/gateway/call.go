@@ -119,6 +119,9 @@ func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if cr.AgentName == toolsearch.CallToolName {
 		cr = callThrough(cr)
 	}
+	// The server's log messages during the call reach the agent at the
+	// level it asked for (see relayLog).
+	ctx = discovery.WithCallLog(ctx, func(l discovery.CallLog) { e.relayLog(ctx, l) })
 	if m := req.Params.Meta; m != nil && m.ProgressToken != nil {
 		// The server's progress reaches the agent under the agent's own
 		// token, on the call's stream (see relayProgress).

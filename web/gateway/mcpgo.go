@@ -50,12 +50,14 @@ package gateway
 //     resultType "complete" (refuseCall, relayed): what this endpoint
 //     answers itself matches what mcp-go answers. TestMCPGoMarksModernResults,
 //     and TestMCPModernChecksAsMCPGo (gateway_test) end to end.
-// 12. A notification sent with SendNotificationToClient from a tool
-//     handler's context reaches the client that made the call, on that
-//     call's stream (a 2025 session's POST is turned into an SSE
-//     stream; a 2026-07-28 request's answer too), without blocking: a
-//     client that does not read loses it (relayProgress).
-//     TestProgressReachesTheAgent (gateway_test), both eras.
+// 12. A notification sent with SendNotificationToClient (or
+//     SendLogMessageToClient, which also applies the level the client
+//     asked for) from a tool handler's context reaches the client that
+//     made the call, on that call's stream (a 2025 session's POST is
+//     turned into an SSE stream; a 2026-07-28 request's answer too),
+//     without blocking: a client that does not read loses it
+//     (relayProgress, relayLog). TestProgressReachesTheAgent and
+//     TestLogMessagesReachTheAgent (gateway_test), both eras.
 //
 // mcp-go's own idle sweep and Shutdown are not relied on: the endpoint
 // ends idle sessions itself (endIdleSessions) and ends subscriptions/
@@ -107,6 +109,7 @@ func (e *Endpoint) mountMCPGo() {
 		server.WithPromptCapabilities(true),
 		server.WithResourceCapabilities(false, true),
 		server.WithCompletions(), // relayed to the servers (see answerComplete)
+		server.WithLogging(),     // a server's log messages during a call (see relayLog)
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithInstructions("Switchboard offers the tools a person approved on the MCP servers registered with it, named server__tool. Calls to some tools wait for the person's approval."))
@@ -243,4 +246,13 @@ func (e *Endpoint) relayProgress(ctx context.Context, token mcp.ProgressToken, p
 		params["message"] = p.Message
 	}
 	_ = e.srv.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), params)
+}
+
+// relayLog sends the agent a log message an upstream server sent while
+// the agent's call ran, if the agent asked for messages of its level
+// (logging/setLevel on a 2025-era session, the request's logLevel at
+// 2026-07-28: mcp-go applies either). Like relayProgress, it never
+// blocks.
+func (e *Endpoint) relayLog(ctx context.Context, l discovery.CallLog) {
+	_ = e.srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(l.Level, l.Logger, l.Data))
 }

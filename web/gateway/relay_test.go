@@ -111,3 +111,50 @@ func TestAnAgentsCancelStopsTheUpstreamCall(t *testing.T) {
 		})
 	}
 }
+
+// A server's log messages during an agent's call reach that agent at the
+// level the agent asked for (logging/setLevel on a 2025-era session, the
+// request's logLevel at 2026-07-28), and no other agent.
+func TestLogMessagesReachTheAgent(t *testing.T) {
+	e := newEnv(t)
+	e.createServer(map[string]any{"id": "logs", "name": "Logs", "transport": "stdio", "command": fixtureBin,
+		"args": []string{"-mode", "asks"}, "default_policy": "allow"})
+	if status := e.verify("logs"); status != "success" {
+		t.Fatalf("verify logs = %s", status)
+	}
+	e.setPolicy("logs", "log_steps", "allow")
+	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
+		t.Run(version, func(t *testing.T) {
+			c := mcptest.ConnectAs(t, e.base, testMCPToken, version, mcp.Implementation{Name: "logging-agent", Version: "1"})
+			other := mcptest.ConnectAs(t, e.base, testMCPToken, version, mcp.Implementation{Name: "other-agent", Version: "1"})
+			var mu sync.Mutex
+			heard := map[*mcptest.Client][]string{}
+			for _, a := range []*mcptest.Client{c, other} {
+				a.OnNotification(func(n mcp.JSONRPCNotification) {
+					if n.Method == string(mcp.MethodNotificationMessage) {
+						mu.Lock()
+						heard[a] = append(heard[a], fmt.Sprint(n.Params.AdditionalFields["level"], " ", n.Params.AdditionalFields["data"]))
+						mu.Unlock()
+					}
+				})
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			//lint:ignore SA1019 the agent asks for log messages as its revision has it
+			if err := c.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelInfo}}); err != nil {
+				t.Fatal(err)
+			}
+			if res, err := c.Call("logs__log_steps", nil); err != nil || res.IsError || mcptest.Text(res) != "done" {
+				t.Fatalf("call = %+v, %v; want done", res, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if want := []string{"info map[step:info]", "warning map[step:warning]"}; fmt.Sprint(heard[c]) != fmt.Sprint(want) {
+				t.Errorf("the agent heard %q; want %q (the server's messages at info and above)", heard[c], want)
+			}
+			if len(heard[other]) != 0 {
+				t.Errorf("another agent heard %q; want nothing", heard[other])
+			}
+		})
+	}
+}
