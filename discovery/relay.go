@@ -96,6 +96,9 @@ func WithCallRelay(ctx context.Context, r Relay) context.Context {
 	return context.WithValue(ctx, relayKey{}, r)
 }
 
+// RelayOf is the relay WithCallRelay gave ctx, or nil.
+func RelayOf(ctx context.Context) Relay { return relayOf(ctx) }
+
 func relayOf(ctx context.Context) Relay {
 	r, _ := ctx.Value(relayKey{}).(Relay)
 	return r

@@ -143,6 +143,9 @@ type Server struct {
 	// server's calls (redacted and capped, see Call.Arguments), not just
 	// their hash. Off unless a person turns it on; no part of ConfigHash.
 	RecordArgs bool `json:"record_arguments,omitempty"`
+	// Asks is what the server may ask, during a call, of the agent that
+	// made it (sampling, elicitation, roots): allow by default.
+	Asks ServerAsks `json:"asks,omitzero"`
 	// Sandbox is a stdio server's permission profile: what it may read,
 	// write and reach, and its limits. Nil is the default profile for its
 	// command. It is part of LaunchHash (a person confirms it with the
@@ -581,4 +584,61 @@ func hashStrings(ss []string) string {
 		io.WriteString(h, strconv.Itoa(len(s))+":"+s)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// The kinds of what a server may ask, during a call, of the agent that
+// made it (MCP's client features), as ServerAsks and the call log name
+// them.
+const (
+	AskSampling    = "sampling"    // sampling/createMessage: the agent's model
+	AskElicitation = "elicitation" // elicitation/create: the person, a form or a URL
+	AskRoots       = "roots"       // roots/list: the agent's roots
+)
+
+// AskKinds are the kinds of ServerAsks, in the order pages show them.
+var AskKinds = []string{AskSampling, AskElicitation, AskRoots}
+
+// ServerAsks is a server's policy on what it may ask of the agents whose
+// calls it serves, per kind: allow (also when empty: the agent's own
+// client keeps a person in the loop for these, as MCP has it), ask (a
+// person on the dashboard first) or deny.
+type ServerAsks struct {
+	Sampling    Policy `json:"sampling,omitempty"`
+	Elicitation Policy `json:"elicitation,omitempty"`
+	Roots       Policy `json:"roots,omitempty"`
+}
+
+// Of is the policy for the kind (allow if unset or unknown).
+func (a ServerAsks) Of(kind string) Policy {
+	var p Policy
+	switch kind {
+	case AskSampling:
+		p = a.Sampling
+	case AskElicitation:
+		p = a.Elicitation
+	case AskRoots:
+		p = a.Roots
+	}
+	if p == "" {
+		return PolicyAllow
+	}
+	return p
+}
+
+// Set sets the policy for the kind; it reports whether the kind is one.
+func (a *ServerAsks) Set(kind string, p Policy) bool {
+	if p == PolicyAllow {
+		p = "" // the default, kept as such
+	}
+	switch kind {
+	case AskSampling:
+		a.Sampling = p
+	case AskElicitation:
+		a.Elicitation = p
+	case AskRoots:
+		a.Roots = p
+	default:
+		return false
+	}
+	return true
 }

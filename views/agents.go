@@ -3,6 +3,8 @@ package views
 import (
 	"strconv"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // Approval is a call to an ask tool waiting for a person.
@@ -21,7 +23,11 @@ type Approval struct {
 	Tool        string
 	// Verb is what the agent asks to do: "call" (a tool), "read the
 	// resource", "get the prompt".
-	Verb      string
+	Verb string
+	// Request is set when the server asks the agent something during
+	// the call of Tool (sampling, elicitation, roots), which its policy
+	// has a person allow first.
+	Request   string
 	AgentName string
 	Args      string // pretty JSON
 	// InClient is set when the person is asked in the agent's client
@@ -157,4 +163,31 @@ func short(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// requestPhrase is what a server asks of an agent, of the kind (see
+// store.AskKinds), as a card says it.
+func requestPhrase(kind string) string {
+	switch kind {
+	case store.AskSampling:
+		return "a message from its model (sampling)"
+	case store.AskElicitation:
+		return "the person's input (elicitation)"
+	case store.AskRoots:
+		return "its roots"
+	}
+	return kind
+}
+
+// askLabel names a kind of question on the server page.
+func askLabel(kind string) string {
+	switch kind {
+	case store.AskSampling:
+		return "Its model (sampling)"
+	case store.AskElicitation:
+		return "The person (elicitation)"
+	case store.AskRoots:
+		return "Its roots"
+	}
+	return kind
 }

@@ -283,6 +283,9 @@ type ServerDetail struct {
 	// RecordArgs says the call log keeps the arguments of the server's
 	// calls (see RecordArguments).
 	RecordArgs bool
+	// Asks is what the server may ask of the calling agents: each kind
+	// (store.AskKinds) with its policy.
+	Asks []AskRow
 	// Sandbox is the walls of a stdio server (nil for a remote one).
 	Sandbox *SandboxView
 }
@@ -709,4 +712,10 @@ func failureWords(class string) string {
 		return "cancelled"
 	}
 	return strings.ReplaceAll(class, "_", " ")
+}
+
+// AskRow is one kind of what a server may ask of the calling agents, with
+// its policy (see ServerAsks).
+type AskRow struct {
+	Kind, Policy string
 }

@@ -38,6 +38,7 @@ type apiServer struct {
 	SignIn        *apiGrant         `json:"sign_in"`
 	Discovery     *apiDiscovery     `json:"discovery"`
 	Sandbox       *apiSandbox       `json:"sandbox"`
+	Asks          map[string]string `json:"asks"`
 }
 
 // apiSandbox is a stdio server's permission profile in the API.

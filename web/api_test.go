@@ -40,7 +40,8 @@ func TestAPIServersCRUD(t *testing.T) {
 		want := apiServer{ID: "crud", Name: "Fixture crud", Transport: "stdio", Command: fixtureBin, Args: []string{"-tools", "5", "-page-size", "2"},
 			Env: map[string]string{"API_KEY": "********"}, TimeoutMS: 4000, MemoryMB: 512, DefaultPolicy: "ask", Enabled: ptr(true), RecordArgs: ptr(false),
 			Discovery: &apiDiscovery{Status: "never", Freshness: apiFreshness{State: "never"}},
-			Sandbox:   &apiSandbox{Files: "default", Network: "none"}}
+			Sandbox:   &apiSandbox{Files: "default", Network: "none"},
+			Asks:      map[string]string{"sampling": "allow", "elicitation": "allow", "roots": "allow"}}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("created (-want +got), the env value masked, never verified:\n%s", diff)
 		}

@@ -44,15 +44,19 @@ func (s *Server) decide(id, answer, by, reason string) error {
 }
 
 type approvalJSON struct {
-	ID        string    `json:"id"`
-	At        time.Time `json:"at"`
-	Deadline  time.Time `json:"deadline"`
-	Session   string    `json:"session"`
-	Client    string    `json:"client,omitempty"`
-	ServerID  string    `json:"server_id"`
-	Tool      string    `json:"tool"`
-	AgentName string    `json:"agent_name"`
-	Arguments string    `json:"arguments"`
+	ID       string    `json:"id"`
+	At       time.Time `json:"at"`
+	Deadline time.Time `json:"deadline"`
+	Session  string    `json:"session"`
+	Client   string    `json:"client,omitempty"`
+	ServerID string    `json:"server_id"`
+	Tool     string    `json:"tool"`
+	// Request is set when the server asks the agent something during
+	// the call of Tool (sampling, elicitation, roots); Arguments is then
+	// the question.
+	Request   string `json:"request,omitempty"`
+	AgentName string `json:"agent_name"`
+	Arguments string `json:"arguments"`
 }
 
 // handleAPIApprovals serves GET /api/v1/approvals.
@@ -62,7 +66,7 @@ func (s *Server) handleAPIApprovals(c echo.Context) error {
 	out := make([]approvalJSON, 0, len(list))
 	for _, a := range list {
 		out = append(out, approvalJSON{ID: a.ID, At: a.At, Deadline: a.Deadline, Session: a.Session, Client: a.Client,
-			ServerID: a.ServerID, Tool: a.Tool, AgentName: a.AgentName, Arguments: a.Args})
+			ServerID: a.ServerID, Tool: a.Tool, Request: a.Request, AgentName: a.AgentName, Arguments: a.Args})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"approvals": out})
 }

@@ -142,3 +142,45 @@ func TestAuditArguments(t *testing.T) {
 		}
 	})
 }
+
+// What a server may ask of the calling agents is allowed by default, and
+// set per kind on its page (What it may ask agents) or through the API
+// ("asks"), a kind left out of a PUT keeping its policy; a wrong policy
+// is a field error that changes nothing.
+func TestServerAsksSettings(t *testing.T) {
+	e := newEnv(t)
+	e.createServer(map[string]any{"id": "files", "name": "Files", "transport": "stdio", "command": fixtureBin})
+	if got := e.server("files").Asks; got["sampling"] != "allow" || got["elicitation"] != "allow" || got["roots"] != "allow" {
+		t.Errorf("a new server's asks = %v; want allow for each", got)
+	}
+	b := e.login()
+	page := parseHTML(t, b.get("/servers/files").Body.String())
+	for _, kind := range []string{"sampling", "elicitation", "roots"} {
+		if v := page.Find(testID("ask-"+kind)+" option[selected]").AttrOr("value", ""); v != "allow" {
+			t.Errorf("the page's %s policy = %q; want allow", kind, v)
+		}
+	}
+	rec := b.post("/servers/files/asks", url.Values{"ask_sampling": {"deny"}, "ask_elicitation": {"ask"}, "ask_roots": {"allow"}})
+	if loc := rec.Header().Get("Location"); rec.Code != http.StatusSeeOther || loc != "/servers/files#asks" {
+		t.Fatalf("POST asks = %d %q; want 303 to the section", rec.Code, loc)
+	}
+	if got := e.server("files").Asks; got["sampling"] != "deny" || got["elicitation"] != "ask" || got["roots"] != "allow" {
+		t.Errorf("asks after the form = %v; want sampling deny, elicitation ask, roots allow", got)
+	}
+	page = parseHTML(t, b.get("/servers/files").Body.String())
+	if v := page.Find(testID("ask-sampling")+" option[selected]").AttrOr("value", ""); v != "deny" {
+		t.Errorf("the page's sampling policy after the form = %q; want deny", v)
+	}
+	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/files", map[string]any{"transport": "stdio", "command": fixtureBin, "asks": map[string]string{"roots": "deny"}}), http.StatusOK)
+	if got := e.server("files").Asks; got["sampling"] != "deny" || got["elicitation"] != "ask" || got["roots"] != "deny" {
+		t.Errorf("asks after a PUT of roots only = %v; want roots deny, the others kept", got)
+	}
+	rec = e.api(http.MethodPut, "/api/v1/servers/files", map[string]any{"transport": "stdio", "command": fixtureBin, "asks": map[string]string{"sampling": "sometimes"}})
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	if msg := decodeAs[apiError](t, rec).Fields["asks.sampling"]; msg == "" {
+		t.Errorf("a PUT of a wrong policy: fields = %v; want asks.sampling", decodeAs[apiError](t, rec).Fields)
+	}
+	if got := e.server("files").Asks; got["sampling"] != "deny" {
+		t.Errorf("asks after a refused PUT = %v; want unchanged", got)
+	}
+}

@@ -114,7 +114,7 @@ func (s *Server) serverDetail(ctx context.Context, sum store.Summary, tools []st
 		MemoryMB:      srv.MemoryMB,
 		Instructions:  sum.Discovery.Instructions,
 		Preset:        string(srv.Preset), Presets: present.Options(store.Presets), Selections: present.Options(store.Selections),
-		RecordArgs: srv.RecordArgs, Sandbox: present.Sandbox(srv, s.deps.Verify.Machine()),
+		RecordArgs: srv.RecordArgs, Sandbox: present.Sandbox(srv, s.deps.Verify.Machine()), Asks: asksOf(srv),
 	}
 	for i, t := range tools {
 		d.Tools = append(d.Tools, present.ToolItem(strconv.Itoa(i), t))
@@ -230,6 +230,15 @@ func toolsToJSON(es []store.ToolEntry) []toolJSON {
 	out := make([]toolJSON, 0, len(es))
 	for _, e := range es {
 		out = append(out, toolToJSON(e))
+	}
+	return out
+}
+
+// asksOf is what srv may ask of the calling agents, as its page shows it.
+func asksOf(srv store.Server) []views.AskRow {
+	out := make([]views.AskRow, 0, len(store.AskKinds))
+	for _, kind := range store.AskKinds {
+		out = append(out, views.AskRow{Kind: kind, Policy: string(srv.Asks.Of(kind))})
 	}
 	return out
 }

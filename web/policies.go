@@ -150,3 +150,29 @@ func (s *Server) handleRecordArgsForm(c echo.Context) error {
 	}
 	return c.Redirect(http.StatusSeeOther, "/servers/"+srv.ID+"#record-arguments")
 }
+
+// handleAsksForm serves POST /servers/:id/asks: what the server may ask
+// of the calling agents, per kind (allow, ask, deny). A value that is not
+// one of them changes nothing and says so.
+func (s *Server) handleAsksForm(c echo.Context) error {
+	ctx := c.Request().Context()
+	srv, err := s.deps.Store.Server(ctx, c.Param("id"))
+	if err != nil {
+		return notFound(err)
+	}
+	for _, kind := range store.AskKinds {
+		v := c.FormValue("ask_" + kind)
+		if v == "" {
+			continue
+		}
+		p := store.Policy(v)
+		if !p.Valid() {
+			return validationError(map[string]string{"ask_" + kind: "must be allow, ask or deny"})
+		}
+		srv.Asks.Set(kind, p)
+	}
+	if err := s.deps.Store.UpdateServer(ctx, srv); err != nil {
+		return notFound(err)
+	}
+	return c.Redirect(http.StatusSeeOther, "/servers/"+srv.ID+"#asks")
+}

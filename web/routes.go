@@ -52,6 +52,7 @@ func (s *Server) routes(profiles *profiles.Handlers) {
 	ui.POST("/servers/:id/listed-policy", listed.PolicyForm(s.deps.Store))
 	ui.POST("/servers/:id/policies", s.handlePoliciesForm)
 	ui.POST("/servers/:id/record-arguments", s.handleRecordArgsForm)
+	ui.POST("/servers/:id/asks", s.handleAsksForm)
 	ui.POST("/jobs/:id/cancel", s.handleCancelJob)
 	ui.GET("/servers/:id/history", s.handleHistoryFragment)
 	ui.GET("/servers/:id/changes", s.handleChangesPage)

@@ -40,6 +40,11 @@ type JSON struct {
 	// discovery/sandbox.Profile): as it runs in an answer; left out of a
 	// PUT, it stays as it is.
 	Sandbox *store.Sandbox `json:"sandbox,omitempty"`
+	// Asks is what the server may ask, during a call, of the agent that
+	// made it, per kind (sampling, elicitation, roots): allow, ask or
+	// deny. An answer names every kind; a PUT may name some, the others
+	// staying as they are, or leave it out.
+	Asks map[string]store.Policy `json:"asks,omitempty"`
 }
 
 // OAuthJSON is a remote server's sign-in client.
@@ -57,7 +62,10 @@ func ToJSON(srv store.Server) JSON {
 		Env: mask(srv.Env), Cwd: srv.Cwd, URL: MaskURL(srv.URL), Headers: mask(srv.Headers),
 		TimeoutMS: srv.TimeoutMS, MemoryMB: srv.MemoryMB, TTLSeconds: srv.TTLSeconds, AutoRefresh: srv.AutoRefresh,
 		DefaultPolicy: srv.DefaultPolicy, Preset: srv.Preset, Enabled: &enabled, RecordArguments: &srv.RecordArgs,
-		Sandbox: Sandbox(srv),
+		Sandbox: Sandbox(srv), Asks: map[string]store.Policy{},
+	}
+	for _, kind := range store.AskKinds {
+		out.Asks[kind] = srv.Asks.Of(kind)
 	}
 	if srv.OAuth != nil {
 		out.OAuth = &OAuthJSON{ClientID: srv.OAuth.ClientID, Scopes: srv.OAuth.Scopes}
@@ -84,7 +92,7 @@ func (j JSON) Input() Input {
 	in := Input{
 		ID: j.ID, Name: j.Name, Transport: j.Transport, Command: j.Command, Args: j.Args,
 		Cwd: j.Cwd, URL: j.URL, DefaultPolicy: string(j.DefaultPolicy), Enabled: j.Enabled == nil || *j.Enabled,
-		RecordArgs: j.RecordArguments, Sandbox: j.Sandbox,
+		RecordArgs: j.RecordArguments, Sandbox: j.Sandbox, Asks: j.Asks,
 	}
 	for _, n := range []struct {
 		v   int

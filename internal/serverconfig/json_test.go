@@ -64,3 +64,25 @@ func TestRecordArguments(t *testing.T) {
 		t.Errorf("ToJSON(recording).RecordArguments = %v; want true, read back", j.RecordArguments)
 	}
 }
+
+// What a server may ask of the calling agents is set per kind through the
+// API's "asks": a kind left out keeps the stored policy, an answer names
+// every kind, and a wrong policy or kind is a field error.
+func TestAsksThroughTheAPI(t *testing.T) {
+	old := store.Server{ID: "s", Transport: store.TransportStdio, Command: "x", Asks: store.ServerAsks{Roots: store.PolicyDeny}}
+	in := ToJSON(old).Input()
+	in.Asks = map[string]store.Policy{"sampling": store.PolicyAsk}
+	srv, errs := Validate(in, &old)
+	if len(errs) > 0 || srv.Asks.Of(store.AskSampling) != store.PolicyAsk || srv.Asks.Of(store.AskRoots) != store.PolicyDeny ||
+		srv.Asks.Of(store.AskElicitation) != store.PolicyAllow {
+		t.Errorf("Validate(asks sampling: ask) = %+v, %v; want sampling ask, roots kept deny, elicitation allow", srv.Asks, errs)
+	}
+	if got := ToJSON(srv).Asks; got["sampling"] != "ask" || got["elicitation"] != "allow" || got["roots"] != "deny" {
+		t.Errorf("ToJSON(…).Asks = %v; want every kind named", got)
+	}
+	in.Asks = map[string]store.Policy{"sampling": "maybe", "telepathy": store.PolicyDeny}
+	_, errs = Validate(in, &old)
+	if errs["asks.sampling"] == "" || errs["asks.telepathy"] == "" {
+		t.Errorf("Validate(bad asks) errors = %v; want asks.sampling and asks.telepathy", errs)
+	}
+}

@@ -61,6 +61,9 @@ type Input struct {
 	// which win over the profile's when set.
 	Sandbox                      *store.Sandbox
 	SandboxCPU, SandboxProcesses string
+	// Asks sets what the server may ask of the calling agents, by kind;
+	// a kind left out keeps the stored policy (allow for a new server).
+	Asks map[string]store.Policy
 }
 
 type KV struct{ Key, Value string }
@@ -93,6 +96,18 @@ func Validate(in Input, old *store.Server) (store.Server, map[string]string) {
 	}
 	if in.RecordArgs != nil {
 		s.RecordArgs = *in.RecordArgs
+	}
+	if old != nil {
+		s.Asks = old.Asks
+	}
+	for _, kind := range slices.Sorted(maps.Keys(in.Asks)) {
+		p := in.Asks[kind]
+		switch {
+		case !p.Valid():
+			errs["asks."+kind] = fmt.Sprintf("What the server may ask (%s) must be allow, ask or deny.", kind)
+		case !s.Asks.Set(kind, p):
+			errs["asks."+kind] = fmt.Sprintf("%q is not something a server may ask: sampling, elicitation or roots.", kind)
+		}
 	}
 	switch {
 	case s.ID == "":

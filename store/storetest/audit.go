@@ -40,6 +40,40 @@ func testCallsKeptNewestFirstAndBounded(t *testing.T, be Backend) {
 	}
 }
 
+// A server's policy on what it may ask of the calling agents is allow for
+// every kind by default, kept per kind as set by an update and across a
+// restart, and changes neither the config hash nor the launch
+// confirmation.
+func testServerAsksKept(t *testing.T, be Backend) {
+	ctx := t.Context()
+	db := be.Open(t)
+	srv := MustCreate(t, db, StdioServer("asker"))
+	for _, kind := range store.AskKinds {
+		if p := srv.Asks.Of(kind); p != store.PolicyAllow {
+			t.Errorf("a new server's policy on %s = %q; want allow", kind, p)
+		}
+	}
+	launch := srv.LaunchHash()
+	if err := db.ConfirmLaunch(ctx, srv.ID, launch); err != nil {
+		t.Fatal(err)
+	}
+	srv.Asks.Set(store.AskSampling, store.PolicyDeny)
+	srv.Asks.Set(store.AskElicitation, store.PolicyAsk)
+	if err := db.UpdateServer(ctx, srv); err != nil {
+		t.Fatalf("UpdateServer(asks) = %v", err)
+	}
+	db = be.Reopen(t, db)
+	got, err := db.Server(ctx, srv.ID)
+	switch {
+	case err != nil:
+		t.Fatalf("Server(%q) after reopening = %v", srv.ID, err)
+	case got.Asks.Of(store.AskSampling) != store.PolicyDeny || got.Asks.Of(store.AskElicitation) != store.PolicyAsk || got.Asks.Of(store.AskRoots) != store.PolicyAllow:
+		t.Errorf("Server(%q).Asks after update and reopening = %+v; want sampling deny, elicitation ask, roots allow", srv.ID, got.Asks)
+	case got.ConfigHash() != srv.ConfigHash() || got.LaunchConfirmed != launch:
+		t.Errorf("setting what the server may ask changed the config hash or the launch confirmation: %+v", got)
+	}
+}
+
 // A server's "record call arguments" setting is off by default, kept as
 // set by an update and across a restart, and changes neither what the
 // server is (its config hash) nor its launch confirmation; a call record

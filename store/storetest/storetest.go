@@ -51,6 +51,7 @@ func Run(t *testing.T, b Backend) {
 		{"AgentNamesManyCollisions", testAgentNamesManyCollisions},
 		{"CallsKeptNewestFirstAndBounded", testCallsKeptNewestFirstAndBounded},
 		{"RecordCallArguments", testRecordCallArguments},
+		{"ServerAsksKept", testServerAsksKept},
 		{"MCPTokenKeptAndRotated", testMCPTokenKeptAndRotated},
 		{"Grants", testGrants},
 		{"ClientTokens", testClientTokens},

@@ -54,7 +54,10 @@ type approval struct {
 	Tool       string
 	// Kind is the kind of entry a fetch asks for (see fetch.go); empty
 	// for a tool call.
-	Kind      store.ListedKind
+	Kind store.ListedKind
+	// Request is set when the server asks, during the call of Tool, what
+	// its policy asks a person about first (store.AskSampling …).
+	Request   string
 	AgentName string
 	Args      string // pretty JSON, shown escaped
 	ArgsHash  string
@@ -260,8 +263,15 @@ func (a *approvals) tool(id string) (store.ListedRef, bool) {
 	if !ok {
 		return store.ListedRef{}, false
 	}
+	if ap.Request != "" {
+		// Always allow lets the server ask that (see alwaysAllow).
+		return store.ListedRef{ServerID: ap.ServerID, Kind: askKind, Key: ap.Request}, true
+	}
 	return store.ListedRef{ServerID: ap.ServerID, Kind: ap.Kind, Key: ap.Tool}, true
 }
+
+// askKind marks the ref of a server's question in Decide (see tool).
+const askKind store.ListedKind = "ask"
 
 // waiting reports whether a call waits for an answer under id.
 func (a *approvals) waiting(id string) bool {
@@ -309,7 +319,7 @@ func (a *approvals) list() []views.Approval {
 		}
 		out = append(out, views.Approval{
 			ID: ap.ID, At: ap.At, Deadline: ap.Deadline, Session: shortSession(ap.Session), Stateless: ap.Session == statelessSession, Client: ap.Client, ConnectedAs: ap.ConnectedAs,
-			ServerID: ap.ServerID, ServerName: ap.ServerName, Tool: ap.Tool, Verb: verbOf(ap.Kind), AgentName: ap.AgentName, Args: ap.Args, InClient: ap.InClient,
+			ServerID: ap.ServerID, ServerName: ap.ServerName, Tool: ap.Tool, Verb: verbOf(ap.Kind), Request: ap.Request, AgentName: ap.AgentName, Args: ap.Args, InClient: ap.InClient,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })

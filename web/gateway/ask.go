@@ -213,6 +213,14 @@ func (e *Endpoint) allowForClient(ctx context.Context, id string, ref store.Tool
 // person answered Always allow for.
 func (e *Endpoint) alwaysAllow(ctx context.Context, ref store.ListedRef, by string) error {
 	var err error
+	if ref.Kind == askKind { // a server's question: it may ask that from now on
+		srv, err := e.st.Server(ctx, ref.ServerID)
+		if err != nil {
+			return err
+		}
+		srv.Asks.Set(ref.Key, store.PolicyAllow)
+		return e.st.UpdateServer(ctx, srv)
+	}
 	if ref.Kind == "" {
 		_, err = e.st.SetPolicy(ctx, store.ToolRef{ServerID: ref.ServerID, Tool: ref.Key}, store.PolicyAllow, by+" (always allow)")
 	} else {

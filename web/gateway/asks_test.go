@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -186,6 +187,11 @@ func TestAParkedCallIsItsTokensAndEnds(t *testing.T) {
 		}
 		return res.RequestState, question
 	}
+	// The tool calls in the call log, newest first (each question of the
+	// server's is there too, as its own method).
+	toolCalls := func() []store.Call {
+		return slices.DeleteFunc(e.calls(), func(c store.Call) bool { return c.Method != "" && c.Method != store.MethodCallTool })
+	}
 	answer := func(question string) map[string]any {
 		return map[string]any{question: map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}
 	}
@@ -205,7 +211,15 @@ func TestAParkedCallIsItsTokensAndEnds(t *testing.T) {
 		if a := call(mine, retry); a.Error == nil {
 			t.Errorf("answering again = %s; want it refused", a.Result)
 		}
-		if rec := e.waitCall(1); rec.Tool != "ask_person" || rec.Outcome != "ok" {
+		var rec store.Call
+		waitFor(t, 30*time.Second, "the call recorded", func() bool {
+			calls := toolCalls()
+			if len(calls) > 0 {
+				rec = calls[0]
+			}
+			return len(calls) == 1
+		})
+		if rec.Tool != "ask_person" || rec.Outcome != "ok" {
 			t.Errorf("the call's record = %+v; want it ok", rec)
 		}
 	})
@@ -213,7 +227,7 @@ func TestAParkedCallIsItsTokensAndEnds(t *testing.T) {
 		state, q := stateOf(call(mine, nil))
 		var rec store.Call
 		waitFor(t, 30*time.Second, "the unanswered call recorded", func() bool {
-			calls := e.calls()
+			calls := toolCalls()
 			if len(calls) < 2 {
 				return false
 			}
@@ -227,4 +241,92 @@ func TestAParkedCallIsItsTokensAndEnds(t *testing.T) {
 			t.Errorf("an answer after the timeout = %s; want it refused", a.Result)
 		}
 	})
+}
+
+// What a server may ask is its policy's to allow, per kind: deny refuses
+// the question before the agent hears it, ask waits for a person on the
+// dashboard (whose Always allow lets the server ask that from now on),
+// and every question is in the call log with its kind, server and
+// decision — in both eras.
+func TestWhatAServerMayAskIsItsPolicys(t *testing.T) {
+	e := newEnv(t)
+	e.createServer(map[string]any{"id": "asks", "name": "Asks", "transport": "stdio", "command": fixtureBin,
+		"args": []string{"-mode", "asks"}, "default_policy": "allow"})
+	if status := e.verify("asks"); status != "success" {
+		t.Fatalf("verify asks = %s", status)
+	}
+	for _, tool := range []string{"ask_model", "ask_person", "list_roots"} {
+		e.setPolicy("asks", tool, "allow")
+	}
+	setAsks := func(kind string, p store.Policy) {
+		t.Helper()
+		srv, err := e.db.Server(t.Context(), "asks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Asks.Set(kind, p)
+		if err := e.db.UpdateServer(t.Context(), srv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lastAsk := func(method string) store.Call {
+		t.Helper()
+		var found store.Call
+		waitFor(t, 30*time.Second, "the question in the call log", func() bool {
+			for _, c := range e.calls() {
+				if c.Method == method {
+					found = c
+					return true
+				}
+			}
+			return false
+		})
+		return found
+	}
+	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
+		t.Run(version, func(t *testing.T) {
+			e := e.in(t)
+			if _, _, err := e.db.Calls(t.Context(), 1); err != nil {
+				t.Fatal(err)
+			}
+			agent := connectAnswering(t, e.base, version, answeringAgent{"ada"})
+
+			setAsks(store.AskSampling, store.PolicyDeny)
+			res, err := agent.Call("asks__ask_model", map[string]any{"prompt": "hi"})
+			if err == nil && !res.IsError {
+				t.Errorf("ask_model under deny = %+v; want the question refused", res)
+			}
+			if c := lastAsk("sampling/createMessage"); c.Decision != store.DecisionDenied || c.DecidedBy != "policy" || c.ServerID != "asks" || c.Tool != "ask_model" || c.Outcome != "refused" {
+				t.Errorf("the refused question's record = %+v; want denied by policy, during ask_model", c)
+			}
+			setAsks(store.AskSampling, store.PolicyAllow)
+
+			setAsks(store.AskElicitation, store.PolicyAsk)
+			e.approvers.Store(1)
+			done := make(chan string, 1)
+			go func() {
+				res, err := agent.Call("asks__ask_person", nil)
+				if err != nil {
+					done <- err.Error()
+					return
+				}
+				done <- mcptest.Text(res)
+			}()
+			id := e.waitApproval()
+			if list := e.ep.Approvals(); len(list) != 1 || list[0].Request != store.AskElicitation || list[0].Tool != "ask_person" {
+				t.Errorf("the card = %+v; want the server's elicitation during ask_person", list)
+			}
+			e.decide(id, "always_allow")
+			if got := <-done; got != `accept {"name":"ada"}` {
+				t.Errorf("ask_person once allowed = %q; want the agent's answer", got)
+			}
+			if c := lastAsk("elicitation/create"); c.Decision != store.DecisionApproved || c.DecidedBy != gateway.ByAPI || c.Outcome != "ok" {
+				t.Errorf("the allowed question's record = %+v; want approved by a person (the API), ok", c)
+			}
+			if srv, _ := e.db.Server(t.Context(), "asks"); srv.Asks.Of(store.AskElicitation) != store.PolicyAllow {
+				t.Errorf("after Always allow, the server's elicitation policy = %s; want allow", srv.Asks.Of(store.AskElicitation))
+			}
+			e.approvers.Store(0)
+		})
+	}
 }

@@ -80,6 +80,7 @@ type Config struct {
 // Store is what the gateway reads and writes in the store.
 type Store interface {
 	Server(ctx context.Context, id string) (store.Server, error)
+	UpdateServer(ctx context.Context, s store.Server) error // what a server may ask (always allow)
 	Summary(ctx context.Context, id string) (store.Summary, error)
 	Summaries(ctx context.Context) ([]store.Summary, error)
 	Catalog(ctx context.Context, fn func(*store.Summary, store.ToolEntry) error) (revision string, err error)

@@ -2,11 +2,16 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // What a server asks of the agent during a routed call, relayed to that
@@ -57,4 +62,124 @@ func (r agentRelay) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*m
 	ctx, cancel := r.on(ctx)
 	defer cancel()
 	return r.srv.RequestRoots(ctx, req)
+}
+
+// The call log's methods of what a server asks during a call.
+var askMethods = map[string]string{
+	store.AskSampling:    string(mcp.MethodSamplingCreateMessage),
+	store.AskElicitation: string(mcp.MethodElicitationCreate),
+	store.AskRoots:       string(mcp.MethodListRoots),
+}
+
+// guardedRelay applies a server's policy on what it may ask (see
+// store.ServerAsks) to each question it asks during a call, before the
+// agent is asked, and records each in the call log: kind, server,
+// decision.
+type guardedRelay struct {
+	e     *Endpoint
+	inner discovery.Relay
+	srv   store.Server
+	call  store.Call // the routed call's record: who asks, during what
+}
+
+// guard wraps the relay ctx carries, if any, in srv's policy.
+func (e *Endpoint) guard(ctx context.Context, srv store.Server, call store.Call) context.Context {
+	inner := discovery.RelayOf(ctx)
+	if inner == nil {
+		return ctx
+	}
+	return discovery.WithCallRelay(ctx, guardedRelay{e: e, inner: inner, srv: srv, call: call})
+}
+
+// errAskRefused is a question of the server's that Switchboard refused.
+type errAskRefused struct{ reason string }
+
+func (e errAskRefused) Error() string { return "Switchboard refused the request: " + e.reason }
+
+// allow decides a question of the kind (what shows of it: detail), and
+// starts its record; done closes the record with the question's outcome.
+func (g guardedRelay) allow(ctx context.Context, kind, detail string) (done func(error), err error) {
+	start := time.Now()
+	rec := g.call
+	rec.At, rec.Method, rec.Seq = start.UTC(), askMethods[kind], 0
+	rec.ArgsHash, rec.Arguments, rec.ArgumentsTruncated, rec.Pin = argsHash(detail), "", false, ""
+	rec.Decision, rec.DecidedBy, rec.Reason, rec.Error, rec.Outcome = store.DecisionAllowed, byPolicy, "", "", ""
+	finish := func(err error) {
+		rec.DurationMS = time.Since(start).Milliseconds()
+		rec.Outcome = "ok"
+		if err != nil {
+			rec.Outcome, rec.Error = "error", cutString(err.Error(), 500)
+			var refused errAskRefused
+			if errors.As(err, &refused) {
+				rec.Outcome = "refused"
+			}
+		}
+		g.e.audit.add(rec, nil)
+	}
+	policy := g.srv.Asks.Of(kind)
+	if srv, err := g.e.st.Server(ctx, g.srv.ID); err == nil {
+		policy = srv.Asks.Of(kind) // as it is now
+	}
+	rec.Policy = policy
+	refuse := func(by, reason string) (func(error), error) {
+		rec.Decision, rec.DecidedBy, rec.Reason = store.DecisionDenied, by, reason
+		err := errAskRefused{reason}
+		finish(err)
+		return nil, err
+	}
+	switch policy {
+	case store.PolicyDeny:
+		return refuse(byPolicy, fmt.Sprintf("the policy of %s denies its %s requests (its page, What it may ask agents)", g.srv.Name, kind))
+	case store.PolicyAsk:
+		if g.e.deps.Approvers() == 0 {
+			return refuse(bySwitch, fmt.Sprintf("%s's %s requests wait for a person on the dashboard, and no dashboard tab is open", g.srv.Name, kind))
+		}
+		ap := &approval{Session: g.call.Session, Client: g.call.Client, ConnectedAs: g.call.ConnectedAs, ServerID: g.srv.ID, ServerName: g.srv.Name,
+			Tool: g.call.Tool, Request: kind, AgentName: g.call.AgentName, Args: detail, ArgsHash: rec.ArgsHash}
+		answer, by, reason := g.e.approvals.ask(ctx, ap, g.e.cfg.AskTimeout, nil)
+		if !answer.allows() {
+			return refuse(by, reason)
+		}
+		rec.Decision, rec.DecidedBy = store.DecisionApproved, by
+	}
+	return finish, nil
+}
+
+// detailOf is what a card shows of a question: its JSON.
+func detailOf(v any) string {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return ""
+	}
+	return cutString(string(b), 4096)
+}
+
+func (g guardedRelay) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	done, err := g.allow(ctx, store.AskSampling, detailOf(req.CreateMessageParams))
+	if err != nil {
+		return nil, err
+	}
+	res, err := g.inner.CreateMessage(ctx, req)
+	done(err)
+	return res, err
+}
+
+func (g guardedRelay) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	done, err := g.allow(ctx, store.AskElicitation, detailOf(req.Params))
+	if err != nil {
+		return nil, err
+	}
+	res, err := g.inner.Elicit(ctx, req)
+	done(err)
+	return res, err
+}
+
+func (g guardedRelay) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	done, err := g.allow(ctx, store.AskRoots, "")
+	if err != nil {
+		return nil, err
+	}
+	res, err := g.inner.ListRoots(ctx, req)
+	done(err)
+	return res, err
 }

@@ -1,9 +1,11 @@
 package gateway_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -52,6 +54,9 @@ func TestProgressReachesTheAgent(t *testing.T) {
 			if len(heard) != 3 {
 				t.Fatalf("progress notifications = %v; want 3, before the result", heard)
 			}
+			// Each may be written by a goroutine of its own (mcp-go):
+			// compared in the order of their progress.
+			slices.SortFunc(heard, func(a, b map[string]any) int { return cmp.Compare(a["progress"].(float64), b["progress"].(float64)) })
 			for i, p := range heard {
 				want := map[string]any{"progressToken": token, "progress": float64(i + 1), "total": float64(3),
 					"message": fmt.Sprintf("step %d of 3 <done>", i+1)}
@@ -149,6 +154,9 @@ func TestLogMessagesReachTheAgent(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
+			// mcp-go writes each notification from a goroutine of its own:
+			// their order is not kept.
+			slices.Sort(heard[c])
 			if want := []string{"info map[step:info]", "warning map[step:warning]"}; fmt.Sprint(heard[c]) != fmt.Sprint(want) {
 				t.Errorf("the agent heard %q; want %q (the server's messages at info and above)", heard[c], want)
 			}
