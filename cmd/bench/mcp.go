@@ -45,7 +45,8 @@ func mcpRunsFor(cfg *config) mcpRuns {
 
 // mcpFigures measures the MCP endpoint for agents: tools/list of the
 // seeded catalog without any upstream started, the cost a routed
-// tools/call adds to a call made directly to the upstream, and how fast
+// tools/call adds to a call made directly to the upstream, the cost of
+// relaying what a server asks during a call (relayFigures), and how fast
 // an ask call reaches the person (askFigures).
 // Afterwards no process and no goroutine of the group may be left.
 func mcpFigures(ctx context.Context, cfg *config) ([]figure, error) {
@@ -62,6 +63,11 @@ func mcpFigures(ctx context.Context, cfg *config) ([]figure, error) {
 		return figs, err
 	}
 	figs = append(figs, calls...)
+	relayed, err := relayFigures(ctx, cfg)
+	if err != nil {
+		return figs, err
+	}
+	figs = append(figs, relayed...)
 	asks, err := askFigures(ctx, cfg)
 	if err != nil {
 		return figs, err
@@ -632,7 +638,7 @@ func startBareRelay(ctx context.Context, upstream *client.Client, name string) (
 // would, connected and initialized as Switchboard's upstream sessions
 // are (same discover probe timeout, no version asked for). The child
 // gets a minimal environment, not the bench's. Close ends it.
-func startDirectFixture(ctx context.Context, fixture string, args []string) (*client.Client, error) {
+func startDirectFixture(ctx context.Context, fixture string, args []string, opts ...client.ClientOption) (*client.Client, error) {
 	env := []string{}
 	for _, k := range []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "TMPDIR"} {
 		if v, ok := os.LookupEnv(k); ok {
@@ -645,7 +651,7 @@ func startDirectFixture(ctx context.Context, fixture string, args []string) (*cl
 			cmd.Env = env
 			return cmd, nil
 		}))
-	c := client.NewClient(tr, client.WithDiscoverTimeout(500*time.Millisecond))
+	c := client.NewClient(tr, append([]client.ClientOption{client.WithDiscoverTimeout(500 * time.Millisecond)}, opts...)...)
 	if err := c.Start(ctx); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("start the fixture: %w", err)
