@@ -8,19 +8,24 @@ import (
 )
 
 // Agent names: the names agents call tools by through Switchboard's MCP
-// endpoint. Clients accept only [a-zA-Z0-9_-] and at most 64 characters,
-// and tools of different servers must not clash, so a tool is offered as
-// server__tool; a name that had to be changed for that (characters
-// replaced by '_', cut to 64) also gets a short hash of the tool's own
+// endpoint. Clients accept only [a-zA-Z0-9_-], and tools of different
+// servers must not clash, so a tool is offered as server__tool, at most
+// MaxAgentName characters; a name that had to be changed for that
+// (characters replaced by '_', cut) also gets a short hash of the tool's own
 // name, so two tools of one server that come out alike (a.b and a_b; two
-// long names with the same first 60 characters) stay apart, the same in
+// long names cut alike) stay apart, the same in
 // any order and on any machine. A name, once given, is stored with the
 // tool and kept for as long as the tool is known, so it never moves to
 // another tool when tools come and go; a backend keeps a map from agent
 // name to tool name to turn a call back into its tool.
 
-// MaxAgentName is the longest agent name.
-const MaxAgentName = 64
+// MaxAgentName is the longest agent name. Clients call a tool by a name
+// of their own that holds it: Claude Code as mcp__<entry>__<name>, which
+// it refuses beyond 64 characters (one such name breaks tool search for
+// the whole session), and Cursor drops names beyond 60. With the entry
+// `switchboard connect` writes, "switchboard", Claude Code's name takes
+// 18 characters before the agent name: 46 are left.
+const MaxAgentName = 46
 
 // AgentSeparator joins a server id and a tool name in an agent name.
 // Server ids never contain it (see the id rules), so the first one in an
@@ -60,8 +65,8 @@ func withSuffix(base, suffix string) string {
 
 // AgentName is the agent name a tool gets from its names alone: server__tool
 // if that is safe as it is, else the safe form with a short hash of the
-// tool's name, so that a.b and a_b, or two long names alike in their
-// first 60 characters, never meet, whatever order they come in.
+// tool's name, so that a.b and a_b, or two long names cut alike,
+// never meet, whatever order they come in.
 func AgentName(serverID, tool string) string {
 	base, changed := agentNameBase(serverID, tool)
 	if !changed {
@@ -77,7 +82,7 @@ func AgentName(serverID, tool string) string {
 // hash) that with a counter. owner says which tool of the server holds an
 // agent name ("" for none).
 func AgentNameFor(serverID, tool, old string, owner func(agentName string) string) string {
-	if old != "" {
+	if old != "" && len(old) <= MaxAgentName { // one given under a larger budget is given again
 		return old
 	}
 	free := func(name string) bool {

@@ -122,6 +122,12 @@ type Verifications interface {
 	History(ctx context.Context, id string, limit int) ([]HistoryEntry, int, error)
 	// JobHistory is one verification's history entry.
 	JobHistory(ctx context.Context, id, jobID string) (HistoryEntry, error)
+	// ShortenAgentNames gives every tool whose agent name is longer than
+	// MaxAgentName (one given under an earlier, larger budget) a name
+	// within it (AgentNameFor), and reports how many it renamed. Each
+	// server it changed is a change with Tools set, so agents hear that
+	// their list changed; with nothing to rename, nothing is written.
+	ShortenAgentNames(ctx context.Context) (int, error)
 }
 
 // Policies records what a person decided about tools.

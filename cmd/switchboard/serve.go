@@ -501,6 +501,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		DashboardPort: ln.Addr().(*net.TCPAddr).Port,
 		ExtraDeny:     append(nonEmpty(cfg.Store.ETCDKey, cfg.Store.ETCDCert), cfg.Key.files()...),
 	})
+	// Agent names given under an earlier, larger budget are shortened
+	// once (see store.MaxAgentName); a replica that finds none to shorten
+	// writes nothing.
+	if n, err := db.ShortenAgentNames(ctx); err != nil {
+		log.Warn("could not shorten the agent names of an earlier release", "err", err)
+	} else if n > 0 {
+		log.Info("shortened agent names to fit the clients' limits: agents that listed the tools before hear their list changed", "tools", n)
+	}
 	keeper := grants.NewKeeper(db, verifier)
 	verifications := verify.New(verify.Config{
 		Concurrency:     cfg.Concurrency,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	bbolt "go.etcd.io/bbolt"
@@ -87,4 +89,79 @@ func (db *DB) ToolByAgentName(ctx context.Context, agentName string) (store.Tool
 		return err
 	})
 	return e, approved, err
+}
+
+// ShortenAgentNames implements store.Verifications. The offer records
+// (short, never decoded as JSON) say whether any name is too long, so a
+// start with nothing to do reads little.
+func (db *DB) ShortenAgentNames(ctx context.Context) (int, error) {
+	long := map[string]bool{} // server ids
+	if _, err := db.Offer(ctx, func(_ *store.Summary, t store.OfferedTool) error {
+		if len(t.AgentName) > store.MaxAgentName {
+			long[t.ServerID] = true
+		}
+		return nil
+	}); err != nil || len(long) == 0 {
+		return 0, err
+	}
+	renamed := 0
+	err := db.updateMany(ctx, func(tx *bbolt.Tx) ([]store.Change, error) {
+		renamed = 0
+		var changes []store.Change
+		for _, id := range slices.Sorted(maps.Keys(long)) {
+			n, err := shortenAgentNames(tx, id)
+			if err != nil {
+				return nil, err
+			}
+			if n > 0 {
+				renamed += n
+				changes = append(changes, store.Change{ServerID: id, Tools: true})
+			}
+		}
+		return changes, nil
+	})
+	return renamed, err
+}
+
+// shortenAgentNames renames the tools of server id whose agent names are
+// too long, in tool name order, and reports how many.
+func shortenAgentNames(tx *bbolt.Tx, id string) (int, error) {
+	server := []byte(id)
+	tb := tx.Bucket(bucketTools).Bucket(server)
+	nb := tx.Bucket(bucketAgentNames).Bucket(server)
+	if tb == nil || nb == nil {
+		return 0, nil
+	}
+	var long []store.Tool
+	err := tb.ForEach(func(k, _ []byte) error {
+		var t store.Tool
+		if err := getJSON(tb, k, &t); err != nil {
+			return err
+		}
+		if len(t.AgentName) > store.MaxAgentName {
+			long = append(long, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range long { // the old names go first: a new one may be one of them cut
+		if err := nb.Delete([]byte(t.AgentName)); err != nil {
+			return 0, err
+		}
+	}
+	for _, t := range long {
+		t.AgentName = ""
+		if t.ServerID == "" {
+			t.ServerID = id
+		}
+		if err := recordAgentName(tx, &t); err != nil {
+			return 0, err
+		}
+		if err := putTool(tx, server, tb, t); err != nil {
+			return 0, err
+		}
+	}
+	return len(long), nil
 }

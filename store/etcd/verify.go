@@ -306,3 +306,56 @@ func (st *state) changeListed(ref store.ListedRef, fn func(store.ListedEntry) (s
 }
 
 var _ = errors.Is
+
+// errNothingToRename ends a change of ShortenAgentNames that renamed
+// nothing (another replica did it first): nothing is written.
+var errNothingToRename = errors.New("no agent name to shorten")
+
+// ShortenAgentNames implements store.Verifications.
+func (db *DB) ShortenAgentNames(ctx context.Context) (int, error) {
+	long := map[string]bool{} // server ids
+	if _, err := db.Offer(ctx, func(_ *store.Summary, t store.OfferedTool) error {
+		if len(t.AgentName) > store.MaxAgentName {
+			long[t.ServerID] = true
+		}
+		return nil
+	}); err != nil || len(long) == 0 {
+		return 0, err
+	}
+	renamed := 0
+	for _, id := range slices.Sorted(maps.Keys(long)) {
+		n := 0
+		err := db.changeServer(ctx, id, true, store.Change{ServerID: id, Tools: true}, func(_ *txn, st *state) error {
+			n = 0
+			owners := map[string]string{}
+			var names []string
+			for name, e := range st.tools {
+				if len(e.AgentName) > store.MaxAgentName {
+					names = append(names, name)
+				} else if e.AgentName != "" {
+					owners[e.AgentName] = name
+				}
+			}
+			if len(names) == 0 {
+				return errNothingToRename
+			}
+			slices.Sort(names)
+			for _, name := range names {
+				e := st.tools[name]
+				e.AgentName = store.AgentNameFor(id, name, "", func(a string) string { return owners[a] })
+				owners[e.AgentName] = name
+				st.tools[name] = e
+			}
+			n = len(names)
+			return nil
+		})
+		switch {
+		case errors.Is(err, errNothingToRename), errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return renamed, err
+		default:
+			renamed += n
+		}
+	}
+	return renamed, nil
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/switchboard-dev/switchboard/store"
@@ -121,5 +122,81 @@ func testAgentNamesManyCollisions(t *testing.T, be Backend) {
 	MustRecordSuccess(t, db, s.ID, Verification(s, "j1", At(1), tools...))
 	if n := len(AgentNames(t, db, s.ID)); n != 300 {
 		t.Errorf("%d agent names; want 300", n)
+	}
+}
+
+// Agent names given under the earlier budget of 64 characters (a store
+// filled before MaxAgentName was 46, here by loading such a dump) are
+// shortened once: each a name within the budget that finds its tool (the
+// old one no longer does), the server's change announced with its tools,
+// the other names kept; a second pass renames and announces nothing.
+func testLongAgentNamesShortened(t *testing.T, be Backend) {
+	ctx := t.Context()
+	from := be.Open(t)
+	if _, ok := from.(store.Dumper); !ok {
+		t.Skip("the backend cannot load a dump")
+	}
+	srv := MustCreate(t, from, StdioServer("names"))
+	longTool := "search_the_whole_archive_for_documents_by_title"
+	MustRecordSuccess(t, from, srv.ID, Verification(srv, "job-1", At(1), MkTool(longTool, "v1"), MkTool("read", "v1")))
+	d, err := from.(store.Dumper).Dump(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldName := srv.ID + store.AgentSeparator + longTool // as the 64-character budget gave it
+	for i, e := range d.Servers[0].Tools {
+		if e.Name == longTool {
+			d.Servers[0].Tools[i].AgentName = oldName
+		}
+	}
+	db := be.Open(t)
+	if err := db.(store.Dumper).Load(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if e, _, err := db.ToolByAgentName(ctx, oldName); err != nil || e.Name != longTool {
+		t.Fatalf("ToolByAgentName(%q) before = %+v, %v; want the tool under its old name", oldName, e, err)
+	}
+	var changes []store.Change
+	var mu sync.Mutex
+	defer db.Subscribe(func(c store.Change) { mu.Lock(); changes = append(changes, c); mu.Unlock() })()
+	n, err := db.ShortenAgentNames(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("ShortenAgentNames() = %d, %v; want 1", n, err)
+	}
+	tools, err := db.Tools(ctx, srv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newName string
+	for _, e := range tools {
+		switch {
+		case e.Name == longTool:
+			newName = e.AgentName
+		case e.AgentName != store.AgentName(srv.ID, e.Name):
+			t.Errorf("tool %s's agent name = %q; want it kept", e.Name, e.AgentName)
+		}
+	}
+	if len(newName) == 0 || len(newName) > store.MaxAgentName || newName != store.AgentName(srv.ID, longTool) {
+		t.Errorf("the long name became %q; want %q, at most %d characters", newName, store.AgentName(srv.ID, longTool), store.MaxAgentName)
+	}
+	if e, _, err := db.ToolByAgentName(ctx, newName); err != nil || e.Name != longTool {
+		t.Errorf("ToolByAgentName(%q) = %+v, %v; want the tool", newName, e, err)
+	}
+	if _, _, err := db.ToolByAgentName(ctx, oldName); !errors.Is(err, store.ErrAgentNameUnknown) {
+		t.Errorf("ToolByAgentName(old %q) = %v; want ErrAgentNameUnknown", oldName, err)
+	}
+	mu.Lock()
+	if len(changes) != 1 || changes[0].ServerID != srv.ID || !changes[0].Tools {
+		t.Errorf("changes announced = %+v; want one of %s's tools", changes, srv.ID)
+	}
+	changes = nil
+	mu.Unlock()
+	if n, err := db.ShortenAgentNames(ctx); err != nil || n != 0 {
+		t.Errorf("ShortenAgentNames() again = %d, %v; want 0", n, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(changes) != 0 {
+		t.Errorf("a pass with nothing to rename announced %+v", changes)
 	}
 }

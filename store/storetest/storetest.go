@@ -49,6 +49,7 @@ func Run(t *testing.T, b Backend) {
 		{"ConfirmedLaunchKept", testConfirmedLaunchKept},
 		{"AgentNames", testAgentNames},
 		{"AgentNamesManyCollisions", testAgentNamesManyCollisions},
+		{"LongAgentNamesShortened", testLongAgentNamesShortened},
 		{"CallsKeptNewestFirstAndBounded", testCallsKeptNewestFirstAndBounded},
 		{"RecordCallArguments", testRecordCallArguments},
 		{"ServerAsksKept", testServerAsksKept},

@@ -153,7 +153,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 
 	if !validAgentName(cr.AgentName) {
 		rec.AgentName = strings.ToValidUTF8(cutString(cr.AgentName, store.MaxAgentName), "") + "…"
-		return nil, refuse(bySwitch, "that is not the name of a tool Switchboard offers (they are [a-zA-Z0-9_-], at most 64 characters)")
+		return nil, refuse(bySwitch, "that is not the name of a tool Switchboard offers (they are [a-zA-Z0-9_-], at most 46 characters)")
 	}
 	entry, srv, config, by, reason, err := e.find(ctx, cr.AgentName)
 	if err != nil {
@@ -432,7 +432,7 @@ func serverRefusal(sum *store.Summary) (by, reason string) {
 // validAgentName reports whether name has the syntax of an agent name:
 // 1 to 64 of a-z, A-Z, 0-9, _ and -.
 func validAgentName(name string) bool {
-	if len(name) == 0 || len(name) > 64 {
+	if len(name) == 0 || len(name) > store.MaxAgentName {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
