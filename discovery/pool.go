@@ -118,6 +118,11 @@ func (p *Pool) MaxResult() int { return p.cfg.MaxResult }
 // requests should be bounded by it too.
 func (p *Pool) Use(ctx context.Context, id, config string, t Target, initTimeout time.Duration, fn func(*Session) error) (CallInfo, error) {
 	var info CallInfo
+	if t.Transport == TransportSSE {
+		// mcp-go's client over HTTP+SSE answers no request of the
+		// server's: it declares nothing it could not answer.
+		t.Asks = Asks{}
+	}
 	e, opener, err := p.acquire(ctx, id, id+t.Asks.key(), config)
 	if err != nil {
 		return info, err

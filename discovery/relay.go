@@ -29,10 +29,14 @@ type Asks struct {
 	Elicitation    bool // elicitation/create, form mode
 	URLElicitation bool // elicitation/create, URL mode
 	Roots          bool // roots/list
+	// Agent names the agent a session that declares Roots serves alone:
+	// a server may keep the roots it was given for the whole session, so
+	// one agent's roots must never stand for another's.
+	Agent string
 }
 
 // Any reports whether a asks anything.
-func (a Asks) Any() bool { return a != Asks{} }
+func (a Asks) Any() bool { return a.Sampling || a.Elicitation || a.URLElicitation || a.Roots }
 
 // key tells sessions declaring different features apart in the pool: ""
 // for none (the plain session every agent without them shares).
@@ -49,6 +53,9 @@ func (a Asks) key() string {
 		if f.on {
 			b.WriteString(f.name)
 		}
+	}
+	if a.Roots {
+		b.WriteString("\x00agent:" + a.Agent)
 	}
 	return b.String()
 }
@@ -123,6 +130,9 @@ type relays struct {
 	serial chan struct{}
 	byCall map[uint64]Relay
 	next   uint64
+	// alone reports whether one request is in flight on the session
+	// (see Session.alone); nil: never.
+	alone func() bool
 }
 
 // one waits, until ctx ends, for the session's calls in flight to end,
@@ -167,6 +177,12 @@ func (rs *relays) add(r Relay) (done func()) {
 func (rs *relays) relayFor(ctx context.Context) (Relay, error) {
 	if r := relayOf(ctx); r != nil {
 		return r, nil
+	}
+	// Else the only call in flight, if it is the only request: a request
+	// of the server's never goes to another call's agent (a read, a call
+	// without a relay, the next call after one that ended).
+	if rs.alone == nil || !rs.alone() {
+		return nil, ErrNoAgent
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()

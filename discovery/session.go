@@ -68,6 +68,33 @@ type Session struct {
 	progress map[string]func(CallProgress) // by progress token, under mu
 	asks     relays                        // the calls whose agents it asks
 	logs     map[uint64]func(CallLog)      // the calls in flight that take log messages, under mu
+	// busy counts the requests in flight (calls, reads, gets,
+	// completions), and lastEnd is when one last ended (Unix ns): what
+	// the server sends that names no request is passed on only to the
+	// one request in flight, and not just after another ended (see
+	// logged, relays.relayFor).
+	busy    atomic.Int32
+	lastEnd atomic.Int64
+}
+
+// logQuiet is how long after a request on the session ended its log
+// messages are not passed on: one the server writes about a request it
+// just answered must not reach the next request's agent.
+const logQuiet = 250 * time.Millisecond
+
+// enter counts a request in flight until the returned function is called.
+func (s *Session) enter() (leave func()) {
+	s.busy.Add(1)
+	return func() {
+		s.lastEnd.Store(time.Now().UnixNano())
+		s.busy.Add(-1)
+	}
+}
+
+// alone reports whether one request is in flight, and none ended within
+// quiet: what names no request is that one's.
+func (s *Session) alone(quiet time.Duration) bool {
+	return s.busy.Load() == 1 && time.Since(time.Unix(0, s.lastEnd.Load())) >= quiet
 }
 
 // Open connects to the server t describes as a verification does (the
@@ -106,6 +133,7 @@ func (r *verification) open(ctx context.Context) (*Session, error) {
 			s.lost(newError(ClassNetwork, PhaseCalling, "the server's event stream ended (did it restart?)", nil))
 		}
 	}
+	s.asks.alone = func() bool { return s.alone(0) }
 	c, initRes, err := r.handshake(ctx, sctx, listeners{
 		toolsChanged: func() {
 			s.mu.Lock()
@@ -257,11 +285,20 @@ func (s *Session) Call(ctx context.Context, tool, pin string, args any, maxResul
 				return nil, s.classify(ctx, err)
 			}
 			defer done()
+			defer func() {
+				if ctx.Err() != nil {
+					// The call ended before its answer: the server may still
+					// work on it and ask, and its question would reach the
+					// next call's agent. The session ends with it.
+					s.lost(newError(ClassCancelled, PhaseCalling, "a call that relays the server's questions ended before its answer", ctx.Err()))
+				}
+			}()
 		}
 		if r := relayOf(ctx); r != nil {
 			defer s.asks.add(r)()
 		}
 	}
+	defer s.enter()() // after the wait for its turn: a call waiting is not in flight
 	if fn := logOf(ctx); fn != nil {
 		defer s.takeLogs(fn)()
 	}
@@ -297,6 +334,7 @@ func (s *Session) ReadResource(ctx context.Context, uri string, maxResult int) (
 		return nil, err
 	}
 	s.run.tally.forget()
+	defer s.enter()()
 	res, err := s.c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
 	return checked(res, s.classify(ctx, err), maxResult)
 }
@@ -308,6 +346,7 @@ func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]st
 		return nil, err
 	}
 	s.run.tally.forget()
+	defer s.enter()()
 	res, err := s.c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: name, Arguments: args}})
 	return checked(res, s.classify(ctx, err), maxResult)
 }
@@ -319,6 +358,7 @@ func (s *Session) Complete(ctx context.Context, params mcp.CompleteParams, maxRe
 		return nil, err
 	}
 	s.run.tally.forget()
+	defer s.enter()()
 	res, err := s.c.Complete(ctx, mcp.CompleteRequest{Params: params})
 	return checked(res, s.classify(ctx, err), maxResult)
 }
@@ -591,8 +631,12 @@ func (s *Session) takeLogs(fn func(CallLog)) (done func()) {
 }
 
 // logged passes a notifications/message to the one call in flight that
-// takes log messages, if there is exactly one.
+// takes log messages, if it is the only request in flight and none other
+// ended just before (see alone).
 func (s *Session) logged(n mcp.JSONRPCNotification) {
+	if !s.alone(logQuiet) {
+		return
+	}
 	s.mu.Lock()
 	var fn func(CallLog)
 	if len(s.logs) == 1 {

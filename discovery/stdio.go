@@ -24,6 +24,9 @@ import (
 // byte cap, owns the process group, and hands tools/list results to a
 // recorder verbatim. It implements transport.BidirectionalInterface.
 type stdioTransport struct {
+	// relays says the session relays the server's requests to calling
+	// agents (Target.Asks): their answers may take a person's time.
+	relays  bool
 	proc    *process
 	limits  Limits
 	rec     *recorder
@@ -75,8 +78,15 @@ type reply struct {
 // neither goroutines nor memory grow with what the server sends.
 const maxQueuedRequests = 16
 
-// answerTimeout bounds the answer to one request from the server.
+// answerTimeout bounds the answer to one request from the server, and the
+// writing of any answer.
 const answerTimeout = 5 * time.Second
+
+// relayedAnswerTimeout bounds the answer to a request the session relays
+// to a calling agent (see Asks): a person may be asked first, so it is
+// the relay (the call's end, the ask timeout) that ends it, well before
+// this.
+const relayedAnswerTimeout = 10 * time.Minute
 
 var _ transport.BidirectionalInterface = (*stdioTransport)(nil)
 
@@ -357,19 +367,35 @@ func (t *stdioTransport) answer(m message) {
 	t.mu.Lock()
 	h := t.onRequest
 	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(t.life, answerTimeout)
+	limit := answerTimeout
+	if t.relays {
+		limit = relayedAnswerTimeout
+	}
+	ctx, cancel := context.WithTimeout(t.life, limit)
 	defer cancel()
 	var resp *transport.JSONRPCResponse
+	var err error
 	if h != nil {
-		resp, _ = h(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: *m.ID, Method: m.Method, Params: m.Params})
+		resp, err = h(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: *m.ID, Method: m.Method, Params: m.Params})
 	}
-	if resp == nil {
+	switch {
+	case resp != nil:
+	case err != nil && t.relays:
+		// A relay's refusal (a policy, no agent to ask, the agent's own
+		// error) reaches the server as what it is.
+		resp = &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: *m.ID,
+			Error: &mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: cutText(err.Error(), 500)}}
+	default:
 		resp = &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: *m.ID,
 			// The same transport holds a routed call's session: say what is
 			// not supported, not when (issue 34).
 			Error: &mcp.JSONRPCErrorDetails{Code: mcp.METHOD_NOT_FOUND, Message: fmt.Sprintf("%.64s is not supported: Switchboard does not answer a server's requests to its client", m.Method)}}
 	}
-	_ = t.write(ctx, resp)
+	// The answer is written with a deadline of its own: one that took
+	// its whole time still reaches the server.
+	wctx, wcancel := context.WithTimeout(t.life, answerTimeout)
+	defer wcancel()
+	_ = t.write(wctx, resp)
 }
 
 func (t *stdioTransport) warn(w string) {

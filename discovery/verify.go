@@ -485,6 +485,7 @@ func (r *verification) connect(ctx context.Context) (transport.Interface, func()
 		}
 		r.proc = p
 		r.stdio = newStdioTransport(p, r.limits, r.rec, t.secrets())
+		r.stdio.relays = r.held && t.Asks.Any()
 		r.stdio.budget = r.budget()
 		return r.stdio, func() { r.stdio.Close() }, nil
 	case TransportHTTP:

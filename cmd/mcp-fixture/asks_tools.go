@@ -29,7 +29,7 @@ func asksTools() []server.ServerTool {
 			mcp.WithInteger("delay_ms", mcp.DefaultNumber(0), mcp.Min(0), mcp.Max(10000), mcp.Description("Pause before asking, in milliseconds."))), Handler: askPerson},
 		{Tool: mcp.NewTool("ask_url", mcp.WithDescription("Asks the person to visit a URL, and answers what they did.")), Handler: askURL},
 		{Tool: mcp.NewTool("list_roots", mcp.WithDescription("Asks the client for its roots, and answers their URIs, one a line.")), Handler: listRoots},
-		{Tool: mcp.NewTool("log_steps", mcp.WithDescription("Sends a log message at each of the levels debug, info and warning, then answers done.")), Handler: logSteps},
+		{Tool: mcp.NewTool("log_steps", mcp.WithDescription("Works a moment, sends a log message at each of the levels debug, info and warning, then answers done.")), Handler: logSteps},
 	}
 }
 
@@ -99,6 +99,13 @@ func listRoots(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult,
 
 func logSteps(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	s := server.ServerFromContext(ctx)
+	// Some work first: a client that reads a message sent right after
+	// another request ended as that request's (Switchboard) gets these.
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(400 * time.Millisecond):
+	}
 	for _, level := range []mcp.LoggingLevel{mcp.LoggingLevelDebug, mcp.LoggingLevelInfo, mcp.LoggingLevelWarning} {
 		_ = s.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(level, "fixture", map[string]any{"step": string(level)}))
 	}

@@ -202,6 +202,10 @@ func TestAParkedCallIsItsTokensAndEnds(t *testing.T) {
 		if a := call(theirs, retry); a.Error == nil {
 			t.Errorf("another token's answer = %s; want it refused", a.Result)
 		}
+		other := map[string]any{"requestState": state, "inputResponses": answer(q), "arguments": map[string]any{"delay_ms": 1}}
+		if a := call(mine, other); a.Error == nil {
+			t.Errorf("an answer with other arguments = %s; want it refused", a.Result)
+		}
 		a := call(mine, retry)
 		var res mcp.CallToolResult
 		raw, _ := json.Marshal(a.Result)

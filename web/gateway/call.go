@@ -68,6 +68,11 @@ type callRequest struct {
 	// Asks are what the agent can answer of what the server asks during
 	// the call (see relay.go).
 	Asks discovery.Asks
+	// Called and CalledArgs are the tool's name and arguments as the
+	// agent sent them (before call_tool's unwrapping): a retry that
+	// answers a parked call must repeat them.
+	Called     string
+	CalledArgs any
 }
 
 // refusedError is a call Switchboard did not let through; the agent gets
@@ -90,12 +95,13 @@ func (e *Endpoint) Try(ctx context.Context, agentName string, args any) (*mcp.Ca
 func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	ct, _ := connectedClient(ctx)
 	cr := callRequest{AgentName: calledName(req), Args: req.Params.Arguments, Retry: req.Params.MultiRoundTripParams, ConnectedAs: ct.Name, TokenID: ct.ID, Profile: profileOf(ctx)}
+	cr.Called, cr.CalledArgs = cr.AgentName, cr.Args
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		cr.Session, cr.Client = statelessSession, clientName(info.ClientInfo)
 		cr.Modern = true
 		cr.CanAsk = info.ClientCapabilities != nil && formElicitation(info.ClientCapabilities.Elicitation)
 		if info.ClientCapabilities != nil {
-			cr.Asks = asksOf(*info.ClientCapabilities)
+			cr.Asks = asksOf(*info.ClientCapabilities, "token "+cr.TokenID+" "+cr.Client)
 		}
 		if strings.HasPrefix(cr.Retry.RequestState, parkedState) {
 			return e.resume(ctx, cr) // answers to what a server asked
@@ -111,7 +117,7 @@ func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mc
 						Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)}, Params: p})
 				}
 			}
-			if cr.Asks = asksOf(caps); cr.Asks.Any() {
+			if cr.Asks = asksOf(caps, "session "+cr.Session); cr.Asks.Any() {
 				ctx = discovery.WithCallRelay(ctx, agentRelay{srv: e.srv, call: ctx})
 			}
 		}

@@ -38,8 +38,15 @@ const maxParked = 256
 // parkedCall is a call to a server, running while its agent answers what
 // the server asked.
 type parkedCall struct {
+	// id names the question the agent was last given (its requestState
+	// after parkedState): a new one for each question, spent by the
+	// answer.
 	id      string
 	tokenID string // the token that made the call; only it may answer
+	// called and argsHash are the tool name and arguments as the agent
+	// called: a retry must repeat them.
+	called, argsHash string
+	ctx              context.Context // the server's call
 	// rec, args and start are the call's record as its answer will
 	// close it (rec is the routing call's, filled in as it ran).
 	rec   *store.Call
@@ -69,9 +76,10 @@ type parkedQuestion struct {
 
 // parkedCalls are the calls parked, by id.
 type parkedCalls struct {
-	mu sync.Mutex
-	m  map[string]*parkedCall
-	wg sync.WaitGroup // the server calls' goroutines
+	mu     sync.Mutex
+	m      map[string]*parkedCall // by the id of the question asked
+	closed bool                   // Close has ended them
+	wg     sync.WaitGroup         // the server calls' goroutines
 }
 
 // park makes the call to the server (upstream) with the relay of a
@@ -81,16 +89,19 @@ type parkedCalls struct {
 // then resume (or the expiry) records it.
 func (e *Endpoint) park(ctx context.Context, cr callRequest, rec *store.Call, start time.Time, upstream func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	e.parked.mu.Lock()
-	full := len(e.parked.m) >= maxParked
+	full, closed := len(e.parked.m) >= maxParked, e.parked.closed
 	e.parked.mu.Unlock()
-	if full {
+	switch {
+	case closed:
+		return nil, errors.New("Switchboard is shutting down")
+	case full:
 		return upstream(ctx)
 	}
 	// The server's call outlives this request: the agent's retries
 	// carry it on. Close, the expiry or the agent's giving up ends it.
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &parkedCall{id: rand.Text(), tokenID: cr.TokenID, rec: rec, args: cr.Args, start: start, cancel: cancel,
-		questions: make(chan *parkedQuestion), done: make(chan struct{})}
+	p := &parkedCall{tokenID: cr.TokenID, called: cr.Called, argsHash: argsHash(cr.CalledArgs), ctx: pctx, rec: rec, args: cr.Args, start: start,
+		cancel: cancel, questions: make(chan *parkedQuestion), done: make(chan struct{})}
 	e.parked.wg.Add(1)
 	go func() {
 		defer e.parked.wg.Done()
@@ -108,9 +119,9 @@ func (e *Endpoint) resume(ctx context.Context, cr callRequest) (*mcp.CallToolRes
 	id := cr.Retry.RequestState[len(parkedState):]
 	e.parked.mu.Lock()
 	p := e.parked.m[id]
-	if p == nil || p.tokenID != cr.TokenID || !p.expiry.Stop() {
+	if p == nil || p.tokenID != cr.TokenID || p.called != cr.Called || p.argsHash != argsHash(cr.CalledArgs) || !p.expiry.Stop() {
 		e.parked.mu.Unlock()
-		return nil, &refusedError{"the call these answers are for is gone: it was answered already, timed out, or was made with another token; call again"}
+		return nil, &refusedError{"the call these answers are for is gone: it was answered already, timed out, or was made with another token, tool or arguments; call again"}
 	}
 	delete(e.parked.m, id)
 	q := p.asked
@@ -134,13 +145,20 @@ func (e *Endpoint) next(ctx context.Context, p *parkedCall) (res *mcp.CallToolRe
 	case <-p.done:
 		return p.res, p.err, false
 	case q := <-p.questions:
-		b := server.NewInputRequestBuilder(parkedState + p.id)
-		q.build(b, q.id)
 		e.parked.mu.Lock()
+		if e.parked.closed {
+			e.parked.mu.Unlock()
+			p.cancel()
+			<-p.done
+			return nil, errors.New("Switchboard is shutting down"), false
+		}
+		p.id = rand.Text() // the answer spends it
 		p.asked = q
 		e.parked.m[p.id] = p
 		p.expiry = time.AfterFunc(e.cfg.AskTimeout, func() { e.expire(p) })
 		e.parked.mu.Unlock()
+		b := server.NewInputRequestBuilder(parkedState + p.id)
+		q.build(b, q.id)
 		return b.ToolResult(), nil, true
 	case <-ctx.Done():
 		p.cancel()
@@ -163,15 +181,24 @@ func (e *Endpoint) expire(p *parkedCall) {
 	e.finish(*p.rec, p.args, p.start, errors.New("the agent did not answer what the server asked within "+e.cfg.AskTimeout.String()), false)
 }
 
-// closeParked ends every parked call and waits for their server calls.
+// closeParked ends every parked call, recorded as such, and waits for
+// their server calls; a call that would park from now on ends instead.
 func (e *Endpoint) closeParked() {
 	e.parked.mu.Lock()
+	e.parked.closed = true
+	var ended []*parkedCall
 	for id, p := range e.parked.m {
-		p.expiry.Stop()
+		if p.expiry.Stop() { // else its expiry ends it
+			ended = append(ended, p)
+		}
 		p.cancel()
 		delete(e.parked.m, id)
 	}
 	e.parked.mu.Unlock()
+	for _, p := range ended {
+		<-p.done
+		e.finish(*p.rec, p.args, p.start, errors.New("Switchboard shut down while the agent answered what the server asked"), false)
+	}
 	e.parked.wg.Wait()
 }
 
@@ -183,16 +210,22 @@ func (p *parkedCall) ask(ctx context.Context, build func(*server.InputRequestBui
 	p.n++
 	q := &parkedQuestion{id: "q" + strconv.Itoa(p.n), build: build, answer: make(chan mcp.InputResponses, 1)}
 	p.nMu.Unlock()
+	// The question's request, or the call (its agent gone, its expiry),
+	// may end first.
 	select {
 	case p.questions <- q:
 	case <-ctx.Done():
 		return nil, "", ctx.Err()
+	case <-p.ctx.Done():
+		return nil, "", p.ctx.Err()
 	}
 	select {
 	case r := <-q.answer:
 		return r, q.id, nil
 	case <-ctx.Done():
 		return nil, "", ctx.Err()
+	case <-p.ctx.Done():
+		return nil, "", p.ctx.Err()
 	}
 }
 

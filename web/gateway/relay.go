@@ -20,9 +20,10 @@ import (
 // the server sends during the call is sent on to the agent on the call's
 // stream, its answer passed back as the agent gave it.
 
-// asksOf are the client features a 2025-era agent's session declared.
-func asksOf(caps mcp.ClientCapabilities) discovery.Asks {
-	a := discovery.Asks{Sampling: caps.Sampling != nil, Roots: caps.Roots != nil}
+// asksOf are the client features an agent declared; agent names it (a
+// session that declares roots serves it alone: see discovery.Asks).
+func asksOf(caps mcp.ClientCapabilities, agent string) discovery.Asks {
+	a := discovery.Asks{Sampling: caps.Sampling != nil, Roots: caps.Roots != nil, Agent: agent}
 	if el := caps.Elicitation; el != nil {
 		a.Elicitation = formElicitation(el)
 		a.URLElicitation = el.URL != nil
