@@ -334,3 +334,44 @@ func TestWhatAServerMayAskIsItsPolicys(t *testing.T) {
 		})
 	}
 }
+
+// slowAgent answers a form after a person's pause.
+type slowAgent struct {
+	answeringAgent
+	pause time.Duration
+}
+
+func (a slowAgent) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(a.pause):
+	}
+	return a.answeringAgent.Elicit(ctx, req)
+}
+
+// A person may take their time: an answer that comes after several
+// seconds (more than a server's request is otherwise given, 5 s) still
+// reaches a 2025-era server over stdio, for either era of agent.
+func TestASlowAnswerStillReachesTheServer(t *testing.T) {
+	e := newEnv(t)
+	e.createServer(map[string]any{"id": "slow", "name": "Slow", "transport": "stdio", "command": fixtureBin,
+		"args": []string{"-mode", "asks", "-legacy"}, "default_policy": "allow"})
+	if status := e.verify("slow"); status != "success" {
+		t.Fatalf("verify slow = %s", status)
+	}
+	e.setPolicy("slow", "ask_person", "allow")
+	caps := mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}}
+	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			a := slowAgent{answeringAgent{"ada"}, 6 * time.Second}
+			c := mcptest.ConnectAs(t, e.base, testMCPToken, version, mcp.Implementation{Name: "slow-agent", Version: "1"},
+				client.WithClientCapabilities(caps), client.WithElicitationHandler(a))
+			res, err := c.Call("slow__ask_person", nil)
+			if err != nil || res.IsError || mcptest.Text(res) != `accept {"name":"ada"}` {
+				t.Errorf("ask_person answered after %s = %+v, %v; want the answer", a.pause, res, err)
+			}
+		})
+	}
+}
