@@ -36,3 +36,7 @@ func HistoryEvent(id string) string { return "history-" + id }
 // TryEvent carries the progress of the Try it call with the opaque id
 // callID (see TryView.CallID).
 func TryEvent(callID string) string { return "try-" + callID }
+
+// TryQuestionEvent carries what the server asks during the Try it call
+// with the opaque id callID (a question box, or nothing once answered).
+func TryQuestionEvent(callID string) string { return "try-question-" + callID }

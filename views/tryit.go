@@ -165,3 +165,29 @@ func tryItemNoun(f TryField) string {
 	}
 	return "row"
 }
+
+// Kinds of TryQuestion: what a server asks during a Try it call.
+const (
+	QuestionForm     = "form"     // elicitation/create, form mode: Form
+	QuestionURL      = "url"      // elicitation/create, URL mode: URL
+	QuestionSampling = "sampling" // sampling/createMessage: Messages
+	QuestionRoots    = "roots"    // roots/list
+)
+
+// TryQuestion is what the server asks, during a Try it call, of the
+// person who made it, as an agent's client would be asked.
+type TryQuestion struct {
+	AgentName, CallID string
+	Kind              string
+	Message           string  // what the server says (form, URL)
+	URL               string  // shown as text, never opened
+	Form              TryForm // the form's fields (QuestionForm)
+	Messages          []TryMessage
+	SystemPrompt      string
+	Error             string // an answer that was not right
+}
+
+// TryMessage is one message a server asks a model to continue.
+type TryMessage struct {
+	Role, Text string
+}

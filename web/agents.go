@@ -207,3 +207,19 @@ func (s *Server) handleTry(c echo.Context) error {
 	}
 	return render(c, status, views.TryPage(s.page(c, "Try "+v.Tool), v))
 }
+
+// handleTryAnswer serves POST /tools/:agent/try/:call/answer (htmx): the
+// person's answer to what the server asks during their Try it call (see
+// web/tryit/questions.go). 404 if that call waits on no question.
+func (s *Server) handleTryAnswer(c echo.Context) error {
+	r := c.Request()
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxTryBody)
+	form, err := c.FormParams()
+	if err != nil {
+		return &apiError{Status: http.StatusBadRequest, Message: "cannot read the form (at most 2 MiB)"}
+	}
+	if !s.try.Answer(c.Param("call"), form) {
+		return &apiError{Status: http.StatusNotFound, Message: "this call waits on no question (answered already, or ended)"}
+	}
+	return c.NoContent(http.StatusNoContent)
+}

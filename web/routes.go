@@ -86,6 +86,7 @@ func (s *Server) routes(profiles *profiles.Handlers) {
 	ui.POST("/approvals/:id", s.handleDecideForm)
 	ui.GET("/tools/:agent", s.handleTryPage)
 	ui.POST("/tools/:agent/try", s.handleTry)
+	ui.POST("/tools/:agent/try/:call/answer", s.handleTryAnswer)
 
 	// JSON API: bearer token.
 	api := e.Group("/api/v1", s.requireBearer)

@@ -208,3 +208,78 @@ func TestVerifyAllCancelAndDismiss(t *testing.T) {
 		t.Errorf("Cancel without the CSRF token = %d; want 403", rec.Code)
 	}
 }
+
+// What a server asks during a Try it call is asked of the person on the
+// page, live, as an agent's client would ask: a model's message (the
+// person writes the reply), a form (checked against its schema: a wrong
+// answer is shown again, the question still waiting), the roots; a
+// declined form is the server's to handle; the result then comes back.
+// The questions are in the call log as the dashboard's.
+func TestTryItAnswersWhatTheServerAsks(t *testing.T) {
+	e := newEnv(t)
+	e.createServer(map[string]any{"id": "ask", "name": "Asks", "transport": "stdio", "command": fixtureBin,
+		"args": []string{"-mode", "asks", "-tools", "0"}, "default_policy": "allow"})
+	if job := e.verify("ask"); job.Status != "success" {
+		t.Fatalf("verify ask = %+v", job)
+	}
+	b := e.login()
+	srv, client := e.liveServer()
+	s := b.openEvents(srv, client)
+	try := func(t *testing.T, tool, call string, form url.Values, answers ...url.Values) *goquery.Document {
+		t.Helper()
+		b := b.in(t)
+		form.Set("_call", call)
+		done := make(chan string, 1)
+		go func() { done <- b.post("/tools/ask__"+tool+"/try", form).Body.String() }()
+		for _, a := range answers {
+			s.until(t, 30*time.Second, "the server's question on the page", func(ev sseEvent) bool {
+				return ev.name == "try-question-"+call && strings.Contains(ev.text(), `data-testid="try-question"`)
+			})
+			rec := b.htmx(http.MethodPost, "/tools/ask__"+tool+"/try/"+call+"/answer", a)
+			wantStatus(t, rec, http.StatusNoContent)
+		}
+		return parseHTML(t, <-done)
+	}
+	resultText := func(doc *goquery.Document) string { return strings.TrimSpace(doc.Find(testID("try-result")).Text()) }
+
+	t.Run("a model's message, written by the person", func(t *testing.T) {
+		doc := try(t, "ask_model", "00000000000000a1", url.Values{"f0": {"tell me a joke"}},
+			url.Values{"_action": {"accept"}, "_model": {"me"}, "_reply": {"Why did the <gopher> cross the road?"}})
+		if got := resultText(doc); !strings.Contains(got, "me: Why did the <gopher> cross the road?") {
+			t.Errorf("result = %q; want the person's reply as the model's", got)
+		}
+	})
+	t.Run("a form, checked against its schema", func(t *testing.T) {
+		// The name is required: a first answer without it is shown again.
+		doc := try(t, "ask_person", "00000000000000a2", url.Values{},
+			url.Values{"_action": {"accept"}, "f0": {""}}, url.Values{"_action": {"accept"}, "f0": {"Ada"}})
+		if got := resultText(doc); !strings.Contains(got, `accept {"name":"Ada"}`) {
+			t.Errorf("result = %q; want the form's content", got)
+		}
+	})
+	t.Run("a declined form", func(t *testing.T) {
+		doc := try(t, "ask_person", "00000000000000a3", url.Values{}, url.Values{"_action": {"decline"}})
+		if got := resultText(doc); !strings.Contains(got, "decline") {
+			t.Errorf("result = %q; want the server told it was declined", got)
+		}
+	})
+	t.Run("the roots", func(t *testing.T) {
+		doc := try(t, "list_roots", "00000000000000a4", url.Values{},
+			url.Values{"_action": {"accept"}, "_roots": {"file:///work\r\nfile:///tmp\r\n"}})
+		if got := resultText(doc); !strings.Contains(got, "file:///work") || !strings.Contains(got, "file:///tmp") {
+			t.Errorf("result = %q; want the roots given", got)
+		}
+	})
+	t.Run("no question waiting", func(t *testing.T) {
+		wantStatus(t, b.in(t).htmx(http.MethodPost, "/tools/ask__ask_person/try/00000000000000ff/answer", url.Values{"_action": {"accept"}}), http.StatusNotFound)
+	})
+	var asked []string
+	for _, c := range e.waitCalls(8) { // the four calls and their questions
+		if c.Method == "sampling/createMessage" || c.Method == "elicitation/create" || c.Method == "roots/list" {
+			asked = append(asked, c.Method+" "+c.Decision)
+		}
+	}
+	if len(asked) != 4 {
+		t.Errorf("questions in the call log = %q; want the four", asked)
+	}
+}

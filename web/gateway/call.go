@@ -84,10 +84,17 @@ func (e *refusedError) Error() string { return "Switchboard refused the call: " 
 // Try routes a call a person started with the Try it form in the
 // dashboard: as an agent's call, approved by the person (an ask tool
 // waits for no other approval), and in the call log as the dashboard's.
+// With a relay in ctx (discovery.WithCallRelay), what the server asks is
+// the relay's to answer.
 // A refusal or a failure of the server is an error saying what happened,
 // fit to show.
 func (e *Endpoint) Try(ctx context.Context, agentName string, args any) (*mcp.CallToolResult, error) {
-	return e.call(ctx, callRequest{Session: "dashboard", Client: "Try it", AgentName: agentName, Args: args, ApprovedBy: ByDashboard})
+	cr := callRequest{Session: "dashboard", Client: "Try it", AgentName: agentName, Args: args, ApprovedBy: ByDashboard}
+	if discovery.RelayOf(ctx) != nil {
+		// The person answers what the server asks, on the page.
+		cr.Asks = discovery.Asks{Sampling: true, Elicitation: true, URLElicitation: true, Roots: true, Agent: "dashboard"}
+	}
+	return e.call(ctx, cr)
 }
 
 // handleCall is the mcp-go handler of every tools/call but search_tools

@@ -42,6 +42,7 @@ type Service struct {
 	d Deps
 	// progressEvery spaces the live progress events of one call.
 	progressEvery time.Duration
+	qs            questions // what servers ask, waiting (see questions.go)
 }
 
 // New returns the Try it service.
@@ -101,7 +102,8 @@ func (s *Service) Submit(ctx context.Context, agent string, form url.Values) (vi
 	}
 	live := &liveProgress{publish: s.d.Publish, event: views.TryEvent(v.CallID), every: s.progressEvery}
 	start := time.Now()
-	res, err := s.d.Call(discovery.WithCallProgress(ctx, live.add), v.AgentName, args)
+	ctx = discovery.WithCallRelay(discovery.WithCallProgress(ctx, live.add), pageRelay{s: s, agent: v.AgentName, callID: v.CallID})
+	res, err := s.d.Call(ctx, v.AgentName, args)
 	out := &views.TryResult{Duration: time.Since(start), Progress: live.last()}
 	if err != nil {
 		out.Text = err.Error()
