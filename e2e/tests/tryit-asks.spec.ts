@@ -10,11 +10,11 @@ const SHOTS = process.env.SWITCHBOARD_E2E_SHOTS || '/tmp/switchboard-tryit-shots
 // person's reply is the model's, and the tool's result comes back.
 test('Try it: the person answers a sampling request of the server', async ({ page }) => {
   await login(page);
-  await addVerified(page, 'askfx', FIXTURE, ['-mode', 'asks', '-tools', '0'], { default_policy: 'allow' });
+  await addVerified(page, 'questionfx', FIXTURE, ['-mode', 'asks', '-tools', '0'], { default_policy: 'allow' });
   for (const [width, scheme] of [[1280, 'light'], [390, 'dark']] as const) {
     await page.setViewportSize({ width, height: 900 });
     await page.emulateMedia({ colorScheme: scheme });
-    await page.goto('/tools/askfx__ask_model');
+    await page.goto('/tools/questionfx__ask_model');
     await waitLive(page);
     await page.getByLabel('prompt').fill('tell me a <joke>');
     await page.getByTestId('try-submit').click();
