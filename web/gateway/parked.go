@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -34,6 +35,10 @@ const parkedState = "relay:"
 // maxParked bounds the calls parked at once; a call beyond it runs as
 // one whose agent cannot answer (the server's questions are refused).
 const maxParked = 256
+
+// maxQuestions bounds the questions of one call (a 2026-07-28 server's
+// are bounded by mcp-go's client too; a 2025-era server's are not).
+const maxQuestions = 32
 
 // parkedCall is a call to a server, running while its agent answers what
 // the server asked.
@@ -208,8 +213,12 @@ func (e *Endpoint) closeParked() {
 func (p *parkedCall) ask(ctx context.Context, build func(*server.InputRequestBuilder, string)) (mcp.InputResponses, string, error) {
 	p.nMu.Lock()
 	p.n++
-	q := &parkedQuestion{id: "q" + strconv.Itoa(p.n), build: build, answer: make(chan mcp.InputResponses, 1)}
+	n := p.n
+	q := &parkedQuestion{id: "q" + strconv.Itoa(n), build: build, answer: make(chan mcp.InputResponses, 1)}
 	p.nMu.Unlock()
+	if n > maxQuestions {
+		return nil, "", fmt.Errorf("the server asked more than %d questions during one call", maxQuestions)
+	}
 	// The question's request, or the call (its agent gone, its expiry),
 	// may end first.
 	select {
