@@ -541,26 +541,10 @@ func mcpCallFigures(ctx context.Context, cfg *config) ([]figure, error) {
 		func() (time.Duration, error) { return call(direct, toolName) },
 		func() (time.Duration, error) { return call(relay, toolName) },
 	}
-	for range 5 {
-		for _, side := range sides {
-			if _, err := side(); err != nil {
-				return nil, err
-			}
-		}
-	}
 	runs := mcpRunsFor(cfg).calls
-	took := make([]samples, len(sides))
-	for i := range runs {
-		// Each run starts with the next side, so that none always
-		// follows another.
-		for j := range sides {
-			k := (i + j) % len(sides)
-			d, err := sides[k]()
-			if err != nil {
-				return nil, err
-			}
-			took[k] = append(took[k], d)
-		}
+	took, err := alternate(sides, runs)
+	if err != nil {
+		return nil, err
 	}
 	via, bare, relayed := took[0], took[1], took[2]
 
@@ -589,6 +573,31 @@ func mcpCallFigures(ctx context.Context, cfg *config) ([]figure, error) {
 	r.Pass = r.Value-r.BaseVal <= relayMargin
 	r.Note = fmt.Sprintf("%+.3f ms; median of %d each; p99 %.2f ms vs %.2f ms", r.Value-r.BaseVal, runs, ms(via.quantile(0.99)), ms(relayed.quantile(0.99)))
 	return []figure{f, r}, nil
+}
+
+// alternate warms each side up (5 rounds), then times each runs times,
+// in rounds that each start with the next side, so that none always
+// follows another; took[i] is side i's.
+func alternate(sides []func() (time.Duration, error), runs int) (took []samples, err error) {
+	for range 5 {
+		for _, side := range sides {
+			if _, err := side(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	took = make([]samples, len(sides))
+	for i := range runs {
+		for j := range sides {
+			k := (i + j) % len(sides)
+			d, err := sides[k]()
+			if err != nil {
+				return nil, err
+			}
+			took[k] = append(took[k], d)
+		}
+	}
+	return took, nil
 }
 
 // relayMargin is what a routed call may add to a bare relay's, in ms:

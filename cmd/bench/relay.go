@@ -84,24 +84,10 @@ func relayFigures(ctx context.Context, cfg *config) ([]figure, error) {
 		func() (time.Duration, error) { return call(agent, agentName) },
 		func() (time.Duration, error) { return call(direct, toolName) },
 	}
-	for range 5 {
-		for _, side := range sides {
-			if _, err := side(); err != nil {
-				return nil, err
-			}
-		}
-	}
 	runs := mcpRunsFor(cfg).calls / 2
-	took := make([]samples, len(sides))
-	for i := range runs {
-		for j := range sides {
-			k := (i + j) % len(sides)
-			d, err := sides[k]()
-			if err != nil {
-				return nil, err
-			}
-			took[k] = append(took[k], d)
-		}
+	took, err := alternate(sides, runs)
+	if err != nil {
+		return nil, err
 	}
 	via, bare := took[0], took[1]
 	f := figure{
