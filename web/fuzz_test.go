@@ -90,8 +90,8 @@ func (e *fuzzEnv) check(t *testing.T, what string, rec *httptest.ResponseRecorde
 	if rec.Code >= 500 {
 		t.Fatalf("%s = %d; want no 5xx; body: %s", what, rec.Code, truncate(rec.Body.String()))
 	}
-	if errs := e.logs.errors(); len(errs) > 0 {
-		e.logs.reset()
+	if errs := e.logs.Errors(); len(errs) > 0 {
+		e.logs.ForgetErrors()
 		t.Fatalf("%s logged errors:\n%s", what, strings.Join(errs, "\n"))
 	}
 	for _, s := range e.secrets {

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +23,7 @@ import (
 	"github.com/switchboard-dev/switchboard/cluster"
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/internal/grants"
+	"github.com/switchboard-dev/switchboard/internal/logtest"
 	"github.com/switchboard-dev/switchboard/internal/secretkey"
 	"github.com/switchboard-dev/switchboard/internal/verify"
 	"github.com/switchboard-dev/switchboard/store"
@@ -111,7 +110,7 @@ type env struct {
 	hub *hub.Hub
 	// secrets are values that must never appear in any response body.
 	secrets []string
-	logs    *logRecorder
+	logs    *logtest.Recorder
 }
 
 // in returns e bound to t, a subtest of e's test, so that a scenario's
@@ -192,7 +191,7 @@ func newEnvOn(t testing.TB, st store.Store, opts ...appOption) *env {
 // runs.
 func newEnvVerifying(t testing.TB, st store.Store, v *discovery.Verifier, opts ...appOption) *env {
 	t.Helper()
-	logs := &logRecorder{}
+	logs := &logtest.Recorder{}
 	cfg := webConfig{Config: web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}}
 	for _, o := range opts {
 		o(&cfg)
@@ -201,64 +200,13 @@ func newEnvVerifying(t testing.TB, st store.Store, v *discovery.Verifier, opts .
 	e := &env{t: t, app: app, stop: stop, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
 	t.Cleanup(func() {
 		stop()
-		if errs := logs.errors(); len(errs) > 0 {
+		if errs := logs.Errors(); len(errs) > 0 {
 			t.Errorf("the application logged errors:\n%s", strings.Join(errs, "\n"))
 		}
-		e.checkNoSecrets("the application's log", strings.Join(logs.texts(slog.LevelDebug), "\n"))
+		e.checkNoSecrets("the application's log", strings.Join(logs.Texts(slog.LevelDebug), "\n"))
 		st.Close()
 	})
 	return e
-}
-
-// logRecorder is a slog.Handler that keeps every record, so a test fails
-// on a 500 or any other logged error, and on a secret in any log line.
-type logRecorder struct {
-	mu    sync.Mutex
-	lines []logLine
-}
-
-type logLine struct {
-	level slog.Level
-	text  string
-}
-
-func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString(r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		return true
-	})
-	l.mu.Lock()
-	l.lines = append(l.lines, logLine{r.Level, b.String()})
-	l.mu.Unlock()
-	return nil
-}
-func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
-
-// reset forgets the errors logged so far (a test that provoked them on
-// purpose); other lines stay for the secrets check.
-func (l *logRecorder) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = slices.DeleteFunc(l.lines, func(ln logLine) bool { return ln.level >= slog.LevelError })
-}
-
-func (l *logRecorder) errors() []string { return l.texts(slog.LevelError) }
-
-// texts returns the lines logged at min or above.
-func (l *logRecorder) texts(min slog.Level) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, ln := range l.lines {
-		if ln.level >= min {
-			out = append(out, ln.text)
-		}
-	}
-	return out
 }
 
 // newRequest is an httptest request with an allowed Host.

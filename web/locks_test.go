@@ -329,7 +329,7 @@ func TestDamagedStoreSaysWhatToDo(t *testing.T) {
 		rec := e.api(http.MethodGet, "/api/v1/servers", nil)
 		st.failing.Store(false)
 		wantStatus(t, rec, http.StatusInternalServerError)
-		e.logs.reset() // the failure is logged as the error it is
+		e.logs.ForgetErrors() // the failure is logged as the error it is
 		if got := decodeAs[apiError](t, rec); !strings.Contains(got.Error, tc.want) {
 			t.Errorf("GET /api/v1/servers on %v = %+v; want it to say %q", tc.err, got, tc.want)
 		}

@@ -156,7 +156,7 @@ func TestRefreshEchoRedactedThroughTheGateway(t *testing.T) {
 
 	// The log: the routed call's line and the verification's, redacted
 	// (every line is checked for secrets again when the test ends).
-	logs := strings.Join(e.logs.texts(slog.LevelDebug), "\n")
+	logs := strings.Join(e.logs.Texts(slog.LevelDebug), "\n")
 	e.checkRedactedEcho("the application's log", logs, echoed...)
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/logtest"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/store/sealed"
@@ -34,14 +35,14 @@ func newEnvFull(t *testing.T, diskFull func([]store.Change) bool) (*env, string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logRecorder{}
+	logs := &logtest.Recorder{}
 	cfg := webConfig{Config: web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}}
 	st := sealed.New(db, testRing)
 	app, closeApp := startApp(t, cfg, st.Store(), discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil))
 	e := &env{t: t, app: app, stop: closeApp, db: st, raw: db, hub: web.HubOf(app), secrets: []string{testToken, loginCode, testMCPToken}, logs: logs}
 	t.Cleanup(func() {
 		closeApp()
-		if errs := logs.errors(); len(errs) > 0 {
+		if errs := logs.Errors(); len(errs) > 0 {
 			t.Errorf("the application logged errors:\n%s", strings.Join(errs, "\n"))
 		}
 		db.Close()
@@ -91,7 +92,7 @@ func TestVerifyResultNotSavedOnFullDisk(t *testing.T) {
 			if !strings.Contains(jerr.Suggestion, "Free some disk space") {
 				t.Errorf("job suggestion = %q; want it to say to free disk space", jerr.Suggestion)
 			}
-			e.logs.reset() // the cause is logged, as it should be
+			e.logs.ForgetErrors() // the cause is logged, as it should be
 
 			// The API, the page and the live fragments say the same.
 			d := e.discovery("full")
@@ -171,5 +172,5 @@ func TestCreateOnFullDisk(t *testing.T) {
 	}
 	full.Store(false)
 	wantStatus(t, e.api(http.MethodGet, "/api/v1/servers/full", nil), http.StatusNotFound)
-	e.logs.reset() // the 507 was logged, on purpose
+	e.logs.ForgetErrors() // the 507 was logged, on purpose
 }

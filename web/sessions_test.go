@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/internal/logtest"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/store/sealed"
@@ -27,7 +28,7 @@ func startAt(t *testing.T, path string) (e *env, stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logRecorder{}
+	logs := &logtest.Recorder{}
 	cfg := webConfig{Config: web.Config{Token: testToken, LoginCode: loginCode, Logger: slog.New(logs), MCP: gateway.Config{Token: testMCPToken}}}
 	st := sealed.New(db, testRing)
 	app, closeApp := startApp(t, cfg, st.Store(), discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil))
@@ -39,10 +40,10 @@ func startAt(t *testing.T, path string) (e *env, stop func()) {
 		}
 		stopped = true
 		closeApp()
-		if errs := logs.errors(); len(errs) > 0 {
+		if errs := logs.Errors(); len(errs) > 0 {
 			t.Errorf("the application logged errors:\n%s", strings.Join(errs, "\n"))
 		}
-		e.checkNoSecrets("the application's log", strings.Join(logs.texts(slog.LevelDebug), "\n"))
+		e.checkNoSecrets("the application's log", strings.Join(logs.Texts(slog.LevelDebug), "\n"))
 		db.Close()
 	}
 	t.Cleanup(stop)

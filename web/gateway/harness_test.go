@@ -11,15 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/internal/grants"
+	"github.com/switchboard-dev/switchboard/internal/logtest"
 	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/internal/verify"
 	"github.com/switchboard-dev/switchboard/store"
@@ -81,7 +80,7 @@ type env struct {
 	// approvers is how many dashboard tabs the endpoint is told are open
 	// (Deps.Approvers).
 	approvers *atomic.Int32
-	logs      *logRecorder
+	logs      *logtest.Recorder
 }
 
 // in returns e bound to t, a subtest of e's test, so that a scenario's
@@ -103,7 +102,7 @@ func newEnv(t testing.TB, opts ...func(*gateway.Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logRecorder{}
+	logs := &logtest.Recorder{}
 	log := slog.New(logs)
 	v := discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Second}, nil)
 	verifications := verify.New(verify.Config{Logger: log}, db, v, grants.NewKeeper(db, v))
@@ -154,7 +153,7 @@ func newEnv(t testing.TB, opts ...func(*gateway.Config)) *env {
 		ts.CloseClientConnections()
 		ts.Close()
 		db.Close()
-		if errs := logs.errors(); len(errs) > 0 {
+		if errs := logs.Errors(); len(errs) > 0 {
 			t.Errorf("the endpoint or the verifications logged errors:\n%s", strings.Join(errs, "\n"))
 		}
 	})
@@ -395,44 +394,4 @@ func truncate(s string) string {
 		return s[:2000] + "…"
 	}
 	return s
-}
-
-// logRecorder is a slog.Handler that keeps every record, so a test fails
-// on any logged error.
-type logRecorder struct {
-	mu    sync.Mutex
-	lines []logLine
-}
-
-type logLine struct {
-	level slog.Level
-	text  string
-}
-
-func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString(r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		return true
-	})
-	l.mu.Lock()
-	l.lines = append(l.lines, logLine{r.Level, b.String()})
-	l.mu.Unlock()
-	return nil
-}
-func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
-
-func (l *logRecorder) errors() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, ln := range l.lines {
-		if ln.level >= slog.LevelError {
-			out = append(out, ln.text)
-		}
-	}
-	return slices.Clip(out)
 }
