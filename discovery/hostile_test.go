@@ -331,7 +331,7 @@ func TestHostileToolData(t *testing.T) {
 					t.Errorf("%d tools, d has problems %q; want tool_000, tool_001, t0 to t99 and d, with two problems", len(res.Tools), d.Problems)
 				}
 			}},
-		{num: 27, name: "huge-schema", args: []string{"-tools", "2"}, limits: big, max: 30 * time.Second, maxAlloc: 200 << 20,
+		{num: 27, name: "huge-schema", args: []string{"-tools", "2"}, limits: big, max: 30 * time.Second, maxAlloc: 2 * 200 << 20, // two listings (see features.go)
 			check: func(t *testing.T, res *Result, _ *Error) {
 				huge := flagged(t, res, 2, "huge_schema", ToolOversized, "its input schema is 10485")
 				if huge.InputSchema != nil || huge.Raw != nil || huge.Description != "Its input schema is huge." {

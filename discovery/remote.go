@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-dev/switchboard/discovery/netpolicy"
 	"github.com/switchboard-dev/switchboard/discovery/oauth"
@@ -39,9 +40,13 @@ var listStub = json.RawMessage(`{"tools":[]}`)
 
 // tap records resp's result if it answers tools/list or another list
 // the pipeline decodes (see listStubs), and returns what mcp-go gets
-// instead: resp with the list's stub as its result.
-func (r *recorder) tap(method string, resp *transport.JSONRPCResponse) *transport.JSONRPCResponse {
-	list, ok := listStubs[method]
+// instead: resp with the list's stub as its result. The answer to a
+// task's call is handed on as a tool result (see taskAnswer).
+func (r *recorder) tap(req transport.JSONRPCRequest, resp *transport.JSONRPCResponse) *transport.JSONRPCResponse {
+	if req.Method == string(mcp.MethodToolsCall) {
+		return taskAnswer(req, resp)
+	}
+	list, ok := listStubs[req.Method]
 	if resp == nil || resp.Error != nil || !ok {
 		return resp
 	}
@@ -76,7 +81,7 @@ func (t streamableTap) SendRequest(ctx context.Context, req transport.JSONRPCReq
 func (t streamableTap) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
 	if err == nil {
-		resp = t.rec.tap(req.Method, resp)
+		resp = t.rec.tap(req, resp)
 	}
 	if errors.Is(err, transport.ErrLegacySSEServer) {
 		// mcp-go turns any 4xx to initialize into this error, losing the
@@ -111,7 +116,7 @@ func (t sseTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (
 func (t sseTap) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.SSE.SendRequest(ctx, req)
 	if err == nil {
-		resp = t.rec.tap(req.Method, resp)
+		resp = t.rec.tap(req, resp)
 	}
 	return resp, err
 }

@@ -154,8 +154,8 @@ func fixtureReq(t *testing.T, server, hash string, args ...string) Request {
 
 // phaseRank orders the phases a job goes through.
 var phaseRank = map[string]int{
-	PhaseQueued: 0, PhaseStarting: 1, PhaseInitializing: 2, PhaseListing: 3, PhaseSaving: 4,
-	JobSuccess: 5, JobFailed: 5, JobTimeout: 5, JobCancelled: 5,
+	PhaseQueued: 0, PhaseStarting: 1, PhaseInitializing: 2, PhaseListing: 3, PhaseAskTools: 4, PhaseSaving: 5,
+	JobSuccess: 6, JobFailed: 6, JobTimeout: 6, JobCancelled: 6,
 }
 
 func TestRunnerEventsInOrder(t *testing.T) {
@@ -168,7 +168,7 @@ func TestRunnerEventsInOrder(t *testing.T) {
 	if final.StartedAt.IsZero() || final.FinishedAt.Before(final.StartedAt) || final.StartedAt.Before(final.QueuedAt) {
 		t.Errorf("times queued %v started %v finished %v", final.QueuedAt, final.StartedAt, final.FinishedAt)
 	}
-	if len(final.Timings) != 3 {
+	if len(final.Timings) != 4 {
 		t.Errorf("Timings %v", final.Timings)
 	}
 	if final.Elapsed(time.Now().Add(time.Hour)) != final.FinishedAt.Sub(final.QueuedAt) {
@@ -204,7 +204,7 @@ func TestRunnerEventsInOrder(t *testing.T) {
 			phases = append(phases, ev.Phase)
 		}
 	}
-	if want := []string{PhaseQueued, PhaseStarting, PhaseInitializing, PhaseListing, PhaseSaving, JobSuccess}; !slices.Equal(phases, want) {
+	if want := []string{PhaseQueued, PhaseStarting, PhaseInitializing, PhaseListing, PhaseAskTools, PhaseSaving, JobSuccess}; !slices.Equal(phases, want) {
 		t.Errorf("phases %v, want %v", phases, want)
 	}
 	got, ok := r.Job(j.ID)

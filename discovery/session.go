@@ -321,7 +321,11 @@ func (s *Session) Call(ctx context.Context, tool, pin string, args any, maxResul
 	if mcp.IsModernProtocol(s.protocol) && s.run.target.Transport == TransportHTTP {
 		req.Header = paramHeaders(live, args)
 	}
-	res, err := s.c.CallTool(ctx, req)
+	call := s.c.CallTool
+	if requiresTask(live.Raw) {
+		call = s.callAsTask
+	}
+	res, err := call(ctx, req)
 	return checked(res, s.classify(ctx, err), maxResult)
 }
 

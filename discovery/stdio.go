@@ -518,7 +518,7 @@ func (t *stdioTransport) send(ctx context.Context, req transport.JSONRPCRequest)
 		if r.err != nil {
 			return nil, r.err
 		}
-		return t.rec.tap(req.Method, r.resp), nil
+		return t.rec.tap(req, r.resp), nil
 	}
 	select {
 	case r := <-ch:

@@ -36,17 +36,16 @@ const (
 	// UTF-8, duplicate keys, a name outside the tool name charset, two
 	// definitions under one name). It is kept as decoded, for review.
 	ToolInvalid ToolState = "invalid"
-	// ToolUnsupported: the tool needs what Switchboard does not relay (a
-	// tool that requires MCP tasks): every call through Switchboard would
-	// fail, so it is listed for review but not offered.
+	// ToolUnsupported: the tool needs what Switchboard does not relay:
+	// every call through Switchboard would fail, so it is listed for
+	// review but not offered. Tools that require MCP tasks were, before
+	// Switchboard ran them as tasks (see tasks.go); nothing is now, and
+	// a stored tool keeps the state until its server is verified again.
 	ToolUnsupported ToolState = "unsupported"
 )
 
 // ToolStates lists them.
 var ToolStates = []ToolState{ToolOversized, ToolInvalid, ToolUnsupported}
-
-// taskRequired is the problem of a tool that can only run as an MCP task.
-const taskRequired = `can only run as an MCP task (execution.taskSupport is "required"), and Switchboard relays no tasks: calls through it would fail`
 
 // Tool is one tool exactly as the server sent it (Raw), with the fields
 // Switchboard shows decoded from it.
@@ -66,6 +65,11 @@ type Tool struct {
 	// one sentence each.
 	State    ToolState
 	Problems []string
+	// Needs is set for a tool the server lists only to a client that
+	// declares a feature (see features.go): the alternatives, each one
+	// or more features joined by "+", of which an agent must declare one
+	// for the tool to be offered to it.
+	Needs []string
 }
 
 // listTools walks tools/list page by page, stopping at a repeated cursor
@@ -296,12 +300,6 @@ func decodeTool(raw json.RawMessage, l Limits) (Tool, error) {
 	var err error
 	t.Pin, err = pinOf(raw, l.ToolBytes)
 	t.Raw = raw
-	var execution struct {
-		TaskSupport string `json:"taskSupport"`
-	}
-	if json.Unmarshal(f.Execution, &execution) == nil && execution.TaskSupport == "required" {
-		flag(ToolUnsupported, taskRequired) // first: any later flag is graver
-	}
 	switch {
 	case !utf8.Valid(raw):
 		flag(ToolInvalid, "holds invalid UTF-8 (shown as U+FFFD)")

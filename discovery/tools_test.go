@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -41,17 +42,15 @@ func TestShapeProblems(t *testing.T) {
 	}
 }
 
-// A tool that can only run as an MCP task is unsupported (Switchboard
-// relays no tasks), unless something graver is wrong with it; an
-// unreadable execution field is no claim, and keeps the tool.
-func TestTaskRequiredIsUnsupported(t *testing.T) {
+// A tool that runs only as an MCP task is sound: Switchboard calls it
+// as a task (see tasks.go). Its other flags still apply.
+func TestTaskRequiredIsSupported(t *testing.T) {
 	for _, c := range []struct {
 		raw  string
 		want string
 	}{
-		{`{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}`, string(ToolUnsupported)},
+		{`{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}`, ""},
 		{`{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}`, ""},
-		{`{"name":"a","inputSchema":{"type":"object"},"execution":{"taskSupport":"forbidden"}}`, ""},
 		{`{"name":"a","inputSchema":{"type":"object"},"execution":5}`, ""},
 		{`{"name":"a b","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}`, string(ToolInvalid)},
 	} {
@@ -59,8 +58,8 @@ func TestTaskRequiredIsUnsupported(t *testing.T) {
 		if err != nil || string(tool.State) != c.want {
 			t.Errorf("decodeTool(%s) = %q, %v; want %q", c.raw, tool.State, err, c.want)
 		}
-		if c.want == string(ToolUnsupported) && !slices.Contains(tool.Problems, taskRequired) {
-			t.Errorf("decodeTool(%s) problems = %q; want the reason", c.raw, tool.Problems)
+		if requiresTask(json.RawMessage(c.raw)) != strings.Contains(c.raw, `"required"`) {
+			t.Errorf("requiresTask(%s) = %v", c.raw, !strings.Contains(c.raw, `"required"`))
 		}
 	}
 }

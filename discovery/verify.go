@@ -191,6 +191,9 @@ func (v *Verifier) VerifyEarly(ctx context.Context, t Target, initTimeout time.D
 	if run.proc != nil {
 		killed, left = run.proc.escapeReport()
 	}
+	for _, a := range run.askRuns { // ended: do waited for them
+		killed, left = append(killed, a.killed...), append(left, a.left...)
+	}
 	if err != nil {
 		e, exited, code := run.failure(ctx, err)
 		if e.Class == ClassExited && t.MemoryBytes > 0 && exited && likelyOutOfMemory(code) {
@@ -285,6 +288,12 @@ type verification struct {
 	// stream ends.
 	held        bool
 	streamEnded func()
+	// askOnly marks a listing of the tools a client declaring its
+	// target's Asks is offered (see features.go): it lists tools only.
+	// askRuns are such listings a verification started; it ends only
+	// once each has stopped its server.
+	askOnly bool
+	askRuns []*askRun
 
 	// Whether the child exited on its own, decided once, before cleanup
 	// stops it (after which every child has exited). A session asks from
@@ -417,7 +426,21 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 	r.cutShort = cutShort
 	// The connection lasts the whole verification: the SSE stream must
 	// outlive the handshake, for the listing.
-	c, initRes, err := r.handshake(ctx, ctx, listeners{})
+	var on listeners
+	if r.askOnly {
+		// Declares its features, answering nothing it is asked: no
+		// agent's call is in flight.
+		on.asks = &relays{}
+	}
+	defer func() {
+		if err != nil {
+			cutShort() // the outcome of its listings with features is not needed
+		}
+		for _, run := range r.askRuns {
+			<-run.ended
+		}
+	}()
+	c, initRes, err := r.handshake(ctx, ctx, on)
 	defer func() {
 		if err != nil {
 			r.exited() // before disconnect stops the child
@@ -426,6 +449,14 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 	}()
 	if err != nil {
 		return nil, err
+	}
+	// The listing with every feature declared starts once the server has
+	// shown it starts and answers (one that does not is not started a
+	// second time), and runs beside the rest of this one.
+	var every *askRun
+	if !r.askOnly && !r.held && !r.target.Asks.Any() {
+		every = r.listAsking(ctx, everyFeature)
+		r.askRuns = append(r.askRuns, every)
 	}
 	res := r.greeting(initRes)
 
@@ -438,8 +469,16 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 	} else {
 		res.Warnings = append(res.Warnings, "server declares no tools capability")
 	}
+	if r.askOnly {
+		r.early(res)
+		return res, nil
+	}
 	if err := r.listExtras(ctx, c, initRes.Capabilities, res); err != nil {
 		return nil, err
+	}
+	if every != nil {
+		r.enter(PhaseAskTools, 0)
+		r.addAskTools(ctx, res, <-every.listed)
 	}
 	res.Timings = r.closeTimings()
 	if r.stdio != nil {

@@ -97,7 +97,7 @@ func checkFixtureResult(t *testing.T, res *Result, tools, pages int) {
 			t.Errorf("timing %s is negative: %v", tm.Phase, tm.Duration)
 		}
 	}
-	if want := []string{PhaseStarting, PhaseInitializing, PhaseListing}; !slices.Equal(phases, want) {
+	if want := []string{PhaseStarting, PhaseInitializing, PhaseListing, PhaseAskTools}; !slices.Equal(phases, want) {
 		t.Errorf("timings for %v, want %v", phases, want)
 	}
 	if len(res.Warnings) != 0 {
@@ -157,7 +157,7 @@ func TestVerifyProgress(t *testing.T) {
 	if e != nil {
 		t.Fatal(e)
 	}
-	want := []Progress{{Phase: PhaseStarting}, {Phase: PhaseInitializing}, {Phase: PhaseListing, Page: 1}, {Phase: PhaseListing, Page: 2}, {Phase: PhaseListing, Page: 3}}
+	want := []Progress{{Phase: PhaseStarting}, {Phase: PhaseInitializing}, {Phase: PhaseListing, Page: 1}, {Phase: PhaseListing, Page: 2}, {Phase: PhaseListing, Page: 3}, {Phase: PhaseAskTools}}
 	if len(got) != len(want) {
 		t.Fatalf("progress %+v, want phases %+v", got, want)
 	}
@@ -289,9 +289,21 @@ func serveSSE(t *testing.T, s *server.MCPServer) string {
 }
 
 // listHook returns a server option that rewrites every tools/list result.
+// listHook calls fn with each tools/list result to a client that
+// declares no features: a verification's plain listing, not the one
+// that declares every feature beside it (see features.go), which lists
+// the same tools here and so finds none of its own.
 func listHook(fn func(*mcp.ListToolsResult)) server.ServerOption {
 	hooks := &server.Hooks{}
-	hooks.AddAfterListTools(func(_ context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) { fn(res) })
+	hooks.AddAfterListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
+		if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok && cs.GetClientCapabilities().Sampling != nil {
+			return
+		}
+		if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.ClientCapabilities != nil && info.ClientCapabilities.Sampling != nil {
+			return
+		}
+		fn(res)
+	})
 	return server.WithHooks(hooks)
 }
 
@@ -448,7 +460,9 @@ func TestVerifyPaginationGuards(t *testing.T) {
 		}
 	})
 	t.Run("tool without a name", func(t *testing.T) {
-		s := newToolServer(3, listHook(func(r *mcp.ListToolsResult) { r.Tools[1].Name = "" }))
+		hooks := &server.Hooks{} // for every client: a listing declaring features would find the tool
+		hooks.AddAfterListTools(func(_ context.Context, _ any, _ *mcp.ListToolsRequest, r *mcp.ListToolsResult) { r.Tools[1].Name = "" })
+		s := newToolServer(3, server.WithHooks(hooks))
 		res, e, _ := verify(t, Limits{}, Target{Transport: TransportHTTP, URL: serveStreamable(t, s)}, nil)
 		if e != nil {
 			t.Fatal(e)
@@ -618,11 +632,22 @@ func TestVerifyServerEverything(t *testing.T) {
 	if res.ServerName != "mcp-servers/everything" {
 		t.Errorf("ServerName = %q", res.ServerName)
 	}
-	if len(res.Tools) != 13 {
-		t.Errorf("got %d tools, want 13", len(res.Tools))
+	// 13 for every client, and 4 it lists only to a client that
+	// declares what they ask (its registerConditionalTools).
+	if len(res.Tools) != 17 {
+		t.Errorf("got %d tools, want 17", len(res.Tools))
+	}
+	needs := map[string][]string{
+		"trigger-sampling-request":    {FeatureSampling},
+		"trigger-elicitation-request": {FeatureElicitation, FeatureURLElicitation},
+		"trigger-url-elicitation":     {FeatureURLElicitation},
+		"get-roots-list":              {FeatureRoots},
 	}
 	var names []string
 	for _, tool := range res.Tools {
+		if !slices.Equal(tool.Needs, needs[tool.Name]) {
+			t.Errorf("%s needs %q, want %q", tool.Name, tool.Needs, needs[tool.Name])
+		}
 		names = append(names, tool.Name)
 		if tool.Pin == "" || !json.Valid(tool.Raw) {
 			t.Errorf("tool %s: pin %q raw valid %v", tool.Name, tool.Pin, json.Valid(tool.Raw))
@@ -641,10 +666,11 @@ func TestVerifyServerEverything(t *testing.T) {
 }
 
 func TestVerifyPinsAcrossRuns(t *testing.T) {
-	// change-on-second-run: tool_000's description changes, the last tool
+	// change-on-second-run from its third run (a verification runs it
+	// twice, see features.go): tool_000's description changes, the last tool
 	// goes, extra_tool appears. Pins of unchanged tools stay the same.
 	state := filepath.Join(t.TempDir(), "state")
-	target := Target{Transport: TransportStdio, Command: fixture, Args: []string{"-tools", "5", "-mode", "change-on-second-run", "-state-file", state}}
+	target := Target{Transport: TransportStdio, Command: fixture, Args: []string{"-tools", "5", "-mode", "change-on-second-run", "-unchanged-runs", "2", "-state-file", state}}
 	first, e, _ := verify(t, Limits{}, target, nil)
 	if e != nil {
 		t.Fatal(e)

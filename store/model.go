@@ -479,7 +479,13 @@ type Tool struct {
 	State     ToolState `json:"state"`
 	// Problems says why a flagged tool (see ToolState.Flagged) cannot be offered as
 	// the server sent it, one sentence each.
-	Problems  []string  `json:"problems,omitempty"`
+	Problems []string `json:"problems,omitempty"`
+	// Needs is set for a tool the server lists only to a client that
+	// declares what the tool asks of it (see discovery.Tool.Needs): the
+	// alternatives, each one or more of "sampling", "elicitation",
+	// "url-elicitation" and "roots" joined by "+", of which an agent
+	// must declare one for the tool to be offered to it.
+	Needs     []string  `json:"needs,omitempty"`
 	FirstSeen time.Time `json:"first_seen"`
 	LastSeen  time.Time `json:"last_seen"`
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/gowebpki/jcs"
 )
@@ -22,6 +23,7 @@ type OfferedTool struct {
 	Pin         string
 	State       ToolState
 	Problems    []string
+	Needs       []string
 	// Policy is the tool's policy with the pin it was set at; only its
 	// Policy and Pin are filled in.
 	Policy    PolicySetting
@@ -39,7 +41,7 @@ type OfferedTool struct {
 func (o OfferedTool) Entry() ToolEntry {
 	return ToolEntry{
 		Tool: Tool{ServerID: o.ServerID, Name: o.Name, AgentName: o.AgentName, Title: o.Title, Description: o.Description,
-			Pin: o.Pin, State: o.State, Problems: o.Problems, Raw: o.Definition, InputSchema: o.InputSchema},
+			Pin: o.Pin, State: o.State, Problems: o.Problems, Needs: o.Needs, Raw: o.Definition, InputSchema: o.InputSchema},
 		Policy:    o.Policy,
 		Effective: o.Effective,
 	}
@@ -70,6 +72,9 @@ func AgentDefinition(t Tool) (def json.RawMessage, schema [2]int, err error) {
 	name, _ := json.Marshal(t.AgentName)
 	fields["name"] = name
 	delete(fields, "icons")
+	if meta, ok := offeredUIMeta(t.ServerID, fields["_meta"]); ok {
+		fields["_meta"] = meta
+	}
 	if _, ok := fields["inputSchema"]; !ok {
 		fields["inputSchema"] = json.RawMessage(`{"type":"object"}`)
 	}
@@ -105,6 +110,51 @@ func NewOfferedTool(e ToolEntry) OfferedTool {
 // OfferedOf is e as an OfferedTool without its agent definition.
 func OfferedOf(e ToolEntry) OfferedTool {
 	return OfferedTool{ServerID: e.ServerID, Name: e.Name, AgentName: e.AgentName, Title: e.Title, Description: e.Description,
-		Pin: e.Pin, State: e.State, Problems: e.Problems,
+		Pin: e.Pin, State: e.State, Problems: e.Problems, Needs: e.Needs,
 		Policy: PolicySetting{Policy: e.Policy.Policy, Pin: e.Policy.Pin}, Effective: e.Effective}
+}
+
+// UIResourceURI is the URI agents are offered a server's MCP App
+// resource (a ui:// URI: the io.modelcontextprotocol/ui extension) under:
+// ui://, the server's id, and the rest of the server's URI. It keeps the
+// ui:// scheme, which clients render apps from, and names its server, as
+// every offered resource URI does.
+func UIResourceURI(serverID, uri string) string {
+	return "ui://" + serverID + "/" + strings.TrimPrefix(uri, "ui://")
+}
+
+// offeredUIMeta is a tool's _meta as agents get it: its MCP App
+// resource (ui.resourceUri, and the older flat "ui/resourceUri") named
+// as agents are offered it (see UIResourceURI), so that a client reads it
+// back through Switchboard. ok is false when there is nothing to rename.
+func offeredUIMeta(serverID string, raw json.RawMessage) (json.RawMessage, bool) {
+	var meta map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &meta) != nil || meta == nil {
+		return nil, false
+	}
+	renamed := false
+	rename := func(v json.RawMessage) json.RawMessage {
+		var uri string
+		if json.Unmarshal(v, &uri) != nil || !strings.HasPrefix(uri, "ui://") {
+			return v
+		}
+		renamed = true
+		out, _ := json.Marshal(UIResourceURI(serverID, uri))
+		return out
+	}
+	if v, ok := meta["ui/resourceUri"]; ok {
+		meta["ui/resourceUri"] = rename(v)
+	}
+	var ui map[string]json.RawMessage
+	if v, ok := meta["ui"]; ok && json.Unmarshal(v, &ui) == nil && ui != nil {
+		if u, ok := ui["resourceUri"]; ok {
+			ui["resourceUri"] = rename(u)
+			meta["ui"], _ = json.Marshal(ui)
+		}
+	}
+	if !renamed {
+		return nil, false
+	}
+	out, err := json.Marshal(meta)
+	return out, err == nil
 }

@@ -302,7 +302,11 @@ type ToolItem struct {
 	Annotations []Annotation
 	State       string
 	Problems    []string // why a flagged tool (oversized, invalid, unsupported) is not offered
-	Policy      string
+	// Needs, if set, says which agents alone are offered the tool, which
+	// the server lists only to a client that answers what it asks: "an
+	// agent that answers sampling".
+	Needs  string
+	Policy string
 	// PolicyReason says why the policy is what it is, if it was not a
 	// person's own setting; PolicySetBy who or what set it.
 	PolicyReason, PolicySetBy string

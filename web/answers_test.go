@@ -187,6 +187,7 @@ type apiTool struct {
 	Annotations     json.RawMessage `json:"annotations"`
 	State           string          `json:"state"`
 	Problems        []string        `json:"problems"`
+	Needs           []string        `json:"needs"`
 	Policy          string          `json:"policy"`
 	PolicyReason    string          `json:"policy_reason"`
 	PolicySetBy     string          `json:"policy_set_by"`

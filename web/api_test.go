@@ -291,7 +291,7 @@ func TestAPIVerifyAndTools(t *testing.T) {
 		for _, tm := range job.Timings {
 			phases = append(phases, tm.Phase)
 		}
-		if diff := cmp.Diff([]string{"starting", "initializing", "listing"}, phases); diff != "" {
+		if diff := cmp.Diff([]string{"starting", "initializing", "listing", "listing tools that ask agents"}, phases); diff != "" {
 			t.Errorf("timings phases (-want +got):\n%s", diff)
 		}
 		wantStatus(t, e.api(http.MethodGet, "/api/v1/jobs/job_nope", nil), http.StatusNotFound)

@@ -210,6 +210,7 @@ type toolJSON struct {
 	Annotations     json.RawMessage `json:"annotations,omitempty"`
 	State           store.ToolState `json:"state"`
 	Problems        []string        `json:"problems,omitempty"`
+	Needs           []string        `json:"needs,omitempty"`
 	Policy          store.Policy    `json:"policy"`
 	PolicyReason    string          `json:"policy_reason,omitempty"`
 	PolicySetBy     string          `json:"policy_set_by,omitempty"`
@@ -221,7 +222,7 @@ func toolToJSON(t store.ToolEntry) toolJSON {
 	return toolJSON{
 		Server: t.ServerID, Name: t.Name, AgentName: present.OfferedName(t),
 		Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations,
-		State: t.State, Problems: t.Problems, Policy: t.Policy.Policy, PolicyReason: t.Policy.Reason, PolicySetBy: t.Policy.SetBy,
+		State: t.State, Problems: t.Problems, Needs: t.Needs, Policy: t.Policy.Policy, PolicyReason: t.Policy.Reason, PolicySetBy: t.Policy.SetBy,
 		EffectivePolicy: t.Effective, Pin: t.Pin,
 	}
 }

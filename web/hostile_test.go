@@ -205,7 +205,7 @@ func TestHostileRugPull(t *testing.T) {
 	body := fixtureServer("rug")
 	// The server writes its state file: in its working directory, the
 	// one place its walls let it write.
-	body["args"], body["cwd"] = []string{"-mode", "change-on-second-run", "-state-file", state, "-tools", "3"}, filepath.Dir(state)
+	body["args"], body["cwd"] = []string{"-mode", "change-on-second-run", "-unchanged-runs", "2", "-state-file", state, "-tools", "3"}, filepath.Dir(state)
 	e.createServer(body)
 	if job := e.verify("rug"); job.Status != "success" {
 		t.Fatalf("verify rug: %+v", job)

@@ -328,7 +328,7 @@ func TestDeltaHistoryAndCatalogFreshness(t *testing.T) {
 	e := newEnv(t, withTTL(time.Minute), withClock(clock)) // under store.MinListTTL: no hint
 	state := filepath.Join(t.TempDir(), "runs")
 	body := fixtureServer("rug")
-	body["args"] = []string{"-mode", "change-on-second-run", "-state-file", state, "-tools", "3"}
+	body["args"] = []string{"-mode", "change-on-second-run", "-unchanged-runs", "2", "-state-file", state, "-tools", "3"}
 	body["cwd"] = filepath.Dir(state) // where its walls let it write its state
 	e.createServer(body)
 	// catalog reads the catalog's ETag and its first tool's freshness

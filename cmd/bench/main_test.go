@@ -107,8 +107,8 @@ func TestQuickRun(t *testing.T) {
 
 // searchFigureNames are the figures of the search group.
 var searchFigureNames = []string{
-	"Tool search recall@5, server-everything + server-filesystem (27 tools, 32 queries)",
-	"Tool search MRR, server-everything + server-filesystem (27 tools, 32 queries)",
+	"Tool search recall@5, server-everything + server-filesystem (31 tools, 32 queries)",
+	"Tool search MRR, server-everything + server-filesystem (31 tools, 32 queries)",
 	"Tool search recall@5, synthetic catalog (1000 tools, 64 queries)",
 	"Tool search MRR, synthetic catalog (1000 tools, 64 queries)",
 	"Tool search index build, 1000 tools, median",

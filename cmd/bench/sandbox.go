@@ -81,7 +81,7 @@ func sandboxFigures(ctx context.Context, cfg *config) ([]figure, error) {
 	// is a failure, not a machine without them.
 	// Three times the Verify rows' runs: the difference sought is a few
 	// ms of a 40 ms start, and a median of 15 moves by as much.
-	ws, bs, err := timePair(ctx, 3*cfg.VerifyRuns, tools, walled.timed(v, sc), bare.timed(v, sc))
+	ws, bs, err := timePair(ctx, 3*cfg.VerifyRuns, toolCounts{tools, tools}, walled.timed(v, sc), bare.timed(v, sc))
 	if err != nil {
 		return nil, fmt.Errorf("stdio start %s: %w", sc.name, err)
 	}

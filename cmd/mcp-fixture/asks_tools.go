@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -113,4 +114,48 @@ func logSteps(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, 
 	// last one time to go before the result.
 	time.Sleep(100 * time.Millisecond)
 	return mcp.NewToolResultText("done"), nil
+}
+
+// sampleRootsTool asks for a model's message and the client's roots in
+// one go; -gated lists it only to a client that declares both.
+var sampleRootsTool = server.ServerTool{
+	Tool: mcp.NewTool("sample_roots", mcp.WithDescription("Asks the client's model for a message and the client for its roots, and answers both.")),
+	Handler: func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		sampled := server.SamplingResponse(req.Params.InputResponses, "model")
+		roots := server.RootsResponse(req.Params.InputResponses, "roots")
+		if sampled == nil || roots == nil {
+			return server.NewInputRequestBuilder("").Sample("model", mcp.CreateMessageParams{
+				Messages:  []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("name a root")}},
+				MaxTokens: 100,
+			}).Roots("roots").ToolResult(), nil
+		}
+		return mcp.NewToolResultText(sampled.Model + fmt.Sprintf(" and %d roots", len(roots.Roots))), nil
+	},
+}
+
+// gatedTools is -gated's tool filter: each asking tool is listed only to
+// a client that declares what it asks, as server-everything lists
+// trigger-sampling-request only to one that declares sampling.
+func gatedTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	var caps mcp.ClientCapabilities
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern && info.ClientCapabilities != nil {
+		caps = *info.ClientCapabilities
+	} else if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		caps = cs.GetClientCapabilities()
+	}
+	form := caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
+	declared := map[string]bool{
+		"ask_model":    caps.Sampling != nil,
+		"ask_person":   form,
+		"ask_url":      caps.Elicitation != nil && caps.Elicitation.URL != nil,
+		"list_roots":   caps.Roots != nil,
+		"sample_roots": caps.Sampling != nil && caps.Roots != nil,
+	}
+	out := tools[:0:0]
+	for _, t := range tools {
+		if on, gated := declared[t.Name]; !gated || on {
+			out = append(out, t)
+		}
+	}
+	return out
 }

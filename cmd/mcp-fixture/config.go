@@ -180,6 +180,12 @@ type config struct {
 	// legacy serves the MCP revisions before 2026-07-28 only (stdio and
 	// http): a server that asks its client with requests of its own.
 	legacy bool
+	// app serves an MCP App (see app.go).
+	app bool
+	// gated lists -mode asks's asking tools only to a client that
+	// declares what each asks (see gatedTools), as server-everything
+	// does.
+	gated bool
 	// addr is the TCP address the http and sse transports listen on.
 	addr string
 	// tools is the number of generated tools.
@@ -195,6 +201,9 @@ type config struct {
 	startupDelay time.Duration
 	// mode selects the behaviour of the server, see modes.go.
 	mode string
+	// unchangedRuns is how many runs change-on-second-run serves the
+	// tools unchanged before it changes them.
+	unchangedRuns int
 	// stateFile is where change-on-second-run keeps its run counter.
 	stateFile string
 	// listed serves the conformance suite's resources and prompts too;
@@ -253,25 +262,26 @@ type config struct {
 // variable overrides a setting.
 func defaultConfig() config {
 	return config{
-		transport:   transportStdio,
-		addr:        "127.0.0.1:0",
-		tools:       25,
-		pageSize:    10,
-		name:        "mcp-fixture",
-		version:     "1.0.0",
-		mode:        modeNormal,
-		interval:    time.Second,
-		exitCode:    crashExitCode,
-		bannerLines: 3,
-		lineBytes:   10 << 20,
-		floodBytes:  1 << 30,
-		requests:    5000,
-		status:      http.StatusUnauthorized,
-		redirectTo:  "http://169.254.169.254/latest/meta-data/",
-		schemaBytes: 10 << 20,
-		depth:       1000,
-		refURL:      "http://169.254.169.254/latest/schema.json",
-		entries:     200_000,
+		transport:     transportStdio,
+		addr:          "127.0.0.1:0",
+		tools:         25,
+		pageSize:      10,
+		name:          "mcp-fixture",
+		version:       "1.0.0",
+		mode:          modeNormal,
+		unchangedRuns: 1,
+		interval:      time.Second,
+		exitCode:      crashExitCode,
+		bannerLines:   3,
+		lineBytes:     10 << 20,
+		floodBytes:    1 << 30,
+		requests:      5000,
+		status:        http.StatusUnauthorized,
+		redirectTo:    "http://169.254.169.254/latest/meta-data/",
+		schemaBytes:   10 << 20,
+		depth:         1000,
+		refURL:        "http://169.254.169.254/latest/schema.json",
+		entries:       200_000,
 	}
 }
 
@@ -309,6 +319,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.version, "version", cfg.version, "server version reported in serverInfo")
 	fs.DurationVar(&cfg.startupDelay, "startup-delay", cfg.startupDelay, "sleep this long before serving anything")
 	fs.StringVar(&cfg.mode, "mode", cfg.mode, "behaviour, one of the modes listed below")
+	fs.IntVar(&cfg.unchangedRuns, "unchanged-runs", cfg.unchangedRuns, "with -mode change-on-second-run: how many runs serve the tools unchanged (a verification runs its server twice: 2 changes them from the next verification or call on)")
 	fs.StringVar(&cfg.stateFile, "state-file", cfg.stateFile, "run counter file, required by -mode change-on-second-run")
 	fs.BoolVar(&cfg.listed, "listed", cfg.listed, "also declare resources and prompts and serve those the MCP conformance suite reads: resources test://static-text and test://static-binary, the template test://template/{id}/data, prompts test_simple_prompt, test_prompt_with_arguments (arg1, arg2), test_prompt_with_embedded_resource (resourceUri) and test_prompt_with_image (normal and try-it modes)")
 	fs.StringVar(&cfg.toolsFile, "tools-file", cfg.toolsFile, `serve exactly the tools in this JSON file, {"version": "1.2.3", "tools": [MCP tool objects]}, instead of -tools generated ones, and report its version (if set) instead of -version; calls answer "NAME ARGUMENTS-JSON". The file is re-read every 50 ms while serving: new tools replace the served ones and send notifications/tools/list_changed, a new version is reported by later initialize and discover answers, and a file that turns bad leaves the last good one served (normal mode only)`)
@@ -328,6 +339,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.escape, "escape", cfg.escape, "attempts of -mode escape, comma-separated kind=arg (see escape.go)")
 	fs.IntVar(&cfg.descriptionBytes, "description-bytes", cfg.descriptionBytes, "minimum length of the description listed by -mode injection")
 	fs.IntVar(&cfg.entries, "entries", cfg.entries, "entries listed by -mode many-tiny-tools, besides the generated tools")
+	fs.BoolVar(&cfg.app, "app", cfg.app, "serve an MCP App too: the resource "+appURI+" and the tool show_clock whose _meta.ui.resourceUri points at it")
+	fs.BoolVar(&cfg.gated, "gated", cfg.gated, "with -mode asks: list each asking tool only to a client that declares what it asks (sampling, elicitation form or URL, roots), and sample_roots only to one that declares sampling and roots")
 	fs.BoolVar(&cfg.legacy, "legacy", cfg.legacy, "serve only the MCP revisions before 2026-07-28 (stdio, http): no server/discover, and what -mode asks asks comes as requests of the server's own")
 	fs.StringVar(&cfg.oauthIssuer, "oauth-issuer", cfg.oauthIssuer, "protect /mcp (-transport http, -mode normal) with JWT access tokens from this OAuth authorization server: 401 with WWW-Authenticate resource_metadata without a valid token (iss, aud = the /mcp URL, exp, signature by the issuer's JWKS), protected resource metadata (RFC 9728) at /.well-known/oauth-protected-resource[/mcp]")
 	fs.StringVar(&cfg.oauthScopes, "oauth-scopes", cfg.oauthScopes, `scopes, space-separated, hinted as scope="..." in 401 answers and listed in the protected resource metadata (needs -oauth-issuer)`)

@@ -95,7 +95,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if err != nil {
 			return err
 		}
-		tools = changedTools(tools, runNumber)
+		tools = changedTools(tools, runNumber, cfg.unchangedRuns)
 	}
 
 	if !sleepContext(ctx, cfg.startupDelay) {

@@ -102,8 +102,15 @@ func hangHandler() http.Handler {
 // It reads the counter stored in path (a missing file counts as 0), stores
 // the counter plus one, and returns the new value, which is 1 on the first
 // run. The file is replaced atomically so a crash never leaves it half
-// written.
+// written, and runs that start together take turns (a lock directory
+// beside it): a verification starts its server twice at once (see
+// discovery/features.go), and each run must get a number of its own.
 func bumpRunCounter(path string) (int, error) {
+	unlock, err := lockDir(path + ".lock")
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	previous := 0
 	data, err := os.ReadFile(path)
 	switch {
@@ -150,8 +157,8 @@ func bumpRunCounter(path string) (int, error) {
 //
 // With -tools 1 the only generated tool is both the first and the last, so
 // it is removed and only extra_tool remains.
-func changedTools(tools []mcp.Tool, run int) []mcp.Tool {
-	if run < 2 {
+func changedTools(tools []mcp.Tool, run, unchanged int) []mcp.Tool {
+	if run <= unchanged {
 		return tools
 	}
 	out := make([]mcp.Tool, 0, len(tools)+1)
@@ -161,4 +168,21 @@ func changedTools(tools []mcp.Tool, run int) []mcp.Tool {
 		out = out[:len(out)-1]
 	}
 	return append(out, extraTool())
+}
+
+// lockDir takes the lock that the directory path stands for, waiting up
+// to 10 s for another run to give it back, and returns what gives it
+// back. A directory, not flock: the fixture builds for Windows too.
+func lockDir(path string) (unlock func(), err error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := os.Mkdir(path, 0o700)
+		if err == nil {
+			return func() { os.Remove(path) }, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("lock the state file: %w", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -79,16 +79,22 @@ func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServ
 		})
 		opts = append(opts, server.WithPaginationLimit(cfg.pageSize))
 	}
-	if cfg.listed {
+	if cfg.listed || cfg.app {
 		opts = append(opts, listedOptions...)
 	}
 	if cfg.mode == modeAsks {
 		opts = append(opts, server.WithLogging()) // log_steps
+		if cfg.gated {
+			opts = append(opts, server.WithToolFilter(gatedTools))
+		}
 	}
 	opts = append(opts, server.WithHooks(hooks))
 	s = server.NewMCPServer(cfg.name, cfg.version, opts...)
 	if cfg.listed {
 		addListed(s)
+	}
+	if cfg.app {
+		addApp(s)
 	}
 	if len(tools) > 0 {
 		s.AddTools(serverTools(tools)...)
@@ -98,6 +104,9 @@ func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServ
 	}
 	if cfg.mode == modeAsks {
 		s.AddTools(asksTools()...)
+		if cfg.gated {
+			s.AddTools(sampleRootsTool)
+		}
 	}
 	if cfg.mode == modeEscape {
 		s.AddTool(mcp.NewTool("escape", mcp.WithDescription("Tries the -escape attempts again, during a call, and answers what each got.")),

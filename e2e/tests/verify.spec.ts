@@ -24,18 +24,23 @@ test('add server-everything, verify live in two tabs, set a policy that survives
   const seen = await phases(other);
   expect(seen).toContain('initializing');
   expect(seen).toContain('listing page 1');
-  expect(seen[seen.length - 1]).toBe('OK · 13 tools');
+  expect(seen[seen.length - 1]).toBe('OK · 17 tools');
   expect(seen.indexOf('initializing')).toBeLessThan(seen.indexOf('listing page 1'));
 
-  await expect(page.locator('[data-testid=tool-row]')).toHaveCount(13);
-  await expect(page.locator('[data-testid=status-panel] [data-testid=tool-count]')).toHaveText('13');
+  // 13 for every client, and 4 it lists only to a client that answers
+  // what they ask: found by the listing that declares every feature.
+  expect(seen).toContain('listing tools that ask agents');
+  await expect(page.locator('[data-testid=tool-row]')).toHaveCount(17);
+  await expect(page.locator('[data-testid=tool-row][data-tool-name="trigger-sampling-request"] [data-testid=tool-needs]')).toHaveText('only for an agent that answers sampling');
+  await expect(page.locator('[data-testid=tool-row][data-tool-name="echo"] [data-testid=tool-needs]')).toHaveCount(0);
+  await expect(page.locator('[data-testid=status-panel] [data-testid=tool-count]')).toHaveText('17');
   await expect(page.locator('[data-testid=server-info]')).toContainText('mcp-servers/everything');
   await expect(page.locator('[data-testid=protocol-version]')).not.toBeEmpty();
   await expect(page.locator('[data-testid=status-panel] [data-testid=verified-at]')).toContainText('ago');
 
   // The other tab saw the same live progress and the result.
   await expect(other.locator('[data-testid=status-panel] [data-testid=status]')).toHaveAttribute('data-status', 'success');
-  await expect(other.locator('[data-testid=tool-row]')).toHaveCount(13);
+  await expect(other.locator('[data-testid=tool-row]')).toHaveCount(17);
 
   // Policies: default ask; deny one tool; it survives reload and re-verify.
   const echo = page.locator('[data-testid=tool-row][data-tool-name="echo"]');
@@ -55,9 +60,9 @@ test('add server-everything, verify live in two tabs, set a policy that survives
   console.log(`verify of server-everything through the UI: ${await clickToLastPhaseMS(page)} ms (click to success badge, timed in the page)`);
   const again = await phases(page);
   expect(again).toContain('listing page 1');
-  expect(again[again.length - 1]).toBe('OK · 13 tools');
+  expect(again[again.length - 1]).toBe('OK · 17 tools');
   await expect(page.locator('[data-testid=status-panel] [data-testid=status]')).toHaveAttribute('data-status', 'success');
-  await expect(page.locator('[data-testid=tool-row]')).toHaveCount(13);
+  await expect(page.locator('[data-testid=tool-row]')).toHaveCount(17);
   await expect(page.locator('[data-testid=tool-row][data-tool-name="echo"] [data-testid=policy-select]')).toHaveValue('deny');
   await page.reload();
   await expect(page.locator('[data-testid=tool-row][data-tool-name="echo"] [data-testid=policy-select]')).toHaveValue('deny');
@@ -65,6 +70,6 @@ test('add server-everything, verify live in two tabs, set a policy that survives
   // The list page shows the count and the verified time.
   await page.goto('/');
   const row = page.locator('[data-testid=server-row][data-server-id="everything"]');
-  await expect(row.locator('[data-testid=tool-count]')).toHaveText('13');
+  await expect(row.locator('[data-testid=tool-count]')).toHaveText('17');
   await expect(row.locator('[data-testid=status]')).toHaveAttribute('data-status', 'success');
 });

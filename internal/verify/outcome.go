@@ -79,7 +79,7 @@ func successOf(j discovery.Job, res *discovery.Result, now time.Time) store.Veri
 		v.Tools = append(v.Tools, store.Tool{
 			Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
 			OutputSchema: t.OutputSchema, Annotations: t.Annotations, Raw: t.Raw, Pin: t.Pin,
-			State: toolStates[t.State], Problems: t.Problems,
+			State: toolStates[t.State], Problems: t.Problems, Needs: t.Needs,
 		})
 	}
 	v.Listed, v.Unlisted = listed(res)

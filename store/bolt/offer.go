@@ -24,13 +24,19 @@ import (
 // input schema is in its agent definition — then the agent definition
 // itself (see store.AgentDefinition), not encoded again. The header is
 // binary, for a read that decodes nothing through reflection: the version
-// byte offerRecordV1, then the agent name, title, description, pin,
-// state, and the problems (a count, then each), each a uvarint length and
-// its bytes, then the input schema's start and end in the definition
-// (uvarints). A tool without a definition to offer has an empty one.
+// byte offerRecordV2, then the agent name, title, description, pin,
+// state, the problems (a count, then each) and the needs (the same), each
+// string a uvarint length and its bytes, then the input schema's start
+// and end in the definition (uvarints). A tool without a definition to
+// offer has an empty one. A record of version 1 (offerRecordV1) has no
+// needs: it was written before a tool could have any, and is read as
+// having none.
 var bucketOffers = []byte("offers")
 
-const offerRecordV1 = 1
+const (
+	offerRecordV1 = 1
+	offerRecordV2 = 2 // with Needs
+)
 
 // putTool stores a tool of the server whose key is server in tb, that
 // server's tools bucket, and its offer record.
@@ -62,13 +68,15 @@ func offerRecord(t store.Tool) []byte {
 		def, schema = nil, [2]int{}
 	}
 	b := make([]byte, 0, 64+len(t.AgentName)+len(t.Title)+len(t.Description)+len(t.Pin)+len(def))
-	b = append(b, offerRecordV1)
+	b = append(b, offerRecordV2)
 	for _, f := range []string{t.AgentName, t.Title, t.Description, t.Pin, string(t.State)} {
 		b = appendString(b, f)
 	}
-	b = binary.AppendUvarint(b, uint64(len(t.Problems)))
-	for _, p := range t.Problems {
-		b = appendString(b, p)
+	for _, list := range [][]string{t.Problems, t.Needs} {
+		b = binary.AppendUvarint(b, uint64(len(list)))
+		for _, s := range list {
+			b = appendString(b, s)
+		}
 	}
 	b = binary.AppendUvarint(b, uint64(schema[0]))
 	b = binary.AppendUvarint(b, uint64(schema[1]))
@@ -113,18 +121,24 @@ func (r *offerReader) string() string {
 // server id. The definition and input schema it returns are v's own
 // bytes: valid only as long as the transaction v was read in.
 func readOfferRecord(id string, name, v []byte) (store.OfferedTool, error) {
-	if len(v) == 0 || v[0] != offerRecordV1 {
-		return store.OfferedTool{}, errors.New("not an offer record of version 1")
+	if len(v) == 0 || v[0] != offerRecordV1 && v[0] != offerRecordV2 {
+		return store.OfferedTool{}, errors.New("not an offer record of version 1 or 2")
 	}
 	r := offerReader{b: v[1:]}
 	o := store.OfferedTool{ServerID: id, Name: string(name), AgentName: r.string(), Title: r.string(), Description: r.string(),
 		Pin: r.string(), State: store.ToolState(r.string())}
-	n := r.uvarint()
-	if n > uint64(len(r.b)) { // each problem takes a byte at least
-		return store.OfferedTool{}, errOfferRecord
+	lists := []*[]string{&o.Problems}
+	if v[0] == offerRecordV2 {
+		lists = append(lists, &o.Needs)
 	}
-	for range n {
-		o.Problems = append(o.Problems, r.string())
+	for _, list := range lists {
+		n := r.uvarint()
+		if n > uint64(len(r.b)) { // each string takes a byte at least
+			return store.OfferedTool{}, errOfferRecord
+		}
+		for range n {
+			*list = append(*list, r.string())
+		}
 	}
 	from, to := r.uvarint(), r.uvarint()
 	if r.err != nil {

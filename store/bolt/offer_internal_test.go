@@ -64,6 +64,7 @@ func TestOfferRecord(t *testing.T) {
 		storetest.MkTool("read", "v1"),
 		{Name: "huge", Pin: "p", State: store.ToolOversized, Problems: []string{"it is big", "it is ½ odd"}},
 		{Name: "titled", Title: "Títle", Description: strings.Repeat("d", 300), Raw: []byte(`{"name":"titled","inputSchema":{"type":"object","properties":{"q":{"type":"string"}}}}`), Pin: "x"},
+		{Name: "asks", Raw: []byte(`{"name":"asks"}`), Pin: "n", Needs: []string{"elicitation", "sampling+roots"}},
 	}
 	for _, tool := range tools {
 		tool.ServerID, tool.AgentName = "srv", "srv__"+tool.Name
@@ -91,9 +92,35 @@ func TestOfferRecord(t *testing.T) {
 	}
 }
 
+// A record of version 1, written before tools had needs, reads as a
+// tool without any.
+func TestOfferRecordOfVersion1(t *testing.T) {
+	tool := store.Tool{Name: "read", ServerID: "srv", AgentName: "srv__read", Raw: []byte(`{"name":"read"}`), Pin: "p", Problems: []string{"odd"}}
+	v2 := offerRecord(tool)
+	// Version 1 is version 2 without the needs' count (0, one byte)
+	// after the problems.
+	header := 1
+	for _, f := range []string{tool.AgentName, tool.Title, tool.Description, tool.Pin, string(tool.State)} {
+		header += 1 + len(f)
+	}
+	header += 1 + 1 + len("odd") // the problems
+	if v2[header] != 0 {
+		t.Fatalf("byte %d of %q is %d, want the needs' count 0", header, v2, v2[header])
+	}
+	v1 := append(append([]byte{offerRecordV1}, v2[1:header]...), v2[header+1:]...)
+	got, err := readOfferRecord("srv", []byte("read"), v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := store.NewOfferedTool(store.ToolEntry{Tool: tool}); !reflect.DeepEqual(got, want) {
+		t.Errorf("version 1 record reads as\n%+v\nwant\n%+v", got, want)
+	}
+}
+
 func FuzzReadOfferRecord(f *testing.F) {
 	f.Add(offerRecord(store.Tool{Name: "a", AgentName: "s__a", Raw: []byte(`{"name":"a"}`), Pin: "p"}))
 	f.Add([]byte{offerRecordV1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Add(offerRecord(store.Tool{Name: "a", AgentName: "s__a", Raw: []byte(`{"name":"a"}`), Pin: "p", Needs: []string{"roots"}}))
 	f.Fuzz(func(t *testing.T, v []byte) {
 		o, err := readOfferRecord("s", []byte("a"), v)
 		if err == nil && o.Definition != nil && string(o.Definition[o.SchemaAt[0]:o.SchemaAt[1]]) != string(o.InputSchema) {

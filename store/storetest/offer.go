@@ -23,7 +23,9 @@ func testOffer(t *testing.T, be Backend) {
 		Pin: "fetch-1"}
 	bare := store.Tool{Name: "ping", Raw: json.RawMessage(`{"name":"ping"}`), Pin: "ping-1"}
 	huge := store.Tool{Name: "huge", Pin: "huge-1", State: store.ToolOversized, Problems: []string{"it is too big"}}
-	MustRecordSuccess(t, db, web.ID, Verification(web, "j1", At(1), icons, bare, huge))
+	// Listed only to agents that answer sampling (see store.Tool.Needs).
+	asks := store.Tool{Name: "sample", Raw: json.RawMessage(`{"name":"sample"}`), Pin: "sample-1", Needs: []string{"sampling", "elicitation+roots"}}
+	MustRecordSuccess(t, db, web.ID, Verification(web, "j1", At(1), icons, bare, huge, asks))
 	a1, a2 := MkTool("a", "v1"), MkTool("a", "v2")
 	MustRecordSuccess(t, db, files.ID, Verification(files, "j2", At(2), a1))
 
@@ -72,6 +74,9 @@ func testOffer(t *testing.T, be Backend) {
 	}
 
 	offers := check("after verification", db)
+	if got := offers["web__sample"].Needs; !reflect.DeepEqual(got, asks.Needs) {
+		t.Errorf("Offer gives web__sample needs %q, want %q", got, asks.Needs)
+	}
 	fetch := offers["web__fetch"]
 	var def map[string]json.RawMessage
 	if err := json.Unmarshal(fetch.Definition, &def); err != nil {

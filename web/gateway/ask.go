@@ -236,7 +236,8 @@ func (e *Endpoint) alwaysAllow(ctx context.Context, ref store.ListedRef, by stri
 // keeps to itself).
 type questionWriter struct {
 	http.ResponseWriter
-	e *Endpoint
+	e       *Endpoint
+	session string // the session whose stream it is, if any
 	// listChanged, if set, says whether a list_changed notification of
 	// the method is to reach the agent (that list of its view changed);
 	// one that is not to is dropped.
@@ -247,6 +248,7 @@ func (w questionWriter) Write(p []byte) (int, error) {
 	if bytes.Contains(p, []byte(approvalMeta)) {
 		w.e.noteQuestions(p)
 	}
+	w.e.noteRelayed(w.session, p)
 	if method := isListChanged(p); w.listChanged != nil && method != "" && !w.listChanged(method) {
 		return len(p), nil
 	}

@@ -125,7 +125,7 @@ func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mc
 				}
 			}
 			if cr.Asks = asksOf(caps, "session "+cr.Session); cr.Asks.Any() {
-				ctx = discovery.WithCallRelay(ctx, agentRelay{srv: e.srv, call: ctx})
+				ctx = discovery.WithCallRelay(ctx, agentRelay{e: e, session: cr.Session, call: ctx})
 			}
 		}
 	}
@@ -187,6 +187,9 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 		return nil, refuse(bySwitch, fmt.Sprintf("no tool is offered as %q", cr.AgentName))
 	case reason != "":
 		return nil, refuse(by, reason)
+	case !cr.Asks.Serves(entry.Needs):
+		return nil, refuse(bySwitch, "its server offers the tool only to "+discovery.NeedsText(entry.Needs)+
+			", and this client did not declare that capability")
 	}
 	if p := profile.Policy(ref, entry.Effective); p != entry.Effective {
 		if p == store.PolicyDeny {
@@ -361,7 +364,7 @@ func relayedResult(res mcp.Result) mcp.Result {
 func (e *Endpoint) find(ctx context.Context, agentName string) (entry store.ToolEntry, srv store.Server, config, by, reason string, err error) {
 	if o, err := e.current(); err == nil {
 		if c, ok := o.tools[agentName]; ok {
-			entry = store.ToolEntry{Tool: store.Tool{ServerID: c.serverID, Name: c.name, AgentName: agentName, Pin: c.pin, State: store.ToolActive},
+			entry = store.ToolEntry{Tool: store.Tool{ServerID: c.serverID, Name: c.name, AgentName: agentName, Pin: c.pin, State: store.ToolActive, Needs: c.needs},
 				Policy: store.PolicySetting{Policy: c.policy, Pin: c.pin}, Effective: c.effective}
 			s := o.servers[c.serverID]
 			return entry, s.srv, s.config, "", "", nil

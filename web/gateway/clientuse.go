@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
 )
 
@@ -113,12 +114,13 @@ func (m *mcpSessions) tokenListening(id string) (closed func()) {
 
 // initialized records the initialize of session id, made with client
 // token tokenID ("" for the endpoint's own token), with the protocol
-// version negotiated and the agent's clientInfo.
-func (m *mcpSessions) initialized(id, tokenID, protocol, client string) {
+// version negotiated, the agent's clientInfo and what it declared it
+// answers.
+func (m *mcpSessions) initialized(id, tokenID, protocol, client string, asks discovery.Asks) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s, ok := m.live[id]; ok {
-		s.Client, s.tokenID, s.bound = client, tokenID, true
+		s.Client, s.tokenID, s.bound, s.asks = client, tokenID, true, asks
 	}
 	if tokenID != "" {
 		u := m.tokenLocked(tokenID)

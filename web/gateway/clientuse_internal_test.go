@@ -4,6 +4,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/switchboard-dev/switchboard/discovery"
 )
 
 // A client token's state: never used; connected while it holds a live
@@ -21,7 +23,7 @@ func testClientUse(t *testing.T) {
 
 	// A session.
 	sid := m.Generate()
-	m.initialized(sid, "a", "2025-11-25", "desktop 1")
+	m.initialized(sid, "a", "2025-11-25", "desktop 1", discovery.Asks{})
 	if got := state("a"); got.State != UseConnected || got.Sessions != 1 || got.Protocol != "2025-11-25" || got.Client != "desktop 1" {
 		t.Errorf("clientUse(a) in a session = %+v; want connected, its protocol and client", got)
 	}

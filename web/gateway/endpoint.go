@@ -130,11 +130,14 @@ type Deps struct {
 // Endpoint is the MCP endpoint. Close it to end the upstream sessions
 // and write the last calls to the log.
 type Endpoint struct {
-	st       Store
-	deps     Deps
-	log      *slog.Logger
-	cfg      Config
-	srv      *server.MCPServer
+	st   Store
+	deps Deps
+	log  *slog.Logger
+	cfg  Config
+	srv  *server.MCPServer
+	// relayed are the servers' questions relayed to agents' sessions,
+	// expected or sent (see withdraw.go).
+	relayed  relayedQuestions
 	h        *server.StreamableHTTPServer
 	sessions *mcpSessions
 	pool     *discovery.Pool

@@ -44,11 +44,26 @@ import (
 const uriPrefix = "switchboard://"
 
 // NamespacedURI is the URI (or URI template) agents are offered a
-// server's resource (or template) under.
-func NamespacedURI(serverID, uri string) string { return uriPrefix + serverID + "/" + uri }
+// server's resource (or template) under; an MCP App's ui:// resource
+// keeps its scheme (see store.UIResourceURI), as tools' _meta name it.
+func NamespacedURI(serverID, uri string) string {
+	if strings.HasPrefix(uri, uiPrefix) {
+		return store.UIResourceURI(serverID, uri)
+	}
+	return uriPrefix + serverID + "/" + uri
+}
+
+// uiPrefix starts an MCP App's resource URI.
+const uiPrefix = "ui://"
 
 // splitURI reverses NamespacedURI; ok is false for a URI that is not one.
+// (A ui:// URI may also be a server's own, which an agent may name too:
+// see resource.)
 func splitURI(u string) (serverID, uri string, ok bool) {
+	if rest, isUI := strings.CutPrefix(u, uiPrefix); isUI {
+		serverID, rest, ok = strings.Cut(rest, "/")
+		return serverID, uiPrefix + rest, ok && serverID != "" && rest != ""
+	}
 	rest, ok := strings.CutPrefix(u, uriPrefix)
 	if !ok {
 		return "", "", false
@@ -257,7 +272,9 @@ func (l *listing) resource(uri string) (*offeredListed, string, error) {
 				return ol, upstream, nil
 			}
 		}
-		return nil, "", &notOffered{missing}
+		if !strings.HasPrefix(uri, uiPrefix) { // else perhaps a server's own
+			return nil, "", &notOffered{missing}
+		}
 	}
 	if found := l.bare[store.ListedKey(store.KindResource, uri)]; len(found) > 0 {
 		ol, err := one(found, missing)

@@ -1,8 +1,10 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/internal/mcptest"
@@ -345,7 +348,7 @@ func TestMCPPinMismatchOnRestart(t *testing.T) {
 	e := newEnv(t, func(c *gateway.Config) { c.Pool = discovery.PoolConfig{Idle: time.Minute} })
 	state := filepath.Join(t.TempDir(), "runs")
 	e.createServer(map[string]any{"id": "rug", "name": "Rug", "transport": "stdio", "command": fixtureBin,
-		"args": []string{"-tools", "3", "-mode", "change-on-second-run", "-state-file", state}, "default_policy": "allow",
+		"args": []string{"-tools", "3", "-mode", "change-on-second-run", "-unchanged-runs", "2", "-state-file", state}, "default_policy": "allow",
 		"cwd": filepath.Dir(state)}) // where its walls let it write its state
 	if status := e.verify("rug"); status != "success" {
 		t.Fatal(status)
@@ -367,36 +370,96 @@ func TestMCPPinMismatchOnRestart(t *testing.T) {
 	}
 }
 
-// A tool that can only run as an MCP task is flagged unsupported, with
-// the reason, and not offered: Switchboard relays no tasks.
-func TestTaskRequiredToolNotOffered(t *testing.T) {
-	m := newMCPSetup(t)
-	e := m.e
-	c := mcptest.Connect(t, m.base, testMCPToken)
-	file := filepath.Join(t.TempDir(), "tasks.json")
-	data, _ := json.Marshal(map[string]any{"version": "1", "tools": []map[string]any{
-		{"name": "research", "inputSchema": map[string]any{"type": "object"}, "execution": map[string]any{"taskSupport": "required"}},
-		{"name": "maybe_task", "inputSchema": map[string]any{"type": "object"}, "execution": map[string]any{"taskSupport": "optional"}},
-	}})
-	if err := os.WriteFile(file, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.createServer(map[string]any{"id": "tasks", "transport": "stdio", "command": fixtureBin,
-		"args": []string{"-tools-file", file, "-name", m.marker}, "default_policy": "allow"})
+// A tool that can only run as an MCP task is offered like any other:
+// Switchboard calls it as a task and answers with the task's result, for
+// agents of both eras; an agent that gives up on the call cancels the
+// task on the server (tasks/cancel), whose handler sees it end.
+func TestTaskRequiredToolRunsAsATask(t *testing.T) {
+	started, stopped := make(chan struct{}, 1), make(chan struct{}, 1)
+	up := server.NewMCPServer("upstream", "1.0.0", server.WithToolCapabilities(false), server.WithTaskCapabilities(true, true, true))
+	up.AddTool(mcp.NewTool("research", mcp.WithDescription("Researches a topic, as a task."), mcp.WithTaskSupport(mcp.TaskSupportRequired),
+		mcp.WithString("topic"), mcp.WithBoolean("wait")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if !req.GetBool("wait", false) {
+				return mcp.NewToolResultText("researched " + req.GetString("topic", "")), nil
+			}
+			started <- struct{}{}
+			<-ctx.Done() // the test cancels the call, or fails waiting
+			stopped <- struct{}{}
+			return nil, ctx.Err()
+		})
+	up.AddTool(mcp.NewTool("maybe_task", mcp.WithTaskSupport(mcp.TaskSupportOptional)),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("done"), nil
+		})
+	// Tasks are of MCP 2025-11-25; at 2026-07-28 they are an extension
+	// mcp-go does not have.
+	h := server.NewStreamableHTTPServer(up, server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125))
+	// What the upstream is sent, so the test sees the task cancelled by
+	// tasks/cancel, not by some request ending.
+	cancelled := make(chan struct{}, 2)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"method":"tasks/cancel"`) {
+			cancelled <- struct{}{}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if strings.Contains(string(body), `"task":{`) {
+			// mcp-go's server runs a task in the context of the request
+			// that created it, which ends with the answer: detached, the
+			// task runs on, as a server's task should.
+			r = r.WithContext(context.WithoutCancel(r.Context()))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+
+	e := newEnv(t)
+	e.createServer(map[string]any{"id": "tasks", "name": "Tasks", "transport": "http", "url": ts.URL + "/mcp", "default_policy": "allow"})
 	if status := e.verify("tasks"); status != "success" {
 		t.Fatalf("verify = %s", status)
 	}
 	tools := e.tools("tasks")
-	research := tools["research"]
-	if research.State != store.ToolUnsupported || research.Effective != store.PolicyDeny ||
-		!strings.Contains(strings.Join(research.Problems, " "), `execution.taskSupport is "required"`) {
-		t.Errorf("the task-required tool = %+v; want unsupported, denied, with the reason", research)
+	if research := tools["research"]; research.State != store.ToolActive || len(research.Problems) > 0 {
+		t.Fatalf("the task-required tool = %+v; want active", research)
 	}
-	if tools["maybe_task"].State != store.ToolActive {
-		t.Errorf("a tool that may run as a task = %+v; want active", tools["maybe_task"])
-	}
-	names := c.Names(t)
-	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "tasks__research") }) || !slices.Contains(names, "tasks__maybe_task") {
-		t.Errorf("offered = %q; want tasks__maybe_task and no research", names)
+	e.setPolicy("tasks", "research", "allow")
+	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
+		t.Run(version, func(t *testing.T) {
+			c := mcptest.ConnectAs(t, e.base, testMCPToken, version, mcp.Implementation{Name: "tasking-agent", Version: "1"})
+			if names := c.Names(t); !slices.Contains(names, "tasks__research") || !slices.Contains(names, "tasks__maybe_task") {
+				t.Errorf("offered = %q; want both task tools", names)
+			}
+			res, err := c.Call("tasks__research", map[string]any{"topic": "tides"})
+			if err != nil || mcptest.Text(res) != "researched tides" {
+				t.Fatalf("call = %q, %v; want the task's result", mcptest.Text(res), err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "tasks__research", Arguments: map[string]any{"wait": true}}})
+				done <- err
+			}()
+			select {
+			case <-started:
+			case err := <-done:
+				t.Fatalf("the call ended before its task started: %v", err)
+			}
+			cancel()
+			if err := <-done; err == nil {
+				t.Error("the agent's cancelled call answered; want its cancellation")
+			}
+			select {
+			case <-stopped:
+			case <-time.After(time.Minute):
+				t.Fatal("the task was still running a minute after the agent cancelled its call")
+			}
+			select {
+			case <-cancelled:
+			case <-time.After(time.Minute):
+				t.Error("no tasks/cancel reached the server a minute after the agent cancelled")
+			}
+		})
 	}
 }

@@ -91,7 +91,7 @@ func (e *Endpoint) mountMCPGo() {
 	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		if cs := server.ClientSessionFromContext(ctx); cs != nil {
 			ct, _ := connectedClient(ctx)
-			e.sessions.initialized(cs.SessionID(), ct.ID, res.ProtocolVersion, clientName(&req.Params.ClientInfo))
+			e.sessions.initialized(cs.SessionID(), ct.ID, res.ProtocolVersion, clientName(&req.Params.ClientInfo), asksOf(req.Params.Capabilities, ""))
 			e.sessions.noteView(cs.SessionID(), e.viewHashes(profileOf(ctx)))
 		}
 	})
@@ -110,6 +110,9 @@ func (e *Endpoint) mountMCPGo() {
 		server.WithResourceCapabilities(false, true),
 		server.WithCompletions(), // relayed to the servers (see answerComplete)
 		server.WithLogging(),     // a server's log messages during a call (see relayLog)
+		// MCP Apps: tools' ui:// resources are offered and read like any
+		// resource, under URIs that keep the scheme (store.UIResourceURI).
+		server.WithExtensions(map[string]any{uiExtension: map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}}}),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 		server.WithInstructions("Switchboard offers the tools a person approved on the MCP servers registered with it, named server__tool. Calls to some tools wait for the person's approval."))
@@ -122,6 +125,10 @@ func (e *Endpoint) mountMCPGo() {
 		server.ServerTool{Tool: mcp.Tool{Name: toolsearch.SearchToolName, RawInputSchema: json.RawMessage(`{"type":"object"}`)}, Handler: e.handleSearch},
 		server.ServerTool{Tool: mcp.Tool{Name: routeToolName, RawInputSchema: json.RawMessage(`{"type":"object"}`)}, Handler: e.handleCall})
 }
+
+// uiExtension is MCP Apps' extension: tools whose _meta names a ui://
+// resource that a client renders.
+const uiExtension = "io.modelcontextprotocol/ui"
 
 // routeToolName is the tool mcp-go dispatches every tools/call to, but
 // search_tools': no agent name can take it (see validAgentName).

@@ -78,6 +78,7 @@ type offeredServer struct {
 type offeredCall struct {
 	serverID, name, pin string
 	policy, effective   store.Policy
+	needs               []string // see store.Tool.Needs
 }
 
 // offeredTool is a tool as the offer holds it: its definition for the
@@ -167,10 +168,11 @@ func (e *Endpoint) build() (*offer, error) {
 		list = append(list, t.Definition...)
 		spans = append(spans, span{def: [2]int{at, len(list)}, schema: [2]int{at + t.SchemaAt[0], at + t.SchemaAt[1]}})
 		entries = append(entries, offerEntry{
-			tool: OfferedTool{AgentName: t.AgentName, ServerID: t.ServerID, Tool: t.Name, Title: t.Title, Policy: t.Effective},
-			def:  offeredTool{description: t.Description},
+			tool:  OfferedTool{AgentName: t.AgentName, ServerID: t.ServerID, Tool: t.Name, Title: t.Title, Policy: t.Effective},
+			def:   offeredTool{description: t.Description},
+			needs: slices.Clip(t.Needs),
 		})
-		o.tools[t.AgentName] = offeredCall{serverID: t.ServerID, name: t.Name, pin: t.Policy.Pin, policy: t.Policy.Policy, effective: t.Effective}
+		o.tools[t.AgentName] = offeredCall{serverID: t.ServerID, name: t.Name, pin: t.Policy.Pin, policy: t.Policy.Policy, effective: t.Effective, needs: slices.Clip(t.Needs)}
 		if _, ok := o.servers[t.ServerID]; !ok {
 			o.servers[t.ServerID] = offeredServer{sum.Server, sum.Server.ConfigHash()}
 		}
@@ -215,13 +217,13 @@ func (e *Endpoint) answer(w http.ResponseWriter, r *http.Request, req rpcRequest
 			return true, writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS,
 				Message: "invalid cursor: Switchboard lists every tool in one page"})
 		}
-		return true, e.writeList(w, req.ID, from.modern, profileOf(r.Context()), mcp.MethodToolsList)
+		return true, e.writeList(w, req.ID, from, profileOf(r.Context()), mcp.MethodToolsList)
 	case string(mcp.MethodToolsCall):
 		if bad := req.badArguments(); bad != "" {
 			return true, writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: bad})
 		}
 		if o, err := e.current(); err == nil {
-			if _, offered := o.view(profileOf(r.Context())).tools[req.Params.Name]; !offered {
+			if !o.view(profileOf(r.Context())).offersTo(req.Params.Name, from.asks) {
 				return true, e.refuseCall(w, r, req, from)
 			}
 		}
@@ -230,7 +232,7 @@ func (e *Endpoint) answer(w http.ResponseWriter, r *http.Request, req rpcRequest
 			return true, writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS,
 				Message: "invalid cursor: Switchboard lists everything in one page"})
 		}
-		return true, e.writeList(w, req.ID, from.modern, profileOf(r.Context()), mcp.MCPMethod(req.Method))
+		return true, e.writeList(w, req.ID, from, profileOf(r.Context()), mcp.MCPMethod(req.Method))
 	case string(mcp.MethodResourcesRead), string(mcp.MethodPromptsGet):
 		return true, e.answerFetch(w, r, req, from)
 	case string(mcp.MethodCompletionComplete):
@@ -245,7 +247,8 @@ func (e *Endpoint) answer(w http.ResponseWriter, r *http.Request, req rpcRequest
 // answer), so it is not parsed here too.
 func (e *Endpoint) offeredCall(r *http.Request, body []byte) bool {
 	name, ok := sessionCall(r.Header, body)
-	if !ok || !e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
+	sid := r.Header.Get(server.HeaderKeySessionID)
+	if !ok || !e.sessions.touch(sid) {
 		return false
 	}
 	if req, ok := parseRequest(r, body); ok && req.badArguments() != "" {
@@ -255,8 +258,7 @@ func (e *Endpoint) offeredCall(r *http.Request, body []byte) bool {
 	if err != nil {
 		return false
 	}
-	_, offered := o.view(profileOf(r.Context())).tools[name]
-	return offered
+	return o.view(profileOf(r.Context())).offersTo(name, e.sessions.asks(sid))
 }
 
 // refuseCall answers a tools/call of a tool that is not offered: the
@@ -292,15 +294,16 @@ var listHeads = map[mcp.MCPMethod][2][]byte{
 	mcp.MethodPromptsList: listHeadsOf(func() mcp.ResultMetadata { return &mcp.ListPromptsResult{Prompts: []mcp.Prompt{}} }, "prompts"),
 }
 
-// writeList answers a list request of method from the profile's view of
-// the offer, writing its encoded list as it is.
-func (e *Endpoint) writeList(w http.ResponseWriter, id json.RawMessage, modern bool, profile string, method mcp.MCPMethod) error {
+// writeList answers a list request of method from the agent from with the
+// profile's view of the offer, writing its encoded list as it is.
+func (e *Endpoint) writeList(w http.ResponseWriter, id json.RawMessage, from agent, profile string, method mcp.MCPMethod) error {
+	modern := from.modern
 	o, err := e.current()
 	if err != nil {
 		return err
 	}
 	v := o.view(profile)
-	list := v.list
+	list := v.toolList(from.asks)
 	if method != mcp.MethodToolsList {
 		list = v.listing.lists[method]
 	}

@@ -3,8 +3,6 @@ package gateway
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -34,6 +32,9 @@ type view struct {
 	hash    string // of list
 	tools   map[string]json.RawMessage
 	offered []OfferedTool
+	// asking are its tools offered only to an agent that declares what
+	// they need (see needs.go): in tools, not in list.
+	asking []askingTool
 	// In search mode (see search.go), list and tools are what is listed,
 	// entries every tool of the view by agent name, allHash the hash of
 	// their list and searcher the profile's index of them.
@@ -69,8 +70,9 @@ type OfferedTool struct {
 
 // offerEntry is one offered tool, as the build found it.
 type offerEntry struct {
-	tool OfferedTool
-	def  offeredTool
+	tool  OfferedTool
+	def   offeredTool
+	needs []string // see store.Tool.Needs
 }
 
 // buildView is the view of profile p of the offered entries.
@@ -88,7 +90,11 @@ func buildViewOf(p store.Profile, entries []offerEntry, all []byte, allHash stri
 		if !p.Includes(ref) || pol == store.PolicyDeny {
 			continue
 		}
-		defs = append(defs, en.def.def)
+		if en.needs != nil {
+			v.asking = append(v.asking, askingTool{name: en.tool.AgentName, def: en.def.def, needs: en.needs})
+		} else {
+			defs = append(defs, en.def.def)
+		}
 		v.tools[en.tool.AgentName] = en.def.inputSchema
 		t := en.tool
 		t.Policy = pol
@@ -98,12 +104,12 @@ func buildViewOf(p store.Profile, entries []offerEntry, all []byte, allHash stri
 		v.list, v.hash = all, allHash
 	} else {
 		v.list = append(append([]byte{'['}, joinDefs(defs)...), ']')
-		sum := sha256.Sum256(v.list)
-		v.hash = hex.EncodeToString(sum[:])
+		v.hash = listHash(v.list, v.asking)
 	}
 	if p.Search {
 		v.allHash, v.entries = v.hash, map[string]offeredTool{}
 		var in []offerEntry
+		v.asking = nil // searchList keeps those pinned
 		for _, en := range entries {
 			if _, ok := v.tools[en.tool.AgentName]; ok {
 				v.entries[en.tool.AgentName] = en.def

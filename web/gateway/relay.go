@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
@@ -34,8 +33,9 @@ func asksOf(caps mcp.ClientCapabilities, agent string) discovery.Asks {
 // agentRelay asks the agent of call (a 2025-era session's tools/call)
 // what the call's server asks.
 type agentRelay struct {
-	srv  *server.MCPServer
-	call context.Context // the agent's call: its session, and its end
+	e       *Endpoint
+	session string
+	call    context.Context // the agent's call: its session, and its end
 }
 
 // on is the context to ask the agent in: the call's (it names the
@@ -46,23 +46,34 @@ func (r agentRelay) on(ctx context.Context) (context.Context, context.CancelFunc
 	return asked, func() { stop(); cancel() }
 }
 
-func (r agentRelay) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+// ask asks the agent with send, a question of method (see
+// expectRelayed).
+func relayAsk[T any](r agentRelay, ctx context.Context, method mcp.MCPMethod, send func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := r.on(ctx)
 	defer cancel()
-	//lint:ignore SA1019 relaying a 2025-era server's sampling to a 2025-era agent, as that revision has it
-	return r.srv.RequestSampling(ctx, req)
+	done := r.e.expectRelayed(ctx, r.session, string(method))
+	res, err := send(ctx)
+	done(err)
+	return res, err
+}
+
+func (r agentRelay) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return relayAsk(r, ctx, mcp.MethodSamplingCreateMessage, func(ctx context.Context) (*mcp.CreateMessageResult, error) {
+		//lint:ignore SA1019 relaying a 2025-era server's sampling to a 2025-era agent, as that revision has it
+		return r.e.srv.RequestSampling(ctx, req)
+	})
 }
 
 func (r agentRelay) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	ctx, cancel := r.on(ctx)
-	defer cancel()
-	return r.srv.RequestElicitation(ctx, req)
+	return relayAsk(r, ctx, mcp.MethodElicitationCreate, func(ctx context.Context) (*mcp.ElicitationResult, error) {
+		return r.e.srv.RequestElicitation(ctx, req)
+	})
 }
 
 func (r agentRelay) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	ctx, cancel := r.on(ctx)
-	defer cancel()
-	return r.srv.RequestRoots(ctx, req)
+	return relayAsk(r, ctx, mcp.MethodListRoots, func(ctx context.Context) (*mcp.ListRootsResult, error) {
+		return r.e.srv.RequestRoots(ctx, req)
+	})
 }
 
 // The call log's methods of what a server asks during a call.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -165,4 +166,64 @@ func TestLogMessagesReachTheAgent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A server's question that ends before the agent answers it (the
+// server gave up waiting) is withdrawn: the agent hears
+// notifications/cancelled for it, and its late answer is taken quietly,
+// not logged as an error (the harness fails a test on any error logged).
+func TestAQuestionTheServerGaveUpOnIsWithdrawn(t *testing.T) {
+	up := server.NewMCPServer("upstream", "1.0.0", server.WithToolCapabilities(false))
+	up.AddTool(mcp.NewTool("impatient", mcp.WithDescription("Asks the client's model, and gives up at once.")),
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			//lint:ignore SA1019 a 2025-era server asks for sampling as that revision has it
+			_, err := server.ServerFromContext(ctx).RequestSampling(ctx, mcp.CreateMessageRequest{
+				CreateMessageParams: mcp.CreateMessageParams{Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("quick")}}, MaxTokens: 10}})
+			return mcp.NewToolResultText(fmt.Sprintf("gave up: %v", err != nil)), nil
+		})
+	// A 2025-era server: it asks with a request of its own.
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(up, server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125)))
+	t.Cleanup(ts.Close)
+	e := newEnv(t)
+	e.createServer(map[string]any{"id": "imp", "name": "Impatient", "transport": "http", "url": ts.URL + "/mcp", "default_policy": "allow"})
+	if status := e.verify("imp"); status != "success" {
+		t.Fatalf("verify = %s", status)
+	}
+	e.setPolicy("imp", "impatient", "allow")
+	slow := slowSampler{release: make(chan struct{}), answered: make(chan struct{})}
+	c := mcptest.ConnectAs(t, e.base, testMCPToken, mcp.ProtocolVersion20251125, mcp.Implementation{Name: "slow-agent", Version: "1"},
+		client.WithSamplingHandler(slow))
+	cancelled := make(chan mcp.JSONRPCNotification, 1)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationCancelled) {
+			cancelled <- n
+		}
+	})
+	res, err := c.Call("imp__impatient", nil)
+	if err != nil || mcptest.Text(res) != "gave up: true" {
+		t.Fatalf("call = %q, %v", mcptest.Text(res), err)
+	}
+	select {
+	case n := <-cancelled:
+		if n.Params.AdditionalFields["requestId"] == nil {
+			t.Errorf("notifications/cancelled without the question's id: %+v", n.Params)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the agent never heard that the question was withdrawn")
+	}
+	close(slow.release) // the agent answers now, late: taken quietly
+	<-slow.answered
+	c.Names(t) // a round trip more: the answer's POST has gone meanwhile
+}
+
+// slowSampler answers a sampling request only once release is closed,
+// and closes answered then.
+type slowSampler struct{ release, answered chan struct{} }
+
+func (s slowSampler) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	<-s.release
+	defer close(s.answered)
+	return &mcp.CreateMessageResult{Model: "slow", SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("late")}}, nil
 }

@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,14 +56,17 @@ func searchList(v *view, entries []offerEntry) {
 	for _, en := range entries {
 		for _, ref := range v.profile.Pinned {
 			if ref.ServerID == en.tool.ServerID && ref.Tool == en.tool.Tool {
-				defs = append(defs, en.def.def)
+				if en.needs != nil {
+					v.asking = append(v.asking, askingTool{name: en.tool.AgentName, def: en.def.def, needs: en.needs})
+				} else {
+					defs = append(defs, en.def.def)
+				}
 				v.tools[en.tool.AgentName] = en.def.inputSchema
 			}
 		}
 	}
 	v.list = append(append([]byte{'['}, joinDefs(defs)...), ']')
-	sum := sha256.Sum256(v.list)
-	v.hash = hex.EncodeToString(sum[:])
+	v.hash = listHash(v.list, v.asking)
 }
 
 func joinDefs(defs [][]byte) []byte {
@@ -154,7 +155,7 @@ func (e *Endpoint) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*
 		e.log.Error("search a profile's tools", "profile", v.profile.ID, "err", err)
 		return nil, errors.New("Switchboard could not search its tools; its log has the details")
 	}
-	return toolsearch.Result(x, hits) // no hits (x nil before the first index) is an empty list
+	return toolsearch.Result(x, v.searchHits(hits, e.callerAsks(ctx))) // no hits (x nil before the first index) is an empty list
 }
 
 // callThrough is the call that call_tool asks for: the tool it names,

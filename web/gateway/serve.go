@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
 )
 
@@ -80,7 +81,8 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 					return e.serveModern(w, r, req)
 				}
 				if e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
-					if answered, err := e.answer(w, r, req, agent{session: r.Header.Get(server.HeaderKeySessionID)}); answered {
+					sid := r.Header.Get(server.HeaderKeySessionID)
+					if answered, err := e.answer(w, r, req, agent{session: sid, asks: e.sessions.asks(sid)}); answered {
 						return err
 					}
 				}
@@ -92,7 +94,7 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 		defer e.sessions.streaming(r.Header.Get(server.HeaderKeySessionID))()
 	}
 	sid := r.Header.Get(server.HeaderKeySessionID)
-	e.h.ServeHTTP(questionWriter{ResponseWriter: w, e: e, listChanged: func(method string) bool {
+	e.h.ServeHTTP(questionWriter{ResponseWriter: w, e: e, session: sid, listChanged: func(method string) bool {
 		return e.sessions.viewChanged(sid, method, e.viewHashes(profileOf(r.Context())))
 	}}, r)
 	return nil
@@ -127,7 +129,7 @@ func (e *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, req rpcRe
 		} else {
 			e.sessions.seen(client)
 		}
-		if answered, err := e.answer(w, r, req, agent{session: statelessSession, client: client, modern: true}); answered {
+		if answered, err := e.answer(w, r, req, agent{session: statelessSession, client: client, modern: true, asks: req.asks()}); answered {
 			return err
 		}
 	}
@@ -156,6 +158,7 @@ func (e *Endpoint) endWithEndpoint(r *http.Request) *http.Request {
 type agent struct {
 	session, client string
 	modern          bool
+	asks            discovery.Asks // what it declared it answers (see needs.go)
 }
 
 // statelessSession stands for the session in the audit and on approval

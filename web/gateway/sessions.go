@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/switchboard-dev/switchboard/discovery"
 )
 
 // mcpSessions is who uses the MCP endpoint. It is the session id manager
@@ -46,6 +48,8 @@ type Session struct {
 	tokenID string
 	bound   bool // tokenID is known: the session answers that token only
 	streams int
+	// asks are what its agent declared it answers (see needs.go).
+	asks discovery.Asks
 	// view is the hashes of the lists its agent was last told of (see
 	// viewChanged).
 	view viewHashes

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 
 	"github.com/switchboard-dev/switchboard/internal/serverconfig"
@@ -33,6 +34,9 @@ func ToolItem(key string, t store.ToolEntry) views.ToolItem {
 		PolicyReason: t.Policy.Reason, PolicySetBy: t.Policy.SetBy,
 		Effective: string(t.Effective),
 		AgentName: OfferedName(t),
+	}
+	if len(t.Needs) > 0 {
+		item.Needs = discovery.NeedsText(t.Needs)
 	}
 	if len(t.InputSchema) > 0 {
 		var buf bytes.Buffer
