@@ -71,6 +71,8 @@ type listeners struct {
 	asks *relays
 	// logged is called on notifications/message.
 	logged func(mcp.JSONRPCNotification)
+	// updated is called on notifications/resources/updated.
+	updated func(mcp.JSONRPCNotification)
 }
 
 // handshake connects to the run's server (see connect) and runs the MCP
@@ -102,7 +104,7 @@ func (r *verification) handshake(ctx, held context.Context, on listeners) (*clie
 		cleanup()
 	}
 	c := r.newClient(tr, on.asks)
-	if on.toolsChanged != nil || on.listedChanged != nil || on.progress != nil || on.logged != nil {
+	if on.toolsChanged != nil || on.listedChanged != nil || on.progress != nil || on.logged != nil || on.updated != nil {
 		c.OnNotification(func(n mcp.JSONRPCNotification) {
 			switch {
 			case n.Method == string(mcp.MethodNotificationToolsListChanged) && on.toolsChanged != nil:
@@ -113,6 +115,8 @@ func (r *verification) handshake(ctx, held context.Context, on listeners) (*clie
 				on.progress(n)
 			case n.Method == string(mcp.MethodNotificationMessage) && on.logged != nil:
 				on.logged(n)
+			case n.Method == string(mcp.MethodNotificationResourceUpdated) && on.updated != nil:
+				on.updated(n)
 			}
 		})
 	}

@@ -75,6 +75,9 @@ type Session struct {
 	// logged, relays.relayFor).
 	busy    atomic.Int32
 	lastEnd atomic.Int64
+	// updated are the subscriptions to the server's resources, by URI
+	// (see subscriptions.go), under mu.
+	updated map[string][]*subscription
 }
 
 // logQuiet is how long after a request on the session ended its log
@@ -144,6 +147,7 @@ func (r *verification) open(ctx context.Context) (*Session, error) {
 		progress: s.progressed,
 		asks:     &s.asks,
 		logged:   s.logged,
+		updated:  s.resourceUpdated,
 	})
 	s.c = c
 	if err != nil {

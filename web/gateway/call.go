@@ -100,6 +100,8 @@ func (e *Endpoint) Try(ctx context.Context, agentName string, args any) (*mcp.Ca
 // handleCall is the mcp-go handler of every tools/call but search_tools
 // (see routeCall).
 func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ctx, done := e.detachTask(ctx)
+	defer done()
 	ct, _ := connectedClient(ctx)
 	cr := callRequest{AgentName: calledName(req), Args: req.Params.Arguments, Retry: req.Params.MultiRoundTripParams, ConnectedAs: ct.Name, TokenID: ct.ID, Profile: profileOf(ctx)}
 	cr.Called, cr.CalledArgs = cr.AgentName, cr.Args

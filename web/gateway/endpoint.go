@@ -137,7 +137,10 @@ type Endpoint struct {
 	srv  *server.MCPServer
 	// relayed are the servers' questions relayed to agents' sessions,
 	// expected or sent (see withdraw.go).
-	relayed  relayedQuestions
+	relayed relayedQuestions
+	// subs are the agents' resource subscriptions, relayed (see
+	// subscriptions.go).
+	subs     subscriptions
 	h        *server.StreamableHTTPServer
 	sessions *mcpSessions
 	pool     *discovery.Pool
@@ -173,8 +176,13 @@ type Endpoint struct {
 	withdrawn   map[string]struct{}
 	audit       *auditLog
 
-	rebuild   chan struct{} // a store change to catch up with (see storeChanged)
-	quit      chan struct{} // closed by Close
+	rebuild chan struct{} // a store change to catch up with (see storeChanged)
+	quit    chan struct{} // closed by Close
+	// life ends with Close too: the agents' tasks run in it, and tasks
+	// are they (see tasks.go).
+	life      context.Context
+	endLife   context.CancelFunc
+	tasks     agentTasks
 	stopped   chan struct{} // closed when the rebuild loop ended
 	closeOnce sync.Once
 }
@@ -200,6 +208,7 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 	}
 	e := &Endpoint{st: deps.Store, deps: deps, log: deps.Logger, cfg: cfg, sessions: newMCPSessions(), searchers: map[string]*searchIndex{},
 		authLimit: authlimit.New(), withdrawn: map[string]struct{}{}, parked: parkedCalls{m: map[string]*parkedCall{}}, rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
+	e.life, e.endLife = context.WithCancel(context.Background())
 	poolCfg := cfg.Pool
 	poolCfg.OnChange = deps.UpstreamsChanged
 	e.pool = discovery.NewPool(deps.Verifier, poolCfg)
@@ -298,9 +307,11 @@ const rebuildPause = 100 * time.Millisecond
 func (e *Endpoint) Close() {
 	e.closeOnce.Do(func() {
 		close(e.quit)
+		e.endLife()
 		<-e.stopped
 		e.approvals.closeAll()
 		e.closeParked()
+		e.closeSubscriptions()
 		e.pool.Close()
 		e.h.Shutdown(context.Background())
 		e.closeSearchers()

@@ -96,6 +96,7 @@ func (e *Endpoint) mountMCPGo() {
 		}
 	})
 	hooks.AddBeforeCallTool(routeCall)
+	hooks.AddBeforeCancelTask(e.cancelTask)
 	hooks.AddAfterListTools(func(_ context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
 		// A tools/list reaches mcp-go only if this endpoint could not
 		// read it (see parseRequest); the route tool is plumbing, never
@@ -104,16 +105,21 @@ func (e *Endpoint) mountMCPGo() {
 	})
 	e.srv = server.NewMCPServer(mcpServerName, mcpServerVersion,
 		server.WithToolCapabilities(true),
-		// Resources and prompts (see listed.go): lists that change, no
-		// subscriptions to a resource.
+		// Resources and prompts (see listed.go): lists that change, and
+		// subscriptions to a resource, relayed (see subscriptions.go).
 		server.WithPromptCapabilities(true),
-		server.WithResourceCapabilities(false, true),
+		server.WithResourceCapabilities(true, true),
 		server.WithCompletions(), // relayed to the servers (see answerComplete)
 		server.WithLogging(),     // a server's log messages during a call (see relayLog)
 		// MCP Apps: tools' ui:// resources are offered and read like any
 		// resource, under URIs that keep the scheme (store.UIResourceURI).
 		server.WithExtensions(map[string]any{uiExtension: map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}}}),
 		server.WithHooks(hooks),
+		// Agents' own tasks (see tasks.go): of tools calls, listed and
+		// cancelled, each the session's that created it.
+		server.WithTaskCapabilities(true, true, true),
+		server.WithMaxConcurrentTasks(maxAgentTasks),
+		server.WithTaskHooks(taskHooks()),
 		server.WithRecovery(),
 		server.WithInstructions("Switchboard offers the tools a person approved on the MCP servers registered with it, named server__tool. Calls to some tools wait for the person's approval."))
 	e.h = server.NewStreamableHTTPServer(e.srv,
@@ -123,7 +129,10 @@ func (e *Endpoint) mountMCPGo() {
 		server.WithStreamableHTTPLogger(e.log.With("part", "mcp")))
 	e.srv.AddTools(
 		server.ServerTool{Tool: mcp.Tool{Name: toolsearch.SearchToolName, RawInputSchema: json.RawMessage(`{"type":"object"}`)}, Handler: e.handleSearch},
-		server.ServerTool{Tool: mcp.Tool{Name: routeToolName, RawInputSchema: json.RawMessage(`{"type":"object"}`)}, Handler: e.handleCall})
+		// Any call may be a task's (see tasks.go): whether its tool takes
+		// one is its definition's to say, as agents get it.
+		server.ServerTool{Tool: mcp.Tool{Name: routeToolName, RawInputSchema: json.RawMessage(`{"type":"object"}`),
+			Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}}, Handler: e.handleCall})
 }
 
 // uiExtension is MCP Apps' extension: tools whose _meta names a ui://

@@ -235,6 +235,8 @@ func (e *Endpoint) answer(w http.ResponseWriter, r *http.Request, req rpcRequest
 		return true, e.writeList(w, req.ID, from, profileOf(r.Context()), mcp.MCPMethod(req.Method))
 	case string(mcp.MethodResourcesRead), string(mcp.MethodPromptsGet):
 		return true, e.answerFetch(w, r, req, from)
+	case string(mcp.MethodResourcesSubscribe), string(mcp.MethodResourcesUnsubscribe):
+		return true, e.answerSubscribe(w, r, req, from)
 	case string(mcp.MethodCompletionComplete):
 		return true, e.answerComplete(w, r, req, from)
 	}

@@ -71,6 +71,13 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 			return &HTTPError{Status: http.StatusBadRequest, Message: "cannot read the request body"}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if taskCall(body) { // see tasks.go
+			if req, ok := parseRequest(r, body); ok && req.modern(r.Header) {
+				body = withoutTask(r, body)
+			} else {
+				r = forTask(r)
+			}
+		}
 		if !e.offeredCall(r, body) { // else mcp-go takes it: nothing to answer here
 			if e.lateAnswer(r.Header.Get(server.HeaderKeySessionID), body) {
 				w.WriteHeader(http.StatusAccepted)

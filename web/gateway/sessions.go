@@ -125,6 +125,14 @@ func (m *mcpSessions) Terminate(id string) (isNotAllowed bool, err error) {
 	return false, nil
 }
 
+// isLive reports whether id names a live session.
+func (m *mcpSessions) isLive(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.live[id]
+	return ok
+}
+
 // touch records a request of session id, and reports whether id names
 // a live session.
 func (m *mcpSessions) touch(id string) bool {
