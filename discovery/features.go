@@ -83,14 +83,27 @@ func (a Asks) Serves(needs []string) bool {
 }
 
 // NeedsText says what needs (Tool.Needs) asks of an agent, for a
-// person: "an agent that answers sampling", "… elicitation or
-// url-elicitation".
+// person: "an agent that answers sampling", "… form elicitation or URL
+// elicitation".
 func NeedsText(needs []string) string {
 	alts := make([]string, len(needs))
 	for i, alt := range needs {
-		alts[i] = strings.ReplaceAll(alt, "+", " and ")
+		fs := strings.Split(alt, "+")
+		for j, f := range fs {
+			fs[j] = featureText[f]
+			if fs[j] == "" {
+				fs[j] = f
+			}
+		}
+		alts[i] = strings.Join(fs, " and ")
 	}
 	return "an agent that answers " + strings.Join(alts, " or ")
+}
+
+// featureText names the features for a person.
+var featureText = map[string]string{
+	FeatureSampling: "sampling", FeatureElicitation: "form elicitation",
+	FeatureURLElicitation: "URL elicitation", FeatureRoots: "roots",
 }
 
 // askListing is a listing of a server's tools by a client declaring

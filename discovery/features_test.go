@@ -114,7 +114,7 @@ func TestAsksServeWhatAToolNeeds(t *testing.T) {
 			t.Errorf("%+v serves %q: %v, want %v", c.asks, c.needs, got, c.want)
 		}
 	}
-	if got := NeedsText([]string{FeatureElicitation, "sampling+roots"}); got != "an agent that answers elicitation or sampling and roots" {
+	if got := NeedsText([]string{FeatureElicitation, FeatureURLElicitation, "sampling+roots"}); got != "an agent that answers form elicitation or URL elicitation or sampling and roots" {
 		t.Errorf("NeedsText = %q", got)
 	}
 }
