@@ -78,6 +78,13 @@ type Session struct {
 	// updated are the subscriptions to the server's resources, by URI
 	// (see subscriptions.go), under mu.
 	updated map[string][]*subscription
+	// A 2026-07-28 session's subscriptions/listen stream (see listen):
+	// its context (the session's), what it listens for besides the
+	// resources subscribed to, and what ends the stream running; under
+	// mu.
+	sctx         context.Context
+	listenFilter mcp.SubscriptionFilter
+	endListen    context.CancelFunc
 }
 
 // logQuiet is how long after a request on the session ended its log
@@ -155,15 +162,12 @@ func (r *verification) open(ctx context.Context) (*Session, error) {
 	}
 	hello := r.greeting(initRes) // its warnings are the verification's to show
 	s.protocol, s.serverName, s.serverVer = hello.ProtocolVersion, hello.ServerName, hello.ServerVersion
+	s.sctx = sctx
 	if filter, ok := listensForChanges(initRes, r.target, false); ok {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			err := s.c.Listen(sctx, filter)
-			if sctx.Err() == nil {
-				s.lost(streamLost("the notification stream (subscriptions/listen)", err))
-			}
-		}()
+		s.mu.Lock()
+		s.listenFilter = filter
+		s.listenLocked()
+		s.mu.Unlock()
 	}
 	if r.stdio != nil {
 		s.wg.Add(1)

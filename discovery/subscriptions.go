@@ -2,26 +2,22 @@ package discovery
 
 import (
 	"context"
-	"errors"
 	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// Subscriptions to a server's resources (resources/subscribe, MCP
-// 2025-11-25 and earlier): the server sends
+// Subscriptions to a server's resources: the server sends
 // notifications/resources/updated for a resource subscribed to when it
 // changes. A session subscribes once per URI, however many subscribe to
-// it, and unsubscribes when the last of them does.
+// it, and unsubscribes when the last of them does. Up to MCP 2025-11-25
+// that is resources/subscribe and resources/unsubscribe; at 2026-07-28,
+// the URIs are the filter of the session's subscriptions/listen stream,
+// which is opened again with each change of them (see listenLocked). An
+// update the server sends while the stream is opened again is lost.
 
 // subscription is one subscriber to a resource of the session's server.
 type subscription struct{ fn func() }
-
-// ErrModernSubscription refuses a subscription on a session of protocol
-// 2026-07-28, where resource subscriptions are the filter of a
-// subscriptions/listen stream, which Switchboard does not yet open for
-// them.
-var ErrModernSubscription = errors.New("the server speaks MCP 2026-07-28, whose resource subscriptions Switchboard does not relay yet")
 
 // Subscribe subscribes to the server's resource uri: fn is called each
 // time the server says it was updated, until the returned function is
@@ -30,9 +26,7 @@ func (s *Session) Subscribe(ctx context.Context, uri string, fn func()) (unsubsc
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	if mcp.IsModernProtocol(s.protocol) {
-		return nil, ErrModernSubscription
-	}
+	modern := mcp.IsModernProtocol(s.protocol)
 	sub := &subscription{fn: fn}
 	s.mu.Lock()
 	first := len(s.updated[uri]) == 0
@@ -51,7 +45,12 @@ func (s *Session) Subscribe(ctx context.Context, uri string, fn func()) (unsubsc
 		}
 		return false
 	}
-	if first {
+	switch {
+	case first && modern:
+		s.mu.Lock()
+		s.listenLocked()
+		s.mu.Unlock()
+	case first:
 		defer s.enter()()
 		//lint:ignore SA1019 a 2025-era server's subscription, as that revision has it
 		if err := s.c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}}); err != nil {
@@ -60,13 +59,20 @@ func (s *Session) Subscribe(ctx context.Context, uri string, fn func()) (unsubsc
 		}
 	}
 	return func() {
-		if drop() && s.Err() == nil {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskCancelTimeout)
-			defer cancel()
-			defer s.enter()()
-			//lint:ignore SA1019 as Subscribe
-			_ = s.c.Unsubscribe(ctx, mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: uri}})
+		if !drop() || s.Err() != nil {
+			return
 		}
+		if modern {
+			s.mu.Lock()
+			s.listenLocked()
+			s.mu.Unlock()
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskCancelTimeout)
+		defer cancel()
+		defer s.enter()()
+		//lint:ignore SA1019 as Subscribe
+		_ = s.c.Unsubscribe(ctx, mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: uri}})
 	}, nil
 }
 
@@ -80,4 +86,34 @@ func (s *Session) resourceUpdated(n mcp.JSONRPCNotification) {
 	for _, sub := range subs {
 		sub.fn()
 	}
+}
+
+// listenLocked (re)opens a 2026-07-28 session's subscriptions/listen
+// stream with what it listens for: the list changes it listened for
+// from the start, and the resources subscribed to now. A stream of
+// nothing is closed. The stream that ran before is ended first; it ending
+// so loses nothing (see Session.lost). s.mu is held.
+func (s *Session) listenLocked() {
+	if s.endListen != nil {
+		s.endListen()
+		s.endListen = nil
+	}
+	filter := s.listenFilter
+	for uri := range s.updated {
+		filter.ResourceSubscriptions = append(filter.ResourceSubscriptions, uri)
+	}
+	slices.Sort(filter.ResourceSubscriptions)
+	if filter.IsEmpty() || s.sctx == nil || s.sctx.Err() != nil {
+		return
+	}
+	lctx, end := context.WithCancel(s.sctx)
+	s.endListen = end
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		err := s.c.Listen(lctx, filter)
+		if lctx.Err() == nil {
+			s.lost(streamLost("the notification stream (subscriptions/listen)", err))
+		}
+	}()
 }

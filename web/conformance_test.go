@@ -4,8 +4,10 @@ package web_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -66,9 +68,23 @@ const (
 		"additionalProperties": false}`
 )
 
+// testToolServer is the server that TestConformance registers: the fixture,
+// which serves the suite's test tools too.
+const testToolServer = "conf"
+
+// conformanceTools are the fixture's -conformance tools: the test tools
+// the suite calls by their bare names (see renameTestTools).
+var conformanceTools = []string{"test_simple_text", "test_image_content", "test_audio_content", "test_embedded_resource",
+	"test_multiple_content_types", "test_error_handling", "test_tool_with_logging", "test_tool_with_progress", "test_logging_tool",
+	"test_sampling", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums", "test_streaming_elicitation",
+	"test_input_required_result_elicitation", "test_input_required_result_sampling", "test_input_required_result_list_roots",
+	"test_input_required_result_request_state", "test_input_required_result_multiple_inputs", "test_input_required_result_multi_round",
+	"test_input_required_result_tampered_state", "test_input_required_result_capabilities"}
+
 // TestConformance runs the server scenarios of each revision's
 // requirement set against /mcp behind a proxy that adds the endpoint's
-// bearer token (the suite cannot send one), judged by the revision's
+// bearer token (the suite cannot send one) and names the suite's test
+// tools as /mcp offers them (see renameTestTools), judged by the revision's
 // expected-failures file (see internal/conformance): a scenario that
 // fails unlisted, a listed one that passes, and a required one listed
 // all fail the test.
@@ -90,16 +106,22 @@ func TestConformance(t *testing.T) {
 	if err := os.WriteFile(file, []byte(tools), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.createServer(map[string]any{"id": "conf", "name": "Conformance", "transport": "stdio", "command": fixtureBin,
-		"args": []string{"-tools-file", file, "-listed"}, "default_policy": "allow"})
-	if job := e.verify("conf"); job.Status != "success" {
+	e.createServer(map[string]any{"id": testToolServer, "name": "Conformance", "transport": "stdio", "command": fixtureBin,
+		"args": []string{"-tools-file", file, "-listed", "-conformance"}, "default_policy": "allow"})
+	if job := e.verify(testToolServer); job.Status != "success" {
 		t.Fatalf("verify conf = %v; want success", job)
 	}
 	for _, tool := range []string{"echo", "add", "region", schemaTool} {
-		e.setPolicy("conf", tool, "allow")
+		e.setPolicy(testToolServer, tool, "allow")
+	}
+	// The names /mcp offers the test tools by, which the proxy calls them
+	// by: conf__<name>, or for a name too long for that a shorter one.
+	offered := map[string]string{}
+	for _, tool := range conformanceTools {
+		offered[tool] = e.setPolicy(testToolServer, tool, "allow").AgentName
 	}
 
-	proxy := startTokenProxy(t, srv.URL, testMCPToken)
+	proxy := startTokenProxy(t, srv.URL, testMCPToken, offered)
 	checkTokenProxy(t, client, srv.URL, proxy.URL)
 	// The suite's json-schema-2020-12 looks for the tool by its bare name;
 	// agents see it namespaced, so check the same here.
@@ -127,8 +149,9 @@ func TestConformance(t *testing.T) {
 // startTokenProxy serves a reverse proxy to target on 127.0.0.1:0 that
 // adds the bearer token and passes the client's own Host and Origin on
 // unchanged, so the endpoint's DNS-rebinding and cross-site checks see
-// what the client sent.
-func startTokenProxy(t *testing.T, target, token string) *httptest.Server {
+// what the client sent. It names the suite's test tools as /mcp offers
+// them, by offered (see renameTestTools).
+func startTokenProxy(t *testing.T, target, token string, offered map[string]string) *httptest.Server {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
@@ -140,6 +163,7 @@ func startTokenProxy(t *testing.T, target, token string) *httptest.Server {
 			pr.SetURL(u)
 			pr.Out.Host = pr.In.Host // SetURL would send the target's
 			pr.Out.Header.Set("Authorization", "Bearer "+token)
+			renameTestTools(pr.Out, offered)
 		},
 		Transport:     tr,
 		FlushInterval: -1, // SSE streams pass through at once
@@ -151,6 +175,50 @@ func startTokenProxy(t *testing.T, target, token string) *httptest.Server {
 		tr.CloseIdleConnections()
 	})
 	return proxy
+}
+
+// renameTestTools renames, in a tools/call request r, a tool of the
+// suite's test names (test_simple_text, test_sampling, …) to the name
+// /mcp offers it by, in the body and in the Mcp-Name header a 2026-07-28
+// request carries: offered's, else conf__<name>. The suite calls its
+// test tools by bare names, which is its own convention: a conformance
+// server serves them itself. Switchboard offers the tools of upstream
+// servers, each under its server's namespace, so the fixture's
+// test_simple_text is conf__test_simple_text on /mcp (and a name too long
+// for that gets a shorter one). Nothing else is renamed: a request whose
+// name does not start with test_ passes as it came, and an Mcp-Name
+// header that does not match the body is left so, for the endpoint to
+// refuse as it would have.
+func renameTestTools(r *http.Request, offered map[string]string) {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return // sent on as read: the endpoint says what is wrong
+	}
+	var msg, params map[string]json.RawMessage
+	var method, name string
+	if json.Unmarshal(body, &msg) != nil || json.Unmarshal(msg["method"], &method) != nil || method != "tools/call" ||
+		json.Unmarshal(msg["params"], &params) != nil || json.Unmarshal(params["name"], &name) != nil ||
+		!strings.HasPrefix(name, "test_") {
+		return
+	}
+	as := cmp.Or(offered[name], testToolServer+"__"+name)
+	params["name"], _ = json.Marshal(as)
+	msg["params"], _ = json.Marshal(params)
+	renamed, err := json.Marshal(msg)
+	if err != nil {
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(renamed))
+	r.ContentLength = int64(len(renamed))
+	r.Header.Del("Content-Length")
+	if r.Header.Get("Mcp-Name") == name {
+		r.Header.Set("Mcp-Name", as)
+	}
 }
 
 // checkTokenProxy checks that the endpoint wants a token the proxy adds,

@@ -209,6 +209,9 @@ type config struct {
 	// listed serves the conformance suite's resources and prompts too;
 	// see listed.go.
 	listed bool
+	// conformance serves the conformance suite's test tools too; see
+	// conformance_tools.go.
+	conformance bool
 	// toolsFile, if set, holds the tools to serve (and the version to
 	// report), re-read while serving; see toolsfile.go.
 	toolsFile string
@@ -322,6 +325,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&cfg.unchangedRuns, "unchanged-runs", cfg.unchangedRuns, "with -mode change-on-second-run: how many runs serve the tools unchanged (a verification runs its server twice: 2 changes them from the next verification or call on)")
 	fs.StringVar(&cfg.stateFile, "state-file", cfg.stateFile, "run counter file, required by -mode change-on-second-run")
 	fs.BoolVar(&cfg.listed, "listed", cfg.listed, "also declare resources and prompts and serve those the MCP conformance suite reads: resources test://static-text and test://static-binary, the template test://template/{id}/data, prompts test_simple_prompt, test_prompt_with_arguments (arg1, arg2), test_prompt_with_embedded_resource (resourceUri) and test_prompt_with_image (normal and try-it modes)")
+	fs.BoolVar(&cfg.conformance, "conformance", cfg.conformance, "also serve the tools the MCP conformance suite calls by name (test_simple_text, test_image_content, test_audio_content, test_embedded_resource, test_multiple_content_types, test_error_handling, test_tool_with_logging, test_tool_with_progress, test_logging_tool, test_sampling, test_elicitation, test_elicitation_sep1034_defaults, test_elicitation_sep1330_enums, test_streaming_elicitation, test_input_required_result_*) and the prompt test_input_required_result_prompt, answering as its reference server does; declares logging and prompts. With -tools-file, any change of the file replaces them with its tools (normal and try-it modes)")
 	fs.StringVar(&cfg.toolsFile, "tools-file", cfg.toolsFile, `serve exactly the tools in this JSON file, {"version": "1.2.3", "tools": [MCP tool objects]}, instead of -tools generated ones, and report its version (if set) instead of -version; calls answer "NAME ARGUMENTS-JSON". The file is re-read every 50 ms while serving: new tools replace the served ones and send notifications/tools/list_changed, a new version is reported by later initialize and discover answers, and a file that turns bad leaves the last good one served (normal mode only)`)
 	fs.DurationVar(&cfg.interval, "interval", cfg.interval, "pause between the bytes or messages of trickle, progress-forever, sse-no-endpoint and endless-body")
 	fs.IntVar(&cfg.exitCode, "exit-code", cfg.exitCode, "exit status of -mode crash and exit-after-init")
@@ -417,6 +421,9 @@ func (c config) validate() error {
 	}
 	if c.listed && c.mode != modeNormal && c.mode != modeTryIt {
 		return errors.New("-listed works in -mode normal and try-it only")
+	}
+	if c.conformance && c.mode != modeNormal && c.mode != modeTryIt {
+		return errors.New("-conformance works in -mode normal and try-it only")
 	}
 	if c.toolsFile != "" && c.mode != modeNormal {
 		return errors.New("-tools-file works in -mode normal only")

@@ -18,9 +18,10 @@ import (
 // and of the image prompt.
 const listedPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 
-// listedOptions declare the resources, prompts and completions
-// capabilities (mcp-go completes with no values).
-var listedOptions = []server.ServerOption{server.WithResourceCapabilities(false, true), server.WithPromptCapabilities(true), server.WithCompletions()}
+// listedOptions declare the resources (with subscriptions, which mcp-go
+// accepts for any URI), prompts and completions capabilities (mcp-go
+// completes with no values).
+var listedOptions = []server.ServerOption{server.WithResourceCapabilities(true, true), server.WithPromptCapabilities(true), server.WithCompletions()}
 
 // addListed adds the suite's resources, template and prompts to s (made
 // with listedOptions).

@@ -82,6 +82,9 @@ func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServ
 	if cfg.listed || cfg.app {
 		opts = append(opts, listedOptions...)
 	}
+	if cfg.conformance {
+		opts = append(opts, conformanceOptions...)
+	}
 	if cfg.mode == modeAsks {
 		opts = append(opts, server.WithLogging()) // log_steps
 		if cfg.gated {
@@ -95,6 +98,9 @@ func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServ
 	}
 	if cfg.app {
 		addApp(s)
+	}
+	if cfg.conformance {
+		addConformance(s)
 	}
 	if len(tools) > 0 {
 		s.AddTools(serverTools(tools)...)
