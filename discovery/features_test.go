@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -125,4 +126,22 @@ func toolNames(tools []Tool) []string {
 		names[i] = t.Name
 	}
 	return names
+}
+
+// A prompt whose 2026-07-28 server answers input_required fails with
+// ErrInputRequired, not as a failure of the server: mcp-go's client
+// retries a prompt or a read with the answers of its own handlers, and a
+// session declaring nothing has none (an assumption about mcp-go's error,
+// see inputNotAnswered). (A 2025-era server asks with a request of its
+// own, which the session refuses, naming it; the server's error says so.)
+func TestMCPGoFailsUnansweredInput(t *testing.T) {
+	s, err := NewVerifier(Limits{}, nil).Open(context.Background(), fixtureTarget("normal", "-tools", "1", "-conformance"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.GetPrompt(context.Background(), "test_input_required_result_prompt", nil, 0)
+	if !errors.Is(err, ErrInputRequired) {
+		t.Errorf("GetPrompt = %v; want ErrInputRequired", err)
+	}
 }

@@ -348,7 +348,24 @@ func (s *Session) ReadResource(ctx context.Context, uri string, maxResult int) (
 	s.run.tally.forget()
 	defer s.enter()()
 	res, err := s.c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+	if inputNotAnswered(err) {
+		return nil, ErrInputRequired
+	}
 	return checked(res, s.classify(ctx, err), maxResult)
+}
+
+// ErrInputRequired is the answer to a read or a prompt whose server asked
+// for input from its client (an input_required result, or a 2025-era
+// server's request during it), which Switchboard does not relay for
+// these: it relays what a server asks during a tool call only.
+var ErrInputRequired = errors.New("it asked for input from the client (input_required), which Switchboard relays during tool calls only")
+
+// inputNotAnswered reports whether err is mcp-go's failure to answer a
+// server's input_required itself: its client retries a read or a prompt
+// with the answers of its own handlers, and a session declaring nothing
+// has none (TestMCPGoFailsUnansweredInput holds mcp-go to it).
+func inputNotAnswered(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "multi round-trip: ")
 }
 
 // GetPrompt gets a prompt with its arguments, by its name as the server
@@ -360,6 +377,9 @@ func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]st
 	s.run.tally.forget()
 	defer s.enter()()
 	res, err := s.c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: name, Arguments: args}})
+	if inputNotAnswered(err) {
+		return nil, ErrInputRequired
+	}
 	return checked(res, s.classify(ctx, err), maxResult)
 }
 

@@ -129,8 +129,8 @@ func (e *Endpoint) fetch(ctx context.Context, cr callRequest, args map[string]st
 }
 
 // errInputRequired is a server's answer that asks the client for input
-// (SEP-2322), which Switchboard does not relay.
-var errInputRequired = errors.New("it asked for input from the client (input_required), which Switchboard does not relay")
+// (SEP-2322), which Switchboard relays during tool calls only.
+var errInputRequired = discovery.ErrInputRequired
 
 // renamed is c with the URI asked for as its URI, if it has the
 // server's.
