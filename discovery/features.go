@@ -2,9 +2,11 @@ package discovery
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -186,6 +188,10 @@ func (r *verification) addAskTools(ctx context.Context, res *Result, all askList
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%d tools listed only to clients that answer what a server asks are left out: the server would list more than %d tools", len(extra)-max(room, 0), r.limits.MaxTools))
 		extra = extra[:max(room, 0)]
 	}
+	if r.v.needs.known(r.target, extra) { // as a verification found them before
+		res.Tools = append(res.Tools, extra...)
+		return
+	}
 	runs := make([]*askRun, len(features))
 	for i, f := range features {
 		runs[i] = r.listAsking(ctx, f.asks)
@@ -209,10 +215,71 @@ func (r *verification) addAskTools(ctx context.Context, res *Result, all askList
 			extra[i].Needs = []string{strings.Join(names, "+")}
 		}
 	}
+	failed := false
 	for j, f := range features {
 		if alone[j].err != nil {
+			failed = true
 			res.Warnings = append(res.Warnings, fmt.Sprintf("could not list the tools offered to clients that answer %s alone (the tools that need it are offered only to agents that answer every kind): %s", f.name, cutText(alone[j].err.Error(), 300)))
 		}
 	}
+	if !failed {
+		r.v.needs.keep(r.target, extra)
+	}
 	res.Tools = append(res.Tools, extra...)
+}
+
+// needsCache remembers, by server and tool (its definition's pin), what
+// each tool a server lists only to clients that answer needs, as the
+// listings per feature found it: the next verification of the server
+// lists once with every feature declared, and runs the four listings per
+// feature again only for a tool it does not know (a new one, or one whose
+// definition changed). It is bounded: past maxKnownNeeds, it forgets all.
+type needsCache struct {
+	mu sync.Mutex
+	m  map[string][]string
+}
+
+// maxKnownNeeds bounds the tools needsCache remembers.
+const maxKnownNeeds = 4096
+
+// needsKey names tool of the server t reaches: how it is started or
+// reached (not its secrets), and the tool's name and pin.
+func needsKey(t Target, tool Tool) string {
+	h := sha256.New()
+	for _, part := range append([]string{t.Transport, t.Command, t.Cwd, t.URL, tool.Name, tool.Pin}, t.Args...) {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return string(h.Sum(nil))
+}
+
+// known sets the needs of every tool of extra and reports true if it
+// knows them all; else it sets none.
+func (c *needsCache) known(t Target, extra []Tool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	needs := make([][]string, len(extra))
+	for i, tool := range extra {
+		n, ok := c.m[needsKey(t, tool)]
+		if !ok {
+			return false
+		}
+		needs[i] = n
+	}
+	for i := range extra {
+		extra[i].Needs = slices.Clone(needs[i])
+	}
+	return true
+}
+
+// keep remembers the needs of the tools of extra.
+func (c *needsCache) keep(t Target, extra []Tool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m)+len(extra) > maxKnownNeeds {
+		c.m = map[string][]string{}
+	}
+	for _, tool := range extra {
+		c.m[needsKey(t, tool)] = slices.Clone(tool.Needs)
+	}
 }

@@ -145,3 +145,37 @@ func TestMCPGoFailsUnansweredInput(t *testing.T) {
 		t.Errorf("GetPrompt = %v; want ErrInputRequired", err)
 	}
 }
+
+// A second verification of a server knows what its tools that ask need:
+// it lists once with every feature declared, not once more per feature,
+// unless a tool is new or its definition changed.
+func TestKnownNeedsAreNotListedAgain(t *testing.T) {
+	v := NewVerifier(Limits{}, nil)
+	target := fixtureTarget("asks", "-gated")
+	verify := func() (*Result, []string) {
+		var phases []string
+		res, err := v.Verify(context.Background(), target, 0, func(p Progress) { phases = append(phases, p.Phase) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, phases
+	}
+	first, _ := verify()
+	if len(v.needs.m) == 0 {
+		t.Fatal("the first verification remembered no needs")
+	}
+	// Mark what it remembered: the next verification gives the marks, not
+	// what listing once per feature again would find.
+	for k := range v.needs.m {
+		v.needs.m[k] = []string{"remembered"}
+	}
+	second, _ := verify()
+	for _, tool := range second.Tools {
+		if tool.Needs != nil && !slices.Equal(tool.Needs, []string{"remembered"}) {
+			t.Errorf("%s needs %q on the second verification; want what the first remembered", tool.Name, tool.Needs)
+		}
+	}
+	if len(first.Tools) != len(second.Tools) {
+		t.Errorf("%d tools, then %d", len(first.Tools), len(second.Tools))
+	}
+}

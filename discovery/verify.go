@@ -144,6 +144,9 @@ type Verifier struct {
 	// classed and host names resolved (tests; see netpolicy.Policy).
 	classOf  func(netip.AddrPort) netpolicy.Class
 	resolver *net.Resolver
+	// needs remembers what the tools a server lists only to clients that
+	// answer need (see features.go).
+	needs *needsCache
 }
 
 // NewVerifier returns a Verifier. getenv is read for the variables in
@@ -152,7 +155,7 @@ func NewVerifier(limits Limits, getenv func(string) string) *Verifier {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return &Verifier{limits: limits.withDefaults(), getenv: getenv}
+	return &Verifier{limits: limits.withDefaults(), getenv: getenv, needs: &needsCache{}}
 }
 
 // Limits returns the limits in effect.
