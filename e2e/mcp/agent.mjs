@@ -146,6 +146,8 @@ await call('trigger-sampling-request', { prompt: 'what is a switchboard?' });
 await call('trigger-elicitation-request', {});
 await call('trigger-url-elicitation', { url: 'https://example.com/sign' });
 await call('get-roots-list', {});
+// Runs only as an MCP task, which Switchboard runs for the agent.
+await call('simulate-research-query', { topic: 'tides' });
 // 6 s: the server's next simulated log message comes during it too.
 await call('trigger-long-running-operation', { duration: 6, steps: 3 }, { progressToken: PROGRESS_TOKEN });
 

@@ -44,6 +44,8 @@ var everythingTools = map[string]map[string]any{
 	"get-roots-list":                 {},
 	"trigger-long-running-operation": {"duration": 6, "steps": 3},
 	"toggle-simulated-logging":       {},
+	// Runs only as an MCP task: Switchboard calls it as one.
+	"simulate-research-query": {"topic": "tides"},
 }
 
 const samplingPrompt = "what is a switchboard?"
@@ -135,6 +137,8 @@ func (r everythingRun) check(t *testing.T, a wantAgent) {
 		// A second in three steps, with a progress notification after each.
 		"trigger-long-running-operation": {"Long running operation completed. Duration: 6 seconds, Steps: 3."},
 		"toggle-simulated-logging":       {"Started simulated, random-leveled logging"},
+		// Four stages of a second, then the task's result.
+		"simulate-research-query": {"# Research Report: tides", "Stage 4: Generating report ✓"},
 	}
 	for _, root := range a.roots {
 		want["get-roots-list"] = append(want["get-roots-list"], "URI: "+root)
@@ -256,7 +260,7 @@ func TestEverythingWithMCPGoAgents(t *testing.T) {
 				}
 			}
 			for _, name := range []string{"trigger-sampling-request", "trigger-elicitation-request", "trigger-url-elicitation",
-				"get-roots-list", "trigger-long-running-operation"} {
+				"get-roots-list", "simulate-research-query", "trigger-long-running-operation"} {
 				call(name)
 			}
 			mu.Lock()
