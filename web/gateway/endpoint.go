@@ -208,6 +208,7 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 	}
 	e := &Endpoint{st: deps.Store, deps: deps, log: deps.Logger, cfg: cfg, sessions: newMCPSessions(), searchers: map[string]*searchIndex{},
 		authLimit: authlimit.New(), withdrawn: map[string]struct{}{}, parked: parkedCalls{m: map[string]*parkedCall{}}, rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
+	e.sessions.ended = e.unsubscribeAll
 	e.life, e.endLife = context.WithCancel(context.Background())
 	poolCfg := cfg.Pool
 	poolCfg.OnChange = deps.UpstreamsChanged

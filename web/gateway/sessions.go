@@ -34,6 +34,9 @@ type mcpSessions struct {
 	// tokens is the use of each connected client's token, by its id
 	// (see clientuse.go).
 	tokens map[string]*tokenUse
+	// ended, if set, is called with each session that ends (terminated
+	// by its agent's DELETE, or idle): what it subscribed to ends too.
+	ended func(id string)
 }
 
 // Session is an agent's session with the endpoint.
@@ -113,8 +116,8 @@ func (m *mcpSessions) Validate(id string) (isTerminated bool, err error) {
 // Terminate implements server.SessionIdManager.
 func (m *mcpSessions) Terminate(id string) (isNotAllowed bool, err error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if _, ok := m.live[id]; !ok {
+		m.mu.Unlock()
 		return false, nil
 	}
 	delete(m.live, id)
@@ -122,6 +125,10 @@ func (m *mcpSessions) Terminate(id string) (isNotAllowed bool, err error) {
 		clear(m.terminated)
 	}
 	m.terminated[id] = time.Now()
+	m.mu.Unlock()
+	if m.ended != nil {
+		m.ended(id)
+	}
 	return false, nil
 }
 

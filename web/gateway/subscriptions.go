@@ -193,6 +193,21 @@ func (e *Endpoint) unsubscribe(key [2]string, session string) {
 	}
 }
 
+// unsubscribeAll takes session off every subscription (it ended).
+func (e *Endpoint) unsubscribeAll(session string) {
+	e.subs.mu.Lock()
+	var keys [][2]string
+	for key, up := range e.subs.byUp {
+		if _, ok := up.sessions[session]; ok {
+			keys = append(keys, key)
+		}
+	}
+	e.subs.mu.Unlock()
+	for _, key := range keys {
+		e.unsubscribe(key, session)
+	}
+}
+
 // endSubscription forgets up once it ended (its session did, or it was
 // stopped).
 func (e *Endpoint) endSubscription(key [2]string, up *upstreamSub) {

@@ -20,8 +20,8 @@ import (
 // Agents' subscriptions to a resource are relayed: Switchboard
 // subscribes on the server once however many agents subscribe, each
 // agent hears the server's updates under the URI it subscribed with (as
-// offered, or the server's own), and the last unsubscribe ends the
-// subscription on the server.
+// offered, or the server's own), and the last unsubscribe (here, the end
+// of the last subscribed session) ends the subscription on the server.
 func TestResourceSubscriptionsAreRelayed(t *testing.T) {
 	// Up to 2025-11-25 a server is sent resources/subscribe and
 	// resources/unsubscribe; at 2026-07-28 the URIs are the filter of a
@@ -137,10 +137,17 @@ func testResourceSubscriptions(t *testing.T, versions []string, subscribedBy fun
 	if n := unsubscribes.Load(); n != 0 {
 		t.Errorf("the server was unsubscribed while bob still subscribes")
 	}
-	//lint:ignore SA1019 as above
-	if err := bob.Unsubscribe(ctx, mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: own}}); err != nil {
+	// Bob's session ends (his client's DELETE; mcp-go's client sends its
+	// DELETE without the token) without unsubscribing: the last
+	// subscriber is gone.
+	del, _ := http.NewRequest(http.MethodDelete, e.base+"/mcp", nil)
+	del.Header.Set("Authorization", "Bearer "+testMCPToken)
+	del.Header.Set("Mcp-Session-Id", bob.GetSessionId())
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(del)
+	if err != nil {
 		t.Fatal(err)
 	}
+	resp.Body.Close()
 	if versions != nil { // 2025-11-25: the last unsubscribe reaches the server
 		select {
 		case <-unsubscribed:
