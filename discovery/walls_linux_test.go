@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -68,7 +69,9 @@ func newEscapeScene(t *testing.T) *escapeScene {
 			c.Close()
 		}
 	}()
-	s.key = "switchboard-escape-" + strconv.Itoa(os.Getpid())
+	// A name of its own: adding a key of a name the keyring holds
+	// updates that key, which another scene's cleanup would revoke.
+	s.key = "switchboard-escape-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(escapeScenes.Add(1), 10)
 	id, err := unix.AddKey("user", s.key, []byte("a credential"), unix.KEY_SPEC_SESSION_KEYRING)
 	if err != nil {
 		t.Fatalf("add a key to the session keyring: %v", err)
@@ -76,6 +79,9 @@ func newEscapeScene(t *testing.T) *escapeScene {
 	t.Cleanup(func() { unix.KeyctlInt(unix.KEYCTL_REVOKE, id, 0, 0, 0) })
 	return s
 }
+
+// escapeScenes counts the scenes made, for their keys' names.
+var escapeScenes atomic.Int64
 
 func mustWrite(t *testing.T, path, content string) {
 	t.Helper()
