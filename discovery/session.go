@@ -85,6 +85,8 @@ type Session struct {
 	sctx         context.Context
 	listenFilter mcp.SubscriptionFilter
 	endListen    context.CancelFunc
+	listenWant   chan mcp.SubscriptionFilter // the next filter (cap 1)
+	listening    bool                        // the loop runs
 }
 
 // logQuiet is how long after a request on the session ended its log

@@ -90,30 +90,73 @@ func (s *Session) resourceUpdated(n mcp.JSONRPCNotification) {
 
 // listenLocked (re)opens a 2026-07-28 session's subscriptions/listen
 // stream with what it listens for: the list changes it listened for
-// from the start, and the resources subscribed to now. A stream of
-// nothing is closed. The stream that ran before is ended first; it ending
-// so loses nothing (see Session.lost). s.mu is held.
+// from the start, and the resources subscribed to now; a stream of
+// nothing is closed. One loop (see listen) runs the stream: mcp-go's
+// client ends the stream a Listen before it registered whenever a new one
+// starts, so two at once would end each other. s.mu is held.
 func (s *Session) listenLocked() {
-	if s.endListen != nil {
-		s.endListen()
-		s.endListen = nil
-	}
 	filter := s.listenFilter
 	for uri := range s.updated {
 		filter.ResourceSubscriptions = append(filter.ResourceSubscriptions, uri)
 	}
 	slices.Sort(filter.ResourceSubscriptions)
-	if filter.IsEmpty() || s.sctx == nil || s.sctx.Err() != nil {
+	if s.sctx == nil || s.closed {
 		return
 	}
-	lctx, end := context.WithCancel(s.sctx)
-	s.endListen = end
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		err := s.c.Listen(lctx, filter)
-		if lctx.Err() == nil {
-			s.lost(streamLost("the notification stream (subscriptions/listen)", err))
+	if s.listenWant == nil {
+		s.listenWant = make(chan mcp.SubscriptionFilter, 1)
+	}
+	select { // the filter wanted now replaces one not taken yet
+	case <-s.listenWant:
+	default:
+	}
+	s.listenWant <- filter
+	if s.endListen != nil {
+		s.endListen() // the loop takes the new filter
+	}
+	if !s.listening {
+		s.listening = true
+		s.wg.Add(1)
+		go s.listen()
+	}
+}
+
+// listen runs the session's subscriptions/listen stream, opened again
+// with each filter listenLocked wants, until the session ends. A stream
+// that ends by itself ends the session (see Session.lost).
+func (s *Session) listen() {
+	defer s.wg.Done()
+	for {
+		var filter mcp.SubscriptionFilter
+		select {
+		case filter = <-s.listenWant:
+		case <-s.sctx.Done():
+			return
 		}
-	}()
+		if filter.IsEmpty() {
+			continue
+		}
+		lctx, end := context.WithCancel(s.sctx)
+		s.mu.Lock()
+		if len(s.listenWant) > 0 { // wanted otherwise meanwhile
+			s.mu.Unlock()
+			end()
+			continue
+		}
+		s.endListen = end
+		s.mu.Unlock()
+		err := s.c.Listen(lctx, filter)
+		restarted := lctx.Err() != nil
+		s.mu.Lock()
+		s.endListen = nil
+		s.mu.Unlock()
+		end()
+		if s.sctx.Err() != nil {
+			return
+		}
+		if !restarted {
+			s.lost(streamLost("the notification stream (subscriptions/listen)", err))
+			return
+		}
+	}
 }

@@ -457,7 +457,11 @@ func (r *verification) do(ctx context.Context) (_ *Result, err error) {
 	// shown it starts and answers (one that does not is not started a
 	// second time), and runs beside the rest of this one.
 	var every *askRun
-	if !r.askOnly && !r.held && !r.target.Asks.Any() {
+	// Not over HTTP+SSE: mcp-go's client answers no request of the
+	// server's there, so a session to such a server declares nothing
+	// (see Pool.Use), and a tool listed only to one that does could
+	// never be called.
+	if !r.askOnly && !r.held && !r.target.Asks.Any() && r.target.Transport != TransportSSE {
 		every = r.listAsking(ctx, everyFeature)
 		r.askRuns = append(r.askRuns, every)
 	}

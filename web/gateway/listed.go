@@ -272,7 +272,10 @@ func (l *listing) resource(uri string) (*offeredListed, string, error) {
 				return ol, upstream, nil
 			}
 		}
-		if !strings.HasPrefix(uri, uiPrefix) { // else perhaps a server's own
+		// A ui:// URI that names no server of the view may be a server's
+		// own; one that names one is that server's, or nothing: never
+		// another server's page under its name.
+		if !strings.HasPrefix(uri, uiPrefix) || slices.ContainsFunc(l.entries, func(ol *offeredListed) bool { return ol.ref.ServerID == serverID }) {
 			return nil, "", &notOffered{missing}
 		}
 	}

@@ -39,3 +39,33 @@ func TestWithheldResourceNotReadThroughTemplate(t *testing.T) {
 		t.Error("the withheld resource is listed")
 	}
 }
+
+// A ui:// URI that names a server of the view is that server's or
+// nothing: never another server's page, though another server has a
+// resource of that very URI, or a template that matches it (an MCP App's
+// page would render with the first server's tool data).
+func TestAUIURIOfAServerIsNeverAnothers(t *testing.T) {
+	everything, err := uritemplate.New("ui://{+path}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := []*offeredListed{
+		// a offers an app page; b has one at the URI a's unlisted page
+		// would be offered under, and a template matching everything.
+		{ref: store.ListedRef{ServerID: "a", Kind: store.KindResource, Key: "ui://clock/app.html"}, offered: NamespacedURI("a", "ui://clock/app.html"), def: []byte(`{}`)},
+		{ref: store.ListedRef{ServerID: "b", Kind: store.KindResource, Key: "ui://a/other.html"}, offered: NamespacedURI("b", "ui://a/other.html"), def: []byte(`{}`)},
+		{ref: store.ListedRef{ServerID: "b", Kind: store.KindResourceTemplate, Key: everything.Raw()}, offered: NamespacedURI("b", everything.Raw()), tmpl: everything, def: []byte(`{}`)},
+	}
+	l := buildListing(store.Profile{ID: store.DefaultProfile}, entries)
+	if ol, upstream, err := l.resource("ui://a/clock/app.html"); err != nil || ol.ref.ServerID != "a" || upstream != "ui://clock/app.html" {
+		t.Errorf("a's page = %v, %q, %v; want a's", ol, upstream, err)
+	}
+	var no *notOffered
+	if ol, _, err := l.resource("ui://a/other.html"); !errors.As(err, &no) {
+		t.Errorf("a page a does not offer = %+v, %v; want none, not b's", ol, err)
+	}
+	// A ui:// URI that names no server of the view is a server's own.
+	if ol, _, err := l.resource("ui://nobody/x.html"); err != nil || ol.ref.ServerID != "b" {
+		t.Errorf("a server's own ui:// URI = %+v, %v; want b's template", ol, err)
+	}
+}

@@ -36,8 +36,14 @@ func (v *view) offersTo(name string, a discovery.Asks) bool {
 	if _, ok := v.tools[name]; !ok {
 		return false
 	}
-	i := slices.IndexFunc(v.asking, func(t askingTool) bool { return t.name == name })
-	return i < 0 || a.Serves(v.asking[i].needs)
+	return v.serves(name, a)
+}
+
+// serves reports whether an agent that declared a can be offered the
+// tool named name of v, as far as what it needs goes.
+func (v *view) serves(name string, a discovery.Asks) bool {
+	needs, gated := v.needs[name]
+	return !gated || a.Serves(needs)
 }
 
 // toolList is v's tools/list for an agent that declared a: the list of
@@ -67,10 +73,10 @@ func (v *view) toolList(a discovery.Asks) []byte {
 // searchHits drops from hits the tools v does not offer to an agent that
 // declared a.
 func (v *view) searchHits(hits []toolsearch.Hit, a discovery.Asks) []toolsearch.Hit {
-	if len(v.asking) == 0 {
+	if len(v.needs) == 0 {
 		return hits
 	}
-	return slices.DeleteFunc(hits, func(h toolsearch.Hit) bool { return !v.offersTo(h.AgentName, a) })
+	return slices.DeleteFunc(hits, func(h toolsearch.Hit) bool { return !v.serves(h.AgentName, a) })
 }
 
 // asks are what the agent of session id declared it answers.

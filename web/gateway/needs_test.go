@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-dev/switchboard/internal/mcptest"
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // A tool a server lists only to a client that declares what it asks is
@@ -89,5 +90,28 @@ func TestToolsThatAskAreOfferedOnlyToAgentsThatAnswer(t *testing.T) {
 				t.Errorf("a call of list_roots: %q, %v", mcptest.Text(res), err)
 			}
 		})
+	}
+
+	// In search mode, search_tools finds a tool that asks only for an
+	// agent that answers, as tools/list would list it; log_steps, pinned,
+	// needs nothing and is listed to all.
+	e.saveProfile(store.Profile{ID: "finder", Name: "Finder", Mode: store.ProfileAll, Search: true,
+		Pinned: []store.ToolRef{{ServerID: "gated", Tool: "log_steps"}}})
+	token := e.connectWithProfile("finder-agent", "finder")
+	found := func(c *mcptest.Client) string {
+		res, err := c.Call("search_tools", map[string]any{"query": "model prompt complete", "limit": 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mcptest.Text(res)
+	}
+	plain := mcptest.ConnectAs(t, e.base, token, mcp.ProtocolVersion20251125, mcp.Implementation{Name: "plain-finder", Version: "1"})
+	sampler := mcptest.ConnectAs(t, e.base, token, mcp.ProtocolVersion20251125, mcp.Implementation{Name: "sampling-finder", Version: "1"},
+		client.WithClientCapabilities(samples), client.WithSamplingHandler(a))
+	if got := found(plain); strings.Contains(got, "gated__ask_model") {
+		t.Errorf("search_tools found ask_model for an agent that does not answer sampling: %s", got)
+	}
+	if got := found(sampler); !strings.Contains(got, "gated__ask_model") {
+		t.Errorf("search_tools did not find ask_model for an agent that answers sampling: %s", got)
 	}
 }

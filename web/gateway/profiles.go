@@ -32,9 +32,12 @@ type view struct {
 	hash    string // of list
 	tools   map[string]json.RawMessage
 	offered []OfferedTool
-	// asking are its tools offered only to an agent that declares what
-	// they need (see needs.go): in tools, not in list.
+	// asking are its listed tools offered only to an agent that declares
+	// what they need (see needs.go): in tools, not in list; needs is what
+	// each of its tools that needs something needs, listed or (in search
+	// mode) found by search.
 	asking []askingTool
+	needs  map[string][]string
 	// In search mode (see search.go), list and tools are what is listed,
 	// entries every tool of the view by agent name, allHash the hash of
 	// their list and searcher the profile's index of them.
@@ -92,6 +95,10 @@ func buildViewOf(p store.Profile, entries []offerEntry, all []byte, allHash stri
 		}
 		if en.needs != nil {
 			v.asking = append(v.asking, askingTool{name: en.tool.AgentName, def: en.def.def, needs: en.needs})
+			if v.needs == nil {
+				v.needs = map[string][]string{}
+			}
+			v.needs[en.tool.AgentName] = en.needs
 		} else {
 			defs = append(defs, en.def.def)
 		}

@@ -113,6 +113,13 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 // check that fails is answered as mcp-go would answer it. Everything else
 // goes to mcp-go, which makes the same checks.
 func (e *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, req rpcRequest) error {
+	if strings.HasPrefix(req.Method, "tasks/") {
+		// A 2026-07-28 client has no session its tasks could be bound
+		// to, and Switchboard declares no tasks extension (see tasks.go):
+		// mcp-go's tasks of session "" would be any client's.
+		return writeRPCError(w, r, true, req.ID, rpcError{Code: mcp.METHOD_NOT_FOUND,
+			Message: req.Method + " is not a method of /mcp at 2026-07-28: Switchboard runs tasks for MCP sessions (2025-11-25) only"})
+	}
 	o, err := e.current()
 	if err != nil {
 		return err

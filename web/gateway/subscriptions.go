@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -76,6 +77,9 @@ func (e *Endpoint) answerSubscribe(w http.ResponseWriter, r *http.Request, req r
 	if err := e.subscribe(r.Context(), key, from.session, uri); err != nil {
 		return writeRPCError(w, r, false, req.ID, rpcError{Code: mcp.INTERNAL_ERROR, Message: err.Error()})
 	}
+	if !e.sessions.isLive(from.session) { // it ended while this waited
+		e.unsubscribe(key, from.session)
+	}
 	return writeJSON(w, r, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]any{}})
 }
 
@@ -94,6 +98,16 @@ func (e *Endpoint) subscribe(ctx context.Context, key [2]string, session, uri st
 	if len(e.subs.byUp) >= maxSubscriptions {
 		e.subs.mu.Unlock()
 		return errors.New("Switchboard holds as many subscriptions as it takes: unsubscribe from a resource first")
+	}
+	// Each server subscribed to holds a session of the pool open: half
+	// of them at most, so that calls to other servers always find room.
+	servers := map[string]bool{key[0]: true}
+	for k := range e.subs.byUp {
+		servers[k[0]] = true
+	}
+	if limit := max(1, e.pool.Config().MaxRunning/2); len(servers) > limit {
+		e.subs.mu.Unlock()
+		return fmt.Errorf("Switchboard holds subscriptions on %d servers, as many as it takes (half of the servers it runs at once): unsubscribe from another server's resource first", limit)
 	}
 	sctx, stop := context.WithCancel(context.Background())
 	up := &upstreamSub{sessions: map[string]string{session: uri}, stop: stop, ended: make(chan struct{})}

@@ -14,7 +14,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/internal/mcptest"
+	"github.com/switchboard-dev/switchboard/web/gateway"
 )
 
 // Agents' subscriptions to a resource are relayed: Switchboard
@@ -159,5 +161,49 @@ func testResourceSubscriptions(t *testing.T, versions []string, subscribedBy fun
 	//lint:ignore SA1019 as above
 	if err := ada.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "switchboard://subs/test://nothing"}}); err == nil {
 		t.Error("a subscription to a resource nobody offers was accepted")
+	}
+}
+
+// Subscriptions hold at most half of the pool's sessions, so calls to
+// other servers always find room: with two sessions at once, a second
+// server's resource is refused a subscription, and a call to it still
+// goes through.
+func TestSubscriptionsLeaveRoomForCalls(t *testing.T) {
+	// The servers first: their cleanup, last, finds the endpoint (and the
+	// subscription it holds open) closed.
+	urls := map[string]string{}
+	for _, id := range []string{"one", "two"} {
+		up := server.NewMCPServer(id, "1.0.0", server.WithResourceCapabilities(true, true), server.WithToolCapabilities(false))
+		up.AddResource(mcp.NewResource("test://r", "r"), func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, Text: id}}, nil
+		})
+		up.AddTool(mcp.NewTool("ping"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("pong from " + id), nil
+		})
+		ts := httptest.NewServer(server.NewStreamableHTTPServer(up, server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125)))
+		t.Cleanup(ts.Close)
+		urls[id] = ts.URL + "/mcp"
+	}
+	e := newEnv(t, func(c *gateway.Config) { c.Pool = discovery.PoolConfig{MaxRunning: 2} })
+	for _, id := range []string{"one", "two"} {
+		e.createServer(map[string]any{"id": id, "name": id, "transport": "http", "url": urls[id], "default_policy": "allow"})
+		if status := e.verify(id); status != "success" {
+			t.Fatalf("verify %s = %s", id, status)
+		}
+		e.setPolicy(id, "ping", "allow")
+	}
+	c := mcptest.ConnectAs(t, e.base, testMCPToken, mcp.ProtocolVersion20251125, mcp.Implementation{Name: "subscriber", Version: "1"})
+	ctx := t.Context()
+	//lint:ignore SA1019 subscriptions are of the 2025-era session this agent has
+	if err := c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "switchboard://one/test://r"}}); err != nil {
+		t.Fatal(err)
+	}
+	//lint:ignore SA1019 as above
+	err := c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "switchboard://two/test://r"}})
+	if err == nil || !strings.Contains(err.Error(), "subscriptions on 1 servers") {
+		t.Errorf("a subscription on a second server = %v; want refused, naming the limit", err)
+	}
+	if res, err := c.Call("two__ping", nil); err != nil || mcptest.Text(res) != "pong from two" {
+		t.Errorf("a call to the other server = %q, %v; want it through", mcptest.Text(res), err)
 	}
 }

@@ -58,7 +58,7 @@ type agentTask struct {
 
 // taskCall reports whether body is a tools/call that asks for a task.
 func taskCall(body []byte) bool {
-	if !bytes.Contains(body, []byte(`"task"`)) { // no decoding for the rest
+	if !bytes.Contains(body, []byte(`"task"`)) && !bytes.Contains(body, []byte(`\u`)) { // no decoding for the rest
 		return false
 	}
 	var msg struct {

@@ -98,6 +98,11 @@ func TestAnAgentsTaskIsRelayed(t *testing.T) {
 	if _, err := other.GetTask(ctx, mcp.GetTaskRequest{Params: mcp.GetTaskParams{TaskId: task.TaskId}}); err == nil {
 		t.Error("another session read the agent's task")
 	}
+	for _, method := range []string{"tasks/get", "tasks/cancel"} { // no session: none of them
+		if got := mcptest.PostModern(t, e.base, testMCPToken, method, map[string]any{"taskId": task.TaskId}, nil); got.Error == nil || got.Error.Code != mcp.METHOD_NOT_FOUND {
+			t.Errorf("a 2026-07-28 %s of the agent's task = %+v; want method not found", method, got)
+		}
+	}
 	if calls := e.waitCalls(1); calls[0].Tool != "research" || calls[0].Decision != "allowed" {
 		t.Errorf("audited = %+v; want the call, allowed", calls[0])
 	}
