@@ -295,14 +295,19 @@ func TestInClientAlwaysAllowIsPerClient(t *testing.T) {
 // damagedStore answers every list of servers with err, as a damaged file
 // (store/bolt) or a secret that does not open (store/sealed) does.
 // once failing is set.
+// damagedStore fails Summaries with err for the requests marked damaged
+// (see damagedKey), and only them: the application's own reads (its
+// refresher's, on a tick) go through, and log nothing.
 type damagedStore struct {
 	store.Store
-	err     error
-	failing atomic.Bool
+	err error
 }
 
+// damagedKey marks the context of a request that finds the store damaged.
+type damagedKey struct{}
+
 func (d *damagedStore) Summaries(ctx context.Context) ([]store.Summary, error) {
-	if d.failing.Load() {
+	if ctx.Value(damagedKey{}) != nil {
 		return nil, d.err
 	}
 	return d.Store.Summaries(ctx)
@@ -325,9 +330,9 @@ func TestDamagedStoreSaysWhatToDo(t *testing.T) {
 		}
 		st := &damagedStore{Store: sealed.New(db, testRing).Store(), err: tc.err}
 		e := newEnvOn(t, st)
-		st.failing.Store(true)
-		rec := e.api(http.MethodGet, "/api/v1/servers", nil)
-		st.failing.Store(false)
+		r := newRequest(http.MethodGet, "/api/v1/servers", nil)
+		r.Header.Set("Authorization", "Bearer "+testToken)
+		rec := e.serve(r.WithContext(context.WithValue(r.Context(), damagedKey{}, true)))
 		wantStatus(t, rec, http.StatusInternalServerError)
 		e.logs.ForgetErrors() // the failure is logged as the error it is
 		if got := decodeAs[apiError](t, rec); !strings.Contains(got.Error, tc.want) {
