@@ -357,10 +357,11 @@ func (s *Session) ReadResource(ctx context.Context, uri string, maxResult int) (
 }
 
 // ErrInputRequired is the answer to a read or a prompt whose server asked
-// for input from its client (an input_required result, or a 2025-era
-// server's request during it), which Switchboard does not relay for
-// these: it relays what a server asks during a tool call only.
-var ErrInputRequired = errors.New("it asked for input from the client (input_required), which Switchboard relays during tool calls only")
+// for input from its client (an input_required result) with no
+// InputRelay in its context to answer it: a 2026-07-28 agent's get or
+// read is relayed (see InputRelay), a 2025-era session's is answered by
+// Switchboard off the session's stream, where nothing can be asked.
+var ErrInputRequired = errors.New("it asked the client for input (input_required), which Switchboard relays to a client that declared what it asks for: a 2026-07-28 client in any request, a 2025-era session during tool calls")
 
 // inputNotAnswered reports whether err is mcp-go's failure to answer a
 // server's input_required itself: its client retries a read or a prompt

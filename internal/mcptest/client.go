@@ -187,8 +187,9 @@ type Answer struct {
 // RPCError is the error of an Answer (its message left out: the tests
 // compare codes and data).
 type RPCError struct {
-	Code int             `json:"code"`
-	Data json.RawMessage `json:"data"`
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
 }
 
 // Post posts a JSON-RPC message to /mcp at base with token and the

@@ -113,7 +113,7 @@ func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mc
 			cr.Asks = asksOf(*info.ClientCapabilities, "token "+cr.TokenID+" "+cr.Client)
 		}
 		if strings.HasPrefix(cr.Retry.RequestState, parkedState) {
-			return e.resume(ctx, cr) // answers to what a server asked
+			return toolResult(e.resume(ctx, cr)) // answers to what a server asked
 		}
 	} else if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		cr.Session = cs.SessionID()
@@ -273,9 +273,17 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 	if cr.Modern && cr.Asks.Any() {
 		// What the server asks comes back to the agent as input_required
 		// (see parked.go).
-		return e.park(ctx, cr, &rec, start, upstream)
+		return toolResult(e.park(ctx, cr, &rec, start, func(ctx context.Context) (any, error) { return upstream(ctx) }))
 	}
 	return upstream(ctx)
+}
+
+// toolResult is a parked tool call's result as its type is (see park).
+func toolResult(res any, err error) (*mcp.CallToolResult, error) {
+	if err != nil {
+		return nil, err
+	}
+	return res.(*mcp.CallToolResult), nil
 }
 
 // finish writes the record of a call (or read, or get) with args that

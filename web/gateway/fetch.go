@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -53,7 +54,12 @@ func (e *Endpoint) fetch(ctx context.Context, cr callRequest, args map[string]st
 	if err != nil {
 		return nil, err // not audited: as an unknown method would not be
 	}
-	defer func() { e.finish(rec, cr.Args, start, err, false) }()
+	defer func() {
+		if m, ok := res.(interface{ NeedsInput() bool }); ok && m.NeedsInput() {
+			return // the answer is to come (see park)
+		}
+		e.finish(rec, cr.Args, start, err, false)
+	}()
 	refuse := func(by, reason string) error {
 		rec.DecidedBy = by
 		return &refusedError{reason}
@@ -89,47 +95,59 @@ func (e *Endpoint) fetch(ctx context.Context, cr callRequest, args map[string]st
 			return nil, refuse(bySwitch, "the entry or its server changed while the request waited")
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
-	defer cancel()
-	_, err = e.pool.Use(cctx, srv.ID, srv.ConfigHash(), e.deps.Target(srv), time.Duration(srv.TimeoutMS)*time.Millisecond, func(s *discovery.Session) error {
-		var err error
-		if cr.Kind == store.KindPrompt {
-			var got *mcp.GetPromptResult
-			if got, err = s.GetPrompt(cctx, ol.ref.Key, args, e.pool.MaxResult()); err == nil {
-				if got.ResultType == mcp.ResultTypeInputRequired {
+	target := e.deps.Target(srv)
+	target.Asks = cr.Asks
+	send := func(ctx context.Context) (any, error) {
+		ctx = e.guard(ctx, srv, rec) // what the server may ask of the agent
+		cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
+		defer cancel()
+		var res any
+		_, err := e.pool.Use(cctx, srv.ID, srv.ConfigHash(), target, time.Duration(srv.TimeoutMS)*time.Millisecond, func(s *discovery.Session) error {
+			var err error
+			if cr.Kind == store.KindPrompt {
+				var got *mcp.GetPromptResult
+				if got, err = s.GetPrompt(cctx, ol.ref.Key, args, e.pool.MaxResult()); err == nil {
+					if got.ResultType == mcp.ResultTypeInputRequired {
+						return errInputRequired
+					}
+					got.Result, got.MultiRoundTripResult = relayedResult(got.Result), mcp.MultiRoundTripResult{}
+					res = got
+				}
+				return err
+			}
+			var read *mcp.ReadResourceResult
+			if read, err = s.ReadResource(cctx, upstream, e.pool.MaxResult()); err == nil {
+				if read.ResultType == mcp.ResultTypeInputRequired {
 					return errInputRequired
 				}
-				got.Result, got.MultiRoundTripResult = relayedResult(got.Result), mcp.MultiRoundTripResult{}
-				res = got
+				// Switchboard's own caching fields, not the server's (see
+				// answerFetch).
+				read.CacheableResult = mcp.CacheableResult{Result: relayedResult(read.Result)}
+				read.MultiRoundTripResult = mcp.MultiRoundTripResult{}
+				if upstream != cr.AgentName { // asked for by its offered URI: answered so
+					for i, c := range read.Contents {
+						read.Contents[i] = renamed(c, upstream, cr.AgentName)
+					}
+				}
+				res = read
 			}
 			return err
+		})
+		if err != nil {
+			return nil, upstreamError(srv, err)
 		}
-		var read *mcp.ReadResourceResult
-		if read, err = s.ReadResource(cctx, upstream, e.pool.MaxResult()); err == nil {
-			if read.ResultType == mcp.ResultTypeInputRequired {
-				return errInputRequired
-			}
-			// Switchboard's own caching fields, not the server's (see
-			// answerFetch).
-			read.CacheableResult = mcp.CacheableResult{Result: relayedResult(read.Result)}
-			read.MultiRoundTripResult = mcp.MultiRoundTripResult{}
-			if upstream != cr.AgentName { // asked for by its offered URI: answered so
-				for i, c := range read.Contents {
-					read.Contents[i] = renamed(c, upstream, cr.AgentName)
-				}
-			}
-			res = read
-		}
-		return err
-	})
-	if err != nil {
-		return nil, upstreamError(srv, err)
+		return res, nil
 	}
-	return res, nil
+	if cr.Modern && cr.Asks.Any() {
+		// What the server asks comes back to the agent as input_required
+		// (see parked.go).
+		return e.park(ctx, cr, &rec, start, send)
+	}
+	return send(ctx)
 }
 
 // errInputRequired is a server's answer that asks the client for input
-// (SEP-2322), which Switchboard relays during tool calls only.
+// (SEP-2322) that the agent could not be asked (see discovery.ErrInputRequired).
 var errInputRequired = discovery.ErrInputRequired
 
 // renamed is c with the URI asked for as its URI, if it has the
@@ -190,7 +208,28 @@ func (e *Endpoint) answerFetch(w http.ResponseWriter, r *http.Request, req rpcRe
 	} else {
 		cr.Kind, cr.AgentName, cr.Args = store.KindResource, req.Params.URI, map[string]any{"uri": req.Params.URI}
 	}
-	res, err := e.fetch(r.Context(), cr, args)
+	cr.Called, cr.CalledArgs = cr.AgentName, cr.Args
+	var res any
+	var err error
+	if from.modern {
+		// What the server asks comes back to a 2026-07-28 agent as
+		// input_required, and its retry carries the answers (see
+		// parked.go); a 2025-era agent's fetch is answered here, off
+		// the session's stream, and cannot be asked.
+		ct, _ := connectedClient(r.Context())
+		cr.TokenID, cr.Modern = ct.ID, true
+		if cr.Asks = from.asks; cr.Asks.Any() {
+			cr.Asks.Agent = "token " + cr.TokenID + " " + cr.Client
+		}
+		if err := json.Unmarshal(req.RawParams, &cr.Retry); err != nil {
+			return writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_PARAMS, Message: "invalid inputResponses or requestState: " + err.Error()})
+		}
+	}
+	if strings.HasPrefix(cr.Retry.RequestState, parkedState) {
+		res, err = e.resume(r.Context(), cr)
+	} else {
+		res, err = e.fetch(r.Context(), cr, args)
+	}
 	var missing *notOffered
 	var refused *refusedError
 	switch {
@@ -203,6 +242,9 @@ func (e *Endpoint) answerFetch(w http.ResponseWriter, r *http.Request, req rpcRe
 		return writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INVALID_REQUEST, Message: refused.Error()})
 	case err != nil:
 		return writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.INTERNAL_ERROR, Message: err.Error()})
+	}
+	if m, asks := res.(interface{ NeedsInput() bool }); asks && m.NeedsInput() {
+		return writeJSON(w, r, http.StatusOK, map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": res})
 	}
 	if from.modern {
 		m := res.(mcp.ResultMetadata)

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/store"
@@ -61,22 +61,28 @@ type parkedCall struct {
 	cancel    context.CancelFunc
 	questions chan *parkedQuestion // from the relay, to the agent
 	done      chan struct{}        // closed when the server's call ended
-	res       *mcp.CallToolResult
-	err       error
+	// kind is what the call is: a tool call (""), a prompts/get or a
+	// resources/read (see fetch); res is its result, of that kind.
+	kind store.ListedKind
+	res  any
+	err  error
 
 	// asked is the question the agent was last given, and expiry ends
 	// the call if no answer comes (Endpoint.parked.mu).
 	asked  *parkedQuestion
 	expiry *time.Timer
-	n      int // questions asked, for their ids (the relay's goroutines)
+	n      int // questions asked (the relay's goroutines)
 	nMu    sync.Mutex
+	keys   atomic.Uint64 // Switchboard's keys of a 2025-era server's requests
 }
 
-// parkedQuestion is one question of a server, waiting for its answer.
+// parkedQuestion is what a server asks at once, waiting for its answer:
+// a 2025-era server's request (under a key of Switchboard's: q1, q2, …),
+// or every question of a 2026-07-28 server's input_required, under the
+// server's keys.
 type parkedQuestion struct {
-	id     string // its key in the input requests and responses
-	build  func(b *server.InputRequestBuilder, id string)
-	answer chan mcp.InputResponses // buffered: the answer is never held up
+	requests mcp.InputRequests
+	answer   chan mcp.InputResponses // buffered: the answer is never held up
 }
 
 // parkedCalls are the calls parked, by id.
@@ -91,8 +97,10 @@ type parkedCalls struct {
 // 2026-07-28 agent, and answers the agent with what comes first: the
 // call's end, or a question of the server's (input_required). rec, and
 // the call's audit, are the routing call's until the call is parked;
-// then resume (or the expiry) records it.
-func (e *Endpoint) park(ctx context.Context, cr callRequest, rec *store.Call, start time.Time, upstream func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+// then resume (or the expiry) records it. cr.Kind says what the call is
+// (a tool call, a prompts/get, a resources/read): upstream's result, and
+// the input_required answer, are of that kind.
+func (e *Endpoint) park(ctx context.Context, cr callRequest, rec *store.Call, start time.Time, upstream func(context.Context) (any, error)) (any, error) {
 	e.parked.mu.Lock()
 	full, closed := len(e.parked.m) >= maxParked, e.parked.closed
 	e.parked.mu.Unlock()
@@ -106,7 +114,7 @@ func (e *Endpoint) park(ctx context.Context, cr callRequest, rec *store.Call, st
 	// carry it on. Close, the expiry or the agent's giving up ends it.
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p := &parkedCall{tokenID: cr.TokenID, called: cr.Called, argsHash: argsHash(cr.CalledArgs), ctx: pctx, rec: rec, args: cr.Args, start: start,
-		cancel: cancel, questions: make(chan *parkedQuestion), done: make(chan struct{})}
+		kind: cr.Kind, cancel: cancel, questions: make(chan *parkedQuestion), done: make(chan struct{})}
 	e.parked.wg.Add(1)
 	go func() {
 		defer e.parked.wg.Done()
@@ -120,11 +128,11 @@ func (e *Endpoint) park(ctx context.Context, cr callRequest, rec *store.Call, st
 
 // resume hands a 2026-07-28 agent's answers to the question its parked
 // call waits on, and answers with what comes next.
-func (e *Endpoint) resume(ctx context.Context, cr callRequest) (*mcp.CallToolResult, error) {
+func (e *Endpoint) resume(ctx context.Context, cr callRequest) (any, error) {
 	id := cr.Retry.RequestState[len(parkedState):]
 	e.parked.mu.Lock()
 	p := e.parked.m[id]
-	if p == nil || p.tokenID != cr.TokenID || p.called != cr.Called || p.argsHash != argsHash(cr.CalledArgs) || !p.expiry.Stop() {
+	if p == nil || p.tokenID != cr.TokenID || p.kind != cr.Kind || p.called != cr.Called || p.argsHash != argsHash(cr.CalledArgs) || !p.expiry.Stop() {
 		e.parked.mu.Unlock()
 		return nil, &refusedError{"the call these answers are for is gone: it was answered already, timed out, or was made with another token, tool or arguments; call again"}
 	}
@@ -137,7 +145,8 @@ func (e *Endpoint) resume(ctx context.Context, cr callRequest) (*mcp.CallToolRes
 	if asked {
 		return res, nil
 	}
-	e.finish(*p.rec, p.args, p.start, err, res != nil && res.IsError)
+	tr, _ := res.(*mcp.CallToolResult)
+	e.finish(*p.rec, p.args, p.start, err, tr != nil && tr.IsError)
 	return res, err
 }
 
@@ -145,10 +154,13 @@ func (e *Endpoint) resume(ctx context.Context, cr callRequest) (*mcp.CallToolRes
 // result), or the server's next question (input_required, asked true),
 // which the agent must answer within the ask timeout: p is parked until
 // it does. An agent that gives up (ctx) ends the server's call.
-func (e *Endpoint) next(ctx context.Context, p *parkedCall) (res *mcp.CallToolResult, err error, asked bool) {
+func (e *Endpoint) next(ctx context.Context, p *parkedCall) (res any, err error, asked bool) {
 	select {
 	case <-p.done:
-		return p.res, p.err, false
+		if p.err != nil {
+			return nil, p.err, false
+		}
+		return p.res, nil, false
 	case q := <-p.questions:
 		e.parked.mu.Lock()
 		if e.parked.closed {
@@ -162,14 +174,27 @@ func (e *Endpoint) next(ctx context.Context, p *parkedCall) (res *mcp.CallToolRe
 		e.parked.m[p.id] = p
 		p.expiry = time.AfterFunc(e.cfg.AskTimeout, func() { e.expire(p) })
 		e.parked.mu.Unlock()
-		b := server.NewInputRequestBuilder(parkedState + p.id)
-		q.build(b, q.id)
-		return b.ToolResult(), nil, true
+		return inputRequiredOf(p.kind, mcp.MultiRoundTripResult{InputRequests: q.requests, RequestState: parkedState + p.id}), nil, true
 	case <-ctx.Done():
 		p.cancel()
 		<-p.done
 		return nil, ctx.Err(), false
 	}
+}
+
+// inputRequiredOf is the input_required result of a request of kind
+// (see parkedCall.kind).
+func inputRequiredOf(kind store.ListedKind, mrt mcp.MultiRoundTripResult) any {
+	asking := mcp.Result{ResultType: mcp.ResultTypeInputRequired}
+	switch kind {
+	case store.KindPrompt:
+		return &mcp.GetPromptResult{Result: asking, MultiRoundTripResult: mrt}
+	case store.KindResource:
+		res := &mcp.ReadResourceResult{MultiRoundTripResult: mrt}
+		res.Result = asking
+		return res
+	}
+	return &mcp.CallToolResult{Result: asking, MultiRoundTripResult: mrt}
 }
 
 // expire ends a parked call whose agent did not answer in time.
@@ -207,69 +232,106 @@ func (e *Endpoint) closeParked() {
 	e.parked.wg.Wait()
 }
 
-// ask gives the agent a question of the server's (built by build) and
-// waits for the answers, until ctx (the server's request, or the call)
-// ends.
-func (p *parkedCall) ask(ctx context.Context, build func(*server.InputRequestBuilder, string)) (mcp.InputResponses, string, error) {
+// ask gives the agent the questions reqs of the server's and waits for
+// the answers, until ctx (the server's request, or the call) ends.
+func (p *parkedCall) ask(ctx context.Context, reqs mcp.InputRequests) (mcp.InputResponses, error) {
 	p.nMu.Lock()
 	p.n++
 	n := p.n
-	q := &parkedQuestion{id: "q" + strconv.Itoa(n), build: build, answer: make(chan mcp.InputResponses, 1)}
 	p.nMu.Unlock()
 	if n > maxQuestions {
-		return nil, "", fmt.Errorf("the server asked more than %d questions during one call", maxQuestions)
+		return nil, fmt.Errorf("the server asked more than %d times during one call", maxQuestions)
 	}
+	q := &parkedQuestion{requests: reqs, answer: make(chan mcp.InputResponses, 1)}
 	// The question's request, or the call (its agent gone, its expiry),
 	// may end first.
 	select {
 	case p.questions <- q:
 	case <-ctx.Done():
-		return nil, "", ctx.Err()
+		return nil, ctx.Err()
 	case <-p.ctx.Done():
-		return nil, "", p.ctx.Err()
+		return nil, p.ctx.Err()
 	}
 	select {
 	case r := <-q.answer:
-		return r, q.id, nil
+		return r, nil
 	case <-ctx.Done():
-		return nil, "", ctx.Err()
+		return nil, ctx.Err()
 	case <-p.ctx.Done():
-		return nil, "", p.ctx.Err()
+		return nil, p.ctx.Err()
 	}
+}
+
+// askOne asks the agent a 2025-era server's request, under a key of
+// Switchboard's, and returns the answer to it.
+func (p *parkedCall) askOne(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+	key := "q" + strconv.FormatUint(p.keys.Add(1), 10)
+	r, err := p.Input(ctx, mcp.InputRequests{key: req})
+	if err != nil {
+		return mcp.InputResponse{}, err
+	}
+	a, ok := r[key]
+	if !ok {
+		return mcp.InputResponse{}, errNotAnswered
+	}
+	return a, nil
 }
 
 // errNotAnswered is a server's question the agent's retry did not answer.
 var errNotAnswered = errors.New("the agent's answer did not answer the server's request")
 
-func (p *parkedCall) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	r, id, err := p.ask(ctx, func(b *server.InputRequestBuilder, id string) { b.Sample(id, req.CreateMessageParams) })
+// Input asks the agent what a 2026-07-28 server asked together, under
+// the server's keys, and returns the answers to them, each checked to
+// be an answer of its question's kind; an answer to anything else is
+// dropped.
+func (p *parkedCall) Input(ctx context.Context, reqs mcp.InputRequests) (mcp.InputResponses, error) {
+	r, err := p.ask(ctx, reqs)
 	if err != nil {
 		return nil, err
 	}
-	if res := server.SamplingResponse(r, id); res != nil {
-		return res, nil
+	answers := make(mcp.InputResponses, len(reqs))
+	for key, req := range reqs {
+		a, ok := r[key]
+		if !ok {
+			continue // the server asks again, or fails the call
+		}
+		if err := a.DecodeFor(req.Method); err != nil {
+			return nil, fmt.Errorf("the agent's answer %q: %w", key, err)
+		}
+		answers[key] = a
 	}
-	return nil, errNotAnswered
+	return answers, nil
+}
+
+func (p *parkedCall) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	a, err := p.askOne(ctx, mcp.NewSamplingInputRequest(req.CreateMessageParams))
+	if err != nil {
+		return nil, err
+	}
+	if a.Sampling == nil {
+		return nil, errNotAnswered
+	}
+	return a.Sampling, nil
 }
 
 func (p *parkedCall) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	r, id, err := p.ask(ctx, func(b *server.InputRequestBuilder, id string) { b.Elicit(id, req.Params) })
+	a, err := p.askOne(ctx, mcp.NewElicitationInputRequest(req.Params))
 	if err != nil {
 		return nil, err
 	}
-	if res := server.ElicitationResponse(r, id); res != nil {
-		return res, nil
+	if a.Elicitation == nil {
+		return nil, errNotAnswered
 	}
-	return nil, errNotAnswered
+	return a.Elicitation, nil
 }
 
 func (p *parkedCall) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	r, id, err := p.ask(ctx, func(b *server.InputRequestBuilder, id string) { b.Roots(id) })
+	a, err := p.askOne(ctx, mcp.NewRootsInputRequest())
 	if err != nil {
 		return nil, err
 	}
-	if res := server.RootsResponse(r, id); res != nil {
-		return res, nil
+	if a.Roots == nil {
+		return nil, errNotAnswered
 	}
-	return nil, errNotAnswered
+	return a.Roots, nil
 }

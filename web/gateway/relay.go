@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -194,4 +196,45 @@ func (g guardedRelay) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (
 	res, err := g.inner.ListRoots(ctx, req)
 	done(err)
 	return res, err
+}
+
+// Input decides each question a 2026-07-28 server asked together as the
+// methods above decide them one by one, and asks the agent those allowed
+// together, under the server's keys, if it takes them so (a 2026-07-28
+// agent: see parkedCall.Input); else one by one. One refused refuses
+// them all: the server's request ends with the refusal.
+func (g guardedRelay) Input(ctx context.Context, reqs mcp.InputRequests) (mcp.InputResponses, error) {
+	inner, whole := g.inner.(discovery.InputRelay)
+	if !whole {
+		return discovery.AnswerEach(ctx, g, reqs)
+	}
+	var dones []func(error)
+	finish := func(err error) {
+		for _, done := range dones {
+			done(err)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(reqs)) {
+		kind, detail := askOf(reqs[key])
+		done, err := g.allow(ctx, kind, detail)
+		if err != nil {
+			finish(fmt.Errorf("not asked: the server's request %q, asked with it, was refused", key))
+			return nil, err
+		}
+		dones = append(dones, done)
+	}
+	answers, err := inner.Input(ctx, reqs)
+	finish(err)
+	return answers, err
+}
+
+// askOf is the kind of a question and what a card shows of it.
+func askOf(req mcp.InputRequest) (kind, detail string) {
+	switch {
+	case req.Sampling != nil:
+		return store.AskSampling, detailOf(req.Sampling)
+	case req.Elicitation != nil:
+		return store.AskElicitation, detailOf(req.Elicitation)
+	}
+	return store.AskRoots, ""
 }
