@@ -140,11 +140,14 @@ type Endpoint struct {
 	relayed relayedQuestions
 	// subs are the agents' resource subscriptions, relayed (see
 	// subscriptions.go).
-	subs     subscriptions
-	h        *server.StreamableHTTPServer
-	sessions *mcpSessions
-	pool     *discovery.Pool
-	health   *callHealth
+	// listeners are the mcp-go sessions of subscriptions/listen streams
+	// that subscribed to resources, by their keys (see bindListen).
+	listeners sync.Map
+	subs      subscriptions
+	h         *server.StreamableHTTPServer
+	sessions  *mcpSessions
+	pool      *discovery.Pool
+	health    *callHealth
 
 	token      atomic.Pointer[string]
 	fixedToken bool

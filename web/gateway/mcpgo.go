@@ -96,6 +96,7 @@ func (e *Endpoint) mountMCPGo() {
 		}
 	})
 	hooks.AddBeforeCallTool(routeCall)
+	hooks.AddBeforeSubscriptionsListen(e.bindListen)
 	hooks.AddBeforeCancelTask(e.cancelTask)
 	hooks.AddAfterListTools(func(_ context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
 		// A tools/list reaches mcp-go only if this endpoint could not

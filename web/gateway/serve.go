@@ -136,6 +136,11 @@ func (e *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, req rpcRe
 			defer e.sessions.listening(client)()
 			defer e.sessions.tokenListening(ct.ID)()
 			r = e.endWithEndpoint(r)
+			var stop func()
+			if r, stop, err = e.listenResources(w, r, req); err != nil || stop == nil {
+				return err // answered: a resource it cannot subscribe to
+			}
+			defer stop()
 			seen := &viewSeen{last: e.viewHashes(profileOf(r.Context()))}
 			w = questionWriter{ResponseWriter: w, e: e, listChanged: func(method string) bool {
 				return seen.changed(method, e.viewHashes(profileOf(r.Context())))

@@ -2,13 +2,17 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/switchboard-dev/switchboard/discovery"
 )
@@ -51,7 +55,7 @@ const maxSubscriptions = 64
 func (e *Endpoint) answerSubscribe(w http.ResponseWriter, r *http.Request, req rpcRequest, from agent) error {
 	if from.modern || from.session == "" {
 		return writeRPCError(w, r, from.modern, req.ID, rpcError{Code: mcp.METHOD_NOT_FOUND,
-			Message: "resources/subscribe is of sessions (MCP 2025-11-25 and earlier); at 2026-07-28 a subscriptions/listen filter names resources, which Switchboard does not relay yet"})
+			Message: "resources/subscribe is of sessions (MCP 2025-11-25 and earlier); at 2026-07-28 the resources to hear of are the resourceSubscriptions of a subscriptions/listen"})
 	}
 	uri := req.Params.URI
 	if uri == "" {
@@ -181,6 +185,10 @@ func (e *Endpoint) resourceUpdated(key [2]string, up *upstreamSub) {
 	}
 	e.subs.mu.Unlock()
 	for session, uri := range to {
+		if strings.HasPrefix(session, listenPrefix) {
+			e.notifyListener(session, uri)
+			continue
+		}
 		if !e.sessions.isLive(session) {
 			e.unsubscribe(key, session)
 			continue
@@ -244,5 +252,99 @@ func (e *Endpoint) closeSubscriptions() {
 	e.subs.mu.Unlock()
 	for _, up := range ups {
 		<-up.ended
+	}
+}
+
+// A 2026-07-28 agent names the resources it wants to hear of in the
+// filter of a subscriptions/listen (resourceSubscriptions, by their
+// offered URIs or, when only one server of its view has it, the
+// server's own). Each is subscribed to on its server as a session's
+// resources/subscribe is, for as long as the stream lasts, under a key
+// of the stream's own (listenPrefix…); the server's updates are sent on
+// the stream, under the URI the agent named. A URI not offered, or one
+// more than Switchboard can hold, fails the listen request before the
+// stream opens.
+
+// listenPrefix starts the key a listen stream's subscriptions are held
+// under, in place of a session's id.
+const listenPrefix = "listen:"
+
+// listenKey is the context key of a listen stream's key (see bindListen).
+type listenKey struct{}
+
+// listenResources subscribes the resources req (a subscriptions/listen)
+// names, and returns r with the stream's key in its context and stop,
+// which ends the subscriptions once the stream ended. A resource it
+// cannot subscribe to is answered with the error (stop is nil).
+func (e *Endpoint) listenResources(w http.ResponseWriter, r *http.Request, req rpcRequest) (_ *http.Request, stop func(), err error) {
+	var params struct {
+		Notifications struct {
+			ResourceSubscriptions []string `json:"resourceSubscriptions"`
+		} `json:"notifications"`
+	}
+	_ = json.Unmarshal(req.RawParams, &params) // mcp-go answers a malformed one
+	uris := params.Notifications.ResourceSubscriptions
+	if len(uris) == 0 {
+		return r, func() {}, nil
+	}
+	fail := func(code int, message string, data any) (*http.Request, func(), error) {
+		return r, nil, writeRPCError(w, r, true, req.ID, rpcError{Code: code, Message: message, Data: data})
+	}
+	if len(uris) > maxSubscriptions {
+		return fail(mcp.INVALID_PARAMS, fmt.Sprintf("a listen names %d resources; Switchboard holds %d subscriptions at most", len(uris), maxSubscriptions), nil)
+	}
+	o, err := e.current()
+	if err != nil {
+		return r, nil, err
+	}
+	listing := o.view(profileOf(r.Context())).listing
+	key := listenPrefix + rand.Text()
+	stop = func() {
+		e.listeners.Delete(key)
+		e.unsubscribeAll(key)
+	}
+	for _, uri := range uris {
+		ol, upstream, err := listing.resource(uri)
+		var missing *notOffered
+		switch {
+		case errors.As(err, &missing):
+			stop()
+			return fail(mcp.INVALID_PARAMS, missing.message, map[string]string{"uri": uri})
+		case err != nil:
+			stop()
+			return r, nil, err
+		}
+		if err := e.subscribe(r.Context(), [2]string{ol.ref.ServerID, upstream}, key, uri); err != nil {
+			stop()
+			return fail(mcp.INTERNAL_ERROR, err.Error(), map[string]string{"uri": uri})
+		}
+	}
+	return r.WithContext(context.WithValue(r.Context(), listenKey{}, key)), stop, nil
+}
+
+// bindListen is mcp-go's hook before it serves a subscriptions/listen:
+// the stream's subscriptions (see listenResources) are sent on its
+// session, which mcp-go makes for the stream alone.
+func (e *Endpoint) bindListen(ctx context.Context, _ any, _ *mcp.SubscriptionsListenRequest) {
+	key, _ := ctx.Value(listenKey{}).(string)
+	if cs := server.ClientSessionFromContext(ctx); key != "" && cs != nil {
+		e.listeners.Store(key, cs)
+	}
+}
+
+// notifyListener sends a resource's update on the listen stream of key
+// (mcp-go tags it with the stream's subscription id); one not bound yet,
+// or ended, hears nothing.
+func (e *Endpoint) notifyListener(key, uri string) {
+	v, ok := e.listeners.Load(key)
+	if !ok {
+		return
+	}
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		Method: string(mcp.MethodNotificationResourceUpdated), Params: mcp.NotificationParams{AdditionalFields: map[string]any{"uri": uri}}}}
+	select {
+	case v.(server.ClientSession).NotificationChannel() <- n:
+	default:
+		e.log.Debug("relay a resource update: the listen stream is full", "uri", uri)
 	}
 }

@@ -42,8 +42,20 @@ func TestResourceSubscriptionsAreRelayed(t *testing.T) {
 	}
 }
 
-func testResourceSubscriptions(t *testing.T, versions []string, subscribedBy func(body string) bool) {
-	up := server.NewMCPServer("upstream", "1.0.0", server.WithResourceCapabilities(true, true))
+// subsServer is an upstream server of one resource, test://weather,
+// that takes subscriptions, heard as they reach it.
+type subsServer struct {
+	*server.MCPServer
+	url                      string
+	subscribes, unsubscribes atomic.Int32
+	subscribed, unsubscribed chan struct{}
+}
+
+// newSubsServer serves a subsServer speaking versions (nil: all mcp-go
+// speaks); subscribedBy tells a subscription's request body.
+func newSubsServer(t *testing.T, versions []string, subscribedBy func(body string) bool) *subsServer {
+	up := &subsServer{MCPServer: server.NewMCPServer("upstream", "1.0.0", server.WithResourceCapabilities(true, true)),
+		subscribed: make(chan struct{}, 8), unsubscribed: make(chan struct{}, 8)}
 	up.AddResource(mcp.NewResource("test://weather", "weather", mcp.WithMIMEType("text/plain")),
 		func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Text: "sunny"}}, nil
@@ -52,26 +64,30 @@ func testResourceSubscriptions(t *testing.T, versions []string, subscribedBy fun
 	if versions != nil {
 		opts = append(opts, server.WithStreamableHTTPProtocolVersions(versions...))
 	}
-	h := server.NewStreamableHTTPServer(up, opts...)
-	var subscribes, unsubscribes atomic.Int32
-	subscribed, unsubscribed := make(chan struct{}, 8), make(chan struct{}, 8)
+	h := server.NewStreamableHTTPServer(up.MCPServer, opts...)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		switch {
 		case subscribedBy(string(body)):
-			subscribes.Add(1)
-			subscribed <- struct{}{}
+			up.subscribes.Add(1)
+			up.subscribed <- struct{}{}
 		case strings.Contains(string(body), `"method":"resources/unsubscribe"`):
-			unsubscribes.Add(1)
-			unsubscribed <- struct{}{}
+			up.unsubscribes.Add(1)
+			up.unsubscribed <- struct{}{}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
+	up.url = ts.URL + "/mcp"
+	return up
+}
 
+func testResourceSubscriptions(t *testing.T, versions []string, subscribedBy func(body string) bool) {
+	up := newSubsServer(t, versions, subscribedBy)
+	subscribed, unsubscribed := up.subscribed, up.unsubscribed
 	e := newEnv(t)
-	e.createServer(map[string]any{"id": "subs", "name": "Subs", "transport": "http", "url": ts.URL + "/mcp", "default_policy": "allow"})
+	e.createServer(map[string]any{"id": "subs", "name": "Subs", "transport": "http", "url": up.url, "default_policy": "allow"})
 	if status := e.verify("subs"); status != "success" {
 		t.Fatalf("verify = %s", status)
 	}
@@ -103,7 +119,7 @@ func testResourceSubscriptions(t *testing.T, versions []string, subscribedBy fun
 	case <-time.After(time.Minute):
 		t.Fatal("the server was never subscribed to the resource")
 	}
-	if n := subscribes.Load(); n != 1 {
+	if n := up.subscribes.Load(); n != 1 {
 		t.Errorf("the server was subscribed %d times for two agents' subscriptions; want once", n)
 	}
 	if versions == nil {
@@ -136,7 +152,7 @@ func testResourceSubscriptions(t *testing.T, versions []string, subscribedBy fun
 	if err := ada.Unsubscribe(ctx, mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: offered}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := unsubscribes.Load(); n != 0 {
+	if n := up.unsubscribes.Load(); n != 0 {
 		t.Errorf("the server was unsubscribed while bob still subscribes")
 	}
 	// Bob's session ends (his client's DELETE; mcp-go's client sends its
@@ -205,5 +221,64 @@ func TestSubscriptionsLeaveRoomForCalls(t *testing.T) {
 	}
 	if res, err := c.Call("two__ping", nil); err != nil || mcptest.Text(res) != "pong from two" {
 		t.Errorf("a call to the other server = %q, %v; want it through", mcptest.Text(res), err)
+	}
+}
+
+// A 2026-07-28 agent names the resources it wants to hear of in its
+// subscriptions/listen filter: each is subscribed to on its server while
+// the stream lasts, the server's updates arrive on the stream under the
+// URI the agent named, the stream's end unsubscribes on the server, and
+// a listen naming a resource nobody offers is refused, with its URI.
+func TestA2026AgentListensToResources(t *testing.T) {
+	up := newSubsServer(t, []string{mcp.ProtocolVersion20251125}, func(b string) bool { return strings.Contains(b, `"method":"resources/subscribe"`) })
+	subscribed, unsubscribed := up.subscribed, up.unsubscribed
+	e := newEnv(t)
+	e.createServer(map[string]any{"id": "subs", "name": "Subs", "transport": "http", "url": up.url, "default_policy": "allow"})
+	if status := e.verify("subs"); status != "success" {
+		t.Fatalf("verify = %s", status)
+	}
+	const offered = "switchboard://subs/test://weather"
+	c := mcptest.ConnectAs(t, e.base, testMCPToken, mcp.ProtocolVersion20260728, mcp.Implementation{Name: "cy", Version: "1"})
+	heard := make(chan mcp.JSONRPCNotification, 8)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationResourceUpdated) {
+			heard <- n
+		}
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	listened := make(chan error, 1)
+	go func() { listened <- c.Listen(ctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{offered}}) }()
+	select {
+	case <-subscribed:
+	case err := <-listened:
+		t.Fatalf("the listen ended before the server was subscribed to: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the server was never subscribed to the resource")
+	}
+	waitFor(t, time.Minute, "the listen stream acknowledged", func() bool { return c.Acknowledged.Load() > 0 })
+	up.SendNotificationToAllClients(string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": "test://weather"})
+	select {
+	case n := <-heard:
+		if uri, _ := n.Params.AdditionalFields["uri"].(string); uri != offered {
+			t.Errorf("the agent heard the update of %q; want %q, as it named the resource", uri, offered)
+		}
+		if n.Params.Meta[mcp.MetaKeySubscriptionID] == nil {
+			t.Errorf("the update = %+v; want it tagged with the listen's subscription id", n.Params)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the agent never heard of the resource's update")
+	}
+	cancel() // the stream ends
+	select {
+	case <-unsubscribed:
+	case <-time.After(time.Minute):
+		t.Fatal("the end of the listen stream never unsubscribed on the server")
+	}
+	<-listened
+
+	err := c.Listen(t.Context(), mcp.SubscriptionFilter{ResourceSubscriptions: []string{"switchboard://subs/test://nothing"}})
+	if err == nil || !strings.Contains(err.Error(), "test://nothing") {
+		t.Errorf("a listen to a resource nobody offers = %v; want it refused, naming it", err)
 	}
 }
