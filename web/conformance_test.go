@@ -79,7 +79,9 @@ var conformanceTools = []string{"test_simple_text", "test_image_content", "test_
 	"test_sampling", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums", "test_streaming_elicitation",
 	"test_input_required_result_elicitation", "test_input_required_result_sampling", "test_input_required_result_list_roots",
 	"test_input_required_result_request_state", "test_input_required_result_multiple_inputs", "test_input_required_result_multi_round",
-	"test_input_required_result_tampered_state", "test_input_required_result_capabilities"}
+	"test_input_required_result_tampered_state", "test_input_required_result_capabilities",
+	// The tasks extension's: greet, slow_compute, … (see task_tools.go).
+	"greet", "slow_compute", "failing_job", "protocol_error_job", "confirm_delete", "multi_input", "test_tool_with_task"}
 
 // TestConformance runs the server scenarios of each revision's
 // requirement set against /mcp behind a proxy that adds the endpoint's
@@ -178,7 +180,8 @@ func startTokenProxy(t *testing.T, target, token string, offered map[string]stri
 }
 
 // renameTestTools renames, in a tools/call request r, a tool of the
-// suite's test names (test_simple_text, test_sampling, …) to the name
+// suite's test names (test_simple_text, test_sampling, …, and the tasks
+// scenarios' greet, slow_compute, …) to the name
 // /mcp offers it by, in the body and in the Mcp-Name header a 2026-07-28
 // request carries: offered's, else conf__<name>. The suite calls its
 // test tools by bare names, which is its own convention: a conformance
@@ -186,7 +189,7 @@ func startTokenProxy(t *testing.T, target, token string, offered map[string]stri
 // servers, each under its server's namespace, so the fixture's
 // test_simple_text is conf__test_simple_text on /mcp (and a name too long
 // for that gets a shorter one). Nothing else is renamed: a request whose
-// name does not start with test_ passes as it came, and an Mcp-Name
+// name is none of them passes as it came, and an Mcp-Name
 // header that does not match the body is left so, for the endpoint to
 // refuse as it would have.
 func renameTestTools(r *http.Request, offered map[string]string) {
@@ -203,7 +206,7 @@ func renameTestTools(r *http.Request, offered map[string]string) {
 	var method, name string
 	if json.Unmarshal(body, &msg) != nil || json.Unmarshal(msg["method"], &method) != nil || method != "tools/call" ||
 		json.Unmarshal(msg["params"], &params) != nil || json.Unmarshal(params["name"], &name) != nil ||
-		!strings.HasPrefix(name, "test_") {
+		!strings.HasPrefix(name, "test_") && offered[name] == "" {
 		return
 	}
 	as := cmp.Or(offered[name], testToolServer+"__"+name)

@@ -68,6 +68,7 @@ func addConformance(s *server.MCPServer) {
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "text/plain", Text: "Watched resource content"}}, nil
 		})
 	s.AddTools(conformanceTools()...)
+	s.AddTools(taskTools()...)
 	s.AddPrompt(mcp.NewPrompt("test_input_required_result_prompt",
 		mcp.WithPromptDescription("Asks the person for the prompt's context (input_required), and answers a prompt with it.")),
 		inputRequiredPrompt)

@@ -246,6 +246,9 @@ func ModernRequest(method string, params map[string]any) (header map[string]stri
 	if name, ok := params["name"].(string); ok {
 		header["Mcp-Name"] = name
 	}
+	if task, ok := params["taskId"].(string); ok { // tasks/get, tasks/update, tasks/cancel
+		header["Mcp-Name"] = task
+	}
 	return header, map[string]any{"jsonrpc": "2.0", "id": 41, "method": method, "params": params}
 }
 

@@ -62,6 +62,10 @@ type callRequest struct {
 	// elicitation; Retry is what it sent back of an earlier answer.
 	Modern, CanAsk bool
 	Retry          mcp.MultiRoundTripParams
+	// InTask is set for the call of a 2026-07-28 agent's task (see
+	// modern_tasks.go): what the server asks is the task's to relay, and
+	// a person approves on the dashboard.
+	InTask bool
 	// DashboardOnly is set when the client could be asked but its token
 	// or profile keeps approvals on the dashboard.
 	DashboardOnly bool
@@ -270,7 +274,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 		}
 		return relayed(res), nil
 	}
-	if cr.Modern && cr.Asks.Any() {
+	if cr.Modern && cr.Asks.Any() && !cr.InTask {
 		// What the server asks comes back to the agent as input_required
 		// (see parked.go).
 		return toolResult(e.park(ctx, cr, &rec, start, func(ctx context.Context) (any, error) { return upstream(ctx) }))

@@ -170,6 +170,7 @@ type Endpoint struct {
 
 	approvals *approvals
 	parked    parkedCalls // calls whose 2026-07-28 agents answer their servers (parked.go)
+	mtasks    modernTasks // 2026-07-28 agents' tasks (modern_tasks.go)
 	// questions holds the JSON-RPC id of each question in an agent's
 	// client, by approval id, while it is asked (see questionWriter).
 	questions sync.Map
@@ -315,6 +316,7 @@ func (e *Endpoint) Close() {
 		<-e.stopped
 		e.approvals.closeAll()
 		e.closeParked()
+		e.closeTasks()
 		e.closeSubscriptions()
 		e.pool.Close()
 		e.h.Shutdown(context.Background())

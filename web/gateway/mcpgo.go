@@ -97,6 +97,12 @@ func (e *Endpoint) mountMCPGo() {
 	})
 	hooks.AddBeforeCallTool(routeCall)
 	hooks.AddBeforeSubscriptionsListen(e.bindListen)
+	hooks.AddAfterDiscover(func(_ context.Context, _ any, _ *mcp.DiscoverRequest, res *mcp.DiscoverResult) {
+		// At 2026-07-28 tasks are the extension's (declared with the
+		// others): the capability of 2025-11-25's tasks, which sessions
+		// have, is not a 2026-07-28 client's (see modern_tasks.go).
+		res.Capabilities.Tasks = nil
+	})
 	hooks.AddBeforeCancelTask(e.cancelTask)
 	hooks.AddAfterListTools(func(_ context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
 		// A tools/list reaches mcp-go only if this endpoint could not
@@ -114,7 +120,8 @@ func (e *Endpoint) mountMCPGo() {
 		server.WithLogging(),     // a server's log messages during a call (see relayLog)
 		// MCP Apps: tools' ui:// resources are offered and read like any
 		// resource, under URIs that keep the scheme (store.UIResourceURI).
-		server.WithExtensions(map[string]any{uiExtension: map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}}}),
+		// Agents' tasks at 2026-07-28 (see modern_tasks.go).
+		server.WithExtensions(map[string]any{uiExtension: map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}}, tasksExtension: map[string]any{}}),
 		server.WithHooks(hooks),
 		// Agents' own tasks (see tasks.go): of tools calls, listed and
 		// cancelled, each the session's that created it.

@@ -79,6 +79,9 @@ type offeredCall struct {
 	serverID, name, pin string
 	policy, effective   store.Policy
 	needs               []string // see store.Tool.Needs
+	// taskSupport is the tool's execution.taskSupport (optional or
+	// required: see modern_tasks.go), or "".
+	taskSupport mcp.TaskSupport
 }
 
 // offeredTool is a tool as the offer holds it: its definition for the
@@ -172,7 +175,8 @@ func (e *Endpoint) build() (*offer, error) {
 			def:   offeredTool{description: t.Description},
 			needs: slices.Clip(t.Needs),
 		})
-		o.tools[t.AgentName] = offeredCall{serverID: t.ServerID, name: t.Name, pin: t.Policy.Pin, policy: t.Policy.Policy, effective: t.Effective, needs: slices.Clip(t.Needs)}
+		o.tools[t.AgentName] = offeredCall{serverID: t.ServerID, name: t.Name, pin: t.Policy.Pin, policy: t.Policy.Policy, effective: t.Effective, needs: slices.Clip(t.Needs),
+			taskSupport: taskSupportOf(t.Definition)}
 		if _, ok := o.servers[t.ServerID]; !ok {
 			o.servers[t.ServerID] = offeredServer{sum.Server, sum.Server.ConfigHash()}
 		}

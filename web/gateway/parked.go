@@ -5,9 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -73,7 +71,8 @@ type parkedCall struct {
 	expiry *time.Timer
 	n      int // questions asked (the relay's goroutines)
 	nMu    sync.Mutex
-	keys   atomic.Uint64 // Switchboard's keys of a 2025-era server's requests
+	// askAsOne asks a 2025-era server's requests (its input is Input).
+	askAsOne
 }
 
 // parkedQuestion is what a server asks at once, waiting for its answer:
@@ -115,6 +114,7 @@ func (e *Endpoint) park(ctx context.Context, cr callRequest, rec *store.Call, st
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p := &parkedCall{tokenID: cr.TokenID, called: cr.Called, argsHash: argsHash(cr.CalledArgs), ctx: pctx, rec: rec, args: cr.Args, start: start,
 		kind: cr.Kind, cancel: cancel, questions: make(chan *parkedQuestion), done: make(chan struct{})}
+	p.askAsOne.input = p.Input
 	e.parked.wg.Add(1)
 	go func() {
 		defer e.parked.wg.Done()
@@ -262,21 +262,6 @@ func (p *parkedCall) ask(ctx context.Context, reqs mcp.InputRequests) (mcp.Input
 	}
 }
 
-// askOne asks the agent a 2025-era server's request, under a key of
-// Switchboard's, and returns the answer to it.
-func (p *parkedCall) askOne(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
-	key := "q" + strconv.FormatUint(p.keys.Add(1), 10)
-	r, err := p.Input(ctx, mcp.InputRequests{key: req})
-	if err != nil {
-		return mcp.InputResponse{}, err
-	}
-	a, ok := r[key]
-	if !ok {
-		return mcp.InputResponse{}, errNotAnswered
-	}
-	return a, nil
-}
-
 // errNotAnswered is a server's question the agent's retry did not answer.
 var errNotAnswered = errors.New("the agent's answer did not answer the server's request")
 
@@ -301,37 +286,4 @@ func (p *parkedCall) Input(ctx context.Context, reqs mcp.InputRequests) (mcp.Inp
 		answers[key] = a
 	}
 	return answers, nil
-}
-
-func (p *parkedCall) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	a, err := p.askOne(ctx, mcp.NewSamplingInputRequest(req.CreateMessageParams))
-	if err != nil {
-		return nil, err
-	}
-	if a.Sampling == nil {
-		return nil, errNotAnswered
-	}
-	return a.Sampling, nil
-}
-
-func (p *parkedCall) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	a, err := p.askOne(ctx, mcp.NewElicitationInputRequest(req.Params))
-	if err != nil {
-		return nil, err
-	}
-	if a.Elicitation == nil {
-		return nil, errNotAnswered
-	}
-	return a.Elicitation, nil
-}
-
-func (p *parkedCall) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	a, err := p.askOne(ctx, mcp.NewRootsInputRequest())
-	if err != nil {
-		return nil, err
-	}
-	if a.Roots == nil {
-		return nil, errNotAnswered
-	}
-	return a.Roots, nil
 }

@@ -113,21 +113,20 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 // check that fails is answered as mcp-go would answer it. Everything else
 // goes to mcp-go, which makes the same checks.
 func (e *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, req rpcRequest) error {
-	if strings.HasPrefix(req.Method, "tasks/") {
-		// A 2026-07-28 client has no session its tasks could be bound
-		// to, and Switchboard declares no tasks extension (see tasks.go):
-		// mcp-go's tasks of session "" would be any client's.
-		return writeRPCError(w, r, true, req.ID, rpcError{Code: mcp.METHOD_NOT_FOUND,
-			Message: req.Method + " is not a method of /mcp at 2026-07-28: Switchboard runs tasks for MCP sessions (2025-11-25) only"})
-	}
 	o, err := e.current()
 	if err != nil {
 		return err
 	}
-	if failed := e.checkModern(r.Header, req, o.view(profileOf(r.Context())).tools); failed != nil {
-		if req.Method == string(mcp.MethodToolsList) || req.Method == string(mcp.MethodToolsCall) {
+	view := o.view(profileOf(r.Context()))
+	if failed := e.checkModern(r.Header, req, view.tools); failed != nil {
+		if req.Method == string(mcp.MethodToolsList) || req.Method == string(mcp.MethodToolsCall) || strings.HasPrefix(req.Method, "tasks/") {
 			return writeRPCError(w, r, true, req.ID, *failed)
 		}
+	} else if strings.HasPrefix(req.Method, "tasks/") {
+		// The tasks extension's (see modern_tasks.go); never mcp-go's,
+		// whose tasks are of sessions, and of session "" here: any
+		// client's.
+		return e.answerTasks(w, r, req)
 	} else {
 		client := req.client()
 		ct, _ := connectedClient(r.Context())
@@ -148,7 +147,13 @@ func (e *Endpoint) serveModern(w http.ResponseWriter, r *http.Request, req rpcRe
 		} else {
 			e.sessions.seen(client)
 		}
-		if answered, err := e.answer(w, r, req, agent{session: statelessSession, client: client, modern: true, asks: req.asks()}); answered {
+		from := agent{session: statelessSession, client: client, modern: true, asks: req.asks()}
+		if _, offered := view.tools[req.Params.Name]; offered && req.Method == string(mcp.MethodToolsCall) {
+			if answered, err := e.answerTaskCall(w, r, req, o, from); answered {
+				return err
+			}
+		}
+		if answered, err := e.answer(w, r, req, from); answered {
 			return err
 		}
 	}

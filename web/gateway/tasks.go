@@ -28,9 +28,8 @@ import (
 // (see detachTask), which the agent's tasks/cancel ends.
 //
 // A 2026-07-28 client has no session to bind a task to, and tasks are an
-// extension there (io.modelcontextprotocol/tasks) that Switchboard does
-// not declare: its task param is dropped, and the call answered at once,
-// as MCP has a receiver that does not take a task do.
+// extension there (io.modelcontextprotocol/tasks): see modern_tasks.go.
+// Its 2025-era task param is dropped.
 
 // maxAgentTasks bounds the agents' tasks running at once.
 const maxAgentTasks = 64

@@ -70,8 +70,8 @@ func startTaskServer(t *testing.T) *taskServer {
 // An agent's own task: a session's task-augmented call of a tool is
 // answered at once with a task of Switchboard's, which that session (and
 // no other) reads the status and the result of; the agent's tasks/cancel
-// ends the call, and with it the server's own task. A 2026-07-28 agent's
-// task param is dropped: its call is answered at once.
+// ends the call, and with it the server's own task. At 2026-07-28 tasks
+// are the extension's (see TestA2026AgentsTasks).
 func TestAnAgentsTaskIsRelayed(t *testing.T) {
 	up := startTaskServer(t)
 	e := newEnv(t)
@@ -98,9 +98,10 @@ func TestAnAgentsTaskIsRelayed(t *testing.T) {
 	if _, err := other.GetTask(ctx, mcp.GetTaskRequest{Params: mcp.GetTaskParams{TaskId: task.TaskId}}); err == nil {
 		t.Error("another session read the agent's task")
 	}
-	for _, method := range []string{"tasks/get", "tasks/cancel"} { // no session: none of them
-		if got := mcptest.PostModern(t, e.base, testMCPToken, method, map[string]any{"taskId": task.TaskId}, nil); got.Error == nil || got.Error.Code != mcp.METHOD_NOT_FOUND {
-			t.Errorf("a 2026-07-28 %s of the agent's task = %+v; want method not found", method, got)
+	for _, method := range []string{"tasks/get", "tasks/cancel"} { // no session: the extension's, and none of its tasks
+		got := mcptest.PostModern(t, e.base, testMCPToken, method, map[string]any{"taskId": task.TaskId}, withTasksExtension)
+		if got.Error == nil || got.Error.Code != mcp.INVALID_PARAMS {
+			t.Errorf("a 2026-07-28 %s of the session's task = %+v; want no such task", method, got)
 		}
 	}
 	if calls := e.waitCalls(1); calls[0].Tool != "research" || calls[0].Decision != "allowed" {
@@ -128,11 +129,39 @@ func TestAnAgentsTaskIsRelayed(t *testing.T) {
 		t.Fatal("the server's task was still running a minute after the agent's tasks/cancel")
 	}
 
+	// At 2026-07-28 the tool runs only as a task of the extension's: a
+	// client without it is refused (its v1 task param tolerated, and
+	// no help); one with it gets a task of its own, whose result comes
+	// from the server's task.
 	modern := mcptest.PostModern(t, e.base, testMCPToken, string(mcp.MethodToolsCall),
 		map[string]any{"name": "tasks__research", "arguments": map[string]any{"topic": "reefs"}, "task": map[string]any{"ttl": 60000}}, nil)
-	if modern.Error != nil || !strings.Contains(string(modern.Result["content"]), "researched reefs") {
-		t.Errorf("a 2026-07-28 task-augmented call = %+v; want the result at once", modern)
+	if modern.Error == nil || modern.Error.Code != mcp.MISSING_REQUIRED_CLIENT_CAPABILITY {
+		t.Errorf("a 2026-07-28 call of a task-only tool without the extension = %+v; want -32021", modern)
 	}
+	modern = mcptest.PostModern(t, e.base, testMCPToken, string(mcp.MethodToolsCall),
+		map[string]any{"name": "tasks__research", "arguments": map[string]any{"topic": "reefs"}}, withTasksExtension)
+	var created modernTask
+	raw, _ := json.Marshal(modern.Result)
+	if modern.Error != nil || json.Unmarshal(raw, &created) != nil || created.ResultType != "task" {
+		t.Fatalf("a 2026-07-28 call of a task-only tool with the extension = %s %+v; want a task", raw, modern.Error)
+	}
+	waitFor(t, time.Minute, "the 2026-07-28 task's result", func() bool {
+		got := mcptest.PostModern(t, e.base, testMCPToken, "tasks/get", map[string]any{"taskId": created.TaskID}, withTasksExtension)
+		raw, _ := json.Marshal(got.Result)
+		var task modernTask
+		_ = json.Unmarshal(raw, &task)
+		if task.Status == "failed" || task.Status == "cancelled" {
+			t.Fatalf("the task ended %s: %s", task.Status, raw)
+		}
+		return task.Status == "completed" && task.Result != nil && mcptest.Text(task.Result) == "researched reefs"
+	})
+}
+
+// withTasksExtension declares the tasks extension in a 2026-07-28
+// request (see mcptest.PostModern).
+func withTasksExtension(_ map[string]string, msg map[string]any) {
+	msg["params"].(map[string]any)["_meta"].(map[string]any)[mcp.MetaKeyClientCapabilities] = map[string]any{
+		"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}
 }
 
 // startAgentTask makes session's task-augmented call of tasks__research
