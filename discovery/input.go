@@ -102,8 +102,14 @@ func cmpErr(err error, what string) error {
 }
 
 // maxInputRounds bounds the rounds of questions of one request (mcp-go's
-// client has the same bound).
-const maxInputRounds = 10
+// client has the same bound), maxInputQuestions the questions of one
+// round, and maxRetryLater the rounds in a row that ask nothing (the
+// server shedding load: "retry later").
+const (
+	maxInputRounds    = 10
+	maxInputQuestions = 32
+	maxRetryLater     = 3
+)
 
 // askingMethods are the requests a server may answer with input_required.
 var askingMethods = map[string]bool{
@@ -118,8 +124,11 @@ var retries atomic.Uint64
 // 2026-07-28 server's input_required and ctx has an InputRelay, the
 // relay answers the questions and req is sent again with the answers
 // and the server's requestState, under an id of its own. What comes back
-// last is the answer.
-func sendAnswering(ctx context.Context, send sendFunc, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+// last is the answer. cancel, if not nil, tells the server a request
+// sent again is cancelled, when ctx ends before its answer (over stdio,
+// where nothing else would: mcp-go's client cancels only the request it
+// sent, answered long before).
+func sendAnswering(ctx context.Context, send sendFunc, cancel func(mcp.RequestId), req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := sendDiscover(ctx, send, req)
 	if err != nil || !askingMethods[req.Method] {
 		return resp, err
@@ -128,6 +137,7 @@ func sendAnswering(ctx context.Context, send sendFunc, req transport.JSONRPCRequ
 	if !ok {
 		return resp, nil // mcp-go's client answers, with its handlers
 	}
+	later := 0
 	for round := 1; ; round++ {
 		reqs, state, asks := inputRequired(resp)
 		switch {
@@ -135,16 +145,28 @@ func sendAnswering(ctx context.Context, send sendFunc, req transport.JSONRPCRequ
 			return resp, nil
 		case round > maxInputRounds:
 			return nil, fmt.Errorf("the server asked for input more than %d times in one request", maxInputRounds)
+		case len(reqs) > maxInputQuestions:
+			return nil, fmt.Errorf("the server asked %d questions at once (Switchboard relays %d at most)", len(reqs), maxInputQuestions)
 		}
-		answers, err := r.Input(ctx, reqs)
-		if err != nil {
-			return nil, err
+		var answers mcp.InputResponses
+		if len(reqs) == 0 { // "retry later", not a question
+			if later++; later > maxRetryLater {
+				return nil, fmt.Errorf("the server asked to retry %d times in a row without asking anything", later)
+			}
+		} else {
+			later = 0
+			if answers, err = r.Input(ctx, reqs); err != nil {
+				return nil, err
+			}
 		}
 		retry, err := withAnswers(req, answers, state)
 		if err != nil {
 			return nil, err
 		}
 		if resp, err = send(ctx, retry); err != nil {
+			if ctx.Err() != nil && cancel != nil {
+				cancel(retry.ID)
+			}
 			return nil, err
 		}
 	}
@@ -179,7 +201,10 @@ func withAnswers(req transport.JSONRPCRequest, answers mcp.InputResponses, state
 	if params == nil {
 		params = map[string]any{}
 	}
-	params["inputResponses"] = answers
+	delete(params, "inputResponses")
+	if answers != nil {
+		params["inputResponses"] = answers
+	}
 	delete(params, "requestState")
 	if state != "" {
 		params["requestState"] = state

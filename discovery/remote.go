@@ -75,7 +75,7 @@ type streamableTap struct {
 }
 
 func (t streamableTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	return sendAnswering(ctx, t.send, req)
+	return sendAnswering(ctx, t.send, nil, req)
 }
 
 func (t streamableTap) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
@@ -110,7 +110,7 @@ type sseTap struct {
 }
 
 func (t sseTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	return sendAnswering(ctx, t.send, req)
+	return sendAnswering(ctx, t.send, nil, req)
 }
 
 func (t sseTap) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {

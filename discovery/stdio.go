@@ -497,7 +497,7 @@ func blockedOr(ctxErr error) error {
 // SendRequest writes the request and waits for its response, the end of
 // ctx, or the end of the server's stdout.
 func (t *stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	return sendAnswering(ctx, t.send, req)
+	return sendAnswering(ctx, t.send, t.cancelRetry, req)
 }
 
 func (t *stdioTransport) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
@@ -544,6 +544,15 @@ func (t *stdioTransport) send(ctx context.Context, req transport.JSONRPCRequest)
 // SendNotification writes a notification.
 func (t *stdioTransport) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) error {
 	return t.write(ctx, n)
+}
+
+// cancelRetry tells the server that the request id, sent again with the
+// answers to its questions (see sendAnswering), is cancelled.
+func (t *stdioTransport) cancelRetry(id mcp.RequestId) {
+	ctx, cancel := context.WithTimeout(context.Background(), taskCancelTimeout)
+	defer cancel()
+	_ = t.SendNotification(ctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		Method: string(mcp.MethodNotificationCancelled), Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": "the call ended"}}}})
 }
 
 // SetNotificationHandler sets the handler for server notifications.

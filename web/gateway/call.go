@@ -255,7 +255,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 	target := e.deps.Target(srv)
 	target.Asks = cr.Asks
 	upstream := func(ctx context.Context) (*mcp.CallToolResult, error) {
-		ctx = e.guard(ctx, srv, rec) // what the server may ask of the agent
+		ctx = e.guard(ctx, srv, rec, cr.Asks) // what the server may ask of the agent
 		cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
 		defer cancel()
 		res, _, err := e.pool.Call(cctx, srv.ID, config, target,

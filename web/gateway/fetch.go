@@ -98,7 +98,7 @@ func (e *Endpoint) fetch(ctx context.Context, cr callRequest, args map[string]st
 	target := e.deps.Target(srv)
 	target.Asks = cr.Asks
 	send := func(ctx context.Context) (any, error) {
-		ctx = e.guard(ctx, srv, rec) // what the server may ask of the agent
+		ctx = e.guard(ctx, srv, rec, cr.Asks) // what the server may ask of the agent
 		cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
 		defer cancel()
 		var res any

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -116,6 +117,18 @@ func TestA2026ServersQuestionsComeTogether(t *testing.T) {
 		})
 		if len(gets) != 1 || gets[0].Outcome != "ok" || len(questions) != 1 {
 			t.Errorf("the call log has gets %+v and questions %+v; want one get, ok, and its one question", gets, questions)
+		}
+	})
+
+	t.Run("nothing it did not declare", func(t *testing.T) {
+		onlyForms := func(_ map[string]string, msg map[string]any) {
+			msg["params"].(map[string]any)["_meta"].(map[string]any)[mcp.MetaKeyClientCapabilities] = map[string]any{
+				"elicitation": map[string]any{"form": map[string]any{}}}
+		}
+		a := mcptest.PostModern(t, e.base, testMCPToken, "tools/call", map[string]any{"name": multiple, "arguments": map[string]any{}}, onlyForms)
+		raw, _ := json.Marshal(a.Result)
+		if strings.Contains(string(raw), "input_required") || !strings.Contains(string(raw)+fmt.Sprint(a.Error), "did not declare") {
+			t.Errorf("a call whose server asks for sampling and roots too, of an agent that answers forms only = %s %+v; want it refused, saying so", raw, a.Error)
 		}
 	})
 

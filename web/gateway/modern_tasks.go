@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
@@ -137,8 +138,8 @@ func missingTasks(what string) rpcError {
 // runs only as a task. answered is false for a call that is not one.
 func (e *Endpoint) answerTaskCall(w http.ResponseWriter, r *http.Request, req rpcRequest, o *offer, from agent) (answered bool, err error) {
 	c, ok := o.tools[req.Params.Name]
-	if !ok || c.taskSupport == "" {
-		return false, nil
+	if !ok || c.taskSupport == "" || req.badArguments() != "" || !o.view(profileOf(r.Context())).offersTo(req.Params.Name, from.asks) {
+		return false, nil // answered as any call (see answer)
 	}
 	declared := tasksDeclared(req)
 	if !declared {
@@ -174,11 +175,21 @@ func (e *Endpoint) startTask(ctx context.Context, cr callRequest) (*modernTask, 
 	t := &modernTask{id: rand.Text(), tokenID: cr.TokenID, created: now, updated: now, status: taskWorking, cancel: cancel, done: make(chan struct{})}
 	e.mtasks.mu.Lock()
 	e.mtasks.sweep(now)
-	mine := 0
+	mine, oldest := 0, (*modernTask)(nil) // the token's tasks, and its oldest ended one
 	for _, o := range e.mtasks.m {
-		if o.tokenID == cr.TokenID {
-			mine++
+		if o.tokenID != cr.TokenID {
+			continue
 		}
+		mine++
+		o.mu.Lock()
+		if o.terminal() && (oldest == nil || o.created.Before(oldest.created)) {
+			oldest = o
+		}
+		o.mu.Unlock()
+	}
+	if mine >= maxTokenTasks && oldest != nil { // its result makes room for the new task
+		delete(e.mtasks.m, oldest.id)
+		mine--
 	}
 	switch {
 	case e.mtasks.closed:
@@ -197,7 +208,7 @@ func (e *Endpoint) startTask(ctx context.Context, cr callRequest) (*modernTask, 
 	e.mtasks.wg.Add(1)
 	e.mtasks.mu.Unlock()
 
-	relay := &taskRelay{t: t, timeout: e.cfg.AskTimeout}
+	relay := &taskRelay{t: t, timeout: e.cfg.AskTimeout, turn: make(chan struct{}, 1)}
 	relay.askAsOne.input = relay.Input
 	go func() {
 		defer e.mtasks.wg.Done()
@@ -209,13 +220,14 @@ func (e *Endpoint) startTask(ctx context.Context, cr callRequest) (*modernTask, 
 	return t, nil
 }
 
-// sweep forgets the ended tasks past their TTL (e.mtasks.mu held).
+// sweep forgets the ended tasks past their TTL (e.mtasks.mu held): from
+// their creation, or from their end for one that ran longer.
 func (ts *modernTasks) sweep(now time.Time) {
 	for id, t := range ts.m {
 		t.mu.Lock()
-		ended := t.terminal()
+		ended, last := t.terminal(), t.updated
 		t.mu.Unlock()
-		if ended && now.Sub(t.created) > taskTTL {
+		if ended && now.Sub(t.created) > taskTTL && now.Sub(last) > taskTTL {
 			delete(ts.m, id)
 		}
 	}
@@ -237,6 +249,20 @@ func (t *modernTask) end(res *mcp.CallToolResult, err error) {
 	case err != nil:
 		t.status, t.failure = taskFailed, &rpcError{Code: mcp.INTERNAL_ERROR, Message: err.Error()}
 	default:
+		// The result is inlined in tasks/get as it is: without the
+		// server's related-task _meta (the task is the answer's), and
+		// never changed again (requests read it at once).
+		if res != nil && res.Meta != nil {
+			r := *res
+			m := *r.Meta
+			m.AdditionalFields = maps.Clone(m.AdditionalFields)
+			delete(m.AdditionalFields, mcp.RelatedTaskMetaKey)
+			r.Meta = &m
+			if m.ProgressToken == nil && len(m.AdditionalFields) == 0 {
+				r.Meta = nil
+			}
+			res = &r
+		}
 		t.status, t.result = taskCompleted, res
 	}
 }
@@ -258,14 +284,7 @@ func (t *modernTask) fields(detailed bool) map[string]any {
 	}
 	switch {
 	case t.status == taskCompleted && t.result != nil:
-		res := *t.result
-		if res.Meta != nil {
-			delete(res.Meta.AdditionalFields, mcp.RelatedTaskMetaKey)
-			if res.Meta.ProgressToken == nil && len(res.Meta.AdditionalFields) == 0 {
-				res.Meta = nil
-			}
-		}
-		f["result"] = &res
+		f["result"] = t.result
 	case t.status == taskFailed && t.failure != nil:
 		f["error"] = t.failure
 	case t.status == taskInputRequired && t.asked != nil:
@@ -369,13 +388,17 @@ func (e *Endpoint) closeTasks() {
 type taskRelay struct {
 	t       *modernTask
 	timeout time.Duration
-	turn    sync.Mutex // one round of questions at a time
+	turn    chan struct{} // one round of questions at a time
 	askAsOne
 }
 
-func (r *taskRelay) Input(ctx context.Context, reqs mcp.InputRequests) (mcp.InputResponses, error) {
-	r.turn.Lock()
-	defer r.turn.Unlock()
+func (r *taskRelay) Input(ctx context.Context, reqs mcp.InputRequests) (_ mcp.InputResponses, err error) {
+	select {
+	case r.turn <- struct{}{}:
+		defer func() { <-r.turn }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	q := &taskQuestions{reqs: reqs, pending: make(map[string]bool, len(reqs)), answers: make(mcp.InputResponses, len(reqs)), done: make(chan struct{})}
 	for key := range reqs {
 		q.pending[key] = true
@@ -388,6 +411,18 @@ func (r *taskRelay) Input(ctx context.Context, reqs mcp.InputRequests) (mcp.Inpu
 	}
 	t.status, t.asked, t.updated = taskInputRequired, q, time.Now()
 	t.mu.Unlock()
+	defer func() {
+		if err != nil { // the questions are gone: the task works on, or ends
+			t.mu.Lock()
+			if t.asked == q {
+				t.asked, t.updated = nil, time.Now()
+				if t.status == taskInputRequired {
+					t.status = taskWorking
+				}
+			}
+			t.mu.Unlock()
+		}
+	}()
 	timeout := time.NewTimer(r.timeout)
 	defer timeout.Stop()
 	select {

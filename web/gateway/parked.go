@@ -236,11 +236,11 @@ func (e *Endpoint) closeParked() {
 // the answers, until ctx (the server's request, or the call) ends.
 func (p *parkedCall) ask(ctx context.Context, reqs mcp.InputRequests) (mcp.InputResponses, error) {
 	p.nMu.Lock()
-	p.n++
+	p.n += len(reqs)
 	n := p.n
 	p.nMu.Unlock()
 	if n > maxQuestions {
-		return nil, fmt.Errorf("the server asked more than %d times during one call", maxQuestions)
+		return nil, fmt.Errorf("the server asked more than %d questions during one call", maxQuestions)
 	}
 	q := &parkedQuestion{requests: reqs, answer: make(chan mcp.InputResponses, 1)}
 	// The question's request, or the call (its agent gone, its expiry),

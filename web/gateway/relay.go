@@ -93,16 +93,46 @@ type guardedRelay struct {
 	e     *Endpoint
 	inner discovery.Relay
 	srv   store.Server
-	call  store.Call // the routed call's record: who asks, during what
+	call  store.Call     // the routed call's record: who asks, during what
+	asks  discovery.Asks // what the agent declared: nothing else reaches it
 }
 
 // guard wraps the relay ctx carries, if any, in srv's policy.
-func (e *Endpoint) guard(ctx context.Context, srv store.Server, call store.Call) context.Context {
+func (e *Endpoint) guard(ctx context.Context, srv store.Server, call store.Call, asks discovery.Asks) context.Context {
 	inner := discovery.RelayOf(ctx)
 	if inner == nil {
 		return ctx
 	}
-	return discovery.WithCallRelay(ctx, guardedRelay{e: e, inner: inner, srv: srv, call: call})
+	return discovery.WithCallRelay(ctx, guardedRelay{e: e, inner: inner, srv: srv, call: call, asks: asks})
+}
+
+// undeclared says why a question the agent did not declare it answers is
+// refused, or "" for one it did. (Its session to the server declares the
+// same, but a 2026-07-28 server's input_required may ask anything.)
+func (g guardedRelay) undeclared(req mcp.InputRequest) string {
+	var ok bool
+	switch {
+	case req.Sampling != nil:
+		ok = g.asks.Sampling
+	case req.Elicitation != nil && req.Elicitation.Mode == mcp.ElicitationModeURL:
+		ok = g.asks.URLElicitation
+	case req.Elicitation != nil:
+		ok = g.asks.Elicitation
+	default:
+		ok = g.asks.Roots
+	}
+	if ok {
+		return ""
+	}
+	return "the agent did not declare that it answers " + string(req.Method) + requestMode(req)
+}
+
+// requestMode names an elicitation's mode, for a refusal.
+func requestMode(req mcp.InputRequest) string {
+	if req.Elicitation != nil && req.Elicitation.Mode != "" {
+		return " in " + string(req.Elicitation.Mode) + " mode"
+	}
+	return ""
 }
 
 // errAskRefused is a question of the server's that Switchboard refused.
@@ -169,6 +199,9 @@ func detailOf(v any) string {
 }
 
 func (g guardedRelay) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	if why := g.undeclared(mcp.NewSamplingInputRequest(req.CreateMessageParams)); why != "" {
+		return nil, errAskRefused{why}
+	}
 	done, err := g.allow(ctx, store.AskSampling, detailOf(req.CreateMessageParams))
 	if err != nil {
 		return nil, err
@@ -179,6 +212,9 @@ func (g guardedRelay) CreateMessage(ctx context.Context, req mcp.CreateMessageRe
 }
 
 func (g guardedRelay) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	if why := g.undeclared(mcp.NewElicitationInputRequest(req.Params)); why != "" {
+		return nil, errAskRefused{why}
+	}
 	done, err := g.allow(ctx, store.AskElicitation, detailOf(req.Params))
 	if err != nil {
 		return nil, err
@@ -189,6 +225,9 @@ func (g guardedRelay) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*
 }
 
 func (g guardedRelay) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	if why := g.undeclared(mcp.NewRootsInputRequest()); why != "" {
+		return nil, errAskRefused{why}
+	}
 	done, err := g.allow(ctx, store.AskRoots, "")
 	if err != nil {
 		return nil, err
@@ -204,6 +243,11 @@ func (g guardedRelay) ListRoots(ctx context.Context, req mcp.ListRootsRequest) (
 // agent: see parkedCall.Input); else one by one. One refused refuses
 // them all: the server's request ends with the refusal.
 func (g guardedRelay) Input(ctx context.Context, reqs mcp.InputRequests) (mcp.InputResponses, error) {
+	for _, key := range slices.Sorted(maps.Keys(reqs)) {
+		if why := g.undeclared(reqs[key]); why != "" {
+			return nil, errAskRefused{fmt.Sprintf("the server's request %q: %s", key, why)}
+		}
+	}
 	inner, whole := g.inner.(discovery.InputRelay)
 	if !whole {
 		return discovery.AnswerEach(ctx, g, reqs)
