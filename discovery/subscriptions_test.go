@@ -3,6 +3,7 @@ package discovery
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -58,10 +59,16 @@ func TestSubscriptionsReopenTheListenStream(t *testing.T) {
 	// The last stream listens for b alone; the session lives on.
 	deadline := time.Now().Add(time.Minute)
 	for {
+		// The last listen is the one sent last (the highest id): an
+		// earlier one's request may reach the server after it, as the
+		// client ends that stream and opens the next at once.
 		mu.Lock()
-		last := ""
-		if len(filters) > 0 {
-			last = filters[len(filters)-1]
+		last, lastID := "", -1
+		for _, f := range filters {
+			var msg struct{ ID int }
+			if json.Unmarshal([]byte(f), &msg) == nil && msg.ID > lastID {
+				last, lastID = f, msg.ID
+			}
 		}
 		mu.Unlock()
 		if strings.Contains(last, `"resourceSubscriptions":["test://b"]`) {

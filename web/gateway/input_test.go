@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/switchboard-dev/switchboard/internal/fixturetest"
 	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -31,8 +32,12 @@ type inputRequired struct {
 // once, when it ends.
 func TestA2026ServersQuestionsComeTogether(t *testing.T) {
 	e := newEnv(t)
-	e.createServer(map[string]any{"id": "conf", "name": "Conformance", "transport": "stdio", "command": fixtureBin,
-		"args": []string{"-conformance"}, "default_policy": "allow"})
+	// Over HTTP: a 2026-07-28 server for sure (a stdio server's
+	// server/discover probe may give up on a loaded machine, and the
+	// session fall back to 2025-11-25, where a server's questions come
+	// one by one).
+	url := fixturetest.MCP(fixturetest.Start(t, fixtureBin, "http", "-addr", "127.0.0.1:0", "-conformance"))
+	e.createServer(map[string]any{"id": "conf", "name": "Conformance", "transport": "http", "url": url, "default_policy": "allow"})
 	if status := e.verify("conf"); status != "success" {
 		t.Fatalf("verify conf = %s", status)
 	}

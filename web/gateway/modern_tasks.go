@@ -34,8 +34,9 @@ import (
 // is the token's that created it: any other token's request for it is
 // answered as for a task that does not exist. A task lives while
 // Switchboard runs, and its result stays for its TTL after it was
-// created. Without the extension, a tool that runs only as a task is
-// refused (-32021) and an optional one answered at once, as MCP has it.
+// created. Without the extension, a call is answered when it ends, a
+// task-only tool's too: Switchboard waits on the server's task, so it
+// has no need to refuse the call (-32021) as such a server must.
 // Not relayed to a task: the server's progress and log messages (the
 // request that would carry them has ended).
 
@@ -133,20 +134,20 @@ func missingTasks(what string) rpcError {
 }
 
 // answerTaskCall answers a 2026-07-28 tools/call of a tool its server
-// runs as a task: with the task, created and running, for an agent that
-// declared the extension; with -32021 for one that did not, if the tool
-// runs only as a task. answered is false for a call that is not one.
+// runs as a task, from an agent that declared the extension, with the
+// task, created and running. answered is false for a call that is not
+// one.
 func (e *Endpoint) answerTaskCall(w http.ResponseWriter, r *http.Request, req rpcRequest, o *offer, from agent) (answered bool, err error) {
 	c, ok := o.tools[req.Params.Name]
 	if !ok || c.taskSupport == "" || req.badArguments() != "" || !o.view(profileOf(r.Context())).offersTo(req.Params.Name, from.asks) {
 		return false, nil // answered as any call (see answer)
 	}
-	declared := tasksDeclared(req)
-	if !declared {
-		if c.taskSupport == mcp.TaskSupportRequired {
-			return true, writeRPCError(w, r, true, req.ID, missingTasks("the tool "+req.Params.Name+" runs only as a task: it"))
-		}
-		return false, nil // called as any tool
+	if !tasksDeclared(req) {
+		// Called as any tool: Switchboard waits on the server's task
+		// for a task-only one (see discovery.Session.Call), so it need
+		// not refuse the call (-32021) as a server that cannot answer
+		// without a task must.
+		return false, nil
 	}
 	var params mcp.CallToolParams
 	if err := json.Unmarshal(req.RawParams, &params); err != nil {

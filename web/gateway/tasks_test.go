@@ -129,14 +129,14 @@ func TestAnAgentsTaskIsRelayed(t *testing.T) {
 		t.Fatal("the server's task was still running a minute after the agent's tasks/cancel")
 	}
 
-	// At 2026-07-28 the tool runs only as a task of the extension's: a
-	// client without it is refused (its v1 task param tolerated, and
-	// no help); one with it gets a task of its own, whose result comes
-	// from the server's task.
+	// At 2026-07-28 a client without the tasks extension has its call
+	// answered when the server's task ends (its v1 task param
+	// tolerated); one with it gets a task of its own, whose result
+	// comes from the server's task.
 	modern := mcptest.PostModern(t, e.base, testMCPToken, string(mcp.MethodToolsCall),
 		map[string]any{"name": "tasks__research", "arguments": map[string]any{"topic": "reefs"}, "task": map[string]any{"ttl": 60000}}, nil)
-	if modern.Error == nil || modern.Error.Code != mcp.MISSING_REQUIRED_CLIENT_CAPABILITY {
-		t.Errorf("a 2026-07-28 call of a task-only tool without the extension = %+v; want -32021", modern)
+	if modern.Error != nil || !strings.Contains(string(modern.Result["content"]), "researched reefs") {
+		t.Errorf("a 2026-07-28 call of a task-only tool without the extension = %+v; want the result at once", modern)
 	}
 	modern = mcptest.PostModern(t, e.base, testMCPToken, string(mcp.MethodToolsCall),
 		map[string]any{"name": "tasks__research", "arguments": map[string]any{"topic": "reefs"}}, withTasksExtension)
