@@ -78,6 +78,11 @@ type Session struct {
 	// updated are the subscriptions to the server's resources, by URI
 	// (see subscriptions.go), under mu.
 	updated map[string][]*subscription
+	// subscribing serializes a 2025-era server's resources/subscribe and
+	// resources/unsubscribe with the first and last subscriber they are
+	// for: a subscribe sent after an unsubscribe must not reach the
+	// server before it, and leave nobody subscribed upstream.
+	subscribing sync.Mutex
 	// A 2026-07-28 session's subscriptions/listen stream (see listen):
 	// its context (the session's), what it listens for besides the
 	// resources subscribed to, and what ends the stream running; under

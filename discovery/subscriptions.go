@@ -28,6 +28,10 @@ func (s *Session) Subscribe(ctx context.Context, uri string, fn func()) (unsubsc
 	}
 	modern := mcp.IsModernProtocol(s.protocol)
 	sub := &subscription{fn: fn}
+	if !modern {
+		s.subscribing.Lock()
+		defer s.subscribing.Unlock()
+	}
 	s.mu.Lock()
 	first := len(s.updated[uri]) == 0
 	if s.updated == nil {
@@ -59,6 +63,10 @@ func (s *Session) Subscribe(ctx context.Context, uri string, fn func()) (unsubsc
 		}
 	}
 	return func() {
+		if !modern {
+			s.subscribing.Lock()
+			defer s.subscribing.Unlock()
+		}
 		if !drop() || s.Err() != nil {
 			return
 		}

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -143,10 +145,28 @@ func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mc
 	ctx = discovery.WithCallLog(ctx, func(l discovery.CallLog) { e.relayLog(ctx, l) })
 	if m := req.Params.Meta; m != nil && m.ProgressToken != nil {
 		// The server's progress reaches the agent under the agent's own
-		// token, on the call's stream (see relayProgress).
-		ctx = discovery.WithCallProgress(ctx, func(p discovery.CallProgress) { e.relayProgress(ctx, m.ProgressToken, p) })
+		// token, on the call's stream (see relayProgress), always
+		// increasing, as MCP has it: a task's status steps and the
+		// server's own progress may both come, each counting on its
+		// own, and one that does not go past the last is dropped.
+		ctx = discovery.WithCallProgress(ctx, increasing(func(p discovery.CallProgress) { e.relayProgress(ctx, m.ProgressToken, p) }))
 	}
 	return e.call(ctx, cr)
+}
+
+// increasing passes on to relay each progress that goes past the last
+// one passed, one at a time (relay must not block), and drops the others.
+func increasing(relay func(discovery.CallProgress)) func(discovery.CallProgress) {
+	var mu sync.Mutex
+	last := math.Inf(-1)
+	return func(p discovery.CallProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.Progress > last {
+			last = p.Progress
+			relay(p)
+		}
+	}
 }
 
 // call routes one call: it re-reads the tool and its policy, refuses

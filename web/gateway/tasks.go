@@ -48,7 +48,15 @@ type taskSlotKey struct{}
 type agentTasks struct {
 	mu sync.Mutex
 	m  map[string]agentTask
+	// early are the tasks/cancel that came before their task's call
+	// started (mcp-go answers the task at once, and the agent may cancel
+	// it before the call is under way), by task id: the session that
+	// asked. At most maxEarlyCancels are kept.
+	early map[string]string
 }
+
+// maxEarlyCancels bounds agentTasks.early.
+const maxEarlyCancels = 256
 
 type agentTask struct {
 	session string
@@ -111,6 +119,12 @@ func (e *Endpoint) detachTask(ctx context.Context) (_ context.Context, done func
 		e.tasks.m = map[string]agentTask{}
 	}
 	e.tasks.m[id] = agentTask{session: session, cancel: cancel}
+	if by, ok := e.tasks.early[id]; ok {
+		delete(e.tasks.early, id)
+		if by == session { // cancelled already: the call ends at once
+			cancel()
+		}
+	}
 	e.tasks.mu.Unlock()
 	return tctx, func() {
 		e.tasks.mu.Lock()
@@ -129,6 +143,12 @@ func (e *Endpoint) cancelTask(ctx context.Context, _ any, req *mcp.CancelTaskReq
 	}
 	e.tasks.mu.Lock()
 	t, ok := e.tasks.m[req.Params.TaskId]
+	if !ok { // its call may not have started yet: it ends as it does
+		if e.tasks.early == nil || len(e.tasks.early) >= maxEarlyCancels {
+			e.tasks.early = map[string]string{}
+		}
+		e.tasks.early[req.Params.TaskId] = cs.SessionID()
+	}
 	e.tasks.mu.Unlock()
 	if ok && t.session == cs.SessionID() {
 		t.cancel()

@@ -22,7 +22,20 @@ import (
 // relayedQuestion is a relayed question on its way to an agent.
 type relayedQuestion struct {
 	session, method string
-	id              json.RawMessage // once sent; under relayedMu
+	id              json.RawMessage // once sent; under relayed.mu
+	// sent is closed once its id is known or it ended (under
+	// relayed.mu): the next question of its method to its session waits
+	// for it, so that each id goes to its own question.
+	sent   chan struct{}
+	closed bool
+}
+
+// markSent closes q.sent once (relayed.mu held).
+func (q *relayedQuestion) markSent() {
+	if !q.closed {
+		q.closed = true
+		close(q.sent)
+	}
 }
 
 // relayedQuestions are the relayed questions of every session.
@@ -39,14 +52,30 @@ var relayedMethods = [][]byte{[]byte(mcp.MethodSamplingCreateMessage), []byte(mc
 // the server's request did (err is the relay's error), in which case the
 // agent is told it is withdrawn.
 func (e *Endpoint) expectRelayed(ctx context.Context, session, method string) (done func(err error)) {
-	q := &relayedQuestion{session: session, method: method}
+	q := &relayedQuestion{session: session, method: method, sent: make(chan struct{})}
 	rq := &e.relayed
-	rq.mu.Lock()
-	rq.pending = append(rq.pending, q)
-	rq.mu.Unlock()
+	for {
+		// An earlier question of the method to the session, not sent
+		// yet, goes first: the ids are read off the stream in order.
+		rq.mu.Lock()
+		i := slices.IndexFunc(rq.pending, func(p *relayedQuestion) bool { return p.session == session && p.method == method && p.id == nil })
+		if i < 0 {
+			rq.pending = append(rq.pending, q)
+			rq.mu.Unlock()
+			break
+		}
+		earlier := rq.pending[i].sent
+		rq.mu.Unlock()
+		select {
+		case <-earlier:
+		case <-ctx.Done():
+			return func(error) {} // the question is not asked: its send fails at once
+		}
+	}
 	return func(err error) {
 		rq.mu.Lock()
 		rq.pending = slices.DeleteFunc(rq.pending, func(p *relayedQuestion) bool { return p == q })
+		q.markSent()
 		id := q.id
 		rq.mu.Unlock()
 		if err != nil && ctx.Err() != nil && id != nil {
@@ -77,6 +106,7 @@ func (e *Endpoint) noteRelayed(session string, p []byte) {
 		for _, q := range rq.pending {
 			if q.session == session && q.method == msg.Method && q.id == nil {
 				q.id = bytes.Clone(msg.ID)
+				q.markSent()
 				break
 			}
 		}
