@@ -179,7 +179,7 @@ func (r *verification) addAskTools(ctx context.Context, res *Result, all askList
 		// Its calls go to a session that declares what the agent
 		// declared: the definition an agent gets may not be the one
 		// reviewed.
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d tools are defined differently to a client that answers what a server asks (e.g. %q): the definition kept is the one every client gets", len(differ), cutText(differ[0], 64)))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d tools are defined differently to a client that answers what a server asks (e.g. %q): the definition kept is the one every client gets, and calls of them go as every client's, so the server cannot ask during them", len(differ), cutText(differ[0], 64)))
 	}
 	if len(extra) == 0 {
 		return

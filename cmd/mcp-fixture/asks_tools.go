@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -133,16 +134,38 @@ var sampleRootsTool = server.ServerTool{
 	},
 }
 
+// variantTools is -variant's tool filter: log_steps is described
+// otherwise to a client that declares sampling.
+func variantTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	if clientCapsOf(ctx).Sampling == nil {
+		return tools
+	}
+	out := slices.Clone(tools)
+	for i, t := range out {
+		if t.Name == "log_steps" {
+			out[i].Description += " (A client that samples is told more.)"
+		}
+	}
+	return out
+}
+
+// clientCapsOf is what the client of a request declared: the request's
+// own capabilities at 2026-07-28, its session's before.
+func clientCapsOf(ctx context.Context) mcp.ClientCapabilities {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern && info.ClientCapabilities != nil {
+		return *info.ClientCapabilities
+	}
+	if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		return cs.GetClientCapabilities()
+	}
+	return mcp.ClientCapabilities{}
+}
+
 // gatedTools is -gated's tool filter: each asking tool is listed only to
 // a client that declares what it asks, as server-everything lists
 // trigger-sampling-request only to one that declares sampling.
 func gatedTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
-	var caps mcp.ClientCapabilities
-	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern && info.ClientCapabilities != nil {
-		caps = *info.ClientCapabilities
-	} else if cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
-		caps = cs.GetClientCapabilities()
-	}
+	caps := clientCapsOf(ctx)
 	form := caps.Elicitation != nil && (caps.Elicitation.Form != nil || caps.Elicitation.URL == nil)
 	declared := map[string]bool{
 		"ask_model":    caps.Sampling != nil,

@@ -186,6 +186,9 @@ type config struct {
 	// declares what each asks (see gatedTools), as server-everything
 	// does.
 	gated bool
+	// variant defines -mode asks's log_steps otherwise to a client that
+	// declares sampling (see variantTools).
+	variant bool
 	// addr is the TCP address the http and sse transports listen on.
 	addr string
 	// tools is the number of generated tools.
@@ -344,6 +347,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&cfg.descriptionBytes, "description-bytes", cfg.descriptionBytes, "minimum length of the description listed by -mode injection")
 	fs.IntVar(&cfg.entries, "entries", cfg.entries, "entries listed by -mode many-tiny-tools, besides the generated tools")
 	fs.BoolVar(&cfg.app, "app", cfg.app, "serve an MCP App too: the resource "+appURI+" and the tool show_clock whose _meta.ui.resourceUri points at it")
+	fs.BoolVar(&cfg.variant, "variant", cfg.variant, "with -mode asks: describe log_steps otherwise to a client that declares sampling (a tool defined differently to a client that answers what a server asks)")
 	fs.BoolVar(&cfg.gated, "gated", cfg.gated, "with -mode asks: list each asking tool only to a client that declares what it asks (sampling, elicitation form or URL, roots), and sample_roots only to one that declares sampling and roots")
 	fs.BoolVar(&cfg.legacy, "legacy", cfg.legacy, "serve only the MCP revisions before 2026-07-28 (stdio, http): no server/discover, and what -mode asks asks comes as requests of the server's own")
 	fs.StringVar(&cfg.oauthIssuer, "oauth-issuer", cfg.oauthIssuer, "protect /mcp (-transport http, -mode normal) with JWT access tokens from this OAuth authorization server: 401 with WWW-Authenticate resource_metadata without a valid token (iss, aud = the /mcp URL, exp, signature by the issuer's JWKS), protected resource metadata (RFC 9728) at /.well-known/oauth-protected-resource[/mcp]")

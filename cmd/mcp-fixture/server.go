@@ -90,6 +90,9 @@ func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServ
 		if cfg.gated {
 			opts = append(opts, server.WithToolFilter(gatedTools))
 		}
+		if cfg.variant {
+			opts = append(opts, server.WithToolFilter(variantTools))
+		}
 	}
 	opts = append(opts, server.WithHooks(hooks))
 	s = server.NewMCPServer(cfg.name, cfg.version, opts...)

@@ -17,12 +17,7 @@ import (
 // in both protocol eras.
 func TestAnMCPAppsResourceIsOfferedAndRead(t *testing.T) {
 	e := newEnv(t)
-	e.createServer(map[string]any{"id": "app", "name": "App", "transport": "stdio", "command": fixtureBin,
-		"args": []string{"-tools", "1", "-app"}, "default_policy": "allow"})
-	if status := e.verify("app"); status != "success" {
-		t.Fatalf("verify = %s", status)
-	}
-	e.setPolicy("app", "show_clock", "allow")
+	e.fixture("app", []string{"-tools", "1", "-app"}, "show_clock")
 	const offered = "ui://app/clock/app.html" // the server's ui://clock/app.html
 	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
 		t.Run(version, func(t *testing.T) {

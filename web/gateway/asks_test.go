@@ -355,12 +355,7 @@ func (a slowAgent) Elicit(ctx context.Context, req mcp.ElicitationRequest) (*mcp
 // reaches a 2025-era server over stdio, for either era of agent.
 func TestASlowAnswerStillReachesTheServer(t *testing.T) {
 	e := newEnv(t)
-	e.createServer(map[string]any{"id": "slow", "name": "Slow", "transport": "stdio", "command": fixtureBin,
-		"args": []string{"-mode", "asks", "-legacy"}, "default_policy": "allow"})
-	if status := e.verify("slow"); status != "success" {
-		t.Fatalf("verify slow = %s", status)
-	}
-	e.setPolicy("slow", "ask_person", "allow")
+	e.fixture("slow", []string{"-mode", "asks", "-legacy"}, "ask_person")
 	caps := mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}}
 	for _, version := range []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20260728} {
 		t.Run(version, func(t *testing.T) {
@@ -373,5 +368,24 @@ func TestASlowAnswerStillReachesTheServer(t *testing.T) {
 				t.Errorf("ask_person answered after %s = %+v, %v; want the answer", a.pause, res, err)
 			}
 		})
+	}
+}
+
+// A tool its server defines otherwise to a client that answers what it
+// asks (its verification warns so) is called, for such an agent, as the
+// definition a person reviewed, on a session that declares nothing:
+// not refused as changed, call after call, while its verification
+// finds nothing new.
+func TestAToolDefinedOtherwiseForAskingAgentsRunsAsReviewed(t *testing.T) {
+	e := newEnv(t)
+	e.fixture("variant", []string{"-mode", "asks", "-variant"}, "log_steps")
+	c := connectAnswering(t, e.base, mcp.ProtocolVersion20251125, answeringAgent{"sam"})
+	for range 2 {
+		if res, err := c.Call("variant__log_steps", nil); err != nil || res.IsError || mcptest.Text(res) != "done" {
+			t.Fatalf("an agent that samples calls log_steps = %+v, %v; want it done", res, err)
+		}
+	}
+	if tool := e.tools("variant")["log_steps"]; tool.State != store.ToolActive || tool.Pin != tool.Policy.Pin {
+		t.Errorf("log_steps after the calls = %+v; want it active at its approved pin", tool)
 	}
 }

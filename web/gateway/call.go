@@ -281,6 +281,17 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 		res, _, err := e.pool.Call(cctx, srv.ID, config, target,
 			time.Duration(srv.TimeoutMS)*time.Millisecond, entry.Name, entry.Policy.Pin, cr.Args)
 		var mismatch *discovery.PinMismatchError
+		if errors.As(err, &mismatch) && mismatch.Live != nil && target.Asks.Any() {
+			// The server defines the tool otherwise to a client that
+			// answers what it asks (its verification warned so): the
+			// call goes as every client's, to the definition a person
+			// reviewed, on a session that declares nothing. (Verifying
+			// again would find the same, and refuse the next call too.)
+			plain := target
+			plain.Asks = discovery.Asks{}
+			res, _, err = e.pool.Call(cctx, srv.ID, config, plain,
+				time.Duration(srv.TimeoutMS)*time.Millisecond, entry.Name, entry.Policy.Pin, cr.Args)
+		}
 		if errors.As(err, &mismatch) {
 			// Verify, so the dashboard shows the change for review.
 			if verr := e.deps.Verify(srv, store.TriggerPinMismatch); verr != nil {

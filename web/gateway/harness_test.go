@@ -193,6 +193,20 @@ func (e *env) createServer(body map[string]any) store.Server {
 // Verify does; once the job is done (its outcome recorded), it returns
 // the job's status ("success", "failed", ...), logging the error of one
 // that failed.
+// fixture registers the stdio fixture with args as server id (every
+// tool allowed by default), verifies it, and allows tools, which may
+// otherwise wait for a person's review.
+func (e *env) fixture(id string, args []string, tools ...string) {
+	e.t.Helper()
+	e.createServer(map[string]any{"id": id, "name": id, "transport": "stdio", "command": fixtureBin, "args": args, "default_policy": "allow"})
+	if status := e.verify(id); status != "success" {
+		e.t.Fatalf("verify %s = %s", id, status)
+	}
+	for _, tool := range tools {
+		e.setPolicy(id, tool, "allow")
+	}
+}
+
 func (e *env) verify(id string) string {
 	e.t.Helper()
 	ctx := context.Background()
