@@ -34,10 +34,16 @@ func taskTools() []server.ServerTool {
 		tool("greet", "Greets someone by name.", "", func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(fmt.Sprintf("Hello, %s!", req.GetString("name", "World"))), nil
 		}, mcp.WithString("name")),
-		tool("slow_compute", "Works for the given seconds, then answers.", mcp.TaskSupportOptional, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		tool("slow_compute", "Works for the given seconds, saying so (progress) after each, then answers.", mcp.TaskSupportOptional, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			seconds := req.GetInt("seconds", 0)
-			if err := pause(ctx, time.Duration(seconds)*time.Second); err != nil {
-				return nil, err
+			for i := 1; i <= seconds; i++ {
+				if err := pause(ctx, time.Second); err != nil {
+					return nil, err
+				}
+				if m := req.Params.Meta; m != nil && m.ProgressToken != nil {
+					_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), map[string]any{
+						"progressToken": m.ProgressToken, "progress": i, "total": seconds, "message": fmt.Sprintf("second %d of %d", i, seconds)})
+				}
 			}
 			return mcp.NewToolResultText(fmt.Sprintf("Computed %s after %d s", req.GetString("label", ""), seconds)), nil
 		}, mcp.WithInteger("seconds", mcp.Min(0), mcp.Max(120)), mcp.WithString("label")),

@@ -37,8 +37,8 @@ import (
 // created. Without the extension, a call is answered when it ends, a
 // task-only tool's too: Switchboard waits on the server's task, so it
 // has no need to refuse the call (-32021) as such a server must.
-// Not relayed to a task: the server's progress and log messages (the
-// request that would carry them has ended).
+// The server's progress becomes the task's statusMessage; its log
+// messages are not relayed to a task (no request is left to carry them).
 
 // tasksExtension is the extension's id, in capabilities.extensions.
 const tasksExtension = "io.modelcontextprotocol/tasks"
@@ -81,6 +81,7 @@ type modernTask struct {
 	mu      sync.Mutex
 	updated time.Time
 	status  string
+	message string              // the server's last progress, as the task's statusMessage
 	result  *mcp.CallToolResult // completed
 	failure *rpcError           // failed
 	asked   *taskQuestions      // input_required
@@ -215,7 +216,10 @@ func (e *Endpoint) startTask(ctx context.Context, cr callRequest) (*modernTask, 
 		defer e.mtasks.wg.Done()
 		defer close(t.done)
 		defer cancel()
-		res, err := e.call(discovery.WithCallRelay(tctx, relay), cr)
+		// The server's progress is the task's status message: there is
+		// no request left to carry notifications/progress.
+		ctx := discovery.WithCallProgress(discovery.WithCallRelay(tctx, relay), increasing(t.progressed))
+		res, err := e.call(ctx, cr)
 		t.end(res, err)
 	}()
 	return t, nil
@@ -268,6 +272,22 @@ func (t *modernTask) end(res *mcp.CallToolResult, err error) {
 	}
 }
 
+// progressed notes the server's progress as the task's status message.
+func (t *modernTask) progressed(p discovery.CallProgress) {
+	m := p.Message
+	if m == "" {
+		m = strconv.FormatFloat(p.Progress, 'f', -1, 64)
+		if p.Total > 0 {
+			m += " of " + strconv.FormatFloat(p.Total, 'f', -1, 64)
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.terminal() {
+		t.message, t.updated = m, time.Now()
+	}
+}
+
 // terminal reports whether the task ended (t.mu held).
 func (t *modernTask) terminal() bool {
 	return t.status == taskCompleted || t.status == taskFailed || t.status == taskCancelled
@@ -288,6 +308,8 @@ func (t *modernTask) fields(detailed bool) map[string]any {
 		f["result"] = t.result
 	case t.status == taskFailed && t.failure != nil:
 		f["error"] = t.failure
+	case t.status == taskWorking && t.message != "":
+		f["statusMessage"] = t.message
 	case t.status == taskInputRequired && t.asked != nil:
 		pending := make(mcp.InputRequests, len(t.asked.pending))
 		for key := range t.asked.pending {

@@ -25,6 +25,7 @@ type modernTask struct {
 	Result        *mcp.CallToolResult        `json:"result"`
 	Error         *mcptest.RPCError          `json:"error"`
 	InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	StatusMessage string                     `json:"statusMessage"`
 }
 
 // A 2026-07-28 agent that declares the tasks extension gets a task for a
@@ -124,8 +125,12 @@ func TestA2026AgentsTasks(t *testing.T) {
 			t.Errorf("the answered task = %+v; want both answers in its result", task)
 		}
 	})
-	t.Run("cancelled, and its call ended", func(t *testing.T) {
+	t.Run("its progress, then cancelled, and its call ended", func(t *testing.T) {
 		id := start(t, "slow_compute", map[string]any{"seconds": 60, "label": "long"}).TaskID
+		waitFor(t, time.Minute, "the server's progress as the task's status message", func() bool {
+			task := get(t, id)
+			return task.Status == "working" && task.StatusMessage == "second 1 of 60"
+		})
 		if _, a := post(t, mine, "tasks/cancel", map[string]any{"taskId": id}); a.Error != nil {
 			t.Fatalf("tasks/cancel = %+v", a.Error)
 		}
