@@ -1,7 +1,11 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +144,56 @@ type callOutcome struct{ Tool, Decision, DecidedBy, Outcome, Client string }
 
 func outcomeOf(c store.Call) callOutcome {
 	return callOutcome{c.Tool, c.Decision, c.DecidedBy, c.Outcome, c.Client}
+}
+
+// A call waiting for a person says so, as progress under the agent's own
+// token, to an agent built on the official TypeScript SDK, and goes on
+// when the person answers; the ask timeout is below that SDK's default
+// request timeout (60 s), so a call nobody answers is denied, with its
+// reason, before the agent's client gives up on it.
+func TestAWaitingCallSaysSoToTheAgent(t *testing.T) {
+	if gateway.DefaultAskTimeout >= time.Minute {
+		t.Errorf("DefaultAskTimeout = %s; want it below the 60 s agents' clients commonly give a request", gateway.DefaultAskTimeout)
+	}
+	needNPM(t, tsClientPkg)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not installed: %v", err)
+	}
+	m := newMCPSetup(t, func(c *gateway.Config) { c.AskTimeout = time.Minute })
+	e := m.e
+	e.approvers.Store(1) // a dashboard tab, here the test, answers
+	agentJS, _ := filepath.Abs("../../e2e/mcp/waiting-agent.mjs")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, agentJS, m.base+"/mcp", testMCPToken, "alpha__write")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.decide(e.waitApproval(), "allow_once")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("waiting-agent.mjs: %v\nstdout: %s\nstderr: %s", err, truncate(stdout.String()), truncate(stderr.String()))
+	}
+	var out struct {
+		Progress []struct {
+			Token    string  `json:"token"`
+			Progress float64 `json:"progress"`
+			Message  string  `json:"message"`
+		} `json:"progress"`
+		Text    string `json:"text"`
+		IsError bool   `json:"isError"`
+		Error   string `json:"error"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("waiting-agent.mjs printed %q: %v", truncate(stdout.String()), err)
+	}
+	if out.Error != "" || out.IsError || out.Text == "" {
+		t.Errorf("the approved call = %+v; want the tool's result", out)
+	}
+	if len(out.Progress) == 0 || out.Progress[0].Token != "waiting-agent-progress" || !strings.Contains(out.Progress[0].Message, "waiting for a person to approve") {
+		t.Errorf("progress heard while the call waited = %+v; want one saying it waits for a person, under the agent's token", out.Progress)
+	}
 }

@@ -74,6 +74,9 @@ type callRequest struct {
 	// Asks are what the agent can answer of what the server asks during
 	// the call (see relay.go).
 	Asks discovery.Asks
+	// Waiting, if set, tells the agent what its call waits for, as
+	// progress (it gave a progressToken).
+	Waiting func(message string)
 	// Called and CalledArgs are the tool's name and arguments as the
 	// agent sent them (before call_tool's unwrapping): a retry that
 	// answers a parked call must repeat them.
@@ -145,28 +148,80 @@ func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mc
 	ctx = discovery.WithCallLog(ctx, func(l discovery.CallLog) { e.relayLog(ctx, l) })
 	if m := req.Params.Meta; m != nil && m.ProgressToken != nil {
 		// The server's progress reaches the agent under the agent's own
-		// token, on the call's stream (see relayProgress), always
-		// increasing, as MCP has it: a task's status steps and the
-		// server's own progress may both come, each counting on its
-		// own, and one that does not go past the last is dropped.
-		ctx = discovery.WithCallProgress(ctx, increasing(func(p discovery.CallProgress) { e.relayProgress(ctx, m.ProgressToken, p) }))
+		// token, on the call's stream (see relayProgress), after
+		// Switchboard's own while the call waits for a person.
+		p := newAgentProgress(func(p discovery.CallProgress) { e.relayProgress(ctx, m.ProgressToken, p) })
+		ctx, cr.Waiting = discovery.WithCallProgress(ctx, p.server), p.waiting
 	}
 	return e.call(ctx, cr)
 }
 
-// increasing passes on to relay each progress that goes past the last
-// one passed, one at a time (relay must not block), and drops the others.
-func increasing(relay func(discovery.CallProgress)) func(discovery.CallProgress) {
-	var mu sync.Mutex
-	last := math.Inf(-1)
-	return func(p discovery.CallProgress) {
-		mu.Lock()
-		defer mu.Unlock()
-		if p.Progress > last {
-			last = p.Progress
-			relay(p)
-		}
+// agentProgress is the progress an agent's call reports: Switchboard's
+// own steps while the call waits (for a person's approval), then the
+// server's, counted on from there; always increasing, as MCP has it (a
+// task's status steps and the server's own progress may both come, each
+// counting on its own: one that does not go past the last is dropped).
+// relay is called one at a time, and must not block.
+type agentProgress struct {
+	mu    sync.Mutex
+	relay func(discovery.CallProgress)
+	last  float64 // the last relayed
+	base  float64 // Switchboard's own steps, before the server's
+}
+
+func newAgentProgress(relay func(discovery.CallProgress)) *agentProgress {
+	return &agentProgress{relay: relay, last: math.Inf(-1)}
+}
+
+// waiting reports a step of Switchboard's own: what the call waits for.
+func (p *agentProgress) waiting(message string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.base = max(p.base, p.last) + 1
+	p.last = p.base
+	p.relay(discovery.CallProgress{Progress: p.base, Message: message})
+}
+
+// server reports the server's progress, after Switchboard's own steps.
+func (p *agentProgress) server(c discovery.CallProgress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c.Progress += p.base
+	if c.Total > 0 {
+		c.Total += p.base
 	}
+	if c.Progress > p.last {
+		p.last = c.Progress
+		p.relay(c)
+	}
+}
+
+// askHeartbeat is how often a call waiting for a person says so to an
+// agent that asked for progress.
+const askHeartbeat = 5 * time.Second
+
+// heartbeat says, through waiting (if not nil), that the call waits for
+// a person until stop is called: at once, then every askHeartbeat, with
+// the time left until deadline.
+func heartbeat(waiting func(string), deadline time.Time) (stop func()) {
+	if waiting == nil {
+		return func() {}
+	}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(askHeartbeat)
+		defer tick.Stop()
+		for {
+			waiting(fmt.Sprintf("waiting for a person to approve the call (up to %s more)", time.Until(deadline).Round(time.Second)))
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
 }
 
 // call routes one call: it re-reads the tool and its policy, refuses
@@ -238,7 +293,12 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 				// own questions approves nothing.
 				cr.Ask, cr.CanAsk, cr.DashboardOnly = nil, false, true
 			}
+			stop := func() {}
+			if !cr.Modern || !cr.CanAsk { // else answered at once: the question goes in the answer
+				stop = heartbeat(cr.Waiting, time.Now().Add(e.cfg.AskTimeout))
+			}
 			a := e.askPerson(ctx, cr, srv, rec)
+			stop()
 			switch {
 			case a.pending != nil:
 				return a.pending, nil

@@ -33,9 +33,11 @@ import (
 // Everything else is the same for both: the offer, the call path
 // (call.go), the refusals and the audit.
 
-// The defaults of Config.
+// The defaults of Config. DefaultAskTimeout is below the 60 s an agent's
+// client commonly gives a request (the TypeScript SDK's default), so the
+// call is denied, with its reason, before the client gives up on it.
 const (
-	DefaultAskTimeout  = 60 * time.Second
+	DefaultAskTimeout  = 45 * time.Second
 	DefaultCallTimeout = 2 * time.Minute
 )
 

@@ -19,10 +19,12 @@ import (
 // A resources/read or prompts/get (a "fetch") is routed as a tool call is
 // (see listed.go for what is offered): the entry is found in the agent's
 // view, read again from the store, refused if it is no longer offered,
-// put to a person on ask (on the dashboard's cards: a fetch is answered
-// by Switchboard itself, outside the session's stream that could carry a
-// question to the agent's client), sent through the server's pooled
-// session, and written to the call log.
+// put to a person on ask (in a 2026-07-28 client that answers forms, in
+// its answer's input_required, as a call's; else on the dashboard's
+// cards: a session's fetch is answered by Switchboard itself, outside
+// the session's stream that could carry a question to the agent's
+// client), sent through the server's pooled session, and written to the
+// call log.
 
 // fetch routes one resources/read (kind KindResource, for cr.AgentName,
 // the URI asked for) or prompts/get (KindPrompt, for cr.AgentName, the
@@ -79,8 +81,14 @@ func (e *Endpoint) fetch(ctx context.Context, cr callRequest, args map[string]st
 	}
 	rec.Decision, rec.DecidedBy = store.DecisionAllowed, byPolicy
 	if entry.Effective == store.PolicyAsk {
-		cr.Ask, cr.Modern, cr.CanAsk = nil, false, false // the dashboard's cards only (see above)
+		cr.Ask = nil // a session's fetch is answered off its stream: the dashboard's cards
+		if cr.CanAsk && !e.inClientApprovals(ctx, cr) {
+			cr.CanAsk, cr.DashboardOnly = false, true
+		}
 		a := e.askPerson(ctx, cr, srv, rec)
+		if a.pending != nil { // a 2026-07-28 client's person answers in its retry
+			return inputRequiredOf(cr.Kind, a.pending.MultiRoundTripResult), nil
+		}
 		if !a.answer.allows() {
 			return nil, refuse(a.by, a.reason)
 		}
@@ -144,6 +152,14 @@ func (e *Endpoint) fetch(ctx context.Context, cr callRequest, args map[string]st
 		return e.park(ctx, cr, &rec, start, send)
 	}
 	return send(ctx)
+}
+
+// inClientApprovals reports whether cr's client answers approvals itself
+// (see store.InClientApprovals), by its token and profile as they are.
+func (e *Endpoint) inClientApprovals(ctx context.Context, cr callRequest) bool {
+	token, _ := e.clientAllows(ctx, cr.TokenID, store.ToolRef{}, "")
+	profile, err := e.profile(cr.Profile)
+	return err == nil && store.InClientApprovals(token, profile)
 }
 
 // errInputRequired is a server's answer that asks the client for input
@@ -218,6 +234,9 @@ func (e *Endpoint) answerFetch(w http.ResponseWriter, r *http.Request, req rpcRe
 		// the session's stream, and cannot be asked.
 		ct, _ := connectedClient(r.Context())
 		cr.TokenID, cr.Modern = ct.ID, true
+		if caps := req.Params.Meta.ClientCapabilities(); caps != nil {
+			cr.CanAsk = formElicitation(caps.Elicitation) // asked on ask in its answer, as a call is
+		}
 		if cr.Asks = from.asks; cr.Asks.Any() {
 			cr.Asks.Agent = "token " + cr.TokenID + " " + cr.Client
 		}

@@ -152,3 +152,39 @@ func TestA2026ServersQuestionsComeTogether(t *testing.T) {
 		}
 	})
 }
+
+// A prompt (or resource) under ask is asked about in a 2026-07-28 agent's
+// client that answers forms, as a tool call is: its prompts/get is
+// answered with the question (input_required), and its retry with the
+// person's answer gets the prompt. One that cannot ask is left to the
+// dashboard (here nobody's: refused at once, saying so).
+func TestAPromptUnderAskIsAskedInTheClient(t *testing.T) {
+	e := newEnv(t)
+	e.fixture("lst", []string{"-tools", "1", "-listed"})
+	if _, err := e.db.SetListedPolicy(t.Context(), store.ListedRef{ServerID: "lst", Kind: store.KindPrompt, Key: "test_simple_prompt"}, store.PolicyAsk, "test"); err != nil {
+		t.Fatal(err)
+	}
+	forms := func(_ map[string]string, msg map[string]any) {
+		msg["params"].(map[string]any)["_meta"].(map[string]any)[mcp.MetaKeyClientCapabilities] = map[string]any{
+			"elicitation": map[string]any{"form": map[string]any{}}}
+	}
+	get := func(retry map[string]any, edit func(map[string]string, map[string]any)) mcptest.Answer {
+		params := map[string]any{"name": "lst__test_simple_prompt"}
+		maps.Copy(params, retry)
+		return mcptest.PostModern(t, e.base, testMCPToken, "prompts/get", params, edit)
+	}
+	var q inputRequired
+	raw, _ := json.Marshal(get(nil, forms).Result)
+	if json.Unmarshal(raw, &q) != nil || q.ResultType != "input_required" || q.InputRequests["switchboard_approval"] == nil {
+		t.Fatalf("prompts/get of a prompt under ask = %s; want the approval question", raw)
+	}
+	a := get(map[string]any{"requestState": q.RequestState, "inputResponses": map[string]any{
+		"switchboard_approval": map[string]any{"action": "accept", "content": map[string]any{"answer": "allow_once"}}}}, forms)
+	raw, _ = json.Marshal(a.Result)
+	if a.Error != nil || !strings.Contains(string(raw), `"messages"`) || strings.Contains(string(raw), "input_required") {
+		t.Fatalf("the approved prompts/get = %s %+v; want the prompt", raw, a.Error)
+	}
+	if a := get(nil, nil); a.Error == nil || !strings.Contains(a.Error.Message, "dashboard") {
+		t.Errorf("prompts/get of a client that cannot ask = %s %+v; want refused, for the dashboard", a.Result, a.Error)
+	}
+}

@@ -218,7 +218,7 @@ func (e *Endpoint) startTask(ctx context.Context, cr callRequest) (*modernTask, 
 		defer cancel()
 		// The server's progress is the task's status message: there is
 		// no request left to carry notifications/progress.
-		ctx := discovery.WithCallProgress(discovery.WithCallRelay(tctx, relay), increasing(t.progressed))
+		ctx := discovery.WithCallProgress(discovery.WithCallRelay(tctx, relay), newAgentProgress(t.progressed).server)
 		res, err := e.call(ctx, cr)
 		t.end(res, err)
 	}()

@@ -54,16 +54,26 @@ func TestATaskCancelledBeforeItsCallStartsEnds(t *testing.T) {
 	}
 }
 
-// A call's progress reaches the agent only going up: a task's status
-// steps and the server's own progress, each counting on its own, never
-// make it go back.
+// A call's progress reaches the agent only going up: Switchboard's own
+// steps while the call waits for a person first, then the server's,
+// counted on from there, and a task's status steps and the server's own
+// progress, each counting on its own, never make it go back.
 func TestProgressOnlyIncreases(t *testing.T) {
-	var got []float64
-	relay := increasing(func(p discovery.CallProgress) { got = append(got, p.Progress) })
-	for _, p := range []float64{1, 2, 1, 2, 2.5, 0, 3} {
-		relay(discovery.CallProgress{Progress: p})
+	var got []discovery.CallProgress
+	p := newAgentProgress(func(c discovery.CallProgress) { got = append(got, c) })
+	p.waiting("waiting")
+	p.waiting("waiting")
+	for _, v := range []float64{1, 2, 1, 2, 2.5, 0, 3} {
+		p.server(discovery.CallProgress{Progress: v, Total: 3})
 	}
-	if want := []float64{1, 2, 2.5, 3}; !slices.Equal(got, want) {
-		t.Errorf("relayed progress %v; want %v", got, want)
+	var progress, totals []float64
+	for _, c := range got {
+		progress, totals = append(progress, c.Progress), append(totals, c.Total)
+	}
+	if want := []float64{1, 2, 3, 4, 4.5, 5}; !slices.Equal(progress, want) {
+		t.Errorf("relayed progress %v; want %v", progress, want)
+	}
+	if want := []float64{0, 0, 5, 5, 5, 5}; !slices.Equal(totals, want) {
+		t.Errorf("relayed totals %v; want %v (the server's, after Switchboard's two steps)", totals, want)
 	}
 }
