@@ -186,7 +186,8 @@ func TestInClientAlwaysAllowIsPerClient(t *testing.T) {
 			call := func(c *mcptest.Client) (*mcp.CallToolResult, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
-				return c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "alpha__write", Arguments: map[string]any{"text": "hi"}}})
+				res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "alpha__write", Arguments: map[string]any{"text": "hi"}}})
+				return res, mcptest.Refused(res, err) // a refusal is the tool's error
 			}
 
 			if res, err := call(a); err != nil || !strings.HasPrefix(mcptest.Text(res), "write ") {

@@ -126,7 +126,7 @@ func TestMCPAsk(t *testing.T) {
 		done := make(chan outcome, 1)
 		go func() {
 			res, err := c.Call("alpha__write", map[string]any{"text": "<script>alert(1)</script>"})
-			done <- outcome{res, err}
+			done <- outcome{res, mcptest.Refused(res, err)} // a refusal is the tool's error
 		}()
 		var id string
 		waitFor(t, 5*time.Second, "the approval waiting", func() bool {

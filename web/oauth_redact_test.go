@@ -93,7 +93,7 @@ func TestRefreshEchoRedactedThroughTheGateway(t *testing.T) {
 	// The call that refreshes the token: its refusal, redacted, is the
 	// agent's error.
 	time.Sleep(time.Until(g.ExpiresAt.Add(-refreshLeadOf(g) / 2)))
-	_, err := c.Call("r1__tool_000", map[string]any{})
+	err := mcptest.Refused(c.Call("r1__tool_000", map[string]any{}))
 	if err == nil || !strings.Contains(err.Error(), "sign in again") {
 		t.Fatalf("routed call with the refresh refused = %v; want an error saying to sign in again", err)
 	}

@@ -218,7 +218,7 @@ func TestSignInFromTheDashboard(t *testing.T) {
 		t.Errorf("refresh with the signed-out refresh token = %v; want invalid_grant (revoked)", err)
 	}
 	start := time.Now()
-	_, err := c.Call("o1__tool_000", map[string]any{})
+	err := mcptest.Refused(c.Call("o1__tool_000", map[string]any{}))
 	if err == nil || !strings.Contains(err.Error(), "sign in") || time.Since(start) > 5*time.Second {
 		t.Errorf("routed call after Sign out = %v after %s; want a refusal saying to sign in, at once", err, time.Since(start))
 	}

@@ -32,7 +32,7 @@ func TestOfferOfAServerThatCannotRun(t *testing.T) {
 
 	t.Run("a call fails fast with the server's error", func(t *testing.T) {
 		start := time.Now()
-		_, err := c.Call("beta__read", map[string]any{})
+		err := mcptest.Refused(c.Call("beta__read", map[string]any{}))
 		if took := time.Since(start); took > 20*time.Second {
 			t.Errorf("the call failed after %v; want at once (the call deadline is a minute)", took)
 		}

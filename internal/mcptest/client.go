@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -163,6 +164,19 @@ func (c *Client) Read(uri string) (*mcp.ReadResourceResult, error) {
 }
 
 // Text is the text of a tool result's first content ("" if it has none,
+// Refused is what refused a call: its MCP error, or its result's text
+// when the result is an error (isError: as Switchboard answers a call it
+// refused, or whose server failed); nil for a call that went through.
+func Refused(res *mcp.CallToolResult, err error) error {
+	if err != nil {
+		return err
+	}
+	if res != nil && res.IsError {
+		return errors.New(Text(res))
+	}
+	return nil
+}
+
 // or its first is not text).
 func Text(res *mcp.CallToolResult) string {
 	if res == nil || len(res.Content) == 0 {

@@ -342,6 +342,9 @@ func (e *Endpoint) Approvals() []views.Approval { return e.approvals.list() }
 // itself is ever made. It is ErrApprovalGone if the call is not waiting
 // (any more).
 func (e *Endpoint) Decide(id string, ans Answer, by, reason string) error {
+	if !ans.allows() && reason == "" { // the agent's model reads it: never an empty refusal
+		reason = "a person denied the call (" + by + ")"
+	}
 	ref, ok := e.approvals.tool(id)
 	if err := e.approvals.decide(id, ans, by, reason); err != nil {
 		return err

@@ -64,7 +64,7 @@ func TestAskInTheAgentsClient(t *testing.T) {
 			t.Run("deny", func(t *testing.T) {
 				for _, choice := range []string{"deny", "decline", "cancel"} {
 					a.Answer = mcptest.Answering(choice)
-					if _, err := callWrite(); err == nil || !strings.Contains(err.Error(), "in the agent's client") {
+					if err := mcptest.Refused(callWrite()); err == nil || !strings.Contains(err.Error(), "in the agent's client") {
 						t.Errorf("call answered %s = %v; want refused, saying the person answered in their client", choice, err)
 					}
 					if got := e.waitCall(n); got.Decision != "denied" || got.DecidedBy != "client" || got.Outcome != "refused" {
@@ -105,7 +105,7 @@ func TestAskNobodyToAsk(t *testing.T) {
 	e := m.e
 	c := mcptest.Connect(t, m.base, testMCPToken)
 	start := time.Now()
-	_, err := c.Call("alpha__write", map[string]any{"text": "x"})
+	err := mcptest.Refused(c.Call("alpha__write", map[string]any{"text": "x"}))
 	took := time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), "nobody can approve this call now") || !strings.Contains(err.Error(), "Open the Switchboard dashboard") {
 		t.Fatalf("call with nobody to ask = %v; want refused, saying what to do", err)
@@ -148,9 +148,11 @@ func outcomeOf(c store.Call) callOutcome {
 
 // A call waiting for a person says so, as progress under the agent's own
 // token, to an agent built on the official TypeScript SDK, and goes on
-// when the person answers; the ask timeout is below that SDK's default
-// request timeout (60 s), so a call nobody answers is denied, with its
-// reason, before the agent's client gives up on it.
+// when the person answers; denied, it is the tool's error result, a
+// sentence the model can act on, not a protocol error (which agents take
+// for a crash). The ask timeout is below that SDK's default request
+// timeout (60 s), so a call nobody answers is denied, with its reason,
+// before the agent's client gives up on it.
 func TestAWaitingCallSaysSoToTheAgent(t *testing.T) {
 	if gateway.DefaultAskTimeout >= time.Minute {
 		t.Errorf("DefaultAskTimeout = %s; want it below the 60 s agents' clients commonly give a request", gateway.DefaultAskTimeout)
@@ -164,20 +166,7 @@ func TestAWaitingCallSaysSoToTheAgent(t *testing.T) {
 	e := m.e
 	e.approvers.Store(1) // a dashboard tab, here the test, answers
 	agentJS, _ := filepath.Abs("../../e2e/mcp/waiting-agent.mjs")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, agentJS, m.base+"/mcp", testMCPToken, "alpha__write")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e.decide(e.waitApproval(), "allow_once")
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("waiting-agent.mjs: %v\nstdout: %s\nstderr: %s", err, truncate(stdout.String()), truncate(stderr.String()))
-	}
-	var out struct {
+	type heard struct {
 		Progress []struct {
 			Token    string  `json:"token"`
 			Progress float64 `json:"progress"`
@@ -187,13 +176,41 @@ func TestAWaitingCallSaysSoToTheAgent(t *testing.T) {
 		IsError bool   `json:"isError"`
 		Error   string `json:"error"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("waiting-agent.mjs printed %q: %v", truncate(stdout.String()), err)
+	// answered runs the agent's call of alpha__write, which waits for a
+	// person: the test, who answers decision.
+	answered := func(t *testing.T, decision string) heard {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, agentJS, m.base+"/mcp", testMCPToken, "alpha__write")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.WaitDelay = 5 * time.Second
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		e.decide(e.waitApproval(), decision)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("waiting-agent.mjs: %v\nstdout: %s\nstderr: %s", err, truncate(stdout.String()), truncate(stderr.String()))
+		}
+		var out heard
+		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+			t.Fatalf("waiting-agent.mjs printed %q: %v", truncate(stdout.String()), err)
+		}
+		return out
 	}
-	if out.Error != "" || out.IsError || out.Text == "" {
-		t.Errorf("the approved call = %+v; want the tool's result", out)
-	}
-	if len(out.Progress) == 0 || out.Progress[0].Token != "waiting-agent-progress" || !strings.Contains(out.Progress[0].Message, "waiting for a person to approve") {
-		t.Errorf("progress heard while the call waited = %+v; want one saying it waits for a person, under the agent's token", out.Progress)
-	}
+	t.Run("allowed", func(t *testing.T) {
+		out := answered(t, "allow_once")
+		if out.Error != "" || out.IsError || out.Text == "" {
+			t.Errorf("the approved call = %+v; want the tool's result", out)
+		}
+		if len(out.Progress) == 0 || out.Progress[0].Token != "waiting-agent-progress" || !strings.Contains(out.Progress[0].Message, "waiting for a person to approve") {
+			t.Errorf("progress heard while the call waited = %+v; want one saying it waits for a person, under the agent's token", out.Progress)
+		}
+	})
+	t.Run("denied", func(t *testing.T) {
+		out := answered(t, "deny")
+		if out.Error != "" || !out.IsError || !strings.Contains(out.Text, "denied the call") {
+			t.Errorf("the denied call = %+v; want the tool's error result saying a person denied it, no protocol error", out)
+		}
+	})
 }

@@ -84,9 +84,34 @@ type callRequest struct {
 	CalledArgs any
 }
 
-// refusedError is a call Switchboard did not let through; the agent gets
-// its message as the MCP error.
-type refusedError struct{ reason string }
+// refusedError is a call Switchboard did not let through. The agent gets
+// its message as the tool's result (isError: see handleCallAsTool), or
+// as the MCP error of a protocol fault (protocol: a tool nobody offers,
+// an answer to a question that is gone).
+type refusedError struct {
+	reason   string
+	protocol bool
+}
+
+// noSuchTool starts the reason of a call of a tool nobody offers.
+const noSuchTool = "no tool is offered as"
+
+// handleCallAsTool is handleCall (mcp-go's handler of every tools/call
+// but search_tools), with what a model can act on as the tool's result:
+// a call refused by policy, a person or a pin check, and a failure of
+// its server, are a result with isError whose text says what happened.
+// A protocol fault stays an MCP error.
+func (e *Endpoint) handleCallAsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res, err := e.handleCall(ctx, req)
+	var refused *refusedError
+	switch {
+	case err == nil, ctx.Err() != nil:
+		return res, err
+	case errors.As(err, &refused) && refused.protocol:
+		return nil, err
+	}
+	return mcp.NewToolResultError(err.Error()), nil
+}
 
 func (e *refusedError) Error() string { return "Switchboard refused the call: " + e.reason }
 
@@ -242,12 +267,13 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 	}()
 	refuse := func(by, reason string) error {
 		rec.DecidedBy = by
-		return &refusedError{reason}
+		return &refusedError{reason: reason, protocol: strings.HasPrefix(reason, noSuchTool)}
 	}
 
 	if !validAgentName(cr.AgentName) {
 		rec.AgentName = strings.ToValidUTF8(cutString(cr.AgentName, store.MaxAgentName), "") + "…"
-		return nil, refuse(bySwitch, "that is not the name of a tool Switchboard offers (they are [a-zA-Z0-9_-], at most 46 characters)")
+		rec.DecidedBy = bySwitch
+		return nil, &refusedError{reason: "that is not the name of a tool Switchboard offers (they are [a-zA-Z0-9_-], at most 46 characters)", protocol: true}
 	}
 	entry, srv, config, by, reason, err := e.find(ctx, cr.AgentName)
 	if err != nil {
@@ -265,7 +291,7 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 	ref := store.ToolRef{ServerID: entry.ServerID, Tool: entry.Name}
 	switch {
 	case !profile.Includes(ref), !cr.Searched && !listedIn(profile, ref): // as if there were no such tool
-		return nil, refuse(bySwitch, fmt.Sprintf("no tool is offered as %q", cr.AgentName))
+		return nil, refuse(bySwitch, fmt.Sprintf(noSuchTool+" %q", cr.AgentName))
 	case reason != "":
 		return nil, refuse(by, reason)
 	case !cr.Asks.Serves(entry.Needs):
@@ -485,7 +511,7 @@ func (e *Endpoint) lookup(ctx context.Context, agentName string) (entry store.To
 	entry, _, err = e.st.ToolByAgentName(ctx, agentName)
 	switch {
 	case errors.Is(err, store.ErrAgentNameUnknown):
-		return entry, srv, "", bySwitch, fmt.Sprintf("no tool is offered as %q", agentName), nil
+		return entry, srv, "", bySwitch, fmt.Sprintf(noSuchTool+" %q", agentName), nil
 	case err != nil:
 		return entry, srv, "", "", "", err
 	}

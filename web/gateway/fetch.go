@@ -64,7 +64,7 @@ func (e *Endpoint) fetch(ctx context.Context, cr callRequest, args map[string]st
 	}()
 	refuse := func(by, reason string) error {
 		rec.DecidedBy = by
-		return &refusedError{reason}
+		return &refusedError{reason: reason}
 	}
 	rec.ServerID, rec.Tool = ol.ref.ServerID, upstream
 	entry, srv, by, reason, err := e.lookupListed(ctx, ol.ref)

@@ -352,7 +352,7 @@ func TestMCPPinMismatchOnRestart(t *testing.T) {
 	}
 	e.setPolicy("rug", "tool_000", "allow")
 	c := mcptest.Connect(t, e.base, testMCPToken)
-	_, err := c.Call("rug__tool_000", nil)
+	err := mcptest.Refused(c.Call("rug__tool_000", nil))
 	if err == nil || !strings.Contains(err.Error(), "not the approved one") {
 		t.Fatalf("call of a tool changed on the second start = %v; want refused by the pin check", err)
 	}

@@ -140,7 +140,7 @@ func (e *Endpoint) mountMCPGo() {
 		// Any call may be a task's (see tasks.go): whether its tool takes
 		// one is its definition's to say, as agents get it.
 		server.ServerTool{Tool: mcp.Tool{Name: routeToolName, RawInputSchema: json.RawMessage(`{"type":"object"}`),
-			Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}}, Handler: e.handleCall})
+			Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}}, Handler: e.handleCallAsTool})
 }
 
 // uiExtension is MCP Apps' extension: tools whose _meta names a ui://

@@ -134,7 +134,7 @@ func (e *Endpoint) resume(ctx context.Context, cr callRequest) (any, error) {
 	p := e.parked.m[id]
 	if p == nil || p.tokenID != cr.TokenID || p.kind != cr.Kind || p.called != cr.Called || p.argsHash != argsHash(cr.CalledArgs) || !p.expiry.Stop() {
 		e.parked.mu.Unlock()
-		return nil, &refusedError{"the call these answers are for is gone: it was answered already, timed out, or was made with another token, tool or arguments; call again"}
+		return nil, &refusedError{protocol: true, reason: "the call these answers are for is gone: it was answered already, timed out, or was made with another token, tool or arguments; call again"}
 	}
 	delete(e.parked.m, id)
 	q := p.asked

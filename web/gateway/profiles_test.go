@@ -87,7 +87,7 @@ func TestProfileOffers(t *testing.T) {
 		// the call, or it is refused at once for want of anyone.
 		e.approvers.Store(1)
 		done := make(chan error, 1)
-		go func() { _, err := strict.Call("beta__read", map[string]any{}); done <- err }()
+		go func() { done <- mcptest.Refused(strict.Call("beta__read", map[string]any{})) }()
 		e.decide(e.waitApproval(), "approve")
 		if err := <-done; err != nil {
 			t.Errorf("approved call = %v", err)
@@ -99,7 +99,7 @@ func TestProfileOffers(t *testing.T) {
 	t.Run("a call approved after its profile denied the tool is refused", func(t *testing.T) {
 		e := e.in(t)
 		done := make(chan error, 1)
-		go func() { _, err := strict.Call("beta__read", map[string]any{}); done <- err }()
+		go func() { done <- mcptest.Refused(strict.Call("beta__read", map[string]any{})) }()
 		id := e.waitApproval()
 		e.saveProfile(store.Profile{ID: "strict", Name: "Strict", Mode: store.ProfileTools, Tools: []store.ToolRef{alphaOdd, betaRead},
 			Overrides: map[store.ToolRef]store.Policy{betaRead: store.PolicyDeny}})
@@ -294,7 +294,7 @@ func TestSearchModeProfile(t *testing.T) {
 	if n := c.ListChanged.Load(); n != 0 {
 		t.Errorf("the search-mode agent heard %d list changes; want none", n)
 	}
-	if _, err := c.Call("call_tool", map[string]any{"name": want}); err == nil {
+	if err := mcptest.Refused(c.Call("call_tool", map[string]any{"name": want})); err == nil {
 		t.Errorf("call_tool of %s once denied = nil; want refused", want)
 	}
 	if res, err := c.Call("search_tools", map[string]any{"query": "zxqv blorft quux"}); err != nil || mcptest.Text(res) != `{"tools":[]}` {

@@ -148,7 +148,7 @@ func (e *Endpoint) handleSearch(ctx context.Context, req mcp.CallToolRequest) (*
 	}
 	v := o.view(profileOf(ctx))
 	if !v.profile.Search || v.searcher == nil {
-		return nil, &refusedError{fmt.Sprintf("no tool is offered as %q", toolsearch.SearchToolName)}
+		return nil, &refusedError{reason: fmt.Sprintf(noSuchTool+" %q", toolsearch.SearchToolName), protocol: true}
 	}
 	hits, x, err := v.searcher.Search(req.GetString("query", ""), req.GetInt("limit", toolsearch.DefaultLimit))
 	if err != nil {
