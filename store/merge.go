@@ -71,6 +71,12 @@ func MergeTools(s Server, known map[string]ToolEntry, offered []Tool, at time.Ti
 		if p.Policy == "" {
 			p = PolicySetting{Pin: t.Pin, SetBy: PolicySetByDefault, SetAt: at}
 			p.Policy, p.Reason = NewToolPolicy(s, t.Annotations)
+			if t.Marked {
+				// Approved at no pin: the tool waits, changed, for a
+				// person's review (with the second confirmation a flagged
+				// change needs), whatever its policy.
+				p.Pin = ""
+			}
 			m.NewPolicies[t.Name] = p
 		}
 		t.AgentName = AgentNameFor(s.ID, t.Name, t.AgentName, func(name string) string { return owners[name] })

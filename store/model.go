@@ -485,7 +485,13 @@ type Tool struct {
 	// alternatives, each one or more of "sampling", "elicitation",
 	// "url-elicitation" and "roots" joined by "+", of which an agent
 	// must declare one for the tool to be offered to it.
-	Needs     []string  `json:"needs,omitempty"`
+	Needs []string `json:"needs,omitempty"`
+	// Marked is set by a verification for a tool whose name, title or
+	// description holds possible prompt injection or hidden characters
+	// (views.DefinitionFlags): a new tool so marked is offered only once
+	// a person reviewed it (see MergeTools). It is not stored: the
+	// definition says it again.
+	Marked    bool      `json:"-"`
 	FirstSeen time.Time `json:"first_seen"`
 	LastSeen  time.Time `json:"last_seen"`
 }

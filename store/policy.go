@@ -56,7 +56,10 @@ func InitialPolicy(def Policy, annotations json.RawMessage) (policy Policy, reas
 func ApplyPolicy(e ToolEntry, p Policy, reason, by string, now time.Time) (out ToolEntry, first bool) {
 	pin := e.Policy.Pin
 	if pin == "" {
-		pin, first = e.Pin, true
+		first = true
+		if e.State != ToolChanged { // a new tool waiting for review is approved by Approve only
+			pin = e.Pin
+		}
 	}
 	e.Policy = PolicySetting{Policy: p, Pin: pin, SetBy: by, SetAt: now.UTC(), Reason: reason}
 	e.Effective = EffectivePolicy(e.Tool, e.Policy)

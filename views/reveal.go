@@ -245,3 +245,17 @@ func (t ToolItem) HasHidden() bool {
 func (t ToolItem) InjectionMarkers() []string {
 	return InjectionMarkers(t.Title + "\n" + t.Description)
 }
+
+// DefinitionFlags are why a definition's name, title and description need
+// a second look before a person approves it: the prompt-injection
+// markers in its title and description, and whether any of the three
+// hides characters (see Reveal).
+func DefinitionFlags(name, title, description string) (markers []string, hidden bool) {
+	markers = InjectionMarkers(title + "\n" + description)
+	for _, s := range []string{name, title, description} {
+		if _, h := Reveal(s); h {
+			hidden = true
+		}
+	}
+	return markers, hidden
+}

@@ -6,8 +6,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
 )
 
 // poisoned is a description that gained instructions to the agent and a
@@ -94,4 +97,53 @@ func TestReviewShowsFlagsAndNeedsConfirmation(t *testing.T) {
 		}
 		wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/rug/tools/list/approve", map[string]any{"pin": e.apiTools("rug")["list"].Pin}), http.StatusOK)
 	})
+}
+
+// A new tool whose definition is flagged (possible prompt injection,
+// hidden characters) is never offered, whatever its policy — not listed
+// to an agent, its call refused saying why, a policy set on it approving
+// nothing — until a person reviewed it, with the same second confirmation
+// as a flagged change.
+func TestANewFlaggedToolWaitsForReview(t *testing.T) {
+	e := newEnv(t)
+	file := filepath.Join(t.TempDir(), "tools.json")
+	data, _ := json.Marshal(map[string]any{"version": "1", "tools": []map[string]any{
+		{"name": "read", "description": poisoned, "inputSchema": map[string]any{"type": "object"}},
+		{"name": "stat", "description": "Stats a file.", "inputSchema": map[string]any{"type": "object"}},
+	}})
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.createServer(map[string]any{"id": "fresh", "transport": "stdio", "command": fixtureBin, "args": []string{"-tools-file", file}, "default_policy": "allow"})
+	if job := e.verify("fresh"); job.Status != "success" {
+		t.Fatalf("verify = %+v", job)
+	}
+	srv, _ := e.liveServer()
+	c := mcptest.Connect(t, srv.URL, testMCPToken)
+	offered := func() []string {
+		t.Helper()
+		return c.Names(t)
+	}
+	if state := e.apiTools("fresh")["read"].State; state != "changed" {
+		t.Errorf("the new flagged tool's state = %s; want changed, waiting for review", state)
+	}
+	e.setPolicy("fresh", "read", "allow") // a policy approves no flagged definition
+	if names := offered(); slices.Contains(names, "fresh__read") || !slices.Contains(names, "fresh__stat") {
+		t.Errorf("offered %v; want stat, not the flagged read", names)
+	}
+	if err := mcptest.Refused(c.Call("fresh__read", map[string]any{})); err == nil || !strings.Contains(err.Error(), "flagged") {
+		t.Errorf("a call of the flagged tool = %v; want refused, saying it waits for review", err)
+	}
+	// Its review shows it whole, flagged, with the second confirmation.
+	page := parseHTML(t, e.login().get("/servers/fresh/changes").Body.String())
+	read := page.Find(`[data-testid="change"][data-tool-name="read"]`)
+	if read.Find(`[data-testid="change-flag-injection"]`).Length() != 1 || read.Find(`[data-testid="confirm-flagged"]`).Length() != 1 {
+		t.Errorf("the review of the new flagged tool: %q; want its flags and the second confirmation", read.Text())
+	}
+	pin := e.apiTools("fresh")["read"].Pin
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/fresh/approve", map[string]any{"tools": map[string]string{"read": pin}}), http.StatusUnprocessableEntity)
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers/fresh/approve", map[string]any{"tools": map[string]string{"read": pin}, "confirm_flagged": []string{"read"}}), http.StatusOK)
+	if names := offered(); !slices.Contains(names, "fresh__read") {
+		t.Errorf("offered %v after the confirmed review; want read too", names)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/discovery/oauth"
 	"github.com/switchboard-dev/switchboard/store"
+	"github.com/switchboard-dev/switchboard/views"
 )
 
 // Status is how the store records a verification that ended with e: the
@@ -76,10 +77,11 @@ func successOf(j discovery.Job, res *discovery.Result, now time.Time) store.Veri
 		Instructions: res.Instructions, Warnings: res.Warnings,
 	}
 	for _, t := range res.Tools {
+		markers, hidden := views.DefinitionFlags(t.Name, t.Title, t.Description)
 		v.Tools = append(v.Tools, store.Tool{
 			Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
 			OutputSchema: t.OutputSchema, Annotations: t.Annotations, Raw: t.Raw, Pin: t.Pin,
-			State: toolStates[t.State], Problems: t.Problems, Needs: t.Needs,
+			State: toolStates[t.State], Problems: t.Problems, Needs: t.Needs, Marked: len(markers) > 0 || hidden,
 		})
 	}
 	v.Listed, v.Unlisted = listed(res)

@@ -541,6 +541,8 @@ func refusal(sum *store.Summary, t store.ToolEntry) (by, reason string) {
 // toolRefusal is the part of refusal that is the tool's own.
 func toolRefusal(t store.ToolEntry) (by, reason string) {
 	switch {
+	case t.State == store.ToolChanged && t.Policy.Pin == "":
+		return bySwitch, "the tool is new, and its definition is flagged (possible prompt injection or hidden characters): a person must review it on its server's page before it is offered"
 	case t.State == store.ToolChanged || t.State == store.ToolActive && t.Pin != t.Policy.Pin:
 		return bySwitch, "the tool's definition changed since it was approved; a person must review the change"
 	case t.State.Flagged():

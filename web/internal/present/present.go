@@ -197,11 +197,7 @@ func (f Flags) String() string {
 
 // FlagsOf is t's flags.
 func FlagsOf(t store.Tool) Flags {
-	f := Flags{Markers: views.InjectionMarkers(t.Title + "\n" + t.Description)}
-	for _, s := range []string{t.Name, t.Title, t.Description} {
-		if _, hidden := views.Reveal(s); hidden {
-			f.Hidden = true
-		}
-	}
+	var f Flags
+	f.Markers, f.Hidden = views.DefinitionFlags(t.Name, t.Title, t.Description)
 	return f
 }
