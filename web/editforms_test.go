@@ -238,3 +238,35 @@ func TestReconfirmShowsWhatChanged(t *testing.T) {
 		t.Error("after confirming, the confirmation page still shows changes")
 	}
 }
+
+// A command line pasted whole into Command is split by shell rules into
+// the command, its arguments and the variables set before it, and shown
+// for the person to check before anything is saved; saved as shown, the
+// server runs that command with those arguments.
+func TestAPastedCommandLineIsSplit(t *testing.T) {
+	e := newEnv(t)
+	b := e.login()
+	line := `LOG_LEVEL=debug ` + fixtureBin + ` -tools 2 -name "pasted server"`
+	rec := b.post("/servers", url.Values{"id": {"pasted"}, "transport": {"stdio"}, "command": {line}, "default_policy": {"allow"}})
+	wantStatus(t, rec, http.StatusOK)
+	page := parseHTML(t, rec.Body.String())
+	if got := page.Find(`#command`).AttrOr("value", ""); got != fixtureBin {
+		t.Errorf("command after the split = %q; want %q", got, fixtureBin)
+	}
+	if got := page.Find(`#args`).Text(); got != "-tools\n2\n-name\npasted server" {
+		t.Errorf("arguments after the split = %q; want one a line, the quoted one whole", got)
+	}
+	if flash := page.Find(`[data-testid="flash"]`).Text(); !strings.Contains(flash, "Nothing saved yet") || !strings.Contains(flash, "LOG_LEVEL") {
+		t.Errorf("the notice = %q; want it to say nothing was saved, and name the variable", flash)
+	}
+	if rec := e.api(http.MethodGet, "/api/v1/servers/pasted", nil); rec.Code != http.StatusNotFound {
+		t.Errorf("the server after the split = %d; want nothing saved", rec.Code)
+	}
+	// Saved as shown (the variable's value typed again).
+	rec = b.post("/servers", url.Values{"id": {"pasted"}, "transport": {"stdio"}, "command": {fixtureBin}, "default_policy": {"allow"},
+		"args": {"-tools\n2\n-name\npasted server"}, "env_key": {"LOG_LEVEL"}, "env_value": {"debug"}})
+	wantStatus(t, rec, http.StatusSeeOther)
+	if job := e.verify("pasted"); job.Status != "success" || job.ToolCount != 2 {
+		t.Errorf("verify of the server saved from the split = %+v; want it running with the arguments", job)
+	}
+}

@@ -4,8 +4,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"unicode"
 
 	"github.com/labstack/echo/v4"
@@ -141,6 +145,9 @@ func (s *Server) handleCreateServer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if split, ok := serverconfig.SplitPasted(in); ok {
+		return s.renderSplit(c, "Add server", split, form, views.FormView{CallbackURL: s.callbackURL(c)})
+	}
 	srv, errs := serverconfig.Validate(in, nil)
 	if len(errs) == 0 {
 		err = s.deps.Store.CreateServer(ctx, srv)
@@ -169,6 +176,10 @@ func (s *Server) handleUpdateServer(c echo.Context) error {
 	}
 	in.ID = old.ID
 	form.ID = old.ID
+	if split, ok := serverconfig.SplitPasted(in); ok {
+		present.MarkStored(&form, old)
+		return s.renderSplit(c, "Edit "+old.Name, split, form, views.FormView{Edit: true, CallbackURL: s.callbackURL(c)})
+	}
 	srv, errs := serverconfig.Validate(in, &old)
 	if len(errs) > 0 {
 		present.MarkStored(&form, old)
@@ -179,6 +190,30 @@ func (s *Server) handleUpdateServer(c echo.Context) error {
 	}
 	s.afterEdit(old)
 	return c.Redirect(http.StatusSeeOther, present.SavedURL(srv.ID, c.FormValue("next")))
+}
+
+// renderSplit shows the add or edit form (view, titled title) again,
+// nothing saved, with the command line pasted into its command split
+// (see serverconfig.SplitPasted) for the person to check: the command,
+// its arguments, and the variables set before it, whose values the form
+// asks for again (it never carries a value back).
+func (s *Server) renderSplit(c echo.Context, title string, split serverconfig.Input, form views.ServerForm, view views.FormView) error {
+	form.Command, form.Args = split.Command, strings.Join(split.Args, "\n")
+	var added []string
+	for _, kv := range split.Env {
+		if !slices.ContainsFunc(form.Env, func(r views.KV) bool { return r.Key == kv.Key }) {
+			form.Env = append(form.Env, views.KV{Key: kv.Key, Retype: true})
+			added = append(added, kv.Key)
+		}
+	}
+	note := fmt.Sprintf("Nothing saved yet: the command line you pasted is split into the command %s and %d argument(s) below", strconv.Quote(split.Command), len(split.Args))
+	if len(added) > 0 {
+		note += ", and the variable(s) " + strings.Join(added, ", ") + " it set, whose value(s) you type again under Environment"
+	}
+	p := s.page(c, title)
+	p.Flash = note + ". Check them, then save."
+	view.Form = form
+	return render(c, http.StatusOK, views.FormPage(p, view))
 }
 
 // handleDeleteServer serves POST /servers/:id/delete.
