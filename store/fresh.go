@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // Freshness states of a server's stored tools.
 const (
@@ -58,7 +61,7 @@ func (sum Summary) Freshness(def time.Duration, now time.Time) Freshness {
 	case d.Status == StatusSignIn:
 		f.State, f.Since, f.Error = FreshSignIn, d.LastAttemptAt, d.Error
 	case d.Status == StatusFailed || d.Status == StatusTimeout || d.Status == StatusCancelled || d.Status == StatusInterrupted:
-		f.State, f.Since, f.Error = FreshFailed, d.LastAttemptAt, d.Error
+		f.State, f.Since, f.Error = FreshFailed, cmp.Or(d.FailingSince, d.LastAttemptAt), d.Error
 	case d.VerifiedAt.IsZero():
 		f.State = FreshNever
 	case d.ConfigHash != sum.Server.currentConfigHash():

@@ -43,3 +43,32 @@ func TestListTTLHint(t *testing.T) {
 		}
 	}
 }
+
+// A server's failures say since when it fails: the first failed
+// verification since the last success, kept across retries, until a
+// success clears it.
+func TestFailingSinceIsTheFirstFailure(t *testing.T) {
+	s := store.Server{ID: "s", Transport: store.TransportStdio, Command: "x", Enabled: true}
+	at := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	d := store.Discovery{ServerID: "s"}
+	store.ApplySuccess(&d, "s", store.Verification{JobID: "ok", ConfigHash: s.ConfigHash(), StartedAt: at, FinishedAt: at}, store.Merged{})
+	fail := func(min int) {
+		start := at.Add(time.Duration(min) * time.Minute)
+		store.ApplyFailure(s, &d, store.Failure{JobID: "f", ConfigHash: s.ConfigHash(), Status: store.StatusTimeout, StartedAt: start, FinishedAt: start,
+			Error: store.VerifyError{Class: "timeout"}})
+	}
+	since := func() time.Time {
+		return store.Summary{Server: s, Discovery: d}.Freshness(time.Hour, at.Add(time.Hour)).Since
+	}
+	fail(5)
+	fail(10)
+	fail(15)
+	if got, want := since(), at.Add(5*time.Minute); !got.Equal(want) {
+		t.Errorf("failing since %s after three failures; want the first's start, %s", got, want)
+	}
+	store.ApplySuccess(&d, "s", store.Verification{JobID: "ok2", ConfigHash: s.ConfigHash(), StartedAt: at.Add(20 * time.Minute), FinishedAt: at.Add(20 * time.Minute)}, store.Merged{})
+	fail(25)
+	if got, want := since(), at.Add(25*time.Minute); !got.Equal(want) {
+		t.Errorf("failing since %s after a success and a failure; want the new failure's start, %s", got, want)
+	}
+}

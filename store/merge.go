@@ -177,6 +177,9 @@ func ApplyFailure(s Server, d *Discovery, f Failure) HistoryEntry {
 	}
 	entry := HistoryEntry{JobID: f.JobID, Trigger: f.Trigger, StartedAt: f.StartedAt, FinishedAt: f.FinishedAt}
 	e := f.Error
+	if d.FailingSince.IsZero() || d.Status == StatusSuccess || d.Status == StatusNever || d.Status == "" {
+		d.FailingSince = f.StartedAt.UTC() // the first failure since the last success
+	}
 	d.Status = f.Status
 	d.JobID = f.JobID
 	d.LastAttemptAt = f.StartedAt.UTC()

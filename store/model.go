@@ -409,10 +409,14 @@ type SignInNeed struct {
 // VerifiedAt is the time of the last successful one; a later failure keeps
 // it (and the tools) and sets Status and Error instead.
 type Discovery struct {
-	ServerID        string        `json:"server_id"`
-	Status          Status        `json:"status"`
-	JobID           string        `json:"job_id,omitempty"`
-	LastAttemptAt   time.Time     `json:"last_attempt_at,omitzero"`
+	ServerID      string    `json:"server_id"`
+	Status        Status    `json:"status"`
+	JobID         string    `json:"job_id,omitempty"`
+	LastAttemptAt time.Time `json:"last_attempt_at,omitzero"`
+	// FailingSince is when the verifications began to fail: the start of
+	// the first failed one since the last success, kept across retries
+	// (zero while they succeed).
+	FailingSince    time.Time     `json:"failing_since,omitzero"`
 	VerifiedAt      time.Time     `json:"verified_at,omitzero"`
 	DurationMS      int64         `json:"duration_ms,omitempty"`
 	Timings         []PhaseTiming `json:"timings,omitempty"`

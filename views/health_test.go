@@ -29,6 +29,10 @@ func TestHealth(t *testing.T) {
 		}), "ok", "OK · 13 tools"},
 		{"its calls answer", with(func(s *ServerItem) { s.Calls = &CallsHealth{LastCall: at.Add(time.Hour)} }), "ok", "OK · 13 tools"},
 		{"its session connected", with(func(s *ServerItem) { s.Watch = &WatchView{Connected: true, Since: at} }), "ok", "OK · 13 tools"},
+		{"one tool", with(func(s *ServerItem) { s.ToolCount = 1 }), "ok", "OK · 1 tool"},
+		// Changes waiting, and a launch waiting, are part of the state.
+		{"changed tools to review", with(func(s *ServerItem) { s.Changed = 2 }), "review", "Changes to review · 2 tools withheld"},
+		{"its launch changed", with(func(s *ServerItem) { s.NeedsConfirm, s.Changed = true, 2 }), "withdrawn", "Withdrawn: confirm the changed launch"},
 		{"a timeout after a success", with(func(s *ServerItem) {
 			s.Status, s.Error, s.Fresh = "timeout", &ErrorView{Class: "timeout"}, Freshness{State: "failed", Since: at}
 		}), "unreachable", "Unreachable since 14:02 UTC"},

@@ -651,6 +651,12 @@ const (
 	HealthOK    = "ok"
 	HealthStale = "stale"
 	HealthNever = "never"
+	// HealthReview: verified, with changed tools withheld from agents
+	// until a person reviews them.
+	HealthReview = "review"
+	// HealthWithdrawn: its launch changed since a person confirmed it,
+	// and nothing of it is offered until they confirm the new one.
+	HealthWithdrawn = "withdrawn"
 )
 
 // Health is the one chip a server's state comes down to: its
@@ -679,12 +685,20 @@ func (s ServerItem) Health() (state, text string) {
 		return "unreachable", "Unreachable" + since(s.Watch.Since)
 	case s.Status == string(store.StatusSuccess) && s.CallsFailing():
 		return "unreachable", "Calls failing" + since(s.Calls.FailingSince)
+	case s.Status == string(store.StatusSuccess) && s.NeedsConfirm:
+		// Its launch changed since a person confirmed it: nothing of it
+		// is offered until they confirm the new one.
+		return HealthWithdrawn, "Withdrawn: confirm the changed launch"
 	case s.Status == string(store.StatusSuccess) && s.Fresh.State == store.FreshStale && s.Fresh.Reason == store.StaleConfig:
 		return HealthStale, "Stale: its configuration changed"
 	case s.Status == string(store.StatusSuccess) && s.Fresh.State == store.FreshStale && s.AutoRefresh:
 		return HealthStale, "Stale"
+	case s.Status == string(store.StatusSuccess) && s.Changed > 0:
+		// Changes waiting are part of its state: never a green OK beside
+		// them.
+		return HealthReview, "Changes to review · " + itoa(s.Changed) + " " + plural(s.Changed, "tool", "tools") + " withheld"
 	case s.Status == string(store.StatusSuccess):
-		return HealthOK, "OK · " + itoa(s.ToolCount) + " tools"
+		return HealthOK, "OK · " + itoa(s.ToolCount) + " " + plural(s.ToolCount, "tool", "tools")
 	case s.Error != nil && (s.Error.Class == discovery.ClassTimeout || s.Error.Class == discovery.ClassNetwork) && !s.VerifiedAt.IsZero():
 		return "unreachable", "Unreachable" + since(s.Fresh.Since)
 	case s.Error != nil:

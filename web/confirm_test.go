@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/switchboard-dev/switchboard/internal/mcptest"
+
 	"github.com/PuerkitoBio/goquery"
 	"github.com/google/go-cmp/cmp"
 )
@@ -170,4 +172,36 @@ func body2(id string) map[string]any {
 	b["args"] = confirmArgs
 	b["env"] = map[string]string{"FIXTURE_TOKEN": "s3cr3t-value-ui"}
 	return b
+}
+
+// A launch changed since it was confirmed (here, a variable added)
+// withdraws the server's tools from agents until a person confirms it
+// again, and says so where the person is: the list's chip, the server
+// page's banner with its Confirm link, and the agent's refusal.
+func TestAChangedLaunchSaysItsToolsAreWithdrawn(t *testing.T) {
+	e := newEnv(t)
+	b := e.login()
+	body := fixtureServer("wd")
+	body["default_policy"] = "allow"
+	e.createServer(body)
+	if job := e.verify("wd"); job.Status != "success" {
+		t.Fatalf("verify = %+v", job)
+	}
+	body["env"] = map[string]string{"NEW_VARIABLE": "1"}
+	wantStatus(t, e.api(http.MethodPut, "/api/v1/servers/wd", body), http.StatusOK)
+
+	chip := parseHTML(t, b.get("/").Body.String()).Find(`[data-server-id="wd"] [data-testid="status"]`)
+	if health, text := chip.AttrOr("data-health", ""), strings.TrimSpace(chip.Text()); health != "withdrawn" || !strings.Contains(text, "confirm the changed launch") {
+		t.Errorf("the list's chip = %s %q; want withdrawn, saying to confirm the launch", health, text)
+	}
+	page := parseHTML(t, b.get("/servers/wd").Body.String())
+	banner := page.Find(`[data-testid="launch-changed"]`)
+	if !strings.Contains(banner.Text(), "withdrawn from agents") || banner.Find(`[data-testid="launch-confirm-link"]`).AttrOr("href", "") != "/servers/wd/confirm" {
+		t.Errorf("the server page's banner = %q; want it to say the tools are withdrawn, with a link to confirm", banner.Text())
+	}
+	srv, _ := e.liveServer()
+	c := mcptest.Connect(t, srv.URL, testMCPToken)
+	if err := mcptest.Refused(c.Call("wd__tool_000", map[string]any{})); err == nil || !strings.Contains(err.Error(), "awaits a person's confirmation") {
+		t.Errorf("an agent's call = %v; want refused, saying the launch awaits confirmation", err)
+	}
 }

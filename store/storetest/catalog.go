@@ -764,6 +764,7 @@ func testFailureKeepsLastGoodTools(t *testing.T, be Backend) {
 			want.Status = status
 			want.JobID = "job-2"
 			want.LastAttemptAt = f.StartedAt
+			want.FailingSince = f.StartedAt // the first failure since the success
 			want.DurationMS = 2000
 			want.Timings = f.Timings
 			want.Error = &f.Error
