@@ -195,9 +195,10 @@ func TestAChangedLaunchSaysItsToolsAreWithdrawn(t *testing.T) {
 		t.Errorf("the list's chip = %s %q; want withdrawn, saying to confirm the launch", health, text)
 	}
 	page := parseHTML(t, b.get("/servers/wd").Body.String())
-	banner := page.Find(`[data-testid="launch-changed"]`)
-	if !strings.Contains(banner.Text(), "withdrawn from agents") || banner.Find(`[data-testid="launch-confirm-link"]`).AttrOr("href", "") != "/servers/wd/confirm" {
-		t.Errorf("the server page's banner = %q; want it to say the tools are withdrawn, with a link to confirm", banner.Text())
+	panel := page.Find(`[data-testid="status-panel"]`)
+	if banner := panel.Find(`[data-testid="launch-changed"]`).Text(); !strings.Contains(banner, "withdrawn from agents") ||
+		panel.Find(`[data-testid="verify-button"]`).AttrOr("href", "") != "/servers/wd/confirm" {
+		t.Errorf("the server page's status = %q; want a banner saying the tools are withdrawn, beside the link to review the launch", panel.Text())
 	}
 	srv, _ := e.liveServer()
 	c := mcptest.Connect(t, srv.URL, testMCPToken)

@@ -145,6 +145,10 @@ test('every page fits a phone and a laptop, light and dark, with no serious acce
   expect(again.status).toBe(202);
   await expect.poll(async () => (await call('GET', `/api/v1/jobs/${again.body.job.id}`)).body.job.status, { timeout: 30_000 }).toBe('success');
   expect((await call('POST', '/api/v1/servers', { id: 'unconfirmed', name: 'Not yet confirmed', transport: 'stdio', command: FIXTURE, args: ['-tools', '3', dir] })).status).toBe(201);
+  // A launch changed since it was confirmed (a variable added): withdrawn.
+  await verified('relaunched', FIXTURE, ['-tools', '2']);
+  expect((await call('PUT', '/api/v1/servers/relaunched', { id: 'relaunched', name: 'relaunched', transport: 'stdio', command: FIXTURE,
+    args: ['-tools', '2'], env: { NEW_VARIABLE: '1' } })).status).toBe(200);
   // A connected client, with where its approvals are answered.
   expect((await call('POST', '/api/v1/clients', { name: 'Claude Code' })).status).toBe(201);
   const catalog = (await call('GET', '/api/v1/tools')).body;
@@ -158,6 +162,7 @@ test('every page fits a phone and a laptop, light and dark, with no serious acce
     ['server-hundred', '/servers/hundred'],
     ['server-missing', '/servers/missing'],
     ['server-walled', '/servers/walled'],
+    ['server-relaunched', '/servers/relaunched'],
     ['server-edit', '/servers/everything/edit'],
     ['confirm', '/servers/unconfirmed/confirm'],
     ['confirm-launches', '/launches/confirm'],

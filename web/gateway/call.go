@@ -567,7 +567,7 @@ func serverRefusal(sum *store.Summary) (by, reason string) {
 	case !srv.Enabled:
 		return bySwitch, "its server is disabled"
 	case !srv.LaunchConfirmedNow():
-		return bySwitch, "its server's command or URL changed and awaits a person's confirmation (on its page in Switchboard: Review and confirm the launch)"
+		return bySwitch, "its server's command or URL changed and awaits a person's confirmation (on its page in Switchboard: Review and verify)"
 	case sum.Discovery.Status != store.StatusSuccess && failed != nil && failed.Lasting:
 		reason = "its server's latest verification failed (" + failed.Class + "): " + failed.Message
 		if failed.Suggestion != "" {
