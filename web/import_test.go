@@ -210,6 +210,15 @@ func TestExportRoundTrip(t *testing.T) {
 		wantStatus(t, b.get("/export?format=nope"), http.StatusUnprocessableEntity)
 		wantStatus(t, b.get("/export?format=claude&server=ghost"), http.StatusNotFound)
 	})
+	t.Run("its own page, in the navigation", func(t *testing.T) {
+		b := e.in(t).loginWithToken()
+		rec := b.get("/export")
+		wantStatus(t, rec, http.StatusOK)
+		page := parseHTML(t, rec.Body.String())
+		if page.Find(`[data-testid="export-form"]`).Length() != 1 || page.Find(`[data-testid="nav-export"]`).AttrOr("href", "") != "/export" {
+			t.Errorf("the Export page has no export form, or the navigation no Export item")
+		}
+	})
 }
 
 // The Import page previews pasted text, a file found on this machine, and

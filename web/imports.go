@@ -285,6 +285,10 @@ func (s *Server) handleAPIImport(c echo.Context) error {
 // handleExport serves GET /export?format=F&server=ID…: a download,
 // without secret values (placeholders in their place).
 func (s *Server) handleExport(c echo.Context) error {
+	if c.QueryParam("format") == "" { // the page, not yet a download
+		ctx := c.Request().Context()
+		return render(c, http.StatusOK, views.ExportPage(s.page(c, "Export"), s.importView(ctx, "", "")))
+	}
 	return s.export(c, false)
 }
 

@@ -194,6 +194,30 @@ func revoke(ctx context.Context, api *dashboardAPI, token string, stderr io.Writ
 // dashboardAPI is the running dashboard's JSON API.
 type dashboardAPI struct{ base, token string }
 
+// get is a GET of path's body as it comes (an export's file).
+func (a *dashboardAPI) get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("the dashboard is not reachable at %s: %w", a.base, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	switch {
+	case err != nil:
+		return nil, err
+	case resp.StatusCode == http.StatusUnauthorized:
+		return nil, errors.New("the dashboard refused the API token: set SWITCHBOARD_TOKEN, or run as the user who runs switchboard serve")
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, strings.TrimSpace(string(data)))
+	}
+	return data, nil
+}
+
 func (a *dashboardAPI) do(ctx context.Context, method, path string, body any, want int, out any) error {
 	var rd io.Reader
 	if body != nil {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"runtime"
 	"strconv"
@@ -264,6 +265,8 @@ func exportCmd(_ context.Context, args []string, getenv func(string) string, std
 	var kc keyConfig
 	keyFlags(fset, &kc, getenv)
 	out := fset.String("o", "", "write to this file instead of standard output")
+	addr := cmpOr(getenv("SWITCHBOARD_ADDR"), "127.0.0.1:"+strconv.Itoa(DefaultPort))
+	fset.StringVar(&addr, "addr", addr, "the dashboard's address, asked for the export while it runs (env SWITCHBOARD_ADDR)")
 	var ids []string
 	fset.Func("server", "export only this server (repeatable; default: all)", func(v string) error { ids = append(ids, v); return nil })
 	if err := fset.Parse(args); err != nil {
@@ -281,22 +284,41 @@ func exportCmd(_ context.Context, args []string, getenv func(string) string, std
 	if _, err := os.Stat(*db); err != nil {
 		return fmt.Errorf("export: there is no database at %s (choose one with --db or SWITCHBOARD_DB)", *db)
 	}
+	var data []byte
+	var n int
 	st, err := openStoreFor(ctx, "export", *db, kc, getenv, stderr, false)
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrInUse):
+		// The dashboard runs, and holds the database: it exports.
+		api := &dashboardAPI{base: "http://" + addr, token: getenv("SWITCHBOARD_TOKEN")}
+		if api.token == "" {
+			if b, err := os.ReadFile(apiTokenPath(*db)); err == nil {
+				api.token = strings.TrimSpace(string(b))
+			}
+		}
+		q := url.Values{"format": {*format}, "server": ids}
+		if *secrets {
+			q.Set("secrets", "true")
+		}
+		if data, err = api.get(ctx, "/api/v1/export?"+q.Encode()); err != nil {
+			return fmt.Errorf("export: the dashboard runs and holds the database, and exporting through it failed: %w", err)
+		}
+	case err != nil:
 		return err
-	}
-	defer st.Close()
-	sums, err := st.Summaries(ctx)
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	servers, missing := serverconfig.SelectServers(sums, ids)
-	if len(missing) > 0 {
-		return fmt.Errorf("export: no server %s", strings.Join(missing, ", "))
-	}
-	data, err := serverconfig.ExportServers(*format, servers, *secrets)
-	if err != nil {
-		return usageError("export: %v", err)
+	default:
+		defer st.Close()
+		sums, err := st.Summaries(ctx)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		servers, missing := serverconfig.SelectServers(sums, ids)
+		if len(missing) > 0 {
+			return fmt.Errorf("export: no server %s", strings.Join(missing, ", "))
+		}
+		if data, err = serverconfig.ExportServers(*format, servers, *secrets); err != nil {
+			return usageError("export: %v", err)
+		}
+		n = len(servers)
 	}
 	if *out == "" {
 		_, err = stdout.Write(data)
@@ -305,6 +327,10 @@ func exportCmd(_ context.Context, args []string, getenv func(string) string, std
 	if err := os.WriteFile(*out, data, 0o600); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	fmt.Fprintf(stderr, "Exported %d servers to %s\n", len(servers), *out)
+	if n > 0 {
+		fmt.Fprintf(stderr, "Exported %d servers to %s\n", n, *out)
+	} else {
+		fmt.Fprintf(stderr, "Exported to %s\n", *out)
+	}
 	return nil
 }

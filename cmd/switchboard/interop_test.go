@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,4 +107,26 @@ func sealedWithKeyFile(t *testing.T, db *bolt.DB, path string) *sealed.Store {
 		t.Fatal(err)
 	}
 	return sealed.New(db, ring)
+}
+
+// While the dashboard runs it holds the database: `switchboard export`
+// asks it for the export through its API (with the API token kept beside
+// the database) instead of refusing.
+func TestExportWhileTheDashboardRuns(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "sb.db")
+	base, _, stop := startServe(t, map[string]string{"SWITCHBOARD_DB": db})
+	t.Cleanup(func() { stop() })
+	b, err := os.ReadFile(apiTokenPath(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := liveDashboard{base: base, token: strings.TrimSpace(string(b)), db: db}
+	d.api(t, http.MethodPost, "/api/v1/servers", map[string]any{"id": "notes", "name": "Notes", "transport": "stdio", "command": "notes-mcp",
+		"env": map[string]string{"NOTES_TOKEN": "tok-while-running"}}, http.StatusCreated)
+	var out, errb bytes.Buffer
+	err = run(context.Background(), []string{"export", "--format", "claude"},
+		env(map[string]string{"SWITCHBOARD_DB": db, "SWITCHBOARD_ADDR": strings.TrimPrefix(base, "http://")}), nil, &out, &errb)
+	if err != nil || !strings.Contains(out.String(), `"notes"`) || !strings.Contains(out.String(), "notes-mcp") || strings.Contains(out.String(), "tok-while-running") {
+		t.Fatalf("export while the dashboard runs = %v\nstdout: %s\nstderr: %s; want the servers, without secret values", err, out.String(), errb.String())
+	}
 }

@@ -133,7 +133,7 @@ func parseLog(t *testing.T, format, out string) []map[string]string {
 
 // The text format's lines for a verification and a routed call.
 var (
-	verifiedLine = regexp.MustCompile(`^\d\d:\d\d:\d\d (\S+): verified, (\d+) tools, in (\S+) \((.+)\)$`)
+	verifiedLine = regexp.MustCompile(`^\d\d:\d\d:\d\d (\S+): verified, (\d+) tools?, in (\S+) \((.+)\)$`)
 	failedLine   = regexp.MustCompile(`^\d\d:\d\d:\d\d (\S+): verification (\w+) \((\w+) in (\w+)\) after (\S+) \(([^)]+)\): (.*)$`)
 	callLine     = regexp.MustCompile(`^\d\d:\d\d:\d\d (.+) called (\S+): (\w+) by (\S+), (\w+), (\S+)(?:: .*)?$`)
 )

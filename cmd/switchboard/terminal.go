@@ -76,7 +76,11 @@ func (h *humanHandler) Handle(_ context.Context, r slog.Record) error {
 	b.WriteString(r.Time.Format(time.TimeOnly) + " ")
 	switch {
 	case r.Message == "verified" && has("server", "tools", "duration", "trigger"):
-		fmt.Fprintf(&b, "%s: verified, %s tools, in %s (%s)", a["server"], a["tools"], a["duration"], a["trigger"])
+		tools := "tools"
+		if a["tools"] == "1" {
+			tools = "tool"
+		}
+		fmt.Fprintf(&b, "%s: verified, %s %s, in %s (%s)", a["server"], a["tools"], tools, a["duration"], a["trigger"])
 	case r.Message == "verification did not succeed" && has("server", "outcome", "class", "phase", "duration", "trigger", "err"):
 		fmt.Fprintf(&b, "%s: verification %s (%s in %s) after %s (%s): %s", a["server"], a["outcome"], a["class"], a["phase"], a["duration"], a["trigger"], a["err"])
 	case r.Message == "routed call" && has("agent", "tool", "decision", "by", "outcome", "duration"):

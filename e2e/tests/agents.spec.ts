@@ -160,11 +160,14 @@ test('a waiting call raises a browser notification while the tab is in the backg
   await agentRequest.dispose();
 });
 
-test('the Agents page copies the URL, the token and each client recipe', async ({ context }) => {
+test('the Agents page copies the URL, and behind a reveal the shared token and each recipe', async ({ context }) => {
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: `http://127.0.0.1:${PORT}` });
   const page = await context.newPage();
   await login(page);
   await page.goto('/agents');
+  // The shared token leads nothing: it is behind a reveal.
+  await expect(page.getByTestId('mcp-token')).toBeHidden();
+  await page.getByTestId('shared-token').locator('summary').click();
   const clipboard = () => page.evaluate(() => navigator.clipboard.readText());
   for (const [button, source] of [['copy-url', 'mcp-url'], ['copy-token', 'mcp-token'], ['copy-recipe-claude-code', 'recipe-claude-code'], ['copy-recipe-http', 'recipe-http']]) {
     await page.getByTestId(button).click();

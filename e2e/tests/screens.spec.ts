@@ -169,6 +169,7 @@ test('every page fits a phone and a laptop, light and dark, with no serious acce
     ['not-found', '/servers/no-such-server'],
     ['changes', '/servers/records/changes'],
     ['import', '/import'],
+    ['export', '/export'],
     ['agents', '/agents'],
     ['profiles', '/profiles'],
     ['profile-new', '/profiles/new'],
