@@ -264,25 +264,24 @@
     if (first) { first.focus(); }
   });
 
-  // Try it: Cancel aborts the call's request, which stops the call; a new
-  // call starts with a blank progress line.
+  // Try it: Cancel asks Switchboard to stop the call, whose own request
+  // then answers that it was cancelled (aborting the request instead would
+  // leave htmx logging errors); a new call starts with a blank progress
+  // line.
   document.addEventListener("click", function (e) {
     var btn = e.target.closest("[data-try-cancel]");
     var form = btn && btn.closest("form");
-    if (form && window.htmx) { window.htmx.trigger(form, "htmx:abort"); }
+    var csrf = form && form.querySelector("input[name=_csrf]");
+    if (!form || !csrf) { return; }
+    fetch(btn.getAttribute("data-try-cancel"), {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: "_csrf=" + encodeURIComponent(csrf.value),
+    }).catch(function () {});
   });
   document.addEventListener("htmx:beforeRequest", function (e) {
     var live = e.target.classList && e.target.classList.contains("try-form") && e.target.querySelector(".try-live");
     if (live) { live.textContent = "Calling…"; }
-  });
-  document.addEventListener("htmx:xhr:abort", function (e) {
-    var out = e.target.classList && e.target.classList.contains("try-form") && document.getElementById("try-result");
-    if (!out) { return; }
-    var note = document.createElement("p");
-    note.className = "warn-box";
-    note.setAttribute("data-testid", "try-cancelled");
-    note.textContent = "Cancelled: Switchboard stopped waiting and told the server (it may finish the work anyway).";
-    out.replaceChildren(note);
   });
 
   // Tick elapsed times of running jobs and "verified N ago" labels.

@@ -71,6 +71,8 @@ type TryResult struct {
 	OK      bool   // the call went through (the tool may still report an error)
 	IsError bool   // the tool said isError
 	Text    string // the refusal or failure, when not OK
+	// Cancelled is set when the person cancelled the call (Text says so).
+	Cancelled bool
 	Parts   []TryPart
 	// JSON is the whole result as indented JSON, media data left out.
 	JSON     string

@@ -208,6 +208,16 @@ func (s *Server) handleTry(c echo.Context) error {
 	return render(c, status, views.TryPage(s.page(c, "Try "+v.Tool), v))
 }
 
+// handleTryCancel serves POST /tools/:agent/try/:call/cancel: the
+// person's Cancel of their Try it call, whose own request then answers
+// that it was cancelled. 404 if no such call runs.
+func (s *Server) handleTryCancel(c echo.Context) error {
+	if !s.try.Cancel(c.Param("agent"), c.Param("call")) {
+		return &apiError{Status: http.StatusNotFound, Message: "no such call runs (it ended)"}
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
 // handleTryAnswer serves POST /tools/:agent/try/:call/answer (htmx): the
 // person's answer to what the server asks during their Try it call (see
 // web/tryit/questions.go). 404 if that call waits on no question.

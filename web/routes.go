@@ -87,6 +87,7 @@ func (s *Server) routes(profiles *profiles.Handlers) {
 	ui.GET("/tools/:agent", s.handleTryPage)
 	ui.POST("/tools/:agent/try", s.handleTry)
 	ui.POST("/tools/:agent/try/:call/answer", s.handleTryAnswer)
+	ui.POST("/tools/:agent/try/:call/cancel", s.handleTryCancel)
 
 	// JSON API: bearer token.
 	api := e.Group("/api/v1", s.requireBearer)

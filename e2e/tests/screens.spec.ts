@@ -78,8 +78,17 @@ async function signedIn(browser: Browser, width: number, height: number, colorSc
     await first.close();
   }
   const context = await browser.newContext({ viewport: { width, height }, colorScheme, baseURL: `http://127.0.0.1:${PORT}`, storageState });
-  return context.newPage();
+  const page = await context.newPage();
+  // What the page says went wrong on its console (a script's error, a
+  // failed load): check wants none.
+  const errors: string[] = [];
+  consoleErrors.set(page, errors);
+  page.on('console', (msg) => { if (msg.type() === 'error') errors.push(msg.text()); });
+  page.on('pageerror', (err) => errors.push(String(err)));
+  return page;
 }
+
+const consoleErrors = new WeakMap<Page, string[]>();
 
 // check looks at the page as it is: overflow, accessibility, screenshot.
 async function check(page: Page, name: string, overflowOnly = false) {
@@ -97,6 +106,13 @@ async function check(page: Page, name: string, overflowOnly = false) {
   const bad = axe.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
     .map(v => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | ')}`);
   expect.soft(bad, `${name}: accessibility`).toEqual([]);
+  const errors = consoleErrors.get(page);
+  if (errors) {
+    // The not-found page is itself answered 404, which the console notes.
+    const real = name.startsWith('not-found') ? errors.filter(e => !e.includes('status of 404')) : errors;
+    expect.soft(real, `${name}: console errors`).toEqual([]);
+    errors.length = 0;
+  }
   await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
   await page.screenshot({ path: path.join(SHOTS, `${name}-first-screen.png`) }); // what a person sees first
   if (README_SHOTS && README_PICKS.includes(`${name}-first-screen`)) {

@@ -9,11 +9,12 @@ function addVerified(page: Page, id: string, command: string, args: string[]) {
   return addAllowed(page, id, command, args, { default_policy: 'allow' });
 }
 
-// cspErrors collects what the browser says the CSP blocked.
+// cspErrors collects what the browser's console says went wrong: what the
+// CSP blocked, a script's error, a request that failed.
 function cspErrors(page: Page): string[] {
   const seen: string[] = [];
   page.on('console', (m) => {
-    if (m.type() === 'error' && /Content Security Policy|Refused to/i.test(m.text())) { seen.push(m.text()); }
+    if (m.type() === 'error') { seen.push(m.text()); }
   });
   page.on('pageerror', (e) => seen.push(String(e)));
   return seen;

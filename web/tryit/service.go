@@ -43,6 +43,25 @@ type Service struct {
 	// progressEvery spaces the live progress events of one call.
 	progressEvery time.Duration
 	qs            questions // what servers ask, waiting (see questions.go)
+
+	runMu   sync.Mutex
+	running map[string]context.CancelCauseFunc // the calls running, by agent name and call id
+}
+
+// errCancelled is the cause of a call the person cancelled.
+var errCancelled = errors.New("cancelled by the person")
+
+// Cancel stops the call of the tool agent under callID (see
+// views.TryView.CallID), if it runs: its page then says it was
+// cancelled. It reports whether one ran.
+func (s *Service) Cancel(agent, callID string) bool {
+	s.runMu.Lock()
+	cancel, ok := s.running[agent+" "+callID]
+	s.runMu.Unlock()
+	if ok {
+		cancel(errCancelled)
+	}
+	return ok
 }
 
 // New returns the Try it service.
@@ -102,9 +121,29 @@ func (s *Service) Submit(ctx context.Context, agent string, form url.Values) (vi
 	}
 	live := &liveProgress{publish: s.d.Publish, event: views.TryEvent(v.CallID), every: s.progressEvery}
 	start := time.Now()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	key := v.AgentName + " " + v.CallID
+	s.runMu.Lock()
+	if s.running == nil {
+		s.running = map[string]context.CancelCauseFunc{}
+	}
+	s.running[key] = cancel
+	s.runMu.Unlock()
+	defer func() {
+		s.runMu.Lock()
+		delete(s.running, key)
+		s.runMu.Unlock()
+	}()
 	ctx = discovery.WithCallRelay(discovery.WithCallProgress(ctx, live.add), pageRelay{s: s, agent: v.AgentName, callID: v.CallID})
 	res, err := s.d.Call(ctx, v.AgentName, args)
 	out := &views.TryResult{Duration: time.Since(start), Progress: live.last()}
+	if errors.Is(context.Cause(ctx), errCancelled) {
+		out.Cancelled = true
+		out.Text = "Cancelled: Switchboard stopped waiting and told the server (it may finish the work anyway)."
+		v.Result = out
+		return v, http.StatusOK, nil
+	}
 	if err != nil {
 		out.Text = err.Error()
 	} else {
