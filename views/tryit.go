@@ -73,7 +73,7 @@ type TryResult struct {
 	Text    string // the refusal or failure, when not OK
 	// Cancelled is set when the person cancelled the call (Text says so).
 	Cancelled bool
-	Parts   []TryPart
+	Parts     []TryPart
 	// JSON is the whole result as indented JSON, media data left out.
 	JSON     string
 	Progress *TryProgress // the last progress the server reported
