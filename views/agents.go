@@ -129,6 +129,31 @@ type Upstream struct {
 type CallsView struct {
 	Calls []CallRow
 	Total int
+	// Filter is what the calls shown are narrowed to; Options are the
+	// values each filter offers, from the calls kept.
+	Filter  CallFilter
+	Options CallFilterOptions
+}
+
+// CallFilter narrows the call log: each field empty, or the value a call
+// must have (Client: its client's name, or the connected client whose
+// token made it).
+type CallFilter struct {
+	Server, Client, Decision, Outcome string
+}
+
+// Any reports whether f narrows anything.
+func (f CallFilter) Any() bool { return f != CallFilter{} }
+
+// Matches reports whether c is one of the calls f keeps.
+func (f CallFilter) Matches(c CallRow) bool {
+	return (f.Server == "" || c.ServerID == f.Server) && (f.Client == "" || c.Client == f.Client || c.ConnectedAs == f.Client) &&
+		(f.Decision == "" || c.Decision == f.Decision) && (f.Outcome == "" || c.Outcome == f.Outcome)
+}
+
+// CallFilterOptions are the values of the call log's filters.
+type CallFilterOptions struct {
+	Servers, Clients, Decisions, Outcomes []string
 }
 
 // CallRow is one audited call.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -42,7 +43,7 @@ func (s *Server) handleAgentsPage(c echo.Context) error {
 // agentsView is what the Agents page shows.
 func (s *Server) agentsView(c echo.Context) (views.AgentsView, error) {
 	ctx := c.Request().Context()
-	calls, err := s.callsView(ctx)
+	calls, err := s.callsView(ctx, views.CallFilter{})
 	if err != nil {
 		return views.AgentsView{}, err
 	}
@@ -103,7 +104,7 @@ func (s *Server) handleRotateToken(c echo.Context) error {
 // handleCallsFragment serves GET /fragments/calls.
 func (s *Server) handleCallsFragment(c echo.Context) error {
 	ctx := c.Request().Context()
-	calls, err := s.callsView(ctx)
+	calls, err := s.callsView(ctx, callFilterOf(c))
 	if err != nil {
 		return err
 	}
@@ -133,18 +134,59 @@ func (s *Server) handleAPICalls(c echo.Context) error {
 // shownCalls is how many recent calls the dashboard shows.
 const shownCalls = 50
 
-func (s *Server) callsView(ctx context.Context) (views.CallsView, error) {
-	calls, total, err := s.deps.Store.Calls(ctx, shownCalls)
+// callFilterOf reads the call log's filters from a request's query.
+func callFilterOf(c echo.Context) views.CallFilter {
+	return views.CallFilter{Server: c.QueryParam("server"), Client: c.QueryParam("client"),
+		Decision: c.QueryParam("decision"), Outcome: c.QueryParam("outcome")}
+}
+
+// filterOptionCalls is how many of the latest calls the filters' values
+// come from, when no filter is set (a filter reads every call kept).
+const filterOptionCalls = 1000
+
+// callsView is the latest calls that f keeps (shownCalls at most), with
+// the values each filter offers, from the latest filterOptionCalls calls,
+// or from every call kept (store.MaxCalls) when f narrows the list.
+func (s *Server) callsView(ctx context.Context, f views.CallFilter) (views.CallsView, error) {
+	limit := filterOptionCalls
+	if f.Any() {
+		limit = store.MaxCalls
+	}
+	calls, total, err := s.deps.Store.Calls(ctx, limit)
 	if err != nil {
 		return views.CallsView{}, err
 	}
-	v := views.CallsView{Total: total}
+	v := views.CallsView{Total: total, Filter: f}
+	seen := map[*[]string]map[string]bool{}
+	option := func(list *[]string, value string) {
+		if value == "" {
+			return
+		}
+		if seen[list] == nil {
+			seen[list] = map[string]bool{}
+		}
+		if !seen[list][value] {
+			seen[list][value] = true
+			*list = append(*list, value)
+		}
+	}
 	for _, c := range calls {
-		v.Calls = append(v.Calls, views.CallRow{
+		row := views.CallRow{
 			At: c.At, Session: c.Session, Client: c.Client, ConnectedAs: c.ConnectedAs, Method: c.Method, ServerID: c.ServerID, Tool: c.Tool, AgentName: c.AgentName,
 			ArgsHash: c.ArgsHash, Decision: c.Decision, DecidedBy: c.DecidedBy, Reason: c.Reason,
 			DurationMS: c.DurationMS, Outcome: c.Outcome, Error: c.Error, Arguments: c.Arguments, Truncated: c.ArgumentsTruncated,
-		})
+		}
+		o := &v.Options
+		option(&o.Servers, row.ServerID)
+		option(&o.Clients, cmp.Or(row.ConnectedAs, row.Client))
+		option(&o.Decisions, row.Decision)
+		option(&o.Outcomes, row.Outcome)
+		if len(v.Calls) < shownCalls && f.Matches(row) {
+			v.Calls = append(v.Calls, row)
+		}
+	}
+	for _, list := range []*[]string{&v.Options.Servers, &v.Options.Clients, &v.Options.Decisions, &v.Options.Outcomes} {
+		slices.Sort(*list)
 	}
 	return v, nil
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
+
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-dev/switchboard/discovery"
@@ -182,5 +184,57 @@ func TestServerAsksSettings(t *testing.T) {
 	}
 	if got := e.server("files").Asks; got["sampling"] != "deny" {
 		t.Errorf("asks after a refused PUT = %v; want unchanged", got)
+	}
+}
+
+// The call log narrows to a server, a client, a decision or an outcome,
+// and its filters offer the values the kept calls have; a live refresh
+// keeps the filter (the section sends the form along).
+func TestTheCallLogFilters(t *testing.T) {
+	e := newEnv(t)
+	b := e.login()
+	for _, id := range []string{"alpha", "beta"} {
+		body := fixtureServer(id)
+		body["default_policy"] = "allow"
+		e.createServer(body)
+		if job := e.verify(id); job.Status != "success" {
+			t.Fatalf("verify %s = %+v", id, job)
+		}
+	}
+	e.setPolicy("beta", "tool_000", "deny")
+	srv, _ := e.liveServer()
+	c := mcptest.Connect(t, srv.URL, testMCPToken)
+	if err := mcptest.Refused(c.Call("alpha__tool_000", map[string]any{})); err != nil {
+		t.Fatalf("alpha's call = %v", err)
+	}
+	_ = mcptest.Refused(c.Call("beta__tool_000", map[string]any{}))
+	e.waitCalls(2)
+
+	rows := func(query string) []string {
+		t.Helper()
+		page := parseHTML(t, b.htmx(http.MethodGet, "/fragments/calls"+query, nil).Body.String())
+		var out []string
+		page.Find(testID("call-row")).Each(func(_ int, r *goquery.Selection) { out = append(out, strings.Join(strings.Fields(r.Text()), " ")) })
+		return out
+	}
+	if got := rows(""); len(got) != 2 {
+		t.Fatalf("unfiltered rows %q; want both calls", got)
+	}
+	for query, want := range map[string]string{"?server=beta": "beta", "?decision=denied": "beta", "?outcome=ok": "alpha"} {
+		if got := rows(query); len(got) != 1 || !strings.Contains(got[0], want) {
+			t.Errorf("rows of %s = %q; want only %s's call", query, got, want)
+		}
+	}
+	// The page shows the endpoint's shared token (behind a reveal).
+	e.secrets = slices.DeleteFunc(e.secrets, func(s string) bool { return s == testMCPToken })
+	page := parseHTML(t, b.get("/agents").Body.String())
+	if opts := page.Find(`[data-testid="calls-server"] option`).Length(); opts != 3 { // every server, alpha, beta
+		t.Errorf("the server filter has %d options; want every server, alpha and beta", opts)
+	}
+	if inc := page.Find(`[data-testid="calls"]`).AttrOr("hx-include", ""); inc != "#calls-filter" {
+		t.Errorf("the live refresh includes %q; want the filter form", inc)
+	}
+	if got := rows("?server=alpha&decision=denied"); len(got) != 0 {
+		t.Errorf("rows matching nothing = %q; want none", got)
 	}
 }
