@@ -587,7 +587,7 @@ func StatusBody(s ServerItem) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if health, _ := s.Health(); health == HealthOK || health == HealthStale || health == HealthNever {
+		if health, _ := s.Health(); health == HealthOK || health == HealthReview || health == HealthStale || health == HealthNever {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 56, "<dt>Freshness</dt><dd>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

@@ -402,7 +402,7 @@ func ServerCells(s ServerItem) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if health, _ := s.Health(); health == HealthOK {
+		if health, _ := s.Health(); health == HealthOK || health == HealthReview {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "<div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
