@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/internal/fixturetest"
+
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/internal/grants"
 	"github.com/switchboard-dev/switchboard/internal/logtest"
@@ -204,6 +206,19 @@ func (e *env) fixture(id string, args []string, tools ...string) {
 	}
 	for _, tool := range tools {
 		e.setPolicy(id, tool, "allow")
+	}
+}
+
+// conformanceServer registers the fixture's -conformance tools as server
+// "conf", over HTTP: a 2026-07-28 server for sure (a stdio server's
+// server/discover probe may give up on a loaded machine, and the session
+// fall back to 2025-11-25, where a server's questions come one by one).
+func (e *env) conformanceServer() {
+	e.t.Helper()
+	url := fixturetest.MCP(fixturetest.Start(e.t, fixtureBin, "http", "-addr", "127.0.0.1:0", "-conformance"))
+	e.createServer(map[string]any{"id": "conf", "name": "Conformance", "transport": "http", "url": url, "default_policy": "allow"})
+	if status := e.verify("conf"); status != "success" {
+		e.t.Fatalf("verify conf = %s", status)
 	}
 }
 

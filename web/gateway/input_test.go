@@ -11,7 +11,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/switchboard-dev/switchboard/internal/fixturetest"
 	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -32,15 +31,7 @@ type inputRequired struct {
 // once, when it ends.
 func TestA2026ServersQuestionsComeTogether(t *testing.T) {
 	e := newEnv(t)
-	// Over HTTP: a 2026-07-28 server for sure (a stdio server's
-	// server/discover probe may give up on a loaded machine, and the
-	// session fall back to 2025-11-25, where a server's questions come
-	// one by one).
-	url := fixturetest.MCP(fixturetest.Start(t, fixtureBin, "http", "-addr", "127.0.0.1:0", "-conformance"))
-	e.createServer(map[string]any{"id": "conf", "name": "Conformance", "transport": "http", "url": url, "default_policy": "allow"})
-	if status := e.verify("conf"); status != "success" {
-		t.Fatalf("verify conf = %s", status)
-	}
+	e.conformanceServer()
 	e.setPolicy("conf", "test_input_required_result_multiple_inputs", "allow")
 	multiple := e.tools("conf")["test_input_required_result_multiple_inputs"].AgentName
 	everything := func(_ map[string]string, msg map[string]any) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/switchboard-dev/switchboard/internal/fixturetest"
 	"github.com/switchboard-dev/switchboard/internal/mcptest"
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -33,19 +32,12 @@ type modernTask struct {
 // tasks/get until it ends with the tool's result inlined (a tool's own
 // error too, as completed), its server's questions answered with
 // tasks/update (some, then the rest), ended by tasks/cancel, and
-// nobody else's to see. Without the extension, a tool that runs only as
-// a task is refused with -32021 and an optional one answered at once.
+// nobody else's to see. Without the extension, a call is answered when
+// it ends (a task-only tool's too: TestAnAgentsTaskIsRelayed), and the
+// task methods are refused (-32021).
 func TestA2026AgentsTasks(t *testing.T) {
 	e := newEnv(t)
-	// Over HTTP: a 2026-07-28 server for sure (a stdio server's
-	// server/discover probe may give up on a loaded machine, and the
-	// session fall back to 2025-11-25, where a server's questions come
-	// one by one).
-	url := fixturetest.MCP(fixturetest.Start(t, fixtureBin, "http", "-addr", "127.0.0.1:0", "-conformance"))
-	e.createServer(map[string]any{"id": "conf", "name": "Conformance", "transport": "http", "url": url, "default_policy": "allow"})
-	if status := e.verify("conf"); status != "success" {
-		t.Fatalf("verify conf = %s", status)
-	}
+	e.conformanceServer()
 	for _, tool := range []string{"greet", "slow_compute", "failing_job", "confirm_delete", "multi_input"} {
 		e.setPolicy("conf", tool, "allow")
 	}
