@@ -61,13 +61,67 @@ type AgentsView struct {
 	// Connect is a previewed change, Connected one written.
 	ConnectClients     []Option
 	Connect, Connected *ConnectView
+	// Gates say, per client whose config is on this machine, what reaches
+	// its agent around Switchboard.
+	Gates []ClientGate
+}
+
+// ClientGate is what reaches one client's agent: Switchboard's entry
+// (Connected) and the entries around it.
+type ClientGate struct {
+	Key, Name, Path string
+	Connected       bool
+	Around          []AroundEntry
+	Error           string
+}
+
+// AroundEntry is an entry of a client's config other than Switchboard's;
+// ServerID is the server Switchboard has that it launches ("" if none).
+type AroundEntry struct {
+	Name, Project, File, ServerID string
+	Disabled                      bool
+}
+
+// State is "gated" (only Switchboard reaches the agent), "around" (it is
+// connected and other servers reach it too), "direct" (it is not
+// connected) or "error".
+func (g ClientGate) State() string {
+	switch {
+	case g.Error != "":
+		return "error"
+	case !g.Connected:
+		return "direct"
+	case len(g.Around) == 0:
+		return "gated"
+	}
+	return "around"
+}
+
+// Movable counts the entries around the gate of servers Switchboard has:
+// connecting (again) moves them behind it.
+func (g ClientGate) Movable() int {
+	n := 0
+	for _, e := range g.Around {
+		if e.ServerID != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // ConnectView is a change to a client's config file: previewed (Diff,
 // and Before, the hash of the file as it was) or written (Backup).
 type ConnectView struct {
 	Client, Path, Diff, Before, Backup, Error string
+	// Moved are the client's entries of servers Switchboard has, which
+	// connecting moves behind it; MovesPath is where they are kept.
+	Moved     []MovedEntry
+	MovesPath string
 }
+
+// MovedEntry is an entry of a client's config that connecting moves
+// behind Switchboard (Project: the Claude Code project that holds it).
+type MovedEntry struct{ Name, Project string }
 
 // ConnectedClient is a client with its own MCP token, and how agents use
 // it (since Switchboard started).

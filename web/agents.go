@@ -88,7 +88,48 @@ func (s *Server) agentsView(c echo.Context) (views.AgentsView, error) {
 	for _, cl := range serverconfig.Clients {
 		v.ConnectClients = append(v.ConnectClients, views.Option{Value: cl.Key, Title: cl.Name})
 	}
+	if v.Gates, err = s.clientGates(ctx); err != nil {
+		return views.AgentsView{}, err
+	}
 	return v, nil
+}
+
+// managed is the launches of the servers Switchboard has.
+func (s *Server) managed(ctx context.Context) (serverconfig.Managed, error) {
+	sums, err := s.deps.Store.Summaries(ctx)
+	if err != nil {
+		return serverconfig.Managed{}, err
+	}
+	servers := make([]store.Server, 0, len(sums))
+	for _, sum := range sums {
+		servers = append(servers, sum.Server)
+	}
+	return serverconfig.ManagedOf(servers), nil
+}
+
+// clientGates says, per client whose config is on this machine, what
+// reaches its agent around Switchboard.
+func (s *Server) clientGates(ctx context.Context) ([]views.ClientGate, error) {
+	m, err := s.managed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []views.ClientGate
+	for _, cl := range serverconfig.Clients {
+		g, err := serverconfig.GateHere(cl, s.home(), m)
+		if err == nil && !g.Exists && len(g.Around) == 0 {
+			continue
+		}
+		v := views.ClientGate{Key: cl.Key, Name: cl.Name, Path: g.Path, Connected: g.Connected}
+		if err != nil {
+			v.Error = err.Error()
+		}
+		for _, e := range g.Around {
+			v.Around = append(v.Around, views.AroundEntry{Name: e.Name, Project: e.Project, File: e.File, ServerID: e.ServerID, Disabled: e.Disabled})
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // handleRotateToken serves POST /agents/token.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -172,26 +173,43 @@ func (s *Server) handleDisconnectForm(c echo.Context) error {
 }
 
 // connectPlan is the change that connects client key, with the entry's
-// token (a placeholder for a preview).
-func (s *Server) connectPlan(c echo.Context, key, token string) (serverconfig.ConfigChange, error) {
+// token (a placeholder for a preview): its entry written, the entries of
+// the servers Switchboard has moved out of its files.
+func (s *Server) connectPlan(c echo.Context, key, token string) (serverconfig.Connection, error) {
+	m, err := s.managed(c.Request().Context())
+	if err != nil {
+		return serverconfig.Connection{}, err
+	}
 	exe, _ := os.Executable()
 	host := c.Request().Host
-	p, err := serverconfig.PlanConnectHere(key, s.home(), serverconfig.Endpoint{URL: "http://" + host + "/mcp", Addr: host, Exe: exe, Token: token})
+	p, err := serverconfig.PlanConnectHere(key, s.home(), serverconfig.Endpoint{URL: "http://" + host + "/mcp", Addr: host, Exe: exe, Token: token}, m)
 	if errors.Is(err, serverconfig.ErrUnknownClient) {
 		return p, &apiError{Status: http.StatusUnprocessableEntity, Message: err.Error()}
 	}
 	return p, err
 }
 
+// connectView is the page's view of a planned connection.
+func connectView(key string, p serverconfig.Connection) *views.ConnectView {
+	v := &views.ConnectView{Client: key, Diff: p.PageDiff(), Before: p.Fingerprint(), MovesPath: p.MovesPath()}
+	if len(p.Files) > 0 {
+		v.Path = p.Main().Path
+	}
+	for _, m := range p.Moved() {
+		v.Moved = append(v.Moved, views.MovedEntry{Name: m.Name, Project: m.Where})
+	}
+	return v
+}
+
 // handleConnectPreview serves POST /agents/connect/preview: the change
-// connecting a client would make to its config file, token left out.
+// connecting a client would make to its config files, token left out.
 func (s *Server) handleConnectPreview(c echo.Context) error {
 	v, err := s.agentsView(c)
 	if err != nil {
 		return err
 	}
 	p, err := s.connectPlan(c, c.FormValue("client"), "<a token of its own, made when you write it>")
-	v.Connect = &views.ConnectView{Client: c.FormValue("client"), Path: p.Path, Diff: p.PageDiff(), Before: store.HashToken(string(p.Before))}
+	v.Connect = connectView(c.FormValue("client"), p)
 	if err != nil {
 		v.Connect.Error = err.Error()
 	}
@@ -199,12 +217,12 @@ func (s *Server) handleConnectPreview(c echo.Context) error {
 }
 
 // handleConnect serves POST /agents/connect: makes the client's token and
-// writes its entry, after a backup, if the file is still as previewed.
+// writes its entry, after a backup, if the files are still as previewed.
 func (s *Server) handleConnect(c echo.Context) error {
 	ctx := c.Request().Context()
 	key := c.FormValue("client")
 	client, _ := serverconfig.ClientByKey(key)
-	if p, err := s.connectPlan(c, key, ""); err != nil || store.HashToken(string(p.Before)) != c.FormValue("before") {
+	if p, err := s.connectPlan(c, key, ""); err != nil || p.Fingerprint() != c.FormValue("before") {
 		return s.handleConnectPreview(c) // changed since the preview: show it again
 	}
 	token, ct, err := s.mcp.Connect(ctx, client.Name, "")
@@ -212,17 +230,19 @@ func (s *Server) handleConnect(c echo.Context) error {
 		return err
 	}
 	p, err := s.connectPlan(c, key, token)
-	var backup string
+	var backups []string
 	if err == nil {
-		backup, err = p.Write(time.Now())
+		backups, err = p.Write(time.Now())
 	}
 	v, verr := s.agentsView(c)
 	if verr != nil {
 		return verr
 	}
 	if err != nil {
-		s.mcp.Disconnect(ctx, ct.ID) // no token without its entry
-		v.Connect = &views.ConnectView{Client: key, Path: p.Path, Error: err.Error()}
+		if len(backups) == 0 {
+			s.mcp.Disconnect(ctx, ct.ID) // no token without its entry
+		}
+		v.Connect = &views.ConnectView{Client: key, Path: p.Main().Path, Error: err.Error()}
 		return render(c, http.StatusUnprocessableEntity, views.AgentsPage(s.page(c, "Agents"), v))
 	}
 	if p.Old != nil { // the entry it replaced had a token of its own
@@ -230,6 +250,7 @@ func (s *Server) handleConnect(c echo.Context) error {
 			s.log.Warn("revoke the token of a replaced entry", "client", client.Name, "err", err)
 		}
 	}
-	v.Connected = &views.ConnectView{Client: client.Name, Path: p.Path, Backup: backup}
+	v.Connected = connectView(client.Name, p)
+	v.Connected.Backup = strings.Join(backups, ", ")
 	return render(c, http.StatusOK, views.AgentsPage(s.page(c, "Agents"), v))
 }

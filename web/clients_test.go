@@ -334,3 +334,82 @@ func TestClientStateIsReal(t *testing.T) {
 		}
 	})
 }
+
+// The Agents page says, per client whose config is here, what reaches its
+// agent around the gate; connecting from the page moves the entries of the
+// servers Switchboard has behind it in the same write (issue 37 #1), and
+// the page then says what still goes around.
+func TestTheAgentsPageSaysWhatReachesAClientAroundTheGate(t *testing.T) {
+	home := t.TempDir()
+	m := newMCPSetup(t, func(c *webConfig) { c.ImportHome = home })
+	e := m.e
+	e.secrets = slices.DeleteFunc(e.secrets, func(s string) bool { return s == testMCPToken })
+	path := filepath.Join(home, ".claude.json")
+	const original = `{
+  "mcpServers": {
+    "github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/"},
+    "notes": {"command": "notes-mcp"}
+  },
+  "projects": {"/home/me/app": {"mcpServers": {"gh": {"type": "http", "url": "https://api.githubcopilot.com/mcp"}}}}
+}
+`
+	if err := os.WriteFile(path, []byte(original), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.createServer(map[string]any{"id": "github", "transport": "http", "url": "https://api.githubcopilot.com/mcp/"})
+	b := e.loginWithToken()
+	gate := func(doc *goquery.Document) (state string, entries map[string]string) {
+		g := doc.Find(`[data-testid="client-gate"][data-client="claude-code"]`)
+		state, _ = g.Attr("data-state")
+		entries = map[string]string{}
+		g.Find(`[data-testid="around-entry"]`).Each(func(_ int, s *goquery.Selection) {
+			entries[s.Find("code").First().Text()], _ = s.Attr("data-server")
+		})
+		return state, entries
+	}
+	state, entries := gate(parseHTML(t, b.get("/agents").Body.String()))
+	if state != "direct" || len(entries) != 3 || entries["github"] != "github" || entries["gh"] != "github" || entries["notes"] != "" {
+		t.Fatalf("before connecting: %s %v; want direct, github and gh as Switchboard's github, notes not in Switchboard", state, entries)
+	}
+	if doc := parseHTML(t, b.get("/agents").Body.String()); doc.Find(`[data-testid="client-gate"][data-client="cursor"]`).Length() != 0 {
+		t.Error("a client without a config here is listed")
+	}
+
+	page := parseHTML(t, b.post("/agents/connect/preview", url.Values{"client": {"claude-code"}}).Body.String())
+	movedText := page.Find(`[data-testid="connect-change"] [data-testid="connect-moved"]`).Text()
+	if !strings.Contains(movedText, "github") || !strings.Contains(movedText, "gh") || !strings.Contains(movedText, "/home/me/app") || strings.Contains(movedText, "notes") {
+		t.Errorf("the preview's moved entries: %q", movedText)
+	}
+	diff := page.Find(`[data-testid="connect-diff"]`).Text()
+	if !strings.Contains(diff, `-    "github"`) || !strings.Contains(diff, `+    "switchboard"`) {
+		t.Errorf("the preview's diff does not show the move:\n%s", diff)
+	}
+	before, _ := page.Find(`[data-testid="connect-change"] input[name="before"]`).Attr("value")
+	rec := b.post("/agents/connect", url.Values{"client": {"claude-code"}, "before": {before}})
+	wantStatus(t, rec, http.StatusOK)
+	doc := parseHTML(t, rec.Body.String())
+	if done := doc.Find(`[data-testid="connect-done"]`).Text(); !strings.Contains(done, "Moved behind Switchboard") || !strings.Contains(done, path+".switchboard-moved") {
+		t.Errorf("after writing: %q", done)
+	}
+	state, entries = gate(doc)
+	if state != "around" || len(entries) != 1 || entries["notes"] != "" {
+		t.Errorf("after connecting: %s %v; want notes alone around the gate", state, entries)
+	}
+	written, _ := os.ReadFile(path)
+	if strings.Contains(string(written), "githubcopilot") {
+		t.Fatalf("the moved entries are still in the file:\n%s", written)
+	}
+	if kept, err := os.ReadFile(path + ".switchboard-moved"); err != nil || !strings.Contains(string(kept), "githubcopilot") {
+		t.Errorf("the moved entries are not kept: %v\n%s", err, kept)
+	}
+
+	// Once notes is in Switchboard too, connecting again moves it: nothing
+	// goes around the gate.
+	e.createServer(map[string]any{"id": "notes", "transport": "stdio", "command": "notes-mcp"})
+	page = parseHTML(t, b.post("/agents/connect/preview", url.Values{"client": {"claude-code"}}).Body.String())
+	before, _ = page.Find(`[data-testid="connect-change"] input[name="before"]`).Attr("value")
+	state, _ = gate(parseHTML(t, b.post("/agents/connect", url.Values{"client": {"claude-code"}, "before": {before}}).Body.String()))
+	if state != "gated" {
+		t.Errorf("after moving notes too: %s; want gated", state)
+	}
+}

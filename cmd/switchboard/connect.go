@@ -30,8 +30,14 @@ connect writes Switchboard's entry into the client's own config file (a
 backup of the file first, everything else in it kept as written) with a
 token of the client's own, made by the running dashboard; the diff is
 shown; -profile gives the token a profile (what its agent is offered: see
-the Profiles page; the default offers everything). disconnect removes the
-entry and revokes its token. CLIENT is one of:
+the Profiles page; the default offers everything). The client's entries of
+servers the dashboard has (the same command and arguments, or the same URL)
+move behind Switchboard in the same write: out of its file and out of its
+project files (Claude Code's projects in ~/.claude.json; .cursor/mcp.json
+and .vscode/mcp.json of the folders the editor opened, and of this
+directory), kept in FILE.switchboard-moved beside its file. disconnect
+removes the entry, puts the moved entries back where they were and revokes
+the token. CLIENT is one of:
   claude-code     ~/.claude.json (Claude Code's user scope), over HTTP
   claude-desktop  claude_desktop_config.json, through switchboard mcp
   cursor          ~/.cursor/mcp.json, over HTTP
@@ -76,8 +82,8 @@ func connectCmd(ctx context.Context, args []string, getenv func(string) string, 
 		return usageError("%s: which client? one of claude-code, claude-desktop, cursor, vscode, codex (got %q)", name, key)
 	}
 	path := *config
+	home := cmpOr(getenv("HOME"), getenv("USERPROFILE"))
 	if path == "" {
-		home := cmpOr(getenv("HOME"), getenv("USERPROFILE"))
 		if home == "" {
 			return fmt.Errorf("%s: no home directory (HOME) to find %s's config in; give -config", name, client.Name)
 		}
@@ -92,21 +98,32 @@ func connectCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if remove {
 		return disconnect(ctx, client, path, api, *dryRun, stdout, stderr)
 	}
-	return connect(ctx, client, path, addr, *profile, api, *dryRun, stdout, stderr)
+	var projects []string
+	if *config == "" && home != "" {
+		cwd, _ := os.Getwd()
+		projects = serverconfig.ProjectFiles(client, runtime.GOOS, home, getenv, cwd)
+	}
+	return connect(ctx, client, path, addr, *profile, projects, api, *dryRun, stdout, stderr)
 }
 
-func connect(ctx context.Context, c serverconfig.Client, path, addr, profile string, api *dashboardAPI, dryRun bool, stdout, stderr io.Writer) error {
+func connect(ctx context.Context, c serverconfig.Client, path, addr, profile string, projects []string, api *dashboardAPI, dryRun bool, stdout, stderr io.Writer) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("connect: where is this switchboard? %w", err)
 	}
 	ep := serverconfig.Endpoint{URL: api.base + "/mcp", Exe: exe, Addr: addr, Token: "<a token of " + c.Name + "'s own, made when you connect>"}
+	managed, err := managedServers(ctx, api)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	opts := serverconfig.ConnectOptions{Managed: managed, Projects: projects}
 	if dryRun {
-		p, err := serverconfig.PlanConnect(c, path, c.Entry(ep))
+		p, err := serverconfig.PlanConnect(c, path, c.Entry(ep), opts)
 		if err != nil {
 			return fmt.Errorf("connect: %w", err)
 		}
-		fmt.Fprint(stdout, p.Diff)
+		fmt.Fprint(stdout, p.Diff())
+		sayMoved(stdout, p)
 		fmt.Fprintf(stdout, "Dry run: %s not written, no token made.\n", path)
 		return nil
 	}
@@ -118,30 +135,67 @@ func connect(ctx context.Context, c serverconfig.Client, path, addr, profile str
 		return fmt.Errorf("connect: %w", err)
 	}
 	ep.Token = made.Token
-	p, err := serverconfig.PlanConnect(c, path, c.Entry(ep))
-	var backup string
+	p, err := serverconfig.PlanConnect(c, path, c.Entry(ep), opts)
+	var backups []string
 	var tightened bool
 	if err == nil {
-		fmt.Fprint(stdout, p.Diff)
-		tightened = p.Tightens()
-		backup, err = p.Write(time.Now())
+		fmt.Fprint(stdout, p.Diff())
+		tightened = p.Main().Tightens()
+		backups, err = p.Write(time.Now())
 	}
 	if err != nil {
-		api.do(ctx, http.MethodDelete, "/api/v1/clients/"+made.Client.ID, nil, http.StatusNoContent, nil) // no orphan token
+		if len(backups) == 0 {
+			api.do(ctx, http.MethodDelete, "/api/v1/clients/"+made.Client.ID, nil, http.StatusNoContent, nil) // no orphan token
+		}
 		return fmt.Errorf("connect: %w", err)
 	}
 	if p.Old != nil {
 		revoke(ctx, api, serverconfig.TokenOf(*p.Old), stderr) // the entry it replaced
 	}
-	fmt.Fprintf(stdout, "Connected %s: wrote %s", c.Name, path)
-	if backup != "" {
-		fmt.Fprintf(stdout, " (the file as it was: %s, readable by you only)", backup)
+	fmt.Fprintf(stdout, "Connected %s: wrote %s", c.Name, p.Main().Path)
+	if len(backups) > 0 {
+		fmt.Fprintf(stdout, " (the files as they were: %s, readable by you only)", strings.Join(backups, ", "))
 	}
 	if tightened {
 		fmt.Fprint(stdout, ". It holds a token now, so others may no longer read it (group and other permissions removed)")
 	}
-	fmt.Fprintf(stdout, ". Its token is its own: revoke it on the Agents page or with switchboard disconnect %s. Restart %s to load it.\n", c.Key, c.Name)
+	fmt.Fprintln(stdout, ".")
+	sayMoved(stdout, p)
+	fmt.Fprintf(stdout, "Its token is its own: revoke it on the Agents page or with switchboard disconnect %s. Restart %s to load it.\n", c.Key, c.Name)
 	return nil
+}
+
+// sayMoved says which entries connecting moves behind Switchboard.
+func sayMoved(w io.Writer, p serverconfig.Connection) {
+	moved := p.Moved()
+	if len(moved) == 0 {
+		return
+	}
+	var names []string
+	for _, m := range moved {
+		names = append(names, movedName(m))
+	}
+	fmt.Fprintf(w, "Moved behind Switchboard (its agent reaches them only through the gate now): %s. They are kept in %s; switchboard disconnect %s puts them back.\n",
+		strings.Join(names, ", "), p.MovesPath(), p.Client.Key)
+}
+
+// movedName names a moved entry, with its project if it has one.
+func movedName(m serverconfig.MovedEntry) string {
+	if m.Where != "" {
+		return m.Name + " (project " + m.Where + ")"
+	}
+	return m.Name
+}
+
+// managedServers is the launches of the servers the dashboard has.
+func managedServers(ctx context.Context, api *dashboardAPI) (serverconfig.Managed, error) {
+	var list struct {
+		Servers []store.Server `json:"servers"`
+	}
+	if err := api.do(ctx, http.MethodGet, "/api/v1/servers", nil, http.StatusOK, &list); err != nil {
+		return serverconfig.Managed{}, err
+	}
+	return serverconfig.ManagedOf(list.Servers), nil
 }
 
 func disconnect(ctx context.Context, c serverconfig.Client, path string, api *dashboardAPI, dryRun bool, stdout, stderr io.Writer) error {
@@ -149,21 +203,37 @@ func disconnect(ctx context.Context, c serverconfig.Client, path string, api *da
 	if err != nil {
 		return fmt.Errorf("disconnect: %w", err)
 	}
-	if p.Old == nil {
+	if p.Old == nil && !p.Changed() {
 		fmt.Fprintf(stdout, "%s has no %s entry: nothing to do.\n", path, serverconfig.EntryName)
 		return nil
 	}
-	fmt.Fprint(stdout, p.Diff)
+	fmt.Fprint(stdout, p.Diff())
 	if dryRun {
 		fmt.Fprintf(stdout, "Dry run: %s not written, no token revoked.\n", path)
 		return nil
 	}
-	backup, err := p.Write(time.Now())
+	backups, err := p.Write(time.Now())
 	if err != nil {
 		return fmt.Errorf("disconnect: %w", err)
 	}
-	fmt.Fprintf(stdout, "Disconnected %s: removed its entry from %s (the file as it was: %s).\n", c.Name, path, backup)
-	revoke(ctx, api, serverconfig.TokenOf(*p.Old), stderr)
+	fmt.Fprintf(stdout, "Disconnected %s: removed its entry from %s (the files as they were: %s).\n", c.Name, p.Main().Path, strings.Join(backups, ", "))
+	var names []string
+	for _, m := range p.Restored() {
+		names = append(names, movedName(m))
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(stdout, "Put back as they were: %s.\n", strings.Join(names, ", "))
+	}
+	names = names[:0]
+	for _, m := range p.Kept() {
+		names = append(names, movedName(m))
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(stderr, "warning: not put back, since an entry of the same name is there now: %s; they stay in %s\n", strings.Join(names, ", "), p.MovesPath())
+	}
+	if p.Old != nil {
+		revoke(ctx, api, serverconfig.TokenOf(*p.Old), stderr)
+	}
 	return nil
 }
 

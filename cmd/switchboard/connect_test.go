@@ -23,7 +23,14 @@ var clientConfigs = map[string]struct{ rel, text string }{
   "mcpServers": {
     "github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/"}
   },
-  "projects": {"/home/me/app": {"mcpServers": {}, "allowedTools": []}}
+  "projects": {
+    "/home/me/app": {"mcpServers": {}, "allowedTools": []},
+    "/home/me/docs": {
+      "mcpServers": {
+        "ctx": {"command": "npx", "args": ["-y", "@upstash/context7-mcp"]}
+      }
+    }
+  }
 }
 `},
 	"claude-desktop": {".config/Claude/claude_desktop_config.json", `{
@@ -102,6 +109,16 @@ func TestConnectAndDisconnect(t *testing.T) {
 		return out.String(), errb.String(), err
 	}
 	tokenIn := regexp.MustCompile(`sbc_[0-9a-f]{64}`)
+	// Servers the dashboard has, which some of the configs launch too:
+	// connecting moves those entries behind it (issue 37 #1).
+	d.api(t, http.MethodPost, "/api/v1/servers", map[string]any{"id": "github", "transport": "http", "url": "https://api.githubcopilot.com/mcp/"}, http.StatusCreated)
+	d.api(t, http.MethodPost, "/api/v1/servers", map[string]any{"id": "context7", "transport": "stdio", "command": "npx", "args": []string{"-y", "@upstash/context7-mcp"}}, http.StatusCreated)
+	d.api(t, http.MethodPost, "/api/v1/servers", map[string]any{"id": "linear", "transport": "http", "url": "https://mcp.linear.app/sse"}, http.StatusCreated)
+	moves := map[string][]string{ // what each client's connect moves
+		"claude-code": {"github", "ctx (project /home/me/docs)"},
+		"cursor":      {"linear", "context7 (project " + cursorProject(t, home) + ")"},
+		"codex":       {"context7"},
+	}
 
 	for _, key := range []string{"claude-code", "claude-desktop", "cursor", "vscode", "codex"} {
 		t.Run(key, func(t *testing.T) {
@@ -128,16 +145,35 @@ func TestConnectAndDisconnect(t *testing.T) {
 				t.Fatalf("connect = %v\n%s\n%s", err, out, errOut)
 			}
 			written, _ := os.ReadFile(path)
+			if want := moves[key]; len(want) > 0 {
+				if !strings.Contains(out, "Moved behind Switchboard (its agent reaches them only through the gate now): "+strings.Join(want, ", ")+".") {
+					t.Errorf("connect does not say it moved %q:\n%s", want, out)
+				}
+				if strings.Contains(string(written), "githubcopilot") || strings.Contains(string(written), "context7-mcp") || strings.Contains(string(written), "linear.app") {
+					t.Errorf("an entry of a server the dashboard has is still in the file:\n%s", written)
+				}
+			} else if strings.Contains(out, "Moved behind") {
+				t.Errorf("connect moved entries of servers the dashboard does not have:\n%s", out)
+			}
 			token := tokenIn.FindString(string(written))
 			if token == "" || strings.Contains(out, token) || !strings.Contains(out, "sbc_••••") {
 				t.Fatalf("the file holds no client token, or the diff shows it unmasked:\n%s\n%s", written, out)
 			}
-			for _, kept := range []string{"mcpServers", "servers", "context7", "DEBUG", "// my servers", "# kept as is", "numStartups", "allowedTools", "api-key", "notes-mcp", "linear", "fetch"} {
+			for _, kept := range []string{"mcpServers", "servers", "# Codex settings", "// my servers", "numStartups", "allowedTools", "/home/me/docs", "api-key", "notes-mcp", "fetch"} {
 				if strings.Contains(cfg.text, kept) && !strings.Contains(string(written), kept) {
 					t.Errorf("%q was lost from the file:\n%s", kept, written)
 				}
 			}
 			backups, _ := filepath.Glob(path + ".switchboard-backup-*")
+			if key == "cursor" { // the project file it moved an entry out of
+				more, _ := filepath.Glob(filepath.Join(cursorProject(t, home), ".cursor", "mcp.json.switchboard-backup-*"))
+				for _, b := range more {
+					os.Remove(b)
+				}
+				if len(more) != 1 {
+					t.Errorf("project backups = %v; want one", more)
+				}
+			}
 			if len(backups) != 1 {
 				t.Fatalf("backups = %v; want one", backups)
 			}
@@ -182,6 +218,17 @@ func TestConnectAndDisconnect(t *testing.T) {
 			if got, _ := os.ReadFile(path); string(got) != cfg.text {
 				t.Errorf("after disconnect the file is not as it was:\n%s\nwant:\n%s", got, cfg.text)
 			}
+			if len(moves[key]) > 0 && !strings.Contains(out, "Put back as they were: "+strings.Join(moves[key], ", ")+".") {
+				t.Errorf("disconnect does not say what it put back:\n%s", out)
+			}
+			if key == "cursor" {
+				if got, _ := os.ReadFile(filepath.Join(cursorProject(t, home), ".cursor", "mcp.json")); string(got) != cursorProjectText {
+					t.Errorf("the project file after disconnect:\n%s", got)
+				}
+			}
+			if _, err := os.Stat(path + ".switchboard-moved"); !os.IsNotExist(err) {
+				t.Errorf("the record of moved entries outlived disconnect: %v", err)
+			}
 			if got := mcpStatusOf(t, base, newToken); got != http.StatusUnauthorized {
 				t.Errorf("the disconnected token: %d; want it revoked", got)
 			}
@@ -225,6 +272,35 @@ func TestConnectAndDisconnect(t *testing.T) {
 			t.Errorf("connect with no dashboard = %v; want it to say the dashboard must run", err)
 		}
 	})
+}
+
+// cursorProjectText is a Cursor project's own file.
+const cursorProjectText = `{
+  "mcpServers": {
+    "context7": {"command": "npx", "args": ["-y", "@upstash/context7-mcp"]}
+  }
+}
+`
+
+// cursorProject is a folder Cursor opened (its workspaceStorage under
+// home says so) with a project file of its own; made once per home.
+func cursorProject(t *testing.T, home string) string {
+	t.Helper()
+	dir := filepath.Join(home, "work", "app")
+	file := filepath.Join(dir, ".cursor", "mcp.json")
+	if _, err := os.Stat(file); err == nil {
+		return dir
+	}
+	ws := filepath.Join(home, ".config", "Cursor", "User", "workspaceStorage", "9f86d081", "workspace.json")
+	for path, text := range map[string]string{file: cursorProjectText, ws: `{"folder": "file://` + filepath.ToSlash(dir) + `"}`} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // mcpStatusOf is what /mcp at base answers an initialize with token.

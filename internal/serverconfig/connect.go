@@ -59,21 +59,7 @@ func ClientByKey(key string) (Client, bool) {
 // the user whose home is home (getenv reads APPDATA, XDG_CONFIG_HOME and
 // CODEX_HOME, where the clients do).
 func (c Client) ConfigPath(goos, home string, getenv func(string) string) string {
-	appConfig := func(app string) string { // Claude Desktop's and VS Code's per-OS place
-		switch goos {
-		case "darwin":
-			return filepath.Join(home, "Library", "Application Support", app)
-		case "windows":
-			if d := getenv("APPDATA"); d != "" {
-				return filepath.Join(d, app)
-			}
-			return filepath.Join(home, "AppData", "Roaming", app)
-		}
-		if d := getenv("XDG_CONFIG_HOME"); d != "" {
-			return filepath.Join(d, app)
-		}
-		return filepath.Join(home, ".config", app)
-	}
+	appConfig := func(app string) string { return appConfigDir(goos, home, getenv, app) }
 	switch c.Key {
 	case "claude-code":
 		return filepath.Join(home, ".claude.json")
@@ -112,12 +98,14 @@ func (c Client) Entry(e Endpoint) clientconfig.Server {
 
 // PlanConnectHere is PlanConnect for client key on this system, for the
 // user whose home is home (the environment read as the clients read it).
-func PlanConnectHere(key, home string, ep Endpoint) (ConfigChange, error) {
+func PlanConnectHere(key, home string, ep Endpoint, m Managed) (Connection, error) {
 	c, ok := ClientByKey(key)
 	if !ok {
-		return ConfigChange{}, fmt.Errorf("%w: %q", ErrUnknownClient, key)
+		return Connection{}, fmt.Errorf("%w: %q", ErrUnknownClient, key)
 	}
-	return PlanConnect(c, c.ConfigPath(runtime.GOOS, home, os.Getenv), c.Entry(ep))
+	cwd, _ := os.Getwd()
+	return PlanConnect(c, c.ConfigPath(runtime.GOOS, home, os.Getenv), c.Entry(ep),
+		ConnectOptions{Managed: m, Projects: ProjectFiles(c, runtime.GOOS, home, os.Getenv, cwd)})
 }
 
 // ErrUnknownClient is PlanConnectHere's answer for a client it does not
@@ -141,8 +129,9 @@ type ConfigChange struct {
 	Exists        bool // the file was there
 	Before, After []byte
 	Diff          string
-	// Old is Switchboard's entry as it was (nil if there was none).
-	Old *clientconfig.Server
+	// Moved are the entries connecting takes out of the file; Restored
+	// those disconnecting puts back, Kept those it cannot.
+	Moved, Restored, Kept []clientconfig.Moved
 }
 
 // Changed reports whether the file would change.
@@ -151,43 +140,6 @@ func (p ConfigChange) Changed() bool { return string(p.Before) != string(p.After
 // maxClientConfig caps a client config read (Claude Code's ~/.claude.json
 // grows with its history).
 const maxClientConfig = 32 << 20
-
-// PlanConnect is the change that sets entry as Switchboard's entry in the
-// client's config at path (a new file if there is none).
-func PlanConnect(c Client, path string, entry clientconfig.Server) (ConfigChange, error) {
-	p, err := readConfig(c, path)
-	if err != nil {
-		return p, err
-	}
-	if _, old, ok, err := clientconfig.RemoveEntry(c.Format, p.Before, EntryName); err == nil && ok {
-		p.Old = &old
-	}
-	if p.After, err = clientconfig.SetEntry(c.Format, p.Before, EntryName, entry); err != nil {
-		return p, fmt.Errorf("%s: %w", path, err)
-	}
-	p.Diff = diff(path, p.Before, p.After)
-	return p, nil
-}
-
-// PlanDisconnect is the change that removes Switchboard's entry from the
-// client's config at path (no change if there is none).
-func PlanDisconnect(c Client, path string) (ConfigChange, error) {
-	p, err := readConfig(c, path)
-	if err != nil || !p.Exists {
-		p.After = p.Before
-		return p, err
-	}
-	out, old, ok, err := clientconfig.RemoveEntry(c.Format, p.Before, EntryName)
-	if err != nil {
-		return p, fmt.Errorf("%s: %w", path, err)
-	}
-	p.After = out
-	if ok {
-		p.Old = &old
-	}
-	p.Diff = diff(path, p.Before, p.After)
-	return p, nil
-}
 
 func readConfig(c Client, path string) (ConfigChange, error) {
 	// A config kept elsewhere and linked (dotfiles) is written where it
@@ -329,24 +281,6 @@ func (p ConfigChange) Write(now time.Time) (backup string, err error) {
 		if backup, err = writeBackup(p.Path+".switchboard-backup-"+now.UTC().Format("20060102-150405"), p.Before, 0o600); err != nil {
 			return "", fmt.Errorf("back up %s: %w", p.Path, err)
 		}
-	} else if err := os.MkdirAll(filepath.Dir(p.Path), 0o700); err != nil {
-		return "", err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p.Path), filepath.Base(p.Path)+".tmp-*")
-	if err != nil {
-		return backup, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(p.After); err != nil {
-		tmp.Close()
-		return backup, err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return backup, err
-	}
-	if err := tmp.Close(); err != nil {
-		return backup, err
-	}
-	return backup, os.Rename(tmp.Name(), p.Path)
+	return backup, writeFileAtomic(p.Path, p.After, mode)
 }

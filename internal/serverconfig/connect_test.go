@@ -70,14 +70,15 @@ func TestConnectThroughASymlink(t *testing.T) {
 		t.Skip("no symlinks here:", err)
 	}
 	cursor, _ := ClientByKey("cursor")
-	p, err := PlanConnect(cursor, link, cursor.Entry(Endpoint{URL: "http://127.0.0.1:7420/mcp", Token: "sbc_x"}))
+	p, err := PlanConnect(cursor, link, cursor.Entry(Endpoint{URL: "http://127.0.0.1:7420/mcp", Token: "sbc_x"}), ConnectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	backup, err := p.Write(time.Now())
-	if err != nil {
-		t.Fatal(err)
+	backups, err := p.Write(time.Now())
+	if err != nil || len(backups) != 1 {
+		t.Fatal(backups, err)
 	}
+	backup := backups[0]
 	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the link is no longer a link: %v, %v", fi, err)
 	}
