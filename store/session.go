@@ -1,8 +1,10 @@
 package store
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -36,4 +38,35 @@ func NewBrowserSession(agent string, now time.Time, ttl time.Duration) (secret s
 	secret = hex.EncodeToString(b)
 	now = now.UTC()
 	return secret, BrowserSession{Hash: HashToken(secret), CreatedAt: now, LastSeen: now, Expires: now.Add(ttl), Agent: agent}
+}
+
+// MCPSession is an agent's session with the MCP endpoint (the
+// 2025-era revisions' Mcp-Session-Id), kept so that a restarted dashboard,
+// or another replica of a team's, serves it: its agent's next request
+// carries on where it was. The store keeps the hash of the session's id,
+// never the id.
+type MCPSession struct {
+	Hash string `json:"hash"` // see HashToken
+	// TokenID is the connected client whose token opened the session
+	// ("" for the endpoint's own token): only that token resumes it.
+	TokenID string `json:"token_id,omitempty"`
+	// Init is the params of the agent's initialize (its protocol version,
+	// capabilities and clientInfo), as it sent them.
+	Init     json.RawMessage `json:"init"`
+	Started  time.Time       `json:"started"`
+	LastUsed time.Time       `json:"last_used"`
+}
+
+// MCPSessions keeps agents' MCP sessions by the hash of their id. Like
+// browser sessions, they are not changes of the catalog.
+type MCPSessions interface {
+	// PutMCPSession keeps s (replacing the one under its hash), and
+	// forgets every session last used before unusedSince.
+	PutMCPSession(ctx context.Context, s MCPSession, unusedSince time.Time) error
+	// MCPSession is the session kept under hash; ErrSessionNotFound if
+	// there is none.
+	MCPSession(ctx context.Context, hash string) (MCPSession, error)
+	// DeleteMCPSession forgets one session; forgetting one that is not
+	// kept is not an error.
+	DeleteMCPSession(ctx context.Context, hash string) error
 }

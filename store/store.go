@@ -253,6 +253,7 @@ type Store interface {
 	Credentials
 	Profiles
 	Sessions
+	MCPSessions
 	Changes
 	Close() error
 }

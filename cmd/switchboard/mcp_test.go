@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -278,4 +279,127 @@ func TestBridgeReadsBoundedMessages(t *testing.T) {
 	if id := leadingID([]byte(`{"jsonrpc":"2.0","id":"abc","method":"x"}`)); string(id) != `"abc"` {
 		t.Errorf("leadingID of a string id = %s", id)
 	}
+}
+
+// An agent's session outlives a restart of the dashboard (issue 37 #5):
+// an agent on the official TypeScript SDK, which never opens a new
+// session by itself (it took the old 404 "Invalid session ID" for a
+// crash), lists and calls on the same session after `switchboard serve`
+// stopped and started again on the same database; a session its agent
+// ended stays ended, and another token cannot take a kept one over.
+func TestAnAgentsSessionSurvivesARestart(t *testing.T) {
+	agentJS, _ := filepath.Abs("../../e2e/mcp/restart-agent.mjs")
+	if _, err := os.Stat(filepath.Join(filepath.Dir(agentJS), "..", "node_modules", "@modelcontextprotocol", "client", "package.json")); err != nil {
+		t.Fatalf("the e2e npm packages are not installed (%v): run `make deps-e2e`", err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not installed: %v", err)
+	}
+	d := liveDashboard{token: strings.Repeat("e", 64), db: filepath.Join(t.TempDir(), "sb.db")}
+	vars := map[string]string{"SWITCHBOARD_DB": d.db, "SWITCHBOARD_TOKEN": d.token}
+	base, _, stop := startServe(t, vars)
+	d.base = base
+	d.addFixture(t)
+	var list struct {
+		Token string `json:"token"`
+	}
+	json.Unmarshal(d.api(t, http.MethodPost, "/api/v1/clients", map[string]any{"name": "Restart agent"}, http.StatusCreated), &list)
+	clientToken := list.Token
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, agentJS, base+"/mcp", clientToken, "fx__read")
+	stdin, _ := cmd.StdinPipe()
+	stdoutPipe, _ := cmd.StdoutPipe()
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdoutPipe)
+	type heard struct {
+		Session string   `json:"session"`
+		Tools   []string `json:"tools"`
+		Text    string   `json:"text"`
+		IsError bool     `json:"isError"`
+		Error   string   `json:"error"`
+	}
+	next := func() heard {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("restart-agent.mjs printed nothing more: %v\nstderr: %s", lines.Err(), stderr.String())
+		}
+		var h heard
+		if err := json.Unmarshal(lines.Bytes(), &h); err != nil {
+			t.Fatalf("restart-agent.mjs printed %q: %v", lines.Text(), err)
+		}
+		return h
+	}
+	before := next()
+	if before.Session == "" || !slices.Contains(before.Tools, "fx__read") {
+		t.Fatalf("before the restart: %+v", before)
+	}
+
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	base2, _, stop2 := startServeAt(t, strings.TrimPrefix(base, "http://"), vars)
+	if base2 != base {
+		stop2()
+		t.Fatalf("restarted at %s; want %s", base2, base)
+	}
+	// Another client's token does not get the kept session: as if it did
+	// not exist.
+	var other struct {
+		Token string `json:"token"`
+	}
+	json.Unmarshal(d.api(t, http.MethodPost, "/api/v1/clients", map[string]any{"name": "Other agent"}, http.StatusCreated), &other)
+	if got := postOnSession(t, base, other.Token, before.Session); got != http.StatusNotFound {
+		t.Errorf("the kept session with another token: %d; want 404", got)
+	}
+
+	fmt.Fprintln(stdin)
+	after := next()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("restart-agent.mjs: %v\nstderr: %s", err, stderr.String())
+	}
+	if after.Error != "" || after.IsError || after.Text == "" || !slices.Contains(after.Tools, "fx__read") {
+		t.Fatalf("after the restart: %+v; want the same session listing and calling\nstderr: %s", after, stderr.String())
+	}
+	if after.Session != before.Session {
+		t.Errorf("the agent's session changed: %s → %s", before.Session, after.Session)
+	}
+	// The agent ended its session (a DELETE): it stays ended, after
+	// another restart too.
+	if got := postOnSession(t, base, clientToken, before.Session); got != http.StatusNotFound {
+		t.Errorf("the ended session: %d; want 404", got)
+	}
+	if err := stop2(); err != nil {
+		t.Fatal(err)
+	}
+	_, _, stop3 := startServeAt(t, strings.TrimPrefix(base, "http://"), vars)
+	t.Cleanup(func() { stop3() })
+	if got := postOnSession(t, base, clientToken, before.Session); got != http.StatusNotFound {
+		t.Errorf("the ended session after another restart: %d; want 404", got)
+	}
+}
+
+// postOnSession is the status /mcp at base answers a tools/list on
+// session id with token.
+func postOnSession(t *testing.T, base, token, id string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", id)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -439,6 +439,38 @@ func TestTeamOnAnETCDCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("an agent's session opened on A is served by B and C", func(t *testing.T) {
+		post := func(r *replica, session, body string) (*http.Response, string) {
+			req, _ := http.NewRequest(http.MethodPost, r.base+"/mcp", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+mcpToken)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if session != "" {
+				req.Header.Set("Mcp-Session-Id", session)
+				req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp, string(b)
+		}
+		resp, body := post(a, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"roaming-agent","version":"1"}}}`)
+		session := resp.Header.Get("Mcp-Session-Id")
+		if resp.StatusCode != http.StatusOK || session == "" {
+			t.Fatalf("initialize on A = %d %s, session %q", resp.StatusCode, body, session)
+		}
+		post(a, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		for _, r := range []*replica{b, c} {
+			resp, body := post(r, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+			if resp.StatusCode != http.StatusOK || !strings.Contains(body, "shared__tool_000") {
+				t.Errorf("tools/list on %s with A's session = %d %s; want it served", r.name, resp.StatusCode, body)
+			}
+		}
+	})
+
 	t.Run("the leader dies: another takes over within the lease, no verification lost or doubled", func(t *testing.T) {
 		on := true
 		srv := fixture("ticking", 1, "0s")

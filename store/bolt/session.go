@@ -87,3 +87,64 @@ func getSession(tx *bbolt.Tx, hash string, s *store.BrowserSession) error {
 	}
 	return nil
 }
+
+// bucketMCPSessions holds agents' MCP sessions by the hash of their id
+// (see store.MCPSession).
+var bucketMCPSessions = []byte("mcp-sessions")
+
+// PutMCPSession keeps s and forgets the sessions unused since before.
+func (db *DB) PutMCPSession(ctx context.Context, s store.MCPSession, unusedSince time.Time) error {
+	return db.write(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketMCPSessions)
+		if err != nil {
+			return err
+		}
+		var idle [][]byte
+		err = b.ForEach(func(k, v []byte) error {
+			var old store.MCPSession
+			if err := json.Unmarshal(v, &old); err != nil || old.LastUsed.Before(unusedSince) {
+				idle = append(idle, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range idle {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return putJSON(b, []byte(s.Hash), s)
+	})
+}
+
+// MCPSession is the MCP session kept under hash.
+func (db *DB) MCPSession(ctx context.Context, hash string) (store.MCPSession, error) {
+	var s store.MCPSession
+	err := db.view(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketMCPSessions)
+		if b == nil {
+			return store.ErrSessionNotFound
+		}
+		v := b.Get([]byte(hash))
+		if v == nil {
+			return store.ErrSessionNotFound
+		}
+		if err := json.Unmarshal(v, &s); err != nil {
+			return fmt.Errorf("store: decode MCP session: %w", err)
+		}
+		return nil
+	})
+	return s, err
+}
+
+// DeleteMCPSession forgets one MCP session.
+func (db *DB) DeleteMCPSession(ctx context.Context, hash string) error {
+	return db.write(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket(bucketMCPSessions); b != nil {
+			return b.Delete([]byte(hash))
+		}
+		return nil
+	})
+}

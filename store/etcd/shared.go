@@ -518,4 +518,45 @@ func (db *DB) DeleteSessions(ctx context.Context) (int, error) {
 	return int(resp.Deleted), nil
 }
 
+// mcpSessionKey is where the MCP session of hash is.
+func (db *DB) mcpSessionKey(hash string) string { return db.key("mcp-sessions/" + hash) }
+
+// PutMCPSession keeps s and forgets the sessions unused since before.
+func (db *DB) PutMCPSession(ctx context.Context, s store.MCPSession, unusedSince time.Time) error {
+	return db.update(ctx, func(t *txn) error {
+		kvs, err := t.list(db.key("mcp-sessions/"), false)
+		if err != nil {
+			return err
+		}
+		for _, kv := range kvs {
+			var old store.MCPSession
+			if err := json.Unmarshal(kv.Value, &old); err != nil || old.LastUsed.Before(unusedSince) {
+				t.del(string(kv.Key))
+			}
+		}
+		return t.put(db.mcpSessionKey(s.Hash), s)
+	})
+}
+
+// MCPSession is the MCP session kept under hash.
+func (db *DB) MCPSession(ctx context.Context, hash string) (store.MCPSession, error) {
+	var s store.MCPSession
+	err := db.view(ctx, func(t *txn) error {
+		ok, err := t.getJSON(db.mcpSessionKey(hash), &s)
+		if err == nil && !ok {
+			err = store.ErrSessionNotFound
+		}
+		return err
+	})
+	return s, err
+}
+
+// DeleteMCPSession forgets one MCP session.
+func (db *DB) DeleteMCPSession(ctx context.Context, hash string) error {
+	if _, err := db.cli.Delete(ctx, db.mcpSessionKey(hash)); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
 var _ = strings.TrimPrefix

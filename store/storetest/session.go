@@ -1,8 +1,10 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -113,4 +115,59 @@ func testBrowserSessions(t *testing.T, be Backend) {
 // sameSession compares sessions, times by instant.
 func sameSession(a, b store.BrowserSession) bool {
 	return a.Hash == b.Hash && a.Agent == b.Agent && a.CreatedAt.Equal(b.CreatedAt) && a.LastSeen.Equal(b.LastSeen) && a.Expires.Equal(b.Expires)
+}
+
+// Agents' MCP sessions are kept by the hash of their id, with their
+// initialize as sent; they survive a reopen; putting one forgets those
+// unused since the time given; one can be forgotten; none of it moves
+// the revision.
+func testMCPSessions(t *testing.T, be Backend) {
+	ctx := t.Context()
+	db := be.Open(t)
+	if _, err := db.MCPSession(ctx, store.HashToken("sb-none")); !errors.Is(err, store.ErrSessionNotFound) {
+		t.Fatalf("MCPSession of a new store = %v; want ErrSessionNotFound", err)
+	}
+	init := json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"agent","version":"1"}}`)
+	a := store.MCPSession{Hash: store.HashToken("sb-a"), TokenID: "c1", Init: init, Started: At(1), LastUsed: At(10)}
+	b := store.MCPSession{Hash: store.HashToken("sb-b"), Init: init, Started: At(2), LastUsed: At(20)}
+	for _, s := range []store.MCPSession{a, b} {
+		if err := db.PutMCPSession(ctx, s, At(0)); err != nil {
+			t.Fatalf("PutMCPSession = %v", err)
+		}
+	}
+	db = be.Reopen(t, db)
+	rev := db.Revision()
+	got, err := db.MCPSession(ctx, a.Hash)
+	if err != nil || got.TokenID != "c1" || !got.LastUsed.Equal(At(10)) || !got.Started.Equal(At(1)) {
+		t.Fatalf("MCPSession(a) after reopening = %+v, %v", got, err)
+	}
+	var in, want any
+	json.Unmarshal(got.Init, &in)
+	json.Unmarshal(init, &want)
+	if !reflect.DeepEqual(in, want) {
+		t.Errorf("Init = %s; want %s", got.Init, init)
+	}
+	// b again, later: a, unused since before 15, is forgotten.
+	b.LastUsed = At(30)
+	if err := db.PutMCPSession(ctx, b, At(15)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.MCPSession(ctx, a.Hash); !errors.Is(err, store.ErrSessionNotFound) {
+		t.Errorf("a session unused since before the cut = %v; want it forgotten", err)
+	}
+	if got, err := db.MCPSession(ctx, b.Hash); err != nil || !got.LastUsed.Equal(At(30)) {
+		t.Errorf("MCPSession(b) = %+v, %v; want it replaced", got, err)
+	}
+	if err := db.DeleteMCPSession(ctx, b.Hash); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteMCPSession(ctx, b.Hash); err != nil {
+		t.Errorf("DeleteMCPSession of none = %v; want nil", err)
+	}
+	if _, err := db.MCPSession(ctx, b.Hash); !errors.Is(err, store.ErrSessionNotFound) {
+		t.Errorf("after DeleteMCPSession = %v; want ErrSessionNotFound", err)
+	}
+	if db.Revision() != rev {
+		t.Errorf("MCP sessions moved the revision")
+	}
 }

@@ -59,6 +59,7 @@ func Run(t *testing.T, b Backend) {
 		{"Profiles", testProfiles},
 		{"ProfileInUse", testProfileInUse},
 		{"BrowserSessions", testBrowserSessions},
+		{"MCPSessions", testMCPSessions},
 		{"Revision", testRevision},
 		{"NewToolPolicyFollowsAnnotations", testNewToolPolicyFollowsAnnotations},
 		{"PresetDecidesNewTools", testPresetDecidesNewTools},

@@ -97,6 +97,7 @@ type Store interface {
 	AppendCalls(ctx context.Context, calls []store.Call) error
 	MCPToken(ctx context.Context) (string, error)
 	RotateMCPToken(ctx context.Context) (string, error)
+	store.MCPSessions
 	AddClientToken(ctx context.Context, ct store.ClientToken) error
 	ClientTokens(ctx context.Context) ([]store.ClientToken, error)
 	RevokeClientToken(ctx context.Context, id string) error
@@ -191,6 +192,8 @@ type Endpoint struct {
 	tasks     agentTasks
 	stopped   chan struct{} // closed when the rebuild loop ended
 	closeOnce sync.Once
+	// resuming serializes bringing kept sessions back (see resume.go).
+	resuming sync.Mutex
 }
 
 // New makes the endpoint, reads its token (unless cfg sets it), and starts
@@ -215,6 +218,7 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 	e := &Endpoint{st: deps.Store, deps: deps, log: deps.Logger, cfg: cfg, sessions: newMCPSessions(), searchers: map[string]*searchIndex{},
 		authLimit: authlimit.New(), withdrawn: map[string]struct{}{}, parked: parkedCalls{m: map[string]*parkedCall{}}, rebuild: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 	e.sessions.ended = e.unsubscribeAll
+	e.sessions.forget = e.forgetSession
 	e.life, e.endLife = context.WithCancel(context.Background())
 	poolCfg := cfg.Pool
 	poolCfg.OnChange = deps.UpstreamsChanged
@@ -321,6 +325,7 @@ func (e *Endpoint) Close() {
 		e.closeTasks()
 		e.closeSubscriptions()
 		e.pool.Close()
+		e.sessions.close() // kept, to be resumed (see resume.go)
 		e.h.Shutdown(context.Background())
 		e.closeSearchers()
 		e.audit.close()

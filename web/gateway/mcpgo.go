@@ -93,6 +93,7 @@ func (e *Endpoint) mountMCPGo() {
 			ct, _ := connectedClient(ctx)
 			e.sessions.initialized(cs.SessionID(), ct.ID, res.ProtocolVersion, clientName(&req.Params.ClientInfo), asksOf(req.Params.Capabilities, ""))
 			e.sessions.noteView(cs.SessionID(), e.viewHashes(profileOf(ctx)))
+			e.keepSession(ctx, cs.SessionID(), ct.ID, req.Params)
 		}
 	})
 	hooks.AddBeforeCallTool(routeCall)
@@ -132,7 +133,7 @@ func (e *Endpoint) mountMCPGo() {
 		server.WithInstructions("Switchboard offers the tools a person approved on the MCP servers registered with it, named server__tool. Calls to some tools wait for the person's approval."))
 	e.h = server.NewStreamableHTTPServer(e.srv,
 		server.WithEndpointPath("/mcp"),
-		server.WithSessionIdManager(e.sessions),
+		server.WithSessionIdManagerResolver(resumeResolver{e.sessions}), // see resume.go
 		server.WithStreamableHTTPProtocolVersions(mcpProtocolVersions...),
 		server.WithStreamableHTTPLogger(e.log.With("part", "mcp")))
 	e.srv.AddTools(

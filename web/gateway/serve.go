@@ -57,6 +57,9 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 		r = r.WithContext(context.WithValue(r.Context(), connectionKey{}, client))
 		e.sessions.tokenSeen(client.ID)
 	}
+	if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" && !e.sessions.known(sid) {
+		e.resumeSession(r, sid, client.ID) // kept by the store: a restart, or another replica (see resume.go)
+	}
 	if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" && !e.sessions.ownedBy(sid, client.ID) {
 		// As if it did not exist: another token learns nothing of it.
 		return &HTTPError{Status: http.StatusNotFound, Message: "unknown MCP session"}
@@ -96,7 +99,9 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	e.sessions.touch(r.Header.Get(server.HeaderKeySessionID))
+	if e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
+		e.keepUse(r.Context(), r.Header.Get(server.HeaderKeySessionID))
+	}
 	if r.Method == http.MethodGet { // a session's stream, open as long as the agent is there
 		defer e.sessions.streaming(r.Header.Get(server.HeaderKeySessionID))()
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-dev/switchboard/discovery"
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // mcpSessions is who uses the MCP endpoint. It is the session id manager
@@ -37,6 +38,11 @@ type mcpSessions struct {
 	// ended, if set, is called with each session that ends (terminated
 	// by its agent's DELETE, or idle): what it subscribed to ends too.
 	ended func(id string)
+	// forget, if set, is called with each session its agent ended, or
+	// that was idle too long, unless closing: the store forgets it. One
+	// ended because the process stops is kept, to be resumed.
+	forget  func(id string)
+	closing bool
 }
 
 // Session is an agent's session with the endpoint.
@@ -56,6 +62,9 @@ type Session struct {
 	// view is the hashes of the lists its agent was last told of (see
 	// viewChanged).
 	view viewHashes
+	// rec is the session as the store keeps it (see resume.go); rec.Hash
+	// is "" if it is not kept.
+	rec store.MCPSession
 }
 
 // StatelessClient is a 2026-07-28 client, by the name its requests give.
@@ -93,11 +102,56 @@ func randomHex(n int) string {
 // Generate makes a new session id.
 func (m *mcpSessions) Generate() string {
 	id := "sb-" + randomHex(24)
+	m.add(id, time.Now())
+	return id
+}
+
+// add makes session id live, started at started.
+func (m *mcpSessions) add(id string, started time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := time.Now()
-	m.live[id] = &Session{ID: id, Started: now, LastUsed: now}
-	return id
+	m.live[id] = &Session{ID: id, Started: started, LastUsed: time.Now()}
+}
+
+// known reports whether id names a session this process knows, live or
+// terminated.
+func (m *mcpSessions) known(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, live := m.live[id]
+	_, ended := m.terminated[id]
+	return live || ended
+}
+
+// kept records that session id is kept in the store as rec.
+func (m *mcpSessions) kept(id string, rec store.MCPSession) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.live[id]; ok {
+		s.rec = rec
+	}
+}
+
+// keepDue says whether session id's last use is to be written to the
+// store (more than keepEvery after the last write), and returns the
+// record to write, used at now.
+func (m *mcpSessions) keepDue(id string, now time.Time) (store.MCPSession, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.live[id]
+	if !ok || s.rec.Hash == "" || now.Sub(s.rec.LastUsed) < keepEvery {
+		return store.MCPSession{}, false
+	}
+	s.rec.LastUsed = now
+	return s.rec, true
+}
+
+// close marks the sessions as ending with the process: the store keeps
+// them.
+func (m *mcpSessions) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closing = true
 }
 
 // Validate implements server.SessionIdManager.
@@ -125,9 +179,13 @@ func (m *mcpSessions) Terminate(id string) (isNotAllowed bool, err error) {
 		clear(m.terminated)
 	}
 	m.terminated[id] = time.Now()
+	forget := m.forget != nil && !m.closing
 	m.mu.Unlock()
 	if m.ended != nil {
 		m.ended(id)
+	}
+	if forget {
+		m.forget(id)
 	}
 	return false, nil
 }
