@@ -5,12 +5,14 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/switchboard-dev/switchboard/internal/serverconfig"
+	"github.com/switchboard-dev/switchboard/internal/service"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
@@ -181,6 +183,7 @@ func (s *Server) connectPlan(c echo.Context, key, token string) (serverconfig.Co
 		return serverconfig.Connection{}, err
 	}
 	exe, _ := os.Executable()
+	exe = service.StableExe(service.Env{GOOS: runtime.GOOS, Home: s.home(), Getenv: os.Getenv}, exe) // the service's, if installed
 	host := c.Request().Host
 	p, err := serverconfig.PlanConnectHere(key, s.home(), serverconfig.Endpoint{URL: "http://" + host + "/mcp", Addr: host, Exe: exe, Token: token}, m)
 	if errors.Is(err, serverconfig.ErrUnknownClient) {

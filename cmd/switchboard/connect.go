@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/serverconfig"
+	"github.com/switchboard-dev/switchboard/internal/service"
 	"github.com/switchboard-dev/switchboard/store"
 )
 
@@ -103,14 +104,15 @@ func connectCmd(ctx context.Context, args []string, getenv func(string) string, 
 		cwd, _ := os.Getwd()
 		projects = serverconfig.ProjectFiles(client, runtime.GOOS, home, getenv, cwd)
 	}
-	return connect(ctx, client, path, addr, *profile, projects, api, *dryRun, stdout, stderr)
+	return connect(ctx, client, path, addr, *profile, home, getenv, projects, api, *dryRun, stdout, stderr)
 }
 
-func connect(ctx context.Context, c serverconfig.Client, path, addr, profile string, projects []string, api *dashboardAPI, dryRun bool, stdout, stderr io.Writer) error {
+func connect(ctx context.Context, c serverconfig.Client, path, addr, profile, home string, getenv func(string) string, projects []string, api *dashboardAPI, dryRun bool, stdout, stderr io.Writer) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("connect: where is this switchboard? %w", err)
 	}
+	exe = service.StableExe(service.Env{GOOS: runtime.GOOS, Home: home, Getenv: getenv}, exe) // the service's, if installed
 	ep := serverconfig.Endpoint{URL: api.base + "/mcp", Exe: exe, Addr: addr, Token: "<a token of " + c.Name + "'s own, made when you connect>"}
 	managed, err := managedServers(ctx, api)
 	if err != nil {

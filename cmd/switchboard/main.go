@@ -83,7 +83,7 @@ func usageError(format string, args ...any) error {
 // the command is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "call" || args[0] == "backup" || args[0] == "migrate" || args[0] == "import" || args[0] == "export" || args[0] == "mcp" || args[0] == "connect" || args[0] == "disconnect" || args[0] == "version" || args[0] == "token" || args[0] == "secrets" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+	if len(args) > 0 && (args[0] == "serve" || args[0] == "verify" || args[0] == "call" || args[0] == "backup" || args[0] == "migrate" || args[0] == "import" || args[0] == "export" || args[0] == "mcp" || args[0] == "connect" || args[0] == "disconnect" || args[0] == "service" || args[0] == "version" || args[0] == "token" || args[0] == "secrets" || args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -105,6 +105,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return mcpCmd(ctx, args, getenv, stdin, stdout, stderr)
 	case "connect", "disconnect":
 		return connectCmd(ctx, args, getenv, stdout, stderr, cmd == "disconnect")
+	case "service":
+		return serviceCmd(ctx, args, getenv, stdout, stderr)
 	case "version":
 		return versionCmd(args, stdout)
 	case "token":
@@ -136,6 +138,9 @@ Usage:
   switchboard connect CLIENT [--dry-run]    write Switchboard into a client's config, with a token of its own:
                                             claude-code, claude-desktop, cursor, vscode or codex
   switchboard disconnect CLIENT [--dry-run] remove it again, and revoke its token
+  switchboard service install|uninstall|status
+                                            start Switchboard at login (systemd user unit, launchd agent,
+                                            Task Scheduler task), stop that, or say whether it runs
   switchboard token [--rotate] [-db PATH]   print the API token serve keeps (the same at every start),
                                             or replace it with a new one (the old one stops working)
   switchboard secrets status|rotate         where the key that seals the store's secrets is kept, and what it
