@@ -389,7 +389,7 @@ func AgentsPage(p Page, a AgentsView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "<h1>Agents</h1><section class=\"card\" data-testid=\"connected-clients\"><h2>Connect a client</h2><p class=\"muted\">Switchboard writes its entry, with a token of the client's own, into that client's config file on this machine: you see the change first, the file is backed up, and everything else in it is kept as written. <code>switchboard connect CLIENT</code> does the same, and <code>switchboard disconnect CLIENT</code> takes it out again.</p><form method=\"post\" action=\"/agents/connect/preview\" class=\"inline\" data-testid=\"connect-form\"><input type=\"hidden\" name=\"_csrf\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "<h1>Agents</h1><section class=\"card\" data-testid=\"connected-clients\"><h2>Connect a client</h2><p class=\"muted\">Switchboard writes its entry, with a token of the client's own, into that client's config file on this machine, and moves the client's entries of servers it has behind it, so its agent reaches them only through the gate: you see the change first, each file is backed up, and everything else in it is kept as written. <code>switchboard connect CLIENT</code> does the same, and <code>switchboard disconnect CLIENT</code> takes it out again and puts the moved entries back.</p><form method=\"post\" action=\"/agents/connect/preview\" class=\"inline\" data-testid=\"connect-form\"><input type=\"hidden\" name=\"_csrf\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

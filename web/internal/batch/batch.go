@@ -23,7 +23,14 @@ type Batch struct {
 	// Cancelled says a person cancelled the batch; Dismissed that a
 	// person put its panel away (its jobs go on).
 	Cancelled, Dismissed bool
+	// Ended is when its last job ended (zero while one has not).
+	Ended time.Time
 }
+
+// Linger is how long a batch's panel is still shown on pages loaded after
+// its last job ended: pages open then keep it until dismissed, later ones
+// do not show a leftover.
+const Linger = 2 * time.Minute
 
 // Job is one job of a batch, with the status it last had.
 type Job struct {
@@ -37,6 +44,24 @@ type Job struct {
 type Recent struct {
 	mu     sync.Mutex
 	recent []*Batch // oldest first
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
+}
+
+func (bs *Recent) now() time.Time {
+	if bs.Now != nil {
+		return bs.Now()
+	}
+	return time.Now()
+}
+
+// noteEnd records when b's last job ended, if it has.
+func (bs *Recent) noteEnd(b *Batch) {
+	if b.Ended.IsZero() && len(b.Jobs) > 0 {
+		if v := b.View(); v.Finished() {
+			b.Ended = bs.now()
+		}
+	}
 }
 
 // Add registers a batch, taking each job's status from the runner (a job
@@ -50,6 +75,7 @@ func (bs *Recent) Add(b *Batch, current func(jobID string) (discovery.Job, bool)
 			b.Jobs[i].Status = j.Status
 		}
 	}
+	bs.noteEnd(b)
 	bs.recent = append(bs.recent, b)
 	if len(bs.recent) > Kept {
 		bs.recent = bs.recent[1:]
@@ -71,20 +97,27 @@ func (bs *Recent) Update(j discovery.Job) (views.BatchView, bool) {
 			if b.Jobs[i].JobID == j.ID {
 				b.Jobs[i].Status = j.Status
 				found = found || b == newest
+				bs.noteEnd(b)
 			}
 		}
 	}
 	return newest.View(), found
 }
 
-// Latest returns the newest batch's progress, or nil if there was none.
+// Latest returns the newest batch's progress for a page being loaded, or
+// nil if there was none, or it ended more than Linger ago (no leftover
+// panel).
 func (bs *Recent) Latest() *views.BatchView {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	if len(bs.recent) == 0 {
 		return nil
 	}
-	v := bs.recent[len(bs.recent)-1].View()
+	b := bs.recent[len(bs.recent)-1]
+	if !b.Ended.IsZero() && bs.now().Sub(b.Ended) > Linger {
+		return nil
+	}
+	v := b.View()
 	return &v
 }
 

@@ -3,6 +3,7 @@ package batch
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -86,5 +87,34 @@ func TestCancelAndDismiss(t *testing.T) {
 	b, _ := r.Get("b1")
 	if bv := b.View(); bv.Cancelled != 2 || bv.Failed != 0 || !b.Cancelled || !bv.Finished() || len(b.Jobs) != 3 {
 		t.Errorf("the stored batch: %+v, view %+v", b, bv)
+	}
+}
+
+// A batch that ended is shown on pages loaded within Linger of its end,
+// and is no leftover panel on pages loaded later; one still running is
+// shown however old (issue 37 #10).
+func TestAnEndedBatchIsNoLeftover(t *testing.T) {
+	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	r := Recent{Now: func() time.Time { return now }}
+	none := func(string) (discovery.Job, bool) { return discovery.Job{}, false }
+	r.Add(&Batch{ID: "b", Jobs: []Job{{JobID: "j1", Status: discovery.JobRunning}, {JobID: "j2", Status: discovery.JobQueued}}}, none)
+	now = now.Add(time.Hour)
+	if r.Latest() == nil {
+		t.Fatal("a batch still running is not shown")
+	}
+	r.Update(discovery.Job{ID: "j1", Status: discovery.JobSuccess})
+	r.Update(discovery.Job{ID: "j2", Status: discovery.JobFailed})
+	now = now.Add(Linger - time.Second)
+	if v := r.Latest(); v == nil || !v.Finished() {
+		t.Fatalf("within Linger of its end: %+v; want the finished batch", v)
+	}
+	now = now.Add(2 * time.Second)
+	if v := r.Latest(); v != nil {
+		t.Errorf("past Linger: %+v; want no leftover panel", v)
+	}
+	// A new batch shows again.
+	r.Add(&Batch{ID: "c", Jobs: []Job{{JobID: "j3", Status: discovery.JobQueued}}}, none)
+	if v := r.Latest(); v == nil || v.ID != "c" {
+		t.Errorf("a new batch: %+v", v)
 	}
 }
