@@ -241,17 +241,16 @@ func (s *Server) handleConnect(c echo.Context) error {
 	if verr != nil {
 		return verr
 	}
-	if err != nil {
-		if len(backups) == 0 {
-			s.mcp.Disconnect(ctx, ct.ID) // no token without its entry
-		}
-		v.Connect = &views.ConnectView{Client: key, Path: p.Main().Path, Error: err.Error()}
-		return render(c, http.StatusUnprocessableEntity, views.AgentsPage(s.page(c, "Agents"), v))
-	}
-	if p.Old != nil { // the entry it replaced had a token of its own
+	if !serverconfig.MainWritten(err) {
+		s.mcp.Disconnect(ctx, ct.ID) // no token without its entry
+	} else if p.Old != nil { // the entry it replaced had a token of its own
 		if err := s.mcp.DisconnectToken(ctx, serverconfig.TokenOf(*p.Old)); err != nil {
 			s.log.Warn("revoke the token of a replaced entry", "client", client.Name, "err", err)
 		}
+	}
+	if err != nil {
+		v.Connect = &views.ConnectView{Client: key, Path: p.Main().Path, Error: err.Error()}
+		return render(c, http.StatusUnprocessableEntity, views.AgentsPage(s.page(c, "Agents"), v))
 	}
 	v.Connected = connectView(client.Name, p)
 	v.Connected.Backup = strings.Join(backups, ", ")

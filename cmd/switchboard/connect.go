@@ -145,14 +145,15 @@ func connect(ctx context.Context, c serverconfig.Client, path, addr, profile, ho
 		tightened = p.Main().Tightens()
 		backups, err = p.Write(time.Now())
 	}
-	if err != nil {
-		if len(backups) == 0 {
-			api.do(ctx, http.MethodDelete, "/api/v1/clients/"+made.Client.ID, nil, http.StatusNoContent, nil) // no orphan token
-		}
+	if !serverconfig.MainWritten(err) {
+		api.do(ctx, http.MethodDelete, "/api/v1/clients/"+made.Client.ID, nil, http.StatusNoContent, nil) // no orphan token
 		return fmt.Errorf("connect: %w", err)
 	}
 	if p.Old != nil {
 		revoke(ctx, api, serverconfig.TokenOf(*p.Old), stderr) // the entry it replaced
+	}
+	if err != nil { // its own file is written, with the new token: a project file is not
+		return fmt.Errorf("connect: %s is connected, but %w; the record of moved entries says where each is", p.Main().Path, err)
 	}
 	fmt.Fprintf(stdout, "Connected %s: wrote %s", c.Name, p.Main().Path)
 	if len(backups) > 0 {

@@ -30,6 +30,9 @@ type Moved struct {
 	// Text is the entry as written: its value (JSON, comments included) or
 	// its tables (Codex TOML).
 	Text string `json:"text"`
+	// Comment is a comment after the entry on its last line (JSON), which
+	// goes and comes back with it.
+	Comment string `json:"comment,omitempty"`
 	// Server is the entry as Parse reads it (Pos aside).
 	Server Server `json:"-"`
 }
@@ -111,6 +114,19 @@ func takeJSON(format string, data []byte, take func(string, Server) bool) ([]byt
 			if i > 0 {
 				mv.After = memberName(sc.obj.Members[i-1])
 			}
+			// The rest of its last line goes with it (see joinAround):
+			// a comment there is the entry's.
+			after := sc.obj.AfterExtra
+			if i+1 < len(sc.obj.Members) {
+				after = sc.obj.Members[i+1].Name.BeforeExtra
+			}
+			if _, own := ownLine(m.Name.BeforeExtra); own {
+				if k := restOfLine(after); k > 0 {
+					if c := strings.TrimRight(string(after[:k]), "\r\n"); strings.TrimSpace(c) != "" {
+						mv.Comment = c
+					}
+				}
+			}
 			moved = append(moved, mv)
 			drop = append(drop, i)
 		}
@@ -141,7 +157,7 @@ func takeCodex(data []byte, take func(string, Server) bool) ([]byte, []Moved, er
 		}
 		secs, entry, err := codexEntry(out, s.Name)
 		if err != nil {
-			return nil, nil, err
+			continue // written in a form only a person edits safely: it stays
 		}
 		mv := Moved{Name: s.Name, First: true}
 		for i := entry[0] - 1; i >= 0; i-- {
@@ -300,6 +316,9 @@ func (c *jsonConfig) insert(obj *hujson.Object, objIndent string, mv Moved) erro
 			return err
 		}
 		obj.Members[len(obj.Members)-1].Value.Value = val.Value
+		if mv.Comment != "" {
+			obj.AfterExtra = slices.Concat([]byte(mv.Comment), obj.AfterExtra)
+		}
 		return nil
 	}
 	next := obj.Members[at]
@@ -318,6 +337,10 @@ func (c *jsonConfig) insert(obj *hujson.Object, objIndent string, mv Moved) erro
 		Value: hujson.Value{BeforeExtra: hujson.Extra(" "), Value: val.Value},
 	}
 	obj.Members = slices.Insert(obj.Members, at, m)
+	if mv.Comment != "" { // after its comma, before the next member's line
+		next := &obj.Members[at+1].Name
+		next.BeforeExtra = slices.Concat([]byte(mv.Comment), next.BeforeExtra)
+	}
 	return nil
 }
 

@@ -63,6 +63,19 @@ func TestTakeAndPutBackRoundTrip(t *testing.T) {
 			take: []string{"/fs"}, left: []string{"/time"},
 		},
 		{
+			name: "comments above and after entries", format: VSCode,
+			text: `{
+  "servers": {
+    "github": {"command": "npx", "args": ["-y", "gh"]}, // PAT in env
+    "time": {"command": "uvx", "args": ["mcp-server-time"]},
+    // the last one
+    "fetch": {"command": "uvx", "args": ["mcp-server-fetch"]} /* last */
+  }
+}
+`,
+			take: []string{"/github", "/fetch"}, left: []string{"/time"},
+		},
+		{
 			name: "every entry", format: Claude,
 			text: "{\n  \"mcpServers\": {\n    \"x\": {\"command\": \"x\"}\n  }\n}\n",
 			take: []string{"/x"},
@@ -202,5 +215,15 @@ func TestTakeFromAConfigWithoutServers(t *testing.T) {
 		if err != nil || len(moved) != 0 || string(out) != text {
 			t.Errorf("%s: %q %v %v", format, out, moved, err)
 		}
+	}
+}
+
+// A Codex entry written as an inline table stays where it is (only a
+// person edits that safely); the others move.
+func TestACodexInlineEntryStays(t *testing.T) {
+	text := "[mcp_servers]\ngithub = { command = \"npx\", args = [\"-y\", \"gh\"] }\n\n[mcp_servers.time]\ncommand = \"uvx\"\n"
+	out, moved, err := TakeEntries(Codex, []byte(text), func(string, Server) bool { return true })
+	if err != nil || len(moved) != 1 || moved[0].Name != "time" || !strings.Contains(string(out), "github = {") {
+		t.Fatalf("%v: moved %v\n%s", err, moved, out)
 	}
 }

@@ -115,8 +115,74 @@ type Connection struct {
 	// if there was none).
 	Old *clientconfig.Server
 
-	movesPath             string
-	movesBefore, movesNew []byte // nil: no record before / none after
+	// The record of moved entries: where it is, what it held, and what
+	// it holds once the first n files are written (see record): the
+	// entries of files this change does not touch (other), and of each
+	// file, those it holds if the file is written, or if not.
+	movesPath        string
+	movesBefore      []byte // nil: no record
+	other            movesFile
+	ifWritten, ifNot [][]clientconfig.Moved
+	// recordFirst says the record is written before the files (connect:
+	// nothing taken out is ever only in a backup), else after them
+	// (disconnect: nothing is forgotten before it is back in its file).
+	recordFirst bool
+}
+
+// record is the record's text once the first n files are written (nil
+// for none).
+func (c Connection) record(n int) []byte {
+	m := movesFile{Client: c.Client.Key, Files: slices.Clone(c.other.Files)}
+	for i := range c.Files {
+		if i >= len(c.ifNot) {
+			break // a plan that failed has no record to write
+		}
+		moved := c.ifNot[i]
+		if i < n {
+			moved = c.ifWritten[i]
+		}
+		if len(moved) > 0 {
+			m = m.add(c.Files[i].Path, moved)
+		}
+	}
+	if len(m.Files) == 0 {
+		return nil
+	}
+	data, _ := json.MarshalIndent(m, "", "  ")
+	return append(data, '\n')
+}
+
+// putRecord writes the record's text (removes it for nil) unless it is
+// so already.
+func (c Connection) putRecord(data []byte) error {
+	cur, err := os.ReadFile(c.movesPath)
+	switch {
+	case err == nil && bytes.Equal(cur, data):
+		return nil
+	case data == nil && errors.Is(err, fs.ErrNotExist):
+		return nil
+	case data == nil:
+		return os.Remove(c.movesPath)
+	}
+	return writeFileAtomic(c.movesPath, data, 0o600)
+}
+
+// WriteError says which file of a Connection could not be written: the
+// files before it (Done of them) were.
+type WriteError struct {
+	Done int
+	Path string
+	Err  error
+}
+
+func (e *WriteError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// MainWritten reports whether the client's own file was written, by what
+// Write returned.
+func MainWritten(err error) bool {
+	var we *WriteError
+	return err == nil || errors.As(err, &we) && we.Done > 0
 }
 
 // Main is the change of the client's own config file.
@@ -215,24 +281,21 @@ func (c Connection) Fingerprint() string {
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// Write applies the change: the record of moved entries first (so that
-// nothing taken out is ever only in a backup), then each file as
-// ConfigChange.Write writes it. It returns the backups made. If a file
-// cannot be written, the files written before it are left written and
-// the error says which.
+// Write applies the change: each file as ConfigChange.Write writes it,
+// and the record of moved entries (before the files when connecting,
+// after them when disconnecting). It returns the backups made. If a file
+// cannot be written, the error is a *WriteError: the files before it are
+// written, and the record says where every moved entry is then.
 func (c Connection) Write(now time.Time) (backups []string, err error) {
-	if c.movesPath != "" && !bytes.Equal(c.movesBefore, c.movesNew) {
-		if cur, err := os.ReadFile(c.movesPath); err == nil && !bytes.Equal(cur, c.movesBefore) || err != nil && c.movesBefore != nil {
+	if c.movesPath != "" {
+		cur, err := os.ReadFile(c.movesPath)
+		if err == nil && !bytes.Equal(cur, c.movesBefore) || err != nil && c.movesBefore != nil {
 			return nil, fmt.Errorf("%s changed since the diff was shown; look again", c.movesPath)
 		}
-		if c.movesNew == nil {
-			defer func() {
-				if err == nil {
-					err = os.Remove(c.movesPath)
-				}
-			}()
-		} else if err := writeFileAtomic(c.movesPath, c.movesNew, 0o600); err != nil {
-			return nil, fmt.Errorf("keep the moved entries: %w", err)
+		if c.recordFirst {
+			if err := c.putRecord(c.record(len(c.Files))); err != nil {
+				return nil, fmt.Errorf("keep the moved entries: %w", err)
+			}
 		}
 	}
 	for i, f := range c.Files {
@@ -241,15 +304,17 @@ func (c Connection) Write(now time.Time) (backups []string, err error) {
 			backups = append(backups, b)
 		}
 		if err != nil {
-			if i == 0 && c.movesPath != "" && c.movesNew != nil && !bytes.Equal(c.movesBefore, c.movesNew) {
-				// Nothing was written: the record goes back as it was.
-				if c.movesBefore == nil {
-					os.Remove(c.movesPath)
-				} else {
-					writeFileAtomic(c.movesPath, c.movesBefore, 0o600)
+			if c.movesPath != "" {
+				if rerr := c.putRecord(c.record(i)); rerr != nil {
+					err = fmt.Errorf("%w (and the record of moved entries %s could not be written: %v; the backups hold every file as it was)", err, c.movesPath, rerr)
 				}
 			}
-			return backups, err
+			return backups, &WriteError{Done: i, Path: f.Path, Err: err}
+		}
+	}
+	if c.movesPath != "" && !c.recordFirst {
+		if err := c.putRecord(c.record(len(c.Files))); err != nil {
+			return backups, fmt.Errorf("update the record of moved entries %s: %w", c.movesPath, err)
 		}
 	}
 	return backups, nil
@@ -321,8 +386,8 @@ func PlanConnect(c Client, path string, entry clientconfig.Server, o ConnectOpti
 	conn.Files = append(conn.Files, p)
 	for _, proj := range o.Projects {
 		q, err := readConfig(c, proj)
-		if err != nil || !q.Exists || q.Path == p.Path {
-			continue // a project file that cannot be read is left alone
+		if err != nil || !q.Exists || slices.ContainsFunc(conn.Files, func(f ConfigChange) bool { return f.Path == q.Path }) {
+			continue // a project file that cannot be read is left alone; one reached twice (a link) is one
 		}
 		q.After, q.Moved, err = clientconfig.TakeEntries(c.Format, q.Before, take)
 		if err != nil {
@@ -333,20 +398,21 @@ func PlanConnect(c Client, path string, entry clientconfig.Server, o ConnectOpti
 			conn.Files = append(conn.Files, q)
 		}
 	}
-	for _, f := range conn.Files {
-		if len(f.Moved) > 0 {
-			moves = moves.add(f.Path, f.Moved)
+	conn.recordFirst = true
+	for _, mf := range moves.Files {
+		if !slices.ContainsFunc(conn.Files, func(f ConfigChange) bool { return f.Path == mf.Path }) {
+			conn.other = conn.other.add(mf.Path, mf.Moved)
 		}
 	}
-	moves.Client = c.Key
-	if len(moves.Files) > 0 {
-		conn.movesNew, _ = json.MarshalIndent(moves, "", "  ")
-		conn.movesNew = append(conn.movesNew, '\n')
-		if conn.movesBefore != nil && bytes.Equal(conn.movesNew, conn.movesBefore) {
-			conn.movesNew = conn.movesBefore
+	for _, f := range conn.Files {
+		var before []clientconfig.Moved
+		for _, mf := range moves.Files {
+			if mf.Path == f.Path {
+				before = append(before, mf.Moved...)
+			}
 		}
-	} else {
-		conn.movesNew = conn.movesBefore
+		conn.ifNot = append(conn.ifNot, before)
+		conn.ifWritten = append(conn.ifWritten, append(slices.Clone(before), f.Moved...))
 	}
 	return conn, nil
 }
@@ -389,7 +455,6 @@ func PlanDisconnect(c Client, path string) (Connection, error) {
 		}
 	}
 	conn.Files = nil
-	var kept movesFile
 	restore := func(f *ConfigChange, moved []clientconfig.Moved) error {
 		if len(moved) == 0 {
 			return nil
@@ -405,9 +470,6 @@ func PlanDisconnect(c Client, path string) (Connection, error) {
 			}
 		}
 		f.Kept = skipped
-		if len(skipped) > 0 {
-			kept = kept.add(f.Path, skipped)
-		}
 		return nil
 	}
 	var mainMoves []clientconfig.Moved
@@ -421,28 +483,27 @@ func PlanDisconnect(c Client, path string) (Connection, error) {
 	}
 	p.Diff = diff(p.Path, p.Before, p.After)
 	conn.Files = append(conn.Files, p)
+	conn.ifNot, conn.ifWritten = append(conn.ifNot, mainMoves), append(conn.ifWritten, p.Kept)
 	for _, mf := range moves.Files {
 		if mf.Path == p.Path {
 			continue
 		}
-		q, err := readConfig(c, mf.Path)
-		if err != nil {
-			kept = kept.add(mf.Path, mf.Moved)
+		if i := slices.IndexFunc(conn.Files, func(f ConfigChange) bool { return f.Path == mf.Path }); i >= 0 {
+			conn.other = conn.other.add(mf.Path, mf.Moved) // a path listed twice: its first list goes back
 			continue
 		}
-		q.After = q.Before
-		if err := restore(&q, mf.Moved); err != nil {
-			kept = kept.add(mf.Path, mf.Moved)
+		q, err := readConfig(c, mf.Path)
+		if err == nil {
+			q.After = q.Before
+			err = restore(&q, mf.Moved)
+		}
+		if err != nil || q.Path != mf.Path {
+			conn.other = conn.other.add(mf.Path, mf.Moved) // kept in the record, for another time
 			continue
 		}
 		q.Diff = diff(q.Path, q.Before, q.After)
 		conn.Files = append(conn.Files, q)
-	}
-	conn.movesNew = nil
-	if len(kept.Files) > 0 {
-		kept.Client = c.Key
-		conn.movesNew, _ = json.MarshalIndent(kept, "", "  ")
-		conn.movesNew = append(conn.movesNew, '\n')
+		conn.ifNot, conn.ifWritten = append(conn.ifNot, mf.Moved), append(conn.ifWritten, q.Kept)
 	}
 	return conn, nil
 }

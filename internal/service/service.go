@@ -79,6 +79,11 @@ func CheckExe(exe string) error {
 // it, so that a plan's Path can be found without one).
 func For(env Env) (Plan, error) {
 	argv := append([]string{env.Exe, "serve"}, env.Args...)
+	for _, a := range argv {
+		if strings.ContainsFunc(a, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			return Plan{}, fmt.Errorf("%q holds a control character (a line break?): a service file cannot hold it", a)
+		}
+	}
 	switch env.GOOS {
 	case "linux", "freebsd", "openbsd", "netbsd":
 		dir := env.Getenv("XDG_CONFIG_HOME")

@@ -144,3 +144,16 @@ func TestStableExe(t *testing.T) {
 		t.Errorf("with a service whose binary is gone: %s; want %s", got, self)
 	}
 }
+
+// A path or flag with a line break would be a line of its own in the
+// unit (a directive of the caller's making): refused.
+func TestControlCharactersAreRefused(t *testing.T) {
+	for _, env := range []Env{
+		{GOOS: "linux", Home: "/h", Getenv: getenv(nil), Exe: "/h/bin/switchboard", Args: []string{"-db", "/h/x.db\nExecStartPre=/bin/sh -c evil"}},
+		{GOOS: "darwin", Home: "/h", Getenv: getenv(nil), Exe: "/h/bin/switch\rboard"},
+	} {
+		if _, err := For(env); err == nil {
+			t.Errorf("%q %q: no error", env.Exe, env.Args)
+		}
+	}
+}

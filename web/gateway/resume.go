@@ -103,12 +103,20 @@ func (e *Endpoint) keepUse(ctx context.Context, id string) {
 }
 
 // forgetSession forgets the kept session of id: its agent ended it, or
-// it was idle too long. (A session ended because the process stops is
-// kept: see mcpSessions.closing.)
-func (e *Endpoint) forgetSession(id string) {
+// it was idle too long here (idle). (A session ended because the process
+// stops is kept: see mcpSessions.closing.) One idle here may be in use on
+// another replica: the store forgets it only if it is idle there too.
+func (e *Endpoint) forgetSession(id string, idle bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := e.st.DeleteMCPSession(ctx, store.HashToken(id)); err != nil {
+	hash := store.HashToken(id)
+	if idle {
+		rec, err := e.st.MCPSession(ctx, hash)
+		if err != nil || time.Since(rec.LastUsed) < mcpSessionIdle {
+			return // gone already, or used on another replica
+		}
+	}
+	if err := e.st.DeleteMCPSession(ctx, hash); err != nil {
 		e.log.Warn("forget an MCP session", "err", err)
 	}
 }
@@ -136,13 +144,14 @@ func (e *Endpoint) resumeSession(r *http.Request, id, tokenID string) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", r.Header.Get("Authorization"))
-	rec.LastUsed = time.Now().UTC()
-	e.sessions.kept(id, rec)
 	req.Host = r.Host // mcp-go checks it (DNS rebinding)
 	w := httptest.NewRecorder()
 	if e.h.ServeHTTP(w, req); w.Code != http.StatusOK || !e.sessions.known(id) {
 		e.log.Warn("resume an MCP session", "status", w.Code, "answer", cutString(w.Body.String(), 200))
 		return
 	}
+	// Kept as it is, its use written from now on (see keepUse); the
+	// session is live only now.
+	e.sessions.kept(id, rec)
 	e.log.Info("resumed an MCP session", "client", e.sessions.client(id))
 }

@@ -92,6 +92,7 @@ func (e *Endpoint) Serve(w http.ResponseWriter, r *http.Request) error {
 				}
 				if e.sessions.touch(r.Header.Get(server.HeaderKeySessionID)) {
 					sid := r.Header.Get(server.HeaderKeySessionID)
+					e.keepUse(r.Context(), sid)
 					if answered, err := e.answer(w, r, req, agent{session: sid, asks: e.sessions.asks(sid)}); answered {
 						return err
 					}

@@ -41,8 +41,12 @@ type mcpSessions struct {
 	// forget, if set, is called with each session its agent ended, or
 	// that was idle too long, unless closing: the store forgets it. One
 	// ended because the process stops is kept, to be resumed.
-	forget  func(id string)
+	forget  func(id string, idle bool)
 	closing bool
+	// idling are the sessions being ended for being idle here (see
+	// endIdleSessions): they are not marked terminated, so that one in use
+	// on another replica comes back from the store if its agent returns.
+	idling map[string]bool
 }
 
 // Session is an agent's session with the endpoint.
@@ -175,17 +179,21 @@ func (m *mcpSessions) Terminate(id string) (isNotAllowed bool, err error) {
 		return false, nil
 	}
 	delete(m.live, id)
-	if len(m.terminated) >= maxTerminated {
-		clear(m.terminated)
+	idle := m.idling[id]
+	delete(m.idling, id)
+	if !idle {
+		if len(m.terminated) >= maxTerminated {
+			clear(m.terminated)
+		}
+		m.terminated[id] = time.Now()
 	}
-	m.terminated[id] = time.Now()
 	forget := m.forget != nil && !m.closing
 	m.mu.Unlock()
 	if m.ended != nil {
 		m.ended(id)
 	}
 	if forget {
-		m.forget(id)
+		m.forget(id, idle)
 	}
 	return false, nil
 }
@@ -213,7 +221,8 @@ func (m *mcpSessions) touch(id string) bool {
 	return ok
 }
 
-// idleSince returns the live sessions unused since before.
+// idleSince returns the live sessions unused since before, marked as
+// ending for being idle (see idling).
 func (m *mcpSessions) idleSince(before time.Time) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -221,6 +230,10 @@ func (m *mcpSessions) idleSince(before time.Time) []string {
 	for id, s := range m.live {
 		if s.LastUsed.Before(before) {
 			out = append(out, id)
+			if m.idling == nil {
+				m.idling = map[string]bool{}
+			}
+			m.idling[id] = true
 		}
 	}
 	return out

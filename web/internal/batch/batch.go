@@ -57,8 +57,8 @@ func (bs *Recent) now() time.Time {
 
 // noteEnd records when b's last job ended, if it has.
 func (bs *Recent) noteEnd(b *Batch) {
-	if b.Ended.IsZero() && len(b.Jobs) > 0 {
-		if v := b.View(); v.Finished() {
+	if b.Ended.IsZero() {
+		if v := b.View(); v.Finished() { // a batch that skipped every server ends at once
 			b.Ended = bs.now()
 		}
 	}
