@@ -24,6 +24,10 @@ type BrowserSession struct {
 	// Agent is the browser's family, as its User-Agent names it
 	// ("Firefox", "Chrome"), for the person's own list.
 	Agent string `json:"agent,omitempty"`
+	// UserID is the person signed in (see User); "" for whoever logged in
+	// with the shared API token or the login link: the local owner, as
+	// admin.
+	UserID string `json:"user_id,omitempty"`
 }
 
 // Expired reports whether the session has ended by now.

@@ -254,6 +254,7 @@ type Store interface {
 	Profiles
 	Sessions
 	MCPSessions
+	People
 	Changes
 	Close() error
 }

@@ -57,9 +57,12 @@ func (s *Server) agentsView(c echo.Context) (views.AgentsView, error) {
 	}
 	cfg := s.mcp.Config()
 	v := views.AgentsView{
-		URL: "http://" + c.Request().Host + "/mcp", Token: s.mcp.Token(), FixedToken: cfg.Token != "",
+		URL: "http://" + c.Request().Host + "/mcp", FixedToken: cfg.Token != "",
 		Upstreams: s.upstreams(), Offered: offered, Calls: calls,
 		AskTimeout: cfg.AskTimeout, IdleAfter: cfg.Pool.Idle, MaxRunning: cfg.Pool.MaxRunning,
+	}
+	if actorOf(c).Role.Allows(admin) { // the endpoint's shared token reaches everything
+		v.Token = s.mcp.Token()
 	}
 	for _, a := range s.mcp.Sessions() {
 		v.Sessions = append(v.Sessions, views.AgentSession{ID: a.ID, Client: a.Client, Started: a.Started})

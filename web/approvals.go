@@ -22,7 +22,7 @@ func (s *Server) approvalsEvent() *sse.Event {
 // (htmx, which sends the CSRF token; the cards are the same on every tab,
 // so they hold none).
 func (s *Server) handleDecideForm(c echo.Context) error {
-	if err := s.decide(c.Param("id"), c.FormValue("decision"), gateway.ByDashboard, "a person denied the call in the dashboard"); err != nil {
+	if err := s.decide(c.Param("id"), c.FormValue("decision"), actorOf(c).name(), "a person denied the call in the dashboard"); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent) // the cards update over SSE
@@ -80,7 +80,7 @@ func (s *Server) handleAPIDecide(c echo.Context) error {
 	if err := decodeJSON(c, 4096, &body); err != nil {
 		return err
 	}
-	if err := s.decide(c.Param("id"), body.Decision, gateway.ByAPI, "denied through the API"); err != nil {
+	if err := s.decide(c.Param("id"), body.Decision, actorOf(c).name(), "denied through the API"); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"decision": body.Decision})

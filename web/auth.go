@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/internal/session"
 )
 
@@ -54,12 +53,12 @@ func (s *Server) approvers() int {
 func (s *Server) handleLoginPage(c echo.Context) error {
 	code := c.QueryParam("code")
 	if code == "" {
-		return render(c, http.StatusOK, views.LoginPage(""))
+		return render(c, http.StatusOK, s.loginPage(""))
 	}
 	switch c.Request().Header.Get("Sec-Fetch-Site") {
 	case "", "none", "same-origin":
 	default:
-		return render(c, http.StatusForbidden, views.LoginPage(
+		return render(c, http.StatusForbidden, s.loginPage(
 			"This login link was opened from another web page, so it was not used. Paste the link from Switchboard's output into the address bar, or paste the access token."))
 	}
 	if err := limitBy(s.doors.codeLimit, c); err != nil {
@@ -67,9 +66,9 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 	}
 	if !s.doors.sessions.RedeemCode(code) {
 		s.doors.codeLimit.Failed(clientOf(c))
-		return render(c, http.StatusUnauthorized, views.LoginPage("This login link was already used or is not valid. Paste the access token instead."))
+		return render(c, http.StatusUnauthorized, s.loginPage("This login link was already used or is not valid. Paste the access token instead."))
 	}
-	return s.startSession(c)
+	return s.startSession(c, "")
 }
 
 // handleLogin serves POST /login: logging in with the access token.
@@ -77,15 +76,16 @@ func (s *Server) handleLogin(c echo.Context) error {
 	if err := c.Request().ParseForm(); err != nil {
 		// Over maxLoginBody, cut off by BodyTimeout, or not a form:
 		// not an attempt at the token, so not counted.
-		return render(c, statusOfBodyError(err), views.LoginPage("The login form could not be read; type the token again."))
+		return render(c, statusOfBodyError(err), s.loginPage("The login form could not be read; type the token again."))
 	}
-	if !s.doors.sessions.ValidToken(c.FormValue("token")) {
+	a, ok := s.tokenActor(c, c.FormValue("token"), "dashboard")
+	if !ok {
 		if err := wrongToken(s.doors.tokenLimit, c); err != nil {
 			return err
 		}
-		return render(c, http.StatusUnauthorized, views.LoginPage("That token is not valid."))
+		return render(c, http.StatusUnauthorized, s.loginPage("That token is not valid."))
 	}
-	return s.startSession(c)
+	return s.startSession(c, a.UserID)
 }
 
 // statusOfBodyError is the status for a body that could not be read: 413
@@ -98,8 +98,10 @@ func statusOfBodyError(err error) int {
 	return http.StatusBadRequest
 }
 
-func (s *Server) startSession(c echo.Context) error {
-	if err := s.doors.sessions.Start(c.Response(), c.Request()); err != nil {
+// startSession signs the browser in as the person userID ("" for the
+// shared token's holder).
+func (s *Server) startSession(c echo.Context, userID string) error {
+	if err := s.doors.sessions.Start(c.Response(), c.Request(), userID); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/")

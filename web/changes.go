@@ -104,7 +104,7 @@ func (s *Server) handleApproveForm(c echo.Context) error {
 		}
 		return s.renderChanges(c, http.StatusUnprocessableEntity, "Nothing was approved: "+why+". Read it, then tick the confirmation beside it.")
 	}
-	_, _, err = s.deps.Store.ApproveAll(ctx, id, want, listed.Pins(entries), "dashboard")
+	_, _, err = s.deps.Store.ApproveAll(ctx, id, want, listed.Pins(entries), actorOf(c).name())
 	switch {
 	case errors.Is(err, store.ErrPinMismatch), errors.Is(err, store.ErrNotChanged):
 		return s.renderChanges(c, http.StatusConflict, "Nothing was approved: a version changed again, or was approved meanwhile. Review what is shown now.")
@@ -219,7 +219,7 @@ func (s *Server) handleAPIApproveTool(c echo.Context) error {
 	if why, err := s.flaggedUnconfirmed(ctx, c.Param("id"), []string{name}, nil); err != nil || why != "" && !body.ConfirmFlagged {
 		return cmp.Or(err, validationError(map[string]string{"confirm_flagged": why + `: send "confirm_flagged": true once a person read it`}))
 	}
-	e, err := s.deps.Store.ApproveTool(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name}, body.Pin, "api")
+	e, err := s.deps.Store.ApproveTool(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name}, body.Pin, actorOf(c).name())
 	if err != nil {
 		return approveError(err)
 	}
@@ -248,7 +248,7 @@ func (s *Server) handleAPIApproveChanges(c echo.Context) error {
 	if why, err := s.unconfirmed(ctx, c.Param("id"), slices.Sorted(maps.Keys(body.Tools)), body.ConfirmFlagged, body.Listed); err != nil || why != "" {
 		return cmp.Or(err, validationError(map[string]string{"confirm_flagged": why + `: list it in "confirm_flagged" (a tool) or set its "confirm_flagged" (an entry of "listed") once a person read it`}))
 	}
-	es, ls, err := s.deps.Store.ApproveAll(ctx, c.Param("id"), body.Tools, listed.Pins(body.Listed), "api")
+	es, ls, err := s.deps.Store.ApproveAll(ctx, c.Param("id"), body.Tools, listed.Pins(body.Listed), actorOf(c).name())
 	if err != nil {
 		return approveError(err)
 	}

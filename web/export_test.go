@@ -15,3 +15,13 @@ func (s *Server) RouteTable() [][2]string {
 // HubOf is the hub of s's live updates, for tests that publish to it or
 // count its connections.
 func HubOf(s *Server) *hub.Hub { return s.live.hub }
+
+// RouteRoles is the least role of each route behind a sign-in (see
+// access.go), by "METHOD path".
+func RouteRoles() map[string]string {
+	out := map[string]string{}
+	for k, v := range routeRoles {
+		out[k] = string(v)
+	}
+	return out
+}

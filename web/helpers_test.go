@@ -538,3 +538,29 @@ func inputValue(t testing.TB, root finder, name string) string {
 	}
 	return in.AttrOr("value", "")
 }
+
+// loginAs logs in through the token form with token (a personal one).
+func (e *env) loginAs(token string) *browser {
+	e.t.Helper()
+	r := newRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
+	rec := e.serve(r)
+	wantStatus(e.t, rec, http.StatusSeeOther)
+	return e.browserFrom(rec)
+}
+
+// apiWith calls the API with token and a JSON body ("" for none).
+func (e *env) apiWith(token, method, path, body string) *httptest.ResponseRecorder {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	r := newRequest(method, path, rd)
+	r.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	return e.serve(r)
+}

@@ -295,11 +295,11 @@ func (s *Server) handleExport(c echo.Context) error {
 // handleExportSecrets serves POST /export: the same download with secret
 // values, after the person typed the API token again.
 func (s *Server) handleExportSecrets(c echo.Context) error {
-	if !s.doors.sessions.ValidToken(c.FormValue("token")) {
+	if a, ok := s.tokenActor(c, c.FormValue("token"), "dashboard"); !ok || a.UserID != actorOf(c).UserID {
 		if err := wrongToken(s.doors.tokenLimit, c); err != nil {
 			return err
 		}
-		return &apiError{Status: http.StatusForbidden, Message: "exporting secret values needs the API token; it did not match"}
+		return &apiError{Status: http.StatusForbidden, Message: "exporting secret values needs your API token; it did not match"}
 	}
 	return s.export(c, true)
 }

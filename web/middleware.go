@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-dev/switchboard/web/gateway"
 	"github.com/switchboard-dev/switchboard/web/internal/authlimit"
 	"github.com/switchboard-dev/switchboard/web/internal/guard"
+	"github.com/switchboard-dev/switchboard/web/internal/listed"
 	"github.com/switchboard-dev/switchboard/web/internal/session"
 )
 
@@ -100,8 +101,12 @@ func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 		header := c.Request().Header.Get(echo.HeaderAuthorization)
 		// The scheme is case-insensitive (RFC 9110 §11.1).
 		scheme, token, _ := strings.Cut(header, " ")
-		if strings.EqualFold(scheme, "Bearer") && s.doors.sessions.ValidToken(strings.TrimSpace(token)) {
-			return next(c)
+		if strings.EqualFold(scheme, "Bearer") {
+			if a, ok := s.tokenActor(c, strings.TrimSpace(token), "api"); ok {
+				c.Set(ctxActor, a)
+				c.Set(listed.ActorName, a.name())
+				return next(c)
+			}
 		}
 		if header != "" {
 			if err := wrongToken(s.doors.tokenLimit, c); err != nil {
@@ -118,7 +123,14 @@ func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if sess, ok := s.doors.sessions.Of(c.Request()); ok {
+			a, ok := s.sessionActor(c, sess)
+			if !ok { // the person was removed: their sessions end
+				s.doors.sessions.End(c.Response(), c.Request())
+				return echo.NewHTTPError(http.StatusUnauthorized, "you are no longer one of this Switchboard's people; ask an admin")
+			}
 			c.Set(ctxSession, sess)
+			c.Set(ctxActor, a)
+			c.Set(listed.ActorName, a.name())
 			// Before any read: a page shows at least this revision (see Hub's "rev").
 			c.Set(ctxRevision, s.deps.Store.Revision())
 			return next(c)

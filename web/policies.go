@@ -66,7 +66,7 @@ func (s *Server) handleAPISetPolicies(c echo.Context) error {
 	if err := decodeJSON(c, 1<<20, &body); err != nil {
 		return err
 	}
-	tools, fields, err := s.setPolicies(ctx, c.Param("id"), store.BulkPolicy{Policy: store.Policy(body.Policy), Tools: body.Tools, Select: store.Selection(body.Select)}, "api")
+	tools, fields, err := s.setPolicies(ctx, c.Param("id"), store.BulkPolicy{Policy: store.Policy(body.Policy), Tools: body.Tools, Select: store.Selection(body.Select)}, actorOf(c).name())
 	switch {
 	case err != nil:
 		return err
@@ -89,7 +89,7 @@ func (s *Server) handleAPISetPreset(c echo.Context) error {
 	if !store.Preset(body.Preset).Valid() {
 		return validationError(map[string]string{"preset": "must be ask_all, read_only or allow_all"})
 	}
-	tools, err := s.setPreset(c.Request().Context(), c.Param("id"), store.Preset(body.Preset), body.Apply, "api")
+	tools, err := s.setPreset(c.Request().Context(), c.Param("id"), store.Preset(body.Preset), body.Apply, actorOf(c).name())
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (s *Server) handlePoliciesForm(c echo.Context) error {
 		if !store.Preset(p).Valid() {
 			return &apiError{Status: http.StatusUnprocessableEntity, Message: "choose one of the presets"}
 		}
-		if _, err := s.setPreset(ctx, id, store.Preset(p), form.Get("apply") != "", "dashboard"); err != nil {
+		if _, err := s.setPreset(ctx, id, store.Preset(p), form.Get("apply") != "", actorOf(c).name()); err != nil {
 			return err
 		}
 	} else {
@@ -119,7 +119,7 @@ func (s *Server) handlePoliciesForm(c echo.Context) error {
 		if b.Select == "checked" {
 			b.Select, b.Tools = "", form["tool"]
 		}
-		_, fields, err := s.setPolicies(ctx, id, b, "dashboard")
+		_, fields, err := s.setPolicies(ctx, id, b, actorOf(c).name())
 		switch {
 		case err != nil:
 			return err

@@ -23,13 +23,15 @@ func (s *Server) routes(profiles *profiles.Handlers) {
 	e.GET("/healthz", s.handleHealth)
 	e.GET("/login", s.handleLoginPage)
 	e.POST("/login", s.handleLogin)
+	e.GET(oidcStartPath, s.handleOIDCStart)
+	e.GET(oidcCallbackPath, s.handleOIDCCallback)
 	// The authorization server's redirect after a sign-in: no session
 	// cookie comes with it (see signin.go).
 	e.GET(callbackPath, s.handleOAuthCallback)
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", http.FileServer(http.FS(static.FS)))))
 
 	// Browser: session cookie, CSRF on every state change.
-	ui := e.Group("", s.requireSession, csrfProtect)
+	ui := e.Group("", s.requireSession, csrfProtect, s.authorize)
 	ui.POST("/logout", s.handleLogout)
 	ui.POST("/logout/everywhere", s.handleLogoutEverywhere)
 	ui.GET("/events", s.handleEvents)
@@ -88,9 +90,14 @@ func (s *Server) routes(profiles *profiles.Handlers) {
 	ui.POST("/tools/:agent/try", s.handleTry)
 	ui.POST("/tools/:agent/try/:call/answer", s.handleTryAnswer)
 	ui.POST("/tools/:agent/try/:call/cancel", s.handleTryCancel)
+	ui.GET("/people", s.handlePeoplePage)
+	ui.POST("/people", s.handleAddPersonForm)
+	ui.POST("/people/:id", s.handleSetRoleForm)
+	ui.POST("/people/:id/delete", s.handleDeletePersonForm)
+	ui.POST("/people/:id/token", s.handleNewTokenForm)
 
 	// JSON API: bearer token.
-	api := e.Group("/api/v1", s.requireBearer)
+	api := e.Group("/api/v1", s.requireBearer, s.authorize)
 	api.GET("/servers", s.handleAPIListServers)
 	api.POST("/servers", s.handleAPICreateServer)
 	api.GET("/servers/:id", s.handleAPIGetServer)
@@ -135,7 +142,17 @@ func (s *Server) routes(profiles *profiles.Handlers) {
 	api.POST("/import", s.handleAPIImport)
 	api.GET("/export", s.handleAPIExport)
 	api.DELETE("/sessions", s.handleLogoutEverywhere)
+	api.GET("/users", s.handleAPIUsers)
+	api.POST("/users", s.handleAPIAddUser)
+	api.PUT("/users/:id", s.handleAPIUpdateUser)
+	api.DELETE("/users/:id", s.handleAPIDeleteUser)
 
 	// The MCP endpoint for agents, with its own token (see web/gateway).
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete}, "/mcp", s.handleMCP)
+
+	// What authorize tells apart from a request that matched no route.
+	s.routed = map[string]bool{}
+	for _, r := range e.Routes() {
+		s.routed[r.Method+" "+r.Path] = true
+	}
 }

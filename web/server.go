@@ -40,6 +40,11 @@ type Config struct {
 	Token, TokenFile string
 	// LoginCode is the one-time code of the login URL printed at start.
 	LoginCode string
+	// NoSharedToken turns the shared API token off: only people (with a
+	// personal token, or signed in through the identity provider) get in.
+	NoSharedToken bool
+	// OIDC, if set, signs people in with the company's identity provider.
+	OIDC *OIDCConfig
 	// AllowedHosts are extra Host header names accepted besides loopback.
 	AllowedHosts []string
 	// MCP configures the MCP endpoint for agents.
@@ -132,6 +137,8 @@ type Server struct {
 	holds     holds           // what a person started that outlives a request
 	bodies    bodycache.Cache // JSON of the catalog and of each server's tools
 	stop      []func()        // stops following the store and the verifications
+	oidc      *oidcDoor       // the identity provider, if one is configured
+	routed    map[string]bool // "METHOD path" of every route (see authorize)
 }
 
 // doors are the checks at the entrance: sessions, the limits on wrong
@@ -185,6 +192,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		holds: holds{imports: newHeldImports(), signIns: signin.NewPending()},
 		cfg:   cfg,
 		log:   cfg.Logger,
+	}
+	if cfg.OIDC != nil {
+		s.oidc = &oidcDoor{cfg: *cfg.OIDC}
 	}
 	s.live = newLive(s.snapshot, s.publishNow)
 	mcp, err := gateway.New(cfg.MCP, gateway.Deps{

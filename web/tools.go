@@ -42,7 +42,7 @@ func (s *Server) handleSetPolicyForm(c echo.Context) error {
 	if !rowKeyPattern.MatchString(key) {
 		return &apiError{Status: http.StatusUnprocessableEntity, Message: "key must be the row number"}
 	}
-	e, err := s.deps.Store.SetPolicy(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: c.FormValue("tool")}, store.Policy(policy), "dashboard")
+	e, err := s.deps.Store.SetPolicy(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: c.FormValue("tool")}, store.Policy(policy), actorOf(c).name())
 	if err != nil {
 		return notFound(err)
 	}
@@ -90,7 +90,7 @@ func (s *Server) handleAPISetPolicy(c echo.Context) error {
 	if !store.Policy(body.Policy).Valid() {
 		return validationError(map[string]string{"policy": "must be allow, ask or deny"})
 	}
-	e, err := s.deps.Store.SetPolicy(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name}, store.Policy(body.Policy), "api")
+	e, err := s.deps.Store.SetPolicy(ctx, store.ToolRef{ServerID: c.Param("id"), Tool: name}, store.Policy(body.Policy), actorOf(c).name())
 	if err != nil {
 		return notFound(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,10 @@ const DefaultPort = 7420
 // serveConfig is the configuration of `switchboard serve`, from flags
 // with environment fallbacks.
 type serveConfig struct {
+	// OIDC signs people in with an identity provider (nil: none);
+	// NoSharedToken turns the shared API token off.
+	OIDC               *web.OIDCConfig
+	NoSharedToken      bool
 	Addr               string
 	DBPath             string
 	Token              string
@@ -174,6 +179,17 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.IntVar(&cfg.MCP.Pool.MaxResult, "max-result", cfg.MCP.Pool.MaxResult, "largest tool result relayed to an agent, in bytes")
 	fs.StringVar(&cfg.OAuthClientMetadataURL, "oauth-client-metadata-url", cfg.OAuthClientMetadataURL, "https URL where you publish Switchboard's OAuth Client ID Metadata Document (its redirect_uris: this dashboard's /oauth/callback), used as client_id by authorization servers that support those; empty: clients are registered dynamically (env SWITCHBOARD_OAUTH_CLIENT_METADATA_URL)")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "the log on stderr: text (a line a verification, a routed call, a problem) or json (the same, a JSON object a line) (env SWITCHBOARD_LOG_FORMAT)")
+	// People: the company's identity provider, the first admin, the
+	// shared token (see web/oidc.go and web/access.go).
+	var oidc web.OIDCConfig
+	fs.StringVar(&oidc.Issuer, "oidc-issuer", getenv("SWITCHBOARD_OIDC_ISSUER"), "sign people in with this OpenID Connect provider (its issuer URL; env SWITCHBOARD_OIDC_ISSUER)")
+	fs.StringVar(&oidc.ClientID, "oidc-client-id", getenv("SWITCHBOARD_OIDC_CLIENT_ID"), "Switchboard's client id at the provider (env SWITCHBOARD_OIDC_CLIENT_ID); its secret, if it has one, comes from SWITCHBOARD_OIDC_CLIENT_SECRET or -oidc-client-secret-file")
+	oidcSecretFile := fs.String("oidc-client-secret-file", "", "a file (readable by you only) holding the client secret")
+	fs.StringVar(&oidc.RedirectURL, "oidc-redirect-url", getenv("SWITCHBOARD_OIDC_REDIRECT_URL"), "the callback as registered at the provider (default: http://HOST/login/oidc/callback of each request)")
+	oidcDomains := fs.String("oidc-allowed-domains", getenv("SWITCHBOARD_OIDC_ALLOWED_DOMAINS"), "comma-separated email domains whose people may join as viewers when they first sign in")
+	oidcGroups := fs.String("oidc-allowed-groups", getenv("SWITCHBOARD_OIDC_ALLOWED_GROUPS"), "comma-separated groups (the groups claim) whose people may join as viewers")
+	fs.StringVar(&oidc.Admin, "admin", getenv("SWITCHBOARD_ADMIN"), "this email is admin whenever it signs in with the provider (env SWITCHBOARD_ADMIN)")
+	fs.BoolVar(&cfg.NoSharedToken, "no-shared-token", getenv("SWITCHBOARD_NO_SHARED_TOKEN") == "1", "turn the shared API token off: only people get in (a personal token, or the provider)")
 	fs.BoolVar(&cfg.DangerouslyBindAll, "dangerously-bind-all", false, "allow listening on all interfaces (anyone who can reach the port can try to start commands)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -186,6 +202,24 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	}
 	if *secretFlag != "" {
 		return cfg, usageError("-mcp-token is refused: every process of this machine reads a command line; put the token in a file readable by you only and give -mcp-token-file, or set SWITCHBOARD_MCP_TOKEN")
+	}
+	if oidc.Issuer != "" || oidc.ClientID != "" {
+		if oidc.Issuer == "" || oidc.ClientID == "" {
+			return cfg, usageError("-oidc-issuer and -oidc-client-id go together")
+		}
+		if u, err := url.Parse(oidc.Issuer); err != nil || u.Scheme != "https" && u.Hostname() != "127.0.0.1" && u.Hostname() != "localhost" || u.Host == "" {
+			return cfg, usageError("-oidc-issuer must be an https URL (http only on loopback), got %q", oidc.Issuer)
+		}
+		oidc.ClientSecret = getenv("SWITCHBOARD_OIDC_CLIENT_SECRET")
+		if *oidcSecretFile != "" {
+			sec, err := readSecretFile(*oidcSecretFile)
+			if err != nil {
+				return cfg, usageError("-oidc-client-secret-file: %v", err)
+			}
+			oidc.ClientSecret = sec
+		}
+		oidc.AllowedDomains, oidc.AllowedGroups = splitList(*oidcDomains), splitList(*oidcGroups)
+		cfg.OIDC = &oidc
 	}
 	if *tokenFile != "" {
 		tok, err := readSecretFile(*tokenFile)
@@ -518,13 +552,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Logger:          log,
 	}, db, verifier, keeper)
 	defer verifications.Close() // after the web face (its calls end first); again is nothing
+	if cfg.NoSharedToken && cfg.OIDC == nil {
+		if users, err := db.Users(ctx); err != nil {
+			ln.Close()
+			return fmt.Errorf("start: %w", err)
+		} else if !slices.ContainsFunc(users, func(u store.User) bool { return u.Role == store.RoleAdmin && u.TokenHash != "" }) {
+			ln.Close()
+			return usageError("-no-shared-token would lock everyone out: no admin has a personal token yet (add one on the People page, or POST /api/v1/users), and no -oidc-issuer is given")
+		}
+	}
 	app, err := web.New(web.Config{
 		Token:        token,
 		TokenFile:    tokenFile,
 		LoginCode:    loginCode,
 		AllowedHosts: cfg.AllowedHosts,
-		MCP:          cfg.MCP,
-		Logger:       log,
+		OIDC:         cfg.OIDC,
+		// The shared token is off only where people can get in otherwise.
+		NoSharedToken: cfg.NoSharedToken,
+		MCP:           cfg.MCP,
+		Logger:        log,
 
 		OAuthClientMetadataURL: cfg.OAuthClientMetadataURL,
 	}, web.Deps{Store: db, Verify: verifications, Verifier: verifier, Grants: keeper, Cluster: coord})
@@ -614,4 +660,15 @@ func readSecretFile(path string) (string, error) {
 		return "", err
 	}
 	return strings.TrimRight(string(data), "\r\n"), nil
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -45,7 +45,12 @@
 //   --access-ttl S       access token lifetime in seconds (default 3600)
 //   --refresh-ttl S      refresh token lifetime in seconds (default 14 days)
 //   --auto-approve       sign in as --account and consent without a page
-//   --account ID         subject of --auto-approve (default "test-user")
+//   --account ID         subject of --auto-approve (default "test-user"); an
+//                        authorization request's login_hint names another.
+//                        A subject that is an email address is also the
+//                        account's email (email_verified true; scope email)
+//   --groups JSON        the groups claim of accounts (scope groups), as
+//                        {"ann@example.com": ["eng"], …}
 //   --client JSON        pre-register a client (RFC 7591 metadata with
 //                        client_id; token_endpoint_auth_method defaults to
 //                        none, as for registered clients); repeat for more
@@ -107,6 +112,7 @@ function options(argv, env) {
     'refresh-ttl': { type: 'string', default: String(14 * 24 * 60 * 60) },
     'auto-approve': { type: 'boolean', default: false },
     account: { type: 'string', default: 'test-user' },
+    groups: { type: 'string', default: '{}' },
     client: { type: 'string', multiple: true, default: [] },
     'no-registration': { type: 'boolean', default: false },
     discovery: { type: 'string', default: 'both' },
@@ -160,6 +166,7 @@ function options(argv, env) {
     refreshTTL: seconds('refresh-ttl'),
     autoApprove: values['auto-approve'],
     account: values.account,
+    groups: JSON.parse(values.groups),
     clients,
     registration: !values['no-registration'],
     discovery: values.discovery,
@@ -204,10 +211,17 @@ function configuration(opts) {
       id_token_signed_response_alg: 'RS256',
     },
     responseTypes: ['code'],
-    scopes: ['openid', 'offline_access'],
-    claims: { openid: ['sub'] },
+    scopes: ['openid', 'offline_access', 'email', 'groups'],
+    claims: { openid: ['sub'], email: ['email', 'email_verified'], groups: ['groups'] },
     pkce: { required: () => true },
-    findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
+    findAccount: (_ctx, sub) => ({
+      accountId: sub,
+      claims: () => ({
+        sub,
+        ...(sub.includes('@') ? { email: sub, email_verified: true } : {}),
+        groups: opts.groups[sub] ?? [],
+      }),
+    }),
     features: {
       devInteractions: { enabled: !opts.autoApprove },
       dPoP: { enabled: false },
@@ -324,7 +338,7 @@ function autoApprove(provider, opts) {
       const { prompt, params, session, grantId } = await provider.interactionDetails(ctx.req, ctx.res);
       let result;
       if (prompt.name === 'login') {
-        result = { login: { accountId: opts.account } };
+        result = { login: { accountId: params.login_hint || opts.account } };
       } else {
         const grant = grantId
           ? await provider.Grant.find(grantId)

@@ -60,6 +60,7 @@ func Run(t *testing.T, b Backend) {
 		{"ProfileInUse", testProfileInUse},
 		{"BrowserSessions", testBrowserSessions},
 		{"MCPSessions", testMCPSessions},
+		{"People", testPeople},
 		{"Revision", testRevision},
 		{"NewToolPolicyFollowsAnnotations", testNewToolPolicyFollowsAnnotations},
 		{"PresetDecidesNewTools", testPresetDecidesNewTools},

@@ -125,7 +125,7 @@ func PolicyForm(st Setter) echo.HandlerFunc {
 		if errs := policyProblems(ref, p); errs != nil {
 			return echo.NewHTTPError(http.StatusUnprocessableEntity, strings.Join(slices.Sorted(maps.Values(errs)), "; "))
 		}
-		if _, err := st.SetListedPolicy(c.Request().Context(), ref, p, "dashboard"); err != nil {
+		if _, err := st.SetListedPolicy(c.Request().Context(), ref, p, By(c, "dashboard")); err != nil {
 			return refusal(err)
 		}
 		return c.Redirect(http.StatusSeeOther, "/servers/"+ref.ServerID)
@@ -151,7 +151,7 @@ func APIPolicy(st Setter) echo.HandlerFunc {
 		if errs := policyProblems(ref, body.Policy); errs != nil {
 			return apijson.Invalid(errs)
 		}
-		e, err := st.SetListedPolicy(c.Request().Context(), ref, body.Policy, "api")
+		e, err := st.SetListedPolicy(c.Request().Context(), ref, body.Policy, By(c, "api"))
 		if err != nil {
 			return refusal(err)
 		}
@@ -202,4 +202,16 @@ func rowOf(e store.ListedEntry) views.ListedItem {
 		it.Arguments = append(it.Arguments, views.ListedArgument{Name: a.Name, Description: a.Description, Required: a.Required})
 	}
 	return it
+}
+
+// ActorName is where the web face keeps the name of the request's actor
+// (a person's email, or "dashboard"/"api" for the shared token's holder).
+const ActorName = "actor-name"
+
+// By is the name of the request's actor, or fallback if none is kept.
+func By(c echo.Context, fallback string) string {
+	if n, _ := c.Get(ActorName).(string); n != "" {
+		return n
+	}
+	return fallback
 }

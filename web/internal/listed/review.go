@@ -190,7 +190,7 @@ func APIApprove(ap Approver) echo.HandlerFunc {
 		if errs := a.check(""); len(errs) > 0 {
 			return apijson.Invalid(errs)
 		}
-		e, flagged, err := approve(c.Request().Context(), ap, c.Param("id"), a, "api")
+		e, flagged, err := approve(c.Request().Context(), ap, c.Param("id"), a, By(c, "api"))
 		switch {
 		case err != nil:
 			return refusal(err)

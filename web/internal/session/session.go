@@ -33,6 +33,8 @@ type Session struct {
 	ID      string // the cookie's value, the session's secret
 	CSRF    string
 	Expires time.Time
+	// UserID is the person signed in; "" for the shared token's holder.
+	UserID string
 }
 
 // Sessions holds browser sessions in the store, the API token and the
@@ -71,10 +73,12 @@ func (ss *Sessions) RedeemCode(code string) bool {
 // ValidToken reports whether t is the API token.
 func (ss *Sessions) ValidToken(t string) bool { return ss.token.Valid(t) }
 
-// Start starts a session of TTL for the browser that sent r, and sets
-// its cookie on w.
-func (ss *Sessions) Start(w http.ResponseWriter, r *http.Request) error {
+// Start starts a session of TTL for the browser that sent r, signed in as
+// the person userID ("" for the shared token's holder), and sets its
+// cookie on w.
+func (ss *Sessions) Start(w http.ResponseWriter, r *http.Request, userID string) error {
 	secret, s := store.NewBrowserSession(AgentFamily(r.UserAgent()), ss.now(), TTL)
+	s.UserID = userID
 	if err := ss.st.CreateSession(r.Context(), s); err != nil {
 		return err
 	}
@@ -117,7 +121,7 @@ func (ss *Sessions) Get(ctx context.Context, id string) (Session, bool) {
 		return Session{}, false
 	}
 	ss.touch(ctx, hash, now)
-	return Session{ID: id, CSRF: csrfOf(id), Expires: s.Expires}, true
+	return Session{ID: id, CSRF: csrfOf(id), Expires: s.Expires, UserID: s.UserID}, true
 }
 
 // touch records the session's use at now, unless it did less than

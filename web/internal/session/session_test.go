@@ -44,7 +44,7 @@ func login(t *testing.T, ss *Sessions) (*http.Request, *http.Cookie) {
 	rec := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodPost, "/login", nil)
 	r.Header.Set("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:140.0) Gecko/20100101 Firefox/140.0")
-	if err := ss.Start(rec, r); err != nil {
+	if err := ss.Start(rec, r, ""); err != nil {
 		t.Fatalf("Start = %v", err)
 	}
 	cookies := rec.Result().Cookies()
