@@ -255,6 +255,7 @@ type Store interface {
 	Sessions
 	MCPSessions
 	People
+	Decisions
 	Changes
 	Close() error
 }

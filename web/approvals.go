@@ -1,16 +1,23 @@
 package web
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/r3labs/sse/v2"
 
+	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 )
+
+// decisionsKept is how long the store keeps who answered a call: longer
+// than any call waits.
+const decisionsKept = time.Hour
 
 // approvalsEvent is the cards of the calls waiting for a person, which
 // every tab shows.
@@ -22,21 +29,31 @@ func (s *Server) approvalsEvent() *sse.Event {
 // (htmx, which sends the CSRF token; the cards are the same on every tab,
 // so they hold none).
 func (s *Server) handleDecideForm(c echo.Context) error {
-	if err := s.decide(c.Param("id"), c.FormValue("decision"), actorOf(c).name(), "a person denied the call in the dashboard"); err != nil {
+	if err := s.decide(c.Request().Context(), c.Param("id"), c.FormValue("decision"), actorOf(c).name(), "a person denied the call in the dashboard"); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent) // the cards update over SSE
 }
 
 // decide records an answer to a waiting call, as the cards and the API
-// send it: 422 for an answer that is none, 404 for a call not waiting.
-func (s *Server) decide(id, answer, by, reason string) error {
+// send it: 422 for an answer that is none, 409 naming the answer that
+// counts if another was given first (on any replica: the store keeps
+// the first), 404 for a call not waiting.
+func (s *Server) decide(ctx context.Context, id, answer, by, reason string) error {
 	a, ok := gateway.ParseAnswer(answer)
 	if !ok {
 		return &apiError{Status: http.StatusUnprocessableEntity, Message: "invalid decision",
 			Fields: map[string]string{"decision": `must be "allow_once" (or "approve"), "always_allow" or "deny"`}}
 	}
-	err := s.approvals.Decide(id, a, by, reason)
+	now := s.cfg.Now().UTC()
+	first, won, err := s.deps.Store.ClaimDecision(ctx, store.Decision{ID: id, By: by, Answer: answer, At: now}, now.Add(-decisionsKept))
+	if err != nil {
+		return err
+	}
+	if !won {
+		return &apiError{Status: http.StatusConflict, Message: fmt.Sprintf("%s answered this call first (%s, at %s): that answer counts", first.By, first.Answer, first.At.Format("15:04:05 UTC"))}
+	}
+	err = s.approvals.Decide(id, a, by, reason)
 	if errors.Is(err, gateway.ErrApprovalGone) {
 		return &apiError{Status: http.StatusNotFound, Message: err.Error()}
 	}
@@ -80,7 +97,7 @@ func (s *Server) handleAPIDecide(c echo.Context) error {
 	if err := decodeJSON(c, 4096, &body); err != nil {
 		return err
 	}
-	if err := s.decide(c.Param("id"), body.Decision, actorOf(c).name(), "denied through the API"); err != nil {
+	if err := s.decide(c.Request().Context(), c.Param("id"), body.Decision, actorOf(c).name(), "denied through the API"); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"decision": body.Decision})

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -159,6 +160,84 @@ func TestReplicasShareCatalogAndVerifications(t *testing.T) {
 		}
 		if got := a.in(t).waitCall(1); got.Decision != "approved" || got.DecidedBy != "dashboard" {
 			t.Errorf("the call log (shared) says %+v", got)
+		}
+	})
+
+	t.Run("two people answering one call on A and B: one wins, the other is told who", func(t *testing.T) {
+		tokens := map[string]string{}
+		for _, who := range []string{"ann", "bob"} {
+			rec := a.in(t).api(http.MethodPost, "/api/v1/users", map[string]any{"email": who + "@example.com", "role": "approver"})
+			wantStatus(t, rec, http.StatusCreated)
+			var made struct {
+				Token string `json:"token"`
+			}
+			json.Unmarshal(rec.Body.Bytes(), &made)
+			tokens[who] = made.Token
+			a.secrets = append(a.secrets, made.Token)
+		}
+		srvC, _ := c.liveServer()
+		agent := mcptest.Connect(t, srvC.URL, testMCPToken)
+		done := make(chan error, 1)
+		go func() {
+			_, err := agent.Call("slow__tool_000", map[string]any{"q": "raced"})
+			done <- err
+		}()
+		var id string
+		for _, r := range []*env{a, b} {
+			waitFor(t, 15*time.Second, "the waiting call on both replicas", func() bool {
+				var list struct {
+					Approvals []struct{ ID, Tool string } `json:"approvals"`
+				}
+				json.Unmarshal(r.in(t).apiWith(tokens["ann"], http.MethodGet, "/api/v1/approvals", "").Body.Bytes(), &list)
+				for _, ap := range list.Approvals {
+					if ap.Tool == "tool_000" {
+						id = ap.ID
+						return true
+					}
+				}
+				return false
+			})
+		}
+		type answer struct {
+			code int
+			body string
+		}
+		answers := make([]answer, 2)
+		var wg sync.WaitGroup
+		for i, who := range []string{"ann", "bob"} {
+			r := []*env{a, b}[i]
+			wg.Go(func() {
+				rec := r.in(t).apiWith(tokens[who], http.MethodPost, "/api/v1/approvals/"+id, `{"decision": "allow_once"}`)
+				answers[i] = answer{rec.Code, rec.Body.String()}
+			})
+		}
+		wg.Wait()
+		winner, loser := -1, -1
+		for i, ans := range answers {
+			switch ans.code {
+			case http.StatusOK:
+				winner = i
+			case http.StatusConflict:
+				loser = i
+			}
+		}
+		if winner < 0 || loser < 0 {
+			t.Fatalf("answers %+v; want one 200 and one 409", answers)
+		}
+		names := []string{"ann@example.com", "bob@example.com"}
+		if !strings.Contains(answers[loser].body, names[winner]+" answered this call first") {
+			t.Errorf("the refused answer says %s; want it to name %s", answers[loser].body, names[winner])
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("the raced call = %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("the raced call is still waiting")
+		}
+		if got := a.in(t).waitCall(2); got.DecidedBy != names[winner] {
+			t.Errorf("the call log says decided by %q; want %s", got.DecidedBy, names[winner])
 		}
 	})
 }

@@ -237,6 +237,8 @@ func valueDecoder(top string, depth int) (decode func([]byte) error, valuesOnly 
 		return into(func() any { return new(store.ClientToken) }), true
 	case depth == 0 && top == string(bucketSessions):
 		return into(func() any { return new(store.BrowserSession) }), true
+	case depth == 0 && top == string(bucketDecisions):
+		return into(func() any { return new(store.Decision) }), true
 	case depth == 0 && top == string(bucketUsers):
 		return into(func() any { return new(store.User) }), true
 	case depth == 0 && top == string(bucketMCPSessions):
