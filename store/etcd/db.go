@@ -85,6 +85,14 @@ type Options struct {
 	// RequestTimeout bounds each read, and each run of a change (5 s if
 	// zero): a replica cut off from etcd fails instead of waiting.
 	RequestTimeout time.Duration
+	// KeepAliveTime and KeepAliveTimeout are the gRPC keepalive of each
+	// connection to a member (10 s and 2 s if zero; gRPC raises a time
+	// below 10 s to 10 s, and etcd refuses pings more often than its
+	// --grpc-keepalive-min-time, 5 s by default): a member that silently
+	// stops answering (its bytes held, no reset) is left for another
+	// within their sum. Until then each request on it fails at its
+	// RequestTimeout, not later.
+	KeepAliveTime, KeepAliveTimeout time.Duration
 	// Logger is slog.Default() if nil.
 	Logger *slog.Logger
 }
@@ -151,7 +159,9 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		dial = 5 * time.Second
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: opts.Endpoints, TLS: opts.TLS, Username: opts.Username, Password: opts.Password,
-		DialTimeout: dial, Logger: zap.NewNop()})
+		DialTimeout: dial, Logger: zap.NewNop(),
+		DialKeepAliveTime: cmp.Or(opts.KeepAliveTime, 10*time.Second), DialKeepAliveTimeout: cmp.Or(opts.KeepAliveTimeout, 2*time.Second),
+		PermitWithoutStream: true})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

@@ -31,6 +31,13 @@ type embedConfig = embed.Config
 // temporary directory, ready for clients.
 func Start() (*Server, error) { return start(nil, "http") }
 
+// StartKeepAlive is Start with the member's --grpc-keepalive-min-time
+// at min, so that clients may ping that often (tests of a member that
+// goes silent).
+func StartKeepAlive(min time.Duration) (*Server, error) {
+	return start(func(c *embedConfig) { c.GRPCKeepAliveMinTime = min }, "http")
+}
+
 // start starts a member, configured further by set (if not nil), whose
 // clients speak scheme.
 func start(set func(*embedConfig), scheme string) (*Server, error) {
@@ -111,6 +118,9 @@ type Proxy struct {
 	conns []net.Conn
 	cut   bool
 	wg    sync.WaitGroup
+	// held, while not nil, holds every byte until it is closed (see
+	// Hold).
+	held chan struct{}
 }
 
 // NewProxy starts a proxy to the member s.
@@ -155,8 +165,51 @@ func (p *Proxy) accept() {
 		p.conns = append(p.conns, c, up)
 		p.mu.Unlock()
 		p.wg.Add(2)
-		go func() { defer p.wg.Done(); io.Copy(up, c); up.Close() }()
-		go func() { defer p.wg.Done(); io.Copy(c, up); c.Close() }()
+		go func() { defer p.wg.Done(); p.copy(up, c); up.Close() }()
+		go func() { defer p.wg.Done(); p.copy(c, up); c.Close() }()
+	}
+}
+
+// copy passes bytes from src to dst, holding them while the proxy holds.
+func (p *Proxy) copy(dst io.Writer, src io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			held := p.held
+			p.mu.Unlock()
+			if held != nil {
+				<-held // until Release, or Cut
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Hold makes the member silent through this proxy: the connections stay
+// open (no reset, no close) but no byte passes either way, as when a
+// member hangs or a network drops packets. Release or Cut ends it.
+func (p *Proxy) Hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil {
+		p.held = make(chan struct{})
+	}
+}
+
+// Release lets the held bytes pass again.
+func (p *Proxy) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		close(p.held)
+		p.held = nil
 	}
 }
 
@@ -177,6 +230,7 @@ func (p *Proxy) Heal() error {
 
 // Cut drops every connection and refuses new ones (it stops listening).
 func (p *Proxy) Cut() {
+	p.Release()
 	p.mu.Lock()
 	p.cut = true
 	conns, ln := p.conns, p.ln
