@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -10,10 +11,55 @@ import (
 	"github.com/switchboard-dev/switchboard/web/internal/session"
 )
 
-// handleHealth serves GET /healthz: ok, and which replica answers and
-// whether it leads (a Switchboard on its own is the "local" leader).
+// handleHealth serves GET /healthz: which replica answers, whether it
+// leads (a Switchboard on its own is the "local" leader) and whether it
+// is ready (see ready): 200 "ok", else 503 with why.
 func (s *Server) handleHealth(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"status": "ok", "replica": s.deps.Cluster.ID(), "leader": s.deps.Verify.Leading()})
+	checks, ok := s.ready(c.Request().Context())
+	status, word := http.StatusOK, "ok"
+	if !ok {
+		status, word = http.StatusServiceUnavailable, "not ready"
+	}
+	return c.JSON(status, map[string]any{"status": word, "replica": s.deps.Cluster.ID(), "leader": s.deps.Verify.Leading(), "checks": checks})
+}
+
+// handleLive serves GET /livez: the process answers (200, always).
+func (s *Server) handleLive(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{"status": "alive", "replica": s.deps.Cluster.ID()})
+}
+
+// handleReady serves GET /readyz: 200 when this replica can serve (see
+// ready), else 503 with the checks that failed; a load balancer sends it
+// requests only then.
+func (s *Server) handleReady(c echo.Context) error {
+	checks, ok := s.ready(c.Request().Context())
+	status := http.StatusOK
+	if !ok {
+		status = http.StatusServiceUnavailable
+	}
+	return c.JSON(status, map[string]any{"ready": ok, "replica": s.deps.Cluster.ID(), "checks": checks})
+}
+
+// readyCheck bounds each readiness check.
+const readyCheck = 3 * time.Second
+
+// ready checks that the store answers a read, and (on a team's etcd) that
+// this replica holds its session and someone leads: each check "ok" or
+// why not.
+func (s *Server) ready(ctx context.Context) (map[string]string, bool) {
+	ctx, cancel := context.WithTimeout(ctx, readyCheck)
+	defer cancel()
+	checks, ok := map[string]string{"store": "ok"}, true
+	if _, err := s.deps.Store.Users(ctx); err != nil {
+		checks["store"], ok = err.Error(), false
+	}
+	if r, isTeam := s.deps.Cluster.(interface{ Ready(context.Context) error }); isTeam {
+		checks["cluster"] = "ok"
+		if err := r.Ready(ctx); err != nil {
+			checks["cluster"], ok = err.Error(), false
+		}
+	}
+	return checks, ok
 }
 
 // handleEvents serves GET /events: the live updates of the session's tab,

@@ -270,6 +270,10 @@ func TestReplicaCutOffFromETCDRefusesChanges(t *testing.T) {
 	}
 	cut, other := replica(proxy.Endpoint), replica(srv.Endpoint)
 	cut.createServer(fixtureServer("before"))
+	waitFor(t, 10*time.Second, "both replicas ready", func() bool {
+		return cut.serve(newRequest(http.MethodGet, "/readyz", nil)).Code == http.StatusOK &&
+			other.serve(newRequest(http.MethodGet, "/readyz", nil)).Code == http.StatusOK
+	})
 	proxy.Cut()
 	start := time.Now()
 	rec := cut.api(http.MethodPost, "/api/v1/servers", fixtureServer("after"))
@@ -286,5 +290,16 @@ func TestReplicaCutOffFromETCDRefusesChanges(t *testing.T) {
 		t.Errorf("the other replica reads %+v", got)
 	}
 	wantStatus(t, other.api(http.MethodGet, "/api/v1/servers/after", nil), http.StatusNotFound)
+	// Readiness tells the truth (issue 38: /healthz said "ok" for a
+	// replica answering 503): the cut replica is not ready, on /readyz
+	// and /healthz alike, and says why; it is alive; the other is ready.
+	for _, path := range []string{"/readyz", "/healthz"} {
+		rec := cut.serve(newRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "unavailable") {
+			t.Errorf("%s of the cut replica = %d %s; want 503 saying why", path, rec.Code, rec.Body.String())
+		}
+	}
+	wantStatus(t, cut.serve(newRequest(http.MethodGet, "/livez", nil)), http.StatusOK)
+	wantStatus(t, other.serve(newRequest(http.MethodGet, "/readyz", nil)), http.StatusOK)
 	cut.logs.ForgetErrors() // the refusal is logged as the error it is
 }

@@ -21,6 +21,8 @@ func (s *Server) routes(profiles *profiles.Handlers) {
 
 	// Public: health, login, static assets.
 	e.GET("/healthz", s.handleHealth)
+	e.GET("/livez", s.handleLive)
+	e.GET("/readyz", s.handleReady)
 	e.GET("/login", s.handleLoginPage)
 	e.POST("/login", s.handleLogin)
 	e.GET(oidcStartPath, s.handleOIDCStart)

@@ -19,7 +19,7 @@ func routeClass(path string) string {
 	switch {
 	case path == "/mcp":
 		return "mcp"
-	case path == "/healthz" || path == "/login" || path == "/oauth/callback" || path == "/login/oidc" || path == "/login/oidc/callback" || strings.HasPrefix(path, "/static/"):
+	case path == "/healthz" || path == "/livez" || path == "/readyz" || path == "/login" || path == "/oauth/callback" || path == "/login/oidc" || path == "/login/oidc/callback" || strings.HasPrefix(path, "/static/"):
 		return "public"
 	case strings.HasPrefix(path, "/api/"):
 		return "api"
@@ -118,8 +118,8 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 			t.Errorf("cross-site %s navigation = %d; want 403", name, rec.Code)
 		}
 	}
-	if classes["public"] != 7 || classes["api"] < 12 || classes["ui"] < 15 || classes["mcp"] != 3 {
-		t.Errorf("route classes = %v; want the 7 public routes (the login, its two sign-ins with the identity provider, the remote servers' callback, health, static) and every API and UI route", classes)
+	if classes["public"] != 9 || classes["api"] < 12 || classes["ui"] < 15 || classes["mcp"] != 3 {
+		t.Errorf("route classes = %v; want the 9 public routes (the login, its two sign-ins with the identity provider, the remote servers' callback, health, liveness, readiness, static) and every API and UI route", classes)
 	}
 	// Nothing changed and nothing ran.
 	if sum, err := e.db.Summary(ctx, "s1"); err != nil || sum.Discovery.Status != "never" || sum.Server.Name != "Fixture s1" {

@@ -97,7 +97,15 @@ func (c *Coordinator) Close() error {
 func (c *Coordinator) campaign(ctx context.Context) {
 	defer c.done.Done()
 	for ctx.Err() == nil {
-		s, err := concurrency.NewSession(c.db.cli, concurrency.WithTTL(c.ttl), concurrency.WithContext(ctx))
+		// The lease is granted under a deadline (a silent member must not
+		// hold the loop): the session keeps it alive for as long as ctx.
+		gctx, cancel := context.WithTimeout(ctx, c.db.timeout)
+		lease, err := c.db.cli.Grant(gctx, int64(c.ttl))
+		cancel()
+		var s *concurrency.Session
+		if err == nil {
+			s, err = concurrency.NewSession(c.db.cli, concurrency.WithLease(lease.ID), concurrency.WithTTL(c.ttl), concurrency.WithContext(ctx))
+		}
 		if err != nil {
 			c.db.log.Warn("no etcd session for this replica; trying again", "err", err)
 			sleep(ctx, time.Second)
@@ -174,6 +182,28 @@ func (c *Coordinator) OnLeader(fn func(bool)) (cancel func()) {
 		delete(c.onLead, id)
 		c.mu.Unlock()
 	}
+}
+
+// Ready says whether this replica can take part: it holds a live etcd
+// session (so it can claim and lead), and someone leads.
+func (c *Coordinator) Ready(ctx context.Context) error {
+	c.mu.Lock()
+	s := c.session
+	c.mu.Unlock()
+	if s == nil {
+		return errNoSession
+	}
+	select {
+	case <-s.Done():
+		return errNoSession
+	default:
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.db.timeout)
+	defer cancel()
+	if _, err := concurrency.NewElection(s, c.db.key("leader/")).Leader(ctx); err != nil {
+		return fmt.Errorf("%w: no leader known: %v", ErrUnavailable, err)
+	}
+	return nil
 }
 
 // errNoSession is a claim asked for while this replica has no session
