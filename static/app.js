@@ -21,6 +21,23 @@
       el.className = "live live-" + state;
     }
   }
+  // A request htmx made that was refused says why, where the person is
+  // (a role too low for a change, a session that ended, a store out of
+  // reach), instead of nothing happening.
+  document.addEventListener("htmx:responseError", function (e) {
+    var x = e.detail.xhr, msg = "";
+    try { msg = JSON.parse(x.responseText).error || ""; } catch (_) {
+      var page = new DOMParser().parseFromString(x.responseText || "", "text/html");
+      var m = page.querySelector('[data-testid="error-message"], [data-testid="alert"]');
+      msg = m ? m.textContent : "";
+    }
+    var box = document.querySelector('[data-testid="request-error"]');
+    if (!box) { return; }
+    box.textContent = msg || ("The request failed (" + x.status + ").");
+    box.hidden = false;
+    clearTimeout(box.__hide);
+    box.__hide = setTimeout(function () { box.hidden = true; }, 8000);
+  });
   document.addEventListener("htmx:sseOpen", function () { setLive("open"); });
   document.addEventListener("htmx:sseError", function () { setLive("error"); });
 

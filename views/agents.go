@@ -194,6 +194,9 @@ type CallsView struct {
 // token made it).
 type CallFilter struct {
 	Server, Client, Decision, Outcome string
+	// By is who decided the call: a person's email, "dashboard", "api",
+	// "client" or "policy".
+	By string
 }
 
 // Any reports whether f narrows anything.
@@ -202,12 +205,13 @@ func (f CallFilter) Any() bool { return f != CallFilter{} }
 // Matches reports whether c is one of the calls f keeps.
 func (f CallFilter) Matches(c CallRow) bool {
 	return (f.Server == "" || c.ServerID == f.Server) && (f.Client == "" || c.Client == f.Client || c.ConnectedAs == f.Client) &&
-		(f.Decision == "" || c.Decision == f.Decision) && (f.Outcome == "" || c.Outcome == f.Outcome)
+		(f.Decision == "" || c.Decision == f.Decision) && (f.Outcome == "" || c.Outcome == f.Outcome) &&
+		(f.By == "" || c.DecidedBy == f.By)
 }
 
 // CallFilterOptions are the values of the call log's filters.
 type CallFilterOptions struct {
-	Servers, Clients, Decisions, Outcomes []string
+	Servers, Clients, Decisions, Outcomes, People []string
 }
 
 // CallRow is one audited call.

@@ -26,6 +26,8 @@ type Page struct {
 	// Revision is the store revision the page was read at; the live
 	// stream catches up on anything newer when it connects.
 	Revision string
+	// Role is the role of who looks ("admin", "approver", "viewer").
+	Role string
 }
 
 // ServerItem is one server with its live status, as the list row and the

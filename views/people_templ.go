@@ -49,9 +49,9 @@ func PeoplePage(p Page, v PeopleView) templ.Component {
 			}
 			if v.SharedToken {
 				var templ_7745c5c3_Var3 string
-				templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs(" The shared API token is on and acts as admin (serve -shared-token=false turns it off).")
+				templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs(" The shared API token is on and acts as admin (switchboard serve -no-shared-token turns it off).")
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/people.templ`, Line: 12, Col: 96}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/people.templ`, Line: 12, Col: 105}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var3))
 				if templ_7745c5c3_Err != nil {

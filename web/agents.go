@@ -181,7 +181,7 @@ const shownCalls = 50
 // callFilterOf reads the call log's filters from a request's query.
 func callFilterOf(c echo.Context) views.CallFilter {
 	return views.CallFilter{Server: c.QueryParam("server"), Client: c.QueryParam("client"),
-		Decision: c.QueryParam("decision"), Outcome: c.QueryParam("outcome")}
+		Decision: c.QueryParam("decision"), Outcome: c.QueryParam("outcome"), By: c.QueryParam("by")}
 }
 
 // filterOptionCalls is how many of the latest calls the filters' values
@@ -225,11 +225,12 @@ func (s *Server) callsView(ctx context.Context, f views.CallFilter) (views.Calls
 		option(&o.Clients, cmp.Or(row.ConnectedAs, row.Client))
 		option(&o.Decisions, row.Decision)
 		option(&o.Outcomes, row.Outcome)
+		option(&o.People, row.DecidedBy)
 		if len(v.Calls) < shownCalls && f.Matches(row) {
 			v.Calls = append(v.Calls, row)
 		}
 	}
-	for _, list := range []*[]string{&v.Options.Servers, &v.Options.Clients, &v.Options.Decisions, &v.Options.Outcomes} {
+	for _, list := range []*[]string{&v.Options.Servers, &v.Options.Clients, &v.Options.Decisions, &v.Options.Outcomes, &v.Options.People} {
 		slices.Sort(*list)
 	}
 	return v, nil

@@ -234,6 +234,12 @@ func TestTheCallLogFilters(t *testing.T) {
 	if inc := page.Find(`[data-testid="calls"]`).AttrOr("hx-include", ""); inc != "#calls-filter" {
 		t.Errorf("the live refresh includes %q; want the filter form", inc)
 	}
+	if opts := page.Find(`[data-testid="calls-by"] option`).Length(); opts < 2 { // anyone, and who decided
+		t.Errorf("the decided-by filter has %d options; want anyone and those who decided", opts)
+	}
+	if got, none := rows("?by=policy"), rows("?by=ann@example.com"); len(got) != 2 || len(none) != 0 {
+		t.Errorf("decided by policy: %d rows, by ann: %d; want both calls, and none", len(got), len(none))
+	}
 	if got := rows("?server=alpha&decision=denied"); len(got) != 0 {
 		t.Errorf("rows matching nothing = %q; want none", got)
 	}

@@ -24,7 +24,7 @@ import (
 
 func (s *Server) page(c echo.Context, title string) views.Page {
 	rev, _ := c.Get(ctxRevision).(string)
-	return views.Page{Title: title, CSRF: csrfOf(c), Flash: flash(c), Revision: rev}
+	return views.Page{Title: title, CSRF: csrfOf(c), Flash: flash(c), Revision: rev, Role: string(actorOf(c).Role)}
 }
 
 // flash is the notice a redirect asked for. Only notices Switchboard
