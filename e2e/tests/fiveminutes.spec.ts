@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { PORT as MAIN_PORT } from '../playwright.config';
-import { Agent, FIXTURE, startOwnSwitchboard, waitLive, type OwnSwitchboard } from './helpers';
+import { Agent, FIXTURE, shoot, startOwnSwitchboard, waitLive, type OwnSwitchboard } from './helpers';
 
 // Issue 37: the five-minute path of a daily Claude Code and Cursor user.
 // A Switchboard of its own, whose HOME holds a realistic ~/.claude.json
@@ -51,20 +51,6 @@ test.afterAll(async () => {
   await own?.stop();
 });
 
-// shoot takes the page at 390 and 1280 px, light and dark.
-async function shoot(page: Page, name: string) {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    for (const width of [1280, 390]) {
-      await page.setViewportSize({ width, height: 900 });
-      expect(await page.evaluate(() => document.documentElement.scrollWidth), `${name} at ${width} px`).toBeLessThanOrEqual(width);
-      await page.screenshot({ path: `test-results/screens/fiveminutes-${name}-${width}-${scheme}.png`, fullPage: true });
-    }
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-  await page.setViewportSize({ width: 1280, height: 900 });
-}
-
 // connect connects client key from the Agents page: the preview names the
 // entries that move behind Switchboard, then it is written.
 async function connect(page: Page, key: string, moved: string[]) {
@@ -77,7 +63,7 @@ async function connect(page: Page, key: string, moved: string[]) {
   }
   await expect(change.getByTestId('connect-diff')).toContainText('+    "switchboard"');
   if (key === 'claude-code') {
-    await shoot(page, 'connect-preview');
+    await shoot(page, 'fiveminutes-connect-preview');
   }
   await change.getByTestId('connect-write').click();
   await expect(page.getByTestId('connect-done')).toContainText('Moved behind Switchboard');
@@ -96,7 +82,7 @@ test('import from Claude Code and Cursor, one confirmation, connect both, and th
   await expect(found.nth(0)).toContainText('Claude Code');
   await expect(found.nth(0).getByTestId('found-count')).toHaveText('3 servers');
   await expect(found.nth(1)).toContainText('Cursor');
-  await shoot(page, 'found');
+  await shoot(page, 'fiveminutes-found');
   await page.getByTestId('empty').getByTestId('import-all').click();
   await expect(page).toHaveURL(`${BASE}/import/all`);
   // notes is in both files, the same server: added once.
@@ -109,7 +95,7 @@ test('import from Claude Code and Cursor, one confirmation, connect both, and th
   for (const id of ['notes', 'tracker', 'db', 'search']) {
     await expect(page.locator(`[data-testid=server-row][data-server-id=${id}] [data-testid=status]`)).toHaveAttribute('data-status', 'success');
   }
-  await shoot(page, 'servers');
+  await shoot(page, 'fiveminutes-servers');
 
   // tracker's first tool asks a person.
   const apiRequest = await playwright.request.newContext({ baseURL: BASE, extraHTTPHeaders: { Authorization: `Bearer ${own.apiToken}` } });
@@ -125,7 +111,7 @@ test('import from Claude Code and Cursor, one confirmation, connect both, and th
   for (const key of ['claude-code', 'cursor']) {
     await expect(page.locator(`[data-testid=client-gate][data-client=${key}]`)).toHaveAttribute('data-state', 'gated');
   }
-  await shoot(page, 'agents-connected');
+  await shoot(page, 'fiveminutes-agents-connected');
 
   // The clients' files hold Switchboard's entry only; the rest is kept.
   const claude = JSON.parse(fs.readFileSync(path.join(home, '.claude.json'), 'utf8'));
@@ -155,7 +141,7 @@ test('import from Claude Code and Cursor, one confirmation, connect both, and th
   const card = page.getByTestId('approval-card');
   await expect(card).toBeVisible();
   await expect(card.getByTestId('approval-tool')).toHaveText('tool_000');
-  await shoot(page, 'ask');
+  await shoot(page, 'fiveminutes-ask');
   await page.getByTestId('approve-call').click();
   const answer = await pending;
   expect(answer.body.result.isError).toBeFalsy();

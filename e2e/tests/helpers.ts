@@ -205,3 +205,19 @@ export async function started(procs: ChildProcess[], command: string, args: stri
     proc.once('exit', code => reject(new Error(`${command} exited (${code}): ${err}`)));
   });
 }
+
+// shoot takes the page at 1280 and 390 px, light and dark, into
+// test-results/screens/NAME-WIDTH-SCHEME.png, checking that nothing is
+// wider than the screen; it leaves the page light, at 1280 px.
+export async function shoot(page: Page, name: string) {
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: 900 });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth), `${name} at ${width} px`).toBeLessThanOrEqual(width);
+      await page.screenshot({ path: `test-results/screens/${name}-${width}-${scheme}.png`, fullPage: true });
+    }
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.setViewportSize({ width: 1280, height: 900 });
+}

@@ -1,6 +1,6 @@
 import { expect, test, type Browser, type Page } from '@playwright/test';
 import { PORT } from '../playwright.config';
-import { Agent, FIXTURE, addVerified, api, login, waitLive } from './helpers';
+import { Agent, FIXTURE, addVerified, api, login, shoot, waitLive } from './helpers';
 
 // Issue 38: people and roles. The admin (the shared token's holder) adds
 // an approver and a viewer on the People page, each with a personal token
@@ -17,20 +17,6 @@ async function signInAs(browser: Browser, token: string): Promise<Page> {
   await page.click('button[type=submit]');
   await expect(page).toHaveURL(/\/$/);
   return page;
-}
-
-// shoot takes the page at 390 and 1280 px, light and dark.
-async function shoot(page: Page, name: string) {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    for (const width of [1280, 390]) {
-      await page.setViewportSize({ width, height: 900 });
-      expect(await page.evaluate(() => document.documentElement.scrollWidth), `${name} at ${width} px`).toBeLessThanOrEqual(width);
-      await page.screenshot({ path: `test-results/screens/people-${name}-${width}-${scheme}.png`, fullPage: true });
-    }
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-  await page.setViewportSize({ width: 1280, height: 900 });
 }
 
 test('an admin adds an approver and a viewer; each signs in and can do what the role allows', async ({ page, browser, playwright }) => {
@@ -59,7 +45,7 @@ test('an admin adds an approver and a viewer; each signs in and can do what the 
   await expect(page.getByTestId('email-error')).toContainText('an email address');
   await expect(page.locator('#person-email')).toHaveValue('not an email');
   await page.goto('/people');
-  await shoot(page, 'page');
+  await shoot(page, 'people-page');
 
   // The viewer reads, and a change is refused with the reason shown.
   const viewer = await signInAs(browser, tokens.viewer);
@@ -75,7 +61,7 @@ test('an admin adds an approver and a viewer; each signs in and can do what the 
   await expect(viewer.locator('body')).toContainText('this needs the admin role; you are viewer');
   await viewer.goto('/agents');
   await expect(viewer.getByTestId('shared-token-hidden')).toBeVisible();
-  await shoot(viewer, 'viewer-agents');
+  await shoot(viewer, 'people-viewer-agents');
 
   // The approver answers a waiting call on the dashboard; it names her.
   const approver = await signInAs(browser, tokens.approver);
