@@ -76,6 +76,14 @@ func newEscapeScene(t *testing.T) *escapeScene {
 	if err != nil {
 		t.Fatalf("add a key to the session keyring: %v", err)
 	}
+	// A process started without a session keyring (CI's shell) gets one
+	// on the thread that adds the key only, and a server forked by
+	// another thread falls back to the user-session keyring: the key is
+	// linked there too, so that every server without walls finds it
+	// whichever thread starts it (a flake seen under make test).
+	if _, err := unix.KeyctlInt(unix.KEYCTL_LINK, id, unix.KEY_SPEC_USER_SESSION_KEYRING, 0, 0); err != nil {
+		t.Fatalf("link the key into the user-session keyring: %v", err)
+	}
 	t.Cleanup(func() { unix.KeyctlInt(unix.KEYCTL_REVOKE, id, 0, 0, 0) })
 	return s
 }

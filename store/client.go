@@ -66,6 +66,9 @@ func ValidApprovals(a string) bool {
 // on the dashboard, since it was made to give an agent less than
 // everything, and the default profile asks in the client too.
 func InClientApprovals(ct ClientToken, p Profile) bool {
+	if len(p.Approvers) > 0 {
+		return false // only the named people answer
+	}
 	switch cmp.Or(ct.Approvals, p.Approvals) {
 	case ApprovalsInClient:
 		return true

@@ -114,6 +114,9 @@ type Server struct {
 	Enabled   bool      `json:"enabled"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// UpdatedBy is who last added or changed the server (a person's
+	// email, "dashboard" or "api"); no part of ConfigHash.
+	UpdatedBy string `json:"updated_by,omitempty"`
 	// LaunchConfirmed is the LaunchHash a person last confirmed (see
 	// Servers.ConfirmLaunch). The store keeps it across updates; callers never
 	// set it.
@@ -263,6 +266,10 @@ type Launch struct {
 	URL       string            `json:"url,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty"`
 	Sandbox   *Sandbox          `json:"sandbox,omitempty"`
+	// ConfirmedBy and ConfirmedAt are who confirmed it, and when (see
+	// Servers.ConfirmLaunch); no part of what is compared.
+	ConfirmedBy string    `json:"confirmed_by,omitempty"`
+	ConfirmedAt time.Time `json:"confirmed_at,omitzero"`
 }
 
 // LaunchOf is s's launch as a confirmation keeps it.

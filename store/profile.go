@@ -58,7 +58,11 @@ type Profile struct {
 	Pinned []ToolRef `json:"pinned,omitempty"`
 	// Approvals says where its clients' calls to ask tools may be
 	// answered, unless a client's token says (see InClientApprovals).
-	Approvals string    `json:"approvals,omitempty"`
+	Approvals string `json:"approvals,omitempty"`
+	// Approvers, if any, are the only people (by email) who may answer
+	// its clients' calls that wait for a person; their calls are then
+	// never answered in the agent's own client.
+	Approvers []string  `json:"approvers,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -133,6 +137,7 @@ type profileJSON struct {
 	Search    bool              `json:"search"`
 	Pinned    []toolRefJSON     `json:"pinned"`
 	Approvals string            `json:"approvals,omitempty"`
+	Approvers []string          `json:"approvers,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
 	UpdatedAt time.Time         `json:"updated_at"`
 }
@@ -146,7 +151,7 @@ type toolRefJSON struct {
 // of {server_id, tool[, policy]}, overrides in (server, tool) order.
 func (p Profile) MarshalJSON() ([]byte, error) {
 	j := profileJSON{ID: p.ID, Name: p.Name, Mode: p.Mode, Servers: p.Servers, Tools: []toolRefJSON{}, Overrides: []profileOverride{},
-		Search: p.Search, Pinned: []toolRefJSON{}, Approvals: p.Approvals, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+		Search: p.Search, Pinned: []toolRefJSON{}, Approvals: p.Approvals, Approvers: p.Approvers, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 	if j.Servers == nil {
 		j.Servers = []string{}
 	}
@@ -171,7 +176,7 @@ func (p *Profile) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*p = Profile{ID: j.ID, Name: j.Name, Mode: j.Mode, Search: j.Search, Approvals: j.Approvals, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
+	*p = Profile{ID: j.ID, Name: j.Name, Mode: j.Mode, Search: j.Search, Approvals: j.Approvals, Approvers: j.Approvers, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
 	if len(j.Servers) > 0 {
 		p.Servers = j.Servers
 	}

@@ -96,10 +96,11 @@ type Servers interface {
 	UpdateServer(ctx context.Context, s Server) error
 	// DeleteServer removes a server and everything kept about it.
 	DeleteServer(ctx context.Context, id string) error
-	// ConfirmLaunch records that a person confirmed the server's launch
-	// as launchHash, and keeps that launch (Server.ConfirmedLaunch);
-	// ErrLaunchChanged if it is no longer the current one.
-	ConfirmLaunch(ctx context.Context, id, launchHash string) error
+	// ConfirmLaunch records that a person (by) confirmed the server's
+	// launch as launchHash, and keeps that launch with who and when
+	// (Server.ConfirmedLaunch); ErrLaunchChanged if it is no longer the
+	// current one.
+	ConfirmLaunch(ctx context.Context, id, launchHash, by string) error
 }
 
 // Verifications records verifications and their history.

@@ -33,6 +33,9 @@ type Approval struct {
 	// InClient is set when the person is asked in the agent's client
 	// too (MCP elicitation): the first answer wins.
 	InClient bool
+	// Profile is the profile of the token that made the call ("" for the
+	// default).
+	Profile string
 }
 
 // AgentsView is the Agents page: how to connect, who is connected, what

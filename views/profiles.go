@@ -32,6 +32,9 @@ type ProfileFormView struct {
 	// Approvals is where its clients' calls to ask tools are answered
 	// (see store.Profile.Approvals).
 	Approvals string
+	// Approvers are the emails of the only people who answer its calls
+	// ("" for anyone who may), as typed.
+	Approvers string
 	Servers   []ProfileServer
 	Errors    map[string]string
 	Preview   []ProfileTool

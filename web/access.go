@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -259,4 +260,36 @@ var routeRoles = map[string]store.Role{
 	"POST /api/v1/users":                               admin,
 	"PUT /api/v1/users/:id":                            admin,
 	"DELETE /api/v1/users/:id":                         admin,
+}
+
+// byKey is where the request's context keeps its actor's name, for code
+// that has the context only (see withActorName).
+type byKey struct{}
+
+// withActorName returns r with a's name in its context.
+func withActorName(c echo.Context, a actor) {
+	c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), byKey{}, a.name())))
+}
+
+// byOf is the name of the actor whose request ctx is ("" outside one).
+func byOf(ctx context.Context) string {
+	by, _ := ctx.Value(byKey{}).(string)
+	return by
+}
+
+// namingStore is the store for an import: the servers it adds or
+// changes name who did.
+type namingStore struct {
+	store.Store
+	by string
+}
+
+func (n namingStore) CreateServer(ctx context.Context, s store.Server) error {
+	s.UpdatedBy = n.by
+	return n.Store.CreateServer(ctx, s)
+}
+
+func (n namingStore) UpdateServer(ctx context.Context, s store.Server) error {
+	s.UpdatedBy = n.by
+	return n.Store.UpdateServer(ctx, s)
 }

@@ -132,6 +132,22 @@ func TestEachRoleReachesOnlyItsRoutes(t *testing.T) {
 			}
 		}
 	}
+	// What they change names them: the server the admin adds, the launch
+	// the approver confirms.
+	body, _ := json.Marshal(fixtureServer("named"))
+	wantStatus(t, e.apiWith(tokens["admin"], http.MethodPost, "/api/v1/servers", string(body)), http.StatusCreated)
+	wantStatus(t, e.apiWith(tokens["approver"], http.MethodPost, "/api/v1/servers/named/verify", `{"confirm": true}`), http.StatusAccepted)
+	var named struct {
+		UpdatedBy   string  `json:"updated_by"`
+		ConfirmedBy string  `json:"confirmed_by"`
+		ConfirmedAt *string `json:"confirmed_at"`
+	}
+	json.Unmarshal(e.api(http.MethodGet, "/api/v1/servers/named", nil).Body.Bytes(), &named)
+	if named.UpdatedBy != "admin@example.com" || named.ConfirmedBy != "approver@example.com" || named.ConfirmedAt == nil {
+		t.Errorf("server named: %+v; want added by admin@, its launch confirmed by approver@", named)
+	}
+	e.waitIdle("named")
+
 	// Logging out everywhere is an admin's.
 	wantStatus(t, e.apiWith(tokens["approver"], http.MethodDelete, "/api/v1/sessions", ""), http.StatusForbidden)
 	rec := e.apiWith(tokens["viewer"], http.MethodPost, "/api/v1/users", `{"email": "eve@example.com", "role": "admin"}`)

@@ -17,6 +17,9 @@ import (
 
 // apiServer is a server (GET /api/v1/servers/:id).
 type apiServer struct {
+	UpdatedBy     string            `json:"updated_by"`
+	ConfirmedBy   string            `json:"confirmed_by"`
+	ConfirmedAt   *time.Time        `json:"confirmed_at"`
 	ID            string            `json:"id"`
 	Name          string            `json:"name"`
 	Transport     string            `json:"transport"`

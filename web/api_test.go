@@ -37,7 +37,7 @@ func TestAPIServersCRUD(t *testing.T) {
 		rec := e.api(http.MethodPost, "/api/v1/servers", body)
 		wantStatus(t, rec, http.StatusCreated)
 		got := decodeAs[apiServer](t, rec)
-		want := apiServer{ID: "crud", Name: "Fixture crud", Transport: "stdio", Command: fixtureBin, Args: []string{"-tools", "5", "-page-size", "2"},
+		want := apiServer{UpdatedBy: "api", ID: "crud", Name: "Fixture crud", Transport: "stdio", Command: fixtureBin, Args: []string{"-tools", "5", "-page-size", "2"},
 			Env: map[string]string{"API_KEY": "********"}, TimeoutMS: 4000, MemoryMB: 512, DefaultPolicy: "ask", Enabled: ptr(true), RecordArgs: ptr(false),
 			Discovery: &apiDiscovery{Status: "never", Freshness: apiFreshness{State: "never"}},
 			Sandbox:   &apiSandbox{Files: "default", Network: "none"},

@@ -63,7 +63,7 @@ func TestHealthzIsOpen(t *testing.T) {
 	e := newEnv(t)
 	rec := e.serve(newRequest(http.MethodGet, "/healthz", nil))
 	wantStatus(t, rec, http.StatusOK)
-	if diff := cmp.Diff(map[string]any{"status": "ok", "replica": "local", "leader": true}, decodeAs[map[string]any](t, rec)); diff != "" {
+	if diff := cmp.Diff(map[string]any{"status": "ok", "replica": "local", "leader": true, "checks": map[string]any{"store": "ok"}}, decodeAs[map[string]any](t, rec)); diff != "" {
 		t.Errorf("body (-want +got):\n%s", diff)
 	}
 }

@@ -1,10 +1,13 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -14,6 +17,22 @@ import (
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
 )
+
+// mayAnswer refuses an answer by a person the call's profile does not
+// name among its approvers (when it names any): 403 naming them.
+func (s *Server) mayAnswer(ctx context.Context, id, by string) error {
+	for _, ap := range s.approvals.List() {
+		if ap.ID != id {
+			continue
+		}
+		p, err := s.deps.Store.Profile(ctx, cmp.Or(ap.Profile, store.DefaultProfile))
+		if err != nil || len(p.Approvers) == 0 || slices.Contains(p.Approvers, by) {
+			return nil
+		}
+		return &apiError{Status: http.StatusForbidden, Message: fmt.Sprintf("only the approvers the profile %s names may answer its calls: %s", p.Name, strings.Join(p.Approvers, ", "))}
+	}
+	return nil
+}
 
 // decisionsKept is how long the store keeps who answered a call: longer
 // than any call waits.
@@ -44,6 +63,9 @@ func (s *Server) decide(ctx context.Context, id, answer, by, reason string) erro
 	if !ok {
 		return &apiError{Status: http.StatusUnprocessableEntity, Message: "invalid decision",
 			Fields: map[string]string{"decision": `must be "allow_once" (or "approve"), "always_allow" or "deny"`}}
+	}
+	if err := s.mayAnswer(ctx, id, by); err != nil {
+		return err
 	}
 	now := s.cfg.Now().UTC()
 	first, won, err := s.deps.Store.ClaimDecision(ctx, store.Decision{ID: id, By: by, Answer: answer, At: now}, now.Add(-decisionsKept))

@@ -45,7 +45,7 @@ func (s *Server) confirmLaunch(ctx context.Context, srv store.Server, confirmed 
 	if confirmed != srv.LaunchHash() {
 		return &launchUnconfirmed{srv: srv, outdated: true}
 	}
-	err := s.deps.Store.ConfirmLaunch(ctx, srv.ID, confirmed)
+	err := s.deps.Store.ConfirmLaunch(ctx, srv.ID, confirmed, byOf(ctx))
 	switch {
 	case errors.Is(err, store.ErrLaunchChanged):
 		// Edited since srv was read: show the new launch.

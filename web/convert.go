@@ -130,6 +130,11 @@ type serverJSON struct {
 	serverconfig.JSON
 	SignIn    *grantJSON     `json:"sign_in,omitempty"`
 	Discovery *discoveryJSON `json:"discovery,omitempty"`
+	// UpdatedBy is who last added or changed it; ConfirmedBy and
+	// ConfirmedAt who confirmed its launch, and when.
+	UpdatedBy   string     `json:"updated_by,omitempty"`
+	ConfirmedBy string     `json:"confirmed_by,omitempty"`
+	ConfirmedAt *time.Time `json:"confirmed_at,omitempty"`
 }
 
 // grantJSON is a server's sign-in as the API shows it.
@@ -173,7 +178,10 @@ type discoveryJSON struct {
 
 func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON {
 	srv, d := sum.Server, sum.Discovery
-	out := serverJSON{JSON: serverconfig.ToJSON(srv)}
+	out := serverJSON{JSON: serverconfig.ToJSON(srv), UpdatedBy: srv.UpdatedBy}
+	if l := srv.ConfirmedLaunch; l != nil && srv.LaunchConfirmedNow() {
+		out.ConfirmedBy, out.ConfirmedAt = l.ConfirmedBy, apijson.TimePtr(l.ConfirmedAt)
+	}
 	fresh := sum.Freshness(s.deps.Verify.DefaultTTL(), s.cfg.Now())
 	dj := &discoveryJSON{
 		Status: string(d.Status), VerifiedAt: apijson.TimePtr(d.VerifiedAt), LastAttemptAt: apijson.TimePtr(d.LastAttemptAt),

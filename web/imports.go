@@ -214,7 +214,7 @@ func (s *Server) handleImportApply(c echo.Context) error {
 		v.Plan.HeldID = id
 		return render(c, http.StatusConflict, views.ImportPage(s.page(c, "Import"), v))
 	}
-	res := serverconfig.ApplyImport(ctx, s.deps.Store, plan, choices)
+	res := serverconfig.ApplyImport(ctx, namingStore{s.deps.Store, byOf(ctx)}, plan, choices)
 	if res.Failed > 0 {
 		v.Error = "Some entries were not imported: " + strings.Join(res.Lines, "; ")
 		if plan, err := serverconfig.PlanImport(ctx, s.deps.Store, held.format, []byte(held.text)); err == nil {
@@ -277,7 +277,7 @@ func (s *Server) handleAPIImport(c echo.Context) error {
 		if err != nil {
 			return &apiError{Status: http.StatusUnprocessableEntity, Message: err.Error(), Fields: map[string]string{"choices": err.Error()}}
 		}
-		out["result"] = serverconfig.ApplyImport(ctx, s.deps.Store, plan, choices)
+		out["result"] = serverconfig.ApplyImport(ctx, namingStore{s.deps.Store, byOf(ctx)}, plan, choices)
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -30,7 +30,7 @@ func (s *Server) startVerify(ctx context.Context, id, confirmed string, preset s
 		return discovery.Job{}, err
 	}
 	if confirmed != "" && preset.Valid() {
-		if _, err := s.setPreset(ctx, id, preset, false, "dashboard"); err != nil {
+		if _, err := s.setPreset(ctx, id, preset, false, byOf(ctx)); err != nil {
 			return discovery.Job{}, err
 		}
 	}

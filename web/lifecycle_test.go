@@ -234,7 +234,7 @@ func TestVerifyAll(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.db.ConfirmLaunch(ctx, id, srv.LaunchHash()); err != nil {
+		if err := e.db.ConfirmLaunch(ctx, id, srv.LaunchHash(), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -430,7 +430,7 @@ func TestStartupVerification(t *testing.T) {
 					t.Fatal(err)
 				}
 				if id != "unconfirmed" {
-					if err := db.ConfirmLaunch(ctx, id, s.LaunchHash()); err != nil {
+					if err := db.ConfirmLaunch(ctx, id, s.LaunchHash(), ""); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -154,7 +154,11 @@ func TestMCPAsk(t *testing.T) {
 		if call := e.waitCall(1); call.Decision != "approved" || call.DecidedBy != "api" || call.Outcome != "ok" {
 			t.Errorf("audited approved call = %+v", call)
 		}
-		wantStatus(t, e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "deny"}), http.StatusNotFound)
+		// A second answer is told which one counted (issue 38).
+		again := e.api(http.MethodPost, "/api/v1/approvals/"+id, map[string]any{"decision": "deny"})
+		if again.Code != http.StatusConflict || !strings.Contains(again.Body.String(), "api answered this call first") {
+			t.Errorf("a second answer = %d %s; want 409 naming the first", again.Code, again.Body.String())
+		}
 	}) {
 		return
 	}

@@ -105,6 +105,7 @@ func (s *Server) requireBearer(next echo.HandlerFunc) echo.HandlerFunc {
 			if a, ok := s.tokenActor(c, strings.TrimSpace(token), "api"); ok {
 				c.Set(ctxActor, a)
 				c.Set(listed.ActorName, a.name())
+				withActorName(c, a)
 				return next(c)
 			}
 		}
@@ -131,6 +132,7 @@ func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Set(ctxSession, sess)
 			c.Set(ctxActor, a)
 			c.Set(listed.ActorName, a.name())
+			withActorName(c, a)
 			// Before any read: a page shows at least this revision (see Hub's "rev").
 			c.Set(ctxRevision, s.deps.Store.Revision())
 			return next(c)

@@ -24,6 +24,7 @@ func (s *Server) setPreset(ctx context.Context, id string, p store.Preset, apply
 	}
 	if srv.Preset != p {
 		srv.Preset = p
+		srv.UpdatedBy = byOf(ctx)
 		if err := s.deps.Store.UpdateServer(ctx, srv); err != nil {
 			return nil, notFound(err)
 		}
@@ -143,6 +144,7 @@ func (s *Server) handleRecordArgsForm(c echo.Context) error {
 	srv, err := s.deps.Store.Server(ctx, c.Param("id"))
 	if err == nil {
 		srv.RecordArgs = c.FormValue("record_arguments") == "on"
+		srv.UpdatedBy = byOf(ctx)
 		err = s.deps.Store.UpdateServer(ctx, srv)
 	}
 	if err != nil {
@@ -171,6 +173,7 @@ func (s *Server) handleAsksForm(c echo.Context) error {
 		}
 		srv.Asks.Set(kind, p)
 	}
+	srv.UpdatedBy = byOf(ctx)
 	if err := s.deps.Store.UpdateServer(ctx, srv); err != nil {
 		return notFound(err)
 	}

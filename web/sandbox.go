@@ -65,6 +65,7 @@ func (s *Server) handleSandboxAllow(c echo.Context) error {
 	}
 	out := store.Sandbox(n)
 	srv.Sandbox = &out
+	srv.UpdatedBy = byOf(ctx)
 	if err := s.deps.Store.UpdateServer(ctx, srv); err != nil {
 		return notFound(err)
 	}
@@ -100,6 +101,7 @@ func (s *Server) handleSandboxArgPaths(c echo.Context) error {
 		out.SkipArgPaths = append(out.SkipArgPaths, path)
 	}
 	srv.Sandbox = &out
+	srv.UpdatedBy = byOf(ctx)
 	if err := s.deps.Store.UpdateServer(ctx, srv); err != nil {
 		return notFound(err)
 	}

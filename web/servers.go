@@ -150,6 +150,7 @@ func (s *Server) handleCreateServer(c echo.Context) error {
 	}
 	srv, errs := serverconfig.Validate(in, nil)
 	if len(errs) == 0 {
+		srv.UpdatedBy = byOf(ctx)
 		err = s.deps.Store.CreateServer(ctx, srv)
 		if errors.Is(err, store.ErrExists) {
 			errs["id"] = "A server with this id already exists."
@@ -185,6 +186,7 @@ func (s *Server) handleUpdateServer(c echo.Context) error {
 		present.MarkStored(&form, old)
 		return render(c, http.StatusUnprocessableEntity, views.FormPage(s.page(c, "Edit "+old.Name), views.FormView{Form: form, Errors: errs, Edit: true, CallbackURL: s.callbackURL(c)}))
 	}
+	srv.UpdatedBy = byOf(ctx)
 	if err := s.deps.Store.UpdateServer(ctx, srv); err != nil {
 		return notFound(err)
 	}
@@ -301,6 +303,7 @@ func (s *Server) handleAPICreateServer(c echo.Context) error {
 	if len(errs) > 0 {
 		return validationError(errs)
 	}
+	srv.UpdatedBy = byOf(ctx)
 	if err := s.deps.Store.CreateServer(ctx, srv); errors.Is(err, store.ErrExists) {
 		return &apiError{Status: http.StatusConflict, Message: "a server with this id already exists", Fields: map[string]string{"id": "already exists"}}
 	} else if err != nil {
@@ -333,6 +336,7 @@ func (s *Server) handleAPIUpdateServer(c echo.Context) error {
 	if len(errs) > 0 {
 		return validationError(errs)
 	}
+	srv.UpdatedBy = byOf(ctx)
 	if err := s.deps.Store.UpdateServer(ctx, srv); err != nil {
 		return notFound(err)
 	}

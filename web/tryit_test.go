@@ -144,7 +144,7 @@ func TestVerifyAllCancelAndDismiss(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := e.db.ConfirmLaunch(t.Context(), id, srv.LaunchHash()); err != nil {
+		if err := e.db.ConfirmLaunch(t.Context(), id, srv.LaunchHash(), ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -365,7 +365,7 @@ func offerEverything(db *bolt.DB) (int, error) {
 			fixed++
 		}
 		if !srv.LaunchConfirmedNow() {
-			if err := db.ConfirmLaunch(ctx, srv.ID, srv.LaunchHash()); err != nil {
+			if err := db.ConfirmLaunch(ctx, srv.ID, srv.LaunchHash(), ""); err != nil {
 				return fixed, err
 			}
 			fixed++

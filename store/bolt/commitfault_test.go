@@ -103,7 +103,7 @@ func TestCommitFailsHalfWay(t *testing.T) {
 			s.Name, s.Args = "Renamed", []string{"other"}
 			return db.UpdateServer(ctx, s)
 		}},
-		{"ConfirmLaunch", func(db *DB, s store.Server) error { return db.ConfirmLaunch(ctx, s.ID, s.LaunchHash()) }},
+		{"ConfirmLaunch", func(db *DB, s store.Server) error { return db.ConfirmLaunch(ctx, s.ID, s.LaunchHash(), "") }},
 		{"DeleteServer", func(db *DB, s store.Server) error { return db.DeleteServer(ctx, s.ID) }},
 		{"MarkRunning", func(db *DB, s store.Server) error { return db.MarkRunning(ctx, s.ID, "j2", storetest.At(20)) }},
 		{"RecordSuccess", func(db *DB, s store.Server) error {

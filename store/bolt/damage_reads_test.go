@@ -155,7 +155,7 @@ func TestSealedDamageIsAnError(t *testing.T) {
 		{"CreateServer", func() error { return db.CreateServer(ctx, storetest.StdioServer("new")) }},
 		{"UpdateServer", func() error { return db.UpdateServer(ctx, files) }},
 		{"DeleteServer", func() error { return db.DeleteServer(ctx, "files") }},
-		{"ConfirmLaunch", func() error { return db.ConfirmLaunch(ctx, "files", files.LaunchHash()) }},
+		{"ConfirmLaunch", func() error { return db.ConfirmLaunch(ctx, "files", files.LaunchHash(), "") }},
 		{"MarkRunning", func() error { return db.MarkRunning(ctx, "files", "job-4", storetest.At(90)) }},
 		{"RecordSuccess", func() error {
 			return db.RecordSuccess(ctx, "files", storetest.Verification(files, "job-4", storetest.At(90), storetest.MkTool("read", "v3")))

@@ -620,7 +620,7 @@ func (db *DB) UpdateServer(ctx context.Context, s store.Server) error {
 // was (store.Server.ConfirmedLaunch). It returns
 // ErrLaunchChanged if the stored server's launch is no longer the one
 // confirmed (it was edited in between), and ErrNotFound.
-func (db *DB) ConfirmLaunch(ctx context.Context, id, launchHash string) error {
+func (db *DB) ConfirmLaunch(ctx context.Context, id, launchHash, by string) error {
 	return db.update(ctx, store.Change{ServerID: id}, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketServers)
 		var s store.Server
@@ -634,6 +634,7 @@ func (db *DB) ConfirmLaunch(ctx context.Context, id, launchHash string) error {
 			return nil
 		}
 		l := store.LaunchOf(s)
+		l.ConfirmedBy, l.ConfirmedAt = by, time.Now().UTC()
 		s.LaunchConfirmed, s.ConfirmedLaunch = launchHash, &l
 		return putJSON(b, []byte(id), s)
 	})

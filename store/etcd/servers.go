@@ -51,7 +51,7 @@ func (db *DB) UpdateServer(ctx context.Context, s store.Server) error {
 }
 
 // ConfirmLaunch records a person's confirmation of the server's launch.
-func (db *DB) ConfirmLaunch(ctx context.Context, id, launchHash string) error {
+func (db *DB) ConfirmLaunch(ctx context.Context, id, launchHash, by string) error {
 	return db.update(ctx, func(t *txn) error {
 		st, err := t.loadServer(id)
 		if err != nil {
@@ -65,6 +65,7 @@ func (db *DB) ConfirmLaunch(ctx context.Context, id, launchHash string) error {
 			return nil
 		}
 		l := store.LaunchOf(*s)
+		l.ConfirmedBy, l.ConfirmedAt = by, time.Now().UTC()
 		s.LaunchConfirmed, s.ConfirmedLaunch = launchHash, &l
 		t.changed(store.Change{ServerID: id})
 		return t.save(st, false)

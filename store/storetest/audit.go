@@ -54,7 +54,7 @@ func testServerAsksKept(t *testing.T, be Backend) {
 		}
 	}
 	launch := srv.LaunchHash()
-	if err := db.ConfirmLaunch(ctx, srv.ID, launch); err != nil {
+	if err := db.ConfirmLaunch(ctx, srv.ID, launch, ""); err != nil {
 		t.Fatal(err)
 	}
 	srv.Asks.Set(store.AskSampling, store.PolicyDeny)
@@ -86,7 +86,7 @@ func testRecordCallArguments(t *testing.T, be Backend) {
 		t.Fatalf("Server(%q).RecordArgs of a new server = true; want off by default", srv.ID)
 	}
 	launch := srv.LaunchHash()
-	if err := db.ConfirmLaunch(ctx, srv.ID, launch); err != nil {
+	if err := db.ConfirmLaunch(ctx, srv.ID, launch, ""); err != nil {
 		t.Fatal(err)
 	}
 	srv.RecordArgs = true

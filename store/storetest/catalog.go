@@ -1182,7 +1182,7 @@ func testConfirmLaunch(t *testing.T, be Backend) {
 		t.Fatal("a new server's launch is confirmed; want unconfirmed")
 	}
 	shown := got.LaunchHash()
-	if err := db.ConfirmLaunch(ctx, "fs", shown); err != nil {
+	if err := db.ConfirmLaunch(ctx, "fs", shown, ""); err != nil {
 		t.Fatalf("ConfirmLaunch = %v; want nil", err)
 	}
 	if got, _ := db.Server(ctx, "fs"); !got.LaunchConfirmedNow() {
@@ -1206,10 +1206,10 @@ func testConfirmLaunch(t *testing.T, be Backend) {
 	if got, _ := db.Server(ctx, "fs"); got.LaunchConfirmedNow() {
 		t.Error("a new argument kept the confirmation; want it needed again")
 	}
-	if err := db.ConfirmLaunch(ctx, "fs", shown); !errors.Is(err, store.ErrLaunchChanged) {
+	if err := db.ConfirmLaunch(ctx, "fs", shown, ""); !errors.Is(err, store.ErrLaunchChanged) {
 		t.Errorf("ConfirmLaunch(outdated hash) = %v; want ErrLaunchChanged", err)
 	}
-	if err := db.ConfirmLaunch(ctx, "nope", shown); !errors.Is(err, store.ErrNotFound) {
+	if err := db.ConfirmLaunch(ctx, "nope", shown, ""); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ConfirmLaunch(unknown server) = %v; want ErrNotFound", err)
 	}
 }
@@ -1227,12 +1227,12 @@ func testConfirmedLaunchKept(t *testing.T, be Backend) {
 	if got.ConfirmedLaunch != nil {
 		t.Fatalf("a new server's ConfirmedLaunch = %+v; want nil", got.ConfirmedLaunch)
 	}
-	if err := db.ConfirmLaunch(ctx, "kept", got.LaunchHash()); err != nil {
+	if err := db.ConfirmLaunch(ctx, "kept", got.LaunchHash(), "ann@example.com"); err != nil {
 		t.Fatal(err)
 	}
 	want := store.Launch{
 		Transport: store.TransportStdio, Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/tmp"}, Cwd: "/srv",
-		Env: map[string]string{"TOKEN": store.ValueHash("secret"), "HOME": store.ValueHash("/home/me")},
+		Env: map[string]string{"TOKEN": store.ValueHash("secret"), "HOME": store.ValueHash("/home/me")}, ConfirmedBy: "ann@example.com",
 	}
 	check := func(db store.Store, when string, want store.Launch) {
 		t.Helper()
@@ -1240,7 +1240,12 @@ func testConfirmedLaunchKept(t *testing.T, be Backend) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.ConfirmedLaunch == nil || !reflect.DeepEqual(*got.ConfirmedLaunch, want) {
+		if got.ConfirmedLaunch == nil || got.ConfirmedLaunch.ConfirmedAt.IsZero() {
+			t.Fatalf("%s: ConfirmedLaunch = %+v; want one with the time it was confirmed", when, got.ConfirmedLaunch)
+		}
+		l := *got.ConfirmedLaunch
+		l.ConfirmedAt = time.Time{}
+		if !reflect.DeepEqual(l, want) {
 			t.Errorf("%s: ConfirmedLaunch = %+v; want %+v", when, got.ConfirmedLaunch, want)
 		}
 	}
@@ -1258,10 +1263,10 @@ func testConfirmedLaunchKept(t *testing.T, be Backend) {
 	check(db, "after a restart", want)
 
 	now, _ := db.Server(ctx, "kept")
-	if err := db.ConfirmLaunch(ctx, "kept", now.LaunchHash()); err != nil {
+	if err := db.ConfirmLaunch(ctx, "kept", now.LaunchHash(), "bob@example.com"); err != nil {
 		t.Fatal(err)
 	}
-	want.Args, want.Env = edit.Args, map[string]string{"TOKEN": store.ValueHash("rotated")}
+	want.Args, want.Env, want.ConfirmedBy = edit.Args, map[string]string{"TOKEN": store.ValueHash("rotated")}, "bob@example.com"
 	check(db, "after the next confirmation", want)
 }
 

@@ -35,7 +35,7 @@ func Fill(t *testing.T, st store.Store) (mcpToken string) {
 	files := StdioServer("files")
 	files.Env = map[string]string{"API_KEY": FilledEnvSecret, "HOME": "/home/me"}
 	files = MustCreate(t, st, files)
-	if err := st.ConfirmLaunch(ctx, "files", files.LaunchHash()); err != nil {
+	if err := st.ConfirmLaunch(ctx, "files", files.LaunchHash(), ""); err != nil {
 		t.Fatalf("ConfirmLaunch(files) = %v", err)
 	}
 	remote := MustCreate(t, st, store.Server{ID: "remote", Name: "Remote", Transport: store.TransportHTTP, URL: "https://mcp.example.com/mcp",

@@ -108,7 +108,7 @@ func testSealedSecrets(t *testing.T, be Backend) {
 	if again, _ := st.MCPToken(ctx); again != token {
 		t.Errorf("MCPToken again = %q; want %q", again, token)
 	}
-	if err := st.ConfirmLaunch(ctx, "local", stdio.LaunchHash()); err != nil {
+	if err := st.ConfirmLaunch(ctx, "local", stdio.LaunchHash(), ""); err != nil {
 		t.Fatal(err)
 	}
 

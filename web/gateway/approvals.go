@@ -63,6 +63,9 @@ type approval struct {
 	ArgsHash  string
 	// InClient is set when the person is asked in the agent's client too.
 	InClient bool
+	// Profile is the profile of the token that made the call ("" for the
+	// default), whose Approvers may limit who answers.
+	Profile string
 	// held is set for a 2026-07-28 call, which does not wait here: its
 	// client asks the person and calls again with the answer (see hold).
 	held bool
@@ -320,6 +323,7 @@ func (a *approvals) list() []views.Approval {
 		out = append(out, views.Approval{
 			ID: ap.ID, At: ap.At, Deadline: ap.Deadline, Session: shortSession(ap.Session), Stateless: ap.Session == statelessSession, Client: ap.Client, ConnectedAs: ap.ConnectedAs,
 			ServerID: ap.ServerID, ServerName: ap.ServerName, Tool: ap.Tool, Verb: verbOf(ap.Kind), Request: ap.Request, AgentName: ap.AgentName, Args: ap.Args, InClient: ap.InClient,
+			Profile: ap.Profile,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })

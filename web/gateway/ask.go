@@ -112,7 +112,7 @@ type asked struct {
 func (e *Endpoint) askPerson(ctx context.Context, cr callRequest, srv store.Server, rec store.Call) asked {
 	rec.ArgsHash = cmp.Or(rec.ArgsHash, argsHash(cr.Args)) // matches a retry to its approval, and is kept with it
 	ap := &approval{Session: cr.Session, Client: cr.Client, ConnectedAs: cr.ConnectedAs, TokenID: cr.TokenID, ServerID: srv.ID, ServerName: srv.Name,
-		Tool: rec.Tool, Kind: cr.Kind, AgentName: cr.AgentName, Args: PrettyJSON(cr.Args), ArgsHash: rec.ArgsHash}
+		Tool: rec.Tool, Kind: cr.Kind, AgentName: cr.AgentName, Args: PrettyJSON(cr.Args), ArgsHash: rec.ArgsHash, Profile: cr.Profile}
 	if state := cr.Retry.RequestState; state != "" {
 		var given Answer
 		var reason string

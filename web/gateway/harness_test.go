@@ -230,7 +230,7 @@ func (e *env) verify(id string) string {
 		e.t.Fatal(err)
 	}
 	if !srv.LaunchConfirmedNow() {
-		if err := e.db.ConfirmLaunch(ctx, id, srv.LaunchHash()); err != nil {
+		if err := e.db.ConfirmLaunch(ctx, id, srv.LaunchHash(), ""); err != nil {
 			e.t.Fatal(err)
 		}
 		if srv, err = e.db.Server(ctx, id); err != nil {

@@ -9,7 +9,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/mail"
 	"net/url"
 	"slices"
 	"strings"
@@ -76,6 +78,9 @@ type input struct {
 	// Approvals: "client", "dashboard" or "" (dashboard when the profile
 	// narrows the view, see store.InClientApprovals).
 	Approvals string `json:"approvals"`
+	// Approvers, if any, are the only people (emails) who answer its
+	// clients' waiting calls.
+	Approvers []string `json:"approvers"`
 }
 
 type ref struct {
@@ -163,7 +168,7 @@ func decode(c echo.Context) (store.Profile, error) {
 	if err := apijson.DecodeStrict(http.MaxBytesReader(c.Response(), c.Request().Body, maxBody), &in); err != nil {
 		return store.Profile{}, err
 	}
-	p := store.Profile{ID: in.ID, Name: in.Name, Mode: in.Mode, Servers: in.Servers, Search: in.Search, Approvals: in.Approvals}
+	p := store.Profile{ID: in.ID, Name: in.Name, Mode: in.Mode, Servers: in.Servers, Search: in.Search, Approvals: in.Approvals, Approvers: in.Approvers}
 	for _, r := range in.Tools {
 		p.Tools = append(p.Tools, store.ToolRef(r))
 	}
@@ -189,6 +194,14 @@ func (h *Handlers) save(ctx context.Context, p store.Profile, update bool) (stor
 	bad, err := h.Offer.CheckProfile(ctx, p)
 	if err != nil {
 		return p, err
+	}
+	for _, a := range p.Approvers {
+		if addr, err := mail.ParseAddress(a); err != nil || addr.Address != a {
+			if bad == nil {
+				bad = map[string]string{}
+			}
+			bad["approvers"] = fmt.Sprintf("%q is not an email address: name approvers by the emails they sign in with", a)
+		}
 	}
 	if len(bad) > 0 {
 		return p, &Error{Status: http.StatusUnprocessableEntity, Message: "validation failed", Fields: bad}
@@ -221,6 +234,13 @@ func clean(p store.Profile) store.Profile {
 	if p.Mode != store.ProfileTools {
 		p.Tools = nil
 	}
+	var approvers []string
+	for _, a := range p.Approvers {
+		if a = store.NormalEmail(a); a != "" && !slices.Contains(approvers, a) {
+			approvers = append(approvers, a)
+		}
+	}
+	p.Approvers = approvers
 	return p
 }
 
@@ -341,7 +361,7 @@ func (h *Handlers) submit(c echo.Context, update bool) error {
 // policy, a space and the key.
 func fromForm(form url.Values) store.Profile {
 	p := store.Profile{ID: form.Get("id"), Name: form.Get("name"), Mode: form.Get("mode"), Servers: form["server"], Search: form.Get("search") != "",
-		Approvals: form.Get("approvals")}
+		Approvals: form.Get("approvals"), Approvers: strings.FieldsFunc(form.Get("approvers"), func(r rune) bool { return r == ',' || r == '\n' || r == ' ' || r == '\r' })}
 	for _, k := range form["tool"] {
 		if r, ok := refOf(k); ok {
 			p.Tools = append(p.Tools, r)
@@ -373,7 +393,7 @@ func refOf(key string) (store.ToolRef, bool) {
 // to choose from, and for a saved profile what it offers now.
 func (h *Handlers) form(c echo.Context, status int, p store.Profile, edit bool, errs map[string]string) error {
 	ctx := c.Request().Context()
-	f := views.ProfileFormView{Edit: edit, ID: p.ID, Name: p.Name, Mode: p.Mode, Search: p.Search, Approvals: p.Approvals, Errors: errs}
+	f := views.ProfileFormView{Edit: edit, ID: p.ID, Name: p.Name, Mode: p.Mode, Search: p.Search, Approvals: p.Approvals, Approvers: strings.Join(p.Approvers, ", "), Errors: errs}
 	sums, err := h.Store.Summaries(ctx)
 	if err != nil {
 		return err
