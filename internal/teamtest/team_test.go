@@ -181,9 +181,9 @@ type replica struct {
 
 var openURL = regexp.MustCompile(`Open (http://127\.0\.0\.1:\d+)/login\?code=([0-9a-f]{64})`)
 
-func startReplica(t *testing.T, name string, endpoints []string) *replica {
+func startReplica(t *testing.T, name string, endpoints []string, env ...string) *replica {
 	t.Helper()
-	p := start(t, []string{"SWITCHBOARD_TOKEN=" + apiToken, "SWITCHBOARD_MCP_TOKEN=" + mcpToken, "SWITCHBOARD_DB=" + filepath.Join(t.TempDir(), "sb.db")},
+	p := start(t, append([]string{"SWITCHBOARD_TOKEN=" + apiToken, "SWITCHBOARD_MCP_TOKEN=" + mcpToken, "SWITCHBOARD_DB=" + filepath.Join(t.TempDir(), "sb.db")}, env...),
 		"switchboard", "serve", "-addr", "127.0.0.1:0", "-store", storeURL(endpoints), "-lease-ttl", fmt.Sprint(leaseTTL))
 	var m []string
 	waitFor(t, 30*time.Second, name+" started", func() bool { m = openURL.FindStringSubmatch(p.stdout.String()); return m != nil })
