@@ -16,7 +16,7 @@ import (
 
 // public are the routes anyone may reach: health, the login and its
 // callbacks, static files, and /mcp (which has its own tokens).
-var public = regexp.MustCompile(`^(GET /healthz|GET /livez|GET /readyz|GET /login|POST /login|GET /oauth/callback|GET /login/oidc|GET /login/oidc/callback|GET /static/\*|(GET|POST|DELETE) /mcp)$`)
+var public = regexp.MustCompile(`^(GET /healthz|GET /livez|GET /readyz|GET /metrics|GET /login|POST /login|GET /oauth/callback|GET /login/oidc|GET /login/oidc/callback|GET /static/\*|(GET|POST|DELETE) /mcp)$`)
 
 // The rule table is whole: every route behind a sign-in has a rule, and
 // every rule is a route's (issue 38: one rule table).

@@ -72,7 +72,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	switch {
 	case r.Method == http.MethodHead:
 		werr = c.NoContent(status)
-	case strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/healthz" || r.URL.Path == "/livez" || r.URL.Path == "/readyz" || r.URL.Path == "/mcp":
+	case strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/healthz" || r.URL.Path == "/livez" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics" || r.URL.Path == "/mcp":
 		body := map[string]any{"error": msg}
 		if len(fields) > 0 {
 			body["fields"] = fields

@@ -23,6 +23,7 @@ func (s *Server) routes(profiles *profiles.Handlers) {
 	e.GET("/healthz", s.handleHealth)
 	e.GET("/livez", s.handleLive)
 	e.GET("/readyz", s.handleReady)
+	e.GET("/metrics", s.handleMetrics)
 	e.GET("/login", s.handleLoginPage)
 	e.POST("/login", s.handleLogin)
 	e.GET(oidcStartPath, s.handleOIDCStart)

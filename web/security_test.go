@@ -21,7 +21,7 @@ func routeClass(path string) string {
 		return "mcp"
 	case path == "/healthz" || path == "/livez" || path == "/readyz" || path == "/login" || path == "/oauth/callback" || path == "/login/oidc" || path == "/login/oidc/callback" || strings.HasPrefix(path, "/static/"):
 		return "public"
-	case strings.HasPrefix(path, "/api/"):
+	case strings.HasPrefix(path, "/api/") || path == "/metrics":
 		return "api"
 	}
 	return "ui"

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/a-h/templ"
@@ -45,6 +46,9 @@ type Config struct {
 	NoSharedToken bool
 	// OIDC, if set, signs people in with the company's identity provider.
 	OIDC *OIDCConfig
+	// MetricsAllow are the addresses that read /metrics without a token
+	// (a scraper's); anyone else needs an admin's token.
+	MetricsAllow []netip.Prefix
 	// AllowedHosts are extra Host header names accepted besides loopback.
 	AllowedHosts []string
 	// MCP configures the MCP endpoint for agents.
@@ -139,6 +143,7 @@ type Server struct {
 	stop      []func()        // stops following the store and the verifications
 	oidc      *oidcDoor       // the identity provider, if one is configured
 	routed    map[string]bool // "METHOD path" of every route (see authorize)
+	metrics   *metrics        // /metrics (see metrics.go)
 }
 
 // doors are the checks at the entrance: sessions, the limits on wrong
@@ -197,6 +202,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.oidc = &oidcDoor{cfg: *cfg.OIDC}
 	}
 	s.live = newLive(s.snapshot, s.publishNow)
+	s.metrics = newMetrics(s)
 	mcp, err := gateway.New(cfg.MCP, gateway.Deps{
 		Store:    st,
 		Verifier: deps.Verifier,
@@ -210,6 +216,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			s.live.hub.Publish(s.approvalsEvent())
 		},
 		CallsChanged:        func() { s.live.hub.Publish(signal(views.EventCalls)) },
+		Observe:             func(c store.Call) { s.metrics.call(c) },
 		UpstreamsChanged:    s.publishAgents,
 		ServerHealthChanged: s.publishServer,
 		Approvers:           func() int { return s.approvals.Approvers() },
@@ -257,6 +264,7 @@ func (s *Server) verifyChanged(e verify.Event) {
 	if e.Job == nil {
 		return
 	}
+	s.metrics.job(*e.Job)
 	if _, ok := s.holds.batches.Update(*e.Job); ok {
 		s.publishBatch()
 	}

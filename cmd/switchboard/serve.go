@@ -40,6 +40,7 @@ type serveConfig struct {
 	// NoSharedToken turns the shared API token off.
 	OIDC               *web.OIDCConfig
 	NoSharedToken      bool
+	MetricsAllow       []netip.Prefix // read /metrics without a token
 	Addr               string
 	DBPath             string
 	Token              string
@@ -189,6 +190,20 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	oidcDomains := fs.String("oidc-allowed-domains", getenv("SWITCHBOARD_OIDC_ALLOWED_DOMAINS"), "comma-separated email domains whose people may join as viewers when they first sign in")
 	oidcGroups := fs.String("oidc-allowed-groups", getenv("SWITCHBOARD_OIDC_ALLOWED_GROUPS"), "comma-separated groups (the groups claim) whose people may join as viewers")
 	fs.StringVar(&oidc.Admin, "admin", getenv("SWITCHBOARD_ADMIN"), "this email is admin whenever it signs in with the provider (env SWITCHBOARD_ADMIN)")
+	fs.Func("metrics-allow", "an address or CIDR that reads /metrics without a token (a Prometheus scraper's), repeatable (env SWITCHBOARD_METRICS_ALLOW, comma-separated); anyone else needs an admin's token", func(v string) error {
+		p, err := parsePrefix(v)
+		if err == nil {
+			cfg.MetricsAllow = append(cfg.MetricsAllow, p)
+		}
+		return err
+	})
+	for _, v := range splitList(getenv("SWITCHBOARD_METRICS_ALLOW")) {
+		p, err := parsePrefix(v)
+		if err != nil {
+			return cfg, usageError("SWITCHBOARD_METRICS_ALLOW: %v", err)
+		}
+		cfg.MetricsAllow = append(cfg.MetricsAllow, p)
+	}
 	fs.BoolVar(&cfg.NoSharedToken, "no-shared-token", getenv("SWITCHBOARD_NO_SHARED_TOKEN") == "1", "turn the shared API token off: only people get in (a personal token, or the provider)")
 	fs.BoolVar(&cfg.DangerouslyBindAll, "dangerously-bind-all", false, "allow listening on all interfaces (anyone who can reach the port can try to start commands)")
 	if err := fs.Parse(args); err != nil {
@@ -567,6 +582,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		LoginCode:    loginCode,
 		AllowedHosts: cfg.AllowedHosts,
 		OIDC:         cfg.OIDC,
+		MetricsAllow: cfg.MetricsAllow,
 		// The shared token is off only where people can get in otherwise.
 		NoSharedToken: cfg.NoSharedToken,
 		MCP:           cfg.MCP,
@@ -671,4 +687,16 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parsePrefix reads an address (one host) or a CIDR.
+func parsePrefix(v string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(v); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(v)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is neither an address nor a CIDR", v)
+	}
+	return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
 }

@@ -27,6 +27,8 @@ type auditLog struct {
 	full chan struct{} // a batch is ready (1-buffered)
 	quit chan struct{} // closed by close
 	done chan struct{} // closed when run returned
+	// observe, if set, sees each record as it is added (see Deps.Observe).
+	observe func(store.Call)
 }
 
 // auditItem is a record waiting, with the arguments its ArgsHash is made
@@ -65,6 +67,9 @@ func newAuditLog(st Store, changed func(), log *slog.Logger) *auditLog {
 // call that ends after close (its HTTP handler outlived the shutdown) is
 // logged and written at once.
 func (a *auditLog) add(c store.Call, args any) {
+	if a.observe != nil {
+		a.observe(c)
+	}
 	it := auditItem{c, args}
 	a.mu.Lock()
 	for len(a.pending) >= auditQueue && !a.closed {

@@ -123,6 +123,9 @@ type Deps struct {
 	// ServerHealthChanged is called when a server's routed calls start
 	// or stop failing (see Endpoint.CallHealth). It may be nil.
 	ServerHealthChanged func(serverID string)
+	// Observe, if set, sees each call's record as it is made (metrics):
+	// it must return at once.
+	Observe func(store.Call)
 	// Approvers is how many dashboard tabs are open to answer calls
 	// waiting for a person; nil is none.
 	Approvers func() int
@@ -234,6 +237,7 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 		e.audit.add(c, nil)
 	})
 	e.audit = newAuditLog(deps.Store, deps.CallsChanged, deps.Logger)
+	e.audit.observe = deps.Observe
 	e.health = newCallHealth(deps.ServerHealthChanged)
 	e.mountMCPGo()
 	if cfg.Token != "" {
