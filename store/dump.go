@@ -57,6 +57,8 @@ type Dump struct {
 	Profiles []Profile `json:"profiles"`
 	// Sessions is the browser sessions, expired or not, by hash.
 	Sessions []BrowserSession `json:"sessions"`
+	// Users is a team's people (their tokens' hashes), by id.
+	Users []User `json:"users,omitempty"`
 }
 
 // ServerDump is one server with everything kept about it.
@@ -198,6 +200,7 @@ func (d *Dump) Diff(other *Dump) []string {
 	out = append(out, diffList("connected client", d.Clients, other.Clients, func(c ClientToken) string { return strconv.Quote(c.ID) })...)
 	out = append(out, diffList("profile", d.Profiles, other.Profiles, func(p Profile) string { return strconv.Quote(p.ID) })...)
 	out = append(out, diffList("browser session", d.Sessions, other.Sessions, func(s BrowserSession) string { return s.Hash })...)
+	out = append(out, diffList("person", d.Users, other.Users, func(u User) string { return strconv.Quote(u.Email) })...)
 	if len(out) > maxDiffs {
 		out = append(out[:maxDiffs], fmt.Sprintf("and %d more differences", len(out)-maxDiffs))
 	}

@@ -1,11 +1,14 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -255,20 +258,7 @@ func TestReplicaCutOffFromETCDRefusesChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replica := func(endpoint string) *env {
-		db, err := etcd.Open(context.Background(), etcd.Options{Endpoints: []string{endpoint}, Prefix: "/cut/", RequestTimeout: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		coord, err := etcd.NewCoordinator(db, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := newEnvOn(t, db, func(c *webConfig) { c.Cluster = coord })
-		t.Cleanup(func() { coord.Close() })
-		return e
-	}
-	cut, other := replica(proxy.Endpoint), replica(srv.Endpoint)
+	cut, other := replicaAt(t, proxy.Endpoint, "/cut/"), replicaAt(t, srv.Endpoint, "/cut/")
 	cut.createServer(fixtureServer("before"))
 	waitFor(t, 10*time.Second, "both replicas ready", func() bool {
 		return cut.serve(newRequest(http.MethodGet, "/readyz", nil)).Code == http.StatusOK &&
@@ -302,4 +292,69 @@ func TestReplicaCutOffFromETCDRefusesChanges(t *testing.T) {
 	wantStatus(t, cut.serve(newRequest(http.MethodGet, "/livez", nil)), http.StatusOK)
 	wantStatus(t, other.serve(newRequest(http.MethodGet, "/readyz", nil)), http.StatusOK)
 	cut.logs.ForgetErrors() // the refusal is logged as the error it is
+}
+
+// A replica cut off from etcd that still runs an allowed call keeps its
+// record on disk (the audit spool beside its database) and writes it
+// once etcd is back: no call goes unaudited (issue 38: the batch was
+// dropped for good).
+func TestACutOffReplicasCallsAreAuditedWhenItIsBack(t *testing.T) {
+	srv, err := etcdtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	proxy, err := srv.NewProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spool := filepath.Join(t.TempDir(), "sb.db.audit-spool")
+	cut := replicaAt(t, proxy.Endpoint, "/spool/", func(c *webConfig) { c.MCP.AuditSpool = spool })
+	other := replicaAt(t, srv.Endpoint, "/spool/")
+	cut.verifyFixture("fx", "-tools", "1")
+	cut.setPolicy("fx", "tool_000", "allow")
+	srvCut, _ := cut.liveServer()
+	agent := mcptest.Connect(t, srvCut.URL, testMCPToken)
+	if _, err := agent.Call("fx__tool_000", map[string]any{"before": true}); err != nil {
+		t.Fatal(err)
+	}
+	other.waitCalls(1)
+
+	proxy.Cut()
+	if err := mcptest.Refused(agent.Call("fx__tool_000", map[string]any{"while": "cut off"})); err != nil {
+		t.Fatalf("the allowed call on the cut-off replica = %v", err)
+	}
+	waitFor(t, 20*time.Second, "the call's record in the spool", func() bool {
+		b, _ := os.ReadFile(spool)
+		return bytes.Contains(b, []byte("fx__tool_000"))
+	})
+	if err := proxy.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Cut) // its connections end with the test
+	waitFor(t, 30*time.Second, "the spooled record in the shared call log", func() bool {
+		return len(other.calls()) == 2
+	})
+	waitFor(t, 10*time.Second, "the spool emptied", func() bool {
+		_, err := os.Stat(spool)
+		return os.IsNotExist(err)
+	})
+	cut.logs.ForgetErrors() // the failed writes are logged as the errors they are
+}
+
+// replicaAt is a replica on the etcd member at endpoint, under prefix,
+// with a 1 s request deadline and a 2 s lease.
+func replicaAt(t *testing.T, endpoint, prefix string, opts ...appOption) *env {
+	t.Helper()
+	db, err := etcd.Open(context.Background(), etcd.Options{Endpoints: []string{endpoint}, Prefix: prefix, RequestTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord, err := etcd.NewCoordinator(db, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOn(t, db, append(opts, func(c *webConfig) { c.Cluster = coord })...)
+	t.Cleanup(func() { coord.Close() })
+	return e
 }

@@ -537,6 +537,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	} else {
 		os.Remove(apiTokenPath(cfg.DBPath))
 	}
+	// Call records the store cannot take wait beside the database.
+	cfg.MCP.AuditSpool = cfg.DBPath + ".audit-spool"
 	cfg.MCP.TokenKept = func(tok string) {
 		if err := keepMCPToken(mcpTokenPath(cfg.DBPath), tok); err != nil {
 			log.Warn("switchboard mcp cannot find the MCP token by itself: set SWITCHBOARD_MCP_TOKEN for it", "err", err)

@@ -59,6 +59,11 @@ func dumpTx(tx *bbolt.Tx) (*store.Dump, error) {
 	if err := eachJSON(tx.Bucket(bucketSessions), &d.Sessions); err != nil {
 		return nil, err
 	}
+	if b := tx.Bucket(bucketUsers); b != nil {
+		if err := eachJSON(b, &d.Users); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
@@ -161,6 +166,17 @@ func (db *DB) Load(ctx context.Context, d *store.Dump) error {
 		for _, s := range d.Sessions {
 			if err := putJSON(tx.Bucket(bucketSessions), []byte(s.Hash), s); err != nil {
 				return nil, err
+			}
+		}
+		if len(d.Users) > 0 {
+			users, err := tx.CreateBucketIfNotExists(bucketUsers)
+			if err != nil {
+				return nil, err
+			}
+			for _, u := range d.Users {
+				if err := putJSON(users, []byte(u.ID), u); err != nil {
+					return nil, err
+				}
 			}
 		}
 		return changes, nil

@@ -30,6 +30,10 @@ type Coordinator struct {
 	db  *DB
 	id  string
 	ttl int
+	// cli is the election's client, its own: etcd's election resigns
+	// under the client's context, which only closing the client ends, so
+	// Close closes it to end a campaign stuck on a member out of reach.
+	cli *clientv3.Client
 
 	mu      sync.Mutex
 	session *concurrency.Session
@@ -70,8 +74,14 @@ func NewCoordinator(db *DB, ttl int) (*Coordinator, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	// The watch of events starts from now, before anything is published.
-	resp, err := db.cli.Get(ctx, db.key("events/"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	gctx, cancel := context.WithTimeout(ctx, db.timeout)
+	resp, err := db.cli.Get(gctx, db.key("events/"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	cancel()
 	if err != nil {
+		stop()
+		return nil, unavailable(err)
+	}
+	if c.cli, err = clientv3.New(db.cfg); err != nil {
 		stop()
 		return nil, unavailable(err)
 	}
@@ -87,7 +97,17 @@ func (c *Coordinator) ID() string { return c.id }
 // Close resigns, ends the session (its claims with it) and stops.
 func (c *Coordinator) Close() error {
 	c.stop()
-	c.done.Wait()
+	// A campaign that ended while a member was out of reach may be
+	// resigning under the client's context: it gets a moment to finish
+	// (releasing the leadership at once), then its client is closed.
+	ended := make(chan struct{})
+	go func() { c.done.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(c.db.timeout):
+	}
+	c.cli.Close()
+	<-ended
 	return nil
 }
 
@@ -100,11 +120,11 @@ func (c *Coordinator) campaign(ctx context.Context) {
 		// The lease is granted under a deadline (a silent member must not
 		// hold the loop): the session keeps it alive for as long as ctx.
 		gctx, cancel := context.WithTimeout(ctx, c.db.timeout)
-		lease, err := c.db.cli.Grant(gctx, int64(c.ttl))
+		lease, err := c.cli.Grant(gctx, int64(c.ttl))
 		cancel()
 		var s *concurrency.Session
 		if err == nil {
-			s, err = concurrency.NewSession(c.db.cli, concurrency.WithLease(lease.ID), concurrency.WithTTL(c.ttl), concurrency.WithContext(ctx))
+			s, err = concurrency.NewSession(c.cli, concurrency.WithLease(lease.ID), concurrency.WithTTL(c.ttl), concurrency.WithContext(ctx))
 		}
 		if err != nil {
 			c.db.log.Warn("no etcd session for this replica; trying again", "err", err)
@@ -124,7 +144,7 @@ func (c *Coordinator) campaign(ctx context.Context) {
 		c.session = nil
 		c.mu.Unlock()
 		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if _, err := c.db.cli.Revoke(rctx, s.Lease()); err != nil && ctx.Err() == nil {
+		if _, err := c.cli.Revoke(rctx, s.Lease()); err != nil && ctx.Err() == nil {
 			c.db.log.Warn("this replica's etcd session ended", "err", err)
 		}
 		cancel()

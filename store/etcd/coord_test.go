@@ -74,6 +74,7 @@ func TestCoordinatorElection(t *testing.T) {
 	// leads until its lease ends: then the last replica leads.
 	_, second := leaders()
 	start = time.Now()
+	second.cli.Close() // the election's connection, and the store's
 	second.db.cli.Close()
 	waitUntil(t, 10*time.Second, "the last replica leading", func() bool {
 		for _, c := range cs {

@@ -113,6 +113,7 @@ var ErrUnavailable = fmt.Errorf("%w: etcd cannot be reached", store.ErrUnavailab
 // DB is the store on etcd. It is safe for concurrent use.
 type DB struct {
 	cli     *clientv3.Client
+	cfg     clientv3.Config // cli's, for a coordinator's client of its own
 	prefix  string
 	log     *slog.Logger
 	timeout time.Duration // see Options.RequestTimeout
@@ -158,14 +159,15 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if dial <= 0 {
 		dial = 5 * time.Second
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: opts.Endpoints, TLS: opts.TLS, Username: opts.Username, Password: opts.Password,
+	cfg := clientv3.Config{Endpoints: opts.Endpoints, TLS: opts.TLS, Username: opts.Username, Password: opts.Password,
 		DialTimeout: dial, Logger: zap.NewNop(),
 		DialKeepAliveTime: cmp.Or(opts.KeepAliveTime, 10*time.Second), DialKeepAliveTimeout: cmp.Or(opts.KeepAliveTimeout, 2*time.Second),
-		PermitWithoutStream: true})
+		PermitWithoutStream: true}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	db := &DB{cli: cli, prefix: prefix, log: opts.Logger, timeout: cmp.Or(opts.RequestTimeout, 5*time.Second), delivered: make(chan struct{}), cache: newChunkCache(chunkCacheBytes)}
+	db := &DB{cli: cli, cfg: cfg, prefix: prefix, log: opts.Logger, timeout: cmp.Or(opts.RequestTimeout, 5*time.Second), delivered: make(chan struct{}), cache: newChunkCache(chunkCacheBytes)}
 	if db.log == nil {
 		db.log = slog.Default()
 	}

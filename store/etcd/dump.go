@@ -49,6 +49,9 @@ func (db *DB) Dump(ctx context.Context) (*store.Dump, error) {
 		if err := listJSON(t, db.key("profiles/"), &d.Profiles); err != nil {
 			return err
 		}
+		if err := listJSON(t, db.key("users/"), &d.Users); err != nil {
+			return err
+		}
 		return listJSON(t, db.key("sessions/"), &d.Sessions)
 	})
 	if err != nil {
@@ -137,6 +140,9 @@ func (db *DB) Load(ctx context.Context, d *store.Dump) error {
 	}
 	for _, s := range d.Sessions {
 		b.put(db.sessionKey(s.Hash), s)
+	}
+	for _, u := range d.Users {
+		b.put(db.userKey(u.ID), u)
 	}
 	if err := db.write(ctx, &b); err != nil {
 		return err

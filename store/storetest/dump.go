@@ -100,6 +100,9 @@ func Fill(t *testing.T, st store.Store) (mcpToken string) {
 	if err := st.CreateSession(ctx, sess); err != nil {
 		t.Fatalf("CreateSession = %v", err)
 	}
+	if err := st.CreateUser(ctx, store.User{ID: "u-ann", Email: "ann@example.com", Role: store.RoleApprover, TokenHash: store.HashToken("sbu_ann"), CreatedAt: At(72)}); err != nil {
+		t.Fatalf("CreateUser = %v", err)
+	}
 	return token
 }
 
@@ -157,6 +160,9 @@ func CheckFilled(t *testing.T, st store.Store, mcpToken string) {
 	}
 	if e, approved, err := st.ToolVersions(ctx, store.ToolRef{ServerID: "files", Tool: "a.b"}); err != nil || e.State != store.ToolChanged || approved == nil || approved.Pin != MkTool("a.b", "v1").Pin {
 		t.Errorf("ToolVersions(files/a.b) = state %q, approved %v, %v; want changed, with the v1 definition approved", e.State, approved != nil, err)
+	}
+	if us, err := st.Users(ctx); err != nil || len(us) != 1 || us[0].Role != store.RoleApprover || us[0].TokenHash != store.HashToken("sbu_ann") {
+		t.Errorf("Users() = %+v, %v; want ann, approver, her token's hash", us, err)
 	}
 	if cts, err := st.ClientTokens(ctx); err != nil || len(cts) != 2 || cts[0].Profile != "team" {
 		t.Errorf("ClientTokens() = %d, %v; want 2, the first of profile team", len(cts), err)

@@ -1,8 +1,15 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,7 +36,26 @@ type auditLog struct {
 	done chan struct{} // closed when run returned
 	// observe, if set, sees each record as it is added (see Deps.Observe).
 	observe func(store.Call)
+	// spool, if set, is where records the store refused wait (see
+	// Config.AuditSpool); held keeps them in memory when there is none,
+	// or the file cannot be written. lastTry is the last time the waiting
+	// ones were offered to the store again.
+	spool   string
+	held    []store.Call
+	lastTry time.Time
 }
+
+// maxHeld bounds the records kept in memory for a store out of reach,
+// and maxSpool the spool file: past them, the oldest go, and the log says
+// how many.
+const (
+	maxHeld  = 100_000
+	maxSpool = 256 << 20
+)
+
+// retryEvery is how often records waiting for the store are offered to
+// it again.
+const retryEvery = 2 * time.Second
 
 // auditItem is a record waiting, with the arguments its ArgsHash is made
 // of (if it has none yet): hashing them is the writer's work, not the
@@ -109,6 +135,7 @@ func (a *auditLog) run() {
 			return
 		}
 		a.flush()
+		a.retry()
 	}
 }
 
@@ -129,9 +156,140 @@ func (a *auditLog) flush() {
 		logCall(a.log, calls[i])
 	}
 	if err := a.st.AppendCalls(context.Background(), calls); err != nil {
-		a.log.Error("write the call audit log", "calls", len(batch), "err", err)
+		a.log.Error("write the call audit log: kept to write when the store is back", "calls", len(batch), "err", err)
+		a.keep(calls)
+		return
 	}
 	a.changed()
+}
+
+// keep keeps records the store refused: in the spool file, else in
+// memory.
+func (a *auditLog) keep(calls []store.Call) {
+	if a.spool != "" {
+		if err := appendSpool(a.spool, calls); err == nil {
+			return
+		} else {
+			a.log.Error("keep call records in the audit spool: kept in memory", "spool", a.spool, "err", err)
+		}
+	}
+	a.held = append(a.held, calls...)
+	if over := len(a.held) - maxHeld; over > 0 {
+		a.log.Error("call records waiting for the store are too many: the oldest are dropped", "dropped", over)
+		a.held = slices.Clone(a.held[over:])
+	}
+}
+
+// retry offers the records waiting (in memory, then in the spool) to the
+// store again, at most every retryEvery.
+func (a *auditLog) retry() {
+	if len(a.held) == 0 && (a.spool == "" || !spoolWaits(a.spool)) || time.Since(a.lastTry) < retryEvery {
+		return
+	}
+	a.lastTry = time.Now()
+	if len(a.held) > 0 {
+		if err := a.st.AppendCalls(context.Background(), a.held); err != nil {
+			return
+		}
+		a.log.Info("call records kept while the store was out of reach are written", "calls", len(a.held))
+		a.held = nil
+		a.changed()
+	}
+	if a.spool == "" {
+		return
+	}
+	calls, err := readSpool(a.spool)
+	if err != nil {
+		a.log.Error("read the audit spool", "spool", a.spool, "err", err)
+		return
+	}
+	for len(calls) > 0 {
+		n := min(len(calls), auditBatch)
+		if err := a.st.AppendCalls(context.Background(), calls[:n]); err != nil {
+			return // the rest waits; what was written is taken off
+		}
+		calls = calls[n:]
+		if err := rewriteSpool(a.spool, calls); err != nil {
+			a.log.Error("update the audit spool", "spool", a.spool, "err", err)
+			return
+		}
+	}
+	a.log.Info("call records spooled while the store was out of reach are written")
+	a.changed()
+}
+
+// appendSpool appends records to the spool file, one JSON line each.
+func appendSpool(path string, calls []store.Call) error {
+	if fi, err := os.Stat(path); err == nil && fi.Size() > maxSpool {
+		return fmt.Errorf("the spool is over %d MiB", maxSpool>>20)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for _, c := range calls {
+		if err := enc.Encode(c); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// spoolWaits reports whether the spool file holds records.
+func spoolWaits(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Size() > 0
+}
+
+// readSpool reads the spool's records; a line that does not decode (a
+// torn last write) is skipped.
+func readSpool(path string) ([]store.Call, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []store.Call
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var c store.Call
+		if json.Unmarshal(sc.Bytes(), &c) == nil {
+			out = append(out, c)
+		}
+	}
+	return out, sc.Err()
+}
+
+// rewriteSpool replaces the spool with calls (removes it for none).
+func rewriteSpool(path string, calls []store.Call) error {
+	if len(calls) == 0 {
+		err := os.Remove(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+		return err
+	}
+	tmp := path + ".tmp"
+	os.Remove(tmp)
+	if err := appendSpool(tmp, calls); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // close writes the records still waiting and stops the writer; a call

@@ -77,6 +77,10 @@ type Config struct {
 	// endpoint starts and after each rotation (not for a Token set
 	// here): `switchboard serve` keeps it in a file for `switchboard mcp`.
 	TokenKept func(token string)
+	// AuditSpool, if set, is a file where call records the store could not
+	// take wait (a replica cut off from etcd) until it takes them again:
+	// a record is never dropped for the store being out of reach.
+	AuditSpool string
 }
 
 // Store is what the gateway reads and writes in the store.
@@ -237,6 +241,7 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 		e.audit.add(c, nil)
 	})
 	e.audit = newAuditLog(deps.Store, deps.CallsChanged, deps.Logger)
+	e.audit.spool = cfg.AuditSpool
 	e.audit.observe = deps.Observe
 	e.health = newCallHealth(deps.ServerHealthChanged)
 	e.mountMCPGo()
