@@ -17,6 +17,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"time"
 )
@@ -43,8 +44,13 @@ var (
 	// ErrInUse: the storage is held by another Switchboard.
 	ErrInUse = errors.New("store: database is in use")
 	// ErrUnavailable: the storage cannot be reached now (a team's etcd
-	// cluster out of reach); nothing was changed.
+	// cluster out of reach); nothing was changed, unless it is an
+	// ErrOutcomeUnknown.
 	ErrUnavailable = errors.New("store: unavailable")
+	// ErrOutcomeUnknown is a change sent to the store whose commit was
+	// not confirmed in time: it may or may not have been made (it is an
+	// ErrUnavailable too).
+	ErrOutcomeUnknown = fmt.Errorf("%w: the change was sent but its commit was not confirmed in time, so it may or may not have been made", ErrUnavailable)
 	// ErrDamaged: the storage is damaged or not Switchboard's.
 	ErrDamaged = errors.New("store: database file is damaged or not a switchboard database")
 )

@@ -545,3 +545,27 @@ func TestAPIBackup(t *testing.T) {
 		}
 	}
 }
+
+// A create sent again with the same body (its answer lost, as when a
+// team's store did not answer in time) finds the server it made: 201
+// again, one server; another body under the same id is a conflict
+// (issue 38: creates idempotent on retry).
+func TestACreateSentAgainIsTheSameCreate(t *testing.T) {
+	e := newEnv(t)
+	body := fixtureServer("again")
+	body["env"] = map[string]string{"API_KEY": "sk-again-0123456789"}
+	e.secrets = append(e.secrets, "sk-again-0123456789")
+	first := e.api(http.MethodPost, "/api/v1/servers", body)
+	wantStatus(t, first, http.StatusCreated)
+	second := e.api(http.MethodPost, "/api/v1/servers", body)
+	wantStatus(t, second, http.StatusCreated)
+	if a, b := decodeAs[apiServer](t, first), decodeAs[apiServer](t, second); a.ID != b.ID || a.Name != b.Name {
+		t.Errorf("the second answer %+v differs from the first %+v", b, a)
+	}
+	if n := len(e.listServers()); n != 1 {
+		t.Errorf("%d servers after the create sent twice; want 1", n)
+	}
+	other := fixtureServer("again")
+	other["args"] = []string{"-tools", "9"}
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/servers", other), http.StatusConflict)
+}

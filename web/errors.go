@@ -52,6 +52,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 		status, msg = http.StatusInternalServerError, "Switchboard's database is damaged, so nothing was read or changed: stop Switchboard, move the database file aside and restore a backup (the log names the file)."
 	case errors.Is(err, sealed.ErrSecret):
 		status, msg = http.StatusInternalServerError, "A secret in Switchboard's store does not open with the key Switchboard was given (another key, or a damaged or moved value); the log says which."
+	case errors.Is(err, store.ErrOutcomeUnknown):
+		// A change sent whose commit was not confirmed: it may have been
+		// made. Saying "nothing changed" would be a lie.
+		status, msg = http.StatusServiceUnavailable, "Switchboard's store did not confirm this change in time, so it may or may not have been made: look before trying again (sending the same create again is safe)."
 	case errors.Is(err, store.ErrUnavailable):
 		// A replica cut off from the team's store: it changes nothing
 		// rather than diverge.

@@ -305,7 +305,11 @@ func (s *Server) handleAPICreateServer(c echo.Context) error {
 	}
 	srv.UpdatedBy = byOf(ctx)
 	if err := s.deps.Store.CreateServer(ctx, srv); errors.Is(err, store.ErrExists) {
-		return &apiError{Status: http.StatusConflict, Message: "a server with this id already exists", Fields: map[string]string{"id": "already exists"}}
+		// A create sent again (its answer lost: a store that did not
+		// answer in time may have made it) finds the same server: done.
+		if old, err := s.deps.Store.Server(ctx, srv.ID); err != nil || !sameCreate(old, srv) {
+			return &apiError{Status: http.StatusConflict, Message: "a server with this id already exists", Fields: map[string]string{"id": "already exists"}}
+		}
 	} else if err != nil {
 		return err
 	}
@@ -314,6 +318,15 @@ func (s *Server) handleAPICreateServer(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, s.serverToJSON(ctx, sum))
+}
+
+// sameCreate reports whether the stored server old is what the create of
+// srv would have made: its configuration, name, policy, limits and who
+// made it.
+func sameCreate(old, srv store.Server) bool {
+	return old.ConfigHash() == srv.ConfigHash() && old.Name == srv.Name && old.DefaultPolicy == srv.DefaultPolicy &&
+		old.TimeoutMS == srv.TimeoutMS && old.MemoryMB == srv.MemoryMB && old.Enabled == srv.Enabled && old.UpdatedBy == srv.UpdatedBy &&
+		old.LaunchHash() == srv.LaunchHash()
 }
 
 // handleAPIUpdateServer serves PUT /api/v1/servers/:id. Secret values

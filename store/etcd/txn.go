@@ -10,6 +10,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -176,7 +178,7 @@ func (db *DB) run(ctx context.Context, fn func(t *txn) error) (committed bool, e
 	resp, err := db.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
 		db.dropEarly(t)
-		return false, unavailable(err)
+		return false, commitFailed(err)
 	}
 	if !resp.Succeeded {
 		db.dropEarly(t)
@@ -199,6 +201,16 @@ func (db *DB) dropEarly(t *txn) {
 }
 
 // unavailable wraps an error of the cluster.
+// commitFailed is the error of a commit etcd did not confirm: its outcome
+// is unknown if the request may have reached etcd (it ran out of time on
+// the way, or waiting for the answer), else nothing was changed.
+func commitFailed(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
+		return fmt.Errorf("%w: %w (%v)", ErrUnavailable, store.ErrOutcomeUnknown, err)
+	}
+	return unavailable(err)
+}
+
 func unavailable(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
