@@ -172,3 +172,11 @@ func (s *Server) handleLogoutEverywhere(c echo.Context) error {
 	}
 	return c.Redirect(http.StatusSeeOther, "/login")
 }
+
+// handleAPIReplicas serves GET /api/v1/replicas: this replica and those
+// heard of in the last 15 s, who leads, the store revision each has seen
+// (a replica whose revision stays behind the others' lags), and the calls
+// waiting on each.
+func (s *Server) handleAPIReplicas(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{"replicas": s.approvals.Replicas()})
+}

@@ -70,6 +70,39 @@ func TestReplicasShareCatalogAndVerifications(t *testing.T) {
 		})
 	})
 
+	t.Run("every replica is listed on each, with who leads", func(t *testing.T) {
+		type listed struct {
+			Replicas []struct {
+				ID       string `json:"id"`
+				Self     bool   `json:"self"`
+				Leader   bool   `json:"leader"`
+				Revision string `json:"revision"`
+			} `json:"replicas"`
+		}
+		for _, r := range rs {
+			var got listed
+			waitFor(t, 15*time.Second, "three replicas listed", func() bool {
+				json.Unmarshal(r.in(t).api(http.MethodGet, "/api/v1/replicas", nil).Body.Bytes(), &got)
+				return len(got.Replicas) == 3
+			})
+			leaders, selves := 0, 0
+			for _, x := range got.Replicas {
+				if x.Leader {
+					leaders++
+				}
+				if x.Self {
+					selves++
+				}
+				if x.Revision == "" {
+					t.Errorf("a replica lists %s with no revision", x.ID)
+				}
+			}
+			if leaders != 1 || selves != 1 {
+				t.Errorf("replica lists %+v; want one leader and itself once", got.Replicas)
+			}
+		}
+	})
+
 	t.Run("a server added on A shows on B's tab", func(t *testing.T) {
 		s := fixtureServer("slow")
 		s["args"] = []string{"-tools", "3", "-startup-delay", "1500ms"}

@@ -145,6 +145,7 @@ func (s *Server) routes(profiles *profiles.Handlers) {
 	api.POST("/import", s.handleAPIImport)
 	api.GET("/export", s.handleAPIExport)
 	api.DELETE("/sessions", s.handleLogoutEverywhere)
+	api.GET("/replicas", s.handleAPIReplicas)
 	api.GET("/users", s.handleAPIUsers)
 	api.POST("/users", s.handleAPIAddUser)
 	api.PUT("/users/:id", s.handleAPIUpdateUser)

@@ -228,6 +228,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.mcp = mcp
 	s.approvals = replica.NewApprovals(deps.Cluster, replica.ApprovalDeps{Local: mcp.Approvals, Decide: mcp.Decide, Approvers: s.approvers,
+		Leading: deps.Verify.Leading, Revision: st.Revision,
 		Changed: func() { s.live.hub.Publish(s.approvalsEvent()) }, Log: cfg.Logger})
 	s.try = tryit.New(tryit.Deps{Store: st, Call: mcp.Try, Publish: func(event string, data []byte) {
 		s.live.hub.Publish(&sse.Event{Event: []byte(event), Data: data})

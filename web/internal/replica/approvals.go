@@ -42,6 +42,11 @@ type ApprovalDeps struct {
 	Decide func(id string, a gateway.Answer, by, reason string) error
 	// Approvers is how many can answer here (see web's approvers).
 	Approvers func() int
+	// Leading and Revision are this replica's leadership and the store
+	// revision it has seen, told with its state (see Replicas); nil:
+	// not told.
+	Leading  func() bool
+	Revision func() string
 	// Changed is called when another replica's cards changed.
 	Changed func()
 	Log     *slog.Logger
@@ -66,7 +71,38 @@ type replicaState struct {
 	Replica   string           `json:"replica"`
 	Approvals []views.Approval `json:"approvals"`
 	Approvers int              `json:"approvers"`
+	Leader    bool             `json:"leader,omitempty"`
+	Revision  string           `json:"revision,omitempty"`
 	at        time.Time
+}
+
+// Replica is a replica as this one last heard of it.
+type Replica struct {
+	ID       string    `json:"id"`
+	Self     bool      `json:"self,omitempty"`
+	Leader   bool      `json:"leader"`
+	Revision string    `json:"revision,omitempty"`
+	LastSeen time.Time `json:"last_seen"`
+	// Waiting is how many calls wait for a person there.
+	Waiting int `json:"waiting"`
+}
+
+// Replicas is this replica and those heard of within the last three
+// heartbeats (15 s): who leads, and the store revision each has seen.
+func (a *Approvals) Replicas() []Replica {
+	self := Replica{ID: a.c.ID(), Self: true, LastSeen: time.Now().UTC(), Waiting: len(a.deps.Local())}
+	if a.deps.Leading != nil {
+		self.Leader = a.deps.Leading()
+	}
+	if a.deps.Revision != nil {
+		self.Revision = a.deps.Revision()
+	}
+	out := []Replica{self}
+	for _, st := range a.fresh() {
+		out = append(out, Replica{ID: st.Replica, Leader: st.Leader, Revision: st.Revision, LastSeen: st.at.UTC(), Waiting: len(st.Approvals)})
+	}
+	sort.SliceStable(out[1:], func(i, j int) bool { return out[1+i].ID < out[1+j].ID })
+	return out
 }
 
 // decision is an answer to another replica's card.
@@ -118,7 +154,14 @@ func (a *Approvals) LocalChanged() { a.tell() }
 
 // tell publishes this replica's state.
 func (a *Approvals) tell() {
-	b, err := json.Marshal(replicaState{Replica: a.c.ID(), Approvals: a.deps.Local(), Approvers: a.deps.Approvers()})
+	st := replicaState{Replica: a.c.ID(), Approvals: a.deps.Local(), Approvers: a.deps.Approvers()}
+	if a.deps.Leading != nil {
+		st.Leader = a.deps.Leading()
+	}
+	if a.deps.Revision != nil {
+		st.Revision = a.deps.Revision()
+	}
+	b, err := json.Marshal(st)
 	if err == nil {
 		err = a.c.Publish(approvalsTopic, b)
 	}
