@@ -366,6 +366,9 @@ func padBuckets(t *testing.T, db *DB) (store.BrowserSession, store.ClientToken) 
 		if err := db.AppendCalls(ctx, []store.Call{{At: storetest.At(80 + i), Session: "s2", ServerID: "files", Tool: "read", AgentName: "files__read", Outcome: "ok"}}); err != nil {
 			t.Fatalf("AppendCalls = %v; want nil", err)
 		}
+		if err := db.CreateUser(ctx, store.User{ID: fmt.Sprintf("u-pad-%02d", i), Email: fmt.Sprintf("pad-%02d@example.com", i), Role: store.RoleViewer, TokenHash: store.HashToken(fmt.Sprintf("sbu_pad_%02d", i)), CreatedAt: storetest.At(80 + i)}); err != nil {
+			t.Fatalf("CreateUser = %v; want nil", err)
+		}
 	}
 	return sess, ct
 }

@@ -82,8 +82,8 @@ const (
 	auditQueue = 1024
 )
 
-func newAuditLog(st Store, changed func(), log *slog.Logger) *auditLog {
-	a := &auditLog{st: st, changed: changed, log: log, full: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+func newAuditLog(st Store, changed func(), log *slog.Logger, spool string, observe func(store.Call)) *auditLog {
+	a := &auditLog{st: st, changed: changed, log: log, spool: spool, observe: observe, full: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	a.room = sync.NewCond(&a.mu)
 	go a.run()
 	return a

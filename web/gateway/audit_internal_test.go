@@ -40,7 +40,7 @@ func TestAuditLogWritesEveryRecordOnce(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	st := &slowAppend{Store: db, release: make(chan struct{})}
-	a := newAuditLog(st, func() {}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a := newAuditLog(st, func() {}, slog.New(slog.NewTextHandler(io.Discard, nil)), "", nil)
 	const writers, each = 8, 300 // 2,400 records: over auditQueue, so adds wait
 	var added atomic.Int32
 	var wg sync.WaitGroup

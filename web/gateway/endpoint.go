@@ -240,9 +240,7 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 		}
 		e.audit.add(c, nil)
 	})
-	e.audit = newAuditLog(deps.Store, deps.CallsChanged, deps.Logger)
-	e.audit.spool = cfg.AuditSpool
-	e.audit.observe = deps.Observe
+	e.audit = newAuditLog(deps.Store, deps.CallsChanged, deps.Logger, cfg.AuditSpool, deps.Observe)
 	e.health = newCallHealth(deps.ServerHealthChanged)
 	e.mountMCPGo()
 	if cfg.Token != "" {
