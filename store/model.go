@@ -85,6 +85,7 @@ const (
 	TriggerListChanged = "list-changed" // notifications/tools/list_changed
 	TriggerStartup     = "startup"      // interrupted, or never verified, at start-up
 	TriggerSignIn      = "sign-in"      // a sign-in completed
+	TriggerTakeover    = "takeover"     // the replica verifying it stopped before it finished
 	// TriggerPinMismatch: a routed call found the server offering
 	// another definition of the tool than the one approved.
 	TriggerPinMismatch = "pin-mismatch"

@@ -53,6 +53,11 @@ var (
 	ErrOutcomeUnknown = fmt.Errorf("%w: the change was sent but its commit was not confirmed in time, so it may or may not have been made", ErrUnavailable)
 	// ErrDamaged: the storage is damaged or not Switchboard's.
 	ErrDamaged = errors.New("store: database file is damaged or not a switchboard database")
+	// ErrFenced is a write made under a cluster claim (cluster.WithFence)
+	// that this replica no longer holds: it lost the store for longer
+	// than its lease, and the claim may be another replica's now. Nothing
+	// was written.
+	ErrFenced = errors.New("store: this replica's claim on the work ended (it lost etcd for longer than its lease); nothing was written, and another replica may be doing the work")
 )
 
 // Catalog reads servers and their tools. Reads are consistent: one call

@@ -44,8 +44,8 @@ func (s *Server) handleReady(c echo.Context) error {
 const readyCheck = 3 * time.Second
 
 // ready checks that the store answers a read, and (on a team's etcd) that
-// this replica holds its session and someone leads: each check "ok" or
-// why not.
+// this replica holds its session, someone leads and its watch of the
+// store is current: each check "ok" or why not.
 func (s *Server) ready(ctx context.Context) (map[string]string, bool) {
 	ctx, cancel := context.WithTimeout(ctx, readyCheck)
 	defer cancel()

@@ -20,7 +20,8 @@ import (
 
 // Prometheus metrics at /metrics: verifications and routed calls (counts
 // by outcome, durations), the calls waiting for a person, the open tabs,
-// the store's readiness and the Go runtime. They are read with an admin's
+// the store's readiness and the Go runtime; on a team's etcd, the
+// store's latency and errors and the replica's etcd session. They are read with an admin's
 // token, or from an address -metrics-allow names (a scraper's, without a
 // token).
 
@@ -71,6 +72,10 @@ func newMetrics(s *Server) *metrics {
 			return 0
 		}),
 	)
+	// A team's replica: its store's latency and errors, its etcd session.
+	if col, ok := s.deps.Cluster.(interface{ Collectors() []prometheus.Collector }); ok {
+		m.reg.MustRegister(col.Collectors()...)
+	}
 	return m
 }
 

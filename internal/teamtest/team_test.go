@@ -162,6 +162,25 @@ func startCluster(t *testing.T) *cluster {
 	return c
 }
 
+// proxies are a proxy to each member (cut when the test ends) and their
+// endpoints: a replica started on them can be cut off from the cluster,
+// or find it silent.
+func (c *cluster) proxies(t *testing.T) ([]*etcdtest.Proxy, []string) {
+	t.Helper()
+	var proxies []*etcdtest.Proxy
+	var endpoints []string
+	for _, u := range c.clients {
+		p, err := etcdtest.ProxyTo(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Cut)
+		proxies = append(proxies, p)
+		endpoints = append(endpoints, p.Endpoint)
+	}
+	return proxies, endpoints
+}
+
 // storeURL is the -store URL of endpoints.
 func storeURL(endpoints []string) string {
 	var hosts []string
@@ -344,16 +363,7 @@ func fixture(id string, tools int, delay string) map[string]any {
 func TestTeamOnAnETCDCluster(t *testing.T) {
 	etcd := startCluster(t)
 	// C reaches the cluster through proxies that the last step cuts.
-	var proxies []*etcdtest.Proxy
-	var viaProxies []string
-	for _, u := range etcd.clients {
-		p, err := etcdtest.ProxyTo(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxies = append(proxies, p)
-		viaProxies = append(viaProxies, p.Endpoint)
-	}
+	proxies, viaProxies := etcd.proxies(t)
 	a, b := startReplica(t, "A", etcd.clients), startReplica(t, "B", etcd.clients)
 	c := startReplica(t, "C", viaProxies)
 	rs := []*replica{a, b, c}
@@ -467,6 +477,18 @@ func TestTeamOnAnETCDCluster(t *testing.T) {
 			resp, body := post(r, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
 			if resp.StatusCode != http.StatusOK || !strings.Contains(body, "shared__tool_000") {
 				t.Errorf("tools/list on %s with A's session = %d %s; want it served", r.name, resp.StatusCode, body)
+			}
+		}
+	})
+
+	t.Run("each replica's /metrics tells its store's latency and its etcd session", func(t *testing.T) {
+		for _, r := range rs {
+			body := string(r.must(t, http.MethodGet, "/metrics", nil, http.StatusOK))
+			for _, want := range []string{`switchboard_store_request_duration_seconds_count{op="read"}`,
+				`switchboard_store_request_duration_seconds_count{op="write"}`, "switchboard_etcd_session 1", "switchboard_etcd_session_lapses_total 0"} {
+				if !strings.Contains(body, want) {
+					t.Errorf("%s's /metrics lacks %s", r.name, want)
+				}
 			}
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,16 +43,90 @@ type replicaJobs struct {
 
 	remote map[string]discovery.Job // other replicas' jobs, by id
 	cancel func()
+
+	// onOrphan is told of a server whose claim ended while no replica
+	// had told of its job's end (see claimEnded).
+	onOrphan func(serverID string)
+	closed   chan struct{} // closed by Close
+	sweeps   sync.WaitGroup
 }
 
 // New returns the jobs of runner (whose Event must call Event) on c;
-// onRemote is told of other replicas' job changes.
-func newReplicaJobs(runner *discovery.Runner, c cluster.Cluster, log *slog.Logger, onRemote func(discovery.Job)) *replicaJobs {
-	j := &replicaJobs{runner: runner, cluster: c, log: log, onRemote: onRemote, claims: map[string]*claim{}, remote: map[string]discovery.Job{}}
+// onRemote is told of other replicas' job changes, onOrphan (if not nil)
+// of servers whose replica stopped verifying them (see claimEnded).
+func newReplicaJobs(runner *discovery.Runner, c cluster.Cluster, log *slog.Logger, onRemote func(discovery.Job), onOrphan func(serverID string)) *replicaJobs {
+	if onOrphan == nil {
+		onOrphan = func(string) {}
+	}
+	j := &replicaJobs{runner: runner, cluster: c, log: log, onRemote: onRemote, claims: map[string]*claim{}, remote: map[string]discovery.Job{},
+		onOrphan: onOrphan, closed: make(chan struct{})}
 	stopJobs, stopCancels := c.Subscribe(jobTopic, j.heard), c.Subscribe(cancelTopic, func(id []byte) { runner.Cancel(string(id)) })
-	j.cancel = func() { stopJobs(); stopCancels() }
+	stopEnded := c.OnClaimEnded(j.claimEnded)
+	j.cancel = func() { stopJobs(); stopCancels(); stopEnded() }
 	return j
 }
+
+// orphanGrace is how long after a claim ended its job's end may still be
+// on its way from the replica that held it (it tells of the end, then
+// releases the claim; the two come by different watches).
+const orphanGrace = time.Second
+
+// claimEnded is told of each claim that ended. A server's verification
+// claim that ended while another replica's job of the server is not
+// known to have ended means that replica stopped (died, or lost etcd
+// for its lease) before the job finished: after orphanGrace, if no
+// replica holds the claim again, the job is known to have failed here
+// (issue 38: others answered with the dead job, "running", for 20 s),
+// and onOrphan is told, so that the server is verified again (see
+// Service.takeOver) rather than left "running" for good.
+func (j *replicaJobs) claimEnded(name string) {
+	serverID, ok := strings.CutPrefix(name, "verify/")
+	if !ok {
+		return
+	}
+	if _, here := j.runner.Active(serverID); here {
+		return
+	}
+	j.sweeps.Add(1)
+	go func() {
+		defer j.sweeps.Done()
+		select {
+		case <-j.closed:
+			return
+		case <-time.After(orphanGrace):
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		held, err := j.cluster.Held(ctx, name)
+		cancel()
+		if err != nil || held {
+			return // verifying again somewhere, or nothing can be known now
+		}
+		now := time.Now()
+		var dead []discovery.Job
+		j.mu.Lock()
+		for id, r := range j.remote {
+			if r.ServerID == serverID && !r.Done() {
+				r.Status, r.FinishedAt = discovery.JobFailed, now
+				r.Error = discovery.NewError(discovery.ClassInternal, r.Phase, replicaStopped)
+				r.Error.Suggestion = replicaStoppedAdvice
+				j.remote[id] = r
+				dead = append(dead, r)
+			}
+		}
+		j.mu.Unlock()
+		for _, r := range dead {
+			j.log.Warn("a verification's replica stopped before it finished", "server", serverID, "job", r.ID)
+			j.onRemote(r)
+		}
+		j.onOrphan(serverID)
+	}()
+}
+
+// What a job whose replica stopped before it finished says.
+const (
+	replicaStopped       = "the replica running this verification stopped (or lost etcd) before it finished"
+	replicaStoppedAdvice = "The leading replica verifies the server again; its new verification shows here."
+)
 
 // Cancel cancels a job queued or running on any replica: here at once,
 // elsewhere by asking its replica. It reports whether such a job is
@@ -76,6 +151,8 @@ func (j *replicaJobs) Cancel(id string) bool {
 // Close stops hearing other replicas and releases the claims held.
 func (j *replicaJobs) Close() {
 	j.cancel()
+	close(j.closed)
+	j.sweeps.Wait()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for id, c := range j.claims {
@@ -87,6 +164,7 @@ func (j *replicaJobs) Close() {
 // claim is a server's claim held by this replica, while its jobs are
 // under way.
 type claim struct {
+	hold    cluster.Hold
 	release func()
 	jobs    map[string]bool
 	// ended are jobs that ended before Submit recorded them (the runner
@@ -96,8 +174,8 @@ type claim struct {
 	released chan struct{}
 }
 
-func newClaim(release func()) *claim {
-	return &claim{release: release, jobs: map[string]bool{}, ended: map[string]bool{}, released: make(chan struct{})}
+func newClaim(hold cluster.Hold) *claim {
+	return &claim{hold: hold, release: hold.Release, jobs: map[string]bool{}, ended: map[string]bool{}, released: make(chan struct{})}
 }
 
 // end releases the claim (j.mu held); again is nothing (Close may end
@@ -150,9 +228,9 @@ func (j *replicaJobs) submit(ctx context.Context, req discovery.Request) (job di
 		j.mu.Unlock()
 		return job, false, err
 	}
-	release, err := j.cluster.Claim(ctx, claimName(req.ServerID))
+	hold, err := j.cluster.Claim(ctx, claimName(req.ServerID))
 	if errors.Is(err, cluster.ErrClaimed) && j.waitOwnClaim(req.ServerID) {
-		release, err = j.cluster.Claim(ctx, claimName(req.ServerID))
+		hold, err = j.cluster.Claim(ctx, claimName(req.ServerID))
 	}
 	if errors.Is(err, cluster.ErrClaimed) {
 		if active, ok := j.activeRemote(req.ServerID); ok {
@@ -164,7 +242,7 @@ func (j *replicaJobs) submit(ctx context.Context, req discovery.Request) (job di
 	if err != nil {
 		return discovery.Job{}, false, err
 	}
-	c := newClaim(release)
+	c := newClaim(hold)
 	j.mu.Lock()
 	j.claims[req.ServerID] = c
 	j.mu.Unlock()
@@ -173,11 +251,53 @@ func (j *replicaJobs) submit(ctx context.Context, req discovery.Request) (job di
 	defer j.mu.Unlock()
 	if err == nil && !joined && !c.ended[job.ID] && !job.Done() {
 		c.jobs[job.ID] = true
+		if hold.Lost != nil {
+			go j.stopWhenLost(req.ServerID, c)
+		}
 		return job, false, nil
 	}
 	delete(j.claims, req.ServerID)
 	c.end()
 	return job, false, err
+}
+
+// stopWhenLost cancels the jobs held by claim c of the server if the
+// claim is lost before it is released: this replica lost the store for
+// long enough that the claim may be another replica's, which may be
+// verifying the server now. Whatever such a job still writes is refused
+// by the store (the claim's fence), so it ends failed, saying why (see
+// saveFailed).
+func (j *replicaJobs) stopWhenLost(serverID string, c *claim) {
+	select {
+	case <-c.released:
+		return
+	case <-c.hold.Lost:
+	}
+	// The claim stays recorded until its jobs end (see Event), so that
+	// their last writes still carry its fence.
+	j.mu.Lock()
+	ids := make([]string, 0, len(c.jobs))
+	for id := range c.jobs {
+		ids = append(ids, id)
+	}
+	j.mu.Unlock()
+	j.log.Warn("this replica lost its claim on a server's verification: its jobs are stopped", "server", serverID, "jobs", ids)
+	for _, id := range ids {
+		j.runner.Cancel(id)
+	}
+}
+
+// fenced is ctx for a write of the server's verification under this
+// replica's claim of it (cluster.WithFence): the store refuses it once
+// the claim is lost. Without a claim held here, ctx as it is.
+func (j *replicaJobs) fenced(ctx context.Context, serverID string) context.Context {
+	j.mu.Lock()
+	c, ok := j.claims[serverID]
+	j.mu.Unlock()
+	if !ok {
+		return ctx
+	}
+	return cluster.WithFence(ctx, c.hold)
 }
 
 // waitOwnClaim waits, if the server's claim is this replica's, for its

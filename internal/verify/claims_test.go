@@ -36,7 +36,7 @@ func TestVerifyAgainAsTheLastEnds(t *testing.T) {
 			}
 		}
 	}()
-	jobs = newReplicaJobs(runner, &cluster.Local{}, slog.New(slog.DiscardHandler), func(discovery.Job) {})
+	jobs = newReplicaJobs(runner, &cluster.Local{}, slog.New(slog.DiscardHandler), func(discovery.Job) {}, nil)
 	defer jobs.Close()
 	// A server that refuses the connection: each job ends at once, failed.
 	req := discovery.Request{Trigger: "manual", ServerID: "s", ConfigHash: "h", InitTimeout: time.Second,
@@ -106,7 +106,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // is released once, without a panic.
 func TestClaimEndsOnce(t *testing.T) {
 	released := 0
-	c := newClaim(func() { released++ })
+	c := newClaim(cluster.NewHold(func() { released++ }, nil, nil))
 	c.end()
 	c.end()
 	select {

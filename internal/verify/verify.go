@@ -115,7 +115,7 @@ func New(cfg Config, st store.Store, v *discovery.Verifier, tokens Tokens) *Serv
 		Event:       s.changed,
 		Late:        s.lateWarnings,
 	})
-	s.jobs = newReplicaJobs(s.runner, cfg.Cluster, cfg.Logger, func(j discovery.Job) { s.tell(Event{ServerID: j.ServerID, Job: &j}) })
+	s.jobs = newReplicaJobs(s.runner, cfg.Cluster, cfg.Logger, func(j discovery.Job) { s.tell(Event{ServerID: j.ServerID, Job: &j}) }, s.takeOver)
 	s.watches = newWatches(watchDeps{
 		Watch: func(ctx context.Context, srv store.Server, onEvent func(discovery.WatchEvent)) error {
 			return v.Watch(ctx, s.Target(srv), time.Duration(srv.TimeoutMS)*time.Millisecond, cfg.WatchPingInterval, onEvent)
@@ -213,6 +213,23 @@ func (s *Service) Submit(srv store.Server, trigger string) (discovery.Job, error
 	return j, err
 }
 
+// takeOver verifies again a server whose verification's replica stopped
+// before it finished (see replicaJobs.claimEnded), if its record is
+// still left running: a job a person was answered for (202) ends with a
+// record, whichever replica ran it. Every replica that hears of it asks;
+// the claim lets one of them verify.
+func (s *Service) takeOver(serverID string) {
+	sum, err := s.store.Summary(context.Background(), serverID)
+	if err != nil || sum.Discovery.Status != store.StatusRunning || !Verifiable(sum.Server) {
+		return
+	}
+	if _, ok := s.jobs.Active(serverID); ok {
+		return
+	}
+	s.cfg.Logger.Warn("verifying again a server whose verification's replica stopped", "server", serverID, "job", sum.Discovery.JobID)
+	s.refresh.Submit(sum.Server, store.TriggerTakeover)
+}
+
 // Requeue queues a verification of srv if Switchboard may verify it by
 // itself (see Verifiable), logging why it could not; an edit's.
 func (s *Service) Requeue(srv store.Server, trigger string) {
@@ -272,7 +289,7 @@ func (s *Service) changed(j discovery.Job) {
 
 // started records that a job left the queue.
 func (s *Service) started(j discovery.Job) {
-	err := s.store.MarkRunning(context.Background(), j.ServerID, j.ID, j.StartedAt)
+	err := s.store.MarkRunning(s.jobs.fenced(context.Background(), j.ServerID), j.ServerID, j.ID, j.StartedAt)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.cfg.Logger.Error("mark verification running", "server", j.ServerID, "err", err)
 	}
@@ -281,7 +298,7 @@ func (s *Service) started(j discovery.Job) {
 // finished records a job's outcome in the store. An outcome that cannot
 // be saved makes the job fail (see saveFailed).
 func (s *Service) finished(j discovery.Job, res *discovery.Result, verr *discovery.Error) error {
-	ctx := context.Background()
+	ctx := s.jobs.fenced(context.Background(), j.ServerID)
 	var err error
 	now := s.cfg.Now()
 	if verr != nil {
@@ -293,7 +310,7 @@ func (s *Service) finished(j discovery.Job, res *discovery.Result, verr *discove
 		return verr
 	}
 	if err != nil {
-		return s.saveFailed(j, now, err)
+		return s.saveFailed(ctx, j, now, err)
 	}
 	return nil
 }
@@ -302,7 +319,7 @@ func (s *Service) finished(j discovery.Job, res *discovery.Result, verr *discove
 // (a process left behind when its server stopped), unless a newer
 // verification owns the record by now.
 func (s *Service) lateWarnings(j discovery.Job, warnings []string) {
-	err := s.store.AddLateWarnings(context.Background(), j.ServerID, j.ID, warnings)
+	err := s.store.AddLateWarnings(s.jobs.fenced(context.Background(), j.ServerID), j.ServerID, j.ID, warnings)
 	if err != nil && !errors.Is(err, store.ErrOtherJob) && !errors.Is(err, store.ErrNotFound) {
 		s.cfg.Logger.Error("record late warnings", "server", j.ServerID, "err", err)
 	}

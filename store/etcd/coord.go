@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -44,10 +46,14 @@ type Coordinator struct {
 
 	subsMu sync.Mutex
 	subs   map[string]map[int]func([]byte)
+	ended  map[int]func(string) // OnClaimEnded's
 
 	eventLease atomic.Int64 // the lease of the events published now
 	leaseAt    atomic.Int64 // when it was granted (unix ns)
 	seq        atomic.Uint64
+
+	// lapses counts the sessions this replica gave up (see keepValid).
+	lapses prometheus.Counter
 
 	stop context.CancelFunc
 	done sync.WaitGroup
@@ -70,7 +76,9 @@ func NewCoordinator(db *DB, ttl int) (*Coordinator, error) {
 	}
 	var b [6]byte
 	rand.Read(b[:])
-	c := &Coordinator{db: db, id: hex.EncodeToString(b[:]), ttl: ttl, onLead: map[int]func(bool){}, subs: map[string]map[int]func([]byte){}}
+	c := &Coordinator{db: db, id: hex.EncodeToString(b[:]), ttl: ttl, onLead: map[int]func(bool){}, subs: map[string]map[int]func([]byte){}, ended: map[int]func(string){},
+		lapses: prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_etcd_session_lapses_total",
+			Help: "Times this replica gave its etcd session up (its leadership and claims with it) because etcd did not renew its lease in time."})}
 	ctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	// The watch of events starts from now, before anything is published.
@@ -85,9 +93,10 @@ func NewCoordinator(db *DB, ttl int) (*Coordinator, error) {
 		stop()
 		return nil, unavailable(err)
 	}
-	c.done.Add(2)
+	c.done.Add(3)
 	go c.campaign(ctx)
 	go c.watchEvents(ctx, resp.Header.Revision+1)
+	go c.watchClaims(ctx, resp.Header.Revision+1)
 	return c, nil
 }
 
@@ -134,6 +143,8 @@ func (c *Coordinator) campaign(ctx context.Context) {
 		c.mu.Lock()
 		c.session = s
 		c.mu.Unlock()
+		c.done.Add(1)
+		go c.keepValid(s)
 		e := concurrency.NewElection(s, c.db.key("leader/"))
 		if err := e.Campaign(s.Ctx(), c.id); err == nil {
 			c.setLeading(true)
@@ -149,6 +160,78 @@ func (c *Coordinator) campaign(ctx context.Context) {
 		}
 		cancel()
 		s.Orphan()
+	}
+}
+
+// keepValid ends session s (Orphan: s.Done closes, so this replica stops
+// leading and its claims are lost) as soon as it can no longer be sure
+// that etcd keeps its lease, and before etcd can let the lease expire:
+// so that a replica cut off from etcd never leads, nor works under a
+// claim, at the same time as the replica that takes over once the lease
+// expired (issue 38: two leaders for 0.3 s, and a claim's work going on
+// 3.6 s after it passed to another replica).
+//
+// It renews the lease itself, every TTL/4, each renewal under a deadline.
+// A renewal sent at t and answered means etcd keeps the lease until at
+// least t+TTL (etcd renews it when the request arrives, after t): the
+// session is valid until then, less a margin for this process being
+// slow to act on it. (The session's own keepalive, which this one runs
+// beside, only gives up TTL after the last answer it had, which can be
+// after etcd let the lease go.)
+func (c *Coordinator) keepValid(s *concurrency.Session) {
+	defer c.done.Done()
+	ttl := time.Duration(c.ttl) * time.Second
+	margin := ttl / 4
+	var validUntil atomic.Int64 // unix ns; the grant was just answered
+	validUntil.Store(time.Now().Add(ttl).UnixNano())
+	gone := make(chan struct{}) // etcd says the lease is gone
+	c.done.Add(1)
+	go func() {
+		defer c.done.Done()
+		tick := time.NewTicker(ttl / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.Ctx().Done():
+				return
+			case <-tick.C:
+			}
+			sent := time.Now()
+			ctx, cancel := context.WithTimeout(s.Ctx(), ttl/2)
+			resp, err := c.cli.KeepAliveOnce(ctx, s.Lease())
+			cancel()
+			switch {
+			case err == nil && resp.TTL > 0:
+				validUntil.Store(sent.Add(time.Duration(resp.TTL) * time.Second).UnixNano())
+			case errors.Is(err, rpctypes.ErrLeaseNotFound):
+				close(gone)
+				return
+			}
+		}
+	}()
+	lapse := time.NewTimer(time.Until(time.Unix(0, validUntil.Load()).Add(-margin)))
+	defer lapse.Stop()
+	for {
+		select {
+		case <-s.Done():
+			return
+		case <-gone:
+			c.db.log.Warn("this replica's etcd lease expired: it stops leading and gives up its claims", "replica", c.id)
+			c.lapses.Inc()
+			s.Orphan()
+			return
+		case <-lapse.C:
+			until := time.Unix(0, validUntil.Load())
+			if left := time.Until(until.Add(-margin)); left > 0 {
+				lapse.Reset(left)
+				continue
+			}
+			c.db.log.Warn("etcd has not renewed this replica's lease in time: it stops leading and gives up its claims before the lease can expire",
+				"replica", c.id, "last_renewed", until.Add(-ttl).Format(time.RFC3339Nano))
+			c.lapses.Inc()
+			s.Orphan()
+			return
+		}
 	}
 }
 
@@ -205,7 +288,8 @@ func (c *Coordinator) OnLeader(fn func(bool)) (cancel func()) {
 }
 
 // Ready says whether this replica can take part: it holds a live etcd
-// session (so it can claim and lead), and someone leads.
+// session (so it can claim and lead), someone leads, and its watch of
+// the store is current (see DB.WatchCurrent).
 func (c *Coordinator) Ready(ctx context.Context) error {
 	c.mu.Lock()
 	s := c.session
@@ -223,7 +307,7 @@ func (c *Coordinator) Ready(ctx context.Context) error {
 	if _, err := concurrency.NewElection(s, c.db.key("leader/")).Leader(ctx); err != nil {
 		return fmt.Errorf("%w: no leader known: %v", ErrUnavailable, err)
 	}
-	return nil
+	return c.db.WatchCurrent(ctx)
 }
 
 // errNoSession is a claim asked for while this replica has no session
@@ -231,31 +315,123 @@ func (c *Coordinator) Ready(ctx context.Context) error {
 var errNoSession = fmt.Errorf("%w: this replica has no etcd session", ErrUnavailable)
 
 // Claim takes name for this replica's session; ErrClaimed if another
-// session holds it.
-func (c *Coordinator) Claim(ctx context.Context, name string) (release func(), err error) {
+// session holds it. The claim is lost when the session ends (see
+// keepValid), and the writes fenced with it (cluster.WithFence) are
+// refused by etcd once its key is gone (see fence).
+func (c *Coordinator) Claim(ctx context.Context, name string) (cluster.Hold, error) {
 	c.mu.Lock()
 	s := c.session
 	c.mu.Unlock()
 	if s == nil {
-		return nil, errNoSession
+		return cluster.Hold{}, errNoSession
 	}
 	m := concurrency.NewMutex(s, c.db.key("claims/"+name))
 	switch err := m.TryLock(ctx); {
 	case errors.Is(err, concurrency.ErrLocked):
-		return nil, cluster.ErrClaimed
+		return cluster.Hold{}, cluster.ErrClaimed
 	case err != nil:
-		return nil, unavailable(err)
+		return cluster.Hold{}, unavailable(err)
 	}
 	var once sync.Once
-	return func() {
+	return cluster.NewHold(func() {
 		once.Do(func() {
+			select {
+			case <-s.Done(): // lost: its key goes with the lease
+				return
+			default:
+			}
 			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			if err := m.Unlock(rctx); err != nil {
 				c.db.log.Warn("release a claim (it ends with this replica's session anyway)", "claim", name, "err", err)
 			}
 		})
-	}, nil
+	}, s.Done(), fence{key: m.Key(), rev: m.Header().Revision, claim: name}), nil
+}
+
+// fence is the condition of a write made under a claim: the claim's key
+// is still the one this replica created (it is deleted with the lease
+// when the lease expires, and another replica's claim is another key).
+type fence struct {
+	key   string
+	rev   int64
+	claim string
+}
+
+func (f fence) cmp() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(f.key), "=", f.rev)
+}
+
+// Held reports whether a replica holds the claim name (its key is there).
+func (c *Coordinator) Held(ctx context.Context, name string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.db.timeout)
+	defer cancel()
+	resp, err := c.db.cli.Get(ctx, c.db.key("claims/"+name+"/"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return false, unavailable(err)
+	}
+	return resp.Count > 0, nil
+}
+
+// OnClaimEnded calls fn with the name of each claim whose key is deleted
+// (released, or gone with its replica's lease).
+func (c *Coordinator) OnClaimEnded(fn func(string)) (cancel func()) {
+	c.subsMu.Lock()
+	defer c.subsMu.Unlock()
+	id := int(c.nextCB.Add(1))
+	c.ended[id] = fn
+	return func() {
+		c.subsMu.Lock()
+		delete(c.ended, id)
+		c.subsMu.Unlock()
+	}
+}
+
+// watchClaims hears the claims deleted from rev on and tells
+// OnClaimEnded's functions.
+func (c *Coordinator) watchClaims(ctx context.Context, rev int64) {
+	defer c.done.Done()
+	c.watchPrefix(ctx, "claims/", rev, clientv3.WithFilterPut(), func(key string, _ []byte) {
+		// claims/<name>/<lease>
+		i := strings.LastIndexByte(key, '/')
+		if i < 0 {
+			return
+		}
+		c.subsMu.Lock()
+		fns := make([]func(string), 0, len(c.ended))
+		for _, fn := range c.ended {
+			fns = append(fns, fn)
+		}
+		c.subsMu.Unlock()
+		for _, fn := range fns {
+			fn(key[:i])
+		}
+	})
+}
+
+// watchPrefix watches the keys under name/ from rev on, filtered by
+// filter, calling fn with each event's key (under name/) and value in
+// order, until ctx ends; again after a failed watch. What a compaction
+// took is skipped: these keys are news, not state.
+func (c *Coordinator) watchPrefix(ctx context.Context, name string, rev int64, filter clientv3.OpOption, fn func(key string, value []byte)) {
+	prefix := c.db.key(name)
+	for ctx.Err() == nil {
+		wch := c.db.cli.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(rev), filter)
+		for resp := range wch {
+			if resp.CompactRevision != 0 {
+				rev = resp.CompactRevision
+				break
+			}
+			if resp.Err() != nil {
+				break
+			}
+			for _, ev := range resp.Events {
+				rev = ev.Kv.ModRevision + 1
+				fn(strings.TrimPrefix(string(ev.Kv.Key), prefix), ev.Kv.Value)
+			}
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
 }
 
 // Publish puts an event under events/<topic>/<replica>-<seq>, with a
@@ -313,34 +489,19 @@ func (c *Coordinator) Subscribe(topic string, fn func([]byte)) (cancel func()) {
 // those of other replicas to the topic's subscribers.
 func (c *Coordinator) watchEvents(ctx context.Context, rev int64) {
 	defer c.done.Done()
-	prefix := c.db.key("events/")
-	for ctx.Err() == nil {
-		wch := c.db.cli.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterDelete())
-		for resp := range wch {
-			if resp.CompactRevision != 0 {
-				rev = resp.CompactRevision // what was compacted is lost: events are news, not state
-				break
-			}
-			if resp.Err() != nil {
-				break
-			}
-			for _, ev := range resp.Events {
-				rev = ev.Kv.ModRevision + 1
-				topic, origin, ok := strings.Cut(strings.TrimPrefix(string(ev.Kv.Key), prefix), "/")
-				if !ok || strings.HasPrefix(origin, c.id+"-") {
-					continue
-				}
-				c.subsMu.Lock()
-				fns := make([]func([]byte), 0, len(c.subs[topic]))
-				for _, fn := range c.subs[topic] {
-					fns = append(fns, fn)
-				}
-				c.subsMu.Unlock()
-				for _, fn := range fns {
-					fn(ev.Kv.Value)
-				}
-			}
+	c.watchPrefix(ctx, "events/", rev, clientv3.WithFilterDelete(), func(key string, value []byte) {
+		topic, origin, ok := strings.Cut(key, "/")
+		if !ok || strings.HasPrefix(origin, c.id+"-") {
+			return
 		}
-		sleep(ctx, 200*time.Millisecond)
-	}
+		c.subsMu.Lock()
+		fns := make([]func([]byte), 0, len(c.subs[topic]))
+		for _, fn := range c.subs[topic] {
+			fns = append(fns, fn)
+		}
+		c.subsMu.Unlock()
+		for _, fn := range fns {
+			fn(value)
+		}
+	})
 }

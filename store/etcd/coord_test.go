@@ -15,7 +15,13 @@ import (
 // closed when the test ends.
 func coordinator(t *testing.T, db *DB) *Coordinator {
 	t.Helper()
-	c, err := NewCoordinator(db, 2)
+	return coordinatorTTL(t, db, 2)
+}
+
+// coordinatorTTL is coordinator with a lease of ttl seconds.
+func coordinatorTTL(t *testing.T, db *DB, ttl int) *Coordinator {
+	t.Helper()
+	c, err := NewCoordinator(db, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,10 +103,10 @@ func TestCoordinatorClaims(t *testing.T) {
 	prefix := fmt.Sprintf("/coord-%d/", stores.Add(1))
 	a, b := coordinator(t, openAt(t, prefix)), coordinator(t, openAt(t, prefix))
 	ctx := context.Background()
-	var release func()
+	var held cluster.Hold
 	waitUntil(t, 5*time.Second, "a's session", func() bool {
 		var err error
-		release, err = a.Claim(ctx, "verify/files")
+		held, err = a.Claim(ctx, "verify/files")
 		return err == nil
 	})
 	waitUntil(t, 5*time.Second, "b's session", func() bool {
@@ -110,12 +116,12 @@ func TestCoordinatorClaims(t *testing.T) {
 	if _, err := b.Claim(ctx, "verify/files"); !errors.Is(err, cluster.ErrClaimed) {
 		t.Fatalf("b claims what a holds = %v; want ErrClaimed", err)
 	}
-	release()
+	held.Release()
 	rb, err := b.Claim(ctx, "verify/files")
 	if err != nil {
 		t.Fatalf("b claims what a released = %v", err)
 	}
-	rb()
+	rb.Release()
 	// A replica that goes away loses its claims with its session.
 	if _, err := a.Claim(ctx, "verify/files"); err != nil {
 		t.Fatal(err)

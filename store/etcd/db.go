@@ -140,6 +140,8 @@ type DB struct {
 	stop    context.CancelFunc
 	stopped chan struct{}
 	closed  sync.Once
+
+	metrics storeMetrics
 }
 
 // Open connects to the cluster, checks (or writes) the layout's version,
@@ -167,7 +169,8 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	db := &DB{cli: cli, cfg: cfg, prefix: prefix, log: opts.Logger, timeout: cmp.Or(opts.RequestTimeout, 5*time.Second), delivered: make(chan struct{}), cache: newChunkCache(chunkCacheBytes)}
+	db := &DB{cli: cli, cfg: cfg, prefix: prefix, log: opts.Logger, timeout: cmp.Or(opts.RequestTimeout, 5*time.Second), delivered: make(chan struct{}), cache: newChunkCache(chunkCacheBytes),
+		metrics: newStoreMetrics()}
 	if db.log == nil {
 		db.log = slog.Default()
 	}
@@ -356,6 +359,46 @@ func (db *DB) deliver(rev int64, changes []store.Change) {
 	close(db.delivered)
 	db.delivered = make(chan struct{})
 	db.mu.Unlock()
+}
+
+// watchLag is how long a change committed to etcd may take to come back
+// through this replica's watch before the watch counts as behind.
+const watchLag = 2 * time.Second
+
+// WatchCurrent reports whether this replica's watch of the catalog is
+// current: the newest change committed to etcd (by any replica) has come
+// back through it, or does within watchLag. A replica whose watch is
+// stuck (a member that stopped sending, a stream the cluster no longer
+// feeds) would serve tabs and agents a catalog that no longer is, so it
+// is not ready.
+func (db *DB) WatchCurrent(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, db.timeout)
+	defer cancel()
+	resp, err := db.cli.Get(ctx, db.key("revision"))
+	if err != nil {
+		return unavailable(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil // nothing changed yet
+	}
+	want := resp.Kvs[0].ModRevision
+	deadline := time.NewTimer(watchLag)
+	defer deadline.Stop()
+	for {
+		db.mu.Lock()
+		got, ch := db.notified, db.delivered
+		db.mu.Unlock()
+		if got >= want {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return fmt.Errorf("%w: this replica's watch of the store is behind (it delivered revision %d; etcd is at %d)", ErrUnavailable, got, want)
+		case <-ctx.Done():
+			return unavailable(ctx.Err())
+		}
+	}
 }
 
 // waitDelivered waits until the watch delivered rev (or later), at most

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/switchboard-dev/switchboard/cluster"
 	"github.com/switchboard-dev/switchboard/store"
 )
 
@@ -116,7 +117,9 @@ func (t *txn) changed(c store.Change) { t.changes = append(t.changes, c) }
 var errConflict = errors.New("store: too many concurrent changes of the same records; try again")
 
 // view runs fn over one consistent read.
-func (db *DB) view(ctx context.Context, fn func(t *txn) error) error {
+func (db *DB) view(ctx context.Context, fn func(t *txn) error) (err error) {
+	start := time.Now()
+	defer func() { db.metrics.observe("read", start, err) }()
 	ctx, cancel := context.WithTimeout(ctx, db.timeout)
 	defer cancel()
 	return fn(&txn{db: db, ctx: ctx})
@@ -125,8 +128,9 @@ func (db *DB) view(ctx context.Context, fn func(t *txn) error) error {
 // update runs fn, then commits its writes if none of the keys it read
 // changed meanwhile; else runs it again (for at most maxContention). A
 // change of the catalog returns once the watch delivered it.
-func (db *DB) update(ctx context.Context, fn func(t *txn) error) error {
+func (db *DB) update(ctx context.Context, fn func(t *txn) error) (err error) {
 	start := time.Now()
+	defer func() { db.metrics.observe("write", start, err) }()
 	for attempt := 0; ; attempt++ {
 		committed, err := db.run(ctx, fn)
 		if err != nil || committed {
@@ -175,19 +179,41 @@ func (db *DB) run(ctx context.Context, fn func(t *txn) error) (committed bool, e
 		}
 		ops = append(ops, clientv3.OpPut(db.key("revision"), string(b)))
 	}
-	resp, err := db.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
-	if err != nil {
+	rev, committed, err := db.commit(ctx, cmps, ops)
+	if err != nil || !committed {
 		db.dropEarly(t)
-		return false, commitFailed(err)
-	}
-	if !resp.Succeeded {
-		db.dropEarly(t)
-		return false, nil
+		return false, err
 	}
 	if len(t.changes) > 0 {
-		db.waitDelivered(resp.Header.Revision)
+		db.waitDelivered(rev)
 	}
 	return true, nil
+}
+
+// commit writes ops if the cmps hold; under a claim's fence (see
+// cluster.WithFence) only if the claim is still this replica's, else
+// store.ErrFenced. committed is false when a cmp did not hold; rev is
+// the store's revision after the commit.
+func (db *DB) commit(ctx context.Context, cmps []clientv3.Cmp, ops []clientv3.Op) (rev int64, committed bool, err error) {
+	f, fenced := cluster.FenceOf(ctx).(fence)
+	if !fenced {
+		resp, err := db.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		if err != nil {
+			return 0, false, commitFailed(err)
+		}
+		return resp.Header.Revision, resp.Succeeded, nil
+	}
+	// The fence is the outer condition, so that its failure is told
+	// apart from a conflict of the inner one.
+	resp, err := db.cli.Txn(ctx).If(f.cmp()).Then(clientv3.OpTxn(cmps, ops, nil)).Commit()
+	if err != nil {
+		return 0, false, commitFailed(err)
+	}
+	if !resp.Succeeded {
+		db.log.Warn("a write under a claim this replica no longer holds was refused", "claim", f.claim)
+		return 0, false, store.ErrFenced
+	}
+	return resp.Header.Revision, resp.Responses[0].GetResponseTxn().Succeeded, nil
 }
 
 // dropEarly deletes the chunks written for a commit that did not happen:

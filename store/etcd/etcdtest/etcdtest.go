@@ -121,6 +121,8 @@ type Proxy struct {
 	// held, while not nil, holds every byte until it is closed (see
 	// Hold).
 	held chan struct{}
+	// delay is how late the member's answers pass (see Delay).
+	delay time.Duration
 }
 
 // NewProxy starts a proxy to the member s.
@@ -166,8 +168,63 @@ func (p *Proxy) accept() {
 		p.mu.Unlock()
 		p.wg.Add(2)
 		go func() { defer p.wg.Done(); p.copy(up, c); up.Close() }()
-		go func() { defer p.wg.Done(); p.copy(c, up); c.Close() }()
+		go func() { defer p.wg.Done(); p.copyLate(c, up); c.Close() }()
 	}
+}
+
+// copyLate is copy of the member's answers, each passed Delay after it
+// came (in order: a reader queues them, a writer passes them on).
+func (p *Proxy) copyLate(dst io.Writer, src io.Reader) {
+	type chunk struct {
+		at   time.Time
+		data []byte
+	}
+	queue := make(chan chunk, 1024)
+	go func() {
+		defer close(queue)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				queue <- chunk{time.Now(), buf[:n]}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range queue {
+		p.mu.Lock()
+		delay := p.delay
+		p.mu.Unlock()
+		time.Sleep(time.Until(c.at.Add(delay)))
+		if !p.pass(dst, c.data) {
+			for range queue { // until the reader ends (the connection closes)
+			}
+			return
+		}
+	}
+}
+
+// pass writes b to dst once the proxy does not hold; false if it could
+// not.
+func (p *Proxy) pass(dst io.Writer, b []byte) bool {
+	p.mu.Lock()
+	held := p.held
+	p.mu.Unlock()
+	if held != nil {
+		<-held // until Release, or Cut
+	}
+	_, err := dst.Write(b)
+	return err == nil
+}
+
+// Delay makes the member's answers through this proxy come d late, as
+// on a slow or far network (the requests pass at once).
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
 }
 
 // copy passes bytes from src to dst, holding them while the proxy holds.
@@ -175,16 +232,8 @@ func (p *Proxy) copy(dst io.Writer, src io.Reader) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			held := p.held
-			p.mu.Unlock()
-			if held != nil {
-				<-held // until Release, or Cut
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
+		if n > 0 && !p.pass(dst, buf[:n]) {
+			return
 		}
 		if err != nil {
 			return
