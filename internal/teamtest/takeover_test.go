@@ -125,8 +125,11 @@ func TestAVerificationOutlivesItsReplica(t *testing.T) {
 		if status, jobID := b.discovery(t, "cut"); status != "success" || jobID != again {
 			t.Errorf("after C came back the record is %s of %s; want B's success of %s", status, jobID, again)
 		}
-		if j, _ := c.job(t, lost.ID); j.Status != "failed" && j.Status != "cancelled" {
-			t.Errorf("C's job = %+v; want it ended", j)
+		// It ended saying what happened on etcd: no "database file"
+		// (issue 38: what C said about a store it could not reach).
+		if j, _ := c.job(t, lost.ID); j.Status != "failed" || j.Error == nil ||
+			!(strings.Contains(j.Error.Message, "could not be reached") || strings.Contains(j.Error.Message, "lost etcd")) {
+			t.Errorf("C's job = %+v; want it failed, saying it could not reach etcd or lost its claim", j)
 		}
 		if !strings.Contains(c.p.stderr.String()+c.p.stdout.String(), "gives up its claims before the lease can expire") {
 			t.Errorf("C's log does not say it gave up its claims before its lease could expire")

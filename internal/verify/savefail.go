@@ -16,8 +16,9 @@ const (
 	saveFailedOther    = "could not save: the database file could not be written"
 	saveFailedAdvice   = "Switchboard records this as failed as soon as it can write again (the log has the cause); " +
 		"then Verify again."
-	diskFullAdvice   = "Free some disk space. Switchboard records this as failed as soon as it can write again; then Verify again."
-	saveFailedFenced = "not saved: this replica lost etcd for longer than its lease, so its claim on this verification ended " +
+	diskFullAdvice        = "Free some disk space. Switchboard records this as failed as soon as it can write again; then Verify again."
+	saveFailedUnreachable = "could not save: the store could not be reached"
+	saveFailedFenced      = "not saved: this replica lost etcd for longer than its lease, so its claim on this verification ended " +
 		"and another replica may be verifying the server now"
 	fencedAdvice = "Look at the server's page on a replica that reaches etcd; Verify again if no verification shows there."
 )
@@ -40,8 +41,11 @@ func (s *Service) saveFailed(ctx context.Context, j discovery.Job, now time.Time
 	s.cfg.Logger.Error("save verification result", "server", j.ServerID, "job", j.ID, "err", err)
 	verr := discovery.NewError(discovery.ClassInternal, discovery.PhaseSaving, saveFailedOther)
 	verr.Suggestion = saveFailedAdvice
-	if errors.Is(err, syscall.ENOSPC) {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
 		verr.Message, verr.Suggestion = saveFailedDiskFull, diskFullAdvice
+	case errors.Is(err, store.ErrUnavailable): // etcd out of reach: no file of this replica's
+		verr.Message = saveFailedUnreachable
 	}
 	if errors.Is(err, store.ErrFenced) {
 		// Whatever this replica writes of the job is refused: the
