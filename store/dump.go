@@ -91,6 +91,7 @@ type ServerDump struct {
 type DumpCounts struct {
 	Servers, Tools, Listed, History, Grants int
 	Calls, Clients, Profiles, Sessions      int
+	Users                                   int
 	// Secrets is the secret values: env and header values, OAuth client
 	// secrets, grants' access and refresh tokens and client secrets, and
 	// the MCP token.
@@ -99,7 +100,8 @@ type DumpCounts struct {
 
 // Counts counts what d holds.
 func (d *Dump) Counts() DumpCounts {
-	c := DumpCounts{Servers: len(d.Servers), Calls: len(d.Calls), Clients: len(d.Clients), Profiles: len(d.Profiles), Sessions: len(d.Sessions)}
+	c := DumpCounts{Servers: len(d.Servers), Calls: len(d.Calls), Clients: len(d.Clients), Profiles: len(d.Profiles), Sessions: len(d.Sessions),
+		Users: len(d.Users)}
 	nonEmpty := func(ss ...string) int {
 		n := 0
 		for _, s := range ss {

@@ -739,3 +739,32 @@ func failureWords(class string) string {
 type AskRow struct {
 	Kind, Policy string
 }
+
+// ReplicasView is the Replicas page: the replicas heard of, and this
+// replica's readiness checks.
+type ReplicasView struct {
+	// Team says the replicas share etcd (else this is the only one).
+	Team     bool
+	Replicas []ReplicaRow
+	Ready    bool
+	Checks   []ReadyCheck
+}
+
+// ReplicaRow is one replica as this one last heard of it.
+type ReplicaRow struct {
+	ID       string
+	Self     bool
+	Leader   bool
+	Revision string
+	// Behind is how many revisions it is behind the newest seen.
+	Behind   int64
+	Waiting  int
+	LastSeen time.Time
+}
+
+// ReadyCheck is one readiness check: ok, or why not.
+type ReadyCheck struct {
+	Name   string
+	OK     bool
+	Detail string
+}

@@ -257,6 +257,7 @@ var routeRoles = map[string]store.Role{
 	"GET /api/v1/export":                               admin,
 	"DELETE /api/v1/sessions":                          admin,
 	"GET /api/v1/replicas":                             viewer,
+	"GET /replicas":                                    viewer,
 	"GET /api/v1/users":                                admin,
 	"POST /api/v1/users":                               admin,
 	"PUT /api/v1/users/:id":                            admin,

@@ -3,11 +3,17 @@ package web
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/switchboard-dev/switchboard/cluster"
+	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/internal/session"
 )
 
@@ -179,4 +185,42 @@ func (s *Server) handleLogoutEverywhere(c echo.Context) error {
 // waiting on each.
 func (s *Server) handleAPIReplicas(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"replicas": s.approvals.Replicas()})
+}
+
+// handleReplicasPage serves GET /replicas: the replicas heard of (as GET
+// /api/v1/replicas), and this replica's readiness (as GET /readyz).
+func (s *Server) handleReplicasPage(c echo.Context) error {
+	v := views.ReplicasView{Team: s.deps.Cluster.ID() != (&cluster.Local{}).ID()}
+	var newest int64
+	rows := s.approvals.Replicas()
+	revs := make([]int64, len(rows))
+	for i, r := range rows {
+		revs[i] = revisionNumber(r.Revision)
+		newest = max(newest, revs[i])
+	}
+	for i, r := range rows {
+		row := views.ReplicaRow{ID: r.ID, Self: r.Self, Leader: r.Leader, Waiting: r.Waiting, LastSeen: r.LastSeen}
+		if revs[i] > 0 {
+			row.Revision = strconv.FormatInt(revs[i], 10)
+			row.Behind = newest - revs[i]
+		}
+		v.Replicas = append(v.Replicas, row)
+	}
+	checks, ok := s.ready(c.Request().Context())
+	v.Ready = ok
+	for _, name := range slices.Sorted(maps.Keys(checks)) {
+		v.Checks = append(v.Checks, views.ReadyCheck{Name: name, OK: checks[name] == "ok", Detail: checks[name]})
+	}
+	return render(c, http.StatusOK, views.ReplicasPage(s.page(c, "Replicas"), v))
+}
+
+// revisionNumber is the number at the end of a store revision ("<store
+// id>-<n>"), 0 if there is none.
+func revisionNumber(rev string) int64 {
+	i := strings.LastIndexByte(rev, '-')
+	n, err := strconv.ParseInt(rev[i+1:], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }

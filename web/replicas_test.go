@@ -101,6 +101,22 @@ func TestReplicasShareCatalogAndVerifications(t *testing.T) {
 				t.Errorf("replica lists %+v; want one leader and itself once", got.Replicas)
 			}
 		}
+		// The Replicas page shows the same, and this replica's readiness.
+		page := a.loginWithToken().get("/replicas")
+		body := page.Body.String()
+		if page.Code != http.StatusOK || strings.Count(body, `data-testid="replica-row"`) != 3 || strings.Count(body, `data-leader="true"`) != 1 ||
+			strings.Count(body, `data-testid="replica-self"`) != 1 {
+			t.Errorf("the Replicas page = %d, %d rows, %d leaders; want three rows, one leader, itself marked", page.Code,
+				strings.Count(body, `data-testid="replica-row"`), strings.Count(body, `data-leader="true"`))
+		}
+		for _, check := range []string{"store", "cluster"} {
+			if !strings.Contains(body, `<strong>`+check+`</strong>`) {
+				t.Errorf("the Replicas page lacks the %s readiness check", check)
+			}
+		}
+		if !strings.Contains(body, "This replica is ready") {
+			t.Errorf("the Replicas page does not say the replica is ready")
+		}
 	})
 
 	t.Run("a server added on A shows on B's tab", func(t *testing.T) {

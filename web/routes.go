@@ -94,6 +94,7 @@ func (s *Server) routes(profiles *profiles.Handlers) {
 	ui.POST("/tools/:agent/try/:call/answer", s.handleTryAnswer)
 	ui.POST("/tools/:agent/try/:call/cancel", s.handleTryCancel)
 	ui.GET("/people", s.handlePeoplePage)
+	ui.GET("/replicas", s.handleReplicasPage)
 	ui.POST("/people", s.handleAddPersonForm)
 	ui.POST("/people/:id", s.handleSetRoleForm)
 	ui.POST("/people/:id/delete", s.handleDeletePersonForm)

@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
 	"github.com/switchboard-dev/switchboard/store/etcd"
+	"github.com/switchboard-dev/switchboard/store/snapshot"
 	"github.com/switchboard-dev/switchboard/web"
 )
 
@@ -391,7 +392,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		// notes, before anything is sealed, that it is to be compacted,
 		// and goes once it is, at this start or (cut short) a later one.
 		pending := etcdCompactPending(edb)
-		sealing, err := sealStore(ctx, edb, cfg.Key, getenv, cfg.DBPath, sealOptions{Shared: true, Create: true,
+		sealing, err := sealStore(ctx, etcdBackend{DB: edb, dir: filepath.Dir(cfg.DBPath)}, cfg.Key, getenv, cfg.DBPath, sealOptions{Shared: true, Create: true,
 			Reseal: func() error { return edb.PutFlag(ctx, pending) }})
 		if err != nil {
 			edb.Close()
@@ -701,4 +702,37 @@ func parsePrefix(v string) (netip.Prefix, error) {
 		return netip.Prefix{}, fmt.Errorf("%q is neither an address nor a CIDR", v)
 	}
 	return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+}
+
+// etcdBackend is the etcd store as serve keeps it: a store.Backuper, so
+// that GET /api/v1/backup answers on a team's replica too. Its copy is a
+// database file (see package snapshot), written in Switchboard's own
+// data directory (dir), which no server's walls let in, then sent and
+// removed.
+type etcdBackend struct {
+	*etcd.DB
+	dir string
+}
+
+// Backup writes a checked copy of the store, read at one etcd revision,
+// to w.
+func (b etcdBackend) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	if err := os.MkdirAll(b.dir, 0o700); err != nil {
+		return 0, err
+	}
+	tmp, err := os.MkdirTemp(b.dir, ".backup-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(tmp)
+	path := filepath.Join(tmp, "switchboard.db")
+	if _, err := snapshot.Write(ctx, b.DB, path); err != nil {
+		return 0, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return io.Copy(w, f)
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/internal/secretkey"
+	"github.com/switchboard-dev/switchboard/store/bolt"
 
 	"github.com/switchboard-dev/switchboard/store/etcd/etcdtest"
 )
@@ -40,6 +42,38 @@ func TestServeReplicasOnETCD(t *testing.T) {
 	first.api(t, http.MethodPost, "/api/v1/servers", map[string]any{"id": "shared", "name": "Shared", "transport": "http", "url": "https://mcp.example.com/mcp"}, http.StatusCreated)
 	if body := second.api(t, http.MethodGet, "/api/v1/servers/shared", nil, http.StatusOK); !strings.Contains(string(body), `"name":"Shared"`) {
 		t.Errorf("read on the second replica = %s", body)
+	}
+
+	// A backup while the replicas run (issue 38; it was 501): through the
+	// API, and with the CLI, each a database file that opens as it is
+	// and holds what etcd held.
+	dir := t.TempDir()
+	fromAPI := filepath.Join(dir, "api.db")
+	if err := os.WriteFile(fromAPI, second.api(t, http.MethodGet, "/api/v1/backup", nil, http.StatusOK), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromCLI := filepath.Join(dir, "cli.db")
+	var stdout, stderr syncBuffer
+	if err := run(context.Background(), []string{"backup", "-store", url, "-etcd-prefix", "/serve-test/", "-etcd-insecure", fromCLI},
+		env(nil), nil, &stdout, &stderr); err != nil {
+		t.Fatalf("backup of etcd = %v; %s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "read back and compared): 1 servers") {
+		t.Errorf("backup says: %s", stdout.String())
+	}
+	for _, path := range []string{fromAPI, fromCLI} {
+		db, err := bolt.Open(path, bolt.Options{})
+		if err != nil {
+			t.Fatalf("open the backup %s: %v", filepath.Base(path), err)
+		}
+		srv, err := db.Server(context.Background(), "shared")
+		db.Close()
+		if err != nil || srv.URL != "https://mcp.example.com/mcp" {
+			t.Errorf("the backup %s holds %+v, %v; want the shared server", filepath.Base(path), srv, err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*partial*")); len(left) > 0 {
+		t.Errorf("the backup left %v behind", left)
 	}
 }
 

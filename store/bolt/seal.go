@@ -51,6 +51,11 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // sealPath is where the seal of the database at path is kept.
 func sealPath(path string) string { return path + ".seal" }
 
+// SealPath is the file Close leaves beside the database at path (see
+// above): whoever moves or copies a database file away leaves it, or
+// removes it.
+func SealPath(path string) string { return sealPath(path) }
+
 // sealHash is the checksum a seal made with key holds: HMAC-SHA256 with
 // a key, CRC-32C without.
 func sealHash(key []byte) hash.Hash {
