@@ -128,8 +128,12 @@ var retries atomic.Uint64
 // sent again is cancelled, when ctx ends before its answer (over stdio,
 // where nothing else would: mcp-go's client cancels only the request it
 // sent, answered long before).
-func sendAnswering(ctx context.Context, send sendFunc, cancel func(mcp.RequestId), req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	resp, err := sendDiscover(ctx, send, req)
+//
+// network names the transport in the request's span (see traceRequest).
+func sendAnswering(ctx context.Context, send sendFunc, cancel func(mcp.RequestId), req transport.JSONRPCRequest, network string) (resp *transport.JSONRPCResponse, err error) {
+	ctx, req, span := traceRequest(ctx, req, network)
+	defer func() { endRequest(span, resp, err) }()
+	resp, err = sendDiscover(ctx, send, req)
 	if err != nil || !askingMethods[req.Method] {
 		return resp, err
 	}

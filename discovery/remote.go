@@ -75,7 +75,7 @@ type streamableTap struct {
 }
 
 func (t streamableTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	return sendAnswering(ctx, t.send, nil, req)
+	return sendAnswering(ctx, t.send, nil, req, networkTCP)
 }
 
 func (t streamableTap) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
@@ -110,7 +110,7 @@ type sseTap struct {
 }
 
 func (t sseTap) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	return sendAnswering(ctx, t.send, nil, req)
+	return sendAnswering(ctx, t.send, nil, req, networkTCP)
 }
 
 func (t sseTap) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {

@@ -8,6 +8,11 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/switchboard-dev/switchboard/internal/tracing"
 )
 
 // Job statuses.
@@ -209,8 +214,20 @@ func (r *Runner) run(jb *job) {
 	// A success is recorded as soon as the tools are listed; the slot is
 	// held until the server's process is gone. What stopping it finds
 	// comes after, as late warnings.
+	// The verification's span: its handshake and listing requests are
+	// its children (see traceRequest).
+	ctx, span := tracing.Tracer().Start(jb.ctx, "verify "+jb.req.ServerID, trace.WithAttributes(
+		tracing.ServerID.String(jb.req.ServerID), tracing.JobID.String(snap.ID), tracing.Trigger.String(jb.req.Trigger)))
+	defer func() {
+		j, _ := r.Job(snap.ID)
+		span.SetAttributes(tracing.Outcome.String(j.Status), attribute.Int("switchboard.tool_count", j.ToolCount))
+		if j.Error != nil {
+			tracing.Fail(span, j.Error.Class, errors.New(j.Error.Message))
+		}
+		span.End()
+	}()
 	var delivered *Result
-	res, err := r.verifier.VerifyEarly(jb.ctx, jb.req.Target, jb.req.InitTimeout, func(p Progress) {
+	res, err := r.verifier.VerifyEarly(ctx, jb.req.Target, jb.req.InitTimeout, func(p Progress) {
 		r.update(jb, func(j *Job) { j.Phase = p.Phase; j.Page = p.Page })
 	}, func(res *Result) {
 		delivered = res

@@ -497,7 +497,7 @@ func blockedOr(ctxErr error) error {
 // SendRequest writes the request and waits for its response, the end of
 // ctx, or the end of the server's stdout.
 func (t *stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	return sendAnswering(ctx, t.send, t.cancelRetry, req)
+	return sendAnswering(ctx, t.send, t.cancelRetry, req, networkPipe)
 }
 
 func (t *stdioTransport) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/r3labs/sse/v2"
 
 	"github.com/switchboard-dev/switchboard/internal/serverconfig"
+	"github.com/switchboard-dev/switchboard/internal/tracing"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
 	"github.com/switchboard-dev/switchboard/web/gateway"
@@ -22,7 +23,11 @@ import (
 // handleMCP serves GET, POST and DELETE /mcp: the MCP endpoint for
 // agents (see web/gateway), with its own token.
 func (s *Server) handleMCP(c echo.Context) error {
-	err := s.mcp.Serve(c.Response(), c.Request())
+	r := c.Request()
+	if tracing.Enabled() { // an agent's trace goes on through Switchboard (a traceparent in _meta wins)
+		r = r.WithContext(tracing.FromHeaders(r.Context(), r.Header))
+	}
+	err := s.mcp.Serve(c.Response(), r)
 	var he *gateway.HTTPError
 	if errors.As(err, &he) {
 		return &apiError{Status: he.Status, Message: he.Message}

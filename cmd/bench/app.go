@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboard-dev/switchboard/cluster"
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/internal/grants"
 	"github.com/switchboard-dev/switchboard/internal/verify"
@@ -34,9 +35,13 @@ const (
 )
 
 // app is the whole dashboard in this process, as `switchboard serve`
-// wires it, on a loopback port with a bbolt file of its own.
+// wires it, on a loopback port with a bbolt file of its own (db), or as
+// a team's replica on etcd (db nil).
 type app struct {
-	db            *bolt.DB
+	db *bolt.DB
+	st appStore
+	// coord, a replica's, is closed before its store (see close).
+	coord         interface{ Close() error }
 	web           *web.Server
 	verifications *verify.Service
 	hs            *http.Server
@@ -50,14 +55,32 @@ type app struct {
 	changedAt atomic.Int64
 }
 
+// appStore is the store an app runs on: a bbolt file, or etcd.
+type appStore interface {
+	store.Store
+	Revision() string
+	Close() error
+}
+
 // startApp starts the dashboard on a new (or the given existing) database
 // file.
 func startApp(dbPath string, concurrency int) (*app, error) {
-	a := &app{dbPath: dbPath}
 	db, err := bolt.Open(dbPath, bolt.Options{})
 	if err != nil {
 		return nil, err
 	}
+	a, err := startAppOn(db, nil, concurrency)
+	if err != nil {
+		return nil, err
+	}
+	a.db, a.dbPath = db, dbPath
+	return a, nil
+}
+
+// startAppOn starts the dashboard on db, a replica of c (nil: on its
+// own); it closes db when it cannot start, or when it is closed.
+func startAppOn(db appStore, c cluster.Cluster, concurrency int) (*app, error) {
+	a := &app{st: db}
 	// Subscribed before the dashboard, so called just before it.
 	db.Subscribe(func(store.Change) { a.changedAt.Store(time.Now().UnixNano()) })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -69,12 +92,12 @@ func startApp(dbPath string, concurrency int) (*app, error) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	verifier := discovery.NewVerifier(discovery.Limits{}, nil)
 	keeper := grants.NewKeeper(db, verifier)
-	verifications := verify.New(verify.Config{Concurrency: concurrency, Logger: logger}, db, verifier, keeper)
+	verifications := verify.New(verify.Config{Concurrency: concurrency, Logger: logger, Cluster: c}, db, verifier, keeper)
 	srv, err := web.New(web.Config{
 		Token:  benchToken,
 		MCP:    web.MCPConfig{Token: benchMCPToken},
 		Logger: logger,
-	}, web.Deps{Store: db, Verify: verifications, Verifier: verifier, Grants: keeper})
+	}, web.Deps{Store: db, Verify: verifications, Verifier: verifier, Grants: keeper, Cluster: c})
 	if err != nil {
 		verifications.Close()
 		ln.Close()
@@ -82,7 +105,7 @@ func startApp(dbPath string, concurrency int) (*app, error) {
 		return nil, err
 	}
 	verifications.Start()
-	a.db, a.web, a.verifications, a.base = db, srv, verifications, "http://"+ln.Addr().String()
+	a.web, a.verifications, a.base = srv, verifications, "http://"+ln.Addr().String()
 	a.hs = &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go a.hs.Serve(ln)
 	jar, _ := cookiejar.New(nil)
@@ -117,7 +140,10 @@ func (a *app) close() {
 		a.hs.Close()
 	}
 	a.client.CloseIdleConnections()
-	a.db.Close()
+	if a.coord != nil {
+		a.coord.Close() // resigns, and lets the claims go, before the store's connection closes
+	}
+	a.st.Close()
 }
 
 // api sends a JSON API request and decodes a JSON answer into out (if not
@@ -217,7 +243,7 @@ type sseConn struct {
 // eventsPath is the stream a tab opens right after its page was rendered:
 // it names the store's current revision, so its snapshot holds each
 // server's row and status (and no catch-up signals).
-func (a *app) eventsPath() string { return "/events?rev=" + url.QueryEscape(a.db.Revision()) }
+func (a *app) eventsPath() string { return "/events?rev=" + url.QueryEscape(a.st.Revision()) }
 
 // openSSE opens /events with the session of a.client (log in first). The
 // reader keeps up to buffer events; a slow consumer stalls the stream as

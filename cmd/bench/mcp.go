@@ -390,8 +390,17 @@ func offerEverything(db *bolt.DB) (int, error) {
 // client, asking for the newest session-based protocol version (the
 // endpoint speaks no other), so no server/discover probe is sent.
 func (a *app) mcpClient(ctx context.Context, opts ...client.ClientOption) (*client.Client, *mcp.InitializeResult, error) {
-	tr, err := transport.NewStreamableHTTP(a.base+"/mcp",
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + benchMCPToken}))
+	return a.mcpClientListening(ctx, false, opts...)
+}
+
+// mcpClientListening is mcpClient, with the session's GET stream open
+// if listen, on which the server's notifications come between requests.
+func (a *app) mcpClientListening(ctx context.Context, listen bool, opts ...client.ClientOption) (*client.Client, *mcp.InitializeResult, error) {
+	topts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + benchMCPToken})}
+	if listen {
+		topts = append(topts, transport.WithContinuousListening())
+	}
+	tr, err := transport.NewStreamableHTTP(a.base+"/mcp", topts...)
 	if err != nil {
 		return nil, nil, err
 	}

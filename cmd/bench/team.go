@@ -8,10 +8,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
@@ -137,7 +140,149 @@ func teamFigures(ctx context.Context, cfg *config) ([]figure, error) {
 	}
 	f := versus("A policy change heard on another replica, from the write's start, p50", times, 50)
 	f.Note += "; bbolt: its own subscriber"
-	return append(figs, f), nil
+	figs = append(figs, f)
+	events, err := teamEventFigures(ctx, cfg, srv.Endpoint)
+	return append(figs, events...), err
+}
+
+// teamEventFigures measures, through two whole dashboards on one etcd
+// (replicas A and B, each with its coordinator), how long a change made
+// on A takes to reach a tab open on B (a server renamed through A's API,
+// to B's /events stream) and an agent's MCP session on B (a tool's
+// policy set through A's API, to notifications/tools/list_changed on B's
+// /mcp), against the same change reaching A's own tab and session in the
+// same round: the baseline is the replica that made the change.
+func teamEventFigures(ctx context.Context, cfg *config, endpoint string) ([]figure, error) {
+	start := func() (*app, error) {
+		db, err := etcd.Open(ctx, etcd.Options{Endpoints: []string{endpoint}, Prefix: "/bench-events/"})
+		if err != nil {
+			return nil, err
+		}
+		coord, err := etcd.NewCoordinator(db, etcd.DefaultLeaseTTL)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		a, err := startAppOn(db, coord, 2)
+		if err != nil {
+			coord.Close()
+			return nil, err
+		}
+		a.coord = coord
+		return a, a.login(ctx)
+	}
+	a, err := start()
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	b, err := start()
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	const id = "events"
+	if err := seedServer(ctx, a.st, id, 3, "v1"); err != nil {
+		return nil, err
+	}
+	srv, err := a.st.Server(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.st.ConfirmLaunch(ctx, id, srv.LaunchHash(), "bench"); err != nil { // its tools are offered
+		return nil, err
+	}
+	tabs := map[string]*sseConn{}
+	heard := map[string]chan time.Time{}
+	for name, r := range map[string]*app{"A": a, "B": b} {
+		tab, err := r.openSSE(ctx, 4096)
+		if err != nil {
+			return nil, err
+		}
+		defer tab.close()
+		tabs[name] = tab
+		ch := make(chan time.Time, 16)
+		heard[name] = ch
+		agent, _, err := r.mcpClientListening(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		defer agent.Close()
+		agent.OnNotification(func(n mcp.JSONRPCNotification) {
+			if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+				select {
+				case ch <- time.Now():
+				default:
+				}
+			}
+		})
+		if _, err := agent.ListTools(ctx, mcp.ListToolsRequest{}); err != nil { // the session has seen the offer
+			return nil, err
+		}
+	}
+	rounds := 60
+	if cfg.quick {
+		rounds = 3
+	}
+	tab, session := map[string]samples{}, map[string]samples{}
+	for i := range rounds {
+		// A tab: a rename on A, read off each replica's stream.
+		name := fmt.Sprintf("round-%d", i)
+		t0 := time.Now()
+		if err := a.api(ctx, http.MethodPut, "/api/v1/servers/"+id, map[string]any{"name": name, "transport": "stdio", "command": "mcp-fixture",
+			"default_policy": "ask"}, http.StatusOK, nil); err != nil {
+			return nil, err
+		}
+		for r, c := range tabs {
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			ev, err := c.waitFor(rctx, func(ev sseEvent) bool { return strings.Contains(ev.data, ">"+name+"<") })
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("the rename %s did not reach %s's tab: %w", name, r, err)
+			}
+			tab[r] = append(tab[r], ev.at.Sub(t0))
+		}
+		// An agent's session: a policy set on A (the tool leaves the
+		// offer, or comes back), heard on each replica's session.
+		// What the rename told the sessions (if anything) comes within
+		// the background rebuild's pause; then the slate is clean.
+		time.Sleep(300 * time.Millisecond)
+		for _, ch := range heard {
+			for len(ch) > 0 {
+				<-ch
+			}
+		}
+		p := []string{"deny", "allow"}[i%2]
+		t0 = time.Now()
+		if err := a.api(ctx, http.MethodPut, "/api/v1/servers/"+id+"/tools/tool_000/policy", map[string]any{"policy": p}, http.StatusOK, nil); err != nil {
+			return nil, err
+		}
+		for r, ch := range heard {
+			select {
+			case at := <-ch:
+				session[r] = append(session[r], at.Sub(t0))
+			case <-time.After(10 * time.Second):
+				return nil, fmt.Errorf("the policy change %d did not reach %s's MCP session as tools/list_changed", i, r)
+			}
+		}
+	}
+	fig := func(name string, got map[string]samples, q float64, target time.Duration) figure {
+		v, base := got["B"].quantile(q), got["A"].quantile(q)
+		f := figure{Name: name, Unit: "ms", Value: round3(ms(v)), Baseline: "the same change on A itself, same round", BaseVal: round3(ms(base)),
+			Ratio: round3(float64(v) / float64(max1(base))), Pass: target == 0 || v <= target,
+			Note: fmt.Sprintf("%d rounds; B p50 %.1f ms, p99 %.1f ms", len(got["B"]), ms(got["B"].median()), ms(got["B"].quantile(0.99)))}
+		f.Target = "reported"
+		if target > 0 {
+			f.Target = fmt.Sprintf("≤ %s (idle machine)", target)
+		}
+		return f
+	}
+	return []figure{
+		fig("A change on replica A → event on B's tab, p50", tab, 0.5, 0),
+		fig("A change on replica A → event on B's tab, p99", tab, 0.99, 50*time.Millisecond),
+		fig("A change on replica A → tools/list_changed on B's MCP session, p50", session, 0.5, 0),
+		fig("A change on replica A → tools/list_changed on B's MCP session, p99", session, 0.99, 100*time.Millisecond),
+	}, nil
 }
 
 // versus is the figure of etcd's median against bbolt's, passing when

@@ -182,6 +182,9 @@ type config struct {
 	legacy bool
 	// app serves an MCP App (see app.go).
 	app bool
+	// traceEcho serves the tool trace_context, which answers the trace
+	// context its call's _meta carried (tests of Switchboard's traces).
+	traceEcho bool
 	// gated lists -mode asks's asking tools only to a client that
 	// declares what each asks (see gatedTools), as server-everything
 	// does.
@@ -346,6 +349,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.escape, "escape", cfg.escape, "attempts of -mode escape, comma-separated kind=arg (see escape.go)")
 	fs.IntVar(&cfg.descriptionBytes, "description-bytes", cfg.descriptionBytes, "minimum length of the description listed by -mode injection")
 	fs.IntVar(&cfg.entries, "entries", cfg.entries, "entries listed by -mode many-tiny-tools, besides the generated tools")
+	fs.BoolVar(&cfg.traceEcho, "trace-echo", cfg.traceEcho, "serve the tool trace_context too, which answers the traceparent its call's _meta carried (empty if none)")
 	fs.BoolVar(&cfg.app, "app", cfg.app, "serve an MCP App too: the resource "+appURI+" and the tool show_clock whose _meta.ui.resourceUri points at it")
 	fs.BoolVar(&cfg.variant, "variant", cfg.variant, "with -mode asks: describe log_steps otherwise to a client that declares sampling (a tool defined differently to a client that answers what a server asks)")
 	fs.BoolVar(&cfg.gated, "gated", cfg.gated, "with -mode asks: list each asking tool only to a client that declares what it asks (sampling, elicitation form or URL, roots), and sample_roots only to one that declares sampling and roots")

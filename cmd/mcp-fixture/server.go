@@ -102,6 +102,16 @@ func newMCPServer(cfg config, tools []mcp.Tool, live *liveTools) *server.MCPServ
 	if cfg.app {
 		addApp(s)
 	}
+	if cfg.traceEcho {
+		s.AddTool(mcp.NewTool("trace_context", mcp.WithDescription("Answers the traceparent this call's _meta carried.")),
+			func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				var tp string
+				if m := req.Params.Meta; m != nil {
+					tp, _ = m.AdditionalFields["traceparent"].(string)
+				}
+				return mcp.NewToolResultText(tp), nil
+			})
+	}
 	if cfg.conformance {
 		addConformance(s)
 	}

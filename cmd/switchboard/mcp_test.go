@@ -56,25 +56,32 @@ func (d liveDashboard) addFixture(t *testing.T) {
 	}
 	d.api(t, http.MethodPost, "/api/v1/servers", map[string]any{"id": "fx", "transport": "stdio", "command": fixture,
 		"args": []string{"-tools-file", tools}, "default_policy": "allow"}, http.StatusCreated)
-	d.api(t, http.MethodPost, "/api/v1/servers/fx/verify", map[string]any{"confirm": true}, http.StatusAccepted)
-	deadline := time.Now().Add(20 * time.Second)
+	d.verified(t, "fx")
+	for tool, policy := range map[string]string{"read": "allow", "write": "ask", "drop": "deny"} {
+		d.api(t, http.MethodPut, "/api/v1/servers/fx/tools/"+tool+"/policy", map[string]any{"policy": policy}, http.StatusOK)
+	}
+}
+
+// verified confirms the server's launch, verifies it, and waits for its
+// success.
+func (d liveDashboard) verified(t *testing.T, id string) {
+	t.Helper()
+	d.api(t, http.MethodPost, "/api/v1/servers/"+id+"/verify", map[string]any{"confirm": true}, http.StatusAccepted)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var body struct {
 			Discovery struct {
 				Status string `json:"status"`
 			} `json:"discovery"`
 		}
-		json.Unmarshal(d.api(t, http.MethodGet, "/api/v1/servers/fx", nil, http.StatusOK), &body)
+		json.Unmarshal(d.api(t, http.MethodGet, "/api/v1/servers/"+id, nil, http.StatusOK), &body)
 		if body.Discovery.Status == "success" {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("fx not verified: %+v", body)
+			t.Fatalf("%s not verified: %+v", id, body)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-	for tool, policy := range map[string]string{"read": "allow", "write": "ask", "drop": "deny"} {
-		d.api(t, http.MethodPut, "/api/v1/servers/fx/tools/"+tool+"/policy", map[string]any{"policy": policy}, http.StatusOK)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 	"github.com/switchboard-dev/switchboard/internal/grants"
 	"github.com/switchboard-dev/switchboard/internal/secretkey"
+	"github.com/switchboard-dev/switchboard/internal/tracing"
 	"github.com/switchboard-dev/switchboard/internal/verify"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/store/bolt"
@@ -42,6 +43,7 @@ type serveConfig struct {
 	OIDC               *web.OIDCConfig
 	NoSharedToken      bool
 	MetricsAllow       []netip.Prefix // read /metrics without a token
+	OTLPEndpoint       string         // where traces go (see internal/tracing); off if empty
 	Addr               string
 	DBPath             string
 	Token              string
@@ -205,6 +207,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		}
 		cfg.MetricsAllow = append(cfg.MetricsAllow, p)
 	}
+	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", getenv("SWITCHBOARD_OTLP_ENDPOINT"), "send OpenTelemetry traces of verifications and routed calls to this OTLP/HTTP collector (http://collector:4318; env SWITCHBOARD_OTLP_ENDPOINT, or the standard OTEL_EXPORTER_OTLP_ENDPOINT); off unless set")
 	fs.BoolVar(&cfg.NoSharedToken, "no-shared-token", getenv("SWITCHBOARD_NO_SHARED_TOKEN") == "1", "turn the shared API token off: only people get in (a personal token, or the provider)")
 	fs.BoolVar(&cfg.DangerouslyBindAll, "dangerously-bind-all", false, "allow listening on all interfaces (anyone who can reach the port can try to start commands)")
 	if err := fs.Parse(args); err != nil {
@@ -249,6 +252,11 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	}
 	if cfg.Concurrency < 1 || cfg.Concurrency > 64 {
 		return cfg, usageError("-concurrency must be between 1 and 64, got %d", cfg.Concurrency)
+	}
+	if cfg.OTLPEndpoint != "" {
+		if err := tracing.CheckEndpoint(cfg.OTLPEndpoint); err != nil {
+			return cfg, usageError("-otlp-endpoint: %v", err)
+		}
 	}
 	if cfg.TTL < 10*time.Second || cfg.TTL > 7*24*time.Hour {
 		return cfg, usageError("-ttl must be between 10s and 168h, got %s", cfg.TTL)
@@ -476,6 +484,22 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		// checks the file in full, so say why.
 		if err := db.Close(); err != nil {
 			log.Error("close the store", "store", where, "err", err)
+		}
+	}()
+	replica := "local"
+	if coord != nil {
+		replica = coord.ID()
+	}
+	endTracing, err := tracing.Start(ctx, tracing.Config{Endpoint: cfg.OTLPEndpoint, Version: version, Replica: replica})
+	if err != nil {
+		return usageError("-otlp-endpoint: %v", err)
+	}
+	defer func() {
+		// What is left goes before the process does, within a bound.
+		tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := endTracing(tctx); err != nil {
+			log.Warn("send the last traces", "err", err)
 		}
 	}()
 	// No server (nor any other process of this user) reads this process's

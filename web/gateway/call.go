@@ -15,10 +15,12 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/discovery/oauth"
 	"github.com/switchboard-dev/switchboard/internal/toolsearch"
+	"github.com/switchboard-dev/switchboard/internal/tracing"
 	"github.com/switchboard-dev/switchboard/store"
 )
 
@@ -168,6 +170,9 @@ func (e *Endpoint) handleCall(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if cr.AgentName == toolsearch.CallToolName {
 		cr = callThrough(cr)
 	}
+	if m := req.Params.Meta; m != nil {
+		ctx = tracing.FromMeta(ctx, m.AdditionalFields) // the agent's trace goes on
+	}
 	// The server's log messages during the call reach the agent at the
 	// level it asked for (see relayLog).
 	ctx = discovery.WithCallLog(ctx, func(l discovery.CallLog) { e.relayLog(ctx, l) })
@@ -259,6 +264,32 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 	// The record's ArgsHash is made by the audit writer (see finish),
 	// or by askPerson when a person is asked.
 	rec := store.Call{At: start.UTC(), Session: cr.Session, Client: cr.Client, ConnectedAs: cr.ConnectedAs, Profile: cr.Profile, AgentName: cr.AgentName}
+	// The call's span, end to end: the wait for a person and the call
+	// to the server (see discovery's traceRequest) are its children.
+	span := trace.SpanFromContext(context.Background()) // records nothing
+	if tracing.Enabled() {
+		ctx, span = tracing.Tracer().Start(ctx, "tools/call "+cr.AgentName, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+			tracing.MethodName.String(string(mcp.MethodToolsCall)), tracing.ToolName.String(cr.AgentName), tracing.OperationName.String("execute_tool"),
+			tracing.SessionID.String(cr.Session), tracing.ClientName.String(cr.Client)))
+	}
+	defer func() {
+		if !span.IsRecording() {
+			return
+		}
+		span.SetAttributes(tracing.ServerID.String(rec.ServerID), tracing.Decision.String(rec.Decision), tracing.DecidedBy.String(rec.DecidedBy))
+		var refused *refusedError
+		switch {
+		case res != nil && res.NeedsInput():
+			span.SetAttributes(tracing.Outcome.String("input_required"))
+		case errors.As(err, &refused):
+			tracing.Fail(span, "refused", err)
+		case err != nil:
+			tracing.Fail(span, "_OTHER", err)
+		case res != nil && res.IsError:
+			tracing.Fail(span, "tool_error", nil)
+		}
+		span.End()
+	}()
 	defer func() {
 		if res != nil && res.NeedsInput() {
 			return // the call's answer is to come (see askPerson)
@@ -323,7 +354,10 @@ func (e *Endpoint) call(ctx context.Context, cr callRequest) (res *mcp.CallToolR
 			if !cr.Modern || !cr.CanAsk { // else answered at once: the question goes in the answer
 				stop = heartbeat(cr.Waiting, time.Now().Add(e.cfg.AskTimeout))
 			}
-			a := e.askPerson(ctx, cr, srv, rec)
+			actx, wait := tracing.Tracer().Start(ctx, "approval "+cr.AgentName)
+			a := e.askPerson(actx, cr, srv, rec)
+			wait.SetAttributes(tracing.DecidedBy.String(a.by))
+			wait.End()
 			stop()
 			switch {
 			case a.pending != nil:
