@@ -65,11 +65,19 @@ func NormalEmail(email string) string { return strings.ToLower(strings.TrimSpace
 // ErrUserExists refuses a second person with an email already kept.
 var ErrUserExists = errors.New("store: a person with this email exists")
 
+// ErrNotFirst refuses a first person (CreateFirstUser) to a store that
+// has people already.
+var ErrNotFirst = errors.New("store: this Switchboard has people already")
+
 // People keeps a team's people. They are not changes of the catalog.
 type People interface {
 	// CreateUser keeps a new person; ErrUserExists if the email (or id)
 	// is taken.
 	CreateUser(ctx context.Context, u User) error
+	// CreateFirstUser keeps u only if there is nobody yet (ErrNotFirst
+	// otherwise), in one transaction: of two people signing in at once
+	// on a fresh deployment, on two replicas, one is its first.
+	CreateFirstUser(ctx context.Context, u User) error
 	// Users lists the people, oldest first.
 	Users(ctx context.Context) ([]User, error)
 	// UpdateUser changes the person of id by fn (its ID, Email and

@@ -214,17 +214,23 @@ func (s *Server) signInPerson(ctx context.Context, cl idClaims) (store.User, err
 			return nil
 		})
 	}
-	role := store.RoleViewer
+	role, first := store.RoleViewer, false
 	switch {
-	case isAdmin, len(users) == 0 && s.allowedByIdP(email, cl.Groups, true):
+	case isAdmin:
 		role = store.RoleAdmin
+	case len(users) == 0 && s.allowedByIdP(email, cl.Groups, true):
+		role, first = store.RoleAdmin, true
 	case s.allowedByIdP(email, cl.Groups, false):
 	default:
 		return store.User{}, &signInRefusal{email + " is not one of this Switchboard's people: ask an admin to add you."}
 	}
 	u := store.User{ID: "u-" + randomHex(6), Email: email, Role: role, CreatedAt: now, CreatedBy: "sign-in", LastSignIn: now}
-	if err := s.deps.Store.CreateUser(ctx, u); errors.Is(err, store.ErrUserExists) {
-		return s.signInPerson(ctx, cl) // added meanwhile (another replica): signed in as listed
+	create := s.deps.Store.CreateUser
+	if first { // the first only if nobody came first meanwhile, on any replica
+		create = s.deps.Store.CreateFirstUser
+	}
+	if err := create(ctx, u); errors.Is(err, store.ErrUserExists) || errors.Is(err, store.ErrNotFirst) {
+		return s.signInPerson(ctx, cl) // added meanwhile (another replica): signed in as listed, or as who joins now
 	} else if err != nil {
 		return store.User{}, err
 	}

@@ -15,7 +15,12 @@ import (
 var bucketUsers = []byte("users")
 
 // CreateUser keeps a new person.
-func (db *DB) CreateUser(ctx context.Context, u store.User) error {
+func (db *DB) CreateUser(ctx context.Context, u store.User) error { return db.createUser(u, false) }
+
+// CreateFirstUser keeps u if there is nobody yet.
+func (db *DB) CreateFirstUser(ctx context.Context, u store.User) error { return db.createUser(u, true) }
+
+func (db *DB) createUser(u store.User, first bool) error {
 	return db.write(func(tx *bbolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketUsers)
 		if err != nil {
@@ -23,6 +28,11 @@ func (db *DB) CreateUser(ctx context.Context, u store.User) error {
 		}
 		if b.Get([]byte(u.ID)) != nil {
 			return store.ErrUserExists
+		}
+		if first {
+			if k, _ := b.Cursor().First(); k != nil {
+				return store.ErrNotFirst
+			}
 		}
 		taken := false
 		err = b.ForEach(func(_, v []byte) error {

@@ -24,9 +24,11 @@ type txn struct {
 	db  *DB
 	ctx context.Context
 	rev int64 // the revision every read is at; 0 until the first
-	// guards are the keys whose mod revision the commit compares.
-	guards map[string]int64
-	ops    []clientv3.Op
+	// guards are the keys whose mod revision the commit compares;
+	// prefixes, the ranges in which no key may have changed since rev.
+	guards   map[string]int64
+	prefixes []string
+	ops      []clientv3.Op
 	// early are the chunk puts too large for the commit, written before
 	// it (see body.go).
 	early   []clientv3.Op
@@ -92,6 +94,12 @@ func (t *txn) list(prefix string, keysOnly bool, extra ...clientv3.OpOption) ([]
 	}
 	return resp.Kvs, nil
 }
+
+// guardPrefix makes the commit run again if any key under prefix was
+// put since the reads' revision: a list that decides what is written
+// (one email per person) is then as of the commit. (A key deleted
+// meanwhile is not seen: nothing decided here depends on one.)
+func (t *txn) guardPrefix(prefix string) { t.prefixes = append(t.prefixes, prefix) }
 
 // put writes v as JSON under key at the commit.
 func (t *txn) put(key string, v any) error {
@@ -167,9 +175,12 @@ func (db *DB) run(ctx context.Context, fn func(t *txn) error) (committed bool, e
 			return false, unavailable(err)
 		}
 	}
-	cmps := make([]clientv3.Cmp, 0, len(t.guards))
+	cmps := make([]clientv3.Cmp, 0, len(t.guards)+len(t.prefixes))
 	for k, rev := range t.guards {
 		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rev))
+	}
+	for _, p := range t.prefixes {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(p), "<", t.rev+1).WithPrefix())
 	}
 	ops := t.ops
 	if len(t.changes) > 0 {

@@ -13,15 +13,31 @@ import (
 func (db *DB) userKey(id string) string { return db.key("users/" + id) }
 
 // CreateUser keeps a new person; the email is checked in the same
-// transaction, so two replicas cannot add one email twice.
+// transaction, which every person's key guards (a person added
+// meanwhile, on any replica, makes it run again), so two replicas cannot
+// add one email twice.
 func (db *DB) CreateUser(ctx context.Context, u store.User) error {
+	return db.createUser(ctx, u, false)
+}
+
+// CreateFirstUser keeps u if there is nobody yet, in one transaction
+// (see CreateUser).
+func (db *DB) CreateFirstUser(ctx context.Context, u store.User) error {
+	return db.createUser(ctx, u, true)
+}
+
+func (db *DB) createUser(ctx context.Context, u store.User, first bool) error {
 	return db.update(ctx, func(t *txn) error {
 		users, err := t.users()
 		if err != nil {
 			return err
 		}
-		if slices.ContainsFunc(users, func(o store.User) bool { return o.ID == u.ID || o.Email == u.Email }) {
+		t.guardPrefix(db.key("users/"))
+		switch {
+		case slices.ContainsFunc(users, func(o store.User) bool { return o.ID == u.ID || o.Email == u.Email }):
 			return store.ErrUserExists
+		case first && len(users) > 0:
+			return store.ErrNotFirst
 		}
 		return t.put(db.userKey(u.ID), u)
 	})

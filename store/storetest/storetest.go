@@ -61,6 +61,7 @@ func Run(t *testing.T, b Backend) {
 		{"BrowserSessions", testBrowserSessions},
 		{"MCPSessions", testMCPSessions},
 		{"People", testPeople},
+		{"PeopleAtOnce", testPeopleAtOnce},
 		{"Decisions", testDecisions},
 		{"Revision", testRevision},
 		{"NewToolPolicyFollowsAnnotations", testNewToolPolicyFollowsAnnotations},

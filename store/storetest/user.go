@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/switchboard-dev/switchboard/store"
@@ -58,5 +60,59 @@ func testPeople(t *testing.T, be Backend) {
 	us, _ = db.Users(ctx)
 	if len(us) != 1 || us[0].Role != store.RoleApprover {
 		t.Errorf("after: %+v", us)
+	}
+}
+
+// People added at once, as on two replicas: of eight adding one email,
+// one is kept; of eight signing in first on a fresh store, one is its
+// first person (issue 38: two first admins).
+func testPeopleAtOnce(t *testing.T, be Backend) {
+	ctx := t.Context()
+	db := be.Open(t)
+	race := func(add func(i int) error) (kept int, errs []error) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range 8 {
+			wg.Go(func() {
+				<-start
+				err := add(i)
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					kept++
+				} else {
+					errs = append(errs, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		return kept, errs
+	}
+	kept, errs := race(func(i int) error {
+		return db.CreateFirstUser(ctx, store.User{ID: fmt.Sprintf("first-%d", i), Email: fmt.Sprintf("p%d@example.com", i), Role: store.RoleAdmin, CreatedAt: At(i)})
+	})
+	if kept != 1 {
+		t.Errorf("%d first people kept of eight at once; want one", kept)
+	}
+	for _, err := range errs {
+		if !errors.Is(err, store.ErrNotFirst) {
+			t.Errorf("a first person refused with %v; want ErrNotFirst", err)
+		}
+	}
+	kept, errs = race(func(i int) error {
+		return db.CreateUser(ctx, store.User{ID: fmt.Sprintf("same-%d", i), Email: "same@example.com", Role: store.RoleViewer, CreatedAt: At(10 + i)})
+	})
+	if kept != 1 {
+		t.Errorf("%d people kept with one email, of eight at once; want one", kept)
+	}
+	for _, err := range errs {
+		if !errors.Is(err, store.ErrUserExists) {
+			t.Errorf("a second person with the email refused with %v; want ErrUserExists", err)
+		}
+	}
+	if us, err := db.Users(ctx); err != nil || len(us) != 2 {
+		t.Errorf("people after the races = %d, %v; want the first and one of the same email", len(us), err)
 	}
 }
