@@ -28,6 +28,9 @@ type ClientToken struct {
 	// had then, and for no other token (see Allows).
 	Allowed   []ClientAllowance `json:"allowed,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
+	// CreatedBy names who made the token (an email, or the shared
+	// token's "dashboard" or "api").
+	CreatedBy string `json:"created_by,omitempty"`
 }
 
 // ClientAllowance is one tool a connected client's person always allows

@@ -31,4 +31,9 @@ type Grant struct {
 	ProblemAt time.Time `json:"problem_at,omitzero"`
 	// SavedAt is when the grant was signed in to, or last refreshed.
 	SavedAt time.Time `json:"saved_at"`
+	// SignedInBy names the person who signed in (an email, or
+	// "dashboard" for the shared token's holder), SignedInAt when; a
+	// refresh keeps both.
+	SignedInBy string    `json:"signed_in_by,omitempty"`
+	SignedInAt time.Time `json:"signed_in_at,omitzero"`
 }

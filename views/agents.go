@@ -132,6 +132,7 @@ type ConnectedClient struct {
 	ID, Name string
 	Profile  string // its profile's id
 	Created  time.Time
+	By       string // who made its token
 	// State is "connected" (now), "seen" (at LastSeen) or "never".
 	State    string
 	LastSeen time.Time

@@ -132,6 +132,10 @@ type GrantView struct {
 	Refresh   bool      // a refresh token is held
 	// Problem says why the grant no longer serves (sign in again).
 	Problem string
+	// By signed in, at At (empty, zero: a sign-in from before people
+	// were named).
+	By string
+	At time.Time
 }
 
 // SignInLabel is the sign-in button's text.

@@ -61,7 +61,9 @@ func personActor(u store.User, via string) actor {
 // nobody), or the shared token's holder.
 func (s *Server) sessionActor(c echo.Context, sess session.Session) (actor, bool) {
 	if sess.UserID == "" {
-		return sharedActor("dashboard"), true
+		// The shared token's holder's session: nobody's once the shared
+		// token is off, whenever it began.
+		return sharedActor("dashboard"), !s.cfg.NoSharedToken
 	}
 	u, ok := s.user(c, func(u store.User) bool { return u.ID == sess.UserID })
 	if !ok {

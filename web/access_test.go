@@ -147,10 +147,28 @@ func TestEachRoleReachesOnlyItsRoutes(t *testing.T) {
 		t.Errorf("server named: %+v; want added by admin@, its launch confirmed by approver@", named)
 	}
 	e.waitIdle("named")
+	// The token of a client the admin connects names them too, on the
+	// API and the Agents page.
+	rec := e.apiWith(tokens["admin"], http.MethodPost, "/api/v1/clients", `{"name": "Ann's laptop"}`)
+	wantStatus(t, rec, http.StatusCreated)
+	var made struct {
+		Client struct {
+			CreatedBy string `json:"created_by"`
+		} `json:"client"`
+		Token string `json:"token"`
+	}
+	json.Unmarshal(rec.Body.Bytes(), &made)
+	e.secrets = append(e.secrets, made.Token)
+	if made.Client.CreatedBy != "admin@example.com" {
+		t.Errorf("the client's token made by %q; want admin@example.com", made.Client.CreatedBy)
+	}
+	if page := e.loginAs(tokens["viewer"]).get("/agents"); !strings.Contains(testIDText(t, parseHTML(t, page.Body.String()), "client-made-by"), "admin@example.com") {
+		t.Errorf("the Agents page does not say who made the client's token")
+	}
 
 	// Logging out everywhere is an admin's.
 	wantStatus(t, e.apiWith(tokens["approver"], http.MethodDelete, "/api/v1/sessions", ""), http.StatusForbidden)
-	rec := e.apiWith(tokens["viewer"], http.MethodPost, "/api/v1/users", `{"email": "eve@example.com", "role": "admin"}`)
+	rec = e.apiWith(tokens["viewer"], http.MethodPost, "/api/v1/users", `{"email": "eve@example.com", "role": "admin"}`)
 	wantStatus(t, rec, http.StatusForbidden)
 	if !strings.Contains(rec.Body.String(), "needs the admin role; you are viewer") {
 		t.Errorf("a refusal does not say what it needs: %s", rec.Body.String())

@@ -82,7 +82,7 @@ func (s *Server) agentsView(c echo.Context) (views.AgentsView, error) {
 		if err != nil {
 			return views.AgentsView{}, err
 		}
-		cl := views.ConnectedClient{ID: ct.ID, Name: ct.Name, Created: ct.CreatedAt, Profile: cmp.Or(ct.Profile, store.DefaultProfile),
+		cl := views.ConnectedClient{ID: ct.ID, Name: ct.Name, Created: ct.CreatedAt, By: ct.CreatedBy, Profile: cmp.Or(ct.Profile, store.DefaultProfile),
 			State: u.State, LastSeen: u.LastSeen, Protocol: u.Protocol, Agent: u.Client, Sessions: u.Sessions,
 			Approvals: ct.Approvals, InClient: store.InClientApprovals(ct, p)}
 		for _, a := range ct.Allowed {

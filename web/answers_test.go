@@ -74,6 +74,8 @@ type apiGrant struct {
 	RefreshTokenHeld bool       `json:"refresh_token_held"`
 	RefreshedAt      time.Time  `json:"refreshed_at"`
 	Problem          string     `json:"problem"`
+	SignedInBy       string     `json:"signed_in_by"`
+	SignedInAt       *time.Time `json:"signed_in_at"`
 }
 
 // apiDiscovery is what is known of a server's verifications.

@@ -113,6 +113,10 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 		return render(c, http.StatusForbidden, s.loginPage(
 			"This login link was opened from another web page, so it was not used. Paste the link from Switchboard's output into the address bar, or paste the access token."))
 	}
+	if s.cfg.NoSharedToken {
+		// The link logs in as the shared token's holder, who is off.
+		return render(c, http.StatusUnauthorized, s.loginPage("Login links are off here (the shared token is turned off): sign in with your personal token."))
+	}
 	if err := limitBy(s.doors.codeLimit, c); err != nil {
 		return err
 	}

@@ -125,7 +125,7 @@ func (s *Server) handleAPIConnect(c echo.Context) error {
 	if err := decodeJSON(c, 4096, &body); err != nil {
 		return err
 	}
-	token, ct, err := s.mcp.Connect(c.Request().Context(), body.Name, body.Profile)
+	token, ct, err := s.mcp.Connect(c.Request().Context(), body.Name, body.Profile, actorOf(c).name())
 	if field := gateway.ConnectField(err); field != "" {
 		return validationError(map[string]string{field: err.Error()})
 	} else if err != nil {
@@ -149,7 +149,7 @@ func (s *Server) handleAPIDisconnect(c echo.Context) error {
 // handleConnectForm serves POST /agents/clients: a token for a client
 // named in the form, shown once on the Agents page.
 func (s *Server) handleConnectForm(c echo.Context) error {
-	token, ct, err := s.mcp.Connect(c.Request().Context(), c.FormValue("name"), c.FormValue("profile"))
+	token, ct, err := s.mcp.Connect(c.Request().Context(), c.FormValue("name"), c.FormValue("profile"), actorOf(c).name())
 	v, verr := s.agentsView(c)
 	if verr != nil {
 		return verr
@@ -228,7 +228,7 @@ func (s *Server) handleConnect(c echo.Context) error {
 	if p, err := s.connectPlan(c, key, ""); err != nil || p.Fingerprint() != c.FormValue("before") {
 		return s.handleConnectPreview(c) // changed since the preview: show it again
 	}
-	token, ct, err := s.mcp.Connect(ctx, client.Name, "")
+	token, ct, err := s.mcp.Connect(ctx, client.Name, "", actorOf(c).name())
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,7 @@ func (s *Server) signInView(ctx context.Context, id string, d store.Discovery) *
 	}
 	if ok {
 		v.Grant = &views.GrantView{Issuer: g.Issuer, Scope: g.Scope, ExpiresAt: g.ExpiresAt,
-			Refresh: g.RefreshToken != "", Problem: g.Problem}
+			Refresh: g.RefreshToken != "", Problem: g.Problem, By: g.SignedInBy, At: g.SignedInAt}
 	}
 	if !v.Needed && v.Grant == nil && v.Problem == "" {
 		return nil
@@ -145,6 +145,9 @@ type grantJSON struct {
 	RefreshToken bool       `json:"refresh_token_held"`
 	SignedInAt   time.Time  `json:"refreshed_at"`
 	Problem      string     `json:"problem,omitempty"`
+	// SignedInBy and FirstSignedInAt are who signed in, and when.
+	SignedInBy      string     `json:"signed_in_by,omitempty"`
+	FirstSignedInAt *time.Time `json:"signed_in_at,omitempty"`
 }
 
 type discoveryJSON struct {
@@ -196,7 +199,8 @@ func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON
 	if srv.Transport != store.TransportStdio {
 		if g, ok, err := s.deps.Store.LatestGrant(ctx, srv.ID); err == nil && ok {
 			out.SignIn = &grantJSON{Issuer: g.Issuer, Scope: g.Scope, ExpiresAt: apijson.TimePtr(g.ExpiresAt),
-				RefreshToken: g.RefreshToken != "", SignedInAt: g.SavedAt, Problem: g.Problem}
+				RefreshToken: g.RefreshToken != "", SignedInAt: g.SavedAt, Problem: g.Problem,
+				SignedInBy: g.SignedInBy, FirstSignedInAt: apijson.TimePtr(g.SignedInAt)}
 		}
 	}
 	if j, ok := s.deps.Verify.Active(srv.ID); ok {

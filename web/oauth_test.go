@@ -187,8 +187,12 @@ func TestSignInFromTheDashboard(t *testing.T) {
 	if got := testIDText(t, page, "grant-refresh"); !strings.HasPrefix(got, "refresh token held") {
 		t.Errorf("refresh shown = %q", got)
 	}
-	if sj := e.server("o1").SignIn; sj == nil || sj.Issuer != issuer || !sj.RefreshTokenHeld || sj.ExpiresAt == nil {
-		t.Errorf("API sign_in = %+v", sj)
+	if sj := e.server("o1").SignIn; sj == nil || sj.Issuer != issuer || !sj.RefreshTokenHeld || sj.ExpiresAt == nil ||
+		sj.SignedInBy != "dashboard" || sj.SignedInAt == nil {
+		t.Errorf("API sign_in = %+v; want it named by who signed in (the shared token's holder: dashboard), and when", sj)
+	}
+	if got := testIDText(t, page, "grant-by"); !strings.HasPrefix(got, "dashboard ") {
+		t.Errorf("signed in by, shown = %q", got)
 	}
 	ev := b.openEvents(srv, &http.Client{})
 	for _, x := range ev.until(t, 5*time.Second, "snapshot", named("status-o1")) {

@@ -184,13 +184,24 @@ func (s *Server) handleOAuthCallback(c echo.Context) error {
 	if g.Scope == "" {
 		g.Scope = strings.Join(p.Auth.Plan.Scopes, " ") // the server said none: as asked
 	}
-	if err := s.deps.Store.SaveGrant(ctx, p.ServerID, grants.FromOAuth(*g, p.Auth.RedirectURI, time.Now())); err != nil {
+	kept := grants.FromOAuth(*g, p.Auth.RedirectURI, time.Now())
+	// Named by the session that started it (the callback is the
+	// browser's, which the cookie checked above).
+	by := "dashboard"
+	if sess, ok := s.doors.sessions.Get(ctx, p.Session); ok {
+		if a, ok := s.sessionActor(c, sess); ok {
+			by = a.name()
+		}
+	}
+	kept.SignedInBy, kept.SignedInAt = by, kept.SavedAt
+	if err := s.deps.Store.SaveGrant(ctx, p.ServerID, kept); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return page(http.StatusNotFound, views.CallbackView{Message: "The server was deleted while you signed in."})
 		}
 		return err
 	}
 	s.deps.Grants.Forget(p.ServerID) // a new grant: no backoff of the old one
+	s.log.Info("signed in to a server", "server", p.ServerID, "issuer", g.Issuer, "by", by)
 	s.holds.signIns.ClearProblem(p.ServerID)
 	v := views.CallbackView{OK: true, Back: back, Issuer: g.Issuer, Message: "Verifying the server again…"}
 	if srv, err := s.deps.Store.Server(ctx, p.ServerID); err == nil && srv.LaunchConfirmedNow() {

@@ -628,9 +628,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	base := "http://" + displayAddr(ln.Addr())
 	fmt.Fprintf(stdout, "Switchboard is running with %s\n", where)
-	fmt.Fprintf(stdout, "Open %s/login?code=%s\n", base, loginCode)
-	fmt.Fprintf(stdout, "  (the link logs one browser in, once; sessions last a week and survive restarts)\n")
-	if cfg.Token == "" {
+	switch {
+	case cfg.NoSharedToken: // no link, no token: they are the shared token's
+		how := "your personal token"
+		if cfg.OIDC != nil {
+			how = "the identity provider, or " + how
+		}
+		fmt.Fprintf(stdout, "Sign in at %s/login with %s (the shared API token is off)\n", base, how)
+	default:
+		fmt.Fprintf(stdout, "Open %s/login?code=%s\n", base, loginCode)
+		fmt.Fprintf(stdout, "  (the link logs one browser in, once; sessions last a week and survive restarts)\n")
+	}
+	if cfg.Token == "" && !cfg.NoSharedToken {
 		fmt.Fprintf(stdout, "API token (Authorization: Bearer, or the login form): %s\n", token)
 		if tokenFile != "" {
 			fmt.Fprintf(stdout, "  (kept in %s; the same at every start; switchboard token --rotate replaces it)\n", tokenFile)

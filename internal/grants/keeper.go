@@ -175,6 +175,7 @@ func (k *Keeper) token(ctx context.Context, id string) (string, error) {
 	}
 	st.failures, st.next, st.lastErr = 0, time.Time{}, ""
 	refreshed := FromOAuth(dg, g.RedirectURI, now)
+	refreshed.SignedInBy, refreshed.SignedInAt = g.SignedInBy, g.SignedInAt // still their sign-in
 	if err := k.store.SaveGrant(ctx, id, refreshed); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return "", signInAgain("the server was deleted")

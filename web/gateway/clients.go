@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -37,14 +38,15 @@ func ConnectField(err error) string {
 }
 
 // Connect makes a token for the client named name, of the profile with
-// the id given ("" or store.DefaultProfile for the default), and keeps
-// its hash: the token is returned once, never again.
-func (e *Endpoint) Connect(ctx context.Context, name, profile string) (string, store.ClientToken, error) {
+// the id given ("" or store.DefaultProfile for the default), on behalf of
+// by, and keeps its hash: the token is returned once, never again.
+func (e *Endpoint) Connect(ctx context.Context, name, profile, by string) (string, store.ClientToken, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || utf8.RuneCountInString(name) > maxClientName || !utf8.ValidString(name) {
 		return "", store.ClientToken{}, ErrClientName
 	}
 	token, ct := store.NewClientToken(name, time.Now())
+	ct.CreatedBy = by
 	if profile != store.DefaultProfile {
 		ct.Profile = profile
 	}
@@ -53,6 +55,7 @@ func (e *Endpoint) Connect(ctx context.Context, name, profile string) (string, s
 	} else if err != nil {
 		return "", store.ClientToken{}, err
 	}
+	e.log.Info("a connected client's token made", "client", name, "id", ct.ID, "profile", cmp.Or(ct.Profile, store.DefaultProfile), "by", by)
 	return token, ct, e.loadClients(ctx)
 }
 

@@ -360,7 +360,7 @@ func (e *env) decide(id, decision string) {
 // returns it.
 func (e *env) connectWithProfile(name, profile string) string {
 	e.t.Helper()
-	token, ct, err := e.ep.Connect(context.Background(), name, profile)
+	token, ct, err := e.ep.Connect(context.Background(), name, profile, "test")
 	want := profile
 	if want == store.DefaultProfile {
 		want = ""

@@ -241,6 +241,7 @@ type Client struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
+	CreatedBy string    `json:"created_by,omitempty"`
 	// Profile is the id of the profile whose view the client is offered.
 	Profile string `json:"profile"`
 	// Fingerprint is the start of the token's SHA-256, by which a program
@@ -267,7 +268,7 @@ type Client struct {
 
 // ClientOf is ct, of profile p, used as u says, as API answers give it.
 func ClientOf(ct store.ClientToken, p store.Profile, u gateway.ClientUse) Client {
-	return Client{ID: ct.ID, Name: ct.Name, CreatedAt: ct.CreatedAt, Profile: cmp.Or(ct.Profile, store.DefaultProfile), Fingerprint: ct.Hash[:12], State: u.State,
+	return Client{ID: ct.ID, Name: ct.Name, CreatedAt: ct.CreatedAt, CreatedBy: ct.CreatedBy, Profile: cmp.Or(ct.Profile, store.DefaultProfile), Fingerprint: ct.Hash[:12], State: u.State,
 		LastSeenAt: u.LastSeen, ProtocolVersion: u.Protocol, ClientInfo: u.Client, Sessions: u.Sessions,
 		Approvals: ct.Approvals, ApprovalsInClient: store.InClientApprovals(ct, p), Allowed: append([]store.ClientAllowance{}, ct.Allowed...)}
 }
