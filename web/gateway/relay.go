@@ -178,7 +178,7 @@ func (g guardedRelay) allow(ctx context.Context, kind, detail string) (done func
 		if g.e.deps.Approvers() == 0 {
 			return refuse(bySwitch, fmt.Sprintf("%s's %s requests wait for a person on the dashboard, and no dashboard tab is open", g.srv.Name, kind))
 		}
-		ap := &approval{Session: g.call.Session, Client: g.call.Client, ConnectedAs: g.call.ConnectedAs, ServerID: g.srv.ID, ServerName: g.srv.Name,
+		ap := &approval{Session: g.call.Session, Client: g.call.Client, ConnectedAs: g.call.ConnectedAs, Profile: g.call.Profile, ServerID: g.srv.ID, ServerName: g.srv.Name,
 			Tool: g.call.Tool, Request: kind, AgentName: g.call.AgentName, Args: detail, ArgsHash: rec.ArgsHash}
 		answer, by, reason := g.e.approvals.ask(ctx, ap, g.e.cfg.AskTimeout, nil)
 		if !answer.allows() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/switchboard-dev/switchboard/internal/mcptest"
+	"github.com/switchboard-dev/switchboard/store"
 )
 
 // A server's progress on an agent's call reaches the agent, in both
@@ -226,4 +228,57 @@ func (s slowSampler) CreateMessage(context.Context, mcp.CreateMessageRequest) (*
 	<-s.release
 	defer close(s.answered)
 	return &mcp.CreateMessageResult{Model: "slow", SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("late")}}, nil
+}
+
+// A server's question during a call waits for a person under the
+// profile of the client that made the call (issue 38: the relay's
+// approvals carried none, so a profile's named approvers did not bound
+// who answered its servers' questions).
+func TestAServersQuestionWaitsUnderItsCallersProfile(t *testing.T) {
+	up := server.NewMCPServer("upstream", "1.0.0", server.WithToolCapabilities(false))
+	up.AddTool(mcp.NewTool("consult", mcp.WithDescription("Asks the client's model.")),
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			//lint:ignore SA1019 a 2025-era server asks for sampling as that revision has it
+			res, err := server.ServerFromContext(ctx).RequestSampling(ctx, mcp.CreateMessageRequest{
+				CreateMessageParams: mcp.CreateMessageParams{Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("well?")}}, MaxTokens: 10}})
+			if err != nil {
+				return mcp.NewToolResultText("refused: " + err.Error()), nil
+			}
+			return mcp.NewToolResultText(fmt.Sprint(res.Content)), nil
+		})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(up, server.WithStreamableHTTPProtocolVersions(mcp.ProtocolVersion20251125)))
+	t.Cleanup(ts.Close)
+	e := newEnv(t)
+	e.approvers.Store(1) // a person is there to answer
+	e.createServer(map[string]any{"id": "con", "name": "Consultant", "transport": "http", "url": ts.URL + "/mcp",
+		"default_policy": "allow", "asks": map[string]string{"sampling": "ask"}})
+	if status := e.verify("con"); status != "success" {
+		t.Fatalf("verify = %s", status)
+	}
+	e.setPolicy("con", "consult", "allow")
+	e.saveProfile(store.Profile{ID: "ops", Name: "Ops", Mode: store.ProfileAll, Approvers: []string{"ann@example.com"}})
+	token := e.connectWithProfile("Ops agent", "ops")
+	answered := slowSampler{release: make(chan struct{}), answered: make(chan struct{})}
+	close(answered.release)
+	c := mcptest.ConnectAs(t, e.base, token, mcp.ProtocolVersion20251125, mcp.Implementation{Name: "ops-agent", Version: "1"},
+		client.WithSamplingHandler(answered))
+	done := make(chan string, 1)
+	go func() {
+		res, err := c.Call("con__consult", nil)
+		done <- fmt.Sprint(mcptest.Text(res), err)
+	}()
+	id := e.waitApproval()
+	ap := e.ep.Approvals()[0]
+	if ap.Request != store.AskSampling || ap.Profile != "ops" {
+		t.Errorf("the server's question waits as %q under profile %q; want sampling, under ops", ap.Request, ap.Profile)
+	}
+	e.decide(id, "allow_once")
+	select {
+	case got := <-done:
+		if strings.Contains(got, "refused") {
+			t.Errorf("the call after its question was allowed = %s", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call still waits")
+	}
 }
