@@ -21,6 +21,20 @@
       el.className = "live live-" + state;
     }
   }
+  // A form that shows state to a role that may not change it (see
+  // app.css, data-needs) is read only: its fields are disabled, so that
+  // neither a click nor a key changes them. Again after each swap.
+  var rank = { viewer: 1, approver: 2, admin: 3 };
+  function readOnlyForRole(root) {
+    var role = rank[document.body.getAttribute("data-role")] || 3;
+    (root || document).querySelectorAll(".shows-state[data-needs]").forEach(function (form) {
+      if (role >= (rank[form.getAttribute("data-needs")] || 3)) return;
+      form.querySelectorAll("select, input, textarea").forEach(function (el) { el.disabled = true; });
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { readOnlyForRole(); });
+  document.addEventListener("htmx:afterSettle", function (e) { readOnlyForRole(e.target); });
+
   // A request htmx made that was refused says why, where the person is
   // (a role too low for a change, a session that ended, a store out of
   // reach), instead of nothing happening.

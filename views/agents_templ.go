@@ -306,7 +306,7 @@ func ApprovalCards(list []Approval) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "\" hx-swap=\"none\"><button type=\"submit\" name=\"decision\" value=\"allow_once\" class=\"primary\" data-testid=\"approve-call\">Allow once</button> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "\" hx-swap=\"none\" data-needs=\"approver\"><button type=\"submit\" name=\"decision\" value=\"allow_once\" class=\"primary\" data-testid=\"approve-call\">Allow once</button> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -42,7 +42,7 @@ func ServersPage(p Page, servers []ServerItem, batch *BatchView) templ.Component
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"page-head\"><h1>Servers</h1><span class=\"spacer\"></span> <button type=\"button\" hx-post=\"/verify-all\" hx-swap=\"none\" data-testid=\"verify-all-button\" title=\"Verify every enabled server whose command is confirmed, a few at a time\">Verify all</button> <a class=\"button primary\" href=\"/servers/new\">Add server</a></div><div id=\"verify-all\" sse-swap=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"page-head\"><h1>Servers</h1><span class=\"spacer\"></span> <button type=\"button\" hx-post=\"/verify-all\" hx-swap=\"none\" data-testid=\"verify-all-button\" data-needs=\"approver\" title=\"Verify every enabled server whose command is confirmed, a few at a time\">Verify all</button> <a class=\"button primary\" href=\"/servers/new\" data-needs=\"admin\">Add server</a></div><div id=\"verify-all\" sse-swap=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -672,7 +672,7 @@ func VerifyButton(s ServerItem) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 49, "\" hx-swap=\"none\" data-testid=\"cancel-button\">Cancel</button>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 49, "\" hx-swap=\"none\" data-testid=\"cancel-button\" data-needs=\"approver\">Cancel</button>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -690,7 +690,7 @@ func VerifyButton(s ServerItem) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 51, "\" data-testid=\"verify-button\" title=\"See exactly what will run, then verify\">Review and verify</a>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 51, "\" data-testid=\"verify-button\" data-needs=\"approver\" title=\"See exactly what will run, then verify\">Review and verify</a>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -708,7 +708,7 @@ func VerifyButton(s ServerItem) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 53, "\" hx-swap=\"none\" data-testid=\"verify-button\">Verify</button>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 53, "\" hx-swap=\"none\" data-testid=\"verify-button\" data-needs=\"approver\">Verify</button>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -880,7 +880,7 @@ func VerifyAllProgress(b *BatchView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 67, "\" hx-swap=\"none\" data-testid=\"verify-all-cancel\" title=\"Cancel the verifications still queued or running\">Cancel</button> ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 67, "\" hx-swap=\"none\" data-testid=\"verify-all-cancel\" data-needs=\"approver\" title=\"Cancel the verifications still queued or running\">Cancel</button> ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -307,6 +307,7 @@ type apiClient struct {
 	ID          string `json:"id"`
 	Name        string `json:"name"`
 	CreatedAt   string `json:"created_at"`
+	CreatedBy   string `json:"created_by"`
 	Profile     string `json:"profile"`
 	Fingerprint string `json:"fingerprint"`
 	// State is connected, seen or never; the rest is what the agent

@@ -47,13 +47,25 @@ test('an admin adds an approver and a viewer; each signs in and can do what the 
   await page.goto('/people');
   await shoot(page, 'people-page');
 
-  // The viewer reads, and a change is refused with the reason shown.
+  // The viewer reads: what the role may not change is shown read only,
+  // and what it may not do is not offered; a change forced through
+  // anyway is refused with the reason shown.
   const viewer = await signInAs(browser, tokens.viewer);
   viewer.on('console', m => { if (m.type() === 'error' && !m.text().includes('403')) errors.push(m.text()); });
   await expect(viewer.getByTestId('viewer-note')).toBeVisible();
+  await expect(viewer.getByTestId('add-server')).toBeHidden();
   await viewer.goto('/servers/peoplefx');
   await waitLive(viewer);
   const row = viewer.locator('[data-testid=tool-row][data-tool-name=tool_001]');
+  await expect(row.getByTestId('policy-select')).toBeDisabled();
+  await expect(row.getByTestId('policy-select')).toBeVisible();
+  await expect(viewer.getByTestId('edit-link')).toBeHidden();
+  await expect(viewer.getByTestId('verify-button')).toBeHidden();
+  await expect(viewer.getByTestId('danger-zone')).toBeHidden();
+  await expect(viewer.getByTestId('ask-sampling')).toBeDisabled();
+  await expect(viewer.getByTestId('save-asks')).toBeHidden();
+  await shoot(viewer, 'people-viewer-server');
+  await row.getByTestId('policy-select').evaluate((el: HTMLSelectElement) => { el.disabled = false; });
   await row.getByTestId('policy-select').selectOption('deny');
   await expect(viewer.getByTestId('request-error')).toContainText('this needs the approver role; you are viewer');
   expect((await api(page, 'GET', '/api/v1/servers/peoplefx/tools/tool_001')).body.tool.policy).not.toBe('deny');
