@@ -27,6 +27,7 @@ run:
 build:
 	$(GO) build -o bin/switchboard ./cmd/switchboard
 	$(GO) build -o bin/mcp-fixture ./cmd/mcp-fixture
+	$(GO) build -o bin/registry-fixture ./cmd/registry-fixture
 
 # switchboard and mcp-fixture for every platform, version stamped, in dist/.
 dist:

@@ -155,6 +155,20 @@ type Server struct {
 	// command. It is part of LaunchHash (a person confirms it with the
 	// command), not of ConfigHash.
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	// From is the registry entry the server was added from (nil: added
+	// by hand); an edit keeps it.
+	From *RegistrySource `json:"from_registry,omitempty"`
+}
+
+// RegistrySource is the MCP Registry entry a server was added from: the
+// registry, the server's name there, the exact version, and the package
+// (its registry type and identifier) or remote its launch runs.
+type RegistrySource struct {
+	Registry string `json:"registry"`
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	Kind     string `json:"kind"` // npm, pypi, oci, remote
+	Package  string `json:"package,omitempty"`
 }
 
 // Sandbox is a stdio server's permission profile, as stored; the walls

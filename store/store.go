@@ -268,6 +268,7 @@ type Store interface {
 	MCPSessions
 	People
 	Decisions
+	RegistryCopies
 	Changes
 	Close() error
 }

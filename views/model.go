@@ -772,3 +772,60 @@ type ReadyCheck struct {
 	OK     bool
 	Detail string
 }
+
+// RegistryView is the Registry page: the registries' servers found, the
+// copies they came from (their age), and an error with its fields.
+type RegistryView struct {
+	Query      string
+	Copies     []RegistryCopy
+	Servers    []RegistryServer
+	NextCursor string
+	Error      string
+	Fields     map[string]string
+}
+
+// RegistryCopy is what the page says of one registry's copy.
+type RegistryCopy struct {
+	Registry    string
+	PulledAt    time.Time
+	Entries     int
+	ReadThrough bool
+	Error       string
+}
+
+// RegistryServer is one server of a registry, as the page lists it:
+// everything is the registry's, shown as text (never fetched).
+type RegistryServer struct {
+	Registry, Name, Title, Description string
+	Status, Latest                     string
+	Versions                           []string
+	Packages                           []RegistryPackage
+	Remotes                            []string
+	Repository, WebsiteURL             string
+	// Added are the ids of the servers added from it here.
+	Added  []string
+	CanAdd bool
+}
+
+// RegistryPackage is one package of a registry server.
+type RegistryPackage struct {
+	Type, Identifier, Version string
+	Runs                      bool // Switchboard runs packages of its type
+}
+
+// RegistryAddView is the form that adds a registry server: what it runs
+// and the values its launch asks for.
+type RegistryAddView struct {
+	Registry, Name, Version, Title, Description string
+	Runs                                        string // what the launch runs, in words
+	Inputs                                      []RegistryInput
+	Error                                       string
+	Fields                                      map[string]string
+}
+
+// RegistryInput is one value the launch asks for.
+type RegistryInput struct {
+	Key, Label, Description, Default, Value string
+	Required, Secret                        bool
+	Choices                                 []string
+}

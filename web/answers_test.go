@@ -42,6 +42,13 @@ type apiServer struct {
 	Discovery     *apiDiscovery     `json:"discovery"`
 	Sandbox       *apiSandbox       `json:"sandbox"`
 	Asks          map[string]string `json:"asks"`
+	FromRegistry  *struct {
+		Registry string `json:"registry"`
+		Name     string `json:"name"`
+		Version  string `json:"version"`
+		Kind     string `json:"kind"`
+		Package  string `json:"package"`
+	} `json:"from_registry"`
 }
 
 // apiSandbox is a stdio server's permission profile in the API.

@@ -135,6 +135,8 @@ type serverJSON struct {
 	UpdatedBy   string     `json:"updated_by,omitempty"`
 	ConfirmedBy string     `json:"confirmed_by,omitempty"`
 	ConfirmedAt *time.Time `json:"confirmed_at,omitempty"`
+	// FromRegistry is the registry entry it was added from.
+	FromRegistry *store.RegistrySource `json:"from_registry,omitempty"`
 }
 
 // grantJSON is a server's sign-in as the API shows it.
@@ -181,7 +183,7 @@ type discoveryJSON struct {
 
 func (s *Server) serverToJSON(ctx context.Context, sum store.Summary) serverJSON {
 	srv, d := sum.Server, sum.Discovery
-	out := serverJSON{JSON: serverconfig.ToJSON(srv), UpdatedBy: srv.UpdatedBy}
+	out := serverJSON{JSON: serverconfig.ToJSON(srv), UpdatedBy: srv.UpdatedBy, FromRegistry: srv.From}
 	if l := srv.ConfirmedLaunch; l != nil && srv.LaunchConfirmedNow() {
 		out.ConfirmedBy, out.ConfirmedAt = l.ConfirmedBy, apijson.TimePtr(l.ConfirmedAt)
 	}

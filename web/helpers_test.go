@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/internal/grants"
 	"github.com/switchboard-dev/switchboard/internal/logtest"
+	"github.com/switchboard-dev/switchboard/internal/registry"
 	"github.com/switchboard-dev/switchboard/internal/secretkey"
 	"github.com/switchboard-dev/switchboard/internal/verify"
 	"github.com/switchboard-dev/switchboard/store"
@@ -135,6 +136,9 @@ type webConfig struct {
 	NoVerifyOnStart   bool
 	WatchPingInterval time.Duration
 	Cluster           cluster.Cluster
+	// Registries, if any, are the registries browsed (their copies kept
+	// in the app's store).
+	Registries []string
 }
 
 type appOption func(*webConfig)
@@ -149,7 +153,11 @@ func startApp(t testing.TB, cfg webConfig, st store.Store, v *discovery.Verifier
 		Concurrency: cfg.Concurrency, DefaultTTL: cfg.DefaultTTL, NoVerifyOnStart: cfg.NoVerifyOnStart,
 		WatchPingInterval: cfg.WatchPingInterval, Cluster: cfg.Cluster, Logger: cfg.Logger, Now: cfg.Now,
 	}, st, v, keeper)
-	app, err := web.New(cfg.Config, web.Deps{Store: st, Verify: verifications, Verifier: v, Grants: keeper, Cluster: cfg.Cluster})
+	var copies *registry.Copies
+	if len(cfg.Registries) > 0 {
+		copies = registry.NewCopies(st, cfg.Registries, 0, cfg.Logger)
+	}
+	app, err := web.New(cfg.Config, web.Deps{Store: st, Verify: verifications, Verifier: v, Grants: keeper, Cluster: cfg.Cluster, Registry: copies})
 	if err != nil {
 		verifications.Close()
 		t.Fatal(err)

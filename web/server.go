@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-dev/switchboard/cluster"
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
+	"github.com/switchboard-dev/switchboard/internal/registry"
 	"github.com/switchboard-dev/switchboard/internal/verify"
 	"github.com/switchboard-dev/switchboard/store"
 	"github.com/switchboard-dev/switchboard/views"
@@ -95,6 +96,9 @@ type Deps struct {
 	// team's Switchboard (store/etcd's Coordinator); a Switchboard on
 	// its own if nil.
 	Cluster cluster.Cluster
+	// Registry is the copies of the MCP Registries browsed and added
+	// from (internal/registry); none if nil.
+	Registry *registry.Copies
 }
 
 // Verifications is what the web face asks of verifications (see

@@ -21,24 +21,7 @@ import (
 // allow-list, and npx fetches the server through the egress proxy and
 // verifies.
 func TestAllowAndVerifyAgainWithNpx(t *testing.T) {
-	if _, err := exec.LookPath("npx"); err != nil {
-		t.Fatalf("npx is not installed: %v", err)
-	}
-	c := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := c.Get("https://registry.npmjs.org/@modelcontextprotocol%2fserver-memory")
-	if err != nil {
-		t.Skipf("the npm registry is unreachable from this machine (%v)", err)
-	}
-	resp.Body.Close()
-	// npx may take a while to fetch a hundred packages: minutes, not the
-	// seconds the other tests' verifier allows.
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "sb.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := sealed.New(db, testRing)
-	e := newEnvVerifying(t, st.Store(), discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Minute}, nil))
-	e.db, e.raw = st, db
+	e := npxEnv(t, "@modelcontextprotocol/server-memory")
 	cwd := t.TempDir()
 	e.createServer(map[string]any{
 		"id": "memory", "name": "Memory", "transport": "stdio", "command": "npx", "cwd": cwd,
@@ -71,4 +54,29 @@ func TestAllowAndVerifyAgainWithNpx(t *testing.T) {
 	if d.ToolCount == 0 || !strings.Contains(d.Isolation, "landlock") || !strings.Contains(d.Isolation, "netns") {
 		t.Errorf("verified with %d tools, isolation %q; want server-memory's tools, in its walls", d.ToolCount, d.Isolation)
 	}
+}
+
+// npxEnv is an application whose verifier gives npx minutes to fetch a
+// package (not the seconds the other tests' allows), once npx and the
+// npm registry's pkg are there (the test is skipped without the npm
+// registry, failed without npx).
+func npxEnv(t *testing.T, pkg string, opts ...appOption) *env {
+	t.Helper()
+	if _, err := exec.LookPath("npx"); err != nil {
+		t.Fatalf("npx is not installed: %v", err)
+	}
+	c := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get("https://registry.npmjs.org/" + strings.ReplaceAll(pkg, "/", "%2f"))
+	if err != nil {
+		t.Skipf("the npm registry is unreachable from this machine (%v)", err)
+	}
+	resp.Body.Close()
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "sb.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sealed.New(db, testRing)
+	e := newEnvVerifying(t, st.Store(), discovery.NewVerifier(discovery.Limits{InitTimeout: 5 * time.Minute}, nil), opts...)
+	e.db, e.raw = st, db
+	return e
 }

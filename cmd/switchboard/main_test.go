@@ -82,7 +82,12 @@ func (b *syncBuffer) String() string {
 }
 
 func env(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
+	return func(k string) string {
+		if v, ok := m[k]; ok || k != "SWITCHBOARD_REGISTRY" {
+			return v
+		}
+		return "none" // the tests reach no registry but their own
+	}
 }
 
 var openURL = regexp.MustCompile(`Open (http://127\.0\.0\.1:\d+)/login\?code=([0-9a-f]{64})`)

@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
 	"github.com/switchboard-dev/switchboard/internal/grants"
+	"github.com/switchboard-dev/switchboard/internal/registry"
 	"github.com/switchboard-dev/switchboard/internal/secretkey"
 	"github.com/switchboard-dev/switchboard/internal/tracing"
 	"github.com/switchboard-dev/switchboard/internal/verify"
@@ -40,10 +41,14 @@ const DefaultPort = 7420
 type serveConfig struct {
 	// OIDC signs people in with an identity provider (nil: none);
 	// NoSharedToken turns the shared API token off.
-	OIDC               *web.OIDCConfig
-	NoSharedToken      bool
-	MetricsAllow       []netip.Prefix // read /metrics without a token
-	OTLPEndpoint       string         // where traces go (see internal/tracing); off if empty
+	OIDC          *web.OIDCConfig
+	NoSharedToken bool
+	MetricsAllow  []netip.Prefix // read /metrics without a token
+	OTLPEndpoint  string         // where traces go (see internal/tracing); off if empty
+	// Registries are the MCP Registries browsed and added from ("none":
+	// no registry); RegistryEvery how often their copies are pulled.
+	Registries         []string
+	RegistryEvery      time.Duration
 	Addr               string
 	DBPath             string
 	Token              string
@@ -207,6 +212,11 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		}
 		cfg.MetricsAllow = append(cfg.MetricsAllow, p)
 	}
+	fs.Func("registry", "an MCP Registry to browse and add servers from (API v0.1), repeatable (env SWITCHBOARD_REGISTRY, comma-separated; default the official "+registry.Official+"; none: no registry)", func(v string) error {
+		cfg.Registries = append(cfg.Registries, v)
+		return nil
+	})
+	fs.DurationVar(&cfg.RegistryEvery, "registry-every", registry.DefaultEvery, "how often each registry's copy is brought up to date")
 	fs.StringVar(&cfg.OTLPEndpoint, "otlp-endpoint", getenv("SWITCHBOARD_OTLP_ENDPOINT"), "send OpenTelemetry traces of verifications and routed calls to this OTLP/HTTP collector (http://collector:4318; env SWITCHBOARD_OTLP_ENDPOINT, or the standard OTEL_EXPORTER_OTLP_ENDPOINT); off unless set")
 	fs.BoolVar(&cfg.NoSharedToken, "no-shared-token", getenv("SWITCHBOARD_NO_SHARED_TOKEN") == "1", "turn the shared API token off: only people get in (a personal token, or the provider)")
 	fs.BoolVar(&cfg.DangerouslyBindAll, "dangerously-bind-all", false, "allow listening on all interfaces (anyone who can reach the port can try to start commands)")
@@ -252,6 +262,27 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	}
 	if cfg.Concurrency < 1 || cfg.Concurrency > 64 {
 		return cfg, usageError("-concurrency must be between 1 and 64, got %d", cfg.Concurrency)
+	}
+	if len(cfg.Registries) == 0 {
+		cfg.Registries = splitList(getenv("SWITCHBOARD_REGISTRY"))
+	}
+	if len(cfg.Registries) == 0 {
+		cfg.Registries = []string{registry.Official}
+	}
+	for _, r := range cfg.Registries {
+		if r == "none" {
+			if len(cfg.Registries) > 1 {
+				return cfg, usageError("-registry none names no registry, and cannot go with others")
+			}
+			cfg.Registries = nil
+			break
+		}
+		if u, err := url.Parse(r); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+			return cfg, usageError("-registry %q: want a registry's URL, such as %s", r, registry.Official)
+		}
+	}
+	if cfg.RegistryEvery < time.Minute {
+		return cfg, usageError("-registry-every must be at least 1m, got %s", cfg.RegistryEvery)
 	}
 	if cfg.OTLPEndpoint != "" {
 		if err := tracing.CheckEndpoint(cfg.OTLPEndpoint); err != nil {
@@ -594,6 +625,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Logger:          log,
 	}, db, verifier, keeper)
 	defer verifications.Close() // after the web face (its calls end first); again is nothing
+	// The registries' copies, pulled in the background until serve ends.
+	var copies *registry.Copies
+	if len(cfg.Registries) > 0 {
+		copies = registry.NewCopies(db, cfg.Registries, cfg.RegistryEvery, log)
+		pctx, stopPulls := context.WithCancel(ctx)
+		pulled := make(chan struct{})
+		go func() { defer close(pulled); copies.Run(pctx) }()
+		defer func() { stopPulls(); <-pulled }()
+	}
 	if cfg.NoSharedToken && cfg.OIDC == nil {
 		if users, err := db.Users(ctx); err != nil {
 			ln.Close()
@@ -616,7 +656,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Logger:        log,
 
 		OAuthClientMetadataURL: cfg.OAuthClientMetadataURL,
-	}, web.Deps{Store: db, Verify: verifications, Verifier: verifier, Grants: keeper, Cluster: coord})
+	}, web.Deps{Store: db, Verify: verifications, Verifier: verifier, Grants: keeper, Cluster: coord, Registry: copies})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("start: %w", err)

@@ -98,7 +98,7 @@ func Validate(in Input, old *store.Server) (store.Server, map[string]string) {
 		s.RecordArgs = *in.RecordArgs
 	}
 	if old != nil {
-		s.Asks = old.Asks
+		s.Asks, s.From = old.Asks, old.From
 	}
 	for _, kind := range slices.Sorted(maps.Keys(in.Asks)) {
 		p := in.Asks[kind]

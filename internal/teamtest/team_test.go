@@ -96,7 +96,7 @@ func start(t *testing.T, env []string, name string, args ...string) *proc {
 	// The cluster speaks plain HTTP on loopback: said so, as a team's
 	// replicas must (-etcd-insecure).
 	// The replicas share one secret key, as a team's must.
-	p.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_ETCD_INSECURE=1", "SWITCHBOARD_SECRET_KEY="+teamKey), env...)
+	p.cmd.Env = append(append(os.Environ(), "SWITCHBOARD_ETCD_INSECURE=1", "SWITCHBOARD_SECRET_KEY="+teamKey, "SWITCHBOARD_REGISTRY=none"), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

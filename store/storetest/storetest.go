@@ -62,6 +62,7 @@ func Run(t *testing.T, b Backend) {
 		{"MCPSessions", testMCPSessions},
 		{"People", testPeople},
 		{"PeopleAtOnce", testPeopleAtOnce},
+		{"RegistryCopies", testRegistryCopies},
 		{"Decisions", testDecisions},
 		{"Revision", testRevision},
 		{"NewToolPolicyFollowsAnnotations", testNewToolPolicyFollowsAnnotations},

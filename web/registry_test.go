@@ -1,0 +1,125 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/switchboard-dev/switchboard/internal/registry/registrytest"
+)
+
+// registryPage is GET /api/v1/registry/servers' answer.
+type registryPage struct {
+	Servers []struct {
+		Server struct {
+			Name    string `json:"name"`
+			Title   string `json:"title"`
+			Version string `json:"version"`
+		} `json:"server"`
+		Meta struct {
+			Registry string   `json:"registry"`
+			Status   string   `json:"status"`
+			Latest   string   `json:"latest"`
+			Versions []string `json:"versions"`
+			Added    []string `json:"added"`
+		} `json:"_meta"`
+	} `json:"servers"`
+	Metadata struct {
+		NextCursor string `json:"nextCursor"`
+		Count      int    `json:"count"`
+	} `json:"metadata"`
+	Copies []struct {
+		Registry    string `json:"registry"`
+		PulledAt    string `json:"pulled_at"`
+		Entries     int    `json:"entries"`
+		ReadThrough bool   `json:"read_through"`
+	} `json:"copies"`
+}
+
+// The Registry page and API browse a registry from its copy, pages and
+// all; a server is added in one step, its launch pinned to the version,
+// its required secret refused when missing and kept sealed when given;
+// nothing runs before a person confirms the launch; what a registry
+// sends is shown as text (issue 39).
+func TestBrowseAndAddFromARegistry(t *testing.T) {
+	reg := registrytest.Start(t, append(registrytest.Seed(), registrytest.Filler(130)...))
+	e := newEnv(t, func(c *webConfig) { c.Registries = []string{reg.URL} })
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/registry/refresh", nil), http.StatusOK)
+
+	var page registryPage
+	json.Unmarshal(e.api(http.MethodGet, "/api/v1/registry/servers?limit=100", nil).Body.Bytes(), &page)
+	if page.Metadata.Count != 100 || page.Metadata.NextCursor == "" || len(page.Copies) != 1 || page.Copies[0].PulledAt == "" || page.Copies[0].Entries < 137 {
+		t.Fatalf("the first page = %d servers, next %q, copies %+v", page.Metadata.Count, page.Metadata.NextCursor, page.Copies)
+	}
+	var next registryPage
+	json.Unmarshal(e.api(http.MethodGet, "/api/v1/registry/servers?limit=100&cursor="+url.QueryEscape(page.Metadata.NextCursor), nil).Body.Bytes(), &next)
+	if next.Metadata.Count != 36 || next.Metadata.NextCursor != "" {
+		t.Errorf("the second page = %d servers, next %q; want the last 36", next.Metadata.Count, next.Metadata.NextCursor)
+	}
+	rec := e.api(http.MethodGet, "/api/v1/registry/servers?cursor=bogus", nil)
+	wantStatus(t, rec, http.StatusBadRequest)
+
+	// A required secret, missing: refused on its field, nothing added.
+	rec = e.api(http.MethodPost, "/api/v1/registry/add", map[string]any{"name": "io.github.switchboard-test/records", "version": "1.7.2"})
+	wantStatus(t, rec, http.StatusUnprocessableEntity)
+	if !strings.Contains(rec.Body.String(), `"env.RECORDS_API_KEY"`) {
+		t.Errorf("the refusal = %s; want the secret's field", rec.Body.String())
+	}
+	// Given: the server, pinned, through the launch confirmation.
+	rec = e.api(http.MethodPost, "/api/v1/registry/add", map[string]any{"name": "io.github.switchboard-test/records", "version": "latest",
+		"env": map[string]string{"RECORDS_API_KEY": "pat-registry-secret"}})
+	wantStatus(t, rec, http.StatusCreated)
+	e.secrets = append(e.secrets, "pat-registry-secret")
+	srv := e.server("records")
+	if srv.Command != "npx" || strings.Join(srv.Args, " ") != "-y records-mcp-server@1.7.2" || srv.Env["RECORDS_API_KEY"] == "pat-registry-secret" {
+		t.Errorf("added = %+v; want npx -y records-mcp-server@1.7.2, its secret masked", srv)
+	}
+	if srv.FromRegistry == nil || srv.FromRegistry.Name != "io.github.switchboard-test/records" || srv.FromRegistry.Version != "1.7.2" || srv.FromRegistry.Kind != "npm" {
+		t.Errorf("from_registry = %+v", srv.FromRegistry)
+	}
+	if srv.ConfirmedBy != "" {
+		t.Error("a server added from a registry runs without a person confirming its launch")
+	}
+	e.checkNoSecrets("the added server", rec.Body.String())
+	// The remote, its URL and header filled; a second add gets an id of
+	// its own.
+	rec = e.api(http.MethodPost, "/api/v1/registry/add", map[string]any{"name": "com.example/weather", "arguments": map[string]string{"tenant": "acme"},
+		"headers": map[string]string{"Authorization.token": "weather-token-1"}})
+	wantStatus(t, rec, http.StatusCreated)
+	e.secrets = append(e.secrets, "weather-token-1")
+	if w := e.server("weather"); w.Transport != "http" || w.URL != "https://acme.weather.example.com/mcp" {
+		t.Errorf("the remote = %+v", w)
+	}
+	json.Unmarshal(e.api(http.MethodGet, "/api/v1/registry/servers?search=records", nil).Body.Bytes(), &page)
+	if len(page.Servers) != 1 || strings.Join(page.Servers[0].Meta.Added, ",") != "records" {
+		t.Errorf("the registry's records = %+v; want it marked added as records", page.Servers)
+	}
+
+	// The page: hostile markup shown as text, the deprecated marked.
+	b := e.loginWithToken()
+	body := b.get("/registry?search=markup").Body.String()
+	if strings.Contains(body, "<img src=x") || !strings.Contains(body, "&lt;img src=x onerror=alert(1)&gt;") {
+		t.Errorf("the registry's markup is not escaped on the page")
+	}
+	doc := parseHTML(t, b.get("/registry?search=legacy").Body.String())
+	if got := testIDText(t, doc, "registry-status"); got != "deprecated" {
+		t.Errorf("the deprecated server's status shown = %q", got)
+	}
+	// The add form asks for the secret, and refuses without it, the
+	// other input kept.
+	form := b.get("/registry/add?" + url.Values{"registry": {reg.URL}, "name": {"io.github.switchboard-test/records"}}.Encode())
+	if form.Code != http.StatusOK || !strings.Contains(form.Body.String(), `name="env.RECORDS_API_KEY"`) {
+		t.Fatalf("the add form = %d", form.Code)
+	}
+	rec = b.post("/registry/add", url.Values{"registry": {reg.URL}, "name": {"io.github.switchboard-test/records"}, "version": {"1.7.2"}})
+	if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), `data-testid="field-error-env.RECORDS_API_KEY"`) {
+		t.Errorf("the form without the secret = %d", rec.Code)
+	}
+	rec = b.post("/registry/add", url.Values{"registry": {reg.URL}, "name": {"io.github.switchboard-test/records"}, "version": {"1.7.2"},
+		"env.RECORDS_API_KEY": {"pat-registry-secret"}})
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/servers/records-2/confirm" {
+		t.Errorf("the form with the secret = %d to %q; want the new server's confirmation", rec.Code, rec.Header().Get("Location"))
+	}
+}
