@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -423,7 +424,27 @@ func (s *Server) renderRegistryAdd(c echo.Context, status int, reg, name, versio
 		}
 	}
 	if refusal != nil {
-		v.Error, v.Fields = refusal.Message, refusal.Fields
+		// A field's error shows beside its field (its description there
+		// too); the others, and a refusal of no field, above them.
+		v.Fields = map[string]string{}
+		var others []string
+		for k, msg := range refusal.Fields {
+			if slices.ContainsFunc(v.Inputs, func(in views.RegistryInput) bool { return in.Key == k }) {
+				v.Fields[k] = "Required."
+				if msg != "Required." && !strings.HasPrefix(msg, "Required: ") {
+					v.Fields[k] = msg
+				}
+			} else {
+				others = append(others, k+": "+msg)
+			}
+		}
+		switch {
+		case len(refusal.Fields) == 0:
+			v.Error = refusal.Message
+		case len(others) > 0:
+			slices.Sort(others)
+			v.Error = strings.Join(others, "; ")
+		}
 	}
 	return render(c, status, views.RegistryAddPage(s.page(c, "Add from the registry"), v))
 }

@@ -62,21 +62,21 @@ func TestBrowseAndAddFromARegistry(t *testing.T) {
 	wantStatus(t, rec, http.StatusBadRequest)
 
 	// A required secret, missing: refused on its field, nothing added.
-	rec = e.api(http.MethodPost, "/api/v1/registry/add", map[string]any{"name": "io.github.switchboard-test/records", "version": "1.7.2"})
+	rec = e.api(http.MethodPost, "/api/v1/registry/add", map[string]any{"name": "io.github.switchboard-test/ledger", "version": "1.7.2"})
 	wantStatus(t, rec, http.StatusUnprocessableEntity)
-	if !strings.Contains(rec.Body.String(), `"env.RECORDS_API_KEY"`) {
+	if !strings.Contains(rec.Body.String(), `"env.LEDGER_API_KEY"`) {
 		t.Errorf("the refusal = %s; want the secret's field", rec.Body.String())
 	}
 	// Given: the server, pinned, through the launch confirmation.
-	rec = e.api(http.MethodPost, "/api/v1/registry/add", map[string]any{"name": "io.github.switchboard-test/records", "version": "latest",
-		"env": map[string]string{"RECORDS_API_KEY": "pat-registry-secret"}})
+	rec = e.api(http.MethodPost, "/api/v1/registry/add", map[string]any{"name": "io.github.switchboard-test/ledger", "version": "latest",
+		"env": map[string]string{"LEDGER_API_KEY": "pat-registry-secret"}})
 	wantStatus(t, rec, http.StatusCreated)
 	e.secrets = append(e.secrets, "pat-registry-secret")
-	srv := e.server("records")
-	if srv.Command != "npx" || strings.Join(srv.Args, " ") != "-y records-mcp-server@1.7.2" || srv.Env["RECORDS_API_KEY"] == "pat-registry-secret" {
-		t.Errorf("added = %+v; want npx -y records-mcp-server@1.7.2, its secret masked", srv)
+	srv := e.server("ledger")
+	if srv.Command != "npx" || strings.Join(srv.Args, " ") != "-y ledger-mcp-server@1.7.2" || srv.Env["LEDGER_API_KEY"] == "pat-registry-secret" {
+		t.Errorf("added = %+v; want npx -y ledger-mcp-server@1.7.2, its secret masked", srv)
 	}
-	if srv.FromRegistry == nil || srv.FromRegistry.Name != "io.github.switchboard-test/records" || srv.FromRegistry.Version != "1.7.2" || srv.FromRegistry.Kind != "npm" {
+	if srv.FromRegistry == nil || srv.FromRegistry.Name != "io.github.switchboard-test/ledger" || srv.FromRegistry.Version != "1.7.2" || srv.FromRegistry.Kind != "npm" {
 		t.Errorf("from_registry = %+v", srv.FromRegistry)
 	}
 	if srv.ConfirmedBy != "" {
@@ -92,9 +92,9 @@ func TestBrowseAndAddFromARegistry(t *testing.T) {
 	if w := e.server("weather"); w.Transport != "http" || w.URL != "https://acme.weather.example.com/mcp" {
 		t.Errorf("the remote = %+v", w)
 	}
-	json.Unmarshal(e.api(http.MethodGet, "/api/v1/registry/servers?search=records", nil).Body.Bytes(), &page)
-	if len(page.Servers) != 1 || strings.Join(page.Servers[0].Meta.Added, ",") != "records" {
-		t.Errorf("the registry's records = %+v; want it marked added as records", page.Servers)
+	json.Unmarshal(e.api(http.MethodGet, "/api/v1/registry/servers?search=ledger", nil).Body.Bytes(), &page)
+	if len(page.Servers) != 1 || strings.Join(page.Servers[0].Meta.Added, ",") != "ledger" {
+		t.Errorf("the registry's ledger = %+v; want it marked added as ledger", page.Servers)
 	}
 
 	// The page: hostile markup shown as text, the deprecated marked.
@@ -109,17 +109,17 @@ func TestBrowseAndAddFromARegistry(t *testing.T) {
 	}
 	// The add form asks for the secret, and refuses without it, the
 	// other input kept.
-	form := b.get("/registry/add?" + url.Values{"registry": {reg.URL}, "name": {"io.github.switchboard-test/records"}}.Encode())
-	if form.Code != http.StatusOK || !strings.Contains(form.Body.String(), `name="env.RECORDS_API_KEY"`) {
+	form := b.get("/registry/add?" + url.Values{"registry": {reg.URL}, "name": {"io.github.switchboard-test/ledger"}}.Encode())
+	if form.Code != http.StatusOK || !strings.Contains(form.Body.String(), `name="env.LEDGER_API_KEY"`) {
 		t.Fatalf("the add form = %d", form.Code)
 	}
-	rec = b.post("/registry/add", url.Values{"registry": {reg.URL}, "name": {"io.github.switchboard-test/records"}, "version": {"1.7.2"}})
-	if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), `data-testid="field-error-env.RECORDS_API_KEY"`) {
+	rec = b.post("/registry/add", url.Values{"registry": {reg.URL}, "name": {"io.github.switchboard-test/ledger"}, "version": {"1.7.2"}})
+	if rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), `data-testid="field-error-env.LEDGER_API_KEY"`) {
 		t.Errorf("the form without the secret = %d", rec.Code)
 	}
-	rec = b.post("/registry/add", url.Values{"registry": {reg.URL}, "name": {"io.github.switchboard-test/records"}, "version": {"1.7.2"},
-		"env.RECORDS_API_KEY": {"pat-registry-secret"}})
-	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/servers/records-2/confirm" {
+	rec = b.post("/registry/add", url.Values{"registry": {reg.URL}, "name": {"io.github.switchboard-test/ledger"}, "version": {"1.7.2"},
+		"env.LEDGER_API_KEY": {"pat-registry-secret"}})
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/servers/ledger-2/confirm" {
 		t.Errorf("the form with the secret = %d to %q; want the new server's confirmation", rec.Code, rec.Header().Get("Location"))
 	}
 }

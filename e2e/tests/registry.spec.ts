@@ -15,22 +15,22 @@ test('a person browses the registry and adds a server', async ({ page }) => {
   await expect(page.getByTestId('registry-next')).toBeVisible();
   await shoot(page, 'registry');
 
-  await page.fill('#registry-q', 'records');
+  await page.fill('#registry-q', 'ledger');
   await page.getByRole('button', { name: 'Search' }).click();
-  const records = page.locator('[data-testid=registry-server][data-name="io.github.switchboard-test/records"]');
-  await expect(records).toBeVisible();
-  await records.getByTestId('registry-add').click();
-  await expect(page.getByTestId('registry-runs')).toContainText('npm records-mcp-server, pinned to version 1.7.2');
+  const ledger = page.locator('[data-testid=registry-server][data-name="io.github.switchboard-test/ledger"]');
+  await expect(ledger).toBeVisible();
+  await ledger.getByTestId('registry-add').click();
+  await expect(page.getByTestId('registry-runs')).toContainText('npm ledger-mcp-server, pinned to version 1.7.2');
   await page.getByTestId('registry-add-submit').click();
-  await expect(page.getByTestId('field-error-env.RECORDS_API_KEY')).toContainText('Required');
+  await expect(page.getByTestId('field-error-env.LEDGER_API_KEY')).toContainText('Required');
   await shoot(page, 'registry-add');
-  await page.fill('[name="env.RECORDS_API_KEY"]', 'pat-e2e-secret');
+  await page.fill('[name="env.LEDGER_API_KEY"]', 'pat-e2e-secret');
   await page.getByTestId('registry-add-submit').click();
-  await expect(page).toHaveURL(/\/servers\/records\/confirm$/);
-  await expect(page.locator('body')).toContainText('records-mcp-server@1.7.2');
+  await expect(page).toHaveURL(/\/servers\/ledger\/confirm$/);
+  await expect(page.locator('body')).toContainText('ledger-mcp-server@1.7.2');
   await expect(page.locator('body')).not.toContainText('pat-e2e-secret');
 
-  await page.goto('/registry?search=records');
+  await page.goto('/registry?search=ledger');
   await waitLive(page);
-  await expect(page.getByTestId('registry-added')).toHaveText('added as records');
+  await expect(page.getByTestId('registry-added')).toHaveText('added as ledger');
 });

@@ -189,6 +189,8 @@ test('every page fits a phone and a laptop, light and dark, with no serious acce
     ['agents', '/agents'],
     ['profiles', '/profiles'],
     ['profile-new', '/profiles/new'],
+    ['registry', '/registry?search=switchboard-test'],
+    ['replicas', '/replicas'],
     ['try', `/tools/${tryAgent}`],
   ]);
 });

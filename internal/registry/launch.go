@@ -218,11 +218,10 @@ func value(given map[string]string, key string, in model.Input, field string, er
 		return in.Default, true
 	}
 	if in.IsRequired {
-		what := "A value"
+		errs[field] = "Required."
 		if in.Description != "" {
-			what = in.Description
+			errs[field] = "Required: " + cut(in.Description, 200)
 		}
-		errs[field] = fmt.Sprintf("Required: %s", cut(what, 200))
 		return "", false
 	}
 	return "", true

@@ -107,16 +107,16 @@ func TestLaunchesArePinned(t *testing.T) {
 	if len(errs) > 0 || l.Command != "npx" || !slices.Equal(l.Args, []string{"-y", "@modelcontextprotocol/server-everything@2026.8.31"}) || l.Source.Kind != "npm" {
 		t.Errorf("npm = %+v, %v", l, errs)
 	}
-	records := seed["io.github.switchboard-test/records@1.7.2"]
-	if _, errs := registry.LaunchOf(reg, records, registry.Choice{}, registry.Inputs{}); errs["env.RECORDS_API_KEY"] == "" {
+	ledger := seed["io.github.switchboard-test/ledger@1.7.2"]
+	if _, errs := registry.LaunchOf(reg, ledger, registry.Choice{}, registry.Inputs{}); errs["env.LEDGER_API_KEY"] == "" {
 		t.Errorf("a required secret not given = %v; want it refused on its field", errs)
 	}
-	l, errs = registry.LaunchOf(reg, records, registry.Choice{Index: 1}, registry.Inputs{Env: map[string]string{"RECORDS_API_KEY": "pat-1"}})
-	if len(errs) > 0 || l.Command != "docker" || !slices.Equal(l.Args, []string{"run", "--rm", "-i", "-e", "RECORDS_API_KEY", "docker.io/switchboardtest/records-mcp-server:1.7.2"}) ||
-		l.Env["RECORDS_API_KEY"] != "pat-1" {
+	l, errs = registry.LaunchOf(reg, ledger, registry.Choice{Index: 1}, registry.Inputs{Env: map[string]string{"LEDGER_API_KEY": "pat-1"}})
+	if len(errs) > 0 || l.Command != "docker" || !slices.Equal(l.Args, []string{"run", "--rm", "-i", "-e", "LEDGER_API_KEY", "docker.io/switchboardtest/ledger-mcp-server:1.7.2"}) ||
+		l.Env["LEDGER_API_KEY"] != "pat-1" {
 		t.Errorf("oci = %+v, %v", l, errs)
 	}
-	if _, errs := registry.LaunchOf(reg, records, registry.Choice{Index: 2}, registry.Inputs{}); !strings.Contains(errs["package"], "mcpb") {
+	if _, errs := registry.LaunchOf(reg, ledger, registry.Choice{Index: 2}, registry.Inputs{}); !strings.Contains(errs["package"], "mcpb") {
 		t.Errorf("mcpb = %v; want it refused as not run yet", errs)
 	}
 	clock := seed["io.github.switchboard-test/clock@1.0.6"]
