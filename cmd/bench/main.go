@@ -134,6 +134,7 @@ var groups = []group{
 	{"process", processFigures},
 	{"mcp", mcpFigures},
 	{"search", searchFigures},
+	{"registry", registryFigures},
 	{"team", teamFigures},
 }
 
@@ -141,7 +142,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "tiny sizes: checks the code runs, measures nothing")
-	only := fs.String("only", "", "run only the groups whose name matches this regexp (verify, sandbox, dashboard, bulk, reads, sse, process, mcp, search, team)")
+	only := fs.String("only", "", "run only the groups whose name matches this regexp (verify, sandbox, dashboard, bulk, reads, sse, process, mcp, search, registry, team)")
 	out := fs.String("out", "", "also write the results as JSON to this file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (the dashboard's side) to this file")
 	if err := fs.Parse(args); err != nil {

@@ -63,7 +63,8 @@ func (c *Copies) Search(ctx context.Context, query, cursor string, limit int) (P
 	}
 	words := strings.Fields(strings.ToLower(query))
 	var page Page
-	var found []Listed
+	var found []*Listed // each registry's in name order
+	sorted := true
 	for _, r := range c.registries {
 		d, err := c.decode(ctx, r)
 		if err != nil {
@@ -77,23 +78,33 @@ func (c *Copies) Search(ctx context.Context, query, cursor string, limit int) (P
 				return Page{}, fmt.Errorf("%w (%s: %v)", ErrNoCopy, r, err)
 			}
 			state.ReadThrough = true
-			found = append(found, listed...)
+			for i := range listed {
+				found = append(found, &listed[i])
+			}
+			sorted = false
 			page.Copies = append(page.Copies, state)
 			continue
 		}
 		page.Copies = append(page.Copies, state)
-		for _, l := range d.servers {
-			if matches(l.key, words) {
-				found = append(found, l)
+		if len(found) > 0 {
+			sorted = false // a second registry's follow the first's
+		}
+		for i := range d.servers {
+			if matches(d.servers[i].key, words) {
+				found = append(found, &d.servers[i])
 			}
 		}
 	}
-	slices.SortStableFunc(found, func(a, b Listed) int { return strings.Compare(a.Server.Name, b.Server.Name) })
+	if !sorted {
+		slices.SortStableFunc(found, func(a, b *Listed) int { return strings.Compare(a.Server.Name, b.Server.Name) })
+	}
 	if offset > len(found) {
 		offset = len(found)
 	}
 	end := min(offset+limit, len(found))
-	page.Servers = found[offset:end]
+	for _, l := range found[offset:end] {
+		page.Servers = append(page.Servers, *l)
+	}
 	if end < len(found) {
 		page.NextCursor = "o" + strconv.Itoa(end)
 	}
