@@ -169,6 +169,13 @@ type RegistrySource struct {
 	Version  string `json:"version"`
 	Kind     string `json:"kind"` // npm, pypi, oci, remote
 	Package  string `json:"package,omitempty"`
+	// Choice is the index of the package (or, for Kind remote, of the
+	// remote) that runs; Arguments the arguments and URL variables given
+	// (not secret: they are in the command line or URL anyway). An
+	// update runs the same choice of the new version with them and the
+	// server's environment and headers.
+	Choice    int               `json:"choice,omitempty"`
+	Arguments map[string]string `json:"arguments,omitempty"`
 }
 
 // Sandbox is a stdio server's permission profile, as stored; the walls

@@ -78,6 +78,9 @@ type ServerItem struct {
 	Warnings      []string
 	// SignIn is the server's OAuth sign-in (remote servers only).
 	SignIn *SignInView
+	// From and UpdateTo: the registry version it runs, and a newer one
+	// the registry has ("" if none).
+	From, UpdateTo string
 	// Watch is the session held to hear the server's changes (nil if none).
 	Watch *WatchView
 	// Calls is what the calls routed to the server say (nil if none was

@@ -266,6 +266,8 @@ var routeRoles = map[string]store.Role{
 	"GET /api/v1/registry/servers":                     viewer,
 	"POST /api/v1/registry/add":                        admin,
 	"POST /api/v1/registry/refresh":                    admin,
+	"POST /api/v1/servers/:id/registry-update":         admin,
+	"POST /servers/:id/registry-update":                admin,
 	"GET /api/v1/users":                                admin,
 	"POST /api/v1/users":                               admin,
 	"PUT /api/v1/users/:id":                            admin,

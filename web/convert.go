@@ -53,6 +53,9 @@ func (s *Server) serverItem(ctx context.Context, sum store.Summary) views.Server
 	if srv.Transport != store.TransportStdio {
 		item.SignIn = s.signInView(ctx, srv.ID, d)
 	}
+	if f := srv.From; f != nil {
+		item.From, item.UpdateTo = f.Version, s.registryUpdate(ctx, f)
+	}
 	if w := s.deps.Verify.Watch(srv.ID); w != nil {
 		item.Watch = &views.WatchView{Connected: w.Connected, Since: w.Since, LastError: w.LastError}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -456,4 +457,102 @@ func runsText(doc v0.ServerJSON, c registry.Choice) string {
 	}
 	p := doc.Packages[c.Index]
 	return p.RegistryType + " " + p.Identifier
+}
+
+// registryUpdate is the newer version the registry's copy has of the
+// server added from f ("" if none, or no copy to say).
+func (s *Server) registryUpdate(ctx context.Context, f *store.RegistrySource) string {
+	if s.deps.Registry == nil || s.deps.Registry.Client(f.Registry) == nil {
+		return ""
+	}
+	l, ok, err := s.deps.Registry.Find(ctx, f.Registry, f.Name)
+	if err != nil || !ok || l.Latest == f.Version || registry.CompareVersions(l.Latest, f.Version) <= 0 {
+		return ""
+	}
+	return l.Latest
+}
+
+// updateFromRegistry changes the server added from a registry to run
+// version (or the latest) of the same entry, the same package or remote,
+// with the arguments given then and the server's environment and headers
+// as they are: its launch changes, so it waits for a person to confirm
+// it (the confirmation shows what changes) before anything runs.
+func (s *Server) updateFromRegistry(ctx context.Context, id, version, by string) (store.Server, error) {
+	srv, err := s.deps.Store.Server(ctx, id)
+	if err != nil {
+		return store.Server{}, notFound(err)
+	}
+	f := srv.From
+	switch {
+	case f == nil:
+		return store.Server{}, &apiError{Status: http.StatusConflict, Message: "this server was not added from a registry"}
+	case s.deps.Registry == nil || s.deps.Registry.Client(f.Registry) == nil:
+		return store.Server{}, &apiError{Status: http.StatusConflict, Message: "its registry " + f.Registry + " is not one this Switchboard browses now"}
+	}
+	if version == "" {
+		version = "latest"
+	}
+	doc, err := s.deps.Registry.Version(ctx, f.Registry, f.Name, version)
+	if errors.Is(err, registry.ErrNotFound) {
+		return store.Server{}, &apiError{Status: http.StatusNotFound, Message: fmt.Sprintf("the registry has no %s version %s", f.Name, version),
+			Fields: map[string]string{"version": "not in the registry"}}
+	} else if err != nil {
+		return store.Server{}, &apiError{Status: http.StatusBadGateway, Message: "the server could not be read from the registry: " + err.Error()}
+	}
+	l, errs := registry.LaunchOf(f.Registry, doc, registry.Choice{Index: f.Choice, Remote: f.Kind == "remote"},
+		registry.Inputs{Env: srv.Env, Headers: srv.Headers, Arguments: f.Arguments})
+	if len(errs) > 0 {
+		return store.Server{}, validationError(errs) // the new version asks for something new
+	}
+	next := srv
+	next.Command, next.Args, next.URL = l.Command, l.Args, l.URL
+	// What the entry declares is set; what a person added by hand stays.
+	next.Env, next.Headers = maps.Clone(srv.Env), maps.Clone(srv.Headers)
+	if next.Env == nil {
+		next.Env = map[string]string{}
+	}
+	if next.Headers == nil {
+		next.Headers = map[string]string{}
+	}
+	maps.Copy(next.Env, l.Env)
+	maps.Copy(next.Headers, l.Headers)
+	source := l.Source
+	next.From, next.UpdatedBy = &source, by
+	if err := s.deps.Store.UpdateServer(ctx, next); err != nil {
+		return store.Server{}, err
+	}
+	s.log.Info("server updated to a registry version; its launch waits for a person", "server", id, "from", f.Version, "to", doc.Version, "by", by)
+	return next, nil
+}
+
+// handleAPIRegistryUpdate serves POST /api/v1/servers/:id/registry-update
+// {"version": "latest"|exact}: 200 with the server, whose new launch
+// waits for confirmation.
+func (s *Server) handleAPIRegistryUpdate(c echo.Context) error {
+	var body struct {
+		Version string `json:"version"`
+	}
+	if err := decodeJSON(c, 4096, &body); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	srv, err := s.updateFromRegistry(ctx, c.Param("id"), body.Version, byOf(ctx))
+	if err != nil {
+		return err
+	}
+	sum, err := s.deps.Store.Summary(ctx, srv.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.serverToJSON(ctx, sum))
+}
+
+// handleRegistryUpdateForm serves POST /servers/:id/registry-update: on
+// to the confirmation of the new launch.
+func (s *Server) handleRegistryUpdateForm(c echo.Context) error {
+	ctx := c.Request().Context()
+	if _, err := s.updateFromRegistry(ctx, c.Param("id"), c.FormValue("version"), byOf(ctx)); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/servers/"+c.Param("id")+"/confirm")
 }

@@ -123,3 +123,54 @@ func TestBrowseAndAddFromARegistry(t *testing.T) {
 		t.Errorf("the form with the secret = %d to %q; want the new server's confirmation", rec.Code, rec.Header().Get("Location"))
 	}
 }
+
+// A newer version in the registry changes nothing by itself: the list
+// and the server's page say an update is available; updating changes the
+// launch to the new version, which waits for a person's confirmation
+// (the page shows the launch that changes) before anything runs.
+func TestARegistryUpdateIsOfferedNeverApplied(t *testing.T) {
+	reg := registrytest.Start(t, registrytest.Seed())
+	e := newEnv(t, func(c *webConfig) { c.Registries = []string{reg.URL} })
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/registry/refresh", nil), http.StatusOK)
+	wantStatus(t, e.api(http.MethodPost, "/api/v1/registry/add", map[string]any{"name": "io.github.switchboard-test/everything", "version": "2026.7.1"}), http.StatusCreated)
+	// Its launch confirmed as it was added (as a person would, without
+	// running it here).
+	added, err := e.db.Server(t.Context(), "everything")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.ConfirmLaunch(t.Context(), "everything", added.LaunchHash(), "ann@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if srv := e.server("everything"); srv.ConfirmedBy == "" {
+		t.Fatalf("the launch was not confirmed: %+v", srv)
+	}
+
+	b := e.loginWithToken()
+	list := parseHTML(t, b.get("/").Body.String())
+	if got := testIDText(t, list, "update-available"); got != "update available 2026.7.1 → 2026.8.31" {
+		t.Errorf("the list says %q", got)
+	}
+	if got := testIDText(t, parseHTML(t, b.get("/servers/everything").Body.String()), "registry-update"); !strings.Contains(got, "2026.7.1 → 2026.8.31") {
+		t.Errorf("the server's page says %q", got)
+	}
+	if srv := e.server("everything"); strings.Join(srv.Args, " ") != "-y @modelcontextprotocol/server-everything@2026.7.1" {
+		t.Errorf("the launch changed by itself: %v", srv.Args)
+	}
+
+	rec := b.post("/servers/everything/registry-update", url.Values{"version": {"2026.8.31"}})
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/servers/everything/confirm" {
+		t.Fatalf("update = %d to %q; want on to the confirmation", rec.Code, rec.Header().Get("Location"))
+	}
+	srv := e.server("everything")
+	if strings.Join(srv.Args, " ") != "-y @modelcontextprotocol/server-everything@2026.8.31" || srv.FromRegistry.Version != "2026.8.31" || srv.ConfirmedBy != "" {
+		t.Errorf("after the update = %v from %+v, confirmed by %q; want 2026.8.31, waiting for confirmation", srv.Args, srv.FromRegistry, srv.ConfirmedBy)
+	}
+	confirm := b.get("/servers/everything/confirm").Body.String()
+	if !strings.Contains(confirm, "server-everything@2026.8.31") || !strings.Contains(confirm, "server-everything@2026.7.1") {
+		t.Errorf("the confirmation does not show the launch that changes (old and new)")
+	}
+	if body := b.get("/").Body.String(); strings.Contains(body, `data-testid="update-available"`) {
+		t.Errorf("the list still offers an update once updated")
+	}
+}

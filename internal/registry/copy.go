@@ -268,8 +268,10 @@ func (c *Copies) decode(ctx context.Context, registry string) (*decoded, error) 
 	return d, nil
 }
 
-// compareVersions orders versions as dotted numbers where they are, else
+// CompareVersions orders versions as dotted numbers where they are, else
 // as text.
+func CompareVersions(a, b string) int { return compareVersions(a, b) }
+
 func compareVersions(a, b string) int {
 	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
 	for i := 0; i < len(pa) && i < len(pb); i++ {

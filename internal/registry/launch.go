@@ -79,7 +79,10 @@ var placeholder = regexp.MustCompile(`\{([A-Za-z0-9_.-]+)\}`)
 func LaunchOf(registry string, s v0.ServerJSON, c Choice, in Inputs) (Launch, map[string]string) {
 	errs := map[string]string{}
 	l := Launch{Env: map[string]string{}, Headers: map[string]string{},
-		Source: store.RegistrySource{Registry: registry, Name: s.Name, Version: s.Version}}
+		Source: store.RegistrySource{Registry: registry, Name: s.Name, Version: s.Version, Choice: c.Index}}
+	if len(in.Arguments) > 0 {
+		l.Source.Arguments = maps.Clone(in.Arguments)
+	}
 	if c.Remote {
 		if c.Index < 0 || c.Index >= len(s.Remotes) {
 			errs["package"] = fmt.Sprintf("%s has no remote %d", s.Name, c.Index)
