@@ -176,6 +176,13 @@ type RegistrySource struct {
 	// server's environment and headers.
 	Choice    int               `json:"choice,omitempty"`
 	Arguments map[string]string `json:"arguments,omitempty"`
+	// Artifact is what the launch really ran, recorded at its first
+	// verification (npm: the package's resolved version and integrity);
+	// Held another that a later verification found under the same
+	// launch (a republished version, a tampered cache), which holds the
+	// server until a person confirms its launch again.
+	Artifact string `json:"artifact,omitempty"`
+	Held     string `json:"held,omitempty"`
 }
 
 // Sandbox is a stdio server's permission profile, as stored; the walls
@@ -272,7 +279,23 @@ func (s Server) LaunchHash() string {
 		b, _ := json.Marshal(s.Sandbox)
 		h.field(string(b))
 	}
+	if f := s.From; f != nil && f.Held != "" {
+		// Another artifact ran under the launch: the launch a person
+		// confirmed is not this one (see RecordArtifact).
+		h.field("artifact " + f.Held)
+	}
 	return h.sum()
+}
+
+// AcceptHeldArtifact makes the artifact held (another than the one
+// recorded ran under the same launch) the one recorded: a person
+// confirmed the launch with it shown (ConfirmLaunch calls it).
+func (s *Server) AcceptHeldArtifact() {
+	if f := s.From; f != nil && f.Held != "" {
+		from := *f
+		from.Artifact, from.Held = f.Held, ""
+		s.From = &from
+	}
 }
 
 // Launch describes a server's launch as a person confirmed it: what

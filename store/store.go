@@ -53,6 +53,10 @@ var (
 	ErrOutcomeUnknown = fmt.Errorf("%w: the change was sent but its commit was not confirmed in time, so it may or may not have been made", ErrUnavailable)
 	// ErrDamaged: the storage is damaged or not Switchboard's.
 	ErrDamaged = errors.New("store: database file is damaged or not a switchboard database")
+	// ErrArtifactHeld is a verification that ran another artifact than
+	// the one recorded under the same launch: the server's tools are held
+	// until a person confirms its launch again, with both shown.
+	ErrArtifactHeld = errors.New("store: another artifact ran under the server's launch than the one recorded; its launch waits for a person to confirm it again")
 	// ErrFenced is a write made under a cluster claim (cluster.WithFence)
 	// that this replica no longer holds: it lost the store for longer
 	// than its lease, and the claim may be another replica's now. Nothing
@@ -129,6 +133,11 @@ type Verifications interface {
 	// AddLateWarnings adds warnings to job's record (ErrOtherJob if the
 	// record is of another job).
 	AddLateWarnings(ctx context.Context, id, jobID string, warnings []string) error
+	// RecordArtifact records what a verification of a server added from
+	// a registry really ran (RegistrySource.Artifact): the first time as
+	// it is; another one afterwards as Held, which holds the server
+	// (ErrArtifactHeld) until its launch is confirmed again.
+	RecordArtifact(ctx context.Context, id, artifact string) error
 	// History is the server's newest verifications first, at most limit,
 	// and how many are kept.
 	History(ctx context.Context, id string, limit int) ([]HistoryEntry, int, error)

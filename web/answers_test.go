@@ -43,11 +43,15 @@ type apiServer struct {
 	Sandbox       *apiSandbox       `json:"sandbox"`
 	Asks          map[string]string `json:"asks"`
 	FromRegistry  *struct {
-		Registry string `json:"registry"`
-		Name     string `json:"name"`
-		Version  string `json:"version"`
-		Kind     string `json:"kind"`
-		Package  string `json:"package"`
+		Registry  string            `json:"registry"`
+		Name      string            `json:"name"`
+		Version   string            `json:"version"`
+		Kind      string            `json:"kind"`
+		Package   string            `json:"package"`
+		Choice    int               `json:"choice"`
+		Arguments map[string]string `json:"arguments"`
+		Artifact  string            `json:"artifact"`
+		Held      string            `json:"held"`
 	} `json:"from_registry"`
 }
 

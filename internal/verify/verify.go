@@ -18,12 +18,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/switchboard-dev/switchboard/cluster"
 	"github.com/switchboard-dev/switchboard/discovery"
 	"github.com/switchboard-dev/switchboard/discovery/sandbox"
+	"github.com/switchboard-dev/switchboard/internal/registry"
 	"github.com/switchboard-dev/switchboard/internal/serverconfig"
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -312,7 +314,37 @@ func (s *Service) finished(j discovery.Job, res *discovery.Result, verr *discove
 	if err != nil {
 		return s.saveFailed(ctx, j, now, err)
 	}
+	if verr == nil {
+		s.recordArtifact(ctx, j.ServerID)
+	}
 	return nil
+}
+
+// recordArtifact records what a verification of a server added from a
+// registry really ran (see registry.Artifact): another artifact than the
+// one recorded under the same launch holds the server until a person
+// confirms its launch again (store.ErrArtifactHeld).
+func (s *Service) recordArtifact(ctx context.Context, serverID string) {
+	srv, err := s.store.Server(ctx, serverID)
+	if err != nil || srv.From == nil {
+		return
+	}
+	home, _ := os.UserHomeDir()
+	art, err := registry.Artifact(srv, home)
+	if err != nil {
+		s.cfg.Logger.Warn("what the verification ran could not be recorded", "server", serverID, "err", err)
+		return
+	}
+	if art == "" {
+		return
+	}
+	switch err := s.store.RecordArtifact(ctx, serverID, art); {
+	case errors.Is(err, store.ErrArtifactHeld):
+		s.cfg.Logger.Warn("another artifact ran under the server's launch than the one recorded: its tools are held until a person confirms the launch again",
+			"server", serverID, "recorded", srv.From.Artifact, "ran", art)
+	case err != nil:
+		s.cfg.Logger.Error("record what the verification ran", "server", serverID, "err", err)
+	}
 }
 
 // lateWarnings records warnings found after a job's success was recorded

@@ -633,9 +633,10 @@ func (db *DB) ConfirmLaunch(ctx context.Context, id, launchHash, by string) erro
 		if s.LaunchConfirmed == launchHash && s.ConfirmedLaunch != nil {
 			return nil
 		}
+		s.AcceptHeldArtifact()
 		l := store.LaunchOf(s)
 		l.ConfirmedBy, l.ConfirmedAt = by, time.Now().UTC()
-		s.LaunchConfirmed, s.ConfirmedLaunch = launchHash, &l
+		s.LaunchConfirmed, s.ConfirmedLaunch = s.LaunchHash(), &l
 		return putJSON(b, []byte(id), s)
 	})
 }
@@ -1043,3 +1044,24 @@ var (
 	_ store.Store    = (*DB)(nil)
 	_ store.Backuper = (*DB)(nil)
 )
+
+// RecordArtifact records what a verification of the server really ran.
+func (db *DB) RecordArtifact(ctx context.Context, id, artifact string) error {
+	var held bool
+	err := db.update(ctx, store.Change{ServerID: id}, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketServers)
+		var s store.Server
+		if err := getJSON(b, []byte(id), &s); err != nil {
+			return err
+		}
+		var changed bool
+		if changed, held = store.ApplyArtifact(&s, artifact); !changed {
+			return nil
+		}
+		return putJSON(b, []byte(id), s)
+	})
+	if err == nil && held {
+		return store.ErrArtifactHeld
+	}
+	return err
+}

@@ -64,9 +64,10 @@ func (db *DB) ConfirmLaunch(ctx context.Context, id, launchHash, by string) erro
 		if s.LaunchConfirmed == launchHash && s.ConfirmedLaunch != nil {
 			return nil
 		}
+		s.AcceptHeldArtifact()
 		l := store.LaunchOf(*s)
 		l.ConfirmedBy, l.ConfirmedAt = by, time.Now().UTC()
-		s.LaunchConfirmed, s.ConfirmedLaunch = launchHash, &l
+		s.LaunchConfirmed, s.ConfirmedLaunch = s.LaunchHash(), &l
 		t.changed(store.Change{ServerID: id})
 		return t.save(st, false)
 	})
@@ -330,4 +331,17 @@ func (db *DB) Listed(ctx context.Context, id string) ([]store.ListedEntry, error
 		return err
 	})
 	return out, err
+}
+
+// RecordArtifact records what a verification of the server really ran.
+func (db *DB) RecordArtifact(ctx context.Context, id, artifact string) error {
+	var held bool
+	err := db.changeServer(ctx, id, false, store.Change{ServerID: id}, func(t *txn, st *state) error {
+		_, held = store.ApplyArtifact(&st.doc.Server, artifact)
+		return nil
+	})
+	if err == nil && held {
+		return store.ErrArtifactHeld
+	}
+	return err
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -60,5 +61,46 @@ func testRegistryCopies(t *testing.T, be Backend) {
 	}
 	if got, _, _ := db.RegistryCopy(ctx, private); len(got) != 1 || got[0].Name != "com.example/internal" {
 		t.Errorf("the private registry's copy = %+v; want its one entry alone", got)
+	}
+}
+
+// What a registry server's verification ran is recorded once; another
+// artifact under the same launch holds it (its launch unconfirmed) until
+// the launch is confirmed again, which records the new one.
+func testRecordArtifact(t *testing.T, be Backend) {
+	ctx := t.Context()
+	db := be.Open(t)
+	srv := store.Server{ID: "ev", Name: "ev", Transport: store.TransportStdio, Command: "npx", Args: []string{"-y", "ev@1.0.0"}, Enabled: true,
+		From: &store.RegistrySource{Registry: "https://r.example.com", Name: "io.github.x/ev", Version: "1.0.0", Kind: "npm", Package: "ev@1.0.0"}}
+	if err := db.CreateServer(ctx, srv); err != nil {
+		t.Fatal(err)
+	}
+	confirm := func() {
+		t.Helper()
+		s, _ := db.Server(ctx, "ev")
+		if err := db.ConfirmLaunch(ctx, "ev", s.LaunchHash(), "ann@example.com"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	confirm()
+	if err := db.RecordArtifact(ctx, "ev", "npm ev@1.0.0 sha512-AAA"); err != nil {
+		t.Fatalf("the first artifact = %v", err)
+	}
+	if err := db.RecordArtifact(ctx, "ev", "npm ev@1.0.0 sha512-AAA"); err != nil {
+		t.Fatalf("the same artifact again = %v", err)
+	}
+	if s, _ := db.Server(ctx, "ev"); s.From.Artifact != "npm ev@1.0.0 sha512-AAA" || !s.LaunchConfirmedNow() {
+		t.Fatalf("after the first = %+v, confirmed %v", s.From, s.LaunchConfirmedNow())
+	}
+	if err := db.RecordArtifact(ctx, "ev", "npm ev@1.0.0 sha512-BBB"); !errors.Is(err, store.ErrArtifactHeld) {
+		t.Fatalf("another artifact = %v; want ErrArtifactHeld", err)
+	}
+	s, _ := db.Server(ctx, "ev")
+	if s.From.Held != "npm ev@1.0.0 sha512-BBB" || s.LaunchConfirmedNow() {
+		t.Fatalf("held = %+v, confirmed %v; want held, the launch unconfirmed", s.From, s.LaunchConfirmedNow())
+	}
+	confirm()
+	if s, _ := db.Server(ctx, "ev"); s.From.Artifact != "npm ev@1.0.0 sha512-BBB" || s.From.Held != "" || !s.LaunchConfirmedNow() {
+		t.Errorf("after the confirmation = %+v, confirmed %v; want the new artifact recorded", s.From, s.LaunchConfirmedNow())
 	}
 }

@@ -63,6 +63,7 @@ func Run(t *testing.T, b Backend) {
 		{"People", testPeople},
 		{"PeopleAtOnce", testPeopleAtOnce},
 		{"RegistryCopies", testRegistryCopies},
+		{"RecordArtifact", testRecordArtifact},
 		{"Decisions", testDecisions},
 		{"Revision", testRevision},
 		{"NewToolPolicyFollowsAnnotations", testNewToolPolicyFollowsAnnotations},

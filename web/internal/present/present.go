@@ -117,6 +117,12 @@ func Launch(srv store.Server, m sandbox.Machine) views.Launch {
 	if l.Changed && srv.ConfirmedLaunch != nil {
 		l.Changes, l.ChangesKnown = LaunchChanges(*srv.ConfirmedLaunch, srv), true
 	}
+	if f := srv.From; f != nil && f.Held != "" {
+		// The same launch ran another artifact than the one recorded: old
+		// and new side by side.
+		l.Changes = append(l.Changes, views.LaunchChange{What: "What it ran", Change: "changed", Old: f.Artifact, New: f.Held})
+		l.Changed, l.ChangesKnown = true, true
+	}
 	if srv.Transport == store.TransportStdio {
 		l.CommandLine = serverconfig.CommandLine(srv.Command, srv.Args)
 		l.Command, l.Args, l.Cwd, l.EnvKeys = srv.Command, srv.Args, srv.Cwd, SortedKeys(srv.Env)
