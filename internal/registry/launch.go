@@ -128,16 +128,30 @@ func LaunchOf(registry string, s v0.ServerJSON, c Choice, in Inputs) (Launch, ma
 	case p.Transport.Type != model.TransportTypeStdio:
 		errs["package"] = fmt.Sprintf("the package runs over %q; Switchboard runs stdio packages (add its remote instead)", p.Transport.Type)
 		return l, errs
-	case p.RegistryType != model.RegistryTypeOCI && (p.Version == "" || strings.ContainsAny(p.Version, "^~<>=*| ") || strings.Contains(p.Version, "x")):
-		errs["package"] = fmt.Sprintf("the package's version %q is not one exact version", p.Version)
+	case p.RegistryType != model.RegistryTypeOCI && (p.Version == "" || strings.ContainsAny(p.Version, "^~<>=*| ") || p.Version == "latest"):
+		errs["package"] = fmt.Sprintf("the package's version %q is not one exact version", cut(p.Version, 100))
+		return l, errs
+	}
+	if reason := badPackage(p); reason != "" {
+		errs["package"] = reason
 		return l, errs
 	}
 	for _, ev := range p.EnvironmentVariables {
+		if !envName.MatchString(ev.Name) {
+			errs["package"] = fmt.Sprintf("the environment variable name %q is not one", cut(ev.Name, 64))
+			return l, errs
+		}
 		if v, ok := keyValue(in.Env, ev, "env."+ev.Name, errs); ok {
 			l.Env[ev.Name] = v
 		}
 	}
 	runtimeArgs := arguments(p.RuntimeArguments, in.Arguments, errs)
+	if p.RegistryType == model.RegistryTypeOCI {
+		if reason := unsafeDockerArgs(runtimeArgs); reason != "" {
+			errs["package"] = reason
+			return l, errs
+		}
+	}
 	packageArgs := arguments(p.PackageArguments, in.Arguments, errs)
 	l.Transport, l.Command = store.TransportStdio, runner
 	switch p.RegistryType {
@@ -322,4 +336,57 @@ func FieldsOf(s v0.ServerJSON, c Choice) []Field {
 		withVars("arguments.", key, a.InputWithVariables)
 	}
 	return out
+}
+
+// What a registry may name: a package's identifier and version never
+// start with a dash (npx, uvx and docker would read an option), and hold
+// only what their registries allow.
+var (
+	npmName      = regexp.MustCompile(`^(@[a-z0-9~][a-z0-9._~-]*/)?[a-z0-9~][a-z0-9._~-]*$`)
+	pypiName     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	ociRef       = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[a-f0-9]{64})?$`)
+	exactVersion = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+_-]*$`)
+	envName      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// badPackage says why a package's identifier or version is not one its
+// runner may be given, "" if they are.
+func badPackage(p model.Package) string {
+	switch p.RegistryType {
+	case model.RegistryTypeNPM:
+		if !npmName.MatchString(p.Identifier) || len(p.Identifier) > 214 {
+			return fmt.Sprintf("%q is not an npm package name", cut(p.Identifier, 100))
+		}
+	case model.RegistryTypePyPI:
+		if !pypiName.MatchString(p.Identifier) || len(p.Identifier) > 200 {
+			return fmt.Sprintf("%q is not a PyPI project name", cut(p.Identifier, 100))
+		}
+	case model.RegistryTypeOCI:
+		if !ociRef.MatchString(p.Identifier) || len(p.Identifier) > 512 {
+			return fmt.Sprintf("%q is not an image reference", cut(p.Identifier, 100))
+		}
+		return ""
+	}
+	if !exactVersion.MatchString(p.Version) || slices.ContainsFunc(strings.Split(p.Version, "."), func(seg string) bool { return seg == "x" || seg == "X" }) {
+		return fmt.Sprintf("the version %q is not one exact version", cut(p.Version, 100))
+	}
+	return ""
+}
+
+// dockerRefused are docker run options that would give a container the
+// host (its files, devices, network, processes or privileges): a
+// registry's runtime arguments may not ask for them.
+var dockerRefused = []string{"--privileged", "-v", "--volume", "--mount", "--device", "--network", "--net", "--pid", "--ipc",
+	"--uts", "--userns", "--cap-add", "--security-opt", "--cgroup-parent", "--volumes-from", "--gpus", "-u", "--user", "--entrypoint"}
+
+// unsafeDockerArgs says why docker run may not be given args, "" if it
+// may.
+func unsafeDockerArgs(args []string) string {
+	for _, a := range args {
+		name, _, _ := strings.Cut(a, "=")
+		if slices.Contains(dockerRefused, name) {
+			return fmt.Sprintf("the registry asks docker run for %s, which would give the container the host: refused", name)
+		}
+	}
+	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	v0 "github.com/modelcontextprotocol/registry/pkg/api/v0"
+	"github.com/modelcontextprotocol/registry/pkg/model"
 
 	"github.com/switchboard-dev/switchboard/internal/registry"
 	"github.com/switchboard-dev/switchboard/internal/registry/registrytest"
@@ -135,5 +136,35 @@ func TestLaunchesArePinned(t *testing.T) {
 		Headers: map[string]string{"Authorization.token": "s3cret"}})
 	if len(errs) > 0 || l.Transport != store.TransportHTTP || l.URL != "https://acme.weather.example.com/mcp" || l.Headers["Authorization"] != "Bearer s3cret" {
 		t.Errorf("remote = %+v, %v", l, errs)
+	}
+}
+
+// What a hostile registry names cannot become an option of the runner
+// or give a container the host: refused on the package, before anything
+// is added (the confirmation would show it; it never gets there).
+func TestAHostileEntryIsNotLaunched(t *testing.T) {
+	const reg = "https://registry.example.com"
+	base := registrytest.Seed()[3].Server // clock, pypi
+	for name, edit := range map[string]func(s *v0.ServerJSON){
+		"an identifier that is an option": func(s *v0.ServerJSON) { s.Packages[0].Identifier = "--index-url=https://evil.example.com" },
+		"a version that is an option":     func(s *v0.ServerJSON) { s.Packages[0].Version = "-e" },
+		"a range for a version":           func(s *v0.ServerJSON) { s.Packages[0].Version = "1.x" },
+		"an npm name with a space":        func(s *v0.ServerJSON) { s.Packages[0].RegistryType, s.Packages[0].Identifier = "npm", "a b" },
+		"an environment name of markup":   func(s *v0.ServerJSON) { s.Packages[0].EnvironmentVariables = []model.KeyValueInput{{Name: "A=B; rm"}} },
+		"docker given the host's files": func(s *v0.ServerJSON) {
+			s.Packages[0].RegistryType, s.Packages[0].Identifier = "oci", "docker.io/x/y:1"
+			s.Packages[0].RuntimeArguments = []model.Argument{{Type: model.ArgumentTypeNamed, Name: "-v", InputWithVariables: model.InputWithVariables{Input: model.Input{Value: "/:/host"}}}}
+		},
+		"an image that is an option": func(s *v0.ServerJSON) { s.Packages[0].RegistryType, s.Packages[0].Identifier = "oci", "--privileged" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := base
+			s.Packages = []model.Package{base.Packages[0]}
+			s.Packages[0].PackageArguments = nil
+			edit(&s)
+			if l, errs := registry.LaunchOf(reg, s, registry.Choice{}, registry.Inputs{}); errs["package"] == "" {
+				t.Errorf("launched as %s %q; want it refused", l.Command, l.Args)
+			}
+		})
 	}
 }
