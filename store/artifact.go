@@ -13,13 +13,12 @@ func ApplyArtifact(s *Server, artifact string) (changed, held bool) {
 		from.Artifact = artifact
 		s.From = &from
 		return true, false
-	case f.Artifact == artifact: // the recorded one again: nothing held
-		from := *f
-		from.Held = ""
-		s.From = &from
-		return true, false
-	case f.Held == artifact:
-		return false, true
+	case f.Held != "":
+		// Held stays held, whatever runs next (the recorded one again
+		// too): a person confirms the launch, seeing what ran.
+		if f.Held == artifact || f.Artifact == artifact {
+			return false, true
+		}
 	}
 	from := *f
 	from.Held = artifact

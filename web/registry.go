@@ -209,7 +209,9 @@ func (s *Server) addFromRegistry(ctx context.Context, req addRequest, by string)
 		return store.Server{}, validationError(fields)
 	}
 	doc, err := s.deps.Registry.Version(ctx, reg, req.Name, version)
-	if errors.Is(err, registry.ErrNotFound) {
+	if errors.Is(err, registry.ErrDeleted) {
+		return store.Server{}, validationError(map[string]string{"version": "the registry deleted this version: it is not added"})
+	} else if errors.Is(err, registry.ErrNotFound) {
 		return store.Server{}, &apiError{Status: http.StatusNotFound, Message: fmt.Sprintf("the registry has no %s version %s", req.Name, version),
 			Fields: map[string]string{"version": "not in the registry"}}
 	} else if err != nil {
@@ -404,7 +406,9 @@ func (s *Server) renderRegistryAdd(c echo.Context, status int, reg, name, versio
 		return &apiError{Status: http.StatusNotFound, Message: "not one of this Switchboard's registries"}
 	}
 	doc, err := s.deps.Registry.Version(c.Request().Context(), reg, name, version)
-	if errors.Is(err, registry.ErrNotFound) {
+	if errors.Is(err, registry.ErrDeleted) {
+		return &apiError{Status: http.StatusGone, Message: "the registry deleted this version: it is not added"}
+	} else if errors.Is(err, registry.ErrNotFound) {
 		return &apiError{Status: http.StatusNotFound, Message: "the registry has no such server or version"}
 	} else if err != nil {
 		return &apiError{Status: http.StatusBadGateway, Message: "the server could not be read from the registry: " + err.Error()}
@@ -493,7 +497,9 @@ func (s *Server) updateFromRegistry(ctx context.Context, id, version, by string)
 		version = "latest"
 	}
 	doc, err := s.deps.Registry.Version(ctx, f.Registry, f.Name, version)
-	if errors.Is(err, registry.ErrNotFound) {
+	if errors.Is(err, registry.ErrDeleted) {
+		return store.Server{}, validationError(map[string]string{"version": "the registry deleted this version: it is not updated to"})
+	} else if errors.Is(err, registry.ErrNotFound) {
 		return store.Server{}, &apiError{Status: http.StatusNotFound, Message: fmt.Sprintf("the registry has no %s version %s", f.Name, version),
 			Fields: map[string]string{"version": "not in the registry"}}
 	} else if err != nil {

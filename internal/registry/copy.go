@@ -28,6 +28,11 @@ const (
 	pageSize      = 100
 	maxEntries    = 50000
 	maxServerJSON = 64 << 10
+	// maxPullBytes bounds the server.json documents one pull keeps, and
+	// maxPages the pages it reads (entries left out count too): a
+	// registry that pages forever, or sends huge entries, ends the pull.
+	maxPullBytes = 256 << 20
+	maxPages     = maxEntries/pageSize + 10
 )
 
 // namePattern is server.json's name: reverse-DNS namespace/name.
@@ -44,8 +49,8 @@ type Copies struct {
 	now        func() time.Time
 
 	mu    sync.Mutex
-	cache map[string]*decoded // by registry
-	pulls map[string]*sync.Mutex
+	cache map[string]*decoded      // by registry
+	pulls map[string]chan struct{} // each registry's pull, one at a time
 }
 
 // decoded is a registry's copy as searches read it: immutable once made.
@@ -80,7 +85,7 @@ func NewCopies(st store.RegistryCopies, registries []string, every time.Duration
 	if every <= 0 {
 		every = DefaultEvery
 	}
-	c := &Copies{st: st, every: every, log: log, now: time.Now, clients: map[string]*Client{}, cache: map[string]*decoded{}, pulls: map[string]*sync.Mutex{}}
+	c := &Copies{st: st, every: every, log: log, now: time.Now, clients: map[string]*Client{}, cache: map[string]*decoded{}, pulls: map[string]chan struct{}{}}
 	for _, r := range registries {
 		r = strings.TrimRight(r, "/")
 		if _, dup := c.clients[r]; dup {
@@ -88,7 +93,7 @@ func NewCopies(st store.RegistryCopies, registries []string, every time.Duration
 		}
 		c.registries = append(c.registries, r)
 		c.clients[r] = NewClient(r)
-		c.pulls[r] = &sync.Mutex{}
+		c.pulls[r] = make(chan struct{}, 1)
 	}
 	return c
 }
@@ -142,8 +147,12 @@ func (c *Copies) Pull(ctx context.Context, registry string) error {
 	if lock == nil {
 		return fmt.Errorf("%s is not one of Switchboard's registries", registry)
 	}
-	lock.Lock()
-	defer lock.Unlock()
+	select { // one pull of a registry at a time; a caller gone stops waiting
+	case lock <- struct{}{}:
+		defer func() { <-lock }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	_, pull, err := c.st.RegistryCopy(ctx, registry)
 	if err != nil {
 		return err
@@ -154,8 +163,11 @@ func (c *Copies) Pull(ctx context.Context, registry string) error {
 		params.UpdatedSince = pull.At.Add(-time.Minute) // a margin for clocks
 	}
 	var entries []store.RegistryEntry
-	skipped := 0
+	skipped, size := 0, 0
 	for pages := 0; ; pages++ {
+		if pages >= maxPages {
+			return fmt.Errorf("the registry gave over %d pages: refused", maxPages)
+		}
 		page, err := c.clients[registry].List(ctx, params)
 		if err != nil {
 			pull.TriedAt, pull.Error = started, err.Error()
@@ -170,9 +182,13 @@ func (c *Copies) Pull(ctx context.Context, registry string) error {
 				skipped++
 				continue
 			}
+			size += len(e.Server)
 			entries = append(entries, e)
 		}
-		if len(entries) > maxEntries {
+		if size > maxPullBytes {
+			return fmt.Errorf("the registry's entries are over %d MiB: refused", maxPullBytes>>20)
+		}
+		if len(entries)+skipped > maxEntries {
 			return fmt.Errorf("the registry lists over %d server versions: refused", maxEntries)
 		}
 		next := page.Metadata.NextCursor
@@ -244,10 +260,16 @@ func (c *Copies) decode(ctx context.Context, registry string) (*decoded, error) 
 	}
 	for _, vs := range byName {
 		slices.SortFunc(vs.entries, func(a, b store.RegistryEntry) int { return compareVersions(a.Version, b.Version) })
-		// The registry's latest, else the highest version.
+		// The registry's latest, else the highest version; never one the
+		// registry deleted (often for cause) while another is there.
 		newest := vs.entries[len(vs.entries)-1]
 		for _, e := range vs.entries {
-			if e.Latest {
+			if e.Status != string(model.StatusDeleted) && (newest.Status == string(model.StatusDeleted) || compareVersions(e.Version, newest.Version) > 0) {
+				newest = e
+			}
+		}
+		for _, e := range vs.entries {
+			if e.Latest && e.Status != string(model.StatusDeleted) {
 				newest = e
 			}
 		}
@@ -268,23 +290,89 @@ func (c *Copies) decode(ctx context.Context, registry string) (*decoded, error) 
 	return d, nil
 }
 
-// CompareVersions orders versions as dotted numbers where they are, else
-// as text.
+// CompareVersions orders versions: as semantic versions where both are
+// (a pre-release below its release), else by dotted parts, numbers
+// below words.
 func CompareVersions(a, b string) int { return compareVersions(a, b) }
 
 func compareVersions(a, b string) int {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	if x, ok := parseSemver(a); ok {
+		if y, ok := parseSemver(b); ok {
+			for i := range 3 {
+				if x.n[i] != y.n[i] {
+					return cmpInt(x.n[i], y.n[i])
+				}
+			}
+			switch {
+			case x.pre == "" && y.pre == "":
+				return 0
+			case x.pre == "":
+				return 1
+			case y.pre == "":
+				return -1
+			}
+			return compareParts(strings.Split(x.pre, "."), strings.Split(y.pre, "."))
+		}
+	}
+	return compareParts(strings.Split(a, "."), strings.Split(b, "."))
+}
+
+type semver struct {
+	n   [3]int
+	pre string
+}
+
+func parseSemver(v string) (semver, bool) {
+	v, _, _ = strings.Cut(v, "+")
+	core, pre, _ := strings.Cut(v, "-")
+	parts := strings.Split(core, ".")
+	if len(parts) != 3 {
+		return semver{}, false
+	}
+	var s semver
+	for i, p := range parts {
+		n, ok := atoiOK(p)
+		if !ok {
+			return semver{}, false
+		}
+		s.n[i] = n
+	}
+	s.pre = pre
+	return s, true
+}
+
+// compareParts compares dotted parts: numbers by value, below words,
+// words as text; a longer list after its prefix.
+func compareParts(pa, pb []string) int {
 	for i := 0; i < len(pa) && i < len(pb); i++ {
 		na, ea := atoiOK(pa[i])
 		nb, eb := atoiOK(pb[i])
 		switch {
-		case ea && eb && na != nb:
-			return na - nb
-		case !(ea && eb) && pa[i] != pb[i]:
-			return strings.Compare(pa[i], pb[i])
+		case ea && eb:
+			if na != nb {
+				return cmpInt(na, nb)
+			}
+		case ea:
+			return -1
+		case eb:
+			return 1
+		default:
+			if c := strings.Compare(pa[i], pb[i]); c != 0 {
+				return c
+			}
 		}
 	}
-	return len(pa) - len(pb)
+	return cmpInt(len(pa), len(pb))
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func atoiOK(s string) (int, bool) {

@@ -82,6 +82,11 @@ func LaunchOf(registry string, s v0.ServerJSON, c Choice, in Inputs) (Launch, ma
 		Source: store.RegistrySource{Registry: registry, Name: s.Name, Version: s.Version, Choice: c.Index}}
 	if len(in.Arguments) > 0 {
 		l.Source.Arguments = maps.Clone(in.Arguments)
+		for _, f := range FieldsOf(s, c) { // a secret is not kept here (an update asks for it again)
+			if name, ok := strings.CutPrefix(f.Key, "arguments."); ok && f.Secret {
+				delete(l.Source.Arguments, name)
+			}
+		}
 	}
 	if c.Remote {
 		if c.Index < 0 || c.Index >= len(s.Remotes) {
@@ -100,7 +105,7 @@ func LaunchOf(registry string, s v0.ServerJSON, c Choice, in Inputs) (Launch, ma
 		}
 		raw := fill(r.URL, func(name string) (string, bool) {
 			v, ok := value(in.Arguments, name, r.Variables[name], "arguments."+name, errs)
-			return url.PathEscape(v), ok
+			return escapeAll(v), ok
 		})
 		if u, err := url.Parse(raw); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
 			l.URL = raw
@@ -145,13 +150,11 @@ func LaunchOf(registry string, s v0.ServerJSON, c Choice, in Inputs) (Launch, ma
 			l.Env[ev.Name] = v
 		}
 	}
-	runtimeArgs := arguments(p.RuntimeArguments, in.Arguments, errs)
-	if p.RegistryType == model.RegistryTypeOCI {
-		if reason := unsafeDockerArgs(runtimeArgs); reason != "" {
-			errs["package"] = reason
-			return l, errs
-		}
+	if reason := unsafeRuntimeArgs(p); reason != "" {
+		errs["package"] = reason
+		return l, errs
 	}
+	runtimeArgs := arguments(p.RuntimeArguments, in.Arguments, errs)
 	packageArgs := arguments(p.PackageArguments, in.Arguments, errs)
 	l.Transport, l.Command = store.TransportStdio, runner
 	switch p.RegistryType {
@@ -347,6 +350,8 @@ var (
 	ociRef       = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[a-f0-9]{64})?$`)
 	exactVersion = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.+_-]*$`)
 	envName      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// semverPattern is one exact npm version.
+	semverPattern = regexp.MustCompile(`^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
 )
 
 // badPackage says why a package's identifier or version is not one its
@@ -365,7 +370,19 @@ func badPackage(p model.Package) string {
 		if !ociRef.MatchString(p.Identifier) || len(p.Identifier) > 512 {
 			return fmt.Sprintf("%q is not an image reference", cut(p.Identifier, 100))
 		}
+		// Pinned: by digest, or by a tag (the registry's version, when it
+		// gives one); never the floating latest.
+		if strings.Contains(p.Identifier, "@sha256:") {
+			return ""
+		}
+		_, tag, tagged := strings.Cut(p.Identifier[strings.LastIndex(p.Identifier, "/")+1:], ":")
+		if !tagged || tag == "latest" || p.Version != "" && tag != p.Version {
+			return fmt.Sprintf("the image %q is not pinned to the version %q (a tag of it, or a digest)", cut(p.Identifier, 100), p.Version)
+		}
 		return ""
+	}
+	if p.RegistryType == model.RegistryTypeNPM && !semverPattern.MatchString(p.Version) {
+		return fmt.Sprintf("the version %q is not one exact version (npm reads it as a range or a tag)", cut(p.Version, 100))
 	}
 	if !exactVersion.MatchString(p.Version) || slices.ContainsFunc(strings.Split(p.Version, "."), func(seg string) bool { return seg == "x" || seg == "X" }) {
 		return fmt.Sprintf("the version %q is not one exact version", cut(p.Version, 100))
@@ -373,20 +390,49 @@ func badPackage(p model.Package) string {
 	return ""
 }
 
-// dockerRefused are docker run options that would give a container the
-// host (its files, devices, network, processes or privileges): a
-// registry's runtime arguments may not ask for them.
-var dockerRefused = []string{"--privileged", "-v", "--volume", "--mount", "--device", "--network", "--net", "--pid", "--ipc",
-	"--uts", "--userns", "--cap-add", "--security-opt", "--cgroup-parent", "--volumes-from", "--gpus", "-u", "--user", "--entrypoint"}
+// dockerAllowed are the docker run options a registry's runtime
+// arguments may ask for, each as --name value or --name=value: the
+// container's own environment, an init process, a read-only root.
+// Anything else (a volume, a device, the host's network, privileges, an
+// option of the runner that runs another package) is refused, and npx
+// and uvx take none: their options choose what runs.
+var dockerAllowed = []string{"-e", "--env", "--init", "--read-only"}
 
-// unsafeDockerArgs says why docker run may not be given args, "" if it
-// may.
-func unsafeDockerArgs(args []string) string {
-	for _, a := range args {
-		name, _, _ := strings.Cut(a, "=")
-		if slices.Contains(dockerRefused, name) {
-			return fmt.Sprintf("the registry asks docker run for %s, which would give the container the host: refused", name)
+// unsafeRuntimeArgs says why the package's runtime arguments may not be
+// given to its runner, "" if they may.
+func unsafeRuntimeArgs(p model.Package) string {
+	if len(p.RuntimeArguments) == 0 {
+		return ""
+	}
+	if p.RegistryType != model.RegistryTypeOCI {
+		return fmt.Sprintf("the registry gives %s arguments of its own (%s…), which could make it run something else: refused",
+			runners[p.RegistryType], cut(p.RuntimeArguments[0].Name+p.RuntimeArguments[0].Value, 40))
+	}
+	for _, a := range p.RuntimeArguments {
+		name, _, _ := strings.Cut(a.Name, "=")
+		if a.Type != model.ArgumentTypeNamed || !slices.Contains(dockerAllowed, name) {
+			return fmt.Sprintf("the registry asks docker run for %q, which Switchboard does not give a container (it allows %s): refused",
+				cut(a.Name+" "+a.Value, 60), strings.Join(dockerAllowed, ", "))
+		}
+		if (name == "-e" || name == "--env") && !envName.MatchString(strings.SplitN(a.Value, "=", 2)[0]) && a.Value != "" {
+			return fmt.Sprintf("the registry asks docker run for the environment %q: refused", cut(a.Value, 60))
 		}
 	}
 	return ""
+}
+
+// escapeAll percent-encodes everything of v but the unreserved
+// characters, so that a URL variable's value stays within its part of
+// the URL (it cannot add a user, a port, a path or a host).
+func escapeAll(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }

@@ -2,7 +2,11 @@ package registry_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -156,6 +160,25 @@ func TestAHostileEntryIsNotLaunched(t *testing.T) {
 			s.Packages[0].RuntimeArguments = []model.Argument{{Type: model.ArgumentTypeNamed, Name: "-v", InputWithVariables: model.InputWithVariables{Input: model.Input{Value: "/:/host"}}}}
 		},
 		"an image that is an option": func(s *v0.ServerJSON) { s.Packages[0].RegistryType, s.Packages[0].Identifier = "oci", "--privileged" },
+		"npx told to run another package": func(s *v0.ServerJSON) {
+			s.Packages[0].RegistryType, s.Packages[0].Identifier = "npm", "legit"
+			s.Packages[0].RuntimeArguments = []model.Argument{{Type: model.ArgumentTypeNamed, Name: "--package", InputWithVariables: model.InputWithVariables{Input: model.Input{Value: "evil@latest"}}}}
+		},
+		"docker given a volume, written as one": func(s *v0.ServerJSON) {
+			s.Packages[0].RegistryType, s.Packages[0].Identifier, s.Packages[0].Version = "oci", "docker.io/x/y:1.0.6", "1.0.6"
+			s.Packages[0].RuntimeArguments = []model.Argument{{Type: model.ArgumentTypeNamed, Name: "-v/:/host"}}
+		},
+		"docker given the host's credentials": func(s *v0.ServerJSON) {
+			s.Packages[0].RegistryType, s.Packages[0].Identifier, s.Packages[0].Version = "oci", "docker.io/x/y:1.0.6", "1.0.6"
+			s.Packages[0].RuntimeArguments = []model.Argument{{Type: model.ArgumentTypeNamed, Name: "--env-file=/root/.aws/credentials"}}
+		},
+		"an npm version that is a range": func(s *v0.ServerJSON) {
+			s.Packages[0].RegistryType, s.Packages[0].Identifier, s.Packages[0].Version = "npm", "legit", "1"
+		},
+		"an image not pinned": func(s *v0.ServerJSON) { s.Packages[0].RegistryType, s.Packages[0].Identifier = "oci", "docker.io/x/y" },
+		"an image of latest": func(s *v0.ServerJSON) {
+			s.Packages[0].RegistryType, s.Packages[0].Identifier = "oci", "docker.io/x/y:latest"
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := base
@@ -166,5 +189,63 @@ func TestAHostileEntryIsNotLaunched(t *testing.T) {
 				t.Errorf("launched as %s %q; want it refused", l.Command, l.Args)
 			}
 		})
+	}
+}
+
+// A URL variable stays in its part of the URL: it cannot change the
+// remote's host (where its headers, secrets included, go).
+func TestAURLVariableCannotMoveTheHost(t *testing.T) {
+	s := v0.ServerJSON{Name: "com.example/port", Version: "1.0.0", Remotes: []model.Transport{{Type: "streamable-http", URL: "https://mcp.example.com:{port}/mcp",
+		Variables: map[string]model.Input{"port": {IsRequired: true}}}}}
+	l, errs := registry.LaunchOf("https://r.example.com", s, registry.Choice{Remote: true}, registry.Inputs{Arguments: map[string]string{"port": "443@evil.com"}})
+	if len(errs) == 0 && !strings.HasPrefix(l.URL, "https://mcp.example.com:") {
+		t.Errorf("the remote's URL = %q; want its host kept", l.URL)
+	}
+	if u, err := url.Parse(l.URL); err == nil && u.Hostname() == "evil.com" {
+		t.Errorf("a variable moved the host to %s", u.Host)
+	}
+}
+
+// Versions order as semantic versions (a pre-release below its release),
+// consistently; a deleted version is never the newest shown.
+func TestVersionsOrderAndDeletedOnesAreNotNewest(t *testing.T) {
+	for _, c := range []struct{ a, b string }{{"2.0.0-rc.1", "2.0.0"}, {"1.9.0", "1.10.0"}, {"9", "10"}, {"10", "1a"}, {"1.0.0-alpha", "1.0.0-beta"}} {
+		if registry.CompareVersions(c.a, c.b) >= 0 || registry.CompareVersions(c.b, c.a) <= 0 {
+			t.Errorf("%s is not below %s", c.a, c.b)
+		}
+	}
+	entries := registrytest.Seed()
+	bad := entries[1] // everything 2026.8.31, the latest
+	bad.Meta.Official.Status = "deleted"
+	entries[1] = bad
+	reg := registrytest.Start(t, entries)
+	c := registry.NewCopies(openStore(t), []string{reg.URL}, 0, slog.New(slog.DiscardHandler))
+	if err := c.Pull(context.Background(), reg.URL); err != nil {
+		t.Fatal(err)
+	}
+	l, ok, _ := c.Find(context.Background(), reg.URL, "io.github.switchboard-test/everything")
+	if !ok || l.Latest != "2026.7.1" {
+		t.Errorf("newest shown = %q; want 2026.7.1 (2026.8.31 was deleted)", l.Latest)
+	}
+	if _, err := c.Version(context.Background(), reg.URL, "io.github.switchboard-test/everything", "2026.8.31"); err != registry.ErrDeleted {
+		t.Errorf("the deleted version = %v; want ErrDeleted", err)
+	}
+}
+
+// A registry that pages forever (each page one bad entry and a new
+// cursor) ends the pull with an error, not a loop.
+func TestAPullOfEndlessPagesEnds(t *testing.T) {
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n++
+		fmt.Fprintf(w, `{"servers":[{"server":{"name":"bad name","version":"1"}}],"metadata":{"nextCursor":"c%d","count":1}}`, n)
+	}))
+	defer srv.Close()
+	c := registry.NewCopies(openStore(t), []string{srv.URL}, 0, slog.New(slog.DiscardHandler))
+	if err := c.Pull(context.Background(), srv.URL); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("pull of endless pages = %v; want it refused", err)
+	}
+	if n > 1000 {
+		t.Errorf("%d pages read; want it bounded", n)
 	}
 }

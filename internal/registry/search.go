@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	v0 "github.com/modelcontextprotocol/registry/pkg/api/v0"
+	"github.com/modelcontextprotocol/registry/pkg/model"
 
 	"github.com/switchboard-dev/switchboard/store"
 )
@@ -152,7 +153,8 @@ func (c *Copies) Find(ctx context.Context, registry, name string) (Listed, bool,
 }
 
 // Version is the server.json of one version ("latest", or exact) of the
-// server of the registry: from the copy, else read from the registry.
+// server of the registry, and its status: from the copy, else read from
+// the registry. ErrDeleted for a version the registry deleted.
 func (c *Copies) Version(ctx context.Context, registry, name, version string) (v0.ServerJSON, error) {
 	d, err := c.decode(ctx, registry)
 	if err != nil {
@@ -160,9 +162,15 @@ func (c *Copies) Version(ctx context.Context, registry, name, version string) (v
 	}
 	if version == "latest" {
 		if i, ok := slices.BinarySearchFunc(d.servers, name, func(l Listed, n string) int { return strings.Compare(l.Server.Name, n) }); ok {
+			if d.servers[i].Status == string(model.StatusDeleted) {
+				return v0.ServerJSON{}, ErrDeleted
+			}
 			return d.servers[i].Server, nil
 		}
 	} else if e, ok := d.entries[store.RegistryEntryKey(name, version)]; ok {
+		if e.Status == string(model.StatusDeleted) {
+			return v0.ServerJSON{}, ErrDeleted
+		}
 		var s v0.ServerJSON
 		if err := json.Unmarshal(e.Server, &s); err != nil {
 			return v0.ServerJSON{}, fmt.Errorf("%w: the copy's %s@%s: %v", store.ErrDamaged, name, version, err)
@@ -173,8 +181,16 @@ func (c *Copies) Version(ctx context.Context, registry, name, version string) (v
 	if err != nil {
 		return v0.ServerJSON{}, err
 	}
-	if _, ok := entryOf(sr); !ok {
+	e, ok := entryOf(sr)
+	switch {
+	case !ok:
 		return v0.ServerJSON{}, fmt.Errorf("the registry's %s@%s breaks server.json's limits", name, version)
+	case e.Status == string(model.StatusDeleted):
+		return v0.ServerJSON{}, ErrDeleted
 	}
 	return sr.Server, nil
 }
+
+// ErrDeleted is a version the registry deleted: it is not added, nor
+// updated to.
+var ErrDeleted = errors.New("the registry deleted this version")

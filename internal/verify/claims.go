@@ -87,7 +87,15 @@ func (j *replicaJobs) claimEnded(name string) {
 	if _, here := j.runner.Active(serverID); here {
 		return
 	}
+	j.mu.Lock()
+	select {
+	case <-j.closed: // Close waits for the sweeps: none starts after it
+		j.mu.Unlock()
+		return
+	default:
+	}
 	j.sweeps.Add(1)
+	j.mu.Unlock()
 	go func() {
 		defer j.sweeps.Done()
 		select {
@@ -151,7 +159,9 @@ func (j *replicaJobs) Cancel(id string) bool {
 // Close stops hearing other replicas and releases the claims held.
 func (j *replicaJobs) Close() {
 	j.cancel()
+	j.mu.Lock()
 	close(j.closed)
+	j.mu.Unlock()
 	j.sweeps.Wait()
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -224,6 +234,11 @@ func (j *replicaJobs) submit(ctx context.Context, req discovery.Request) (job di
 		j.mu.Lock()
 		if c, ok := j.claims[req.ServerID]; ok && err == nil && !job.Done() {
 			c.jobs[job.ID] = true
+			select {
+			case <-c.hold.Lost: // joined to a claim lost meanwhile: stopped too
+				j.runner.Cancel(job.ID)
+			default:
+			}
 		}
 		j.mu.Unlock()
 		return job, false, err

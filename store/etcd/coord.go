@@ -182,8 +182,11 @@ func (c *Coordinator) keepValid(s *concurrency.Session) {
 	defer c.done.Done()
 	ttl := time.Duration(c.ttl) * time.Second
 	margin := ttl / 4
-	var validUntil atomic.Int64 // unix ns; the grant was just answered
-	validUntil.Store(time.Now().Add(ttl).UnixNano())
+	// validUntil is kept as a time.Time (its monotonic reading with it),
+	// so that a step of the wall clock changes nothing.
+	var validUntil atomic.Pointer[time.Time]
+	first := time.Now().Add(ttl) // the grant was just answered
+	validUntil.Store(&first)
 	gone := make(chan struct{}) // etcd says the lease is gone
 	c.done.Add(1)
 	go func() {
@@ -202,14 +205,15 @@ func (c *Coordinator) keepValid(s *concurrency.Session) {
 			cancel()
 			switch {
 			case err == nil && resp.TTL > 0:
-				validUntil.Store(sent.Add(time.Duration(resp.TTL) * time.Second).UnixNano())
+				until := sent.Add(time.Duration(resp.TTL) * time.Second)
+				validUntil.Store(&until)
 			case errors.Is(err, rpctypes.ErrLeaseNotFound):
 				close(gone)
 				return
 			}
 		}
 	}()
-	lapse := time.NewTimer(time.Until(time.Unix(0, validUntil.Load()).Add(-margin)))
+	lapse := time.NewTimer(time.Until(validUntil.Load().Add(-margin)))
 	defer lapse.Stop()
 	for {
 		select {
@@ -221,7 +225,7 @@ func (c *Coordinator) keepValid(s *concurrency.Session) {
 			s.Orphan()
 			return
 		case <-lapse.C:
-			until := time.Unix(0, validUntil.Load())
+			until := *validUntil.Load()
 			if left := time.Until(until.Add(-margin)); left > 0 {
 				lapse.Reset(left)
 				continue
@@ -346,21 +350,18 @@ func (c *Coordinator) Claim(ctx context.Context, name string) (cluster.Hold, err
 				c.db.log.Warn("release a claim (it ends with this replica's session anyway)", "claim", name, "err", err)
 			}
 		})
-	}, s.Done(), fence{key: m.Key(), rev: m.Header().Revision, claim: name}), nil
+	}, s.Done(), fence{owner: m.IsOwner(), claim: name}), nil
 }
 
 // fence is the condition of a write made under a claim: the claim's key
 // is still the one this replica created (it is deleted with the lease
 // when the lease expires, and another replica's claim is another key).
 type fence struct {
-	key   string
-	rev   int64
+	owner clientv3.Cmp // the mutex's own: its key, at its creation
 	claim string
 }
 
-func (f fence) cmp() clientv3.Cmp {
-	return clientv3.Compare(clientv3.CreateRevision(f.key), "=", f.rev)
-}
+func (f fence) cmp() clientv3.Cmp { return f.owner }
 
 // Held reports whether a replica holds the claim name (its key is there).
 func (c *Coordinator) Held(ctx context.Context, name string) (bool, error) {
