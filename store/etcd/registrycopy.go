@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -26,7 +27,9 @@ func (db *DB) PutRegistryEntries(ctx context.Context, registry string, entries [
 	for _, e := range entries {
 		b.put(prefix+"entries/"+store.RegistryEntryKey(e.Name, e.Version), e)
 	}
-	ctx, cancel := context.WithTimeout(ctx, db.timeout)
+	// A deadline for each transaction's worth: a copy of thousands of
+	// entries takes tens of them.
+	ctx, cancel := context.WithTimeout(ctx, db.timeout*time.Duration(1+len(b.ops)/loadOps))
 	defer cancel()
 	if err := db.write(ctx, b); err != nil {
 		return err
