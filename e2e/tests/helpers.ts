@@ -1,4 +1,4 @@
-import { expect, type APIRequestContext, type Page } from '@playwright/test';
+import { expect, type APIRequestContext, type Locator, type Page } from '@playwright/test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -220,4 +220,16 @@ export async function shoot(page: Page, name: string) {
   }
   await page.emulateMedia({ colorScheme: 'light' });
   await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+// clickWhenWired clicks an element htmx swapped in (from an SSE event)
+// once htmx has processed it: a click between the swap and htmx wiring
+// its hx-post would do nothing (a person cannot click that fast; a test
+// on a loaded machine can).
+export async function clickWhenWired(el: Locator) {
+  await expect.poll(() => el.evaluate((n) => {
+    const d = (n as unknown as Record<string, { listenerInfos?: unknown[] } | undefined>)['htmx-internal-data'];
+    return !!d && Array.isArray(d.listenerInfos) && d.listenerInfos.length > 0;
+  }), { timeout: 10_000 }).toBe(true);
+  await el.click();
 }

@@ -1,5 +1,5 @@
 import { test, expect, type Page } from '@playwright/test';
-import { addVerified as addAllowed, api, EVERYTHING, FIXTURE, login, waitLive } from './helpers';
+import { addVerified as addAllowed, api, clickWhenWired, EVERYTHING, FIXTURE, login, waitLive } from './helpers';
 
 // Where the screenshots of the Try it page go.
 const SHOTS = process.env.SWITCHBOARD_E2E_SHOTS || '/tmp/switchboard-tryit-shots';
@@ -145,18 +145,18 @@ test('Verify all: Cancel stops its verifications, Dismiss puts the panel away wh
   const panel = page.getByTestId('verify-all-progress');
   await expect(panel).toBeVisible();
   await expect(panel.getByTestId('verify-all-cancel')).toBeVisible();
-  await panel.getByTestId('verify-all-cancel').click();
+  await clickWhenWired(panel.getByTestId('verify-all-cancel'));
   await expect(panel.getByTestId('verify-all-cancelled')).toContainText('cancelled');
   await expect(panel).toHaveAttribute('data-done', 'true');
   await expect(panel.getByTestId('verify-all-cancel')).toHaveCount(0);
-  await panel.getByTestId('verify-all-dismiss').click();
+  await clickWhenWired(panel.getByTestId('verify-all-dismiss'));
   await expect(panel).toHaveCount(0);
 
   // A new Verify all shows again; dismissed while it runs, its
   // verifications go on to the end.
   await page.getByTestId('verify-all-button').click();
   await expect(panel).toBeVisible();
-  await panel.getByTestId('verify-all-dismiss').click();
+  await clickWhenWired(panel.getByTestId('verify-all-dismiss'));
   await expect(panel).toHaveCount(0);
   await expect(page.locator('[data-server-id=slowa] [data-testid=status]')).toHaveAttribute('data-status', 'running', { timeout: 15_000 });
   await expect(page.locator('[data-server-id=slowa] [data-testid=status]')).toHaveAttribute('data-status', 'success', { timeout: 30_000 });
